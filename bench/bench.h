@@ -1,0 +1,27 @@
+/* bench.h - benchmarks run by `warpspec bench`. */
+#ifndef WARPSPEC_BENCH_H
+#define WARPSPEC_BENCH_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  size_t bytes;       /* copy size */
+  int iters;          /* timed repetitions per variant */
+  const char *csv;    /* optional CSV output path */
+} bench_pipe_opts;
+
+/* Streaming copy (both modes) against cudaMemcpy D2D, and pipe hand-off latency. */
+int bench_pipe(const bench_pipe_opts *o);
+
+/* Hand-off latency of a pipe between two roles: ns per item, median over `reps`.
+ * role_warps: warps of writer and reader roles (1 or 4). Returns 0 or -1. */
+int bench_pipe_handoff(int stages, int role_warps, int items, int reps, double *ns_per_item, int *errors);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

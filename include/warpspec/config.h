@@ -1,0 +1,40 @@
+/* warpspec/config.h - every tunable, limit and timeout of the library in one place.
+ *
+ * Hardware facts (Hopper, sm_90a) are named here too, so no magic number appears in
+ * the code that uses them. Plain C; included by host and device code alike. */
+#ifndef WARPSPEC_CONFIG_H
+#define WARPSPEC_CONFIG_H
+
+/* ---- hardware limits of one CTA on sm_90 ---------------------------------------- */
+#define WS_WARP_SIZE            32
+#define WS_WARPGROUP_WARPS      4      /* setmaxnreg and wgmma work per warpgroup      */
+#define WS_MAX_THREADS          1024   /* threads per block                             */
+#define WS_REGS_PER_CTA         65536  /* register file one CTA may own                 */
+#define WS_REGS_MIN             24     /* setmaxnreg range, multiples of 8              */
+#define WS_REGS_MAX             256
+#define WS_REGS_GRANULE         8
+#define WS_NAMED_BARRIERS       16     /* ids 0..15; 0 belongs to __syncthreads()      */
+
+/* ---- library limits ----------------------------------------------------------------- */
+#define WS_MAX_ROLES            8      /* roles in one table                            */
+#define WS_MAX_WARPGROUPS       (WS_MAX_THREADS / (WS_WARP_SIZE * WS_WARPGROUP_WARPS))
+#define WS_NAME_LEN             24     /* role / pipe / barrier names, NUL included     */
+#define WS_MAX_USER_BARRIERS    8      /* extra named barriers a plan may reserve      */
+#define WS_PIPE_MAX_STAGES      32
+#define WS_PIPE_MAX_READERS     8
+
+/* ---- bounded waits ----------------------------------------------------------------- */
+/* Every wait the library performs gives up after this long and reports WS_ERR_TIMEOUT.
+ * Override per process with the environment variable below or ws_set_timeout_ms(). */
+#define WS_TIMEOUT_MS_DEFAULT   4000
+#define WS_TIMEOUT_ENV          "WARPSPEC_TIMEOUT_MS"
+/* try_wait polls between two reads of the global timer: keeps the clock off the hot path */
+#define WS_WAIT_POLLS_PER_CLOCK 32
+
+/* ---- streaming copy (the pipe benchmark kernel) ------------------------------------- */
+#define WS_STREAM_STAGES        4      /* pipe depth                                    */
+#define WS_STREAM_BOX_ROWS      32     /* TMA box: rows x 1024 bytes = 32 KiB per stage */
+#define WS_STREAM_ROW_BYTES     1024
+#define WS_STREAM_CONSUMERS     2      /* consumer warpgroups                           */
+
+#endif

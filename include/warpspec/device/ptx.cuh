@@ -1,0 +1,130 @@
+/* warpspec/device/ptx.cuh - one tiny inline function per PTX instruction, named after it.
+ *
+ * Nothing here knows about roles or pipes; higher layers compose these. All shared
+ * memory operands are 32-bit shared-window addresses (ws_smem_addr). sm_90a. */
+#ifndef WARPSPEC_DEVICE_PTX_CUH
+#define WARPSPEC_DEVICE_PTX_CUH
+
+#include <stdint.h>
+
+#define WS_DEV static __device__ __forceinline__
+
+WS_DEV uint32_t ws_smem_addr(const void *p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+WS_DEV uint64_t ws_globaltimer(void) {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+WS_DEV void ws_trap(void) { asm volatile("trap;"); }
+
+/* ---- mbarrier -------------------------------------------------------------------- */
+WS_DEV void ws_mbarrier_init(uint64_t *bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(ws_smem_addr(bar)), "r"(count) : "memory");
+}
+
+WS_DEV void ws_fence_mbarrier_init(void) {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+/* arrive has .release.cta semantics: writes before it are visible to the waiter. */
+WS_DEV void ws_mbarrier_arrive(uint64_t *bar) {
+  asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(ws_smem_addr(bar)) : "memory");
+}
+
+WS_DEV void ws_mbarrier_expect_tx(uint64_t *bar, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(ws_smem_addr(bar)), "r"(bytes) : "memory");
+}
+
+/* Returns 1 once the phase of the given parity has completed (acquire.cta). The
+ * hardware suspends the thread for a short while before answering 0. */
+WS_DEV uint32_t ws_mbarrier_try_wait_parity(uint64_t *bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+               : "=r"(done) : "r"(ws_smem_addr(bar)), "r"(parity) : "memory");
+  return done;
+}
+
+/* ---- named barriers -------------------------------------------------------------- */
+/* bar.sync is .aligned: every thread of each participating warp must execute it. */
+WS_DEV void ws_bar_sync(uint32_t id, uint32_t threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+WS_DEV void ws_bar_arrive(uint32_t id, uint32_t threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+/* barrier.sync without .aligned: tolerates divergent warps, slower. */
+WS_DEV void ws_barrier_sync(uint32_t id, uint32_t threads) {
+  asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+/* ---- warp helpers ---------------------------------------------------------------- */
+WS_DEV uint32_t ws_elect_sync(void) {
+  uint32_t is_elected;
+  asm volatile("{ .reg .pred p; elect.sync _|p, 0xffffffff; selp.u32 %0, 1, 0, p; }" : "=r"(is_elected));
+  return is_elected;
+}
+
+/* setmaxnreg needs an immediate, hence macros. Warpgroup-wide (.sync.aligned). */
+#define WS_SETMAXNREG_INC(N) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N))
+#define WS_SETMAXNREG_DEC(N) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N))
+
+/* ---- proxy fences ---------------------------------------------------------------- */
+/* Generic-proxy shared-memory writes become visible to the async proxy (TMA, wgmma). */
+WS_DEV void ws_fence_proxy_async_shared_cta(void) {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+/* ---- bulk copies (TMA engine) ---------------------------------------------------- */
+WS_DEV void ws_cp_async_bulk_global_to_shared(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(ws_smem_addr(dst)), "l"(src), "r"(bytes), "r"(ws_smem_addr(bar)) : "memory");
+}
+
+WS_DEV void ws_cp_async_bulk_shared_to_global(void *dst, const void *src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
+               ::"l"(dst), "r"(ws_smem_addr(src)), "r"(bytes) : "memory");
+}
+
+WS_DEV void ws_cp_async_bulk_tensor_2d_global_to_shared(void *dst, const void *tmap, int x, int y, uint64_t *bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3}], [%4];"
+               ::"r"(ws_smem_addr(dst)), "l"(tmap), "r"(x), "r"(y), "r"(ws_smem_addr(bar)) : "memory");
+}
+
+WS_DEV void ws_cp_async_bulk_tensor_2d_shared_to_global(const void *tmap, int x, int y, const void *src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+               ::"l"(tmap), "r"(x), "r"(y), "r"(ws_smem_addr(src)) : "memory");
+}
+
+WS_DEV void ws_cp_async_bulk_commit_group(void) {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
+/* Wait until at most N bulk groups still read their shared-memory source. */
+#define WS_CP_ASYNC_BULK_WAIT_GROUP_READ(N) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory")
+/* Wait until at most N bulk groups are still incomplete (writes visible). */
+#define WS_CP_ASYNC_BULK_WAIT_GROUP(N) asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory")
+
+WS_DEV void ws_prefetch_tensormap(const void *tmap) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
+}
+
+/* ---- 16-byte global accesses ----------------------------------------------------- */
+WS_DEV uint4 ws_ld_global_nc_v4(const void *p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+WS_DEV void ws_st_global_v4(void *p, uint4 v) {
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
+#endif

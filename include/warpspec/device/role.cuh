@@ -1,0 +1,113 @@
+/* warpspec/device/role.cuh - roles: who am I, register hand-over, role-scoped sync.
+ *
+ * A kernel declares its roles once, as an X-macro list of
+ *     ROLE(NAME, warps, regs, replicas)
+ * and WS_DECLARE_ROLES(prefix, LIST) generates from it
+ *   - an enum of role ids (NAME = 0, 1, ...) and prefix_NROLES,
+ *   - prefix_roles[]      the ws_role table the host planner checks,
+ *   - prefix_layout       the layout evaluated at compile time (a static_assert
+ *                         rejects a table that cannot fit a CTA),
+ *   - prefix_layout_dev   the same layout in constant memory for run-time lookups.
+ * WS_KERNEL(prefix) opens the kernel with __launch_bounds__(threads, 1), without
+ * which ptxas ignores setmaxnreg (warning C7508). WS_ENTER_ROLE(prefix, NAME) is the
+ * first statement of a role's branch: setmaxnreg inc/dec from the table.
+ *
+ *   #define COPY_ROLES(ROLE) ROLE(LOADER, 1, 40, 1) ROLE(WRITER, 4, 232, 2)
+ *   WS_DECLARE_ROLES(copy, COPY_ROLES)
+ *   WS_KERNEL(copy) copy_kernel(..., ws_diag diag) {
+ *     ws_ctx ctx = WS_SELF(copy, diag);
+ *     ... init pipes, ws_init_sync() ...
+ *     if (ctx.role == LOADER) { WS_ENTER_ROLE(copy, LOADER); if (ctx.spare) return; ... }
+ *     else                    { WS_ENTER_ROLE(copy, WRITER); ... }
+ *   }
+ * Each role must be one branch: setmaxnreg is executed by whole warpgroups, and the
+ * layout gives every register-changing role its own warpgroups; warps that only pad
+ * a warpgroup have ctx.spare set and leave after WS_ENTER_ROLE. */
+#ifndef WARPSPEC_DEVICE_ROLE_CUH
+#define WARPSPEC_DEVICE_ROLE_CUH
+
+#include "../diag.h"
+#include "../layout.h"
+#include "ptx.cuh"
+
+typedef struct {
+  int role;          /* enum value of the role, -1 for warps outside the table         */
+  int replica;       /* which copy of the role                                           */
+  int warp;          /* warp index inside the replica                                    */
+  int lane;
+  int spare;         /* pads a warpgroup: enters the role's registers, then leaves       */
+  uint32_t bar;      /* named barrier of this replica; 0 for one-warp roles              */
+  uint32_t nthreads; /* threads in this replica                                          */
+  const ws_layout *layout; /* constant-memory layout, for names in diagnostics          */
+  ws_diag diag;
+} ws_ctx;
+
+#define WS__ROLE_ENUM(NAME, WARPS, REGS, REPLICAS) NAME,
+#define WS__ROLE_ROW(NAME, WARPS, REGS, REPLICAS) {#NAME, WARPS, REGS, REPLICAS},
+
+#define WS_DECLARE_ROLES(P, LIST)                                                         \
+  enum { LIST(WS__ROLE_ENUM) P##_NROLES };                                                \
+  WS_CX_VAR ws_role P##_roles[] = {LIST(WS__ROLE_ROW)};                                   \
+  WS_CX_VAR ws_layout P##_layout = ws_layout_make(P##_roles, P##_NROLES, 0);              \
+  static_assert(P##_layout.error == WS_LAYOUT_OK,                                         \
+                "role table '" #P "' does not fit one CTA; `warpspec plan` explains why"); \
+  static __constant__ ws_layout P##_layout_dev = ws_layout_make(P##_roles, P##_NROLES, 0)
+
+#define WS_KERNEL(P) __global__ void __launch_bounds__(P##_layout.threads, 1)
+#define WS_THREADS(P) (P##_layout.threads)
+#define WS_SELF(P, DIAG) ws_ctx_make(&P##_layout_dev, (DIAG))
+
+/* setmaxnreg from the table: inc above the entry cap, dec below, nothing if equal. */
+#define WS_ENTER_ROLE(P, ROLE)                                                        \
+  do {                                                                                \
+    constexpr int ws_entry_ = P##_layout.entry_regs;                                  \
+    constexpr int ws_regs_ = ws_layout_role_regs(&P##_layout, ROLE);                  \
+    if (ws_regs_ > ws_entry_) WS_SETMAXNREG_INC(ws_regs_ > ws_entry_ ? ws_regs_ : WS_REGS_MAX); \
+    else if (ws_regs_ < ws_entry_) WS_SETMAXNREG_DEC(ws_regs_ < ws_entry_ ? ws_regs_ : WS_REGS_MIN); \
+  } while (0)
+
+WS_DEV ws_ctx ws_ctx_make(const ws_layout *L, ws_diag diag) {
+  ws_ctx c;
+  const int warp = (int)(threadIdx.x / WS_WARP_SIZE);
+  c.role = -1; c.replica = 0; c.warp = 0; c.spare = 1; c.bar = 0; c.nthreads = WS_WARP_SIZE;
+  c.lane = (int)(threadIdx.x % WS_WARP_SIZE);
+  c.layout = L;
+  c.diag = diag;
+  for (int r = 0; r < L->nroles; r++) {
+    if (warp < L->role_first_warp[r] || warp >= L->role_end_warp[r]) continue;
+    const int rel = warp - L->role_first_warp[r];
+    const int per = L->role_warps[r];
+    c.role = r;
+    c.replica = rel / per;
+    c.warp = rel % per;
+    c.spare = c.replica >= L->role_replicas[r];
+    c.nthreads = (uint32_t)(per * WS_WARP_SIZE);
+    c.bar = (per > 1 && !c.spare) ? (uint32_t)(L->role_barrier[r] + c.replica) : 0u;
+  }
+  return c;
+}
+
+/* Synchronise the threads of this role replica only (never barrier 0). */
+WS_DEV void ws_role_sync(const ws_ctx *c) {
+  if (c->bar) ws_bar_sync(c->bar, c->nthreads);
+  else __syncwarp();
+}
+
+/* One thread per role replica: lane 0 of its first warp. */
+WS_DEV int ws_role_leader(const ws_ctx *c) { return c->warp == 0 && c->lane == 0; }
+
+/* Thread index inside the replica, 0 .. nthreads-1. */
+WS_DEV int ws_role_thread(const ws_ctx *c) { return c->warp * WS_WARP_SIZE + c->lane; }
+
+/* Extra named barriers come from the host plan (ws_plan_add_barrier), which numbers
+ * them after the roles' own: pass the id it returned. */
+WS_DEV void ws_named_sync(uint32_t id, uint32_t threads) { ws_bar_sync(id, threads); }
+
+/* After one thread initialised barriers: make the init visible, then let all start.
+ * The last CTA-wide barrier of a warp-specialized kernel; roles never use barrier 0. */
+WS_DEV void ws_init_sync(void) {
+  ws_fence_mbarrier_init();
+  __syncthreads();
+}
+
+#endif

@@ -1,0 +1,73 @@
+/* warpspec/device/wait.cuh - bounded waits.
+ *
+ * Every wait of the library polls with a deadline taken from ws_diag.timeout_ns
+ * (host default WS_TIMEOUT_MS_DEFAULT). The fast path is one try_wait; the clock is
+ * read only every WS_WAIT_POLLS_PER_CLOCK polls. On expiry the first thread records
+ * the fault (block, role, replica, object, stage, phase) in host-mapped memory and
+ * every expiring thread traps; ws_sync() on the host turns it into WS_ERR_TIMEOUT.
+ * No printf: it would give every kernel a local-memory stack frame. */
+#ifndef WARPSPEC_DEVICE_WAIT_CUH
+#define WARPSPEC_DEVICE_WAIT_CUH
+
+#include "role.cuh"
+
+WS_DEV void ws_copy_name(char *dst, const char *src) {
+  int i = 0;
+  for (; src && i < WS_NAME_LEN - 1 && src[i]; i++) dst[i] = src[i];
+  dst[i] = '\0';
+}
+
+WS_DEV uint64_t ws_timeout_ns(const ws_ctx *c) {
+  return c->diag.timeout_ns ? c->diag.timeout_ns : (uint64_t)WS_TIMEOUT_MS_DEFAULT * 1000000ull;
+}
+
+WS_DEV void ws_fault_raise(const ws_ctx *c, const char *object, int edge, int stage, int phase, uint64_t waited) {
+  if (c->diag.fault && c->diag.claim && atomicCAS(c->diag.claim, 0u, 1u) == 0u) {
+    ws_fault *f = c->diag.fault;
+    f->block = (int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+    f->thread = (int)threadIdx.x;
+    f->role = c->role;
+    f->replica = c->replica;
+    f->edge = edge;
+    f->stage = stage;
+    f->phase = phase;
+    f->waited_ns = waited;
+    f->timeout_ns = ws_timeout_ns(c);
+    ws_copy_name(f->role_name, c->role >= 0 ? c->layout->role_name[c->role] : "none");
+    ws_copy_name(f->object, object);
+    __threadfence_system();
+    f->code = WS_FAULT_TIMEOUT;
+    __threadfence_system();
+  }
+  ws_trap();
+}
+
+/* Wait until the mbarrier phase of `parity` completed, or raise a timeout fault. */
+WS_DEV void ws_wait_parity(uint64_t *bar, uint32_t parity, const ws_ctx *c, const char *object, int edge, int stage) {
+  if (ws_mbarrier_try_wait_parity(bar, parity)) return;
+  const uint64_t start = ws_globaltimer();
+  const uint64_t limit = ws_timeout_ns(c);
+  for (;;) {
+    for (int k = 0; k < WS_WAIT_POLLS_PER_CLOCK; k++)
+      if (ws_mbarrier_try_wait_parity(bar, parity)) return;
+    const uint64_t waited = ws_globaltimer() - start;
+    if (waited > limit) ws_fault_raise(c, object, edge, stage, (int)parity, waited);
+  }
+}
+
+/* Wait until *flag >= target (system-scope acquire loads), or raise a timeout fault. */
+WS_DEV void ws_wait_flag_geq(const uint64_t *flag, uint64_t target, const ws_ctx *c, const char *object, int stage) {
+  uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(flag) : "memory");
+  if (v >= target) return;
+  const uint64_t start = ws_globaltimer();
+  const uint64_t limit = ws_timeout_ns(c);
+  for (;;) {
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(flag) : "memory");
+    if (v >= target) return;
+    const uint64_t waited = ws_globaltimer() - start;
+    if (waited > limit) ws_fault_raise(c, object, WS_EDGE_FLAG, stage, 0, waited);
+  }
+}
+
+#endif

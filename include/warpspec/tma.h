@@ -1,0 +1,42 @@
+/* warpspec/tma.h - tensor maps for the TMA engine, with their box size attached.
+ *
+ * A ws_tmap is a CUtensorMap plus the bytes one box copy moves. Pipes take the
+ * transaction byte count of a TMA load from here, never from the kernel author, so
+ * expect_tx always equals what the engine writes (out-of-bounds fill included). */
+#ifndef WARPSPEC_TMA_H
+#define WARPSPEC_TMA_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  CUtensorMap map;       /* 64-byte aligned; must stay the first member             */
+  uint32_t box_bytes;    /* bytes of one box = transaction bytes of one load         */
+  uint32_t box_cols;     /* inner (contiguous) box extent, elements                  */
+  uint32_t box_rows;
+  uint32_t elem_bytes;
+} ws_tmap;
+
+typedef enum { WS_DTYPE_U8 = 1, WS_DTYPE_U16 = 2, WS_DTYPE_U32 = 4, WS_DTYPE_F32 = 5, WS_DTYPE_BF16 = 6 } ws_dtype;
+
+/* A row-major 2-D tensor of `rows` x `cols` elements, `row_stride` bytes apart, cut
+ * into boxes of box_rows x box_cols elements, no swizzle. Checks the TMA rules
+ * (16-byte aligned base and stride, box extents 1..256, inner box bytes multiple of
+ * 16) and says which one failed. */
+ws_status ws_tmap_2d(ws_tmap *t, const void *base, ws_dtype dtype, uint64_t rows, uint64_t cols,
+                     uint64_t row_stride, uint32_t box_rows, uint32_t box_cols);
+
+/* Bytes of one element of dtype (0 for an unknown value). */
+size_t ws_dtype_bytes(ws_dtype dtype);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

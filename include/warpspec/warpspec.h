@@ -1,0 +1,11 @@
+/* warpspec/warpspec.h - the host API in one include. Plain C11. */
+#ifndef WARPSPEC_WARPSPEC_H
+#define WARPSPEC_WARPSPEC_H
+#include "config.h"
+#include "status.h"
+#include "layout.h"
+#include "diag.h"
+#include "plan.h"
+#include "tma.h"
+#include "stream.h"
+#endif

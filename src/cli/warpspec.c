@@ -1,0 +1,136 @@
+/* warpspec.c - the `warpspec` command: info, plan, bench, demo. */
+#include "../../bench/bench.h"
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int usage(void) {
+  fprintf(stderr,
+          "usage: warpspec <command> [options]\n"
+          "  info                              GPUs, SMs, shared memory, NVLink peers\n"
+          "  plan ROLE... [--entry N] [--smem BYTES] [--name K]\n"
+          "                                    check a role plan; ROLE = name:warps:regs[xreplicas],\n"
+          "                                    regs = 24..256 (multiple of 8), rest or entry\n"
+          "  plan --kernel K                   plan of a known kernel (stream_tma, stream_threads, seed,\n"
+          "                                    seed_twin, gemm)\n"
+          "  bench [pipe] [--bytes N] [--iters N] [--csv FILE]\n"
+          "  demo                              the main job: benchmarks on the GPUs present, or the\n"
+          "                                    planner on the library's kernels without a GPU\n"
+          "  version\n");
+  return 2;
+}
+
+static int gpu_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) { (void)cudaGetLastError(); return 0; }
+  return n;
+}
+
+static int cmd_info(void) {
+  int n = gpu_count();
+  printf("warpspec %s; %d CUDA device(s)\n", ws_version(), n);
+  for (int d = 0; d < n; d++) {
+    ws_device_limits l;
+    if (ws_device_limits_query(d, &l) != WS_OK) { fprintf(stderr, "%s\n", ws_last_error()); return 1; }
+    printf("  device %d: %s, sm_%d%d, %d SMs, %.1f GiB, L2 %.0f MiB, shared memory opt-in %zu bytes/block%s\n", d, l.name,
+           l.cc_major, l.cc_minor, l.sm_count, (double)l.global_mem / (1 << 30), (double)l.l2_bytes / (1 << 20), l.smem_optin,
+           l.cc_major == 9 ? "" : "  (not sm_90: warpspec kernels will not run)");
+  }
+  for (int a = 0; a < n; a++)
+    for (int b = 0; b < n; b++) {
+      if (a == b) continue;
+      int can = 0;
+      cudaDeviceCanAccessPeer(&can, a, b);
+      int links = cli_nvlinks(a, b);
+      if (links >= 0) printf("  peer %d -> %d: access %s, %d NVLink(s)\n", a, b, can ? "yes" : "no", links);
+      else printf("  peer %d -> %d: access %s, NVLink count unknown (no NVML)\n", a, b, can ? "yes" : "no");
+    }
+  if (n == 0) printf("  no GPU on this machine\n");
+  return 0;
+}
+
+static int cmd_plan(int argc, char **argv) {
+  ws_role roles[WS_MAX_ROLES];
+  char names[WS_MAX_ROLES][WS_NAME_LEN];
+  int nroles = 0, entry = 0;
+  long long smem = 0;
+  const char *kname = "cli", *known = NULL;
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "--entry") == 0 && i + 1 < argc) entry = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--smem") == 0 && i + 1 < argc) smem = atoll(argv[++i]);
+    else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) kname = argv[++i];
+    else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) known = argv[++i];
+    else if (argv[i][0] == '-') return usage();
+    else {
+      if (nroles == WS_MAX_ROLES) { fprintf(stderr, "at most %d roles\n", WS_MAX_ROLES); return 2; }
+      if (cli_parse_role(argv[i], &roles[nroles], names[nroles], WS_NAME_LEN) != WS_OK) {
+        fprintf(stderr, "%s\n", ws_last_error());
+        return 2;
+      }
+      nroles++;
+    }
+  }
+  ws_plan plan;
+  ws_status s;
+  if (known) s = cli_named_plan(known, &plan);
+  else if (nroles == 0) return usage();
+  else s = ws_plan_init(&plan, kname, roles, nroles, entry);
+  if (s == WS_OK && smem > 0) s = ws_plan_set_smem(&plan, (size_t)smem);
+  if (s != WS_OK) {
+    printf("REJECTED %s: %s\n", ws_strerror(s), ws_last_error());
+    return 1;
+  }
+  ws_plan_print(&plan, stdout);
+  if (gpu_count() > 0) {
+    s = ws_plan_check_device(&plan, 0);
+    printf("  device 0: %s%s%s\n", s == WS_OK ? "fits" : ws_strerror(s), s == WS_OK ? "" : ": ", s == WS_OK ? "" : ws_last_error());
+    if (s != WS_OK) return 1;
+  }
+  printf("OK\n");
+  return 0;
+}
+
+static int cmd_bench(int argc, char **argv) {
+  bench_pipe_opts o = {(size_t)1 << 30, 20, NULL};
+  for (int i = 0; i < argc; i++) {
+    if (strcmp(argv[i], "pipe") == 0) continue;
+    if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) o.bytes = (size_t)atoll(argv[++i]);
+    else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) o.iters = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
+    else return usage();
+  }
+  if (o.bytes == 0 || o.iters < 1) return usage();
+  if (gpu_count() == 0) { fprintf(stderr, "bench: no GPU on this machine\n"); return 1; }
+  return bench_pipe(&o) == 0 ? 0 : 1;
+}
+
+static int cmd_demo(void) {
+  if (gpu_count() > 0) {
+    if (cmd_info()) return 1;
+    char *args[] = {(char *)"pipe"};
+    return cmd_bench(1, args);
+  }
+  printf("No GPU on this machine: the benchmarks need an sm_90 GPU (H100/H200).\n"
+         "Here is the budget planner on the library's kernels and on the seed pair instead.\n\n");
+  const char *kernels[] = {"stream_tma", "stream_threads", "gemm", "seed", "seed_twin"};
+  for (int i = 0; i < 5; i++) {
+    char *args[] = {(char *)"--kernel", (char *)kernels[i]};
+    printf("$ warpspec plan --kernel %s\n", kernels[i]);
+    cmd_plan(2, args);
+    printf("\n");
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return usage();
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "info") == 0) return cmd_info();
+  if (strcmp(cmd, "plan") == 0) return cmd_plan(argc - 2, argv + 2);
+  if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
+  if (strcmp(cmd, "demo") == 0) return cmd_demo();
+  if (strcmp(cmd, "version") == 0) { printf("%s\n", ws_version()); return 0; }
+  return usage();
+}

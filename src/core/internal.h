@@ -1,0 +1,35 @@
+/* internal.h - helpers shared by the library's own sources; not installed. */
+#ifndef WARPSPEC_INTERNAL_H
+#define WARPSPEC_INTERNAL_H
+
+#include <cuda_runtime_api.h>
+
+#include "warpspec/warpspec.h"
+
+#define WS_VERSION_STRING "0.1.0"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Record a message for ws_last_error() and return s. */
+ws_status ws_fail(ws_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+ws_status ws_fail_cuda(int err, const char *what);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* Evaluate a CUDA runtime call; on error return WS_ERR_CUDA (with a fault check). */
+#define WS_CUDA_TRY(call)                                         \
+  do {                                                            \
+    cudaError_t ws_e_ = (call);                                   \
+    if (ws_e_ != cudaSuccess) return ws_check_cuda(ws_e_, #call); \
+  } while (0)
+
+#define WS_REQUIRE(cond, ...)                                       \
+  do {                                                              \
+    if (!(cond)) return ws_fail(WS_ERR_INVALID, __VA_ARGS__);       \
+  } while (0)
+
+#endif

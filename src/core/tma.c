@@ -1,0 +1,71 @@
+/* tma.c - tensor maps through the driver's cuTensorMapEncodeTiled, found at run time
+ * so the library does not link libcuda directly. */
+#include "internal.h"
+
+#include <cudaTypedefs.h>
+#include <string.h>
+
+size_t ws_dtype_bytes(ws_dtype d) {
+  switch (d) {
+  case WS_DTYPE_U8: return 1;
+  case WS_DTYPE_U16: case WS_DTYPE_BF16: return 2;
+  case WS_DTYPE_U32: case WS_DTYPE_F32: return 4;
+  }
+  return 0;
+}
+
+static CUtensorMapDataType cu_dtype(ws_dtype d) {
+  switch (d) {
+  case WS_DTYPE_U8: return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  case WS_DTYPE_U16: return CU_TENSOR_MAP_DATA_TYPE_UINT16;
+  case WS_DTYPE_BF16: return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  case WS_DTYPE_U32: return CU_TENSOR_MAP_DATA_TYPE_UINT32;
+  case WS_DTYPE_F32: return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  }
+  return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+}
+
+static PFN_cuTensorMapEncodeTiled_v12000 encode_fn(void) {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn;
+  if (fn == NULL) {
+    void *p = NULL;
+    enum cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
+    else
+      (void)cudaGetLastError();
+  }
+  return fn;
+}
+
+ws_status ws_tmap_2d(ws_tmap *t, const void *base, ws_dtype dtype, uint64_t rows, uint64_t cols, uint64_t row_stride,
+                     uint32_t box_rows, uint32_t box_cols) {
+  WS_REQUIRE(t != NULL && base != NULL, "ws_tmap_2d: tensor map or base pointer is NULL");
+  const size_t eb = ws_dtype_bytes(dtype);
+  WS_REQUIRE(eb != 0, "ws_tmap_2d: unknown dtype %d", (int)dtype);
+  WS_REQUIRE(((uintptr_t)base & 15u) == 0, "ws_tmap_2d: base %p is not 16-byte aligned", base);
+  WS_REQUIRE(rows >= 1 && cols >= 1 && rows < (1ull << 32) && cols < (1ull << 32),
+             "ws_tmap_2d: shape %llu x %llu, each extent must be 1..2^32-1", (unsigned long long)rows, (unsigned long long)cols);
+  WS_REQUIRE(row_stride % 16 == 0 && row_stride >= cols * eb && row_stride < (1ull << 40),
+             "ws_tmap_2d: row stride %llu bytes must be a multiple of 16, at least cols x %zu = %llu, below 2^40",
+             (unsigned long long)row_stride, eb, (unsigned long long)(cols * eb));
+  WS_REQUIRE(box_rows >= 1 && box_rows <= 256 && box_cols >= 1 && box_cols <= 256,
+             "ws_tmap_2d: box %u x %u, each extent must be 1..256", box_rows, box_cols);
+  WS_REQUIRE((box_cols * eb) % 16 == 0, "ws_tmap_2d: box row of %u x %zu bytes is not a multiple of 16 bytes", box_cols, eb);
+  PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+  if (fn == NULL) return ws_fail(WS_ERR_CUDA, "ws_tmap_2d: cuTensorMapEncodeTiled not found in the driver");
+  memset(t, 0, sizeof *t);
+  cuuint64_t dims[2] = {cols, rows};
+  cuuint64_t strides[1] = {row_stride};
+  cuuint32_t box[2] = {box_cols, box_rows};
+  cuuint32_t estr[2] = {1, 1};
+  CUresult r = fn(&t->map, cu_dtype(dtype), 2, (void *)base, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) return ws_fail(WS_ERR_CUDA, "ws_tmap_2d: cuTensorMapEncodeTiled returned %d", (int)r);
+  t->box_rows = box_rows;
+  t->box_cols = box_cols;
+  t->elem_bytes = (uint32_t)eb;
+  t->box_bytes = (uint32_t)(box_rows * box_cols * eb);
+  return WS_OK;
+}

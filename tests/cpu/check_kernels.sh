@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# check_kernels.sh BINARY... - read the compiled kernels without a GPU:
+#   every kernel: STACK:0 and LOCAL:0 (no spills, no runtime-indexed arrays);
+#   kernels whose role tables change registers: USETMAXREG in SASS (not dropped);
+#   the stream kernels: TMA loads (UTMALDG), the TMA-store one also UTMASTG.
+# Exit 77 (skipped) if cuobjdump/nvdisasm are not installed (.ci/run installs them).
+set -u
+here=$(cd "$(dirname "$0")/../.." && pwd)
+export PATH="$PATH:$here/.tools/bin:/usr/local/cuda/bin"
+if ! command -v cuobjdump >/dev/null || ! command -v nvdisasm >/dev/null; then
+  echo "cuobjdump/nvdisasm not found: skipped (run .ci/run or pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)"
+  exit 77
+fi
+fail=0
+for bin in "$@"; do
+  res=$(cuobjdump -res-usage "$bin" 2>&1) || { echo "cuobjdump failed on $bin: $res"; exit 1; }
+  n=$(grep -c "Function " <<<"$res")
+  echo "$bin: $n kernels"
+  while read -r line; do
+    name=$(sed -n 's/.*Function \([^:]*\):.*/\1/p' <<<"$line")
+    [ -z "$name" ] && continue
+    usage=$(grep -A1 "Function $name:" <<<"$res" | tail -1)
+    stack=$(sed -n 's/.*STACK:\([0-9]*\).*/\1/p' <<<"$usage")
+    local_=$(sed -n 's/.*LOCAL:\([0-9]*\).*/\1/p' <<<"$usage")
+    if [ "$stack" != 0 ] || [ "$local_" != 0 ]; then
+      echo "FAIL $name: STACK:$stack LOCAL:$local_ ($usage)"; fail=1
+    else
+      echo "ok   $name: $(sed 's/^ *//' <<<"$usage" | cut -d' ' -f1-4)"
+    fi
+  done < <(grep "Function " <<<"$res")
+  sass=$(cuobjdump --dump-sass "$bin" 2>&1)
+  # Per-function SASS: awk splits on the "Function :" headers.
+  check_sass() { # function-substring instruction min-count
+    local count
+    count=$(awk -v f="$1" '/Function : /{on = index($0, f) > 0} on' <<<"$sass" | grep -c "$2")
+    if [ "$count" -lt "$3" ]; then echo "FAIL $1: $count x $2 in SASS, expected >= $3"; fail=1
+    else echo "ok   $1: $count x $2"; fi
+  }
+  case "$bin" in
+    *libwarpspec*)
+      check_sass stream_threads_kernel USETMAXREG 2
+      check_sass stream_threads_kernel UTMALDG 1
+      check_sass stream_tma_kernel UTMALDG 1
+      check_sass stream_tma_kernel UTMASTG 1
+      ;;
+  esac
+done
+exit $fail

@@ -1,0 +1,124 @@
+/* test_validation.c - every public function rejects bad input with a clear status
+ * and message before it touches the GPU; status strings; the error slot. */
+#include "../test.h"
+
+#include <stdint.h>
+
+static void status_strings(void) {
+  const ws_status all[] = {WS_OK, WS_ERR_INVALID, WS_ERR_BUDGET, WS_ERR_MISMATCH, WS_ERR_NO_DEVICE,
+                           WS_ERR_CUDA, WS_ERR_TIMEOUT, WS_ERR_NOMEM, WS_ERR_UNSUPPORTED};
+  for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++) {
+    const char *s = ws_strerror(all[i]);
+    CHECK(s != NULL && strncmp(s, "WS_", 3) == 0);
+    for (unsigned j = 0; j < i; j++) CHECK(strcmp(s, ws_strerror(all[j])) != 0);
+  }
+  CHECK(strcmp(ws_strerror(WS_ERR_TIMEOUT), "WS_ERR_TIMEOUT") == 0);
+  CHECK(strcmp(ws_strerror((ws_status)1234), "WS_ERR_UNKNOWN") == 0);
+  CHECK(ws_version() != NULL && ws_version()[0] != '\0');
+  ws_plan p;
+  CHECK_STATUS(ws_plan_init(NULL, "x", NULL, 0, 0), WS_ERR_INVALID);
+  CHECK(ws_last_error()[0] != '\0');
+  ws_clear_error();
+  CHECK(ws_last_error()[0] == '\0');
+  (void)p;
+}
+
+static void plan_arguments(void) {
+  const ws_role r[] = {{"a", 1, WS_REGS_ENTRY, 1}};
+  ws_plan p;
+  CHECK_STATUS(ws_plan_init(NULL, "k", r, 1, 0), WS_ERR_INVALID);
+  CHECK_MSG("plan is NULL");
+  CHECK_STATUS(ws_plan_init(&p, "k", NULL, 1, 0), WS_ERR_INVALID);
+  CHECK_MSG("roles is NULL");
+  CHECK_STATUS(ws_plan_init(&p, "k", r, 0, 0), WS_ERR_INVALID);
+  CHECK_MSG("nroles 0");
+  CHECK_STATUS(ws_plan_init(&p, "k", r, WS_MAX_ROLES + 1, 0), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_init(&p, "k", r, 1, -8), WS_ERR_INVALID);
+  CHECK_MSG("entry_regs -8");
+  CHECK_STATUS(ws_plan_init(&p, "k", r, 1, 300), WS_ERR_INVALID);
+  CHECK_MSG("24..255");
+  const ws_role long_name[] = {{"a_role_name_that_is_far_too_long", 1, WS_REGS_ENTRY, 1}};
+  CHECK_STATUS(ws_plan_init(&p, "k", long_name, 1, 0), WS_ERR_INVALID);
+  CHECK_MSG("longer than");
+  CHECK_STATUS(ws_plan_init(&p, NULL, r, 1, 0), WS_OK); /* a NULL kernel name is allowed */
+  CHECK_STATUS(ws_plan_set_smem(NULL, 0), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_add_barrier(NULL, "b", NULL), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_barrier_owner(NULL, 1, NULL, 0), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_check_limits(NULL, NULL), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_check_device(NULL, 0), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_check_func(NULL, NULL), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_check_func(&p, NULL), WS_ERR_INVALID);
+  dim3 g0 = {0, 1, 1};
+  CHECK_STATUS(ws_plan_launch(&p, (const void *)&p, g0, 0, NULL), WS_ERR_INVALID);
+  CHECK_MSG("empty dimension");
+  dim3 g1 = {1, 1, 1};
+  CHECK_STATUS(ws_plan_launch(NULL, (const void *)&p, g1, 0, NULL), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_print(&p, NULL), WS_ERR_INVALID);
+  ws_device_limits lim;
+  CHECK_STATUS(ws_device_limits_query(0, NULL), WS_ERR_INVALID);
+  ws_status s = ws_device_limits_query(0, &lim);
+  CHECK(s == WS_OK || s == WS_ERR_NO_DEVICE);
+  CHECK_STATUS(ws_device_limits_query(-1, &lim), s == WS_OK ? WS_ERR_INVALID : WS_ERR_NO_DEVICE);
+}
+
+static void timeouts(void) {
+  CHECK_STATUS(ws_set_timeout_ms(0), WS_ERR_INVALID);
+  CHECK_MSG("0 ms");
+  CHECK_STATUS(ws_set_timeout_ms(4000u * 1000u), WS_ERR_INVALID);
+  CHECK_STATUS(ws_set_timeout_ms(1500), WS_OK);
+  CHECK(ws_timeout_ms() == 1500);
+  CHECK_STATUS(ws_diag_get(NULL), WS_ERR_INVALID);
+}
+
+static void tensor_maps(void) {
+  ws_tmap t;
+  const void *ok = (const void *)(uintptr_t)0x10000; /* never dereferenced: checks come first */
+  const void *odd = (const void *)(uintptr_t)0x10008;
+  CHECK_STATUS(ws_tmap_2d(NULL, ok, WS_DTYPE_U32, 4, 4, 16, 1, 4), WS_ERR_INVALID);
+  CHECK_STATUS(ws_tmap_2d(&t, NULL, WS_DTYPE_U32, 4, 4, 16, 1, 4), WS_ERR_INVALID);
+  CHECK_STATUS(ws_tmap_2d(&t, odd, WS_DTYPE_U32, 4, 4, 16, 1, 4), WS_ERR_INVALID);
+  CHECK_MSG("16-byte aligned");
+  CHECK_STATUS(ws_tmap_2d(&t, ok, (ws_dtype)99, 4, 4, 16, 1, 4), WS_ERR_INVALID);
+  CHECK_MSG("dtype 99");
+  CHECK_STATUS(ws_tmap_2d(&t, ok, WS_DTYPE_U32, 0, 4, 16, 1, 4), WS_ERR_INVALID);
+  CHECK_STATUS(ws_tmap_2d(&t, ok, WS_DTYPE_U32, 4, 4, 24, 1, 4), WS_ERR_INVALID);
+  CHECK_MSG("multiple of 16");
+  CHECK_STATUS(ws_tmap_2d(&t, ok, WS_DTYPE_U32, 4, 8, 16, 1, 4), WS_ERR_INVALID);
+  CHECK_MSG("at least cols");
+  CHECK_STATUS(ws_tmap_2d(&t, ok, WS_DTYPE_U32, 4, 4, 16, 300, 4), WS_ERR_INVALID);
+  CHECK_MSG("1..256");
+  CHECK_STATUS(ws_tmap_2d(&t, ok, WS_DTYPE_U32, 4, 4, 16, 1, 3), WS_ERR_INVALID);
+  CHECK_MSG("3 x 4 bytes");
+  CHECK(ws_dtype_bytes(WS_DTYPE_BF16) == 2 && ws_dtype_bytes((ws_dtype)0) == 0);
+}
+
+static void stream_copy(void) {
+  char *base = (char *)(uintptr_t)0x100000;
+  CHECK_STATUS(ws_stream_copy(base, base + 4096, 0, WS_STREAM_STORE_TMA, 0, 0), WS_OK); /* nothing to do */
+  CHECK_STATUS(ws_stream_copy(base, base + 4096, 16, (ws_stream_mode)7, 0, 0), WS_ERR_INVALID);
+  CHECK_MSG("mode 7");
+  CHECK_STATUS(ws_stream_copy(base, base + 4096, 16, WS_STREAM_STORE_TMA, -1, 0), WS_ERR_INVALID);
+  CHECK_MSG("ctas -1");
+  CHECK_STATUS(ws_stream_copy(NULL, base, 16, WS_STREAM_STORE_TMA, 0, 0), WS_ERR_INVALID);
+  CHECK_MSG("NULL");
+  CHECK_STATUS(ws_stream_copy(base + 4, base + 4096, 16, WS_STREAM_STORE_TMA, 0, 0), WS_ERR_INVALID);
+  CHECK_MSG("16-byte aligned");
+  CHECK_STATUS(ws_stream_copy(base, base + 16, 64, WS_STREAM_STORE_THREADS, 0, 0), WS_ERR_INVALID);
+  CHECK_MSG("overlap");
+  ws_plan p;
+  CHECK_STATUS(ws_stream_plan((ws_stream_mode)3, &p), WS_ERR_INVALID);
+  CHECK_STATUS(ws_stream_plan(WS_STREAM_STORE_TMA, NULL), WS_ERR_INVALID);
+  CHECK_STATUS(ws_stream_plan(WS_STREAM_STORE_THREADS, &p), WS_OK);
+  CHECK(p.layout.threads == 384 && p.layout.role_regs[1] == 232);
+  CHECK_STATUS(ws_stream_plan(WS_STREAM_STORE_TMA, &p), WS_OK);
+  CHECK(p.layout.threads == 64 && p.layout.setmaxnreg == 0);
+}
+
+int main(void) {
+  status_strings();
+  plan_arguments();
+  timeouts();
+  tensor_maps();
+  stream_copy();
+  return test_finish("test_validation");
+}

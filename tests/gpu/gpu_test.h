@@ -1,0 +1,64 @@
+/* gpu_test.h - shared by the GPU tests: skip without an sm_90 GPU, checked CUDA
+ * calls, fresh random data. */
+#ifndef WARPSPEC_GPU_TEST_H
+#define WARPSPEC_GPU_TEST_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "../test.h"
+
+#define CUDA_OK(call)                                                                        \
+  do {                                                                                       \
+    cudaError_t e_ = (call);                                                                 \
+    if (e_ != cudaSuccess) {                                                                 \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      exit(1);                                                                               \
+    }                                                                                        \
+  } while (0)
+
+#define WS_OK_OR_DIE(call)                                                                   \
+  do {                                                                                       \
+    ws_status s_ = (call);                                                                   \
+    if (s_ != WS_OK) {                                                                       \
+      fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call, ws_strerror(s_), ws_last_error()); \
+      exit(1);                                                                               \
+    }                                                                                        \
+  } while (0)
+
+/* Exit 77 (CTest: skipped) unless an sm_90 GPU is present. */
+static inline void require_hopper(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    printf("no CUDA device: skipped\n");
+    exit(TEST_SKIP);
+  }
+  int major = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  if (major != 9) {
+    printf("device 0 is not sm_90: skipped\n");
+    exit(TEST_SKIP);
+  }
+}
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static inline void rng_seed_from_time(void) {
+  rng_state ^= (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull;
+  printf("random seed %llu\n", (unsigned long long)rng_state);
+}
+static inline uint32_t rng_u32(void) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return (uint32_t)(rng_state >> 16);
+}
+static inline void rng_fill(void *p, size_t bytes) {
+  uint8_t *b = (uint8_t *)p;
+  for (size_t i = 0; i < bytes; i++) b[i] = (uint8_t)rng_u32();
+}
+
+#endif

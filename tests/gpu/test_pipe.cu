@@ -1,0 +1,149 @@
+/* test_pipe.cu - pipes with 1..8 stages and 1..3 readers, fed by plain stores, by
+ * 1-D bulk copies and by TMA tensor loads, ended by close, on random data.
+ *
+ * Roles: WRITER (4 warps) fills slots of 1 KiB from `in`; READER0 (2 warps),
+ * READER1 (2 warps) and READER2 (1 warp, the __syncwarp path) each transform every
+ * item into their own output. Every block streams a random number of items (0 too)
+ * then closes; readers stop on close and report how many items they saw.
+ * `--quick` runs a subset (for compute-sanitizer). */
+#include "gpu_test.h"
+#include "warpspec/device/warpspec.cuh"
+
+#define MAX_STAGES 8
+#define SLOT_U32 256
+#define BLOCKS 6
+#define MAX_ITEMS 40
+#define MAX_READERS 3
+
+typedef struct __align__(128) { uint32_t v[SLOT_U32]; } chunk_slot;
+WS_PIPE_STORAGE(chunk_pipe, chunk_slot, MAX_STAGES);
+
+#define PIPE_ROLES(ROLE)                 \
+  ROLE(WRITER, 4, WS_REGS_ENTRY, 1)      \
+  ROLE(READER0, 2, WS_REGS_ENTRY, 1)     \
+  ROLE(READER1, 2, WS_REGS_ENTRY, 1)     \
+  ROLE(READER2, 1, WS_REGS_ENTRY, 1)
+WS_DECLARE_ROLES(pipe_test, PIPE_ROLES);
+
+enum { FILL_STORES, FILL_BULK, FILL_TMA };
+static const char *fill_name[] = {"stores", "bulk", "tma"};
+
+typedef struct {
+  uint32_t stages, readers, fill;
+  const int *nitems;   /* [BLOCKS] */
+  const uint32_t *in;  /* [BLOCKS * MAX_ITEMS][SLOT_U32] */
+  uint32_t *out;       /* [MAX_READERS][BLOCKS * MAX_ITEMS][SLOT_U32] */
+  int *seen;           /* [BLOCKS][MAX_READERS] */
+} pipe_args;
+
+static __host__ __device__ uint32_t reader_fn(uint32_t x, int r) { return x * (2u * (uint32_t)r + 1u) + (uint32_t)r; }
+
+WS_KERNEL(pipe_test) pipe_test_kernel(const __grid_constant__ ws_tmap in_map, pipe_args a, ws_diag diag) {
+  __shared__ chunk_pipe st;
+  ws_ctx ctx = WS_SELF(pipe_test, diag);
+  ws_pipe p = WS_PIPE_VIEW_N(&st, "test_pipe", a.readers, a.stages);
+  if (threadIdx.x == 0) ws_pipe_init(&p);
+  ws_init_sync();
+  const uint32_t n = (uint32_t)a.nitems[blockIdx.x];
+  const size_t base = (size_t)blockIdx.x * MAX_ITEMS;
+
+  if (ctx.role == WRITER) {
+    const int t = ws_role_thread(&ctx);
+    for (uint32_t i = 0; i < n; i++) {
+      const uint32_t s = ws_pipe_acquire(&p, &ctx, i);
+      const uint32_t *src = a.in + (base + i) * SLOT_U32;
+      if (a.fill == FILL_STORES)
+        for (int j = t; j < SLOT_U32; j += (int)ctx.nthreads) st.slot[s].v[j] = src[j];
+      else if (a.fill == FILL_BULK)
+        ws_pipe_load_bulk(&p, &ctx, i, st.slot[s].v, src, sizeof(chunk_slot));
+      else
+        ws_pipe_load_tile_2d(&p, &ctx, i, st.slot[s].v, &in_map, 0, (int)((base + i) * 8));
+      ws_pipe_commit(&p, &ctx, i);
+    }
+    ws_pipe_close(&p, &ctx, n);
+    return;
+  }
+  const int r = ctx.role - READER0;
+  if (r >= (int)a.readers) return;
+  const int t = ws_role_thread(&ctx);
+  uint32_t i = 0;
+  for (;; i++) {
+    const uint32_t s = i % a.stages;
+    if (ws_pipe_wait(&p, &ctx, i)) break;
+    uint32_t *dst = a.out + ((size_t)r * BLOCKS * MAX_ITEMS + base + i) * SLOT_U32;
+    for (int j = t; j < SLOT_U32; j += (int)ctx.nthreads) dst[j] = reader_fn(st.slot[s].v[j], r);
+    ws_pipe_release(&p, &ctx, i);
+  }
+  if (ws_role_leader(&ctx)) a.seen[blockIdx.x * MAX_READERS + r] = (int)i;
+}
+
+int main(int argc, char **argv) {
+  require_hopper();
+  rng_seed_from_time();
+  const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  const size_t items = (size_t)BLOCKS * MAX_ITEMS;
+  const size_t in_bytes = items * SLOT_U32 * 4, out_bytes = MAX_READERS * in_bytes;
+  uint32_t *in, *out;
+  int *nitems, *seen;
+  CUDA_OK(cudaMalloc(&in, in_bytes));
+  CUDA_OK(cudaMalloc(&out, out_bytes));
+  CUDA_OK(cudaMalloc(&nitems, BLOCKS * sizeof(int)));
+  CUDA_OK(cudaMalloc(&seen, BLOCKS * MAX_READERS * sizeof(int)));
+  uint32_t *h_in = (uint32_t *)malloc(in_bytes), *h_out = (uint32_t *)malloc(out_bytes);
+  int h_n[BLOCKS], h_seen[BLOCKS * MAX_READERS];
+
+  ws_plan plan;
+  WS_OK_OR_DIE(ws_plan_init(&plan, "pipe_test", pipe_test_roles, pipe_test_NROLES, 0));
+  ws_tmap map;
+  WS_OK_OR_DIE(ws_tmap_2d(&map, in, WS_DTYPE_U32, items * 8, 32, 128, 8, 32));
+  CHECK(map.box_bytes == sizeof(chunk_slot));
+  ws_diag diag;
+  WS_OK_OR_DIE(ws_diag_get(&diag));
+
+  int runs = 0;
+  for (int fill = 0; fill < 3; fill++)
+    for (uint32_t stages = 1; stages <= MAX_STAGES; stages++)
+      for (uint32_t readers = 1; readers <= MAX_READERS; readers++) {
+        if (quick && !(stages == 1 || stages == 3 || stages == 8)) continue;
+        rng_fill(h_in, in_bytes);
+        for (int b = 0; b < BLOCKS; b++) h_n[b] = (int)(rng_u32() % (MAX_ITEMS + 1));
+        h_n[0] = MAX_ITEMS; /* at least one full-length stream */
+        h_n[1] = 0;         /* and one that is closed at once  */
+        CUDA_OK(cudaMemcpy(in, h_in, in_bytes, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemcpy(nitems, h_n, sizeof h_n, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMemset(out, 0xCD, out_bytes));  /* poison */
+        CUDA_OK(cudaMemset(seen, 0xFF, sizeof h_seen));
+        pipe_args a = {stages, readers, (uint32_t)fill, nitems, in, out, seen};
+        void *args[] = {&map, &a, &diag};
+        WS_OK_OR_DIE(ws_plan_launch(&plan, (const void *)pipe_test_kernel, dim3{BLOCKS, 1, 1}, 0, args));
+        WS_OK_OR_DIE(ws_sync(0));
+        CUDA_OK(cudaMemcpy(h_out, out, out_bytes, cudaMemcpyDeviceToHost));
+        CUDA_OK(cudaMemcpy(h_seen, seen, sizeof h_seen, cudaMemcpyDeviceToHost));
+        long bad = 0, untouched_bad = 0;
+        for (int r = 0; r < MAX_READERS; r++)
+          for (int b = 0; b < BLOCKS; b++) {
+            const int want_seen = r < (int)readers ? h_n[b] : -1;
+            if (h_seen[b * MAX_READERS + r] != want_seen) {
+              fprintf(stderr, "fill %s stages %u readers %u: block %d reader %d saw %d items, expected %d\n",
+                      fill_name[fill], stages, readers, b, r, h_seen[b * MAX_READERS + r], want_seen);
+              test_failures++;
+            }
+            for (int i = 0; i < MAX_ITEMS; i++)
+              for (int j = 0; j < SLOT_U32; j++) {
+                const size_t item = (size_t)b * MAX_ITEMS + i;
+                const uint32_t got = h_out[((size_t)r * items + item) * SLOT_U32 + j];
+                const int written = r < (int)readers && i < h_n[b];
+                if (written && got != reader_fn(h_in[item * SLOT_U32 + j], r)) bad++;
+                if (!written && got != 0xCDCDCDCDu) untouched_bad++;
+              }
+          }
+        if (bad || untouched_bad) {
+          fprintf(stderr, "fill %s stages %u readers %u: %ld wrong values, %ld writes outside the stream\n",
+                  fill_name[fill], stages, readers, bad, untouched_bad);
+          test_failures++;
+        }
+        runs++;
+      }
+  printf("test_pipe: %d configurations (fills x stages x readers)\n", runs);
+  return test_finish("test_pipe");
+}

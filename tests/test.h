@@ -1,0 +1,49 @@
+/* test.h - the few macros the tests share. Each test counts failures and returns
+ * non-zero if any; GPU tests return 77 (CTest: skipped) without an sm_90 GPU. */
+#ifndef WARPSPEC_TEST_H
+#define WARPSPEC_TEST_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "warpspec/warpspec.h"
+
+static int test_failures;
+
+#define CHECK(cond)                                                                  \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
+      test_failures++;                                                               \
+    }                                                                                \
+  } while (0)
+
+/* A call must return `want`; on WS_OK expected, print the message if it failed. */
+#define CHECK_STATUS(call, want)                                                     \
+  do {                                                                               \
+    ws_status got_ = (call);                                                         \
+    if (got_ != (want)) {                                                            \
+      fprintf(stderr, "%s:%d: %s returned %s, expected %s: %s\n", __FILE__, __LINE__, #call, \
+              ws_strerror(got_), ws_strerror(want), ws_last_error());                \
+      test_failures++;                                                               \
+    }                                                                                \
+  } while (0)
+
+/* The last message must contain `text`. */
+#define CHECK_MSG(text)                                                              \
+  do {                                                                               \
+    if (!strstr(ws_last_error(), (text))) {                                          \
+      fprintf(stderr, "%s:%d: message lacks \"%s\": %s\n", __FILE__, __LINE__, (text), ws_last_error()); \
+      test_failures++;                                                               \
+    }                                                                                \
+  } while (0)
+
+#define TEST_SKIP 77
+
+static inline int test_finish(const char *name) {
+  if (test_failures) fprintf(stderr, "%s: %d failure(s)\n", name, test_failures);
+  else printf("%s: all checks passed\n", name);
+  return test_failures ? 1 : 0;
+}
+
+#endif
