@@ -19,10 +19,10 @@ WS_DECLARE_ROLES(handoff1, HANDOFF1_ROLES);
 #define HANDOFF4_ROLES(ROLE) ROLE(H4_WRITER, 4, WS_REGS_ENTRY, 1) ROLE(H4_READER, 4, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(handoff4, HANDOFF4_ROLES);
 
-static __device__ __forceinline__ void handoff_body(const ws_ctx *c, int is_writer, uint32_t stages, uint32_t items,
-                                                    unsigned long long *ns, int *errors) {
+static __device__ __forceinline__ void handoff_body(const ws_ctx *c, int is_writer, uint32_t role_threads,
+                                                    uint32_t stages, uint32_t items, unsigned long long *ns, int *errors) {
   __shared__ handoff_pipe st;
-  ws_pipe p = WS_PIPE_VIEW_N(&st, "handoff", 1, stages);
+  ws_pipe p = WS_PIPE_VIEW_N(&st, "handoff", role_threads, role_threads, stages);
   if (threadIdx.x == 0) ws_pipe_init(&p);
   ws_init_sync();
   const uint64_t t0 = ws_globaltimer();
@@ -47,12 +47,12 @@ static __device__ __forceinline__ void handoff_body(const ws_ctx *c, int is_writ
 
 WS_KERNEL(handoff1) handoff1_kernel(uint32_t stages, uint32_t items, unsigned long long *ns, int *errors, ws_diag d) {
   ws_ctx c = WS_SELF(handoff1, d);
-  handoff_body(&c, c.role == H1_WRITER, stages, items, ns, errors);
+  handoff_body(&c, c.role == H1_WRITER, WS_ROLE_THREADS(handoff1, H1_WRITER), stages, items, ns, errors);
 }
 
 WS_KERNEL(handoff4) handoff4_kernel(uint32_t stages, uint32_t items, unsigned long long *ns, int *errors, ws_diag d) {
   ws_ctx c = WS_SELF(handoff4, d);
-  handoff_body(&c, c.role == H4_WRITER, stages, items, ns, errors);
+  handoff_body(&c, c.role == H4_WRITER, WS_ROLE_THREADS(handoff4, H4_WRITER), stages, items, ns, errors);
 }
 
 static int cmp_double(const void *a, const void *b) {

@@ -30,9 +30,14 @@
 #define WS_TIMEOUT_ENV          "WARPSPEC_TIMEOUT_MS"
 /* try_wait polls between two reads of the global timer: keeps the clock off the hot path */
 #define WS_WAIT_POLLS_PER_CLOCK 32
+/* After a timeout, how long other timed-out threads give the first one to finish
+ * writing the fault record before they trap too. */
+#define WS_FAULT_RECORD_NS      1000000000ull
 
 /* ---- streaming copy (the pipe benchmark kernel) ------------------------------------- */
-#define WS_STREAM_STAGES        4      /* pipe depth                                    */
+#define WS_STREAM_MAX_STAGES    6      /* pipe capacity: 6 x 32 KiB fits the opt-in smem */
+#define WS_STREAM_STAGES        4      /* default depth                                 */
+#define WS_STREAM_CTAS_PER_SM   1      /* default persistent grid: CTAs per SM          */
 #define WS_STREAM_BOX_ROWS      32     /* TMA box: rows x 1024 bytes = 32 KiB per stage */
 #define WS_STREAM_ROW_BYTES     1024
 #define WS_STREAM_CONSUMERS     2      /* consumer warpgroups                           */

@@ -23,11 +23,19 @@ typedef enum {
   WS_STREAM_STORE_THREADS = 1  /* writers: 2 warpgroups of 16-byte global stores     */
 } ws_stream_mode;
 
-/* ctas: 0 picks one per SM. */
-ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, ws_stream_mode mode, int ctas, cudaStream_t stream);
+/* Tuning knobs; zero means the default from config.h. */
+typedef struct {
+  ws_stream_mode mode;
+  int stages;       /* pipe depth, 1..WS_STREAM_MAX_STAGES                     */
+  int ctas_per_sm;  /* persistent grid = ctas_per_sm x SMs, 1..4              */
+  int ctas;         /* exact grid size instead (for tests), >= 1              */
+} ws_stream_opts;
 
-/* The role plan of a mode's kernel, for `warpspec plan --kernel` and the tests. */
-ws_status ws_stream_plan(ws_stream_mode mode, ws_plan *plan);
+/* opts may be NULL (TMA stores, default depth and grid). */
+ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, const ws_stream_opts *opts, cudaStream_t stream);
+
+/* The role plan of a mode's kernel at a depth (0: default), for `warpspec plan`. */
+ws_status ws_stream_plan(ws_stream_mode mode, int stages, ws_plan *plan);
 
 #ifdef __cplusplus
 }

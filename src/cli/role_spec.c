@@ -52,8 +52,8 @@ static const ws_role seed_roles[] = {{"dispatch", 4, WS_REGS_REST, 1}, {"receive
 static const ws_role gemm_roles[] = {{"producer", 1, 40, 1}, {"consumer", 4, 232, 2}};
 
 ws_status cli_named_plan(const char *name, ws_plan *plan) {
-  if (strcmp(name, "stream_tma") == 0) return ws_stream_plan(WS_STREAM_STORE_TMA, plan);
-  if (strcmp(name, "stream_threads") == 0) return ws_stream_plan(WS_STREAM_STORE_THREADS, plan);
+  if (strcmp(name, "stream_tma") == 0) return ws_stream_plan(WS_STREAM_STORE_TMA, 0, plan);
+  if (strcmp(name, "stream_threads") == 0) return ws_stream_plan(WS_STREAM_STORE_THREADS, 0, plan);
   if (strcmp(name, "seed") == 0) return ws_plan_init(plan, "seed", seed_roles, 3, 0);
   if (strcmp(name, "seed_twin") == 0) return ws_plan_init(plan, "seed_twin", seed_roles, 3, 240);
   if (strcmp(name, "gemm") == 0) return ws_plan_init(plan, "gemm", gemm_roles, 2, 0);

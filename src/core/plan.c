@@ -138,8 +138,8 @@ ws_status ws_plan_init(ws_plan *plan, const char *kernel, const ws_role *roles, 
 
 ws_status ws_plan_set_smem(ws_plan *plan, size_t bytes) {
   WS_REQUIRE(plan != NULL, "ws_plan_set_smem: plan is NULL");
+  if (plan->smem_bytes != bytes) plan->checked_func = NULL; /* check the new size once */
   plan->smem_bytes = bytes;
-  plan->checked_func = NULL;
   return WS_OK;
 }
 

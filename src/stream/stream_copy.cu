@@ -17,7 +17,7 @@ typedef struct __align__(128) {
   uint8_t bytes[WS_STREAM_BOX_ROWS * WS_STREAM_ROW_BYTES];
 } stream_slot;
 
-WS_PIPE_STORAGE(stream_pipe, stream_slot, WS_STREAM_STAGES);
+WS_PIPE_STORAGE(stream_pipe, stream_slot, WS_STREAM_MAX_STAGES);
 
 #define STREAM_TMA_ROLES(ROLE) ROLE(LOADER, 1, WS_REGS_ENTRY, 1) ROLE(STORER, 1, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(stream_tma, STREAM_TMA_ROLES);
@@ -26,6 +26,7 @@ WS_DECLARE_ROLES(stream_tma, STREAM_TMA_ROLES);
 WS_DECLARE_ROLES(stream_threads, STREAM_THREADS_ROLES);
 
 typedef struct {
+  uint32_t stages;  /* pipe depth in use */
   size_t rows;      /* whole rows */
   uint32_t boxes;   /* boxes over all rows */
   const uint8_t *src_tail;
@@ -59,10 +60,11 @@ static __device__ __forceinline__ void load_items(const ws_pipe *p, const ws_ctx
 
 WS_KERNEL(stream_tma) stream_tma_kernel(const __grid_constant__ ws_tmap in, const __grid_constant__ ws_tmap out,
                                         stream_args a, ws_diag diag) {
-  extern __shared__ __align__(1024) uint8_t smem[];
+  extern __shared__ __align__(128) uint8_t smem[];
   stream_pipe *st = (stream_pipe *)smem;
   ws_ctx ctx = WS_SELF(stream_tma, diag);
-  ws_pipe pipe = WS_PIPE_VIEW(st, "stream", 1);
+  ws_pipe pipe = WS_PIPE_VIEW_N(st, "stream", WS_ROLE_THREADS(stream_tma, LOADER), WS_ROLE_THREADS(stream_tma, STORER),
+                                a.stages);
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
   ws_init_sync();
   copy_tail(&a);
@@ -94,10 +96,12 @@ WS_KERNEL(stream_tma) stream_tma_kernel(const __grid_constant__ ws_tmap in, cons
 
 WS_KERNEL(stream_threads) stream_threads_kernel(const __grid_constant__ ws_tmap in, uint8_t *dst, stream_args a,
                                                 ws_diag diag) {
-  extern __shared__ __align__(1024) uint8_t smem[];
+  extern __shared__ __align__(128) uint8_t smem[];
   stream_pipe *st = (stream_pipe *)smem;
   ws_ctx ctx = WS_SELF(stream_threads, diag);
-  ws_pipe pipe = WS_PIPE_VIEW(st, "stream", 1);
+  /* Replicas of T_WRITER take turns: each item is released by one replica. */
+  ws_pipe pipe = WS_PIPE_VIEW_N(st, "stream", WS_ROLE_THREADS(stream_threads, T_LOADER),
+                                WS_ROLE_THREADS(stream_threads, T_WRITER), a.stages);
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
   ws_init_sync();
   copy_tail(&a);
@@ -111,7 +115,7 @@ WS_KERNEL(stream_threads) stream_threads_kernel(const __grid_constant__ ws_tmap 
     WS_ENTER_ROLE(stream_threads, T_WRITER);
     const int t = ws_role_thread(&ctx);
     for (uint32_t i = (uint32_t)ctx.replica; i < n; i += WS_STREAM_CONSUMERS) {
-      const uint32_t s = i % WS_STREAM_STAGES;
+      const uint32_t s = i % a.stages;
       ws_pipe_wait(&pipe, &ctx, i);
       const size_t row0 = (size_t)item_row(i);
       const size_t rows = a.rows - row0 < WS_STREAM_BOX_ROWS ? a.rows - row0 : WS_STREAM_BOX_ROWS;
@@ -125,24 +129,34 @@ WS_KERNEL(stream_threads) stream_threads_kernel(const __grid_constant__ ws_tmap 
   }
 }
 
-static ws_status plan_for(ws_stream_mode mode, ws_plan *plan) {
+static ws_status plan_for(ws_stream_mode mode, int stages, ws_plan *plan) {
   ws_status s = mode == WS_STREAM_STORE_TMA
                     ? ws_plan_init(plan, "stream_tma", stream_tma_roles, stream_tma_NROLES, 0)
                     : ws_plan_init(plan, "stream_threads", stream_threads_roles, stream_threads_NROLES, 0);
   if (s != WS_OK) return s;
-  return ws_plan_set_smem(plan, sizeof(stream_pipe) + 1024);
+  return ws_plan_set_smem(plan, WS_PIPE_BYTES(stream_pipe, stages));
 }
 
-extern "C" ws_status ws_stream_plan(ws_stream_mode mode, ws_plan *plan) {
+static int valid_mode(ws_stream_mode m) { return m == WS_STREAM_STORE_TMA || m == WS_STREAM_STORE_THREADS; }
+
+extern "C" ws_status ws_stream_plan(ws_stream_mode mode, int stages, ws_plan *plan) {
   WS_REQUIRE(plan != NULL, "ws_stream_plan: plan is NULL");
-  WS_REQUIRE(mode == WS_STREAM_STORE_TMA || mode == WS_STREAM_STORE_THREADS, "ws_stream_plan: mode %d unknown", (int)mode);
-  return plan_for(mode, plan);
+  WS_REQUIRE(valid_mode(mode), "ws_stream_plan: mode %d unknown", (int)mode);
+  WS_REQUIRE(stages >= 0 && stages <= WS_STREAM_MAX_STAGES, "ws_stream_plan: stages %d, must be 1..%d (0: default)",
+             stages, WS_STREAM_MAX_STAGES);
+  return plan_for(mode, stages ? stages : WS_STREAM_STAGES, plan);
 }
 
-extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, ws_stream_mode mode, int ctas,
+extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, const ws_stream_opts *opts,
                                     cudaStream_t stream) {
-  WS_REQUIRE(mode == WS_STREAM_STORE_TMA || mode == WS_STREAM_STORE_THREADS, "ws_stream_copy: mode %d unknown", (int)mode);
-  WS_REQUIRE(ctas >= 0, "ws_stream_copy: ctas %d, must be >= 0 (0 = one per SM)", ctas);
+  ws_stream_opts o = {WS_STREAM_STORE_TMA, 0, 0, 0};
+  if (opts) o = *opts;
+  WS_REQUIRE(valid_mode(o.mode), "ws_stream_copy: mode %d unknown", (int)o.mode);
+  WS_REQUIRE(o.stages >= 0 && o.stages <= WS_STREAM_MAX_STAGES, "ws_stream_copy: stages %d, must be 1..%d (0: default)",
+             o.stages, WS_STREAM_MAX_STAGES);
+  WS_REQUIRE(o.ctas_per_sm >= 0 && o.ctas_per_sm <= 4, "ws_stream_copy: ctas_per_sm %d, must be 1..4 (0: default)",
+             o.ctas_per_sm);
+  WS_REQUIRE(o.ctas >= 0, "ws_stream_copy: ctas %d, must be >= 1 (0: from ctas_per_sm)", o.ctas);
   if (bytes == 0) return WS_OK;
   WS_REQUIRE(dst != NULL && src != NULL, "ws_stream_copy: dst or src is NULL");
   WS_REQUIRE(((uintptr_t)dst & 15u) == 0 && ((uintptr_t)src & 15u) == 0,
@@ -150,6 +164,7 @@ extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, ws
   const uint8_t *s8 = (const uint8_t *)src;
   uint8_t *d8 = (uint8_t *)dst;
   WS_REQUIRE(d8 + bytes <= s8 || s8 + bytes <= d8, "ws_stream_copy: source and destination overlap");
+  const int stages = o.stages ? o.stages : WS_STREAM_STAGES;
 
   int dev = 0, sms = 0;
   WS_CUDA_TRY(cudaGetDevice(&dev));
@@ -159,14 +174,16 @@ extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, ws
   static thread_local ws_plan plans[MAX_DEV][2];
   static thread_local int planned[MAX_DEV][2];
   WS_REQUIRE(dev < MAX_DEV, "ws_stream_copy: device %d beyond %d", dev, (int)MAX_DEV);
-  ws_plan *plan = &plans[dev][mode];
+  ws_plan *plan = &plans[dev][o.mode];
   ws_status st;
-  if (!planned[dev][mode]) {
-    if ((st = plan_for(mode, plan)) != WS_OK) return st;
-    planned[dev][mode] = 1;
+  if (!planned[dev][o.mode]) {
+    if ((st = plan_for(o.mode, stages, plan)) != WS_OK) return st;
+    planned[dev][o.mode] = 1;
   }
+  if ((st = ws_plan_set_smem(plan, WS_PIPE_BYTES(stream_pipe, stages))) != WS_OK) return st;
 
   stream_args a;
+  a.stages = (uint32_t)stages;
   a.rows = bytes / WS_STREAM_ROW_BYTES;
   a.boxes = (uint32_t)((a.rows + WS_STREAM_BOX_ROWS - 1) / WS_STREAM_BOX_ROWS);
   a.tail_bytes = (uint32_t)(bytes % WS_STREAM_ROW_BYTES);
@@ -186,9 +203,9 @@ extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, ws
   if (a.rows == 0) a.boxes = 0;
   ws_diag diag;
   if ((st = ws_diag_get(&diag)) != WS_OK) return st;
-  unsigned grid = ctas > 0 ? (unsigned)ctas : (unsigned)sms;
+  unsigned grid = o.ctas > 0 ? (unsigned)o.ctas : (unsigned)(sms * (o.ctas_per_sm ? o.ctas_per_sm : WS_STREAM_CTAS_PER_SM));
   if (a.boxes > 0 && grid > a.boxes) grid = a.boxes;
-  if (mode == WS_STREAM_STORE_TMA) {
+  if (o.mode == WS_STREAM_STORE_TMA) {
     void *args[] = {&in, &out, &a, &diag};
     return ws_plan_launch(plan, (const void *)stream_tma_kernel, dim3{grid, 1, 1}, stream, args);
   }

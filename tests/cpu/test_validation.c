@@ -94,24 +94,38 @@ static void tensor_maps(void) {
 
 static void stream_copy(void) {
   char *base = (char *)(uintptr_t)0x100000;
-  CHECK_STATUS(ws_stream_copy(base, base + 4096, 0, WS_STREAM_STORE_TMA, 0, 0), WS_OK); /* nothing to do */
-  CHECK_STATUS(ws_stream_copy(base, base + 4096, 16, (ws_stream_mode)7, 0, 0), WS_ERR_INVALID);
+  ws_stream_opts o = {WS_STREAM_STORE_TMA, 0, 0, 0};
+  CHECK_STATUS(ws_stream_copy(base, base + 4096, 0, NULL, 0), WS_OK); /* nothing to do */
+  o.mode = (ws_stream_mode)7;
+  CHECK_STATUS(ws_stream_copy(base, base + 4096, 16, &o, 0), WS_ERR_INVALID);
   CHECK_MSG("mode 7");
-  CHECK_STATUS(ws_stream_copy(base, base + 4096, 16, WS_STREAM_STORE_TMA, -1, 0), WS_ERR_INVALID);
+  o.mode = WS_STREAM_STORE_TMA;
+  o.ctas = -1;
+  CHECK_STATUS(ws_stream_copy(base, base + 4096, 16, &o, 0), WS_ERR_INVALID);
   CHECK_MSG("ctas -1");
-  CHECK_STATUS(ws_stream_copy(NULL, base, 16, WS_STREAM_STORE_TMA, 0, 0), WS_ERR_INVALID);
+  o.ctas = 0;
+  o.stages = WS_STREAM_MAX_STAGES + 1;
+  CHECK_STATUS(ws_stream_copy(base, base + 4096, 16, &o, 0), WS_ERR_INVALID);
+  CHECK_MSG("stages 7");
+  o.stages = 0;
+  o.ctas_per_sm = 5;
+  CHECK_STATUS(ws_stream_copy(base, base + 4096, 16, &o, 0), WS_ERR_INVALID);
+  CHECK_MSG("ctas_per_sm 5");
+  CHECK_STATUS(ws_stream_copy(NULL, base, 16, NULL, 0), WS_ERR_INVALID);
   CHECK_MSG("NULL");
-  CHECK_STATUS(ws_stream_copy(base + 4, base + 4096, 16, WS_STREAM_STORE_TMA, 0, 0), WS_ERR_INVALID);
+  CHECK_STATUS(ws_stream_copy(base + 4, base + 4096, 16, NULL, 0), WS_ERR_INVALID);
   CHECK_MSG("16-byte aligned");
-  CHECK_STATUS(ws_stream_copy(base, base + 16, 64, WS_STREAM_STORE_THREADS, 0, 0), WS_ERR_INVALID);
+  CHECK_STATUS(ws_stream_copy(base, base + 16, 64, NULL, 0), WS_ERR_INVALID);
   CHECK_MSG("overlap");
   ws_plan p;
-  CHECK_STATUS(ws_stream_plan((ws_stream_mode)3, &p), WS_ERR_INVALID);
-  CHECK_STATUS(ws_stream_plan(WS_STREAM_STORE_TMA, NULL), WS_ERR_INVALID);
-  CHECK_STATUS(ws_stream_plan(WS_STREAM_STORE_THREADS, &p), WS_OK);
+  CHECK_STATUS(ws_stream_plan((ws_stream_mode)3, 0, &p), WS_ERR_INVALID);
+  CHECK_STATUS(ws_stream_plan(WS_STREAM_STORE_TMA, 0, NULL), WS_ERR_INVALID);
+  CHECK_STATUS(ws_stream_plan(WS_STREAM_STORE_TMA, 9, &p), WS_ERR_INVALID);
+  CHECK_STATUS(ws_stream_plan(WS_STREAM_STORE_THREADS, 0, &p), WS_OK);
   CHECK(p.layout.threads == 384 && p.layout.role_regs[1] == 232);
-  CHECK_STATUS(ws_stream_plan(WS_STREAM_STORE_TMA, &p), WS_OK);
+  CHECK_STATUS(ws_stream_plan(WS_STREAM_STORE_TMA, 2, &p), WS_OK);
   CHECK(p.layout.threads == 64 && p.layout.setmaxnreg == 0);
+  CHECK(p.smem_bytes > 2 * 32768 && p.smem_bytes < 3 * 32768);
 }
 
 int main(void) {

@@ -41,7 +41,9 @@ static __host__ __device__ uint32_t reader_fn(uint32_t x, int r) { return x * (2
 WS_KERNEL(pipe_test) pipe_test_kernel(const __grid_constant__ ws_tmap in_map, pipe_args a, ws_diag diag) {
   __shared__ chunk_pipe st;
   ws_ctx ctx = WS_SELF(pipe_test, diag);
-  ws_pipe p = WS_PIPE_VIEW_N(&st, "test_pipe", a.readers, a.stages);
+  uint32_t reader_threads = 0; /* the first a.readers reader roles take part */
+  for (uint32_t r = 0; r < a.readers; r++) reader_threads += WS_ROLE_THREADS(pipe_test, READER0 + r);
+  ws_pipe p = WS_PIPE_VIEW_N(&st, "test_pipe", WS_ROLE_THREADS(pipe_test, WRITER), reader_threads, a.stages);
   if (threadIdx.x == 0) ws_pipe_init(&p);
   ws_init_sync();
   const uint32_t n = (uint32_t)a.nitems[blockIdx.x];

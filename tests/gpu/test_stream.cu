@@ -1,6 +1,6 @@
 /* test_stream.cu - ws_stream_copy against memcmp on random data: sizes from 1 byte
- * to 96 MiB (odd sizes, partial boxes, tails), both writer modes, several CTA
- * counts, repeated calls; the bytes after the destination stay untouched. */
+ * to 96 MiB (odd sizes, partial boxes, tails), both writer modes, several grids and
+ * pipe depths, repeated calls; the bytes after the destination stay untouched. */
 #include "gpu_test.h"
 #include "warpspec/warpspec.h"
 
@@ -11,7 +11,9 @@ int main(void) {
   rng_seed_from_time();
   const size_t sizes[] = {1, 15, 16, 1023, 1024, 1040, 32768 - 16, 32768, 32768 + 16, 1 << 20,
                           (1 << 20) + 7, 3 * 32768 * 133 + 1024 + 48, (size_t)96 << 20};
-  const int ctas[] = {0, 1, 3};
+  /* {stages, ctas_per_sm, ctas} */
+  const int grids[][3] = {{0, 0, 0}, {1, 0, 1}, {3, 0, 3}, {6, 2, 0}, {2, 2, 0}};
+  const int ngrids = (int)(sizeof grids / sizeof grids[0]);
   const size_t max = (size_t)96 << 20;
   uint8_t *src, *dst;
   CUDA_OK(cudaMalloc(&src, max));
@@ -22,20 +24,23 @@ int main(void) {
   int cases = 0;
   for (unsigned si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
     for (int mode = 0; mode < 2; mode++)
-      for (int ci = 0; ci < 3; ci++) {
+      for (int ci = 0; ci < ngrids; ci++) {
         const size_t n = sizes[si];
         if (n > (64u << 20) && ci != 0) continue;
         rng_fill(h_src, n);
         CUDA_OK(cudaMemcpy(src, h_src, n, cudaMemcpyHostToDevice));
         CUDA_OK(cudaMemset(dst, 0xCD, n + GUARD));
         for (int rep = 0; rep < 2; rep++)
-          WS_OK_OR_DIE(ws_stream_copy(dst, src, n, (ws_stream_mode)mode, ctas[ci], stream));
+        {
+          ws_stream_opts o = {(ws_stream_mode)mode, grids[ci][0], grids[ci][1], grids[ci][2]};
+          WS_OK_OR_DIE(ws_stream_copy(dst, src, n, &o, stream));
+        }
         WS_OK_OR_DIE(ws_sync(stream));
         CUDA_OK(cudaMemcpy(h_dst, dst, n + GUARD, cudaMemcpyDeviceToHost));
         if (memcmp(h_dst, h_src, n) != 0) {
           size_t i = 0;
           while (h_dst[i] == h_src[i]) i++;
-          fprintf(stderr, "size %zu mode %d ctas %d: first difference at byte %zu\n", n, mode, ctas[ci], i);
+          fprintf(stderr, "size %zu mode %d grid %d: first difference at byte %zu\n", n, mode, ci, i);
           test_failures++;
         }
         for (size_t g = 0; g < GUARD; g++)

@@ -17,7 +17,8 @@ WS_DECLARE_ROLES(starve, STARVE_ROLES);
 WS_KERNEL(starve) starve_kernel(int mode, ws_diag diag) {
   __shared__ tiny_pipe st;
   ws_ctx ctx = WS_SELF(starve, diag);
-  ws_pipe p = WS_PIPE_VIEW(&st, "starved", 1);
+  ws_pipe p = WS_PIPE_VIEW(&st, "starved", WS_ROLE_THREADS(starve, STARVED_WRITER),
+                           WS_ROLE_THREADS(starve, STARVED_READER));
   if (threadIdx.x == 0) ws_pipe_init(&p);
   ws_init_sync();
   if (ctx.role == STARVED_WRITER) {

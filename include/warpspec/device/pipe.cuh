@@ -7,7 +7,9 @@
  * carry a ws_cursor instead and skip the division.
  *
  *   WS_PIPE_STORAGE(tile_pipe, tile_slot, 4);            // the struct in smem
- *   ws_pipe p = WS_PIPE_VIEW(&smem->tiles, "tiles", 2);   // 2 readers, every thread
+ *   ws_pipe p = WS_PIPE_VIEW(&smem->tiles, "tiles",       // every thread builds the view
+ *                            WS_ROLE_THREADS(k, LOADER),  // threads that commit an item
+ *                            WS_ROLE_THREADS(k, MATH));   // threads that release it
  *   if (threadIdx.x == 0) ws_pipe_init(&p);
  *   ws_init_sync();
  *   writer:  s = ws_pipe_acquire(&p, &ctx, i);  fill smem->tiles.slot[s];  ws_pipe_commit(&p, &ctx, i);
@@ -15,31 +17,41 @@
  *            ws_pipe_close(&p, &ctx, n) ends the stream.
  *   reader:  s = i % stages; if (ws_pipe_wait(&p, &ctx, i)) break;  use slot[s];  ws_pipe_release(&p, &ctx, i);
  *
- * Arrival counts: each commit is one arrival on `full` (after a role sync, by the role
- * leader) and each reader role replica releases once, so `empty` counts `readers`.
- * The role sync before the single arrive is what makes commit and release safe
- * against a leader that arrives while its siblings still read (failure F1).
+ * Arrival counts come from the role table (WS_ROLE_THREADS): every thread of the
+ * writer replica arrives on `full` when it commits, every thread of every reader that
+ * consumes the item arrives on `empty` when it releases. A slot is therefore free only
+ * once each reading thread is done with it, never when a leader merely says so: the
+ * leader-arrives-early deadlock (failure F1) cannot be written, no role-wide barrier
+ * sits in the hot path, and each thread's own accesses are ordered by its own
+ * release/acquire (what compute-sanitizer racecheck models).
  * `empty` barriers start ready: the writer's first lap never waits. */
 #ifndef WARPSPEC_DEVICE_PIPE_CUH
 #define WARPSPEC_DEVICE_PIPE_CUH
 
+#include <stddef.h>
+
 #include "../tma.h"
 #include "wait.cuh"
 
+/* Barriers first, slots last: a pipe run with fewer stages than its capacity needs
+ * only WS_PIPE_BYTES(TYPE, stages) of shared memory. Align SLOT for its copies
+ * (TMA wants 128 bytes, swizzled tiles 1024). */
 #define WS_PIPE_STORAGE(TYPE, SLOT, STAGES) \
   typedef struct {                          \
-    SLOT slot[STAGES];                      \
     uint64_t full[STAGES];                  \
     uint64_t empty[STAGES];                 \
     int closed[STAGES];                     \
+    SLOT slot[STAGES];                      \
   } TYPE
+#define WS_PIPE_BYTES(TYPE, STAGES) (offsetof(TYPE, slot) + (size_t)(STAGES) * sizeof(((TYPE *)0)->slot[0]))
 
 typedef struct {
   uint64_t *full;
   uint64_t *empty;
   int *closed;
   uint32_t stages;
-  uint32_t readers;
+  uint32_t writer_arrivals; /* threads that commit one item                */
+  uint32_t reader_arrivals; /* threads (over all readers) that release it  */
   const char *name;
 } ws_pipe;
 
@@ -48,27 +60,28 @@ typedef struct {
   uint32_t phase;
 } ws_cursor;
 
-WS_DEV ws_pipe ws_pipe_view(uint64_t *full, uint64_t *empty, int *closed, uint32_t stages, uint32_t readers,
-                            const char *name) {
+WS_DEV ws_pipe ws_pipe_view(uint64_t *full, uint64_t *empty, int *closed, uint32_t stages, uint32_t writer_arrivals,
+                            uint32_t reader_arrivals, const char *name) {
   ws_pipe p;
   p.full = full; p.empty = empty; p.closed = closed;
-  p.stages = stages; p.readers = readers; p.name = name;
+  p.stages = stages; p.writer_arrivals = writer_arrivals; p.reader_arrivals = reader_arrivals; p.name = name;
   return p;
 }
 
 #define WS_PIPE_CAPACITY(STORAGE) ((uint32_t)(sizeof((STORAGE)->full) / sizeof((STORAGE)->full[0])))
-/* A view over all stages of the storage. */
-#define WS_PIPE_VIEW(STORAGE, NAME, READERS) \
-  ws_pipe_view((STORAGE)->full, (STORAGE)->empty, (STORAGE)->closed, WS_PIPE_CAPACITY(STORAGE), (READERS), (NAME))
+/* A view over all stages of the storage. WRITERS / READERS: thread counts, normally
+ * WS_ROLE_THREADS(prefix, ROLE) of the committing replica and the sum over readers. */
+#define WS_PIPE_VIEW(STORAGE, NAME, WRITERS, READERS) \
+  ws_pipe_view((STORAGE)->full, (STORAGE)->empty, (STORAGE)->closed, WS_PIPE_CAPACITY(STORAGE), (WRITERS), (READERS), (NAME))
 /* A view over the first `stages` stages (run-time depth, at most the capacity). */
-#define WS_PIPE_VIEW_N(STORAGE, NAME, READERS, STAGES) \
-  ws_pipe_view((STORAGE)->full, (STORAGE)->empty, (STORAGE)->closed, (STAGES), (READERS), (NAME))
+#define WS_PIPE_VIEW_N(STORAGE, NAME, WRITERS, READERS, STAGES) \
+  ws_pipe_view((STORAGE)->full, (STORAGE)->empty, (STORAGE)->closed, (STAGES), (WRITERS), (READERS), (NAME))
 
 /* One thread, before ws_init_sync(). */
 WS_DEV void ws_pipe_init(const ws_pipe *p) {
   for (uint32_t s = 0; s < p->stages; s++) {
-    ws_mbarrier_init(&p->full[s], 1);
-    ws_mbarrier_init(&p->empty[s], p->readers);
+    ws_mbarrier_init(&p->full[s], p->writer_arrivals);
+    ws_mbarrier_init(&p->empty[s], p->reader_arrivals);
     p->closed[s] = 0;
   }
 }
@@ -92,11 +105,11 @@ WS_DEV uint32_t ws_pipe_acquire_at(const ws_pipe *p, const ws_ctx *c, ws_cursor 
   return k.stage;
 }
 
-/* Every writer thread: publish the slot. Plain stores of all writer threads and the
- * leader's bulk/tensor loads are covered. */
+/* Every writer thread: publish the slot. Each thread's plain stores are released by
+ * its own arrive; the leader's bulk/tensor loads complete the phase's bytes. */
 WS_DEV void ws_pipe_commit_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
-  ws_role_sync(c);
-  if (ws_role_leader(c)) ws_mbarrier_arrive(&p->full[k.stage]);
+  (void)c;
+  ws_mbarrier_arrive(&p->full[k.stage]);
 }
 
 /* Between acquire and commit, any writer thread may call these; the leader issues.
@@ -118,11 +131,8 @@ WS_DEV void ws_pipe_load_tile_2d_at(const ws_pipe *p, const ws_ctx *c, ws_cursor
 /* Every writer thread: mark end of stream in the slot of cursor k (acquires it). */
 WS_DEV void ws_pipe_close_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
   ws_pipe_acquire_at(p, c, k);
-  ws_role_sync(c);
-  if (ws_role_leader(c)) {
-    p->closed[k.stage] = 1;
-    ws_mbarrier_arrive(&p->full[k.stage]);
-  }
+  if (ws_role_leader(c)) p->closed[k.stage] = 1;
+  ws_mbarrier_arrive(&p->full[k.stage]);
 }
 
 /* ---- reader ---------------------------------------------------------------------- */
@@ -134,8 +144,8 @@ WS_DEV int ws_pipe_wait_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
 
 /* Every reader thread: done with the slot. */
 WS_DEV void ws_pipe_release_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
-  ws_role_sync(c);
-  if (ws_role_leader(c)) ws_mbarrier_arrive(&p->empty[k.stage]);
+  (void)c;
+  ws_mbarrier_arrive(&p->empty[k.stage]);
 }
 
 /* ---- iteration-indexed forms ----------------------------------------------------- */

@@ -32,7 +32,7 @@ WS_DEV void ws_fence_mbarrier_init(void) {
 
 /* arrive has .release.cta semantics: writes before it are visible to the waiter. */
 WS_DEV void ws_mbarrier_arrive(uint64_t *bar) {
-  asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(ws_smem_addr(bar)) : "memory");
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(ws_smem_addr(bar)) : "memory");
 }
 
 WS_DEV void ws_mbarrier_expect_tx(uint64_t *bar, uint32_t bytes) {

@@ -56,6 +56,8 @@ typedef struct {
 #define WS_KERNEL(P) __global__ void __launch_bounds__(P##_layout.threads, 1)
 #define WS_THREADS(P) (P##_layout.threads)
 #define WS_SELF(P, DIAG) ws_ctx_make(&P##_layout_dev, (DIAG))
+/* Threads of one replica of ROLE (pipes count their arrivals with it). */
+#define WS_ROLE_THREADS(P, ROLE) ((uint32_t)P##_layout_dev.role_warps[ROLE] * WS_WARP_SIZE)
 
 /* setmaxnreg from the table: inc above the entry cap, dec below, nothing if equal. */
 #define WS_ENTER_ROLE(P, ROLE)                                                        \

@@ -21,23 +21,32 @@ WS_DEV uint64_t ws_timeout_ns(const ws_ctx *c) {
   return c->diag.timeout_ns ? c->diag.timeout_ns : (uint64_t)WS_TIMEOUT_MS_DEFAULT * 1000000ull;
 }
 
+/* First thread to time out writes the record and marks the claim done (2); the others
+ * wait (bounded) for that before they trap, so no trap cuts the record short. */
 WS_DEV void ws_fault_raise(const ws_ctx *c, const char *object, int edge, int stage, int phase, uint64_t waited) {
-  if (c->diag.fault && c->diag.claim && atomicCAS(c->diag.claim, 0u, 1u) == 0u) {
-    ws_fault *f = c->diag.fault;
-    f->block = (int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
-    f->thread = (int)threadIdx.x;
-    f->role = c->role;
-    f->replica = c->replica;
-    f->edge = edge;
-    f->stage = stage;
-    f->phase = phase;
-    f->waited_ns = waited;
-    f->timeout_ns = ws_timeout_ns(c);
-    ws_copy_name(f->role_name, c->role >= 0 ? c->layout->role_name[c->role] : "none");
-    ws_copy_name(f->object, object);
-    __threadfence_system();
-    f->code = WS_FAULT_TIMEOUT;
-    __threadfence_system();
+  if (c->diag.fault && c->diag.claim) {
+    if (atomicCAS(c->diag.claim, 0u, 1u) == 0u) {
+      ws_fault *f = c->diag.fault;
+      f->block = (int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+      f->thread = (int)threadIdx.x;
+      f->role = c->role;
+      f->replica = c->replica;
+      f->edge = edge;
+      f->stage = stage;
+      f->phase = phase;
+      f->waited_ns = waited;
+      f->timeout_ns = ws_timeout_ns(c);
+      ws_copy_name(f->role_name, c->role >= 0 ? c->layout->role_name[c->role] : "none");
+      ws_copy_name(f->object, object);
+      __threadfence_system();
+      f->code = WS_FAULT_TIMEOUT;
+      __threadfence_system();
+      atomicExch(c->diag.claim, 2u);
+    } else {
+      const uint64_t start = ws_globaltimer();
+      while (*(volatile unsigned int *)c->diag.claim != 2u && ws_globaltimer() - start < WS_FAULT_RECORD_NS) {
+      }
+    }
   }
   ws_trap();
 }
@@ -48,6 +57,7 @@ WS_DEV void ws_wait_parity(uint64_t *bar, uint32_t parity, const ws_ctx *c, cons
   const uint64_t start = ws_globaltimer();
   const uint64_t limit = ws_timeout_ns(c);
   for (;;) {
+#pragma unroll 1
     for (int k = 0; k < WS_WAIT_POLLS_PER_CLOCK; k++)
       if (ws_mbarrier_try_wait_parity(bar, parity)) return;
     const uint64_t waited = ws_globaltimer() - start;
