@@ -5,7 +5,8 @@
  * Per CTA:
  *   LOADER  (1 warp)        acquire slot, TMA-load a box, commit.
  *   STORER  (1 warp)        [TMA mode]    wait, TMA-store the slot, release it once
- *                                         the engine has read it (one store in flight).
+ *                                         the engine has read it: item i-1 after issuing
+ *                                         item i (with one stage: at once).
  *   WRITER  (4 warps x 2)   [threads mode] replica r takes items r, r+2, ...: wait,
  *                                         16-byte loads from smem, 16-byte stores, release.
  * Bytes past the last whole row (< 1 KiB) are copied by block 0 with byte stores. */
@@ -83,7 +84,10 @@ WS_KERNEL(stream_tma) stream_tma_kernel(const __grid_constant__ ws_tmap in, cons
         ws_cp_async_bulk_tensor_2d_shared_to_global(&out.map, 0, item_row(i), st->slot[s].bytes);
         ws_cp_async_bulk_commit_group();
       }
-      if (i > 0) {
+      if (pipe.stages == 1) {
+        WS_STORE_WAIT_READ(&ctx, 0); /* one slot: free it before the next load */
+        ws_pipe_release_at(&pipe, &ctx, k);
+      } else if (i > 0) {
         WS_STORE_WAIT_READ(&ctx, 1); /* store i-1 has read its slot */
         ws_pipe_release_at(&pipe, &ctx, prev);
       }

@@ -6,8 +6,9 @@
 
 #define GUARD 4096
 
-int main(void) {
+int main(int argc, char **argv) {
   require_hopper();
+  const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0; /* for compute-sanitizer */
   rng_seed_from_time();
   const size_t sizes[] = {1, 15, 16, 1023, 1024, 1040, 32768 - 16, 32768, 32768 + 16, 1 << 20,
                           (1 << 20) + 7, 3 * 32768 * 133 + 1024 + 48, (size_t)96 << 20};
@@ -27,6 +28,9 @@ int main(void) {
       for (int ci = 0; ci < ngrids; ci++) {
         const size_t n = sizes[si];
         if (n > (64u << 20) && ci != 0) continue;
+        if (quick && n > (2u << 20)) continue;
+        printf("size %zu mode %d stages %d ctas_per_sm %d ctas %d\n", n, mode, grids[ci][0], grids[ci][1], grids[ci][2]);
+        fflush(stdout);
         rng_fill(h_src, n);
         CUDA_OK(cudaMemcpy(src, h_src, n, cudaMemcpyHostToDevice));
         CUDA_OK(cudaMemset(dst, 0xCD, n + GUARD));
