@@ -40,6 +40,6 @@
 #define WS_STREAM_CTAS_PER_SM   1      /* default persistent grid: CTAs per SM          */
 #define WS_STREAM_BOX_ROWS      32     /* TMA box: rows x 1024 bytes = 32 KiB per stage */
 #define WS_STREAM_ROW_BYTES     1024
-#define WS_STREAM_CONSUMERS     2      /* consumer warpgroups                           */
+#define WS_STREAM_WRITER_WARPS  8      /* thread-store mode: warps storing each item    */
 
 #endif

@@ -2,8 +2,8 @@
  *
  * The library's demonstration kernel and the pipe benchmark: a loader role streams
  * 32 KiB boxes from memory into a 4-stage pipe with TMA, and writer roles store
- * them back out, either by TMA stores (one warp) or by two warpgroups of 16-byte
- * stores. Any byte count; the pointers need 16-byte alignment. */
+ * them back out, either by TMA stores (one warp) or by a role of two warpgroups
+ * issuing 16-byte stores. Any byte count; the pointers need 16-byte alignment. */
 #ifndef WARPSPEC_STREAM_H
 #define WARPSPEC_STREAM_H
 
@@ -20,7 +20,7 @@ extern "C" {
 
 typedef enum {
   WS_STREAM_STORE_TMA = 0,     /* writer: one warp issuing TMA tensor stores        */
-  WS_STREAM_STORE_THREADS = 1  /* writers: 2 warpgroups of 16-byte global stores     */
+  WS_STREAM_STORE_THREADS = 1  /* writer: 2 warpgroups of 16-byte global stores      */
 } ws_stream_mode;
 
 /* Tuning knobs; zero means the default from config.h. */

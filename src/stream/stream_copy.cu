@@ -7,8 +7,10 @@
  *   STORER  (1 warp)        [TMA mode]    wait, TMA-store the slot, release it once
  *                                         the engine has read it: item i-1 after issuing
  *                                         item i (with one stage: at once).
- *   WRITER  (4 warps x 2)   [threads mode] replica r takes items r, r+2, ...: wait,
- *                                         16-byte loads from smem, 16-byte stores, release.
+ *   WRITER  (8 warps)       [threads mode] wait, 16-byte loads from smem, 16-byte
+ *                                         stores, release. One replica on purpose: replicas
+ *                                         taking turns would wait on iterations out of order,
+ *                                         which phase parity cannot tell apart (pipe.cuh).
  * Bytes past the last whole row (< 1 KiB) are copied by block 0 with byte stores. */
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/stream.h"
@@ -23,7 +25,7 @@ WS_PIPE_STORAGE(stream_pipe, stream_slot, WS_STREAM_MAX_STAGES);
 #define STREAM_TMA_ROLES(ROLE) ROLE(LOADER, 1, WS_REGS_ENTRY, 1) ROLE(STORER, 1, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(stream_tma, STREAM_TMA_ROLES);
 
-#define STREAM_THREADS_ROLES(ROLE) ROLE(T_LOADER, 1, 40, 1) ROLE(T_WRITER, 4, 232, WS_STREAM_CONSUMERS)
+#define STREAM_THREADS_ROLES(ROLE) ROLE(T_LOADER, 1, 40, 1) ROLE(T_WRITER, WS_STREAM_WRITER_WARPS, 232, 1)
 WS_DECLARE_ROLES(stream_threads, STREAM_THREADS_ROLES);
 
 typedef struct {
@@ -103,7 +105,6 @@ WS_KERNEL(stream_threads) stream_threads_kernel(const __grid_constant__ ws_tmap 
   extern __shared__ __align__(128) uint8_t smem[];
   stream_pipe *st = (stream_pipe *)smem;
   ws_ctx ctx = WS_SELF(stream_threads, diag);
-  /* Replicas of T_WRITER take turns: each item is released by one replica. */
   ws_pipe pipe = WS_PIPE_VIEW_N(st, "stream", WS_ROLE_THREADS(stream_threads, T_LOADER),
                                 WS_ROLE_THREADS(stream_threads, T_WRITER), a.stages);
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
@@ -118,7 +119,7 @@ WS_KERNEL(stream_threads) stream_threads_kernel(const __grid_constant__ ws_tmap 
   } else {
     WS_ENTER_ROLE(stream_threads, T_WRITER);
     const int t = ws_role_thread(&ctx);
-    for (uint32_t i = (uint32_t)ctx.replica; i < n; i += WS_STREAM_CONSUMERS) {
+    for (uint32_t i = 0; i < n; i++) {
       const uint32_t s = i % a.stages;
       ws_pipe_wait(&pipe, &ctx, i);
       const size_t row0 = (size_t)item_row(i);

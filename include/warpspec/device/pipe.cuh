@@ -24,7 +24,18 @@
  * leader-arrives-early deadlock (failure F1) cannot be written, no role-wide barrier
  * sits in the hot path, and each thread's own accesses are ordered by its own
  * release/acquire (what compute-sanitizer racecheck models).
- * `empty` barriers start ready: the writer's first lap never waits. */
+ * `empty` barriers start ready: the writer's first lap never waits.
+ *
+ * One rule the barriers cannot check: every endpoint visits the iterations in order
+ * (0, 1, 2, ...). Phase parity only says "this slot's phase of parity p is done"; a
+ * reader that skips iterations (replicas taking turns, i = r, r+2, ...) can wait on a
+ * slot whose earlier phase has not completed yet (TMA loads finish out of order) and
+ * pass at once on stale data. Give each replica its own pipe, or one replica all items.
+ *
+ * Proxies: commit and release fence ordinary shared-memory accesses against the async
+ * proxy (fence.proxy.async) before they arrive: the slot's next reader may be wgmma or
+ * a TMA store, its next writer a TMA or bulk copy, and neither is ordered with
+ * ordinary loads and stores otherwise (failure F14). */
 #ifndef WARPSPEC_DEVICE_PIPE_CUH
 #define WARPSPEC_DEVICE_PIPE_CUH
 
@@ -106,9 +117,11 @@ WS_DEV uint32_t ws_pipe_acquire_at(const ws_pipe *p, const ws_ctx *c, ws_cursor 
 }
 
 /* Every writer thread: publish the slot. Each thread's plain stores are released by
- * its own arrive; the leader's bulk/tensor loads complete the phase's bytes. */
+ * its own arrive (fenced for readers in the async proxy: wgmma, TMA stores); the
+ * leader's bulk/tensor loads complete the phase's bytes. */
 WS_DEV void ws_pipe_commit_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
   (void)c;
+  ws_fence_proxy_async_shared_cta();
   ws_mbarrier_arrive(&p->full[k.stage]);
 }
 
@@ -145,6 +158,7 @@ WS_DEV int ws_pipe_wait_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
 /* Every reader thread: done with the slot. */
 WS_DEV void ws_pipe_release_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
   (void)c;
+  ws_fence_proxy_async_shared_cta();
   ws_mbarrier_arrive(&p->empty[k.stage]);
 }
 
