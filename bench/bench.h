@@ -18,8 +18,9 @@ typedef struct {
 int bench_pipe(const bench_pipe_opts *o);
 
 /* Hand-off latency of a pipe between two roles: ns per item, median over `reps`.
- * role_warps: warps of writer and reader roles (1 or 4). Returns 0 or -1. */
-int bench_pipe_handoff(int stages, int role_warps, int items, int reps, double *ns_per_item, int *errors);
+ * role_warps: warps of writer and reader roles (1 or 4); fenced: keep the proxy
+ * fences a pipe has by default. Returns 0 or -1. */
+int bench_pipe_handoff(int stages, int role_warps, int fenced, int items, int reps, double *ns_per_item, int *errors);
 
 #ifdef __cplusplus
 }

@@ -106,21 +106,24 @@ int bench_pipe(const bench_pipe_opts *o) {
   CK(cudaMemcpy(src, h_src, bytes, cudaMemcpyHostToDevice));
 
   /* The copy engine, then both writer modes over pipe depths and CTAs per SM. */
-  variant v[32];
+  variant v[40];
   int nv = 0;
   memset(v, 0, sizeof v);
   v[nv].memcpy = 1;
   snprintf(v[nv++].name, sizeof v[0].name, "cudaMemcpyAsync D2D");
   const int depths[] = {2, 3, 4, 6};
-  for (int mode = 0; mode < 2; mode++)
-    for (int d = 0; d < 4; d++)
-      for (int cpsm = 1; cpsm <= 2; cpsm++) {
-        if (cpsm == 2 && depths[d] > 3) continue; /* two CTAs of that depth do not fit one SM */
-        v[nv].opts.mode = (ws_stream_mode)mode;
-        v[nv].opts.stages = depths[d];
-        v[nv].opts.ctas_per_sm = cpsm;
-        snprintf(v[nv++].name, sizeof v[0].name, "ws %s-store %d stages %d/SM", mode ? "thread" : "tma", depths[d], cpsm);
-      }
+  for (int hint = 0; hint < 2; hint++)
+    for (int mode = 0; mode < 2; mode++)
+      for (int d = 0; d < 4; d++)
+        for (int cpsm = 1; cpsm <= 2; cpsm++) {
+          if (cpsm == 2 && depths[d] > 3) continue; /* two CTAs of that depth do not fit one SM */
+          v[nv].opts.mode = (ws_stream_mode)mode;
+          v[nv].opts.stages = depths[d];
+          v[nv].opts.ctas_per_sm = cpsm;
+          v[nv].opts.l2_evict_first = hint;
+          snprintf(v[nv++].name, sizeof v[0].name, "ws %s-store %d stages %d/SM%s", mode ? "thread" : "tma", depths[d],
+                   cpsm, hint ? " evict-first" : "");
+        }
   int best = 1;
   for (int i = 0; i < nv; i++) {
     if (verify(&v[i], dst, src, bytes, h_src, h_dst)) return -1;
@@ -142,17 +145,18 @@ int bench_pipe(const bench_pipe_opts *o) {
            i == best ? "  <- best" : "");
     if (csv) fprintf(csv, "%s,%zu,%.4f,%.1f,%.1f,%.4f\n", v[i].name, bytes, v[i].ms, gbs, 2 * gbs, v[0].ms / v[i].ms);
   }
-  printf("\n  pipe hand-off (one CTA, writer role -> reader role), ns per item, median of 9:\n");
-  printf("  %-12s %8s %8s %8s %8s\n", "role warps", "1 stage", "2", "4", "8");
-  for (int w = 1; w <= 4; w += 3) {
-    printf("  %-12d", w);
+  printf("\n  pipe hand-off (one CTA, writer role -> reader role, 4-byte items), ns per item, median of 9:\n");
+  printf("  %-26s %8s %8s %8s %8s\n", "roles", "1 stage", "2", "4", "8");
+  for (int row = 0; row < 4; row++) {
+    const int w = row & 1 ? 4 : 1, fenced = row >= 2;
+    printf("  %d warp%s each%-13s", w, w > 1 ? "s" : " ", fenced ? ", fenced" : "");
     for (int s = 1; s <= 8; s *= 2) {
       double ns = 0;
       int errors = 0;
-      if (bench_pipe_handoff(s, w, 100000, 9, &ns, &errors)) return -1;
+      if (bench_pipe_handoff(s, w, fenced, 100000, 9, &ns, &errors)) return -1;
       if (errors) { fprintf(stderr, "hand-off saw %d wrong items\n", errors); return -1; }
       printf(" %8.1f", ns);
-      if (csv) fprintf(csv, "handoff_w%d_s%d,0,%.2f,,,\n", w, s, ns);
+      if (csv) fprintf(csv, "handoff_w%d_s%d%s,0,%.2f,,,\n", w, s, fenced ? "_fenced" : "", ns);
     }
     printf("\n");
   }

@@ -20,9 +20,11 @@ WS_DECLARE_ROLES(handoff1, HANDOFF1_ROLES);
 WS_DECLARE_ROLES(handoff4, HANDOFF4_ROLES);
 
 static __device__ __forceinline__ void handoff_body(const ws_ctx *c, int is_writer, uint32_t role_threads,
-                                                    uint32_t stages, uint32_t items, unsigned long long *ns, int *errors) {
+                                                    uint32_t stages, uint32_t fenced, uint32_t items,
+                                                    unsigned long long *ns, int *errors) {
   __shared__ handoff_pipe st;
   ws_pipe p = WS_PIPE_VIEW_N(&st, "handoff", role_threads, role_threads, stages);
+  if (!fenced) ws_pipe_set_proxies(&p, WS_PROXY_GENERIC, WS_PROXY_GENERIC);
   if (threadIdx.x == 0) ws_pipe_init(&p);
   ws_init_sync();
   const uint64_t t0 = ws_globaltimer();
@@ -45,14 +47,16 @@ static __device__ __forceinline__ void handoff_body(const ws_ctx *c, int is_writ
   }
 }
 
-WS_KERNEL(handoff1) handoff1_kernel(uint32_t stages, uint32_t items, unsigned long long *ns, int *errors, ws_diag d) {
+WS_KERNEL(handoff1) handoff1_kernel(uint32_t stages, uint32_t fenced, uint32_t items, unsigned long long *ns, int *errors,
+                                    ws_diag d) {
   ws_ctx c = WS_SELF(handoff1, d);
-  handoff_body(&c, c.role == H1_WRITER, WS_ROLE_THREADS(handoff1, H1_WRITER), stages, items, ns, errors);
+  handoff_body(&c, c.role == H1_WRITER, WS_ROLE_THREADS(handoff1, H1_WRITER), stages, fenced, items, ns, errors);
 }
 
-WS_KERNEL(handoff4) handoff4_kernel(uint32_t stages, uint32_t items, unsigned long long *ns, int *errors, ws_diag d) {
+WS_KERNEL(handoff4) handoff4_kernel(uint32_t stages, uint32_t fenced, uint32_t items, unsigned long long *ns, int *errors,
+                                    ws_diag d) {
   ws_ctx c = WS_SELF(handoff4, d);
-  handoff_body(&c, c.role == H4_WRITER, WS_ROLE_THREADS(handoff4, H4_WRITER), stages, items, ns, errors);
+  handoff_body(&c, c.role == H4_WRITER, WS_ROLE_THREADS(handoff4, H4_WRITER), stages, fenced, items, ns, errors);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -60,7 +64,8 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-extern "C" int bench_pipe_handoff(int stages, int role_warps, int items, int reps, double *ns_per_item, int *errors) {
+extern "C" int bench_pipe_handoff(int stages, int role_warps, int fenced, int items, int reps, double *ns_per_item,
+                                  int *errors) {
   if (stages < 1 || stages > 8 || reps < 1 || reps > 64 || items < 1) return -1;
   ws_plan plan;
   const int four = role_warps == 4;
@@ -72,8 +77,8 @@ extern "C" int bench_pipe_handoff(int stages, int role_warps, int items, int rep
   if (ws_diag_get(&d) != WS_OK) return -1;
   double t[64];
   int total_err = 0, rc = 0;
-  uint32_t st = (uint32_t)stages, n = (uint32_t)items;
-  void *args[] = {&st, &n, &ns, &err, &d};
+  uint32_t st = (uint32_t)stages, f = (uint32_t)(fenced != 0), n = (uint32_t)items;
+  void *args[] = {&st, &f, &n, &ns, &err, &d};
   for (int r = 0; r < reps && rc == 0; r++) {
     unsigned long long h_ns = 0;
     int h_err = 0;

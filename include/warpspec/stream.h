@@ -29,6 +29,7 @@ typedef struct {
   int stages;       /* pipe depth, 1..WS_STREAM_MAX_STAGES                     */
   int ctas_per_sm;  /* persistent grid = ctas_per_sm x SMs, 1..4              */
   int ctas;         /* exact grid size instead (for tests), >= 1              */
+  int l2_evict_first; /* 1: hint loads and stores evict-first (data used once) */
 } ws_stream_opts;
 
 /* opts may be NULL (TMA stores, default depth and grid). */

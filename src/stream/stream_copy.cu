@@ -30,6 +30,7 @@ WS_DECLARE_ROLES(stream_threads, STREAM_THREADS_ROLES);
 
 typedef struct {
   uint32_t stages;  /* pipe depth in use */
+  uint32_t evict_first; /* L2 hint on loads and stores */
   size_t rows;      /* whole rows */
   uint32_t boxes;   /* boxes over all rows */
   const uint8_t *src_tail;
@@ -51,12 +52,14 @@ static __device__ __forceinline__ void copy_tail(const stream_args *a) {
 }
 
 static __device__ __forceinline__ void load_items(const ws_pipe *p, const ws_ctx *c, stream_pipe *st,
-                                                  const ws_tmap *in, uint32_t n) {
+                                                  const ws_tmap *in, uint32_t n, uint32_t evict_first) {
   if (ws_role_leader(c)) ws_prefetch_tensormap(&in->map);
+  const uint64_t policy = ws_createpolicy_fractional_evict_first();
   ws_cursor k = {0, 0};
   for (uint32_t i = 0; i < n; i++, k = ws_cursor_next(k, p->stages)) {
     const uint32_t s = ws_pipe_acquire_at(p, c, k);
-    ws_pipe_load_tile_2d_at(p, c, k, st->slot[s].bytes, in, 0, item_row(i));
+    if (evict_first) ws_pipe_load_tile_2d_hint_at(p, c, k, st->slot[s].bytes, in, 0, item_row(i), policy);
+    else ws_pipe_load_tile_2d_at(p, c, k, st->slot[s].bytes, in, 0, item_row(i));
     ws_pipe_commit_at(p, c, k);
   }
 }
@@ -68,22 +71,25 @@ WS_KERNEL(stream_tma) stream_tma_kernel(const __grid_constant__ ws_tmap in, cons
   ws_ctx ctx = WS_SELF(stream_tma, diag);
   ws_pipe pipe = WS_PIPE_VIEW_N(st, "stream", WS_ROLE_THREADS(stream_tma, LOADER), WS_ROLE_THREADS(stream_tma, STORER),
                                 a.stages);
+  ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC); /* TMA in, TMA out: no fences */
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
   ws_init_sync();
   copy_tail(&a);
   const uint32_t n = cta_items(a.boxes);
 
   if (ctx.role == LOADER) {
-    load_items(&pipe, &ctx, st, &in, n);
+    load_items(&pipe, &ctx, st, &in, n, a.evict_first);
   } else {
     if (ws_role_leader(&ctx)) ws_prefetch_tensormap(&out.map);
+    const uint64_t policy = ws_createpolicy_fractional_evict_first();
     ws_cursor k = {0, 0}, prev = {0, 0};
     for (uint32_t i = 0; i < n; i++) {
       const uint32_t s = k.stage;
       ws_pipe_wait_at(&pipe, &ctx, k);
       /* The slot came from TMA (async proxy): no generic writes to fence. */
       if (ws_role_leader(&ctx)) {
-        ws_cp_async_bulk_tensor_2d_shared_to_global(&out.map, 0, item_row(i), st->slot[s].bytes);
+        if (a.evict_first) ws_cp_async_bulk_tensor_2d_shared_to_global_hint(&out.map, 0, item_row(i), st->slot[s].bytes, policy);
+        else ws_cp_async_bulk_tensor_2d_shared_to_global(&out.map, 0, item_row(i), st->slot[s].bytes);
         ws_cp_async_bulk_commit_group();
       }
       if (pipe.stages == 1) {
@@ -107,6 +113,7 @@ WS_KERNEL(stream_threads) stream_threads_kernel(const __grid_constant__ ws_tmap 
   ws_ctx ctx = WS_SELF(stream_threads, diag);
   ws_pipe pipe = WS_PIPE_VIEW_N(st, "stream", WS_ROLE_THREADS(stream_threads, T_LOADER),
                                 WS_ROLE_THREADS(stream_threads, T_WRITER), a.stages);
+  ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_GENERIC); /* TMA in, ld.shared out */
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
   ws_init_sync();
   copy_tail(&a);
@@ -115,7 +122,7 @@ WS_KERNEL(stream_threads) stream_threads_kernel(const __grid_constant__ ws_tmap 
   if (ctx.role == T_LOADER) {
     WS_ENTER_ROLE(stream_threads, T_LOADER);
     if (ctx.spare) return;
-    load_items(&pipe, &ctx, st, &in, n);
+    load_items(&pipe, &ctx, st, &in, n, a.evict_first);
   } else {
     WS_ENTER_ROLE(stream_threads, T_WRITER);
     const int t = ws_role_thread(&ctx);
@@ -154,7 +161,7 @@ extern "C" ws_status ws_stream_plan(ws_stream_mode mode, int stages, ws_plan *pl
 
 extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, const ws_stream_opts *opts,
                                     cudaStream_t stream) {
-  ws_stream_opts o = {WS_STREAM_STORE_TMA, 0, 0, 0};
+  ws_stream_opts o = {WS_STREAM_STORE_TMA, 0, 0, 0, 0};
   if (opts) o = *opts;
   WS_REQUIRE(valid_mode(o.mode), "ws_stream_copy: mode %d unknown", (int)o.mode);
   WS_REQUIRE(o.stages >= 0 && o.stages <= WS_STREAM_MAX_STAGES, "ws_stream_copy: stages %d, must be 1..%d (0: default)",
@@ -189,6 +196,7 @@ extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, co
 
   stream_args a;
   a.stages = (uint32_t)stages;
+  a.evict_first = o.l2_evict_first != 0;
   a.rows = bytes / WS_STREAM_ROW_BYTES;
   a.boxes = (uint32_t)((a.rows + WS_STREAM_BOX_ROWS - 1) / WS_STREAM_BOX_ROWS);
   a.tail_bytes = (uint32_t)(bytes % WS_STREAM_ROW_BYTES);

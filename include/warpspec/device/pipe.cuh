@@ -32,10 +32,11 @@
  * slot whose earlier phase has not completed yet (TMA loads finish out of order) and
  * pass at once on stale data. Give each replica its own pipe, or one replica all items.
  *
- * Proxies: commit and release fence ordinary shared-memory accesses against the async
- * proxy (fence.proxy.async) before they arrive: the slot's next reader may be wgmma or
- * a TMA store, its next writer a TMA or bulk copy, and neither is ordered with
- * ordinary loads and stores otherwise (failure F14). */
+ * Proxies: a slot filled by ordinary stores and read by wgmma or a TMA store, or read
+ * by ordinary loads and refilled by TMA, needs fence.proxy.async between the two
+ * (failure F14). A new view assumes the worst and fences on commit and release;
+ * ws_pipe_set_proxies() says how each side touches the slots and drops the fences
+ * that are not needed (each costs a MEMBAR.CTA, about 100 ns on a hand-off). */
 #ifndef WARPSPEC_DEVICE_PIPE_CUH
 #define WARPSPEC_DEVICE_PIPE_CUH
 
@@ -63,8 +64,17 @@ typedef struct {
   uint32_t stages;
   uint32_t writer_arrivals; /* threads that commit one item                */
   uint32_t reader_arrivals; /* threads (over all readers) that release it  */
+  uint32_t fence_commit;    /* generic writes -> async-proxy readers       */
+  uint32_t fence_release;   /* generic reads -> async-proxy writers        */
   const char *name;
 } ws_pipe;
+
+/* How one side of a pipe touches the slots. */
+enum {
+  WS_PROXY_ANY = 0,      /* unknown or both: fence                                  */
+  WS_PROXY_GENERIC = 1,  /* ordinary ld/st.shared (also ldmatrix, stmatrix)         */
+  WS_PROXY_ASYNC = 2     /* TMA and bulk copies, wgmma operands                      */
+};
 
 typedef struct {
   uint32_t stage;
@@ -76,7 +86,14 @@ WS_DEV ws_pipe ws_pipe_view(uint64_t *full, uint64_t *empty, int *closed, uint32
   ws_pipe p;
   p.full = full; p.empty = empty; p.closed = closed;
   p.stages = stages; p.writer_arrivals = writer_arrivals; p.reader_arrivals = reader_arrivals; p.name = name;
+  p.fence_commit = 1; p.fence_release = 1;
   return p;
+}
+
+/* Every thread, right after the view: writer / reader are WS_PROXY_* of each side. */
+WS_DEV void ws_pipe_set_proxies(ws_pipe *p, int writer, int reader) {
+  p->fence_commit = writer != WS_PROXY_ASYNC && reader != WS_PROXY_GENERIC;
+  p->fence_release = reader != WS_PROXY_ASYNC && writer != WS_PROXY_GENERIC;
 }
 
 #define WS_PIPE_CAPACITY(STORAGE) ((uint32_t)(sizeof((STORAGE)->full) / sizeof((STORAGE)->full[0])))
@@ -121,7 +138,7 @@ WS_DEV uint32_t ws_pipe_acquire_at(const ws_pipe *p, const ws_ctx *c, ws_cursor 
  * leader's bulk/tensor loads complete the phase's bytes. */
 WS_DEV void ws_pipe_commit_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
   (void)c;
-  ws_fence_proxy_async_shared_cta();
+  if (p->fence_commit) ws_fence_proxy_async_shared_cta();
   ws_mbarrier_arrive(&p->full[k.stage]);
 }
 
@@ -141,6 +158,14 @@ WS_DEV void ws_pipe_load_tile_2d_at(const ws_pipe *p, const ws_ctx *c, ws_cursor
   ws_cp_async_bulk_tensor_2d_global_to_shared(dst, &t->map, col, row, &p->full[k.stage]);
 }
 
+/* The same with an L2 cache policy (ws_createpolicy_*). */
+WS_DEV void ws_pipe_load_tile_2d_hint_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, void *dst, const ws_tmap *t,
+                                         int col, int row, uint64_t policy) {
+  if (!ws_role_leader(c)) return;
+  ws_mbarrier_expect_tx(&p->full[k.stage], t->box_bytes);
+  ws_cp_async_bulk_tensor_2d_global_to_shared_hint(dst, &t->map, col, row, &p->full[k.stage], policy);
+}
+
 /* Every writer thread: mark end of stream in the slot of cursor k (acquires it). */
 WS_DEV void ws_pipe_close_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
   ws_pipe_acquire_at(p, c, k);
@@ -158,7 +183,7 @@ WS_DEV int ws_pipe_wait_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
 /* Every reader thread: done with the slot. */
 WS_DEV void ws_pipe_release_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
   (void)c;
-  ws_fence_proxy_async_shared_cta();
+  if (p->fence_release) ws_fence_proxy_async_shared_cta();
   ws_mbarrier_arrive(&p->empty[k.stage]);
 }
 

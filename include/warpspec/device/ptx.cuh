@@ -102,6 +102,26 @@ WS_DEV void ws_cp_async_bulk_tensor_2d_shared_to_global(const void *tmap, int x,
                ::"l"(tmap), "r"(x), "r"(y), "r"(ws_smem_addr(src)) : "memory");
 }
 
+/* An L2 policy that evicts the lines first: for data read or written once. */
+WS_DEV uint64_t ws_createpolicy_fractional_evict_first(void) {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+WS_DEV void ws_cp_async_bulk_tensor_2d_global_to_shared_hint(void *dst, const void *tmap, int x, int y, uint64_t *bar,
+                                                             uint64_t policy) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+               " [%0], [%1, {%2, %3}], [%4], %5;"
+               ::"r"(ws_smem_addr(dst)), "l"(tmap), "r"(x), "r"(y), "r"(ws_smem_addr(bar)), "l"(policy) : "memory");
+}
+
+WS_DEV void ws_cp_async_bulk_tensor_2d_shared_to_global_hint(const void *tmap, int x, int y, const void *src,
+                                                             uint64_t policy) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%1, %2}], [%3], %4;"
+               ::"l"(tmap), "r"(x), "r"(y), "r"(ws_smem_addr(src)), "l"(policy) : "memory");
+}
+
 WS_DEV void ws_cp_async_bulk_commit_group(void) {
   asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
