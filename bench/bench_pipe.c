@@ -112,7 +112,7 @@ int bench_pipe(const bench_pipe_opts *o) {
   v[nv].memcpy = 1;
   snprintf(v[nv++].name, sizeof v[0].name, "cudaMemcpyAsync D2D");
   const int depths[] = {2, 3, 4, 6};
-  for (int hint = 0; hint < 2; hint++)
+  for (int hint = 0; hint < (o->sweep ? 2 : 1); hint++)
     for (int mode = 0; mode < 2; mode++)
       for (int d = 0; d < 4; d++)
         for (int cpsm = 1; cpsm <= 2; cpsm++) {
@@ -121,7 +121,7 @@ int bench_pipe(const bench_pipe_opts *o) {
           v[nv].opts.stages = depths[d];
           v[nv].opts.ctas_per_sm = cpsm;
           v[nv].opts.l2_evict_first = hint;
-          snprintf(v[nv++].name, sizeof v[0].name, "ws %s-store %d stages %d/SM%s", mode ? "thread" : "tma", depths[d],
+          snprintf(v[nv++].name, sizeof v[0].name, "ws %s-store %d stages %d/SM%s", mode == WS_STREAM_STORE_THREADS ? "thread" : "tma", depths[d],
                    cpsm, hint ? " evict-first" : "");
         }
   int best = 1;

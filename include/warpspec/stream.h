@@ -19,11 +19,12 @@ extern "C" {
 #endif
 
 typedef enum {
-  WS_STREAM_STORE_TMA = 0,     /* writer: one warp issuing TMA tensor stores        */
-  WS_STREAM_STORE_THREADS = 1  /* writer: 2 warpgroups of 16-byte global stores      */
+  WS_STREAM_STORE_THREADS = 0, /* writer: 2 warpgroups of 16-byte global stores (default) */
+  WS_STREAM_STORE_TMA = 1      /* writer: one warp issuing TMA tensor stores              */
 } ws_stream_mode;
 
-/* Tuning knobs; zero means the default from config.h. */
+/* Tuning knobs; zero means the default (thread stores, WS_STREAM_STAGES deep, one
+ * CTA per SM: the fastest measured on H200, see docs/benchmarks.md). */
 typedef struct {
   ws_stream_mode mode;
   int stages;       /* pipe depth, 1..WS_STREAM_MAX_STAGES                     */
@@ -32,7 +33,7 @@ typedef struct {
   int l2_evict_first; /* 1: hint loads and stores evict-first (data used once) */
 } ws_stream_opts;
 
-/* opts may be NULL (TMA stores, default depth and grid). */
+/* opts may be NULL: the defaults. */
 ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, const ws_stream_opts *opts, cudaStream_t stream);
 
 /* The role plan of a mode's kernel at a depth (0: default), for `warpspec plan`. */

@@ -15,7 +15,7 @@ static int usage(void) {
           "                                    regs = 24..256 (multiple of 8), rest or entry\n"
           "  plan --kernel K                   plan of a known kernel (stream_tma, stream_threads, seed,\n"
           "                                    seed_twin, gemm)\n"
-          "  bench [pipe] [--bytes N] [--iters N] [--csv FILE]\n"
+          "  bench [pipe] [--bytes N] [--iters N] [--csv FILE] [--sweep]\n"
           "  demo                              the main job: benchmarks on the GPUs present, or the\n"
           "                                    planner on the library's kernels without a GPU\n"
           "  version\n");
@@ -93,12 +93,13 @@ static int cmd_plan(int argc, char **argv) {
 }
 
 static int cmd_bench(int argc, char **argv) {
-  bench_pipe_opts o = {(size_t)1 << 30, 20, NULL};
+  bench_pipe_opts o = {(size_t)1 << 30, 20, NULL, 0};
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "pipe") == 0) continue;
     if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) o.bytes = (size_t)atoll(argv[++i]);
     else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) o.iters = atoi(argv[++i]);
     else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
+    else if (strcmp(argv[i], "--sweep") == 0) o.sweep = 1;
     else return usage();
   }
   if (o.bytes == 0 || o.iters < 1) return usage();

@@ -161,7 +161,7 @@ extern "C" ws_status ws_stream_plan(ws_stream_mode mode, int stages, ws_plan *pl
 
 extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, const ws_stream_opts *opts,
                                     cudaStream_t stream) {
-  ws_stream_opts o = {WS_STREAM_STORE_TMA, 0, 0, 0, 0};
+  ws_stream_opts o = {WS_STREAM_STORE_THREADS, 0, 0, 0, 0};
   if (opts) o = *opts;
   WS_REQUIRE(valid_mode(o.mode), "ws_stream_copy: mode %d unknown", (int)o.mode);
   WS_REQUIRE(o.stages >= 0 && o.stages <= WS_STREAM_MAX_STAGES, "ws_stream_copy: stages %d, must be 1..%d (0: default)",
@@ -183,7 +183,7 @@ extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, co
   WS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   /* Plans are checked against the kernel once per thread, device and mode. */
   enum { MAX_DEV = 16 };
-  static thread_local ws_plan plans[MAX_DEV][2];
+  static thread_local ws_plan plans[MAX_DEV][2]; /* [device][mode] */
   static thread_local int planned[MAX_DEV][2];
   WS_REQUIRE(dev < MAX_DEV, "ws_stream_copy: device %d beyond %d", dev, (int)MAX_DEV);
   ws_plan *plan = &plans[dev][o.mode];
