@@ -30,4 +30,5 @@ for tool in memcheck racecheck synccheck; do
 done
 grep -E "ERROR SUMMARY|Error|RACECHECK SUMMARY" "$out/sanitizer.log" | head -10
 
-"$build/warpspec" bench pipe --csv "$out/bench_pipe.csv" 2>&1 | tee "$out/bench_pipe.txt"
+"$build/warpspec" bench pipe --sweep --csv "$out/bench_pipe.csv" 2>&1 | tee "$out/bench_pipe.txt"
+python3 bench/plot_pipe.py "$out/bench_pipe.csv" "$out/bench_pipe.png" || echo "plot failed (matplotlib?)"
