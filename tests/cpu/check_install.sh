@@ -21,12 +21,13 @@ int main(void) {
 }
 C
 # pkg-config may be missing on a bare machine: fall back to the same flags by hand.
+libdir=$(dirname "$(dirname "$pc")")
 if command -v pkg-config >/dev/null; then
   flags=$(pkg-config --cflags --libs warpspec)
 else
-  flags="-I$prefix/include -I$(sed -n 's/^Cflags:.* -I//p' "$pc") -L$(dirname "$(dirname "$pc")") -lwarpspec"
+  field() { sed -n "s/^$1: //p" "$pc" | sed -e 's#[$][{]includedir[}]#'"$prefix/include"'#g' -e 's#[$][{]libdir[}]#'"$libdir"'#g'; }
+  flags="$(field Cflags) $(field Libs)"
 fi
-libdir=$(dirname "$(dirname "$pc")")
 gcc -std=c11 -Wall -Wextra -Werror "$prefix/user.c" -o "$prefix/user" $flags -Wl,-rpath,"$libdir"
 "$prefix/user"
 "$prefix/bin/warpspec" version

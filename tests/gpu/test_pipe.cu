@@ -3,7 +3,8 @@
  *
  * Roles: WRITER (4 warps) fills slots of 1 KiB from `in`; READER0 (2 warps),
  * READER1 (2 warps) and READER2 (1 warp, the __syncwarp path) each transform every
- * item into their own output. Every block streams a random number of items (0 too)
+ * item into their own output; READER2 writes it through a shared-memory staging
+ * buffer and a TMA store (ws_tma_store_2d, whose proxy fence this checks). Every block streams a random number of items (0 too)
  * then closes; readers stop on close and report how many items they saw.
  * `--quick` runs a subset (for compute-sanitizer). */
 #include "gpu_test.h"
@@ -38,8 +39,10 @@ typedef struct {
 
 static __host__ __device__ uint32_t reader_fn(uint32_t x, int r) { return x * (2u * (uint32_t)r + 1u) + (uint32_t)r; }
 
-WS_KERNEL(pipe_test) pipe_test_kernel(const __grid_constant__ ws_tmap in_map, pipe_args a, ws_diag diag) {
+WS_KERNEL(pipe_test) pipe_test_kernel(const __grid_constant__ ws_tmap in_map, const __grid_constant__ ws_tmap out2_map,
+                                      pipe_args a, ws_diag diag) {
   __shared__ chunk_pipe st;
+  __shared__ __align__(128) uint32_t staged[SLOT_U32]; /* READER2's TMA-store source */
   ws_ctx ctx = WS_SELF(pipe_test, diag);
   uint32_t reader_threads = 0; /* the first a.readers reader roles take part */
   for (uint32_t r = 0; r < a.readers; r++) reader_threads += WS_ROLE_THREADS(pipe_test, READER0 + r);
@@ -72,10 +75,18 @@ WS_KERNEL(pipe_test) pipe_test_kernel(const __grid_constant__ ws_tmap in_map, pi
   for (;; i++) {
     const uint32_t s = i % a.stages;
     if (ws_pipe_wait(&p, &ctx, i)) break;
+    if (ctx.role == READER2) {
+      WS_STORE_WAIT_READ(&ctx, 0); /* the previous store has read `staged` */
+      for (int j = t; j < SLOT_U32; j += (int)ctx.nthreads) staged[j] = reader_fn(st.slot[s].v[j], r);
+      ws_pipe_release(&p, &ctx, i);
+      ws_tma_store_2d(&ctx, &out2_map, staged, 0, (int)((base + i) * 8));
+      continue;
+    }
     uint32_t *dst = a.out + ((size_t)r * BLOCKS * MAX_ITEMS + base + i) * SLOT_U32;
     for (int j = t; j < SLOT_U32; j += (int)ctx.nthreads) dst[j] = reader_fn(st.slot[s].v[j], r);
     ws_pipe_release(&p, &ctx, i);
   }
+  if (ctx.role == READER2) ws_store_drain(&ctx);
   if (ws_role_leader(&ctx)) a.seen[blockIdx.x * MAX_READERS + r] = (int)i;
 }
 
@@ -96,9 +107,10 @@ int main(int argc, char **argv) {
 
   ws_plan plan;
   WS_OK_OR_DIE(ws_plan_init(&plan, "pipe_test", pipe_test_roles, pipe_test_NROLES, 0));
-  ws_tmap map;
+  ws_tmap map, out2_map;
   WS_OK_OR_DIE(ws_tmap_2d(&map, in, WS_DTYPE_U32, items * 8, 32, 128, 8, 32));
   CHECK(map.box_bytes == sizeof(chunk_slot));
+  WS_OK_OR_DIE(ws_tmap_2d(&out2_map, out + 2 * items * SLOT_U32, WS_DTYPE_U32, items * 8, 32, 128, 8, 32));
   ws_diag diag;
   WS_OK_OR_DIE(ws_diag_get(&diag));
 
@@ -116,7 +128,7 @@ int main(int argc, char **argv) {
         CUDA_OK(cudaMemset(out, 0xCD, out_bytes));  /* poison */
         CUDA_OK(cudaMemset(seen, 0xFF, sizeof h_seen));
         pipe_args a = {stages, readers, (uint32_t)fill, nitems, in, out, seen};
-        void *args[] = {&map, &a, &diag};
+        void *args[] = {&map, &out2_map, &a, &diag};
         WS_OK_OR_DIE(ws_plan_launch(&plan, (const void *)pipe_test_kernel, dim3{BLOCKS, 1, 1}, 0, args));
         WS_OK_OR_DIE(ws_sync(0));
         CUDA_OK(cudaMemcpy(h_out, out, out_bytes, cudaMemcpyDeviceToHost));
