@@ -14,13 +14,19 @@
 extern "C" {
 #endif
 
-enum { WS_FAULT_NONE = 0, WS_FAULT_TIMEOUT = 1 };
+enum {
+  WS_FAULT_NONE = 0,
+  WS_FAULT_TIMEOUT = 1,   /* a bounded wait ran out                                  */
+  WS_FAULT_MISMATCH = 2   /* the two sides of a transfer disagree (sizes, blocks)     */
+};
 
 /* What a timed-out wait was waiting for. */
 enum {
   WS_EDGE_FULL = 0,   /* reader waiting for the writer's commit of a pipe slot  */
   WS_EDGE_EMPTY = 1,  /* writer waiting for every reader to release a slot       */
-  WS_EDGE_FLAG = 2    /* a wait on a flag in memory (communication)              */
+  WS_EDGE_FLAG = 2,   /* a wait on a flag in memory                              */
+  WS_EDGE_PEER_DATA = 3,   /* receiver waiting for a peer's data (tail signal)        */
+  WS_EDGE_PEER_CREDIT = 4  /* sender waiting for a peer to free a slot (head signal) */
 };
 
 typedef struct {
@@ -32,6 +38,10 @@ typedef struct {
   int edge;                    /* WS_EDGE_*                                     */
   int stage;
   int phase;
+  int peer;                    /* communication: the other rank, else -1        */
+  int rank;                    /* communication: this rank, else -1             */
+  unsigned long long step;     /* communication: protocol step waited for       */
+  long long value[4];          /* mismatch: what each side has                   */
   unsigned long long waited_ns;
   unsigned long long timeout_ns;
   char role_name[WS_NAME_LEN];

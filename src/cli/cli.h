@@ -14,4 +14,7 @@ ws_status cli_parse_role(const char *spec, ws_role *out, char *name_buf, size_t 
 /* Example plans the CLI knows by name: the library's kernels and the seed pair. */
 ws_status cli_named_plan(const char *name, ws_plan *plan);
 
+/* `warpspec run -n N -- prog ...`: the single-node launcher. Returns an exit status. */
+int cli_run(int argc, char **argv);
+
 #endif

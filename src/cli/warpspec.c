@@ -16,6 +16,7 @@ static int usage(void) {
           "  plan --kernel K                   plan of a known kernel (stream_tma, stream_threads, seed,\n"
           "                                    seed_twin, gemm)\n"
           "  bench [pipe] [--bytes N] [--iters N] [--csv FILE] [--sweep]\n"
+          "  run -n N [--timeout S] -- PROG ... start N ranks of PROG, one per GPU (no MPI needed)\n"
           "  demo                              the main job: benchmarks on the GPUs present, or the\n"
           "                                    planner on the library's kernels without a GPU\n"
           "  version\n");
@@ -132,6 +133,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "plan") == 0) return cmd_plan(argc - 2, argv + 2);
   if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
   if (strcmp(cmd, "demo") == 0) return cmd_demo();
+  if (strcmp(cmd, "run") == 0) return cli_run(argc - 2, argv + 2);
   if (strcmp(cmd, "version") == 0) { printf("%s\n", ws_version()); return 0; }
   return usage();
 }

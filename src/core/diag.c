@@ -1,6 +1,7 @@
 /* diag.c - the host side of bounded waits: timeout setting, fault record, ws_sync. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,8 @@ static const char *edge_text(int edge) {
   case WS_EDGE_FULL: return "for the writer to commit (full barrier)";
   case WS_EDGE_EMPTY: return "for every reader to release (empty barrier)";
   case WS_EDGE_FLAG: return "for a flag";
+  case WS_EDGE_PEER_DATA: return "for the peer's data (tail signal): is the peer running the matching call?";
+  case WS_EDGE_PEER_CREDIT: return "for the peer to free a staging slot (head signal): is the peer receiving?";
   }
   return "?";
 }
@@ -65,12 +68,23 @@ static const char *edge_text(int edge) {
 static ws_status fault_status(void) {
   for (int d = 0; d < WS_MAX_DEVICES; d++) {
     const ws_fault *f = slots[d].host;
-    if (f == NULL || f->code != WS_FAULT_TIMEOUT) continue;
+    if (f == NULL || f->code == WS_FAULT_NONE) continue;
+    char where[160];
+    if (f->peer >= 0)
+      snprintf(where, sizeof where, "'%s' with peer %d (this rank %d), block %d, step %llu", f->object, f->peer, f->rank,
+               f->stage, (unsigned long long)f->step);
+    else
+      snprintf(where, sizeof where, "'%s' stage %d phase %d", f->object, f->stage, f->phase);
+    if (f->code == WS_FAULT_MISMATCH)
+      return ws_fail(WS_ERR_MISMATCH,
+                     "mismatch on device %d: block %d, role %s: %s: the peer sends %lld bytes in %lld blocks, this rank "
+                     "expects %lld bytes in %lld blocks. The CUDA context is lost; reset the device before further use",
+                     d, f->block, f->role_name, where, f->value[0], f->value[1], f->value[2], f->value[3]);
     return ws_fail(WS_ERR_TIMEOUT,
-                   "timeout on device %d: block %d thread %d, role %s replica %d waited %.3f s (bound %.3f s) on '%s' "
-                   "stage %d phase %d %s. The CUDA context is lost; reset the device before further use",
+                   "timeout on device %d: block %d thread %d, role %s replica %d waited %.3f s (bound %.3f s) on %s %s. "
+                   "The CUDA context is lost; reset the device before further use",
                    d, f->block, f->thread, f->role_name, f->replica, (double)f->waited_ns * 1e-9,
-                   (double)f->timeout_ns * 1e-9, f->object, f->stage, f->phase, edge_text(f->edge));
+                   (double)f->timeout_ns * 1e-9, where, edge_text(f->edge));
   }
   return WS_OK;
 }

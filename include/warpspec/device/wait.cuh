@@ -21,9 +21,26 @@ WS_DEV uint64_t ws_timeout_ns(const ws_ctx *c) {
   return c->diag.timeout_ns ? c->diag.timeout_ns : (uint64_t)WS_TIMEOUT_MS_DEFAULT * 1000000ull;
 }
 
-/* First thread to time out writes the record and marks the claim done (2); the others
+/* Where a wait or check happened, for the fault record. */
+typedef struct {
+  const char *object; /* pipe name or transfer name                  */
+  int edge;           /* WS_EDGE_*                                   */
+  int stage;          /* pipe stage, or the transfer's block         */
+  int phase;
+  int peer;           /* -1 unless communication                     */
+  int rank;
+  uint64_t step;
+} ws_site;
+
+WS_DEV ws_site ws_site_pipe(const char *object, int edge, int stage, int phase) {
+  ws_site s;
+  s.object = object; s.edge = edge; s.stage = stage; s.phase = phase; s.peer = -1; s.rank = -1; s.step = 0;
+  return s;
+}
+
+/* First thread to fault writes the record and marks the claim done (2); the others
  * wait (bounded) for that before they trap, so no trap cuts the record short. */
-WS_DEV void ws_fault_raise(const ws_ctx *c, const char *object, int edge, int stage, int phase, uint64_t waited) {
+WS_DEV void ws_fault_raise(const ws_ctx *c, int code, const ws_site *site, uint64_t waited, const long long *values) {
   if (c->diag.fault && c->diag.claim) {
     if (atomicCAS(c->diag.claim, 0u, 1u) == 0u) {
       ws_fault *f = c->diag.fault;
@@ -31,15 +48,19 @@ WS_DEV void ws_fault_raise(const ws_ctx *c, const char *object, int edge, int st
       f->thread = (int)threadIdx.x;
       f->role = c->role;
       f->replica = c->replica;
-      f->edge = edge;
-      f->stage = stage;
-      f->phase = phase;
+      f->edge = site->edge;
+      f->stage = site->stage;
+      f->phase = site->phase;
+      f->peer = site->peer;
+      f->rank = site->rank;
+      f->step = site->step;
+      for (int i = 0; i < 4; i++) f->value[i] = values ? values[i] : 0;
       f->waited_ns = waited;
       f->timeout_ns = ws_timeout_ns(c);
       ws_copy_name(f->role_name, c->role >= 0 ? c->layout->role_name[c->role] : "none");
-      ws_copy_name(f->object, object);
+      ws_copy_name(f->object, site->object);
       __threadfence_system();
-      f->code = WS_FAULT_TIMEOUT;
+      f->code = code;
       __threadfence_system();
       atomicExch(c->diag.claim, 2u);
     } else {
@@ -61,22 +82,30 @@ WS_DEV void ws_wait_parity(uint64_t *bar, uint32_t parity, const ws_ctx *c, cons
     for (int k = 0; k < WS_WAIT_POLLS_PER_CLOCK; k++)
       if (ws_mbarrier_try_wait_parity(bar, parity)) return;
     const uint64_t waited = ws_globaltimer() - start;
-    if (waited > limit) ws_fault_raise(c, object, edge, stage, (int)parity, waited);
+    if (waited > limit) {
+      const ws_site site = ws_site_pipe(object, edge, stage, (int)parity);
+      ws_fault_raise(c, WS_FAULT_TIMEOUT, &site, waited, NULL);
+    }
   }
 }
 
-/* Wait until *flag >= target (system-scope acquire loads), or raise a timeout fault. */
-WS_DEV void ws_wait_flag_geq(const uint64_t *flag, uint64_t target, const ws_ctx *c, const char *object, int stage) {
+WS_DEV uint64_t ws_ld_acquire_sys_u64(const uint64_t *p) {
   uint64_t v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(flag) : "memory");
-  if (v >= target) return;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/* Wait until *flag >= target (system-scope acquire loads), or raise a timeout fault. */
+WS_DEV void ws_wait_flag_geq(const uint64_t *flag, uint64_t target, const ws_ctx *c, const ws_site *site) {
+  if (ws_ld_acquire_sys_u64(flag) >= target) return;
   const uint64_t start = ws_globaltimer();
   const uint64_t limit = ws_timeout_ns(c);
   for (;;) {
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(flag) : "memory");
-    if (v >= target) return;
+#pragma unroll 1
+    for (int k = 0; k < WS_WAIT_POLLS_PER_CLOCK; k++)
+      if (ws_ld_acquire_sys_u64(flag) >= target) return;
     const uint64_t waited = ws_globaltimer() - start;
-    if (waited > limit) ws_fault_raise(c, object, WS_EDGE_FLAG, stage, 0, waited);
+    if (waited > limit) ws_fault_raise(c, WS_FAULT_TIMEOUT, site, waited, NULL);
   }
 }
 

@@ -1,0 +1,97 @@
+/* warpspec/comm.h - a communicator on NVSHMEM, and point-to-point transfers.
+ *
+ * One process per GPU. Rank 0 makes a unique id, the ranks pass its bytes to each
+ * other by any means (the launcher `warpspec run` and ws_comm_init_from_env do it
+ * through a rendezvous folder), and all call ws_comm_init. The communicator owns a
+ * symmetric heap (NVSHMEM) for staging and signals; peer pointers are resolved on the
+ * host, so the transfer kernels are plain loads and stores over NVLink and keep
+ * setmaxnreg and full register budgets (no relocatable device code).
+ *
+ * Transfers are stream-ordered. Their errors (a peer that never shows up, mismatched
+ * sizes) surface at ws_sync() as WS_ERR_TIMEOUT / WS_ERR_MISMATCH naming peer and
+ * block. Concurrent transfers between the same two ranks on different streams are not
+ * supported: keep one stream per communicator. */
+#ifndef WARPSPEC_COMM_H
+#define WARPSPEC_COMM_H
+
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ws_comm ws_comm;
+
+/* The bootstrap id (NVSHMEM's unique id), 128 opaque bytes. */
+typedef struct {
+  unsigned char bytes[128];
+} ws_comm_id;
+
+enum { WS_NO_PEER = -1 };
+
+/* WS_OK if the library was built with NVSHMEM, else WS_ERR_UNSUPPORTED. */
+ws_status ws_comm_available(void);
+
+/* On rank 0, before ws_comm_init. */
+ws_status ws_comm_get_unique_id(ws_comm_id *id);
+
+/* Collective. Uses the current CUDA device; one rank per GPU. */
+ws_status ws_comm_init(ws_comm **comm, int rank, int nranks, const ws_comm_id *id);
+
+/* Collective. Rank, size and local rank from `warpspec run` (WS_RANK, WS_NRANKS,
+ * WS_LOCAL_RANK) or Open MPI's mpirun (OMPI_COMM_WORLD_*); selects device = local rank;
+ * exchanges the id through the rendezvous folder (WS_RENDEZVOUS_DIR, or one per mpirun
+ * job under /tmp). Single node. */
+ws_status ws_comm_init_from_env(ws_comm **comm);
+
+ws_status ws_comm_rank(const ws_comm *comm, int *rank);
+ws_status ws_comm_size(const ws_comm *comm, int *nranks);
+ws_status ws_comm_device(const ws_comm *comm, int *device);
+
+/* Collective: the same size on every rank. Memory is zeroed. */
+ws_status ws_comm_alloc(ws_comm *comm, size_t bytes, void **ptr);
+ws_status ws_comm_free(ws_comm *comm, void *ptr);
+
+/* Address of `peer`'s copy of the symmetric object `ptr`, loadable and storable from
+ * this GPU (NVLink / PCIe peer access). WS_ERR_UNSUPPORTED if not reachable. */
+ws_status ws_comm_peer_ptr(const ws_comm *comm, const void *ptr, int peer, void **peer_ptr);
+
+/* All ranks reach this point on `stream` before any continues (device-side). */
+ws_status ws_comm_barrier(ws_comm *comm, cudaStream_t stream);
+
+/* Collective: waits for the device, frees the communicator's memory, finalizes. */
+ws_status ws_comm_destroy(ws_comm *comm);
+
+/* Host-side rendezvous between the processes of one node: rank 0 puts, others get
+ * (bounded by WS_RENDEZVOUS_TIMEOUT_MS). `dir` may be NULL for the default folder. */
+ws_status ws_rendezvous_put(const char *dir, const char *name, const void *data, size_t bytes);
+ws_status ws_rendezvous_get(const char *dir, const char *name, void *data, size_t bytes);
+/* The folder ws_comm_init_from_env uses (NULL if the environment names none). */
+const char *ws_rendezvous_dir(void);
+
+/* ---- point to point ------------------------------------------------------------- */
+typedef struct {
+  int ctas;   /* CTAs per direction, 1..WS_SR_MAX_BLOCKS; 0: tuned default by size */
+} ws_sendrecv_opts;
+
+/* Send `sendbytes` to send_peer and receive `recvbytes` from recv_peer in one kernel:
+ * each CTA runs a sender role and a receiver role. Either peer may be WS_NO_PEER (then
+ * its buffer and size are ignored). Buffers: device memory, 16-byte aligned, any size.
+ * The receiving side must expect exactly what the sending side sends. opts may be NULL. */
+ws_status ws_sendrecv(ws_comm *comm, const void *sendbuf, size_t sendbytes, int send_peer, void *recvbuf,
+                      size_t recvbytes, int recv_peer, const ws_sendrecv_opts *opts, cudaStream_t stream);
+
+ws_status ws_send(ws_comm *comm, const void *buf, size_t bytes, int peer, cudaStream_t stream);
+ws_status ws_recv(ws_comm *comm, void *buf, size_t bytes, int peer, cudaStream_t stream);
+
+/* Ring all-gather: recvbuf[r * bytes ...] = rank r's sendbuf, for every rank r. */
+ws_status ws_allgather(ws_comm *comm, const void *sendbuf, size_t bytes, void *recvbuf, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

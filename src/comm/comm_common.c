@@ -1,0 +1,56 @@
+/* comm_common.c - communicator functions that do not touch NVSHMEM. */
+#include "comm_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+ws_status ws_comm_rank(const ws_comm *c, int *rank) {
+  WS_REQUIRE(c != NULL && rank != NULL, "ws_comm_rank: comm or rank is NULL");
+  *rank = c->rank;
+  return WS_OK;
+}
+
+ws_status ws_comm_size(const ws_comm *c, int *nranks) {
+  WS_REQUIRE(c != NULL && nranks != NULL, "ws_comm_size: comm or nranks is NULL");
+  *nranks = c->nranks;
+  return WS_OK;
+}
+
+ws_status ws_comm_device(const ws_comm *c, int *device) {
+  WS_REQUIRE(c != NULL && device != NULL, "ws_comm_device: comm or device is NULL");
+  *device = c->device;
+  return WS_OK;
+}
+
+static int env_int(const char *a, const char *b, int fallback) {
+  const char *v = getenv(a);
+  if (!v && b) v = getenv(b);
+  if (!v || !*v) return fallback;
+  char *end = NULL;
+  long x = strtol(v, &end, 10);
+  return (end && *end == '\0' && x >= 0 && x < 1 << 20) ? (int)x : -2;
+}
+
+ws_status ws_comm_init_from_env(ws_comm **comm) {
+  WS_REQUIRE(comm != NULL, "ws_comm_init_from_env: comm is NULL");
+  const int rank = env_int("WS_RANK", "OMPI_COMM_WORLD_RANK", -1);
+  const int nranks = env_int("WS_NRANKS", "OMPI_COMM_WORLD_SIZE", -1);
+  const int local = env_int("WS_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", rank);
+  WS_REQUIRE(rank >= 0 && nranks >= 1 && local >= 0,
+             "ws_comm_init_from_env: no valid rank/size in the environment (WS_RANK/WS_NRANKS from `warpspec run`, or "
+             "OMPI_COMM_WORLD_RANK/SIZE from mpirun)");
+  WS_REQUIRE(rank < nranks, "ws_comm_init_from_env: rank %d >= size %d", rank, nranks);
+  int ndev = 0;
+  WS_CUDA_TRY(cudaGetDeviceCount(&ndev));
+  WS_REQUIRE(local < ndev, "ws_comm_init_from_env: local rank %d but only %d GPUs: one rank per GPU", local, ndev);
+  WS_CUDA_TRY(cudaSetDevice(local));
+  ws_comm_id id;
+  ws_status s;
+  if (rank == 0) {
+    if ((s = ws_comm_get_unique_id(&id)) != WS_OK) return s;
+    if ((s = ws_rendezvous_put(NULL, "nvshmem.id", &id, sizeof id)) != WS_OK) return s;
+  } else if ((s = ws_rendezvous_get(NULL, "nvshmem.id", &id, sizeof id)) != WS_OK) {
+    return s;
+  }
+  return ws_comm_init(comm, rank, nranks, &id);
+}

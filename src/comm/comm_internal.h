@@ -1,0 +1,34 @@
+/* comm_internal.h - the communicator's state, shared by its sources. */
+#ifndef WARPSPEC_COMM_INTERNAL_H
+#define WARPSPEC_COMM_INTERNAL_H
+
+#include <stdint.h>
+
+#include "../core/internal.h"
+#include "warpspec/comm.h"
+
+#define WS_COMM_MAX_RANKS 64
+
+struct ws_comm {
+  int rank, nranks, device;
+  /* Symmetric (every rank has the same layout; peers write into ours):
+   *   staging[sender][block][slot][WS_SR_SLOT_BYTES]  data a sender pushes to us
+   *   tail[sender][block]   steps a sender has published to us
+   *   head[receiver][block] steps a receiver has drained of ours (our credits) */
+  uint8_t *staging;
+  uint64_t *tail;
+  uint64_t *head;
+  uint8_t *peer_staging[WS_COMM_MAX_RANKS]; /* rank p's staging, as we address it */
+  uint64_t *peer_tail[WS_COMM_MAX_RANKS];
+  uint64_t *peer_head[WS_COMM_MAX_RANKS];
+  /* Local, persistent across launches (monotonic step counters, graph-replayable). */
+  uint64_t *send_step; /* [peer][block] */
+  uint64_t *recv_step; /* [peer][block] */
+  ws_plan sr_plan;     /* the sendrecv kernel's plan, checked on first use */
+  int sr_planned;
+};
+
+/* Bytes of one sender's staging region on a receiver. */
+#define WS_SR_REGION_BYTES ((size_t)WS_SR_MAX_BLOCKS * WS_SR_DEPTH * WS_SR_SLOT_BYTES)
+
+#endif

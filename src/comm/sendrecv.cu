@@ -1,0 +1,256 @@
+/* sendrecv.cu - bidirectional point-to-point copy over NVLink, one kernel.
+ *
+ * Each CTA b runs two roles at once, each synchronising on its own named barrier:
+ *   SENDER   (8 warps)  block b of the outgoing message: for each step, wait for a
+ *                       credit (head) from the receiver, push up to `stride` bytes with
+ *                       16-byte stores into the peer's staging slot, role sync, then the
+ *                       leader fences (system scope) and publishes the step (tail).
+ *   RECEIVER (8 warps)  block b of the incoming message: the leader waits for the
+ *                       peer's tail, checks the slot header, the role copies the slot
+ *                       into the destination, role sync, the leader returns a credit.
+ * Staging, tails and heads live in symmetric memory; all polling is of local memory,
+ * all remote traffic is stores. Step counters are monotonic per (peer, block) and kept
+ * in device memory across launches: no reset kernels, CUDA-graph replayable. Every
+ * slot carries a header (magic, step, total bytes, blocks): a receiver that expects a
+ * different message faults with WS_ERR_MISMATCH instead of reading garbage. */
+#include "comm_internal.h"
+#include "warpspec/device/warpspec.cuh"
+#include "warpspec/sendrecv_geometry.h"
+
+#include <string.h>
+
+#define SR_ROLES(ROLE) ROLE(SR_SENDER, WS_SR_SEND_WARPS, WS_REGS_ENTRY, 1) ROLE(SR_RECEIVER, WS_SR_RECV_WARPS, WS_REGS_ENTRY, 1)
+WS_DECLARE_ROLES(sr, SR_ROLES);
+
+#define SR_MAGIC 0x52535357u /* "WSSR" */
+
+/* Slot header, two 16-byte words: {magic, blocks, bytes} {step, chunk}. */
+static __device__ __forceinline__ void header_write(uint8_t *slot, uint32_t blocks, uint64_t bytes, uint64_t step,
+                                                    uint64_t chunk) {
+  ws_st_global_v4(slot, make_uint4(SR_MAGIC, blocks, (uint32_t)bytes, (uint32_t)(bytes >> 32)));
+  ws_st_global_v4(slot + 16, make_uint4((uint32_t)step, (uint32_t)(step >> 32), (uint32_t)chunk, (uint32_t)(chunk >> 32)));
+}
+
+typedef struct {
+  /* sending half (send_peer < 0: none) */
+  const uint8_t *src;
+  ws_sr_geometry send;
+  int send_peer;
+  uint8_t *remote_staging;  /* the receiver's region for us */
+  uint64_t *remote_tail;    /* the receiver's tail[us][.] */
+  const uint64_t *credits;  /* our head[send_peer][.] */
+  uint64_t *send_step;      /* our send_step[send_peer][.] */
+  /* receiving half (recv_peer < 0: none) */
+  uint8_t *dst;
+  ws_sr_geometry recv;
+  int recv_peer;
+  const uint8_t *staging;   /* our region for recv_peer */
+  const uint64_t *tails;    /* our tail[recv_peer][.] */
+  uint64_t *remote_head;    /* the sender's head[us][.] */
+  uint64_t *recv_step;      /* our recv_step[recv_peer][.] */
+  int rank;
+} sr_args;
+
+static __device__ __forceinline__ uint4 ld_cg_v4(const void *p) {
+  uint4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+}
+
+static __device__ __forceinline__ void fence_acq_rel_sys(void) { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+
+static __device__ __forceinline__ void st_relaxed_sys_u64(uint64_t *p, uint64_t v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+/* The role's threads copy n bytes, WS_SR_VEC_PER_THREAD 16-byte vectors in flight per
+ * thread. `fresh`: the source was just written by a peer, read it past L1. */
+static __device__ __forceinline__ void role_copy(uint8_t *dst, const uint8_t *src, uint64_t n, const ws_ctx *c, int fresh) {
+  const uint64_t nvec = n / 16;
+  const uint64_t t = (uint64_t)ws_role_thread(c), nt = c->nthreads;
+  const uint4 *s = (const uint4 *)src;
+  uint4 *d = (uint4 *)dst;
+  for (uint64_t base = 0; base < nvec; base += nt * WS_SR_VEC_PER_THREAD) {
+    uint4 v[WS_SR_VEC_PER_THREAD];
+#pragma unroll
+    for (int u = 0; u < WS_SR_VEC_PER_THREAD; u++) {
+      const uint64_t i = base + (uint64_t)u * nt + t;
+      if (i < nvec) v[u] = fresh ? ld_cg_v4(s + i) : ws_ld_global_nc_v4(s + i);
+    }
+#pragma unroll
+    for (int u = 0; u < WS_SR_VEC_PER_THREAD; u++) {
+      const uint64_t i = base + (uint64_t)u * nt + t;
+      if (i < nvec) ws_st_global_v4(d + i, v[u]);
+    }
+  }
+  const uint64_t rest = n - nvec * 16;
+  if (t < rest) dst[nvec * 16 + t] = src[nvec * 16 + t];
+}
+
+static __device__ __forceinline__ ws_site sr_site(int edge, int peer, int rank, uint32_t block, uint64_t step) {
+  ws_site s = ws_site_pipe("sendrecv", edge, (int)block, 0);
+  s.peer = peer; s.rank = rank; s.step = step;
+  return s;
+}
+
+static __device__ __forceinline__ void sender(const sr_args *a, const ws_ctx *c, uint32_t b) {
+  const ws_sr_geometry *g = &a->send;
+  const uint64_t step0 = a->send_step[b], nsteps = ws_sr_block_steps(g, b);
+  const uint64_t begin = ws_sr_block_begin(g, b), len = ws_sr_block_bytes(g, b);
+  for (uint64_t k = 0; k < nsteps; k++) {
+    const uint64_t step = step0 + k;
+    uint8_t *slot = a->remote_staging + ((size_t)b * WS_SR_DEPTH + step % WS_SR_DEPTH) * WS_SR_SLOT_BYTES;
+    const uint64_t off = k * g->stride;
+    const uint64_t chunk = len > off ? (len - off < g->stride ? len - off : g->stride) : 0;
+    if (ws_role_leader(c) && step + 1 > WS_SR_DEPTH) {
+      const ws_site site = sr_site(WS_EDGE_PEER_CREDIT, a->send_peer, a->rank, b, step);
+      ws_wait_flag_geq(&a->credits[b], step + 1 - WS_SR_DEPTH, c, &site);
+    }
+    ws_role_sync(c);
+    role_copy(slot + WS_SR_HEADER_BYTES, a->src + begin + off, chunk, c, 0);
+    if (ws_role_leader(c)) header_write(slot, g->blocks, g->bytes, step, chunk);
+    ws_role_sync(c);
+    if (ws_role_leader(c)) {
+      fence_acq_rel_sys(); /* the role's stores (ordered by the sync) before the tail */
+      st_relaxed_sys_u64(&a->remote_tail[b], step + 1);
+    }
+  }
+  if (ws_role_leader(c)) a->send_step[b] = step0 + nsteps;
+}
+
+static __device__ __forceinline__ void receiver(const sr_args *a, const ws_ctx *c, uint32_t b) {
+  const ws_sr_geometry *g = &a->recv;
+  const uint64_t step0 = a->recv_step[b], nsteps = ws_sr_block_steps(g, b);
+  const uint64_t begin = ws_sr_block_begin(g, b), len = ws_sr_block_bytes(g, b);
+  for (uint64_t k = 0; k < nsteps; k++) {
+    const uint64_t step = step0 + k;
+    const uint8_t *slot = a->staging + ((size_t)b * WS_SR_DEPTH + step % WS_SR_DEPTH) * WS_SR_SLOT_BYTES;
+    const uint64_t off = k * g->stride;
+    const uint64_t chunk = len > off ? (len - off < g->stride ? len - off : g->stride) : 0;
+    if (ws_role_leader(c)) {
+      ws_site site = sr_site(WS_EDGE_PEER_DATA, a->recv_peer, a->rank, b, step);
+      ws_wait_flag_geq(&a->tails[b], step + 1, c, &site);
+      const uint4 h0 = ld_cg_v4(slot), h1 = ld_cg_v4(slot + 16); /* past L1: the slot is reused */
+      const uint64_t bytes = h0.z | (uint64_t)h0.w << 32, hstep = h1.x | (uint64_t)h1.y << 32;
+      const uint64_t hchunk = h1.z | (uint64_t)h1.w << 32;
+      if (h0.x != SR_MAGIC || hstep != step || bytes != g->bytes || h0.y != g->blocks || hchunk != chunk) {
+        const long long v[4] = {(long long)bytes, (long long)h0.y, (long long)g->bytes, (long long)g->blocks};
+        ws_fault_raise(c, WS_FAULT_MISMATCH, &site, 0, v);
+      }
+    }
+    ws_role_sync(c);
+    role_copy(a->dst + begin + off, slot + WS_SR_HEADER_BYTES, chunk, c, 1);
+    ws_role_sync(c); /* every thread's loads of the slot are done */
+    if (ws_role_leader(c)) st_relaxed_sys_u64(&a->remote_head[b], step + 1);
+  }
+  if (ws_role_leader(c)) a->recv_step[b] = step0 + nsteps;
+}
+
+WS_KERNEL(sr) sendrecv_kernel(const __grid_constant__ sr_args a, ws_diag diag) {
+  ws_ctx ctx = WS_SELF(sr, diag);
+  const uint32_t b = blockIdx.x;
+  if (ctx.role == SR_SENDER) {
+    if (a.send_peer >= 0 && b < a.send.blocks) sender(&a, &ctx, b);
+  } else if (ctx.role == SR_RECEIVER) {
+    if (a.recv_peer >= 0 && b < a.recv.blocks) receiver(&a, &ctx, b);
+  }
+}
+
+static int overlap(const void *a, size_t na, const void *b, size_t nb) {
+  const uint8_t *x = (const uint8_t *)a, *y = (const uint8_t *)b;
+  return na && nb && x < y + nb && y < x + na;
+}
+
+extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbytes, int send_peer, void *recvbuf,
+                                 size_t recvbytes, int recv_peer, const ws_sendrecv_opts *opts, cudaStream_t stream) {
+  WS_REQUIRE(c != NULL, "ws_sendrecv: comm is NULL");
+  WS_REQUIRE(send_peer == WS_NO_PEER || (send_peer >= 0 && send_peer < c->nranks),
+             "ws_sendrecv: send_peer %d out of range for %d ranks (WS_NO_PEER = -1 for none)", send_peer, c->nranks);
+  WS_REQUIRE(recv_peer == WS_NO_PEER || (recv_peer >= 0 && recv_peer < c->nranks),
+             "ws_sendrecv: recv_peer %d out of range for %d ranks (WS_NO_PEER = -1 for none)", recv_peer, c->nranks);
+  const int ctas = opts ? opts->ctas : 0;
+  WS_REQUIRE(ctas >= 0 && ctas <= WS_SR_MAX_BLOCKS, "ws_sendrecv: ctas %d, must be 1..%d (0: tuned default)", ctas,
+             WS_SR_MAX_BLOCKS);
+  const int sending = send_peer != WS_NO_PEER, receiving = recv_peer != WS_NO_PEER;
+  if (sending) {
+    WS_REQUIRE(sendbuf != NULL || sendbytes == 0, "ws_sendrecv: sendbuf is NULL with %zu bytes to send", sendbytes);
+    WS_REQUIRE(((uintptr_t)sendbuf & 15u) == 0, "ws_sendrecv: sendbuf %p is not 16-byte aligned", sendbuf);
+  }
+  if (receiving) {
+    WS_REQUIRE(recvbuf != NULL || recvbytes == 0, "ws_sendrecv: recvbuf is NULL with %zu bytes to receive", recvbytes);
+    WS_REQUIRE(((uintptr_t)recvbuf & 15u) == 0, "ws_sendrecv: recvbuf %p is not 16-byte aligned", recvbuf);
+  }
+  WS_REQUIRE(!(sending && receiving && overlap(sendbuf, sendbytes, recvbuf, recvbytes)),
+             "ws_sendrecv: sendbuf and recvbuf overlap");
+  if (!sending && !receiving) return WS_OK;
+
+  ws_status s;
+  if (!c->sr_planned) {
+    if ((s = ws_plan_init(&c->sr_plan, "sendrecv", sr_roles, sr_NROLES, 0)) != WS_OK) return s;
+    c->sr_planned = 1;
+  }
+  sr_args a;
+  memset(&a, 0, sizeof a);
+  a.rank = c->rank;
+  a.send_peer = sending ? send_peer : -1;
+  a.recv_peer = receiving ? recv_peer : -1;
+  uint32_t grid = 0;
+  if (sending) {
+    a.src = (const uint8_t *)sendbuf;
+    a.send = ws_sr_geometry_make(sendbytes, (uint32_t)ctas);
+    WS_REQUIRE(c->peer_staging[send_peer] != NULL, "ws_sendrecv: rank %d cannot reach rank %d's memory (no NVLink/P2P)",
+               c->rank, send_peer);
+    a.remote_staging = c->peer_staging[send_peer] + (size_t)c->rank * WS_SR_REGION_BYTES;
+    a.remote_tail = c->peer_tail[send_peer] + (size_t)c->rank * WS_SR_MAX_BLOCKS;
+    a.credits = c->head + (size_t)send_peer * WS_SR_MAX_BLOCKS;
+    a.send_step = c->send_step + (size_t)send_peer * WS_SR_MAX_BLOCKS;
+    grid = a.send.blocks;
+  }
+  if (receiving) {
+    a.dst = (uint8_t *)recvbuf;
+    a.recv = ws_sr_geometry_make(recvbytes, (uint32_t)ctas);
+    WS_REQUIRE(c->peer_head[recv_peer] != NULL, "ws_sendrecv: rank %d cannot reach rank %d's memory (no NVLink/P2P)",
+               c->rank, recv_peer);
+    a.staging = c->staging + (size_t)recv_peer * WS_SR_REGION_BYTES;
+    a.tails = c->tail + (size_t)recv_peer * WS_SR_MAX_BLOCKS;
+    a.remote_head = c->peer_head[recv_peer] + (size_t)c->rank * WS_SR_MAX_BLOCKS;
+    a.recv_step = c->recv_step + (size_t)recv_peer * WS_SR_MAX_BLOCKS;
+    if (a.recv.blocks > grid) grid = a.recv.blocks;
+  }
+  ws_diag diag;
+  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  void *args[] = {&a, &diag};
+  return ws_plan_launch(&c->sr_plan, (const void *)sendrecv_kernel, dim3{grid, 1, 1}, stream, args);
+}
+
+extern "C" ws_status ws_send(ws_comm *c, const void *buf, size_t bytes, int peer, cudaStream_t stream) {
+  WS_REQUIRE(peer != WS_NO_PEER, "ws_send: peer is WS_NO_PEER");
+  return ws_sendrecv(c, buf, bytes, peer, NULL, 0, WS_NO_PEER, NULL, stream);
+}
+
+extern "C" ws_status ws_recv(ws_comm *c, void *buf, size_t bytes, int peer, cudaStream_t stream) {
+  WS_REQUIRE(peer != WS_NO_PEER, "ws_recv: peer is WS_NO_PEER");
+  return ws_sendrecv(c, NULL, 0, WS_NO_PEER, buf, bytes, peer, NULL, stream);
+}
+
+extern "C" ws_status ws_allgather(ws_comm *c, const void *sendbuf, size_t bytes, void *recvbuf, cudaStream_t stream) {
+  WS_REQUIRE(c != NULL, "ws_allgather: comm is NULL");
+  WS_REQUIRE((sendbuf && recvbuf) || bytes == 0, "ws_allgather: sendbuf or recvbuf is NULL");
+  WS_REQUIRE(((uintptr_t)recvbuf & 15u) == 0 && (bytes % 16 == 0 || c->nranks == 1),
+             "ws_allgather: recvbuf must be 16-byte aligned and bytes (%zu) a multiple of 16, so that every rank's "
+             "block is aligned", bytes);
+  uint8_t *out = (uint8_t *)recvbuf;
+  const int n = c->nranks, r = c->rank;
+  if (bytes == 0) return WS_OK;
+  if (out + (size_t)r * bytes != (const uint8_t *)sendbuf)
+    WS_CUDA_TRY(cudaMemcpyAsync(out + (size_t)r * bytes, sendbuf, bytes, cudaMemcpyDeviceToDevice, stream));
+  /* Ring: in step s, pass on the block that arrived in step s-1 (our own first). */
+  const int right = (r + 1) % n, left = (r + n - 1) % n;
+  for (int s = 0; s < n - 1; s++) {
+    const int give = (r - s + n) % n, take = (r - s - 1 + 2 * n) % n;
+    ws_status st = ws_sendrecv(c, out + (size_t)give * bytes, bytes, right, out + (size_t)take * bytes, bytes, left, NULL,
+                               stream);
+    if (st != WS_OK) return st;
+  }
+  return WS_OK;
+}

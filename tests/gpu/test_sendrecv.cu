@@ -1,0 +1,248 @@
+/* test_sendrecv.cu [all|missing|mismatch] - run under `warpspec run -n N`.
+ *
+ * all:      ws_sendrecv between N ranks (send to rank+1, receive from rank-1) on
+ *           random data at sizes from 0 B to 1 GiB, odd sizes included; several CTA
+ *           counts; repeated launches; one direction only (ws_send / ws_recv); a CUDA
+ *           graph replayed with fresh data; the ring all-gather; argument errors.
+ *           The receive buffer is poisoned and its guard bytes must stay untouched.
+ * missing:  rank 0 receives from rank 1, which never sends: WS_ERR_TIMEOUT naming
+ *           peer 1 and block 0, within the bound.
+ * mismatch: rank 0 sends 1000 bytes, rank 1 expects 2000: WS_ERR_MISMATCH on rank 1.
+ * Exits 77 (skipped) without NVSHMEM or with fewer GPUs than ranks. */
+#include "gpu_test.h"
+#include "warpspec/comm.h"
+
+#include <sys/time.h>
+#include <unistd.h>
+
+#define GUARD 256
+
+/* Bytes of rank r's message number `seq`: a hash, so any rank can check any byte. */
+static __host__ __device__ inline uint8_t pattern(uint64_t seed, int rank, uint64_t seq, uint64_t i) {
+  uint64_t x = seed ^ ((uint64_t)rank << 56) ^ (seq << 40) ^ (i >> 3);
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return (uint8_t)(x >> (8 * (i & 7)));
+}
+
+__global__ void fill_kernel(uint8_t *p, uint64_t n, uint64_t seed, int rank, uint64_t seq) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+    p[i] = pattern(seed, rank, seq, i);
+}
+
+/* Counts bytes of p[0, n) that differ from the pattern and of p[n, n + guard) that
+ * are not the poison 0xCD. */
+__global__ void check_kernel(const uint8_t *p, uint64_t n, uint64_t guard, uint64_t seed, int rank, uint64_t seq,
+                             unsigned long long *bad) {
+  unsigned long long local = 0;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n + guard; i += (uint64_t)gridDim.x * blockDim.x)
+    local += p[i] != (i < n ? pattern(seed, rank, seq, i) : (uint8_t)0xCD);
+  if (local) atomicAdd(bad, local);
+}
+
+static uint64_t seed;
+static int rank, nranks;
+static unsigned long long *d_bad;
+
+static void fill(uint8_t *p, uint64_t n, int who, uint64_t seq, cudaStream_t s) {
+  if (n) fill_kernel<<<264, 256, 0, s>>>(p, n, seed, who, seq);
+  CUDA_OK(cudaGetLastError());
+}
+
+/* Bytes that differ from rank `who`'s message `seq`, plus guard bytes written. */
+static unsigned long long check_guard(const uint8_t *p, uint64_t n, uint64_t guard, int who, uint64_t seq, cudaStream_t s) {
+  unsigned long long bad = 0;
+  CUDA_OK(cudaMemsetAsync(d_bad, 0, sizeof bad, s));
+  check_kernel<<<264, 256, 0, s>>>(p, n, guard, seed, who, seq, d_bad);
+  CUDA_OK(cudaGetLastError());
+  WS_OK_OR_DIE(ws_sync(s));
+  CUDA_OK(cudaMemcpy(&bad, d_bad, sizeof bad, cudaMemcpyDeviceToHost));
+  return bad;
+}
+
+static unsigned long long check(const uint8_t *p, uint64_t n, int who, uint64_t seq, cudaStream_t s) {
+  return check_guard(p, n, GUARD, who, seq, s);
+}
+
+static double now(void) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  return tv.tv_sec + tv.tv_usec * 1e-6;
+}
+
+/* One exchange of n bytes: send to right, receive from left; verify. */
+static void exchange(ws_comm *c, uint8_t *sbuf, uint8_t *rbuf, uint64_t n, int ctas, uint64_t seq, cudaStream_t s) {
+  const int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+  fill(sbuf, n, rank, seq, s);
+  CUDA_OK(cudaMemsetAsync(rbuf, 0xCD, n + GUARD, s));
+  ws_sendrecv_opts o = {ctas};
+  WS_OK_OR_DIE(ws_sendrecv(c, sbuf, n, right, rbuf, n, left, &o, s));
+  const unsigned long long bad = check(rbuf, n, left, seq, s);
+  if (bad) {
+    fprintf(stderr, "rank %d: %llu wrong bytes receiving %llu bytes (ctas %d, seq %llu)\n", rank, bad,
+            (unsigned long long)n, ctas, (unsigned long long)seq);
+    test_failures++;
+  }
+}
+
+static void run_all(ws_comm *c) {
+  const uint64_t max = (uint64_t)1 << 30;
+  uint8_t *sbuf, *rbuf;
+  CUDA_OK(cudaMalloc(&sbuf, max));
+  CUDA_OK(cudaMalloc(&rbuf, max + GUARD));
+  cudaStream_t s;
+  CUDA_OK(cudaStreamCreate(&s));
+  uint64_t seq = 1;
+  const uint64_t sizes[] = {0, 1, 15, 16, 17, 4095, 65536, 65536 + 16, (1 << 20) + 3, 8 << 20, (64 << 20) + 5, 256 << 20, max};
+  for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) exchange(c, sbuf, rbuf, sizes[i], 0, seq++, s);
+  printf("rank %d: sizes 0 B .. 1 GiB ok\n", rank);
+  const int ctas[] = {1, 3, 7, 16, 32};
+  for (unsigned i = 0; i < 5; i++) exchange(c, sbuf, rbuf, (8 << 20) + 48, ctas[i], seq++, s);
+  for (int rep = 0; rep < 20; rep++) exchange(c, sbuf, rbuf, (uint64_t)(rng_u32() % (3 << 20)), (int)(rep % 5) * 4, seq++, s);
+  printf("rank %d: CTA counts and repeated launches ok\n", rank);
+
+  /* One direction: even ranks send to rank+1, odd ranks receive from rank-1. */
+  if (nranks % 2 == 0) {
+    const uint64_t n = (5 << 20) + 1;
+    if (rank % 2 == 0) {
+      fill(sbuf, n, rank, seq, s);
+      WS_OK_OR_DIE(ws_send(c, sbuf, n, rank + 1, s));
+      WS_OK_OR_DIE(ws_sync(s));
+    } else {
+      CUDA_OK(cudaMemsetAsync(rbuf, 0xCD, n + GUARD, s));
+      WS_OK_OR_DIE(ws_recv(c, rbuf, n, rank - 1, s));
+      const unsigned long long bad = check(rbuf, n, rank - 1, seq, s);
+      if (bad) { fprintf(stderr, "rank %d: ws_recv: %llu wrong bytes\n", rank, bad); test_failures++; }
+    }
+    seq++;
+    printf("rank %d: ws_send / ws_recv ok\n", rank);
+  }
+
+  /* A graph of one sendrecv, replayed with fresh data. */
+  {
+    const uint64_t n = (3 << 20) + 32;
+    const int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    WS_OK_OR_DIE(ws_sendrecv(c, sbuf, n, right, rbuf, n, left, NULL, s));
+    CUDA_OK(cudaStreamEndCapture(s, &g));
+    CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+    for (int rep = 0; rep < 5; rep++, seq++) {
+      fill(sbuf, n, rank, seq, s);
+      CUDA_OK(cudaMemsetAsync(rbuf, 0xCD, n + GUARD, s));
+      CUDA_OK(cudaGraphLaunch(ge, s));
+      const unsigned long long bad = check(rbuf, n, left, seq, s);
+      if (bad) { fprintf(stderr, "rank %d: graph replay %d: %llu wrong bytes\n", rank, rep, bad); test_failures++; }
+    }
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    printf("rank %d: CUDA graph replays ok\n", rank);
+  }
+
+  /* Ring all-gather. */
+  {
+    const uint64_t n = (1 << 20) + 16 * 7;
+    fill(sbuf, n, rank, seq, s);
+    CUDA_OK(cudaMemsetAsync(rbuf, 0xCD, n * nranks + GUARD, s));
+    WS_OK_OR_DIE(ws_allgather(c, sbuf, n, rbuf, s));
+    WS_OK_OR_DIE(ws_sync(s));
+    for (int r = 0; r < nranks; r++) {
+      /* only the last block is followed by the poisoned guard */
+      const unsigned long long bad = check_guard(rbuf + r * n, n, r == nranks - 1 ? GUARD : 0, r, seq, s);
+      if (bad) {
+        fprintf(stderr, "rank %d: all-gather block of rank %d: %llu wrong bytes\n", rank, r, bad);
+        test_failures++;
+      }
+    }
+    seq++;
+    printf("rank %d: ring all-gather ok\n", rank);
+  }
+
+  /* Argument errors: reported before the GPU is touched. */
+  CHECK_STATUS(ws_sendrecv(c, sbuf, 16, nranks, rbuf, 16, 0, NULL, s), WS_ERR_INVALID);
+  CHECK_MSG("send_peer");
+  CHECK_STATUS(ws_sendrecv(c, sbuf, 16, 0, rbuf, 16, -7, NULL, s), WS_ERR_INVALID);
+  CHECK_MSG("recv_peer -7");
+  CHECK_STATUS(ws_sendrecv(c, NULL, 16, 0, rbuf, 16, 0, NULL, s), WS_ERR_INVALID);
+  CHECK_MSG("sendbuf is NULL");
+  CHECK_STATUS(ws_sendrecv(c, sbuf + 4, 16, 0, rbuf, 16, 0, NULL, s), WS_ERR_INVALID);
+  CHECK_MSG("16-byte aligned");
+  CHECK_STATUS(ws_sendrecv(c, sbuf, 64, 0, sbuf + 32, 64, 0, NULL, s), WS_ERR_INVALID);
+  CHECK_MSG("overlap");
+  ws_sendrecv_opts bad_ctas = {WS_SR_MAX_BLOCKS + 1};
+  CHECK_STATUS(ws_sendrecv(c, sbuf, 16, 0, rbuf, 16, 0, &bad_ctas, s), WS_ERR_INVALID);
+  CHECK_MSG("ctas 33");
+  CHECK_STATUS(ws_sendrecv(c, NULL, 0, WS_NO_PEER, NULL, 0, WS_NO_PEER, NULL, s), WS_OK);
+  CHECK_STATUS(ws_send(c, sbuf, 16, WS_NO_PEER, s), WS_ERR_INVALID);
+  CHECK_STATUS(ws_allgather(c, sbuf, 8, rbuf, s), nranks == 1 ? WS_OK : WS_ERR_INVALID);
+  void *pp = NULL;
+  CHECK_STATUS(ws_comm_peer_ptr(c, sbuf, nranks, &pp), WS_ERR_INVALID);
+
+  cudaStreamDestroy(s);
+  cudaFree(sbuf);
+  cudaFree(rbuf);
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "all";
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess) ndev = 0;
+  const char *n_env = getenv("WS_NRANKS");
+  nranks = n_env ? atoi(n_env) : 1;
+  if (ws_comm_available() != WS_OK || ndev < nranks || ndev == 0) {
+    printf("needs NVSHMEM and %d GPUs (have %d): skipped\n", nranks, ndev);
+    return TEST_SKIP;
+  }
+  ws_comm *c = NULL;
+  WS_OK_OR_DIE(ws_comm_init_from_env(&c));
+  WS_OK_OR_DIE(ws_comm_rank(c, &rank));
+  CUDA_OK(cudaMalloc(&d_bad, sizeof *d_bad));
+  /* A fresh seed per run, the same on every rank. */
+  if (rank == 0) {
+    seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
+    WS_OK_OR_DIE(ws_rendezvous_put(NULL, "seed", &seed, sizeof seed));
+  } else {
+    WS_OK_OR_DIE(ws_rendezvous_get(NULL, "seed", &seed, sizeof seed));
+  }
+  rng_state ^= seed + (uint64_t)rank;
+  printf("rank %d of %d: seed %llu, mode %s\n", rank, nranks, (unsigned long long)seed, mode);
+
+  if (!strcmp(mode, "all")) {
+    run_all(c);
+  } else if (!strcmp(mode, "missing") || !strcmp(mode, "mismatch")) {
+    const int missing = !strcmp(mode, "missing");
+    WS_OK_OR_DIE(ws_set_timeout_ms(500));
+    uint8_t *buf;
+    CUDA_OK(cudaMalloc(&buf, 4096));
+    const double t0 = now();
+    ws_status st = WS_OK;
+    if (missing && rank == 0) st = ws_recv(c, buf, 4096, 1, 0);
+    if (!missing && rank == 0) st = ws_send(c, buf, 1000, 1, 0);
+    if (!missing && rank == 1) st = ws_recv(c, buf, 2000, 0, 0);
+    if (st == WS_OK) st = ws_sync(0);
+    const double dt = now() - t0;
+    printf("rank %d: %s after %.3f s: %s\n", rank, ws_strerror(st), dt, st == WS_OK ? "" : ws_last_error());
+    if (missing && rank == 0) {
+      CHECK(st == WS_ERR_TIMEOUT);
+      CHECK_MSG("peer 1");
+      CHECK_MSG("block 0");
+      CHECK_MSG("peer's data");
+      CHECK(dt < 0.5 + 10.0);
+    } else if (!missing && rank == 1) {
+      CHECK(st == WS_ERR_MISMATCH);
+      CHECK_MSG("sends 1000 bytes");
+      CHECK_MSG("expects 2000 bytes");
+    } else {
+      CHECK(st == WS_OK);
+    }
+    /* A rank whose context died cannot take part in teardown collectives; the others
+     * would wait for it. Leave without them. */
+    fflush(stdout);
+    _exit(test_finish(mode) ? 1 : 0);
+  }
+  WS_OK_OR_DIE(ws_comm_destroy(c));
+  return test_finish("test_sendrecv");
+}
