@@ -23,6 +23,14 @@ int bench_pipe(const bench_pipe_opts *o);
  * fences a pipe has by default. Returns 0 or -1. */
 int bench_pipe_handoff(int stages, int role_warps, int fenced, int items, int reps, double *ns_per_item, int *errors);
 
+typedef struct {
+  unsigned long long max_bytes; /* largest message */
+  const char *csv;              /* rank 0 writes the CSV */
+} bench_sr_opts;
+
+/* Under `warpspec run -n 2`: ws_sendrecv against NCCL and the copy engine. 0 or -1. */
+int bench_sendrecv(const bench_sr_opts *o);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
@@ -55,6 +56,7 @@ static int same_bus(const char *a, const char *b) {
 }
 
 int cli_nvlinks(int dev_a, int dev_b) {
+  const int debug = getenv("WS_DEBUG_NVML") != NULL;
   if (!nvml_open()) return -1;
   char bus_a[32], bus_b[32];
   if (cudaDeviceGetPCIBusId(bus_a, sizeof bus_a, dev_a) != cudaSuccess ||
@@ -67,7 +69,10 @@ int cli_nvlinks(int dev_a, int dev_b) {
     int active = 0;
     nvml_pci pci;
     if (link_state(h, l, &active) != 0 || !active) continue;
-    if (remote_pci(h, l, &pci) == 0 && same_bus(pci.bus_id, bus_b)) links++;
+    const int rc = remote_pci(h, l, &pci);
+    if (debug) fprintf(stderr, "nvml: %s link %u active, remote rc %d bus '%s' / '%s', want '%s'\n", bus_a, l, rc, pci.bus_id,
+                       pci.bus_id_legacy, bus_b);
+    if (rc == 0 && (same_bus(pci.bus_id, bus_b) || same_bus(pci.bus_id_legacy, bus_b))) links++;
   }
   return links;
 }

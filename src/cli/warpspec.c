@@ -16,6 +16,7 @@ static int usage(void) {
           "  plan --kernel K                   plan of a known kernel (stream_tma, stream_threads, seed,\n"
           "                                    seed_twin, gemm)\n"
           "  bench [pipe] [--bytes N] [--iters N] [--csv FILE] [--sweep]\n"
+          "  bench sendrecv [--max-bytes N] [--csv FILE]   ws_sendrecv vs NCCL on 2 GPUs\n"
           "  run -n N [--timeout S] -- PROG ... start N ranks of PROG, one per GPU (no MPI needed)\n"
           "  demo                              the main job: benchmarks on the GPUs present, or the\n"
           "                                    planner on the library's kernels without a GPU\n"
@@ -93,7 +94,37 @@ static int cmd_plan(int argc, char **argv) {
   return 0;
 }
 
+/* `bench sendrecv` needs one process per GPU: outside the launcher, start it. */
+static int cmd_bench_sendrecv(int argc, char **argv) {
+  bench_sr_opts o = {1ull << 30, NULL};
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--max-bytes") == 0 && i + 1 < argc) o.max_bytes = strtoull(argv[++i], NULL, 10);
+    else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
+    else return usage();
+  }
+  if (getenv("WS_RANK") == NULL) {
+    const int n = gpu_count();
+    if (n < 2) { fprintf(stderr, "bench sendrecv: needs 2 GPUs, found %d\n", n); return 1; }
+    char nbuf[16];
+    snprintf(nbuf, sizeof nbuf, "%d", n > 2 ? 2 : n);
+    char *args[64] = {(char *)"-n", nbuf, (char *)"--timeout", (char *)"1800", (char *)"--", (char *)"/proc/self/exe",
+                      (char *)"bench"};
+    int k = 7;
+    for (int i = 0; i < argc && k < 63; i++) args[k++] = argv[i];
+    args[k] = NULL;
+    return cli_run(k, args);
+  }
+#ifdef WS_HAVE_NCCL
+  return bench_sendrecv(&o) == 0 ? 0 : 1;
+#else
+  (void)o;
+  fprintf(stderr, "bench sendrecv: warpspec was built without NCCL (the baseline)\n");
+  return 1;
+#endif
+}
+
 static int cmd_bench(int argc, char **argv) {
+  if (argc > 0 && strcmp(argv[0], "sendrecv") == 0) return cmd_bench_sendrecv(argc, argv);
   bench_pipe_opts o = {(size_t)1 << 30, 20, NULL, 0};
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "pipe") == 0) continue;

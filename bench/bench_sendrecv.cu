@@ -1,0 +1,281 @@
+/* bench_sendrecv.cu - `warpspec run -n 2 -- warpspec bench sendrecv`.
+ *
+ * One process per GPU; every rank sends to rank+1 and receives from rank-1 (with two
+ * ranks: a bidirectional exchange). Same run, same buffers, per size:
+ *   ws eager / ws graph          ws_sendrecv, tuned CTA count (and a CTA sweep)
+ *   nccl eager / graph / reg     ncclSend+ncclRecv in one group; captured in a graph;
+ *                                on ncclMemAlloc buffers registered with ncclCommRegister
+ *   copy engine                  cudaMemcpyAsync into the peer's (symmetric) buffer
+ * Every variant's output is checked on random data before it is timed. Time per
+ * operation: CUDA events around K back-to-back operations (graphs: K captured
+ * operations per replay), after warm-up and a barrier; latency is the max over ranks;
+ * bandwidth is bytes per direction / latency. */
+#include "bench.h"
+#include "warpspec/comm.h"
+#include "warpspec/sendrecv_geometry.h"
+#include "warpspec/warpspec.h"
+
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CK(call)                                                                                   \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));        \
+      return -1;                                                                                   \
+    }                                                                                              \
+  } while (0)
+#define NK(call)                                                                                   \
+  do {                                                                                             \
+    ncclResult_t r_ = (call);                                                                      \
+    if (r_ != ncclSuccess) {                                                                       \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_));        \
+      return -1;                                                                                   \
+    }                                                                                              \
+  } while (0)
+#define WK(call)                                                                                   \
+  do {                                                                                             \
+    ws_status s_ = (call);                                                                         \
+    if (s_ != WS_OK) {                                                                             \
+      fprintf(stderr, "%s:%d %s: %s: %s\n", __FILE__, __LINE__, #call, ws_strerror(s_), ws_last_error()); \
+      return -1;                                                                                   \
+    }                                                                                              \
+  } while (0)
+
+enum { V_WS, V_WS_GRAPH, V_NCCL, V_NCCL_GRAPH, V_NCCL_REG, V_CE, NV };
+static const char *vname[NV] = {"ws eager", "ws graph", "nccl eager", "nccl graph", "nccl registered", "copy engine"};
+
+typedef struct {
+  ws_comm *ws;
+  ncclComm_t nccl;
+  int rank, nranks, right, left;
+  uint8_t *sbuf, *rbuf;        /* cudaMalloc */
+  uint8_t *sreg, *rreg;        /* ncclMemAlloc + registered */
+  uint8_t *rsym, *peer_rsym;   /* symmetric receive buffer, and the right peer's, for the copy engine */
+  float *d_val;
+  unsigned long long *d_bad;
+  cudaStream_t s;
+  uint64_t seed;
+} ctx;
+
+static __device__ __host__ inline uint8_t pat(uint64_t seed, int rank, uint64_t i) {
+  uint64_t x = seed ^ ((uint64_t)rank << 56) ^ (i >> 3);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return (uint8_t)((x ^ (x >> 31)) >> (8 * (i & 7)));
+}
+
+__global__ void fill_k(uint8_t *p, uint64_t n, uint64_t seed, int rank) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+    p[i] = pat(seed, rank, i);
+}
+
+__global__ void check_k(const uint8_t *p, uint64_t n, uint64_t seed, int rank, unsigned long long *bad) {
+  unsigned long long b = 0;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+    b += p[i] != pat(seed, rank, i);
+  if (b) atomicAdd(bad, b);
+}
+
+/* One operation of variant v on n bytes (ctas for ws). */
+static int op(ctx *c, int v, uint64_t n, int ctas) {
+  switch (v) {
+  case V_WS: case V_WS_GRAPH: {
+    ws_sendrecv_opts o = {ctas};
+    WK(ws_sendrecv(c->ws, c->sbuf, n, c->right, c->rbuf, n, c->left, &o, c->s));
+    return 0;
+  }
+  case V_NCCL: case V_NCCL_GRAPH: case V_NCCL_REG: {
+    const int reg = v == V_NCCL_REG;
+    NK(ncclGroupStart());
+    NK(ncclSend(reg ? c->sreg : c->sbuf, n, ncclChar, c->right, c->nccl, c->s));
+    NK(ncclRecv(reg ? c->rreg : c->rbuf, n, ncclChar, c->left, c->nccl, c->s));
+    NK(ncclGroupEnd());
+    return 0;
+  }
+  case V_CE:
+    CK(cudaMemcpyAsync(c->peer_rsym, c->sbuf, n, cudaMemcpyDeviceToDevice, c->s));
+    return 0;
+  }
+  return -1;
+}
+
+static uint8_t *out_buf(ctx *c, int v) { return v == V_NCCL_REG ? c->rreg : v == V_CE ? c->rsym : c->rbuf; }
+static uint8_t *in_buf(ctx *c, int v) { return v == V_NCCL_REG ? c->sreg : c->sbuf; }
+
+static int barrier(ctx *c) {
+  WK(ws_comm_barrier(c->ws, c->s));
+  WK(ws_sync(c->s));
+  return 0;
+}
+
+/* Check variant v at n bytes on fresh data: 0 ok, 1 wrong, -1 error. */
+static int verify(ctx *c, int v, uint64_t n, int ctas) {
+  if (n == 0) return 0;
+  c->seed = c->seed * 6364136223846793005ull + 1442695040888963407ull;
+  fill_k<<<264, 256, 0, c->s>>>(in_buf(c, v), n, c->seed, c->rank);
+  CK(cudaMemsetAsync(out_buf(c, v), 0xCD, n, c->s));
+  if (barrier(c)) return -1;
+  if (op(c, v, n, ctas)) return -1;
+  if (barrier(c)) return -1; /* the copy engine writes into the peer: wait for it too */
+  CK(cudaMemsetAsync(c->d_bad, 0, sizeof(unsigned long long), c->s));
+  check_k<<<264, 256, 0, c->s>>>(out_buf(c, v), n, c->seed, c->left, c->d_bad);
+  unsigned long long bad = 0;
+  WK(ws_sync(c->s));
+  CK(cudaMemcpy(&bad, c->d_bad, sizeof bad, cudaMemcpyDeviceToHost));
+  if (bad) fprintf(stderr, "rank %d: %s, %llu bytes, ctas %d: %llu wrong bytes\n", c->rank, vname[v], (unsigned long long)n,
+                   ctas, bad);
+  return bad ? 1 : 0;
+}
+
+static int iters_for(uint64_t n) { return n <= (64u << 10) ? 400 : n <= (8u << 20) ? 100 : n <= (128u << 20) ? 20 : 6; }
+
+/* Microseconds per operation, max over ranks. */
+static int time_op(ctx *c, int v, uint64_t n, int ctas, double *us) {
+  const int k = iters_for(n);
+  const int graph = v == V_WS_GRAPH || v == V_NCCL_GRAPH;
+  cudaGraphExec_t ge = NULL;
+  if (graph) {
+    cudaGraph_t g;
+    CK(cudaStreamBeginCapture(c->s, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < k; i++)
+      if (op(c, v, n, ctas)) return -1;
+    CK(cudaStreamEndCapture(c->s, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    CK(cudaGraphDestroy(g));
+    CK(cudaGraphLaunch(ge, c->s)); /* warm-up */
+  } else {
+    for (int i = 0; i < 5; i++)
+      if (op(c, v, n, ctas)) return -1;
+  }
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  float best = 1e30f;
+  for (int rep = 0; rep < 3; rep++) { /* best of 3 windows, each a mean over k operations */
+    if (barrier(c)) return -1;
+    CK(cudaEventRecord(a, c->s));
+    if (graph) CK(cudaGraphLaunch(ge, c->s));
+    else
+      for (int i = 0; i < k; i++)
+        if (op(c, v, n, ctas)) return -1;
+    CK(cudaEventRecord(b, c->s));
+    WK(ws_sync(c->s));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    if (ms < best) best = ms;
+  }
+  float mine = best * 1000.0f / k;
+  CK(cudaMemcpy(c->d_val, &mine, sizeof mine, cudaMemcpyHostToDevice));
+  NK(ncclAllReduce(c->d_val, c->d_val, 1, ncclFloat, ncclMax, c->nccl, c->s));
+  WK(ws_sync(c->s));
+  CK(cudaMemcpy(&mine, c->d_val, sizeof mine, cudaMemcpyDeviceToHost));
+  *us = mine;
+  if (ge) cudaGraphExecDestroy(ge);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return 0;
+}
+
+static int setup(ctx *c, uint64_t max) {
+  memset(c, 0, sizeof *c);
+  setenv("NVSHMEM_SYMMETRIC_SIZE", "3G", 0); /* staging + a max-size buffer for the copy engine */
+  WK(ws_comm_init_from_env(&c->ws));
+  WK(ws_comm_rank(c->ws, &c->rank));
+  WK(ws_comm_size(c->ws, &c->nranks));
+  c->right = (c->rank + 1) % c->nranks;
+  c->left = (c->rank + c->nranks - 1) % c->nranks;
+  ncclUniqueId id;
+  if (c->rank == 0) {
+    NK(ncclGetUniqueId(&id));
+    WK(ws_rendezvous_put(NULL, "nccl.id", &id, sizeof id));
+  } else {
+    WK(ws_rendezvous_get(NULL, "nccl.id", &id, sizeof id));
+  }
+  NK(ncclCommInitRank(&c->nccl, c->nranks, id, c->rank));
+  CK(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking));
+  CK(cudaMalloc(&c->sbuf, max));
+  CK(cudaMalloc(&c->rbuf, max));
+  NK(ncclMemAlloc((void **)&c->sreg, max));
+  NK(ncclMemAlloc((void **)&c->rreg, max));
+  void *h1, *h2;
+  NK(ncclCommRegister(c->nccl, c->sreg, max, &h1));
+  NK(ncclCommRegister(c->nccl, c->rreg, max, &h2));
+  WK(ws_comm_alloc(c->ws, max, (void **)&c->rsym));
+  WK(ws_comm_peer_ptr(c->ws, c->rsym, c->right, (void **)&c->peer_rsym));
+  CK(cudaMalloc(&c->d_val, sizeof(float)));
+  CK(cudaMalloc(&c->d_bad, sizeof(unsigned long long)));
+  c->seed = 0x1234567ull ^ (uint64_t)time(NULL);
+  return 0;
+}
+
+extern "C" int bench_sendrecv(const bench_sr_opts *o) {
+  if (ws_comm_available() != WS_OK) { fprintf(stderr, "bench sendrecv: %s\n", ws_last_error()); return -1; }
+  ctx c;
+  const uint64_t max = o->max_bytes;
+  if (setup(&c, max)) return -1;
+  /* the same seed on every rank, so each can check what the other sent */
+  if (c.rank == 0) WK(ws_rendezvous_put(NULL, "bench.seed", &c.seed, sizeof c.seed));
+  else WK(ws_rendezvous_get(NULL, "bench.seed", &c.seed, sizeof c.seed));
+  FILE *csv = (c.rank == 0 && o->csv) ? fopen(o->csv, "w") : NULL;
+  if (csv) fprintf(csv, "bytes,variant,ctas,us,gbps_per_direction\n");
+  if (c.rank == 0) {
+    ws_device_limits lim;
+    ws_device_limits_query(0, &lim);
+    int nv = 0;
+    ncclGetVersion(&nv);
+    printf("bench sendrecv: %d ranks, %s, NCCL %d, one process per GPU, bidirectional (send to rank+1, receive from "
+           "rank-1); us = max over ranks; GB/s per direction\n", c.nranks, lim.name, nv);
+    printf("%10s %10s %10s %10s %10s %10s %10s | %8s %6s %9s %9s\n", "bytes", "ws eager", "ws graph", "ws best", "nccl eager",
+           "nccl graph", "nccl reg", "CE", "ctas", "ws/nccl", "GB/s ws");
+  }
+  const int sweep_ctas[] = {1, 2, 4, 8, 16, 32};
+  int failures = 0;
+  const uint64_t sizes[] = {32, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20,
+                            8 << 20, 32 << 20, 128 << 20, 512 << 20, 1ull << 30};
+  for (unsigned si = 0; si < sizeof sizes / sizeof sizes[0] && sizes[si] <= max; si++) {
+    const uint64_t n = sizes[si];
+    double us[NV] = {0};
+    for (int v = 0; v < NV; v++) {
+      if (v == V_CE && n < 4096) continue;
+      const int r = verify(&c, v, n, 0);
+      if (r < 0) return -1;
+      failures += r;
+      if (time_op(&c, v, n, 0, &us[v])) return -1;
+      if (csv) fprintf(csv, "%llu,%s,%d,%.3f,%.2f\n", (unsigned long long)n, vname[v], 0, us[v], n / us[v] / 1e3);
+    }
+    /* CTA sweep of the eager kernel: the best count for this size */
+    double best = us[V_WS];
+    int best_ctas = (int)ws_sr_default_blocks(n);
+    for (unsigned i = 0; i < sizeof sweep_ctas / sizeof sweep_ctas[0]; i++) {
+      const int k = sweep_ctas[i];
+      if (n < (uint64_t)k * 4096 && k > 1) continue;
+      const int r = verify(&c, V_WS, n, k);
+      if (r < 0) return -1;
+      failures += r;
+      double t;
+      if (time_op(&c, V_WS, n, k, &t)) return -1;
+      if (csv) fprintf(csv, "%llu,ws eager ctas,%d,%.3f,%.2f\n", (unsigned long long)n, k, t, n / t / 1e3);
+      if (t < best) { best = t; best_ctas = k; }
+    }
+    if (c.rank == 0) {
+      double nccl_best = us[V_NCCL];
+      if (us[V_NCCL_GRAPH] < nccl_best) nccl_best = us[V_NCCL_GRAPH];
+      if (us[V_NCCL_REG] < nccl_best) nccl_best = us[V_NCCL_REG];
+      double ws_best = best < us[V_WS_GRAPH] ? best : us[V_WS_GRAPH];
+      printf("%10llu %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f | %8.2f %6d %8.2fx %9.1f\n", (unsigned long long)n, us[V_WS],
+             us[V_WS_GRAPH], best, us[V_NCCL], us[V_NCCL_GRAPH], us[V_NCCL_REG], us[V_CE], best_ctas, nccl_best / ws_best,
+             n / ws_best / 1e3);
+      fflush(stdout);
+    }
+  }
+  if (csv) fclose(csv);
+  if (failures) fprintf(stderr, "rank %d: %d variant checks FAILED\n", c.rank, failures);
+  ncclCommDestroy(c.nccl);
+  WK(ws_comm_free(c.ws, c.rsym));
+  WK(ws_comm_destroy(c.ws));
+  return failures ? -1 : 0;
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# run_comm.sh [BUILD] - on a machine with 2+ GPUs: build, the communication tests and
+# the sendrecv benchmark against NCCL. Logs go to $OUT (or ./results).
+set -u
+build=${1:-build}
+out=${OUT:-results}
+mkdir -p "$out"
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+{ date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm --format=csv; nvidia-smi topo -m; } >"$out/comm_machine.txt" 2>&1
+cmake -S . -B "$build" >"$out/comm_build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >>"$out/comm_build.log" 2>&1 \
+  || { tail -30 "$out/comm_build.log"; exit 1; }
+{ WS_DEBUG_NVML=1 "$build/warpspec" info; (cd "$build" && ctest --output-on-failure -R "sendrecv|gpu_"); } >"$out/comm_tests.log" 2>&1
+echo "tests rc=$?"; grep -E "tests passed|Failed|Skipped|Passed" "$out/comm_tests.log" | head -30
+"$build/warpspec" bench sendrecv --csv "$out/bench_sendrecv.csv" 2>&1 | tee "$out/bench_sendrecv.txt"
+python3 bench/plot_sendrecv.py "$out/bench_sendrecv.csv" "$out/bench_sendrecv.png" || echo "plot failed"
