@@ -45,8 +45,9 @@
     }                                                                                              \
   } while (0)
 
-enum { V_WS, V_WS_GRAPH, V_NCCL, V_NCCL_GRAPH, V_NCCL_REG, V_CE, NV };
-static const char *vname[NV] = {"ws eager", "ws graph", "nccl eager", "nccl graph", "nccl registered", "copy engine"};
+enum { V_WS, V_WS_GRAPH, V_WS_ZC, V_NCCL, V_NCCL_GRAPH, V_NCCL_REG, V_CE, NV };
+static const char *vname[NV] = {"ws eager", "ws graph", "ws zero-copy", "nccl eager", "nccl graph", "nccl registered",
+                                "copy engine"};
 
 typedef struct {
   ws_comm *ws;
@@ -84,8 +85,13 @@ __global__ void check_k(const uint8_t *p, uint64_t n, uint64_t seed, int rank, u
 static int op(ctx *c, int v, uint64_t n, int ctas) {
   switch (v) {
   case V_WS: case V_WS_GRAPH: {
-    ws_sendrecv_opts o = {ctas};
+    ws_sendrecv_opts o = {ctas, 0};
     WK(ws_sendrecv(c->ws, c->sbuf, n, c->right, c->rbuf, n, c->left, &o, c->s));
+    return 0;
+  }
+  case V_WS_ZC: {
+    ws_sendrecv_opts o = {ctas, 1};
+    WK(ws_sendrecv(c->ws, c->sbuf, n, c->right, c->rsym, n, c->left, &o, c->s));
     return 0;
   }
   case V_NCCL: case V_NCCL_GRAPH: case V_NCCL_REG: {
@@ -103,7 +109,7 @@ static int op(ctx *c, int v, uint64_t n, int ctas) {
   return -1;
 }
 
-static uint8_t *out_buf(ctx *c, int v) { return v == V_NCCL_REG ? c->rreg : v == V_CE ? c->rsym : c->rbuf; }
+static uint8_t *out_buf(ctx *c, int v) { return v == V_NCCL_REG ? c->rreg : (v == V_CE || v == V_WS_ZC) ? c->rsym : c->rbuf; }
 static uint8_t *in_buf(ctx *c, int v) { return v == V_NCCL_REG ? c->sreg : c->sbuf; }
 
 static int barrier(ctx *c) {
@@ -229,10 +235,10 @@ extern "C" int bench_sendrecv(const bench_sr_opts *o) {
     ncclGetVersion(&nv);
     printf("bench sendrecv: %d ranks, %s, NCCL %d, one process per GPU, bidirectional (send to rank+1, receive from "
            "rank-1); us = max over ranks; GB/s per direction\n", c.nranks, lim.name, nv);
-    printf("%10s %10s %10s %10s %10s %10s %10s | %8s %6s %9s %9s\n", "bytes", "ws eager", "ws graph", "ws best", "nccl eager",
-           "nccl graph", "nccl reg", "CE", "ctas", "ws/nccl", "GB/s ws");
+    printf("%10s %9s %9s %9s %9s %10s %10s %9s | %8s %5s %8s %8s\n", "bytes", "ws eager", "ws graph", "ws best", "ws zcopy",
+           "nccl eager", "nccl graph", "nccl reg", "CE", "ctas", "ws/nccl", "GB/s ws");
   }
-  const int sweep_ctas[] = {1, 2, 4, 8, 16, 32};
+  const int sweep_ctas[] = {1, 2, 4, 8, 16, 32, 48, 64};
   int failures = 0;
   const uint64_t sizes[] = {32, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20,
                             8 << 20, 32 << 20, 128 << 20, 512 << 20, 1ull << 30};
@@ -266,9 +272,10 @@ extern "C" int bench_sendrecv(const bench_sr_opts *o) {
       if (us[V_NCCL_GRAPH] < nccl_best) nccl_best = us[V_NCCL_GRAPH];
       if (us[V_NCCL_REG] < nccl_best) nccl_best = us[V_NCCL_REG];
       double ws_best = best < us[V_WS_GRAPH] ? best : us[V_WS_GRAPH];
-      printf("%10llu %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f | %8.2f %6d %8.2fx %9.1f\n", (unsigned long long)n, us[V_WS],
-             us[V_WS_GRAPH], best, us[V_NCCL], us[V_NCCL_GRAPH], us[V_NCCL_REG], us[V_CE], best_ctas, nccl_best / ws_best,
-             n / ws_best / 1e3);
+      if (us[V_WS_ZC] < ws_best) ws_best = us[V_WS_ZC];
+      printf("%10llu %9.2f %9.2f %9.2f %9.2f %10.2f %10.2f %9.2f | %8.2f %5d %7.2fx %8.1f\n", (unsigned long long)n, us[V_WS],
+             us[V_WS_GRAPH], best, us[V_WS_ZC], us[V_NCCL], us[V_NCCL_GRAPH], us[V_NCCL_REG], us[V_CE], best_ctas,
+             nccl_best / ws_best, n / ws_best / 1e3);
       fflush(stdout);
     }
   }

@@ -43,15 +43,17 @@
 #define WS_STREAM_WRITER_WARPS  8      /* thread-store mode: warps storing each item    */
 
 /* ---- communication: sendrecv --------------------------------------------------- */
-#define WS_SR_MAX_BLOCKS        32     /* CTAs one direction of a sendrecv may use      */
-#define WS_SR_DEPTH             2      /* staging slots per (peer, block)               */
-#define WS_SR_MAX_STRIDE        (256 * 1024) /* payload bytes of one step               */
+#define WS_SR_MAX_BLOCKS        64     /* CTAs one direction of a sendrecv may use      */
+#define WS_SR_DEPTH             3      /* staging slots per (peer, block)               */
+#define WS_SR_MAX_STRIDE        (512 * 1024) /* payload bytes of one step               */
 #define WS_SR_HEADER_BYTES      128    /* slot header; keeps the payload 128-B aligned  */
 #define WS_SR_SLOT_BYTES        (WS_SR_MAX_STRIDE + WS_SR_HEADER_BYTES)
 #define WS_SR_ONE_STEP_BYTES    (64 * 1024)  /* up to this per block: one step          */
 #define WS_SR_SEND_WARPS        8      /* sender role of each CTA                       */
 #define WS_SR_RECV_WARPS        8      /* receiver role of each CTA                     */
 #define WS_SR_VEC_PER_THREAD    8      /* 16-byte vectors each thread keeps in flight   */
+#define WS_SR_CE_MIN_BYTES      (4u << 20) /* zero-copy: from here the copy engine moves it */
+#define WS_COMM_HEAP_SPARE      (1ull << 30) /* symmetric heap beyond the staging, default  */
 #define WS_RENDEZVOUS_TIMEOUT_MS 60000 /* ranks wait this long for each other at init   */
 
 #endif

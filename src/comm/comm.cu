@@ -25,8 +25,12 @@ extern "C" ws_status ws_comm_get_unique_id(ws_comm_id *id) {
 }
 
 /* NVLink multicast stays off on shared hosts; everything else is the user's choice. */
-static void default_env(void) {
+static void default_env(int nranks) {
   setenv("NVSHMEM_DISABLE_NVLS", "1", 0);
+  /* The staging of every peer plus room for the user's symmetric buffers. */
+  char size[32];
+  snprintf(size, sizeof size, "%llu", (unsigned long long)(nranks * WS_SR_REGION_BYTES + WS_COMM_HEAP_SPARE));
+  setenv("NVSHMEM_SYMMETRIC_SIZE", size, 0);
 }
 
 static ws_status alloc_sym(size_t bytes, void **p, const char *what) {
@@ -42,6 +46,10 @@ static void release(ws_comm *c) {
   if (c->staging) nvshmem_free(c->staging);
   if (c->tail) nvshmem_free(c->tail);
   if (c->head) nvshmem_free(c->head);
+  if (c->zc_ready) nvshmem_free(c->zc_ready);
+  if (c->zc_addr) nvshmem_free(c->zc_addr);
+  if (c->zc_done) nvshmem_free(c->zc_done);
+  if (c->zc_seq) cudaFree(c->zc_seq);
   if (c->send_step) cudaFree(c->send_step);
   if (c->recv_step) cudaFree(c->recv_step);
   free(c);
@@ -56,7 +64,7 @@ extern "C" ws_status ws_comm_init(ws_comm **out, int rank, int nranks, const ws_
   int dev = 0;
   WS_CUDA_TRY(cudaGetDevice(&dev));
   WS_CUDA_TRY(cudaFree(0)); /* a context on the chosen device before NVSHMEM binds to it */
-  default_env();
+  default_env(nranks);
   nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
   nvshmemx_uniqueid_t uid;
   memcpy(&uid, id->bytes, sizeof uid);
@@ -82,12 +90,17 @@ extern "C" ws_status ws_comm_init(ws_comm **out, int rank, int nranks, const ws_
   const size_t nsig = (size_t)nranks * WS_SR_MAX_BLOCKS * sizeof(uint64_t);
   if ((s = alloc_sym((size_t)nranks * WS_SR_REGION_BYTES, (void **)&c->staging, "staging")) != WS_OK ||
       (s = alloc_sym(nsig, (void **)&c->tail, "tail signals")) != WS_OK ||
-      (s = alloc_sym(nsig, (void **)&c->head, "head signals")) != WS_OK) {
+      (s = alloc_sym(nsig, (void **)&c->head, "head signals")) != WS_OK ||
+      (s = alloc_sym(nranks * sizeof(uint64_t), (void **)&c->zc_ready, "zero-copy signals")) != WS_OK ||
+      (s = alloc_sym(2 * nranks * sizeof(uint64_t), (void **)&c->zc_addr, "zero-copy signals")) != WS_OK ||
+      (s = alloc_sym(nranks * sizeof(uint64_t), (void **)&c->zc_done, "zero-copy signals")) != WS_OK) {
     release(c);
     return s;
   }
   if (cudaMalloc(&c->send_step, nsig) != cudaSuccess || cudaMalloc(&c->recv_step, nsig) != cudaSuccess ||
-      cudaMemset(c->send_step, 0, nsig) != cudaSuccess || cudaMemset(c->recv_step, 0, nsig) != cudaSuccess) {
+      cudaMemset(c->send_step, 0, nsig) != cudaSuccess || cudaMemset(c->recv_step, 0, nsig) != cudaSuccess ||
+      cudaMalloc(&c->zc_seq, 2 * nranks * sizeof(uint64_t)) != cudaSuccess ||
+      cudaMemset(c->zc_seq, 0, 2 * nranks * sizeof(uint64_t)) != cudaSuccess) {
     release(c);
     return ws_fail(WS_ERR_NOMEM, "ws_comm_init: step counters: %s", cudaGetErrorString(cudaGetLastError()));
   }
@@ -95,6 +108,9 @@ extern "C" ws_status ws_comm_init(ws_comm **out, int rank, int nranks, const ws_
     c->peer_staging[p] = (uint8_t *)nvshmem_ptr(c->staging, p);
     c->peer_tail[p] = (uint64_t *)nvshmem_ptr(c->tail, p);
     c->peer_head[p] = (uint64_t *)nvshmem_ptr(c->head, p);
+    c->peer_zc_ready[p] = (uint64_t *)nvshmem_ptr(c->zc_ready, p);
+    c->peer_zc_addr[p] = (uint64_t *)nvshmem_ptr(c->zc_addr, p);
+    c->peer_zc_done[p] = (uint64_t *)nvshmem_ptr(c->zc_done, p);
   }
   WS_CUDA_TRY(cudaDeviceSynchronize());
   nvshmem_barrier_all(); /* everyone's buffers are zeroed before anyone writes into them */
@@ -131,6 +147,11 @@ extern "C" ws_status ws_comm_peer_ptr(const ws_comm *c, const void *ptr, int pee
   return WS_OK;
 }
 
+extern "C" int ws_comm_is_symmetric(const ws_comm *c, const void *ptr, size_t bytes) {
+  if (!c || !ptr || bytes == 0) return 0;
+  return nvshmem_ptr(ptr, c->rank) != NULL && nvshmem_ptr((const uint8_t *)ptr + bytes - 1, c->rank) != NULL;
+}
+
 extern "C" ws_status ws_comm_barrier(ws_comm *c, cudaStream_t stream) {
   WS_REQUIRE(c != NULL, "ws_comm_barrier: comm is NULL");
   nvshmemx_barrier_all_on_stream(stream);
@@ -148,12 +169,7 @@ extern "C" ws_status ws_comm_destroy(ws_comm *c) {
     return ws_check_cuda(e, "ws_comm_destroy: cudaDeviceSynchronize");
   }
   nvshmem_barrier_all();
-  nvshmem_free(c->staging);
-  nvshmem_free(c->tail);
-  nvshmem_free(c->head);
-  cudaFree(c->send_step);
-  cudaFree(c->recv_step);
-  free(c);
+  release(c);
   nvshmemx_hostlib_finalize();
   initialized = 0;
   return WS_OK;

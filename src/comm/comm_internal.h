@@ -18,6 +18,17 @@ struct ws_comm {
   uint8_t *staging;
   uint64_t *tail;
   uint64_t *head;
+  /* zero-copy handshake, symmetric, indexed by the other rank:
+   *   zc_ready[r]   receiver r is ready for our call (sequence number),
+   *   zc_addr[r][2] ... into this receive address, this many bytes (checked by the sender),
+   *   zc_done[r]    sender r finished writing into our buffer (sequence number) */
+  uint64_t *zc_ready;
+  uint64_t *zc_addr;
+  uint64_t *zc_done;
+  uint64_t *peer_zc_ready[WS_COMM_MAX_RANKS];
+  uint64_t *peer_zc_addr[WS_COMM_MAX_RANKS];
+  uint64_t *peer_zc_done[WS_COMM_MAX_RANKS];
+  uint64_t *zc_seq;    /* local [2][rank]: calls sent to / received from each rank */
   uint8_t *peer_staging[WS_COMM_MAX_RANKS]; /* rank p's staging, as we address it */
   uint64_t *peer_tail[WS_COMM_MAX_RANKS];
   uint64_t *peer_head[WS_COMM_MAX_RANKS];
@@ -26,7 +37,18 @@ struct ws_comm {
   uint64_t *recv_step; /* [peer][block] */
   ws_plan sr_plan;     /* the sendrecv kernel's plan, checked on first use */
   int sr_planned;
+  ws_plan zc_plan;     /* the zero-copy handshake kernel's */
+  int zc_planned;
 };
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* 1 if [ptr, ptr + bytes) lies in the symmetric heap. */
+int ws_comm_is_symmetric(const ws_comm *comm, const void *ptr, size_t bytes);
+#ifdef __cplusplus
+}
+#endif
 
 /* Bytes of one sender's staging region on a receiver. */
 #define WS_SR_REGION_BYTES ((size_t)WS_SR_MAX_BLOCKS * WS_SR_DEPTH * WS_SR_SLOT_BYTES)

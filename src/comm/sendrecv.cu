@@ -156,6 +156,97 @@ WS_KERNEL(sr) sendrecv_kernel(const __grid_constant__ sr_args a, ws_diag diag) {
   }
 }
 
+/* ---- zero-copy: the copy engine writes into the receiver's symmetric buffer ---------
+ * Stream of every rank: zc_kernel(phase 0), cudaMemcpyAsync to the peer, zc_kernel(1).
+ * Phase 0: post "ready, address, bytes" to the rank we receive from; wait for the rank
+ * we send to, and check that it receives exactly where and what we will write.
+ * Phase 1: tell the receiver we are done; wait until our sender is done. Sequence
+ * numbers live in device memory: graph-replayable like the staging path. */
+#define ZC_ROLES(ROLE) ROLE(ZC_SIGNALS, 1, WS_REGS_ENTRY, 1)
+WS_DECLARE_ROLES(zc, ZC_ROLES);
+
+typedef struct {
+  int phase, rank, send_peer, recv_peer;
+  uint64_t *send_seq, *recv_seq;  /* our counters for these peers */
+  uint64_t *peer_ready;           /* recv_peer's zc_ready[us]: we post */
+  uint64_t *peer_addr;            /* recv_peer's zc_addr[us][2] */
+  uint64_t recv_addr, recv_bytes; /* what we post */
+  const uint64_t *ready;          /* our zc_ready[send_peer] */
+  const uint64_t *addr;           /* our zc_addr[send_peer][2] */
+  uint64_t send_addr, send_bytes; /* where and what we will write */
+  uint64_t *peer_done;            /* send_peer's zc_done[us] */
+  const uint64_t *done;           /* our zc_done[recv_peer] */
+} zc_args;
+
+WS_KERNEL(zc) zc_kernel(const __grid_constant__ zc_args a, ws_diag diag) {
+  ws_ctx ctx = WS_SELF(zc, diag);
+  if (ctx.lane == 0 && a.send_peer >= 0) { /* the sending side */
+    if (a.phase == 0) {
+      const uint64_t seq = *a.send_seq + 1;
+      ws_site site = sr_site(WS_EDGE_PEER_CREDIT, a.send_peer, a.rank, 0, seq);
+      site.object = "sendrecv zero-copy (is the peer calling with zero_copy?)";
+      ws_wait_flag_geq(a.ready, seq, &ctx, &site);
+      const uint64_t where = ws_ld_acquire_sys_u64(&a.addr[0]), bytes = ws_ld_acquire_sys_u64(&a.addr[1]);
+      if (where != a.send_addr || bytes != a.send_bytes) {
+        const long long v[4] = {(long long)a.send_bytes, 1, (long long)bytes, 1};
+        site.object = where != a.send_addr ? "zero-copy receive buffer at another address" : "zero-copy";
+        ws_fault_raise(&ctx, WS_FAULT_MISMATCH, &site, 0, v);
+      }
+    } else {
+      const uint64_t seq = ++*a.send_seq;
+      fence_acq_rel_sys();
+      st_relaxed_sys_u64(a.peer_done, seq);
+    }
+  }
+  if (ctx.lane == 1 && a.recv_peer >= 0) { /* the receiving side */
+    if (a.phase == 0) {
+      const uint64_t seq = ++*a.recv_seq;
+      st_relaxed_sys_u64(&a.peer_addr[0], a.recv_addr);
+      st_relaxed_sys_u64(&a.peer_addr[1], a.recv_bytes);
+      fence_acq_rel_sys();
+      st_relaxed_sys_u64(a.peer_ready, seq);
+    } else {
+      const ws_site site = sr_site(WS_EDGE_PEER_DATA, a.recv_peer, a.rank, 0, *a.recv_seq);
+      ws_wait_flag_geq(a.done, *a.recv_seq, &ctx, &site);
+    }
+  }
+}
+
+static ws_status zero_copy_ce(ws_comm *c, const void *sendbuf, size_t n, int send_peer, void *recvbuf, int recv_peer,
+                              cudaStream_t stream) {
+  ws_status s;
+  if (!c->zc_planned) {
+    if ((s = ws_plan_init(&c->zc_plan, "zero_copy", zc_roles, zc_NROLES, 0)) != WS_OK) return s;
+    c->zc_planned = 1;
+  }
+  void *peer_dst = NULL;
+  if ((s = ws_comm_peer_ptr(c, recvbuf, send_peer, &peer_dst)) != WS_OK) return s;
+  zc_args a;
+  memset(&a, 0, sizeof a);
+  a.rank = c->rank;
+  a.send_peer = send_peer;
+  a.recv_peer = recv_peer;
+  a.send_seq = c->zc_seq + send_peer;
+  a.recv_seq = c->zc_seq + c->nranks + recv_peer;
+  a.peer_ready = c->peer_zc_ready[recv_peer] + c->rank;
+  a.peer_addr = c->peer_zc_addr[recv_peer] + 2 * c->rank;
+  a.recv_addr = (uint64_t)(uintptr_t)recvbuf;
+  a.recv_bytes = n;
+  a.ready = c->zc_ready + send_peer;
+  a.addr = c->zc_addr + 2 * send_peer;
+  a.send_addr = (uint64_t)(uintptr_t)recvbuf; /* the SHMEM convention: the same symmetric object */
+  a.send_bytes = n;
+  a.peer_done = c->peer_zc_done[send_peer] + c->rank;
+  a.done = c->zc_done + recv_peer;
+  ws_diag diag;
+  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  void *args[] = {&a, &diag};
+  if ((s = ws_plan_launch(&c->zc_plan, (const void *)zc_kernel, dim3{1, 1, 1}, stream, args)) != WS_OK) return s;
+  WS_CUDA_TRY(cudaMemcpyAsync(peer_dst, sendbuf, n, cudaMemcpyDeviceToDevice, stream));
+  a.phase = 1;
+  return ws_plan_launch(&c->zc_plan, (const void *)zc_kernel, dim3{1, 1, 1}, stream, args);
+}
+
 static int overlap(const void *a, size_t na, const void *b, size_t nb) {
   const uint8_t *x = (const uint8_t *)a, *y = (const uint8_t *)b;
   return na && nb && x < y + nb && y < x + na;
@@ -169,6 +260,7 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
   WS_REQUIRE(recv_peer == WS_NO_PEER || (recv_peer >= 0 && recv_peer < c->nranks),
              "ws_sendrecv: recv_peer %d out of range for %d ranks (WS_NO_PEER = -1 for none)", recv_peer, c->nranks);
   const int ctas = opts ? opts->ctas : 0;
+  const int zero_copy = opts ? opts->zero_copy : 0;
   WS_REQUIRE(ctas >= 0 && ctas <= WS_SR_MAX_BLOCKS, "ws_sendrecv: ctas %d, must be 1..%d (0: tuned default)", ctas,
              WS_SR_MAX_BLOCKS);
   const int sending = send_peer != WS_NO_PEER, receiving = recv_peer != WS_NO_PEER;
@@ -183,6 +275,15 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
   WS_REQUIRE(!(sending && receiving && overlap(sendbuf, sendbytes, recvbuf, recvbytes)),
              "ws_sendrecv: sendbuf and recvbuf overlap");
   if (!sending && !receiving) return WS_OK;
+  if (zero_copy) {
+    WS_REQUIRE(sending && receiving, "ws_sendrecv: zero_copy needs both a send and a receive on every rank (the sender "
+               "writes into the peer's copy of its own symmetric recvbuf)");
+    WS_REQUIRE(ws_comm_is_symmetric(c, recvbuf, recvbytes ? recvbytes : 1),
+               "ws_sendrecv: zero_copy: recvbuf %p is not in the symmetric heap (allocate it with ws_comm_alloc)", recvbuf);
+    WS_REQUIRE(sendbytes == recvbytes, "ws_sendrecv: zero_copy: sendbytes %zu != recvbytes %zu (every rank must move the "
+               "same size so that all take the same path)", sendbytes, recvbytes);
+    if (sendbytes >= WS_SR_CE_MIN_BYTES) return zero_copy_ce(c, sendbuf, sendbytes, send_peer, recvbuf, recv_peer, stream);
+  }
 
   ws_status s;
   if (!c->sr_planned) {

@@ -77,7 +77,7 @@ static void exchange(ws_comm *c, uint8_t *sbuf, uint8_t *rbuf, uint64_t n, int c
   const int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
   fill(sbuf, n, rank, seq, s);
   CUDA_OK(cudaMemsetAsync(rbuf, 0xCD, n + GUARD, s));
-  ws_sendrecv_opts o = {ctas};
+  ws_sendrecv_opts o = {ctas, 0};
   WS_OK_OR_DIE(ws_sendrecv(c, sbuf, n, right, rbuf, n, left, &o, s));
   const unsigned long long bad = check(rbuf, n, left, seq, s);
   if (bad) {
@@ -142,6 +142,34 @@ static void run_all(ws_comm *c) {
     printf("rank %d: CUDA graph replays ok\n", rank);
   }
 
+  /* Zero-copy into a symmetric receive buffer: the staging path below
+   * WS_SR_CE_MIN_BYTES, the copy engine from there on. */
+  {
+    const uint64_t zmax = (64 << 20) + 64;
+    uint8_t *zbuf = NULL;
+    WS_OK_OR_DIE(ws_comm_alloc(c, zmax + GUARD, (void **)&zbuf));
+    const uint64_t zsizes[] = {0, 48, 1 << 20, WS_SR_CE_MIN_BYTES - 16, WS_SR_CE_MIN_BYTES, (9 << 20) + 7, zmax};
+    const int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    ws_sendrecv_opts zc = {0, 1};
+    for (unsigned i = 0; i < sizeof zsizes / sizeof zsizes[0]; i++, seq++)
+      for (int rep = 0; rep < 2; rep++) {
+        const uint64_t n = zsizes[i];
+        fill(sbuf, n, rank, seq + rep * 1000, s);
+        CUDA_OK(cudaMemsetAsync(zbuf, 0xCD, n + GUARD, s));
+        WS_OK_OR_DIE(ws_comm_barrier(c, s)); /* the peer may write into zbuf from now on */
+        WS_OK_OR_DIE(ws_sendrecv(c, sbuf, n, right, zbuf, n, left, &zc, s));
+        const unsigned long long bad = check(zbuf, n, left, seq + rep * 1000, s);
+        WS_OK_OR_DIE(ws_comm_barrier(c, s)); /* everyone checked before zbuf is poisoned again */
+        if (bad) {
+          fprintf(stderr, "rank %d: zero-copy %llu bytes: %llu wrong bytes\n", rank, (unsigned long long)n, bad);
+          test_failures++;
+        }
+      }
+    WS_OK_OR_DIE(ws_sync(s));
+    WS_OK_OR_DIE(ws_comm_free(c, zbuf));
+    printf("rank %d: zero-copy (staging and copy engine) ok\n", rank);
+  }
+
   /* Ring all-gather. */
   {
     const uint64_t n = (1 << 20) + 16 * 7;
@@ -172,9 +200,12 @@ static void run_all(ws_comm *c) {
   CHECK_MSG("16-byte aligned");
   CHECK_STATUS(ws_sendrecv(c, sbuf, 64, 0, sbuf + 32, 64, 0, NULL, s), WS_ERR_INVALID);
   CHECK_MSG("overlap");
-  ws_sendrecv_opts bad_ctas = {WS_SR_MAX_BLOCKS + 1};
+  ws_sendrecv_opts bad_ctas = {WS_SR_MAX_BLOCKS + 1, 0};
   CHECK_STATUS(ws_sendrecv(c, sbuf, 16, 0, rbuf, 16, 0, &bad_ctas, s), WS_ERR_INVALID);
-  CHECK_MSG("ctas 33");
+  CHECK_MSG("ctas 65");
+  ws_sendrecv_opts zc = {0, 1};
+  CHECK_STATUS(ws_sendrecv(c, sbuf, 16, 0, rbuf, 16, 0, &zc, s), WS_ERR_INVALID);
+  CHECK_MSG("symmetric heap");
   CHECK_STATUS(ws_sendrecv(c, NULL, 0, WS_NO_PEER, NULL, 0, WS_NO_PEER, NULL, s), WS_OK);
   CHECK_STATUS(ws_send(c, sbuf, 16, WS_NO_PEER, s), WS_ERR_INVALID);
   CHECK_STATUS(ws_allgather(c, sbuf, 8, rbuf, s), nranks == 1 ? WS_OK : WS_ERR_INVALID);

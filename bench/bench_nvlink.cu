@@ -1,0 +1,143 @@
+/* bench_nvlink.cu - `warpspec bench nvlink`: what GPU 0 <-> GPU 1 can move, one
+ * process driving both GPUs, 1 GiB per direction, best of 5:
+ *   copy engine   cudaMemcpyPeerAsync
+ *   SM push       16-byte loads of local memory, 16-byte stores to the peer
+ *   SM pull       16-byte loads from the peer, stores to local memory
+ *   TMA push      bulk copy global -> shared (local), bulk copy shared -> peer global
+ * one way (GPU 0 -> 1) and both ways at once. These are the ceilings the sendrecv
+ * kernel is measured against. */
+#include "bench.h"
+#include "warpspec/device/ptx.cuh"
+
+#include <stdio.h>
+
+#define CK(call)                                                                                   \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));        \
+      return -1;                                                                                   \
+    }                                                                                              \
+  } while (0)
+
+#define VEC 8
+
+__global__ void __launch_bounds__(512, 1) sm_copy(uint4 *dst, const uint4 *src, uint64_t nvec) {
+  const uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x, nt = (uint64_t)gridDim.x * blockDim.x;
+  for (uint64_t base = 0; base < nvec; base += nt * VEC) {
+    uint4 v[VEC];
+#pragma unroll
+    for (int u = 0; u < VEC; u++) {
+      const uint64_t i = base + u * nt + t;
+      if (i < nvec) v[u] = src[i];
+    }
+#pragma unroll
+    for (int u = 0; u < VEC; u++) {
+      const uint64_t i = base + u * nt + t;
+      if (i < nvec) ws_st_global_v4(dst + i, v[u]);
+    }
+  }
+}
+
+#define TMA_CHUNK (32 * 1024)
+#define TMA_STAGES 4
+
+/* One thread per CTA drives the copy engine of its SM: load a chunk, store it on. */
+__global__ void __launch_bounds__(32, 1) tma_copy(uint8_t *dst, const uint8_t *src, uint64_t bytes) {
+  extern __shared__ __align__(128) uint8_t buf[];
+  __shared__ uint64_t bar[TMA_STAGES];
+  if (threadIdx.x != 0) return;
+  for (int s = 0; s < TMA_STAGES; s++) ws_mbarrier_init(&bar[s], 1);
+  ws_fence_mbarrier_init();
+  const uint64_t chunks = bytes / TMA_CHUNK;
+  uint32_t k = 0;
+  for (uint64_t c = blockIdx.x; c < chunks; c += gridDim.x, k++) {
+    const int s = (int)(k % TMA_STAGES);
+    if (k >= TMA_STAGES) WS_CP_ASYNC_BULK_WAIT_GROUP_READ(TMA_STAGES - 1); /* slot s free again */
+    uint8_t *slot = buf + (size_t)s * TMA_CHUNK;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(ws_smem_addr(&bar[s])), "r"(TMA_CHUNK) : "memory");
+    ws_cp_async_bulk_global_to_shared(slot, src + c * TMA_CHUNK, TMA_CHUNK, &bar[s]);
+    while (!ws_mbarrier_try_wait_parity(&bar[s], (k / TMA_STAGES) & 1)) {
+    }
+    ws_cp_async_bulk_shared_to_global(dst + c * TMA_CHUNK, slot, TMA_CHUNK);
+    ws_cp_async_bulk_commit_group();
+  }
+  WS_CP_ASYNC_BULK_WAIT_GROUP(0);
+}
+
+enum { M_CE, M_SM_PUSH, M_SM_PULL, M_TMA_PUSH };
+
+/* Launch direction d (0: GPU0 -> GPU1, 1: GPU1 -> GPU0) of method m on its stream. */
+static int launch(int m, int d, int ctas, uint8_t *buf[2][2], uint64_t n, cudaStream_t st[2]) {
+  const int from = d, to = 1 - d;
+  uint8_t *src = buf[from][0], *dst = buf[to][1];
+  if (m == M_CE) {
+    CK(cudaMemcpyPeerAsync(dst, to, src, from, n, st[from]));
+    return 0;
+  }
+  const int runner = m == M_SM_PULL ? to : from; /* pull: the receiver's SMs read */
+  CK(cudaSetDevice(runner));
+  if (m == M_TMA_PUSH) tma_copy<<<ctas, 32, TMA_STAGES * TMA_CHUNK, st[runner]>>>(dst, src, n);
+  else sm_copy<<<ctas, 512, 0, st[runner]>>>((uint4 *)dst, (const uint4 *)src, n / 16);
+  CK(cudaGetLastError());
+  return 0;
+}
+
+static int measure(int m, int both, int ctas, uint8_t *buf[2][2], uint64_t n, cudaStream_t st[2], double *gbs) {
+  cudaEvent_t a[2], b[2];
+  for (int g = 0; g < 2; g++) {
+    CK(cudaSetDevice(g));
+    CK(cudaEventCreate(&a[g]));
+    CK(cudaEventCreate(&b[g]));
+  }
+  double best = 1e30;
+  for (int rep = 0; rep < 6; rep++) {
+    for (int g = 0; g < 2; g++) { CK(cudaSetDevice(g)); CK(cudaDeviceSynchronize()); }
+    for (int g = 0; g < 2; g++) { CK(cudaSetDevice(g)); CK(cudaEventRecord(a[g], st[g])); }
+    if (launch(m, 0, ctas, buf, n, st)) return -1;
+    if (both && launch(m, 1, ctas, buf, n, st)) return -1;
+    for (int g = 0; g < 2; g++) { CK(cudaSetDevice(g)); CK(cudaEventRecord(b[g], st[g])); }
+    double worst = 0;
+    for (int g = 0; g < 2; g++) {
+      CK(cudaSetDevice(g));
+      CK(cudaEventSynchronize(b[g]));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, a[g], b[g]));
+      if (ms > worst) worst = ms;
+    }
+    if (rep > 0 && worst < best) best = worst; /* rep 0 warms up */
+  }
+  *gbs = n / (best * 1e-3) / 1e9;
+  return 0;
+}
+
+extern "C" int bench_nvlink(void) {
+  int n_dev = 0;
+  CK(cudaGetDeviceCount(&n_dev));
+  if (n_dev < 2) { fprintf(stderr, "bench nvlink: needs 2 GPUs\n"); return -1; }
+  const uint64_t n = 1ull << 30;
+  uint8_t *buf[2][2];
+  cudaStream_t st[2];
+  for (int g = 0; g < 2; g++) {
+    CK(cudaSetDevice(g));
+    cudaError_t e = cudaDeviceEnablePeerAccess(1 - g, 0);
+    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CK(e);
+    (void)cudaGetLastError();
+    CK(cudaMalloc(&buf[g][0], n));
+    CK(cudaMalloc(&buf[g][1], n));
+    CK(cudaMemset(buf[g][0], 0x5A + g, n));
+    CK(cudaStreamCreateWithFlags(&st[g], cudaStreamNonBlocking));
+    CK(cudaFuncSetAttribute(tma_copy, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_STAGES * TMA_CHUNK));
+  }
+  printf("bench nvlink: GPU 0 <-> GPU 1, 1 GiB, GB/s per direction (both ways: the slower direction)\n");
+  printf("  %-22s %6s %10s %10s\n", "method", "CTAs", "one way", "both ways");
+  const char *names[] = {"copy engine", "SM push (st.v4)", "SM pull (ld.v4)", "TMA push (bulk)"};
+  const int ctas[] = {16, 32, 64, 132};
+  for (int m = 0; m < 4; m++)
+    for (int i = 0; i < (m == M_CE ? 1 : 4); i++) {
+      double one = 0, two = 0;
+      if (measure(m, 0, ctas[i], buf, n, st, &one) || measure(m, 1, ctas[i], buf, n, st, &two)) return -1;
+      printf("  %-22s %6d %10.1f %10.1f\n", names[m], m == M_CE ? 0 : ctas[i], one, two);
+    }
+  return 0;
+}
