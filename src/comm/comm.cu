@@ -91,16 +91,15 @@ extern "C" ws_status ws_comm_init(ws_comm **out, int rank, int nranks, const ws_
   if ((s = alloc_sym((size_t)nranks * WS_SR_REGION_BYTES, (void **)&c->staging, "staging")) != WS_OK ||
       (s = alloc_sym(nsig, (void **)&c->tail, "tail signals")) != WS_OK ||
       (s = alloc_sym(nsig, (void **)&c->head, "head signals")) != WS_OK ||
-      (s = alloc_sym(nranks * sizeof(uint64_t), (void **)&c->zc_ready, "zero-copy signals")) != WS_OK ||
-      (s = alloc_sym(2 * nranks * sizeof(uint64_t), (void **)&c->zc_addr, "zero-copy signals")) != WS_OK ||
-      (s = alloc_sym(nranks * sizeof(uint64_t), (void **)&c->zc_done, "zero-copy signals")) != WS_OK) {
+      (s = alloc_sym(nsig, (void **)&c->zc_ready, "zero-copy signals")) != WS_OK ||
+      (s = alloc_sym(2 * nsig, (void **)&c->zc_addr, "zero-copy signals")) != WS_OK ||
+      (s = alloc_sym(nsig, (void **)&c->zc_done, "zero-copy signals")) != WS_OK) {
     release(c);
     return s;
   }
   if (cudaMalloc(&c->send_step, nsig) != cudaSuccess || cudaMalloc(&c->recv_step, nsig) != cudaSuccess ||
       cudaMemset(c->send_step, 0, nsig) != cudaSuccess || cudaMemset(c->recv_step, 0, nsig) != cudaSuccess ||
-      cudaMalloc(&c->zc_seq, 2 * nranks * sizeof(uint64_t)) != cudaSuccess ||
-      cudaMemset(c->zc_seq, 0, 2 * nranks * sizeof(uint64_t)) != cudaSuccess) {
+      cudaMalloc(&c->zc_seq, 2 * nsig) != cudaSuccess || cudaMemset(c->zc_seq, 0, 2 * nsig) != cudaSuccess) {
     release(c);
     return ws_fail(WS_ERR_NOMEM, "ws_comm_init: step counters: %s", cudaGetErrorString(cudaGetLastError()));
   }

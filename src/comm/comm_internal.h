@@ -18,17 +18,17 @@ struct ws_comm {
   uint8_t *staging;
   uint64_t *tail;
   uint64_t *head;
-  /* zero-copy handshake, symmetric, indexed by the other rank:
-   *   zc_ready[r]   receiver r is ready for our call (sequence number),
-   *   zc_addr[r][2] ... into this receive address, this many bytes (checked by the sender),
-   *   zc_done[r]    sender r finished writing into our buffer (sequence number) */
+  /* zero-copy handshake, symmetric, indexed by the other rank and the block:
+   *   zc_ready[r][b]    receiver r is ready for our call (sequence number),
+   *   zc_addr[r][b][2]  ... into this receive address, this many bytes (the sender checks),
+   *   zc_done[r][b]     sender r finished writing into our buffer (sequence number) */
   uint64_t *zc_ready;
   uint64_t *zc_addr;
   uint64_t *zc_done;
   uint64_t *peer_zc_ready[WS_COMM_MAX_RANKS];
   uint64_t *peer_zc_addr[WS_COMM_MAX_RANKS];
   uint64_t *peer_zc_done[WS_COMM_MAX_RANKS];
-  uint64_t *zc_seq;    /* local [2][rank]: calls sent to / received from each rank */
+  uint64_t *zc_seq;    /* local [2][rank][block]: calls sent to / received from each rank */
   uint8_t *peer_staging[WS_COMM_MAX_RANKS]; /* rank p's staging, as we address it */
   uint64_t *peer_tail[WS_COMM_MAX_RANKS];
   uint64_t *peer_head[WS_COMM_MAX_RANKS];

@@ -17,6 +17,7 @@
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/sendrecv_geometry.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define SR_ROLES(ROLE) ROLE(SR_SENDER, WS_SR_SEND_WARPS, WS_REGS_ENTRY, 1) ROLE(SR_RECEIVER, WS_SR_RECV_WARPS, WS_REGS_ENTRY, 1)
@@ -49,6 +50,18 @@ typedef struct {
   uint64_t *remote_head;    /* the sender's head[us][.] */
   uint64_t *recv_step;      /* our recv_step[recv_peer][.] */
   int rank;
+  /* zero-copy: the sender stores straight into the receiver's symmetric buffer */
+  int zero_copy;
+  uint8_t *remote_dst;      /* the receiver's recvbuf, as we address it */
+  uint64_t expect_addr;     /* ... and as it addresses it (what it must post) */
+  const uint64_t *zc_ready; /* our zc_ready[send_peer][.] */
+  const uint64_t *zc_addr;  /* our zc_addr[send_peer][.][2] */
+  uint64_t *peer_zc_done;   /* the receiver's zc_done[us][.] */
+  uint64_t *zsend_seq;      /* our zc_seq[0][send_peer][.] */
+  uint64_t *peer_zc_ready;  /* the sender's zc_ready[us][.] */
+  uint64_t *peer_zc_addr;   /* the sender's zc_addr[us][.][2] */
+  const uint64_t *zc_done;  /* our zc_done[recv_peer][.] */
+  uint64_t *zrecv_seq;      /* our zc_seq[1][recv_peer][.] */
 } sr_args;
 
 static __device__ __forceinline__ uint4 ld_cg_v4(const void *p) {
@@ -146,13 +159,59 @@ static __device__ __forceinline__ void receiver(const sr_args *a, const ws_ctx *
   if (ws_role_leader(c)) a->recv_step[b] = step0 + nsteps;
 }
 
+/* Zero-copy block b, sending side: wait until the receiver's block b posted its buffer
+ * (and check it is where and as large as we think), push our span into it, publish. */
+static __device__ __forceinline__ void zc_sender(const sr_args *a, const ws_ctx *c, uint32_t b) {
+  const ws_sr_geometry *g = &a->send;
+  const uint64_t seq = a->zsend_seq[b] + 1;
+  if (ws_role_leader(c)) {
+    ws_site site = sr_site(WS_EDGE_PEER_CREDIT, a->send_peer, a->rank, b, seq);
+    site.object = "sendrecv zero-copy";
+    ws_wait_flag_geq(&a->zc_ready[b], seq, c, &site);
+    const uint64_t where = ws_ld_acquire_sys_u64(&a->zc_addr[2 * b]), bytes = ws_ld_acquire_sys_u64(&a->zc_addr[2 * b + 1]);
+    if (where != a->expect_addr || bytes != g->bytes) {
+      const long long v[4] = {(long long)g->bytes, (long long)g->blocks, (long long)bytes, (long long)g->blocks};
+      site.object = where != a->expect_addr ? "zero-copy: the peer's recvbuf is another symmetric object" : "zero-copy";
+      ws_fault_raise(c, WS_FAULT_MISMATCH, &site, 0, v);
+    }
+  }
+  ws_role_sync(c);
+  const uint64_t begin = ws_sr_block_begin(g, b);
+  role_copy(a->remote_dst + begin, a->src + begin, ws_sr_block_bytes(g, b), c, 0);
+  ws_role_sync(c);
+  if (ws_role_leader(c)) {
+    fence_acq_rel_sys();
+    st_relaxed_sys_u64(&a->peer_zc_done[b], seq);
+    a->zsend_seq[b] = seq;
+  }
+}
+
+/* Zero-copy block b, receiving side: post our buffer, wait until the sender is done. */
+static __device__ __forceinline__ void zc_receiver(const sr_args *a, const ws_ctx *c, uint32_t b) {
+  if (!ws_role_leader(c)) return;
+  const uint64_t seq = a->zrecv_seq[b] + 1;
+  st_relaxed_sys_u64(&a->peer_zc_addr[2 * b], (uint64_t)(uintptr_t)a->dst);
+  st_relaxed_sys_u64(&a->peer_zc_addr[2 * b + 1], a->recv.bytes);
+  fence_acq_rel_sys();
+  st_relaxed_sys_u64(&a->peer_zc_ready[b], seq);
+  const ws_site site = sr_site(WS_EDGE_PEER_DATA, a->recv_peer, a->rank, b, seq);
+  ws_wait_flag_geq(&a->zc_done[b], seq, c, &site);
+  a->zrecv_seq[b] = seq;
+}
+
 WS_KERNEL(sr) sendrecv_kernel(const __grid_constant__ sr_args a, ws_diag diag) {
   ws_ctx ctx = WS_SELF(sr, diag);
   const uint32_t b = blockIdx.x;
   if (ctx.role == SR_SENDER) {
-    if (a.send_peer >= 0 && b < a.send.blocks) sender(&a, &ctx, b);
+    if (a.send_peer >= 0 && b < a.send.blocks) {
+      if (a.zero_copy) zc_sender(&a, &ctx, b);
+      else sender(&a, &ctx, b);
+    }
   } else if (ctx.role == SR_RECEIVER) {
-    if (a.recv_peer >= 0 && b < a.recv.blocks) receiver(&a, &ctx, b);
+    if (a.recv_peer >= 0 && b < a.recv.blocks) {
+      if (a.zero_copy) zc_receiver(&a, &ctx, b);
+      else receiver(&a, &ctx, b);
+    }
   }
 }
 
@@ -226,18 +285,20 @@ static ws_status zero_copy_ce(ws_comm *c, const void *sendbuf, size_t n, int sen
   a.rank = c->rank;
   a.send_peer = send_peer;
   a.recv_peer = recv_peer;
-  a.send_seq = c->zc_seq + send_peer;
-  a.recv_seq = c->zc_seq + c->nranks + recv_peer;
-  a.peer_ready = c->peer_zc_ready[recv_peer] + c->rank;
-  a.peer_addr = c->peer_zc_addr[recv_peer] + 2 * c->rank;
+  /* block 0 of the per-block handshake words: the copy engine is one "block" */
+  const size_t B = WS_SR_MAX_BLOCKS;
+  a.send_seq = c->zc_seq + (size_t)send_peer * B;
+  a.recv_seq = c->zc_seq + ((size_t)c->nranks + recv_peer) * B;
+  a.peer_ready = c->peer_zc_ready[recv_peer] + (size_t)c->rank * B;
+  a.peer_addr = c->peer_zc_addr[recv_peer] + 2 * (size_t)c->rank * B;
   a.recv_addr = (uint64_t)(uintptr_t)recvbuf;
   a.recv_bytes = n;
-  a.ready = c->zc_ready + send_peer;
-  a.addr = c->zc_addr + 2 * send_peer;
+  a.ready = c->zc_ready + (size_t)send_peer * B;
+  a.addr = c->zc_addr + 2 * (size_t)send_peer * B;
   a.send_addr = (uint64_t)(uintptr_t)recvbuf; /* the SHMEM convention: the same symmetric object */
   a.send_bytes = n;
-  a.peer_done = c->peer_zc_done[send_peer] + c->rank;
-  a.done = c->zc_done + recv_peer;
+  a.peer_done = c->peer_zc_done[send_peer] + (size_t)c->rank * B;
+  a.done = c->zc_done + (size_t)recv_peer * B;
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&a, &diag};
@@ -245,6 +306,18 @@ static ws_status zero_copy_ce(ws_comm *c, const void *sendbuf, size_t n, int sen
   WS_CUDA_TRY(cudaMemcpyAsync(peer_dst, sendbuf, n, cudaMemcpyDeviceToDevice, stream));
   a.phase = 1;
   return ws_plan_launch(&c->zc_plan, (const void *)zc_kernel, dim3{1, 1, 1}, stream, args);
+}
+
+/* From this size on, zero-copy goes through the copy engine (WS_SR_CE_MIN_BYTES, or
+ * the environment variable of the same name). */
+static uint64_t ce_min_bytes(void) {
+  static uint64_t v;
+  if (v == 0) {
+    const char *e = getenv("WS_SR_CE_MIN_BYTES");
+    v = e && *e ? strtoull(e, NULL, 10) : (uint64_t)WS_SR_CE_MIN_BYTES;
+    if (v == 0) v = 1;
+  }
+  return v;
 }
 
 static int overlap(const void *a, size_t na, const void *b, size_t nb) {
@@ -261,6 +334,7 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
              "ws_sendrecv: recv_peer %d out of range for %d ranks (WS_NO_PEER = -1 for none)", recv_peer, c->nranks);
   const int ctas = opts ? opts->ctas : 0;
   const int zero_copy = opts ? opts->zero_copy : 0;
+  const int copy_engine = opts ? opts->copy_engine : 0;
   WS_REQUIRE(ctas >= 0 && ctas <= WS_SR_MAX_BLOCKS, "ws_sendrecv: ctas %d, must be 1..%d (0: tuned default)", ctas,
              WS_SR_MAX_BLOCKS);
   const int sending = send_peer != WS_NO_PEER, receiving = recv_peer != WS_NO_PEER;
@@ -282,7 +356,9 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
                "ws_sendrecv: zero_copy: recvbuf %p is not in the symmetric heap (allocate it with ws_comm_alloc)", recvbuf);
     WS_REQUIRE(sendbytes == recvbytes, "ws_sendrecv: zero_copy: sendbytes %zu != recvbytes %zu (every rank must move the "
                "same size so that all take the same path)", sendbytes, recvbytes);
-    if (sendbytes >= WS_SR_CE_MIN_BYTES) return zero_copy_ce(c, sendbuf, sendbytes, send_peer, recvbuf, recv_peer, stream);
+    WS_REQUIRE(copy_engine >= -1 && copy_engine <= 1, "ws_sendrecv: copy_engine %d, must be -1, 0 or 1", copy_engine);
+    if (copy_engine > 0 || (copy_engine == 0 && sendbytes >= ce_min_bytes()))
+      return zero_copy_ce(c, sendbuf, sendbytes, send_peer, recvbuf, recv_peer, stream);
   }
 
   ws_status s;
@@ -317,6 +393,22 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
     a.remote_head = c->peer_head[recv_peer] + (size_t)c->rank * WS_SR_MAX_BLOCKS;
     a.recv_step = c->recv_step + (size_t)recv_peer * WS_SR_MAX_BLOCKS;
     if (a.recv.blocks > grid) grid = a.recv.blocks;
+  }
+  if (zero_copy) {
+    const size_t B = WS_SR_MAX_BLOCKS;
+    void *peer_dst = NULL;
+    if ((s = ws_comm_peer_ptr(c, recvbuf, send_peer, &peer_dst)) != WS_OK) return s;
+    a.zero_copy = 1;
+    a.remote_dst = (uint8_t *)peer_dst;
+    a.expect_addr = (uint64_t)(uintptr_t)recvbuf; /* the same symmetric object on the peer */
+    a.zc_ready = c->zc_ready + (size_t)send_peer * B;
+    a.zc_addr = c->zc_addr + 2 * (size_t)send_peer * B;
+    a.peer_zc_done = c->peer_zc_done[send_peer] + (size_t)c->rank * B;
+    a.zsend_seq = c->zc_seq + (size_t)send_peer * B;
+    a.peer_zc_ready = c->peer_zc_ready[recv_peer] + (size_t)c->rank * B;
+    a.peer_zc_addr = c->peer_zc_addr[recv_peer] + 2 * (size_t)c->rank * B;
+    a.zc_done = c->zc_done + (size_t)recv_peer * B;
+    a.zrecv_seq = c->zc_seq + ((size_t)c->nranks + recv_peer) * B;
   }
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
