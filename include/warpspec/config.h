@@ -49,6 +49,7 @@
 #define WS_SR_HEADER_BYTES      128    /* slot header; keeps the payload 128-B aligned  */
 #define WS_SR_SLOT_BYTES        (WS_SR_MAX_STRIDE + WS_SR_HEADER_BYTES)
 #define WS_SR_ONE_STEP_BYTES    (64 * 1024)  /* up to this per block: one step          */
+#define WS_SR_LL_BYTES          (8 * 1024)   /* up to this per block: flags in the data  */
 #define WS_SR_SEND_WARPS        8      /* sender role of each CTA                       */
 #define WS_SR_RECV_WARPS        8      /* receiver role of each CTA                     */
 #define WS_SR_VEC_PER_THREAD    8      /* 16-byte vectors each thread keeps in flight   */

@@ -6,7 +6,10 @@
  * step's header tells the receiver what the sender sends, so mismatched sizes are
  * detected instead of waited on. Adaptive stride: a block's span goes in one step up to
  * WS_SR_ONE_STEP_BYTES, otherwise in about two (fewer system fences per byte), never
- * more than WS_SR_MAX_STRIDE. Shared by host (validation, tests) and device. */
+ * more than WS_SR_MAX_STRIDE. Blocks of at most WS_SR_LL_BYTES use the low-latency
+ * protocol: 16-byte lines of 8 data bytes and two copies of the step number, written
+ * and polled line by line, no fence and no separate signal. Shared by host
+ * (validation, tests) and device. */
 #ifndef WARPSPEC_SENDRECV_GEOMETRY_H
 #define WARPSPEC_SENDRECV_GEOMETRY_H
 
@@ -23,6 +26,7 @@ typedef struct {
   uint32_t blocks;     /* CTAs that carry it                            */
   uint32_t stride;     /* payload bytes per step (multiple of 16)       */
   uint64_t per_block;  /* span of each block (multiple of 16)           */
+  uint32_t ll;         /* 1: low-latency lines (one step per block)      */
 } ws_sr_geometry;
 
 /* Tuned default CTA count for a message size (docs/benchmarks.md). */
@@ -43,6 +47,7 @@ WS_CX ws_sr_geometry ws_sr_geometry_make(uint64_t bytes, uint32_t blocks) {
   if (stride > WS_SR_MAX_STRIDE) stride = WS_SR_MAX_STRIDE;
   if (stride < 16) stride = 16;
   g.stride = (uint32_t)stride;
+  g.ll = g.per_block <= WS_SR_LL_BYTES;
   return g;
 }
 

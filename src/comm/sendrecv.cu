@@ -100,10 +100,115 @@ static __device__ __forceinline__ void role_copy(uint8_t *dst, const uint8_t *sr
   if (t < rest) dst[nvec * 16 + t] = src[nvec * 16 + t];
 }
 
+/* ---- low-latency lines --------------------------------------------------------------
+ * Line j of a slot: {lo 4 bytes, flag, hi 4 bytes, flag}, flag = low 32 bits of step + 1.
+ * Lines 0 and 1 carry the header {magic, blocks} {bytes lo, bytes hi}; the data starts at
+ * line 2. A 16-byte store lands whole, so a line with both flags right is complete. */
+#define LL_HEADER_LINES 2
+
+static __device__ __forceinline__ void st_volatile_v4(void *p, uint4 v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
+static __device__ __forceinline__ uint4 ld_volatile_v4(const void *p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p)
+               : "memory");
+  return v;
+}
+
+/* 8 bytes of src at i (fewer at the end of n, zero-padded). */
+static __device__ __forceinline__ uint64_t ld_8(const uint8_t *src, uint64_t i, uint64_t n) {
+  if (i + 8 <= n) return *(const uint64_t *)(src + i);
+  uint64_t v = 0;
+  for (uint64_t k = i; k < n; k++) v |= (uint64_t)src[k] << (8 * (k - i));
+  return v;
+}
+
+static __device__ __forceinline__ void st_8(uint8_t *dst, uint64_t i, uint64_t n, uint64_t v) {
+  if (i + 8 <= n) { *(uint64_t *)(dst + i) = v; return; }
+  for (uint64_t k = i; k < n; k++) dst[k] = (uint8_t)(v >> (8 * (k - i)));
+}
+
+static __device__ __forceinline__ ws_site sr_site(int edge, int peer, int rank, uint32_t block, uint64_t step);
+
+/* Poll one line until both flags say `flag`, bounded. */
+static __device__ __forceinline__ uint4 ll_wait_line(const uint8_t *line, uint32_t flag, const ws_ctx *c,
+                                                     const ws_site *site) {
+  uint4 v = ld_volatile_v4(line);
+  if (v.y == flag && v.w == flag) return v;
+  const uint64_t start = ws_globaltimer(), limit = ws_timeout_ns(c);
+  for (;;) {
+#pragma unroll 1
+    for (int k = 0; k < WS_WAIT_POLLS_PER_CLOCK; k++) {
+      v = ld_volatile_v4(line);
+      if (v.y == flag && v.w == flag) return v;
+    }
+    const uint64_t waited = ws_globaltimer() - start;
+    if (waited > limit) ws_fault_raise(c, WS_FAULT_TIMEOUT, site, waited, NULL);
+  }
+}
+
 static __device__ __forceinline__ ws_site sr_site(int edge, int peer, int rank, uint32_t block, uint64_t step) {
   ws_site s = ws_site_pipe("sendrecv", edge, (int)block, 0);
   s.peer = peer; s.rank = rank; s.step = step;
   return s;
+}
+
+/* Low-latency step: every thread waits for the credit itself and writes its lines. */
+static __device__ __forceinline__ void ll_sender(const sr_args *a, const ws_ctx *c, uint32_t b) {
+  const ws_sr_geometry *g = &a->send;
+  const uint64_t step = a->send_step[b];
+  uint8_t *slot = a->remote_staging + ((size_t)b * WS_SR_DEPTH + step % WS_SR_DEPTH) * WS_SR_SLOT_BYTES;
+  if (step + 1 > WS_SR_DEPTH) {
+    const ws_site site = sr_site(WS_EDGE_PEER_CREDIT, a->send_peer, a->rank, b, step);
+    ws_wait_flag_geq(&a->credits[b], step + 1 - WS_SR_DEPTH, c, &site);
+  }
+  const uint32_t flag = (uint32_t)(step + 1);
+  const uint64_t begin = ws_sr_block_begin(g, b), n = ws_sr_block_bytes(g, b);
+  const uint64_t lines = LL_HEADER_LINES + (n + 7) / 8;
+  for (uint64_t j = (uint64_t)ws_role_thread(c); j < lines; j += c->nthreads) {
+    uint4 v;
+    if (j == 0) v = make_uint4(SR_MAGIC, flag, g->blocks, flag);
+    else if (j == 1) v = make_uint4((uint32_t)g->bytes, flag, (uint32_t)(g->bytes >> 32), flag);
+    else {
+      const uint64_t d = ld_8(a->src + begin, (j - LL_HEADER_LINES) * 8, n);
+      v = make_uint4((uint32_t)d, flag, (uint32_t)(d >> 32), flag);
+    }
+    st_volatile_v4(slot + 16 * j, v);
+  }
+  ws_role_sync(c); /* every thread has read send_step before it moves on */
+  if (ws_role_leader(c)) a->send_step[b] = step + 1;
+}
+
+/* Low-latency step: every thread polls its lines; then one credit for the slot. */
+static __device__ __forceinline__ void ll_receiver(const sr_args *a, const ws_ctx *c, uint32_t b) {
+  const ws_sr_geometry *g = &a->recv;
+  const uint64_t step = a->recv_step[b];
+  const uint8_t *slot = a->staging + ((size_t)b * WS_SR_DEPTH + step % WS_SR_DEPTH) * WS_SR_SLOT_BYTES;
+  const uint32_t flag = (uint32_t)(step + 1);
+  const uint64_t begin = ws_sr_block_begin(g, b), n = ws_sr_block_bytes(g, b);
+  const uint64_t lines = LL_HEADER_LINES + (n + 7) / 8;
+  ws_site site = sr_site(WS_EDGE_PEER_DATA, a->recv_peer, a->rank, b, step);
+  for (uint64_t j = (uint64_t)ws_role_thread(c); j < lines; j += c->nthreads) {
+    const uint4 v = ll_wait_line(slot + 16 * j, flag, c, &site);
+    if (j == 0 && (v.x != SR_MAGIC || v.z != g->blocks)) {
+      const long long x[4] = {-1, (long long)v.z, (long long)g->bytes, (long long)g->blocks};
+      ws_fault_raise(c, WS_FAULT_MISMATCH, &site, 0, x);
+    } else if (j == 1 && (v.x | (uint64_t)v.z << 32) != g->bytes) {
+      const long long x[4] = {(long long)(v.x | (uint64_t)v.z << 32), (long long)g->blocks, (long long)g->bytes,
+                              (long long)g->blocks};
+      ws_fault_raise(c, WS_FAULT_MISMATCH, &site, 0, x);
+    } else if (j >= LL_HEADER_LINES) {
+      st_8(a->dst + begin, (j - LL_HEADER_LINES) * 8, n, v.x | (uint64_t)v.z << 32);
+    }
+  }
+  ws_role_sync(c); /* every line read before the slot is handed back */
+  if (ws_role_leader(c)) {
+    st_relaxed_sys_u64(&a->remote_head[b], step + 1);
+    a->recv_step[b] = step + 1;
+  }
 }
 
 static __device__ __forceinline__ void sender(const sr_args *a, const ws_ctx *c, uint32_t b) {
@@ -205,11 +310,13 @@ WS_KERNEL(sr) sendrecv_kernel(const __grid_constant__ sr_args a, ws_diag diag) {
   if (ctx.role == SR_SENDER) {
     if (a.send_peer >= 0 && b < a.send.blocks) {
       if (a.zero_copy) zc_sender(&a, &ctx, b);
+      else if (a.send.ll) ll_sender(&a, &ctx, b);
       else sender(&a, &ctx, b);
     }
   } else if (ctx.role == SR_RECEIVER) {
     if (a.recv_peer >= 0 && b < a.recv.blocks) {
       if (a.zero_copy) zc_receiver(&a, &ctx, b);
+      else if (a.recv.ll) ll_receiver(&a, &ctx, b);
       else receiver(&a, &ctx, b);
     }
   }
