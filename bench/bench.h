@@ -26,6 +26,7 @@ int bench_pipe_handoff(int stages, int role_warps, int fenced, int items, int re
 typedef struct {
   unsigned long long max_bytes; /* largest message */
   const char *csv;              /* rank 0 writes the CSV */
+  int nccl_probe;               /* only one NCCL exchange per size (for ncu) */
 } bench_sr_opts;
 
 /* Under `warpspec run -n 2`: ws_sendrecv against NCCL and the copy engine. 0 or -1. */

@@ -223,6 +223,15 @@ extern "C" int bench_sendrecv(const bench_sr_opts *o) {
   ctx c;
   const uint64_t max = o->max_bytes;
   if (setup(&c, max)) return -1;
+  if (o->nccl_probe) { /* one NCCL exchange per size, for a profiler to read NCCL's grid */
+    for (uint64_t n = 32; n <= max; n *= 2) {
+      if (op(&c, V_NCCL, n, 0)) return -1;
+      WK(ws_sync(c.s));
+    }
+    ncclCommDestroy(c.nccl);
+    WK(ws_comm_destroy(c.ws));
+    return 0;
+  }
   /* the same seed on every rank, so each can check what the other sent */
   if (c.rank == 0) WK(ws_rendezvous_put(NULL, "bench.seed", &c.seed, sizeof c.seed));
   else WK(ws_rendezvous_get(NULL, "bench.seed", &c.seed, sizeof c.seed));
@@ -258,7 +267,7 @@ extern "C" int bench_sendrecv(const bench_sr_opts *o) {
     int best_ctas = (int)ws_sr_default_blocks(n);
     for (unsigned i = 0; i < sizeof sweep_ctas / sizeof sweep_ctas[0]; i++) {
       const int k = sweep_ctas[i];
-      if (n < (uint64_t)k * 4096 && k > 1) continue;
+      if (n < (uint64_t)k * 1024 && k > 1) continue;
       const int r = verify(&c, V_WS, n, k);
       if (r < 0) return -1;
       failures += r;

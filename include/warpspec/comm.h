@@ -77,10 +77,11 @@ const char *ws_rendezvous_dir(void);
 typedef struct {
   int ctas;       /* CTAs per direction, 1..WS_SR_MAX_BLOCKS; 0: tuned default by size */
   int zero_copy;  /* 1: every rank's recvbuf is the same symmetric object (ws_comm_alloc):
-                   * the sender writes straight into the receiver's buffer, with 16-byte
-                   * stores of its sender roles, and from WS_SR_CE_MIN_BYTES on by the copy
-                   * engine. All ranks of the call must agree. */
-  int copy_engine; /* zero-copy only: 0 auto (by size), 1 always, -1 never */
+                   * from WS_SR_ZC_MIN_BYTES on the sender writes straight into the
+                   * receiver's buffer with 16-byte stores, from WS_SR_CE_MIN_BYTES on by
+                   * the copy engine; smaller messages take the staging path, which is
+                   * faster there. All ranks of the call must agree. */
+  int copy_engine; /* zero-copy only: 0 by size, 1 copy engine at any size, -1 never */
 } ws_sendrecv_opts;
 
 /* Send `sendbytes` to send_peer and receive `recvbytes` from recv_peer in one kernel:

@@ -53,6 +53,7 @@
 #define WS_SR_SEND_WARPS        8      /* sender role of each CTA                       */
 #define WS_SR_RECV_WARPS        8      /* receiver role of each CTA                     */
 #define WS_SR_VEC_PER_THREAD    8      /* 16-byte vectors each thread keeps in flight   */
+#define WS_SR_ZC_MIN_BYTES      (2u << 20)  /* zero-copy: from here stores go to the peer's buffer */
 #define WS_SR_CE_MIN_BYTES      (64u << 20) /* zero-copy: from here the copy engine moves it */
 #define WS_COMM_HEAP_SPARE      (1ull << 30) /* symmetric heap beyond the staging, default  */
 #define WS_RENDEZVOUS_TIMEOUT_MS 60000 /* ranks wait this long for each other at init   */

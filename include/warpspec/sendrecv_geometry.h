@@ -32,7 +32,8 @@ typedef struct {
 /* Tuned default CTA count for a message size (docs/benchmarks.md). */
 WS_CX uint32_t ws_sr_default_blocks(uint64_t bytes) {
   /* best eager CTA count per size on 2 x H200 (docs/benchmarks.md, sendrecv sweep) */
-  return bytes <= (4u << 10) ? 1u : bytes <= (16u << 10) ? 2u : bytes <= (64u << 10) ? 8u : bytes <= (256u << 10) ? 16u : 64u;
+  return bytes <= (4u << 10) ? 1u : bytes <= (16u << 10) ? 4u : bytes <= (64u << 10) ? 16u : bytes <= (256u << 10) ? 32u
+       : bytes <= (512u << 10) ? 48u : 64u;
 }
 
 WS_CX uint64_t ws_sr_align16(uint64_t x) { return (x + 15u) & ~(uint64_t)15u; }

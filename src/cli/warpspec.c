@@ -97,10 +97,11 @@ static int cmd_plan(int argc, char **argv) {
 
 /* `bench sendrecv` needs one process per GPU: outside the launcher, start it. */
 static int cmd_bench_sendrecv(int argc, char **argv) {
-  bench_sr_opts o = {1ull << 30, NULL};
+  bench_sr_opts o = {1ull << 30, NULL, 0};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--max-bytes") == 0 && i + 1 < argc) o.max_bytes = strtoull(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
+    else if (strcmp(argv[i], "--nccl-probe") == 0) o.nccl_probe = 1;
     else return usage();
   }
   if (getenv("WS_RANK") == NULL) {

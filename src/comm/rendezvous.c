@@ -58,7 +58,9 @@ ws_status ws_rendezvous_get(const char *dir, const char *name, void *data, size_
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   const struct timespec nap = {0, 1000000};
-  for (long waited_ms = 0; waited_ms <= WS_RENDEZVOUS_TIMEOUT_MS; waited_ms++) {
+  const char *env = getenv("WS_RENDEZVOUS_TIMEOUT_MS");
+  const long limit = env && atol(env) > 0 ? atol(env) : WS_RENDEZVOUS_TIMEOUT_MS;
+  for (long waited_ms = 0; waited_ms <= limit; waited_ms++) {
     FILE *f = fopen(path, "rb");
     if (f) {
       const size_t n = fread(data, 1, bytes, f);
@@ -68,6 +70,6 @@ ws_status ws_rendezvous_get(const char *dir, const char *name, void *data, size_
     }
     nanosleep(&nap, NULL);
   }
-  return ws_fail(WS_ERR_TIMEOUT, "ws_rendezvous_get: '%s' did not appear in %s within %d ms: did rank 0 start?", name, dir,
-                 WS_RENDEZVOUS_TIMEOUT_MS);
+  return ws_fail(WS_ERR_TIMEOUT, "ws_rendezvous_get: '%s' did not appear in %s within %ld ms: did rank 0 start?", name, dir,
+                 limit);
 }

@@ -501,7 +501,7 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
     a.recv_step = c->recv_step + (size_t)recv_peer * WS_SR_MAX_BLOCKS;
     if (a.recv.blocks > grid) grid = a.recv.blocks;
   }
-  if (zero_copy) {
+  if (zero_copy && sendbytes >= WS_SR_ZC_MIN_BYTES) { /* smaller: the low-latency staging path is faster */
     const size_t B = WS_SR_MAX_BLOCKS;
     void *peer_dst = NULL;
     if ((s = ws_comm_peer_ptr(c, recvbuf, send_peer, &peer_dst)) != WS_OK) return s;
