@@ -63,10 +63,13 @@ ws_status ws_rendezvous_get(const char *dir, const char *name, void *data, size_
   for (long waited_ms = 0; waited_ms <= limit; waited_ms++) {
     FILE *f = fopen(path, "rb");
     if (f) {
-      const size_t n = fread(data, 1, bytes, f);
+      size_t n = fread(data, 1, bytes, f);
+      char extra;
+      n += fread(&extra, 1, 1, f); /* a longer file is as wrong as a shorter one */
       fclose(f);
       if (n == bytes) return WS_OK;
-      return ws_fail(WS_ERR_INVALID, "ws_rendezvous_get: %s holds %zu bytes, expected %zu", path, n, bytes);
+      return ws_fail(WS_ERR_INVALID, "ws_rendezvous_get: %s holds %s%zu bytes, expected %zu", path, n > bytes ? "more than " : "",
+                     n > bytes ? bytes : n, bytes);
     }
     nanosleep(&nap, NULL);
   }
