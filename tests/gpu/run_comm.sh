@@ -11,5 +11,15 @@ cmake -S . -B "$build" >"$out/comm_build.log" 2>&1 && cmake --build "$build" -j 
   || { tail -30 "$out/comm_build.log"; exit 1; }
 { WS_DEBUG_NVML=1 "$build/warpspec" info; (cd "$build" && ctest --output-on-failure -R "sendrecv|gpu_"); } >"$out/comm_tests.log" 2>&1
 echo "tests rc=$?"; grep -E "tests passed|Failed|Skipped|Passed" "$out/comm_tests.log" | head -30
+san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+for tool in memcheck racecheck synccheck; do
+  timeout 300 "$build/warpspec" run -n 2 -- "$san" --tool $tool --error-exitcode 9 "$build/tests/gpu/test_sendrecv" quick \
+    >>"$out/comm_sanitizer.log" 2>&1
+  echo "sanitizer $tool rc=$?" | tee -a "$out/comm_sanitizer.log"
+done
+ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+timeout 200 "$ncu" --target-processes all --kernel-name regex:ncclDevKernel --metrics launch__grid_size,launch__block_size \
+  --csv "$build/warpspec" run -n 2 -- "$build/warpspec" bench sendrecv --nccl-probe --max-bytes 1073741824 \
+  >"$out/nccl_grid.csv" 2>"$out/nccl_grid.err"; echo "ncu rc=$?"
 "$build/warpspec" bench sendrecv --csv "$out/bench_sendrecv.csv" 2>&1 | tee "$out/bench_sendrecv.txt"
 python3 bench/plot_sendrecv.py "$out/bench_sendrecv.csv" "$out/bench_sendrecv.png" || echo "plot failed"
