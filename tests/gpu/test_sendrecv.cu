@@ -93,8 +93,9 @@ static uint64_t max_size = (uint64_t)1 << 30; /* "quick": 8 MiB, for compute-san
 static void run_all(ws_comm *c) {
   const uint64_t max = max_size;
   uint8_t *sbuf, *rbuf;
-  CUDA_OK(cudaMalloc(&sbuf, max));
-  CUDA_OK(cudaMalloc(&rbuf, max + GUARD));
+  const uint64_t cap = (max > (16u << 20) ? max : (16u << 20)) + GUARD; /* the fixed-size cases below need 9 MiB */
+  CUDA_OK(cudaMalloc(&sbuf, cap));
+  CUDA_OK(cudaMalloc(&rbuf, cap + GUARD));
   cudaStream_t s;
   CUDA_OK(cudaStreamCreate(&s));
   uint64_t seq = 1;
