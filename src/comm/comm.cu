@@ -27,8 +27,6 @@ extern "C" ws_status ws_comm_get_unique_id(ws_comm_id *id) {
 /* NVLink multicast stays off on shared hosts; everything else is the user's choice. */
 static void default_env(int nranks) {
   setenv("NVSHMEM_DISABLE_NVLS", "1", 0);
-  /* NVSHMEM would build an NCCL communicator for its collectives; we use none of them. */
-  setenv("NVSHMEM_DISABLE_NCCL", "1", 0);
   /* The staging of every peer plus room for the user's symmetric buffers. */
   char size[32];
   snprintf(size, sizeof size, "%llu", (unsigned long long)(nranks * WS_SR_REGION_BYTES + WS_COMM_HEAP_SPARE));
