@@ -2,11 +2,12 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
+CMAKE_ARGS ?=
 
-.PHONY: all bench test gpu-check install clean
+.PHONY: all bench test gpu-check comm-check install clean
 
 all:
-	@cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 bench: all
@@ -18,6 +19,10 @@ test: all
 # On a GPU machine: tests, compute-sanitizer and benchmarks, logs under $(OUT).
 gpu-check: all
 	bash tests/gpu/run_all.sh $(BUILD)
+
+# On a machine with 2+ GPUs: the communication tests and the sendrecv benchmark.
+comm-check: all
+	bash tests/gpu/run_comm.sh $(BUILD)
 
 install: all
 	cmake --install $(BUILD)
