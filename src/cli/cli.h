@@ -4,8 +4,9 @@
 
 #include "warpspec/warpspec.h"
 
-/* Active NVLinks from device a to device b; -1 if NVML is unavailable. */
-int cli_nvlinks(int dev_a, int dev_b);
+/* Active NVLinks from device a to device b; -1 if NVML is unavailable. *unknown:
+ * active links of device a whose remote end NVML does not report. */
+int cli_nvlinks(int dev_a, int dev_b, int *unknown);
 
 /* Parse "name:warps:regs[xreplicas]"; regs is a number, "rest" or "entry".
  * The name is copied into name_buf, which out->name then points to. */

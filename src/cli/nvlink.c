@@ -55,7 +55,7 @@ static int same_bus(const char *a, const char *b) {
   return 1;
 }
 
-int cli_nvlinks(int dev_a, int dev_b) {
+int cli_nvlinks(int dev_a, int dev_b, int *unknown) {
   const int debug = getenv("WS_DEBUG_NVML") != NULL;
   if (!nvml_open()) return -1;
   char bus_a[32], bus_b[32];
@@ -65,6 +65,7 @@ int cli_nvlinks(int dev_a, int dev_b) {
   void *h = NULL;
   if (by_bus(bus_a, &h) != 0) return -1;
   int links = 0;
+  *unknown = 0;
   for (unsigned l = 0; l < NVML_MAX_LINKS; l++) {
     int active = 0;
     nvml_pci pci;
@@ -73,6 +74,8 @@ int cli_nvlinks(int dev_a, int dev_b) {
     if (debug) fprintf(stderr, "nvml: %s link %u active, remote rc %d bus '%s' / '%s', want '%s'\n", bus_a, l, rc, pci.bus_id,
                        pci.bus_id_legacy, bus_b);
     if (rc == 0 && (same_bus(pci.bus_id, bus_b) || same_bus(pci.bus_id_legacy, bus_b))) links++;
+    /* some virtual machines hide the remote end (bus FFFFFFFF:FF:FF.0) */
+    else if (rc != 0 || strncmp(pci.bus_id, "FFFFFFFF", 8) == 0 || strncmp(pci.bus_id, "ffffffff", 8) == 0) (*unknown)++;
   }
   return links;
 }

@@ -46,9 +46,13 @@ static int cmd_info(void) {
       if (a == b) continue;
       int can = 0;
       cudaDeviceCanAccessPeer(&can, a, b);
-      int links = cli_nvlinks(a, b);
-      if (links >= 0) printf("  peer %d -> %d: access %s, %d NVLink(s)\n", a, b, can ? "yes" : "no", links);
-      else printf("  peer %d -> %d: access %s, NVLink count unknown (no NVML)\n", a, b, can ? "yes" : "no");
+      int unknown = 0;
+      int links = cli_nvlinks(a, b, &unknown);
+      if (links < 0) printf("  peer %d -> %d: access %s, NVLink count unknown (no NVML)\n", a, b, can ? "yes" : "no");
+      else if (unknown > 0)
+        printf("  peer %d -> %d: access %s, %d NVLink(s) to it, and %d active NVLink(s) of device %d whose remote end NVML "
+               "does not report\n", a, b, can ? "yes" : "no", links, unknown, a);
+      else printf("  peer %d -> %d: access %s, %d NVLink(s)\n", a, b, can ? "yes" : "no", links);
     }
   if (n == 0) printf("  no GPU on this machine\n");
   return 0;
