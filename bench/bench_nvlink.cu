@@ -7,18 +7,11 @@
  * one way (GPU 0 -> 1) and both ways at once. These are the ceilings the sendrecv
  * kernel is measured against. */
 #include "bench.h"
+#include "bench_check.h"
 #include "warpspec/device/ptx.cuh"
 
 #include <stdio.h>
 
-#define CK(call)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));        \
-      return -1;                                                                                   \
-    }                                                                                              \
-  } while (0)
 
 #define VEC 8
 

@@ -5,6 +5,7 @@
  * on random data before it is timed. Medians of CUDA-event timings. Bandwidth is
  * reported as bytes copied per second (read + write traffic is twice that). */
 #include "bench.h"
+#include "bench_check.h"
 #include "warpspec/warpspec.h"
 
 #include <stdint.h>
@@ -12,22 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(call)                                                                      \
-  do {                                                                                \
-    cudaError_t e_ = (call);                                                          \
-    if (e_ != cudaSuccess) {                                                          \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      return -1;                                                                      \
-    }                                                                                 \
-  } while (0)
-#define WK(call)                                                                      \
-  do {                                                                                \
-    ws_status s_ = (call);                                                            \
-    if (s_ != WS_OK) {                                                                \
-      fprintf(stderr, "%s: %s\n", ws_strerror(s_), ws_last_error());                  \
-      return -1;                                                                      \
-    }                                                                                 \
-  } while (0)
 
 /* A variant: the copy engine (memcpy = 1), or ws_stream_copy with these options. */
 typedef struct {

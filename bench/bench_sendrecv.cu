@@ -11,6 +11,7 @@
  * operations per replay), after warm-up and a barrier; latency is the max over ranks;
  * bandwidth is bytes per direction / latency. */
 #include "bench.h"
+#include "bench_check.h"
 #include "warpspec/comm.h"
 #include "warpspec/sendrecv_geometry.h"
 #include "warpspec/warpspec.h"
@@ -20,29 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(call)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));        \
-      return -1;                                                                                   \
-    }                                                                                              \
-  } while (0)
-#define NK(call)                                                                                   \
-  do {                                                                                             \
-    ncclResult_t r_ = (call);                                                                      \
-    if (r_ != ncclSuccess) {                                                                       \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_));        \
-      return -1;                                                                                   \
-    }                                                                                              \
-  } while (0)
-#define WK(call)                                                                                   \
-  do {                                                                                             \
-    ws_status s_ = (call);                                                                         \
-    if (s_ != WS_OK) {                                                                             \
-      fprintf(stderr, "%s:%d %s: %s: %s\n", __FILE__, __LINE__, #call, ws_strerror(s_), ws_last_error()); \
-      return -1;                                                                                   \
-    }                                                                                              \
+/* An NCCL call. */
+#define NK(call)                                                                \
+  do {                                                                          \
+    ncclResult_t r_ = (call);                                                   \
+    if (r_ != ncclSuccess) BENCH_FAIL(#call, ncclGetErrorString(r_));           \
   } while (0)
 
 enum { V_WS, V_WS_GRAPH, V_WS_ZC, V_WS_ZC_CE, V_NCCL, V_NCCL_GRAPH, V_NCCL_REG, V_CE, NV };
