@@ -8,4 +8,7 @@
 #include "plan.h"
 #include "tma.h"
 #include "stream.h"
+#include "comm.h"
+#include "fp8.h"
+#include "gemm.h"
 #endif

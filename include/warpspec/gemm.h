@@ -1,0 +1,69 @@
+/* warpspec/gemm.h - GEMMs for MoE experts: D = A x B^T in BF16 or FP8 (E4M3 with
+ * DeepSeek-style block scales), dense or grouped.
+ *
+ * Shapes (all row-major, K contiguous; "rows" below is m, or the masked layout's
+ * groups x m):
+ *   A  rows x k        activations, bf16 or e4m3
+ *   B  groups x n x k  weights of each group (expert), bf16 or e4m3
+ *   D  rows x n        bf16 output
+ *   FP8 scales: a_scale[row][k / 128] (1 x 128 blocks), b_scale[g][n / 128][k / 128]
+ *   (128 x 128 blocks); D[r][j] = sum_k A[r][k] a_scale[r][k/128] B[g][j][k] b_scale[g][j/128][k/128]
+ * Layouts:
+ *   dense                 one group; m rows
+ *   grouped contiguous    the rows of all groups stacked: group g owns rows
+ *                         [group_offsets[g], group_offsets[g + 1]); m = total rows; a group
+ *                         may be empty
+ *   grouped masked        A is groups x m x k, D groups x m x n, group g has group_rows[g]
+ *                         valid rows (<= m); the rest of D is left untouched
+ * group_offsets / group_rows live in device memory for ws_gemm (read on the GPU, so the
+ * call is graph-capturable) and in host memory for ws_gemm_reference. */
+#ifndef WARPSPEC_GEMM_H
+#define WARPSPEC_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { WS_GEMM_BF16 = 0, WS_GEMM_FP8 = 1 } ws_gemm_type;
+typedef enum { WS_GEMM_DENSE = 0, WS_GEMM_GROUPED_CONTIGUOUS = 1, WS_GEMM_GROUPED_MASKED = 2 } ws_gemm_layout;
+
+typedef struct {
+  ws_gemm_type type;
+  ws_gemm_layout layout;
+  int m, n, k;
+  int groups;                /* 1 for dense                                          */
+  const void *a;
+  const void *b;
+  void *d;
+  const float *a_scale;      /* FP8 only                                             */
+  const float *b_scale;      /* FP8 only                                             */
+  const int *group_offsets;  /* contiguous: groups + 1 offsets, 0 first, m last     */
+  const int *group_rows;     /* masked: groups counts                               */
+} ws_gemm_problem;
+
+/* Shape and argument checks, no GPU: K a multiple of 128 (FP8) or 64 (BF16), N a
+ * multiple of 128 (FP8) or 8 (BF16), 16-byte aligned pointers, scales present for FP8,
+ * offsets / counts present for grouped layouts. */
+ws_status ws_gemm_check(const ws_gemm_problem *p);
+
+/* Rows of A and D the problem has (m, or groups x m when masked). */
+size_t ws_gemm_rows(const ws_gemm_problem *p);
+
+/* Group of row r in the contiguous layout (host offsets), -1 if none. */
+int ws_gemm_group_of_row(const int *group_offsets, int groups, int row);
+
+/* float64 reference on the host: the problem's pointers are host pointers; d gets
+ * rows x n doubles (masked: rows beyond a group's count are set to 0). */
+ws_status ws_gemm_reference(const ws_gemm_problem *host_problem, double *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,96 @@
+/* gemm_host.c - GEMM problem checks, layout arithmetic and the float64 reference. */
+#include "../core/internal.h"
+#include "warpspec/fp8.h"
+#include "warpspec/gemm.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+size_t ws_gemm_rows(const ws_gemm_problem *p) {
+  if (!p) return 0;
+  return p->layout == WS_GEMM_GROUPED_MASKED ? (size_t)p->groups * (size_t)p->m : (size_t)p->m;
+}
+
+ws_status ws_gemm_check(const ws_gemm_problem *p) {
+  WS_REQUIRE(p != NULL, "ws_gemm: problem is NULL");
+  WS_REQUIRE(p->type == WS_GEMM_BF16 || p->type == WS_GEMM_FP8, "ws_gemm: type %d unknown", (int)p->type);
+  WS_REQUIRE(p->layout >= WS_GEMM_DENSE && p->layout <= WS_GEMM_GROUPED_MASKED, "ws_gemm: layout %d unknown", (int)p->layout);
+  const int fp8 = p->type == WS_GEMM_FP8;
+  WS_REQUIRE(p->m >= 0 && p->n > 0 && p->k > 0, "ws_gemm: shape m %d n %d k %d: m >= 0, n and k > 0", p->m, p->n, p->k);
+  WS_REQUIRE(p->k % (fp8 ? 128 : 64) == 0, "ws_gemm: k %d is not a multiple of %d (%s)", p->k, fp8 ? 128 : 64,
+             fp8 ? "the FP8 scale block" : "the BF16 TMA box");
+  WS_REQUIRE(p->n % (fp8 ? 128 : 8) == 0, "ws_gemm: n %d is not a multiple of %d (%s)", p->n, fp8 ? 128 : 8,
+             fp8 ? "the weights' 128 x 128 scale block" : "16-byte rows of D");
+  if (p->layout == WS_GEMM_DENSE) WS_REQUIRE(p->groups == 1, "ws_gemm: dense layout with groups %d (must be 1)", p->groups);
+  else WS_REQUIRE(p->groups >= 1 && p->groups <= 4096, "ws_gemm: groups %d, must be 1..4096", p->groups);
+  if (ws_gemm_rows(p) > 0) WS_REQUIRE(p->a != NULL && p->d != NULL, "ws_gemm: a or d is NULL");
+  WS_REQUIRE(p->b != NULL, "ws_gemm: b is NULL");
+  WS_REQUIRE(aligned16(p->a) && aligned16(p->b) && aligned16(p->d), "ws_gemm: a %p, b %p and d %p must be 16-byte aligned",
+             p->a, p->b, p->d);
+  if (fp8) {
+    WS_REQUIRE(p->a_scale != NULL && p->b_scale != NULL, "ws_gemm: FP8 needs a_scale (1 x 128 blocks) and b_scale "
+               "(128 x 128 blocks)");
+    WS_REQUIRE(aligned16(p->a_scale) && aligned16(p->b_scale), "ws_gemm: scales must be 16-byte aligned");
+  }
+  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS)
+    WS_REQUIRE(p->group_offsets != NULL, "ws_gemm: grouped contiguous layout needs group_offsets (groups + 1 ints)");
+  if (p->layout == WS_GEMM_GROUPED_MASKED)
+    WS_REQUIRE(p->group_rows != NULL, "ws_gemm: grouped masked layout needs group_rows (groups ints)");
+  return WS_OK;
+}
+
+int ws_gemm_group_of_row(const int *off, int groups, int row) {
+  if (!off || row < off[0]) return -1;
+  int lo = 0, hi = groups; /* last g with off[g] <= row, skipping empty groups */
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (off[mid] <= row) lo = mid;
+    else hi = mid;
+  }
+  return row < off[lo + 1] ? lo : -1;
+}
+
+static double element(const ws_gemm_problem *p, const void *base, size_t i) {
+  if (p->type == WS_GEMM_FP8) return ws_fp8_e4m3_decode(((const uint8_t *)base)[i]);
+  return (double)ws_bf16_to_float(((const uint16_t *)base)[i]);
+}
+
+ws_status ws_gemm_reference(const ws_gemm_problem *p, double *d) {
+  ws_status s = ws_gemm_check(p);
+  if (s != WS_OK) return s;
+  WS_REQUIRE(d != NULL, "ws_gemm_reference: d is NULL");
+  const size_t n = (size_t)p->n, k = (size_t)p->k, kb = k / 128, rows = ws_gemm_rows(p);
+  const int fp8 = p->type == WS_GEMM_FP8;
+  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS) {
+    WS_REQUIRE(p->group_offsets[0] == 0 && p->group_offsets[p->groups] == p->m,
+               "ws_gemm_reference: group_offsets must run from 0 to m = %d (got %d .. %d)", p->m, p->group_offsets[0],
+               p->group_offsets[p->groups]);
+    for (int g = 0; g < p->groups; g++)
+      WS_REQUIRE(p->group_offsets[g] <= p->group_offsets[g + 1], "ws_gemm_reference: group_offsets decrease at group %d", g);
+  }
+  for (size_t r = 0; r < rows; r++) {
+    int g = 0;
+    if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS) g = ws_gemm_group_of_row(p->group_offsets, p->groups, (int)r);
+    if (p->layout == WS_GEMM_GROUPED_MASKED) {
+      g = (int)(r / (size_t)p->m);
+      if ((int)(r % (size_t)p->m) >= p->group_rows[g]) {
+        memset(d + r * n, 0, n * sizeof(double));
+        continue;
+      }
+    }
+    const size_t boff = (size_t)g * n * k;
+    for (size_t j = 0; j < n; j++) {
+      double acc = 0.0;
+      for (size_t kk = 0; kk < k; kk++) {
+        double x = element(p, p->a, r * k + kk) * element(p, p->b, boff + j * k + kk);
+        if (fp8) x *= (double)p->a_scale[r * kb + kk / 128] * (double)p->b_scale[((size_t)g * (n / 128) + j / 128) * kb + kk / 128];
+        acc += x;
+      }
+      d[r * n + j] = acc;
+    }
+  }
+  return WS_OK;
+}

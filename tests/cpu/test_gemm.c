@@ -1,0 +1,200 @@
+/* test_gemm.c - GEMM groundwork without a GPU: E4M3 against the format definition
+ * (every byte), encode rounding and saturation, bf16, block quantisation, the float64
+ * reference on dense and grouped layouts, layout arithmetic and argument checks. */
+#include "../test.h"
+#include "warpspec/fp8.h"
+#include "warpspec/gemm.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static double urand(void) { /* [0, 1) */
+  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+  return (double)(rng >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Nearest E4M3 code by exhaustive search, ties to even, saturating: the definition. */
+static uint8_t encode_slow(float x) {
+  if (isnan(x)) return 0x7F;
+  const uint8_t sign = signbit(x) ? 0x80 : 0;
+  double a = fabs((double)x), best_err = INFINITY;
+  if (a > 448.0) a = 448.0;
+  uint8_t best = 0;
+  for (int c = 0; c <= 0x7E; c++) {
+    const double err = fabs(ws_fp8_e4m3_decode((uint8_t)c) - a);
+    if (err < best_err || (err == best_err && (c & 1) == 0)) { best = (uint8_t)c; best_err = err; }
+  }
+  return sign | best;
+}
+
+static void e4m3(void) {
+  /* the format: 1.mmm x 2^(e-7), subnormals 0.mmm x 2^-6, S.1111.111 = NaN */
+  CHECK(ws_fp8_e4m3_decode(0x00) == 0.0 && signbit(ws_fp8_e4m3_decode(0x80)));
+  CHECK(ws_fp8_e4m3_decode(0x38) == 1.0);
+  CHECK(ws_fp8_e4m3_decode(0xB8) == -1.0);
+  CHECK(ws_fp8_e4m3_decode(0x40) == 2.0);
+  CHECK(ws_fp8_e4m3_decode(0x37) == 0.9375);
+  CHECK(ws_fp8_e4m3_decode(0x7E) == 448.0);
+  CHECK(ws_fp8_e4m3_decode(0x08) == ldexp(1.0, -6));
+  CHECK(ws_fp8_e4m3_decode(0x01) == ldexp(1.0, -9));
+  CHECK(ws_fp8_e4m3_decode(0x07) == 7 * ldexp(1.0, -9));
+  CHECK(isnan(ws_fp8_e4m3_decode(0x7F)) && isnan(ws_fp8_e4m3_decode(0xFF)));
+  int finite = 0;
+  for (int b = 0; b < 256; b++) {
+    const double v = ws_fp8_e4m3_decode((uint8_t)b);
+    if (isnan(v)) continue;
+    finite++;
+    const int e = (b >> 3) & 15, m = b & 7;
+    const double want = (b & 0x80 ? -1 : 1) * (e ? ldexp(1 + m / 8.0, e - 7) : ldexp(m / 8.0, -6));
+    CHECK(v == want);
+    CHECK(ws_fp8_e4m3_encode((float)v) == (uint8_t)b); /* exact values round-trip, -0 too */
+    if (b > 0 && b <= 0x7E) CHECK(v > ws_fp8_e4m3_decode((uint8_t)(b - 1))); /* monotonic */
+  }
+  CHECK(finite == 254);
+  /* ties go to the even mantissa; saturation; NaN */
+  CHECK(ws_fp8_e4m3_encode(1.0625f) == 0x38);
+  CHECK(ws_fp8_e4m3_encode(1.1875f) == 0x3A);
+  CHECK(ws_fp8_e4m3_encode((float)ldexp(1.0, -10)) == 0x00); /* half the smallest subnormal: to 0 (even) */
+  CHECK(ws_fp8_e4m3_encode((float)ldexp(3.0, -10)) == 0x02); /* 1.5 subnormal steps: to 2 (even) */
+  CHECK(ws_fp8_e4m3_encode(460.0f) == 0x7E && ws_fp8_e4m3_encode(-1e9f) == 0xFE);
+  CHECK(ws_fp8_e4m3_encode(INFINITY) == 0x7E && ws_fp8_e4m3_encode(-INFINITY) == 0xFE);
+  CHECK(ws_fp8_e4m3_encode(NAN) == 0x7F);
+  int bad = 0;
+  for (int i = 0; i < 200000; i++) {
+    const double mag = ldexp(urand(), (int)(urand() * 24) - 14); /* 2^-14 .. 2^10 */
+    const float x = (float)(urand() < 0.5 ? -mag : mag);
+    bad += ws_fp8_e4m3_encode(x) != encode_slow(x);
+  }
+  CHECK(bad == 0);
+  /* bf16 */
+  CHECK(ws_bf16_to_float(0x3F80) == 1.0f);
+  CHECK(ws_float_to_bf16(1.0f) == 0x3F80);
+  CHECK(ws_float_to_bf16(1.00390625f) == 0x3F80); /* tie at the 8th mantissa bit: to even */
+  CHECK(ws_float_to_bf16(1.01171875f) == 0x3F82); /* tie: to even (up) */
+  for (int i = 0; i < 10000; i++) {
+    const float x = (float)((urand() - 0.5) * 1000);
+    CHECK(fabsf(ws_bf16_to_float(ws_float_to_bf16(x)) - x) <= fabsf(x) * (1.0f / 256));
+  }
+}
+
+static void quantize(void) {
+  enum { R = 200, C = 384 };
+  static float x[R * C];
+  static uint8_t q[R * C];
+  static float s1[R * 3], s2[2 * 3];
+  for (int i = 0; i < R * C; i++) x[i] = (float)((urand() - 0.5) * ldexp(1.0, (i / 128) % 9 - 4));
+  for (int c = 0; c < 128; c++) x[5 * C + c] = 0.0f; /* an all-zero block: scale 1, q 0 */
+  CHECK_STATUS(ws_fp8_quantize_1x128_host(x, R, C, C, q, s1), WS_OK);
+  double worst = 0;
+  for (int r = 0; r < R; r++)
+    for (int c = 0; c < C; c++) {
+      const double back = ws_fp8_e4m3_decode(q[r * C + c]) * s1[r * 3 + c / 128];
+      worst = fmax(worst, fabs(back - x[r * C + c]) / (s1[r * 3 + c / 128] * 448.0));
+    }
+  CHECK(worst <= 1.0 / 16 + 1e-9); /* half an E4M3 step of the block's largest binade */
+  CHECK(s1[5 * 3] == 1.0f && q[5 * C] == 0);
+  CHECK_STATUS(ws_fp8_quantize_128x128_host(x, R, C, C, q, s2), WS_OK);
+  for (int b = 0; b < 3; b++) {
+    float amax = 0;
+    for (int r = 128; r < R; r++)
+      for (int c = b * 128; c < b * 128 + 128; c++) amax = fmaxf(amax, fabsf(x[r * C + c]));
+    CHECK(s2[3 + b] == amax / 448.0f); /* the partial block row has its own scale */
+  }
+  CHECK_STATUS(ws_fp8_quantize_1x128_host(x, R, 100, 100, q, s1), WS_ERR_INVALID);
+  CHECK_MSG("multiple of 128");
+}
+
+static void reference(void) {
+  /* contiguous grouped BF16: 3 groups, the middle one empty, a group of 1 row */
+  enum { M = 5, N = 16, K = 64, G = 3 };
+  static uint16_t a[M * K], b[G * N * K];
+  static double d[M * N];
+  for (int i = 0; i < M * K; i++) a[i] = ws_float_to_bf16((float)(urand() - 0.5));
+  for (int i = 0; i < G * N * K; i++) b[i] = ws_float_to_bf16((float)(urand() - 0.5));
+  const int off[G + 1] = {0, 4, 4, 5};
+  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, M, N, K, G, a, b, NULL, NULL, NULL, off, NULL};
+  p.d = (void *)(uintptr_t)0x100; /* checked for alignment and presence only */
+  CHECK_STATUS(ws_gemm_reference(&p, d), WS_OK);
+  CHECK(ws_gemm_group_of_row(off, G, 0) == 0 && ws_gemm_group_of_row(off, G, 3) == 0);
+  CHECK(ws_gemm_group_of_row(off, G, 4) == 2 && ws_gemm_group_of_row(off, G, 5) == -1);
+  double err = 0;
+  for (int r = 0; r < M; r++) {
+    const int g = r < 4 ? 0 : 2;
+    for (int j = 0; j < N; j++) {
+      double acc = 0;
+      for (int k = 0; k < K; k++) acc += (double)ws_bf16_to_float(a[r * K + k]) * ws_bf16_to_float(b[(g * N + j) * K + k]);
+      err = fmax(err, fabs(acc - d[r * N + j]));
+    }
+  }
+  CHECK(err < 1e-12);
+
+  /* FP8 masked: 2 groups of up to 3 rows, 2 and 0 valid */
+  enum { FM = 3, FN = 128, FK = 256, FG = 2 };
+  static uint8_t qa[FG * FM * FK], qb[FG * FN * FK];
+  static float sa[FG * FM * 2], sb[FG * 1 * 2];
+  static double fd[FG * FM * FN];
+  for (int i = 0; i < FG * FM * FK; i++) qa[i] = (uint8_t)(urand() * 0x7E) | (urand() < 0.5 ? 0x80 : 0);
+  for (int i = 0; i < FG * FN * FK; i++) qb[i] = (uint8_t)(urand() * 0x7E) | (urand() < 0.5 ? 0x80 : 0);
+  for (int i = 0; i < FG * FM * 2; i++) sa[i] = (float)(0.5 + urand());
+  for (int i = 0; i < FG * 2; i++) sb[i] = (float)(0.5 + urand());
+  const int rows[FG] = {2, 0};
+  ws_gemm_problem f = {WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, FM, FN, FK, FG, qa, qb, (void *)(uintptr_t)0x100, sa, sb, NULL, rows};
+  CHECK(ws_gemm_rows(&f) == FG * FM);
+  CHECK_STATUS(ws_gemm_reference(&f, fd), WS_OK);
+  double e2 = 0;
+  for (int r = 0; r < FG * FM; r++) {
+    const int g = r / FM, valid = r % FM < rows[g];
+    for (int j = 0; j < FN; j++) {
+      double acc = 0;
+      for (int k = 0; valid && k < FK; k++)
+        acc += ws_fp8_e4m3_decode(qa[r * FK + k]) * sa[r * 2 + k / 128] * ws_fp8_e4m3_decode(qb[(g * FN + j) * FK + k]) *
+               sb[g * 2 + k / 128];
+      e2 = fmax(e2, fabs(acc - fd[r * FN + j]));
+    }
+  }
+  CHECK(e2 < 1e-9);
+}
+
+static void checks(void) {
+  char *x = (char *)(uintptr_t)0x1000;
+  const int off[2] = {0, 8};
+  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL};
+  CHECK_STATUS(ws_gemm_check(&p), WS_OK);
+  CHECK_STATUS(ws_gemm_check(NULL), WS_ERR_INVALID);
+  p.k = 200;
+  CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("k 200 is not a multiple of 128");
+  p.k = 512; p.n = 100;
+  CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("n 100");
+  p.n = 256; p.a_scale = NULL;
+  CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("a_scale");
+  p.a_scale = (float *)x; p.a = x + 4;
+  CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("16-byte aligned");
+  p.a = x; p.groups = 2;
+  CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("groups 2");
+  p.layout = WS_GEMM_GROUPED_CONTIGUOUS;
+  CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("group_offsets");
+  p.group_offsets = off;
+  CHECK_STATUS(ws_gemm_check(&p), WS_OK);
+  p.layout = WS_GEMM_GROUPED_MASKED;
+  CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("group_rows");
+  p.type = WS_GEMM_BF16; p.layout = WS_GEMM_DENSE; p.groups = 1; p.k = 64; p.n = 8;
+  CHECK_STATUS(ws_gemm_check(&p), WS_OK); /* BF16: k multiple of 64, n of 8 */
+  p.type = (ws_gemm_type)5;
+  CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
+}
+
+int main(void) {
+  e4m3();
+  quantize();
+  reference();
+  checks();
+  return test_finish("test_gemm");
+}
