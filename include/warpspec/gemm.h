@@ -53,6 +53,11 @@ typedef struct {
  * offsets / counts present for grouped layouts. */
 ws_status ws_gemm_check(const ws_gemm_problem *p);
 
+/* D = A x B^T on the GPU, stream-ordered. Built so far: dense BF16 (128 x 256 tiles,
+ * TMA loader role + two wgmma warpgroups on a 4-stage pipe). Other combinations return
+ * WS_ERR_UNSUPPORTED. */
+ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream);
+
 /* Rows of A and D the problem has (m, or groups x m when masked). */
 size_t ws_gemm_rows(const ws_gemm_problem *p);
 

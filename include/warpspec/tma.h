@@ -26,12 +26,20 @@ typedef struct {
 
 typedef enum { WS_DTYPE_U8 = 1, WS_DTYPE_U16 = 2, WS_DTYPE_U32 = 4, WS_DTYPE_F32 = 5, WS_DTYPE_BF16 = 6 } ws_dtype;
 
+/* How TMA lays a box out in shared memory. 128B: rows of 128 bytes, 16-byte chunks
+ * XOR-swizzled by row (what wgmma's 128B-swizzle descriptors read, bank-conflict free). */
+typedef enum { WS_SWIZZLE_NONE = 0, WS_SWIZZLE_128B = 3 } ws_swizzle;
+
 /* A row-major 2-D tensor of `rows` x `cols` elements, `row_stride` bytes apart, cut
  * into boxes of box_rows x box_cols elements, no swizzle. Checks the TMA rules
  * (16-byte aligned base and stride, box extents 1..256, inner box bytes multiple of
  * 16) and says which one failed. */
 ws_status ws_tmap_2d(ws_tmap *t, const void *base, ws_dtype dtype, uint64_t rows, uint64_t cols,
                      uint64_t row_stride, uint32_t box_rows, uint32_t box_cols);
+
+/* The same with a shared-memory swizzle; 128B needs box_cols x element = 128 bytes. */
+ws_status ws_tmap_2d_swizzled(ws_tmap *t, const void *base, ws_dtype dtype, uint64_t rows, uint64_t cols,
+                              uint64_t row_stride, uint32_t box_rows, uint32_t box_cols, ws_swizzle swizzle);
 
 /* Bytes of one element of dtype (0 for an unknown value). */
 size_t ws_dtype_bytes(ws_dtype dtype);

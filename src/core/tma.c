@@ -41,6 +41,11 @@ static PFN_cuTensorMapEncodeTiled_v12000 encode_fn(void) {
 
 ws_status ws_tmap_2d(ws_tmap *t, const void *base, ws_dtype dtype, uint64_t rows, uint64_t cols, uint64_t row_stride,
                      uint32_t box_rows, uint32_t box_cols) {
+  return ws_tmap_2d_swizzled(t, base, dtype, rows, cols, row_stride, box_rows, box_cols, WS_SWIZZLE_NONE);
+}
+
+ws_status ws_tmap_2d_swizzled(ws_tmap *t, const void *base, ws_dtype dtype, uint64_t rows, uint64_t cols,
+                              uint64_t row_stride, uint32_t box_rows, uint32_t box_cols, ws_swizzle swizzle) {
   WS_REQUIRE(t != NULL && base != NULL, "ws_tmap_2d: tensor map or base pointer is NULL");
   const size_t eb = ws_dtype_bytes(dtype);
   WS_REQUIRE(eb != 0, "ws_tmap_2d: unknown dtype %d", (int)dtype);
@@ -53,6 +58,9 @@ ws_status ws_tmap_2d(ws_tmap *t, const void *base, ws_dtype dtype, uint64_t rows
   WS_REQUIRE(box_rows >= 1 && box_rows <= 256 && box_cols >= 1 && box_cols <= 256,
              "ws_tmap_2d: box %u x %u, each extent must be 1..256", box_rows, box_cols);
   WS_REQUIRE((box_cols * eb) % 16 == 0, "ws_tmap_2d: box row of %u x %zu bytes is not a multiple of 16 bytes", box_cols, eb);
+  WS_REQUIRE(swizzle == WS_SWIZZLE_NONE || swizzle == WS_SWIZZLE_128B, "ws_tmap_2d: swizzle %d unknown", (int)swizzle);
+  WS_REQUIRE(swizzle != WS_SWIZZLE_128B || box_cols * eb == 128,
+             "ws_tmap_2d: the 128B swizzle needs 128-byte box rows, got %u x %zu bytes", box_cols, eb);
   PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
   if (fn == NULL) return ws_fail(WS_ERR_CUDA, "ws_tmap_2d: cuTensorMapEncodeTiled not found in the driver");
   memset(t, 0, sizeof *t);
@@ -61,7 +69,8 @@ ws_status ws_tmap_2d(ws_tmap *t, const void *base, ws_dtype dtype, uint64_t rows
   cuuint32_t box[2] = {box_cols, box_rows};
   cuuint32_t estr[2] = {1, 1};
   CUresult r = fn(&t->map, cu_dtype(dtype), 2, (void *)base, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                  swizzle == WS_SWIZZLE_128B ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) return ws_fail(WS_ERR_CUDA, "ws_tmap_2d: cuTensorMapEncodeTiled returned %d", (int)r);
   t->box_rows = box_rows;
   t->box_cols = box_cols;

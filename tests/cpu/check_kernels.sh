@@ -42,6 +42,9 @@ for bin in "$@"; do
       check_sass stream_threads_kernel UTMALDG 1
       check_sass stream_tma_kernel UTMALDG 1
       check_sass stream_tma_kernel UTMASTG 1
+      check_sass gemm_bf16_kernel HGMMA.64x256x16 1
+      check_sass gemm_bf16_kernel USETMAXREG 2
+      check_sass gemm_bf16_kernel UTMALDG 2
       ;;
   esac
 done
