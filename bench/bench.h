@@ -32,6 +32,9 @@ typedef struct {
 /* Under `warpspec run -n 2`: ws_sendrecv against NCCL and the copy engine. 0 or -1. */
 int bench_sendrecv(const bench_sr_opts *o);
 
+/* ws_gemm (BF16 dense) against cuBLASLt; csv may be NULL. 0 or -1. */
+int bench_gemm(const char *csv);
+
 /* One process, two GPUs: copy engine, SM push/pull and TMA push over NVLink. 0 or -1. */
 int bench_nvlink(void);
 

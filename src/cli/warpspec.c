@@ -18,6 +18,7 @@ static int usage(void) {
           "  bench [pipe] [--bytes N] [--iters N] [--csv FILE] [--sweep]\n"
           "  bench sendrecv [--max-bytes N] [--csv FILE]   ws_sendrecv vs NCCL on 2 GPUs\n"
           "  bench nvlink                      NVLink ceilings: copy engine, SM and TMA copies\n"
+          "  bench gemm [--csv FILE]           ws_gemm (BF16) against cuBLASLt\n"
           "  run -n N [--timeout S] -- PROG ... start N ranks of PROG, one per GPU (no MPI needed)\n"
           "  demo                              the main job: benchmarks on the GPUs present, or the\n"
           "                                    planner on the library's kernels without a GPU\n"
@@ -132,6 +133,10 @@ static int cmd_bench_sendrecv(int argc, char **argv) {
 static int cmd_bench(int argc, char **argv) {
   if (argc > 0 && strcmp(argv[0], "sendrecv") == 0) return cmd_bench_sendrecv(argc, argv);
   if (argc > 0 && strcmp(argv[0], "nvlink") == 0) return bench_nvlink() == 0 ? 0 : 1;
+  if (argc > 0 && strcmp(argv[0], "gemm") == 0) {
+    if (gpu_count() == 0) { fprintf(stderr, "bench gemm: no GPU on this machine\n"); return 1; }
+    return bench_gemm(argc > 2 && strcmp(argv[1], "--csv") == 0 ? argv[2] : NULL) == 0 ? 0 : 1;
+  }
   bench_pipe_opts o = {(size_t)1 << 30, 20, NULL, 0};
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "pipe") == 0) continue;

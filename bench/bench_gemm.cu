@@ -1,0 +1,167 @@
+/* bench_gemm.cu - `warpspec bench gemm`: ws_gemm against cuBLASLt, same run, same data.
+ *
+ * BF16 D = A x B^T (A m x k, B n x k, both K contiguous, D m x n, fp32 accumulation),
+ * at dense 8192^3 and the DeepSeek-V3 expert shapes (N, K) = (4096, 7168), (7168, 2048)
+ * with M from 64 to 8192. cuBLASLt gets the same operands as column-major
+ * D^T = B x A^T (transa = T). Both outputs are compared (relative error) before timing;
+ * medians of 20 CUDA-event timings after warm-up; TFLOPS = 2 m n k / t. */
+#include "bench.h"
+#include "bench_check.h"
+#include "warpspec/fp8.h"
+#include "warpspec/gemm.h"
+
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <math.h>
+#include <stdlib.h>
+
+#define LK(call)                                                                    \
+  do {                                                                              \
+    cublasStatus_t s_ = (call);                                                     \
+    if (s_ != CUBLAS_STATUS_SUCCESS) BENCH_FAIL(#call, cublasGetStatusString(s_));  \
+  } while (0)
+
+__global__ void fill_bf16(uint16_t *p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    uint64_t x = (seed + i) * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ull;
+    const float v = ((float)((x >> 40) & 0xFFFF) / 65536.0f - 0.5f);
+    const __nv_bfloat16 b = __float2bfloat16(v);
+    p[i] = *(const uint16_t *)&b;
+  }
+}
+
+__global__ void diff_bf16(const uint16_t *x, const uint16_t *y, size_t n, double *out) {
+  double num = 0, den = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const double a = __bfloat162float(*(const __nv_bfloat16 *)&x[i]), b = __bfloat162float(*(const __nv_bfloat16 *)&y[i]);
+    num += (a - b) * (a - b);
+    den += b * b;
+  }
+  atomicAdd(&out[0], num);
+  atomicAdd(&out[1], den);
+}
+
+typedef struct {
+  cublasLtHandle_t lt;
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasLtMatmulAlgo_t algo;
+  void *ws;
+  size_t ws_bytes;
+} lt_gemm;
+
+static int lt_setup(lt_gemm *g, int m, int n, int k) {
+  LK(cublasLtCreate(&g->lt));
+  LK(cublasLtMatmulDescCreate(&g->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t t = CUBLAS_OP_T, nn = CUBLAS_OP_N;
+  LK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t));
+  LK(cublasLtMatmulDescSetAttribute(g->op, CUBLASLT_MATMUL_DESC_TRANSB, &nn, sizeof nn));
+  LK(cublasLtMatrixLayoutCreate(&g->la, CUDA_R_16BF, k, n, k)); /* B as k x n column-major, transposed */
+  LK(cublasLtMatrixLayoutCreate(&g->lb, CUDA_R_16BF, k, m, k)); /* A as k x m column-major */
+  LK(cublasLtMatrixLayoutCreate(&g->lc, CUDA_R_16BF, n, m, n)); /* D^T n x m = D row-major */
+  g->ws_bytes = 64u << 20;
+  CK(cudaMalloc(&g->ws, g->ws_bytes));
+  cublasLtMatmulPreference_t pref;
+  LK(cublasLtMatmulPreferenceCreate(&pref));
+  LK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &g->ws_bytes, sizeof g->ws_bytes));
+  cublasLtMatmulHeuristicResult_t r;
+  int found = 0;
+  LK(cublasLtMatmulAlgoGetHeuristic(g->lt, g->op, g->la, g->lb, g->lc, g->lc, pref, 1, &r, &found));
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (!found) BENCH_FAIL("cublasLtMatmulAlgoGetHeuristic", "no algorithm");
+  g->algo = r.algo;
+  return 0;
+}
+
+static void lt_free(lt_gemm *g) {
+  cudaFree(g->ws);
+  cublasLtMatrixLayoutDestroy(g->la);
+  cublasLtMatrixLayoutDestroy(g->lb);
+  cublasLtMatrixLayoutDestroy(g->lc);
+  cublasLtMatmulDescDestroy(g->op);
+  cublasLtDestroy(g->lt);
+}
+
+static int lt_run(lt_gemm *g, const void *a, const void *b, void *d) {
+  const float one = 1.0f, zero = 0.0f;
+  LK(cublasLtMatmul(g->lt, g->op, &one, b, g->la, a, g->lb, &zero, d, g->lc, d, g->lc, &g->algo, g->ws, g->ws_bytes, 0));
+  return 0;
+}
+
+static int cmp_float(const void *x, const void *y) {
+  const float a = *(const float *)x, b = *(const float *)y;
+  return (a > b) - (a < b);
+}
+
+/* median ms of 20 runs of variant v (0 ours, 1 cuBLASLt) */
+static int time_it(int v, ws_gemm_problem *p, lt_gemm *g, float *ms) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  float t[20];
+  for (int i = -3; i < 20; i++) {
+    CK(cudaEventRecord(e0, 0));
+    if (v == 0) WK(ws_gemm(p, 0));
+    else if (lt_run(g, p->a, p->b, p->d)) return -1;
+    CK(cudaEventRecord(e1, 0));
+    WK(ws_sync(0));
+    if (i >= 0) CK(cudaEventElapsedTime(&t[i], e0, e1));
+  }
+  qsort(t, 20, sizeof t[0], cmp_float);
+  *ms = t[10];
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return 0;
+}
+
+extern "C" int bench_gemm(const char *csv_path) {
+  const int shapes[][3] = {{8192, 8192, 8192}, {64, 4096, 7168}, {512, 4096, 7168}, {2048, 4096, 7168}, {8192, 4096, 7168},
+                           {64, 7168, 2048},   {512, 7168, 2048}, {2048, 7168, 2048}, {8192, 7168, 2048}};
+  FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
+  if (csv) fprintf(csv, "type,m,n,k,ws_ms,cublaslt_ms,ws_tflops,cublaslt_tflops,ratio,rel_err\n");
+  printf("bench gemm (BF16 dense, D = A x B^T), median of 20, TFLOPS = 2mnk/t\n");
+  printf("  %6s %6s %6s %10s %10s %10s %10s %8s %9s\n", "m", "n", "k", "ws ms", "lt ms", "ws TF", "lt TF", "ws/lt", "rel err");
+  for (unsigned s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+    const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n;
+    uint16_t *a, *b, *d, *dref;
+    double *err;
+    CK(cudaMalloc(&a, na * 2));
+    CK(cudaMalloc(&b, nb * 2));
+    CK(cudaMalloc(&d, nd * 2));
+    CK(cudaMalloc(&dref, nd * 2));
+    CK(cudaMalloc(&err, 2 * sizeof(double)));
+    fill_bf16<<<1024, 256>>>(a, na, 1 + s);
+    fill_bf16<<<1024, 256>>>(b, nb, 1000 + s);
+    CK(cudaMemset(d, 0xFF, nd * 2));
+    lt_gemm g;
+    if (lt_setup(&g, m, n, k)) return -1;
+    ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL};
+    WK(ws_gemm(&p, 0));
+    if (lt_run(&g, a, b, dref)) return -1;
+    CK(cudaMemset(err, 0, 2 * sizeof(double)));
+    diff_bf16<<<1024, 256>>>(d, dref, nd, err);
+    double h_err[2];
+    WK(ws_sync(0));
+    CK(cudaMemcpy(h_err, err, sizeof h_err, cudaMemcpyDeviceToHost));
+    const double rel = sqrt(h_err[0] / (h_err[1] > 0 ? h_err[1] : 1));
+    float t_ws, t_lt;
+    if (time_it(0, &p, &g, &t_ws) || time_it(1, &p, &g, &t_lt)) return -1;
+    const double flop = 2.0 * m * n * k;
+    printf("  %6d %6d %6d %10.3f %10.3f %10.1f %10.1f %7.3fx %9.2e%s\n", m, n, k, t_ws, t_lt, flop / t_ws / 1e9,
+           flop / t_lt / 1e9, t_lt / t_ws, rel, rel < 1e-2 ? "" : "  WRONG");
+    if (csv)
+      fprintf(csv, "bf16,%d,%d,%d,%.4f,%.4f,%.1f,%.1f,%.4f,%.3e\n", m, n, k, t_ws, t_lt, flop / t_ws / 1e9, flop / t_lt / 1e9,
+              t_lt / t_ws, rel);
+    lt_free(&g);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(d);
+    cudaFree(dref);
+    cudaFree(err);
+  }
+  if (csv) fclose(csv);
+  return 0;
+}
