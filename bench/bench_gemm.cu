@@ -9,6 +9,7 @@
 #include "bench_check.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
+#include "warpspec/warpspec.h"
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cuda_runtime_api.h>
+
 #include "status.h"
 
 #ifdef __cplusplus
@@ -41,6 +43,13 @@ ws_status ws_fp8_quantize_1x128_host(const float *x, size_t rows, size_t cols, s
 /* Same with 128 x 128 blocks: scale[(r / 128) * (cols / 128) + c / 128]; rows need not
  * be a multiple of 128 (the last block row is partial). */
 ws_status ws_fp8_quantize_128x128_host(const float *x, size_t rows, size_t cols, size_t ld, uint8_t *q, float *scale);
+
+/* The same on the GPU from bf16 input (x: rows x cols bf16 values, row stride ld
+ * elements), stream-ordered; results equal the host versions bit for bit. */
+ws_status ws_fp8_quantize_1x128(const void *x_bf16, size_t rows, size_t cols, size_t ld, uint8_t *q, float *scale,
+                                cudaStream_t stream);
+ws_status ws_fp8_quantize_128x128(const void *x_bf16, size_t rows, size_t cols, size_t ld, uint8_t *q, float *scale,
+                                  cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -53,9 +53,10 @@ typedef struct {
  * offsets / counts present for grouped layouts. */
 ws_status ws_gemm_check(const ws_gemm_problem *p);
 
-/* D = A x B^T on the GPU, stream-ordered. Built so far: dense BF16 (128 x 256 tiles,
- * TMA loader role + two wgmma warpgroups on a 4-stage pipe). Other combinations return
- * WS_ERR_UNSUPPORTED. */
+/* D = A x B^T on the GPU, stream-ordered, every type and layout: a TMA loader role and
+ * two wgmma warpgroups on a multi-stage pipe, persistent over the tiles of all groups
+ * (BF16: 128 x 256 tiles, 4 stages; FP8: 128 x 128 tiles, 6 stages, scales promoted in
+ * fp32 per 128-wide K block). Group offsets / counts are read on the device. */
 ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream);
 
 /* Rows of A and D the problem has (m, or groups x m when masked). */

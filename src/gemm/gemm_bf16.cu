@@ -1,15 +1,16 @@
-/* gemm_bf16.cu - dense BF16 GEMM D = A x B^T on the library's roles and pipes.
+/* gemm_bf16.cu - BF16 GEMM D = A x B^T, dense or grouped, on the library's roles and pipes.
  *
- * Persistent grid; each CTA takes 128 x 256 tiles of D in a grouped raster (runs of 8
- * M-tiles per N column, so the CTAs in flight share A and B in L2).
+ * Persistent grid; CTAs walk 128 x 256 tiles of D group by group (gemm_sched.cuh).
  *   LOADER (1 warp, 40 regs)       per 64-wide K step: acquire a stage, TMA-load the A
- *                                  tile (128 x 64) and the B tile (256 x 64), both with
- *                                  the 128-byte swizzle, commit (bytes from the maps).
+ *                                  tile (128 x 64) and the group's B tile (256 x 64), both
+ *                                  with the 128-byte swizzle, commit (bytes from the maps).
  *   MATH   (4 warps x 2, 232 regs) replica r owns rows 64r..64r+63 of the tile: wait,
  *                                  4 x wgmma m64n256k16 from shared memory, wait for them,
- *                                  release; after the last K step, write bf16 to D.
+ *                                  release; after the last K step, write bf16 rows that
+ *                                  belong to the group (A rows past it are loaded, unused).
  * STATUS: compiled and SASS-checked (HGMMA) only; not yet run on a GPU. */
 #include "../core/internal.h"
+#include "gemm_sched.cuh"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
 #include "warpspec/gemm.h"
@@ -20,7 +21,6 @@
 #define BF16_BN 256
 #define BF16_BK 64
 #define BF16_STAGES 4
-#define BF16_RASTER 8
 
 typedef struct __align__(1024) {
   uint16_t a[BF16_BM * BF16_BK]; /* 16 KiB, 8-row groups of 1024 B */
@@ -34,22 +34,12 @@ WS_DECLARE_ROLES(gemm_bf16, BF16_ROLES);
 
 typedef struct {
   uint16_t *d;
-  int m, n, k;
-  int tiles_m, tiles_n;
+  int k;
+  gemm_shape shape;
 } bf16_args;
 
-/* Tile t of the grouped raster -> (tile row, tile column): groups of BF16_RASTER tile
- * rows, each walked column by column, so consecutive CTAs share B columns and A rows. */
-static __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int *tm, int *tn) {
-  const int group = t / (BF16_RASTER * tiles_n), first = group * BF16_RASTER;
-  const int rows = tiles_m - first < BF16_RASTER ? tiles_m - first : BF16_RASTER;
-  const int local = t - group * BF16_RASTER * tiles_n;
-  *tm = first + local % rows;
-  *tn = local / rows;
-}
-
 WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, const __grid_constant__ ws_tmap map_b,
-                                      bf16_args args, ws_diag diag) {
+                                      const __grid_constant__ bf16_args args, ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   bf16_pipe *st = (bf16_pipe *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
   ws_ctx ctx = WS_SELF(gemm_bf16, diag);
@@ -57,7 +47,10 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC); /* TMA in, wgmma out */
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
   ws_init_sync();
-  const int tiles = args.tiles_m * args.tiles_n, ksteps = args.k / BF16_BK;
+  const int ksteps = args.k / BF16_BK, n = args.shape.n;
+  gemm_cursor cur = gemm_cursor_start(&args.shape);
+  gemm_tile tile;
+  ws_cursor c = {0, 0};
 
   if (ctx.role == G_LOADER) {
     WS_ENTER_ROLE(gemm_bf16, G_LOADER);
@@ -66,27 +59,20 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
       ws_prefetch_tensormap(&map_a.map);
       ws_prefetch_tensormap(&map_b.map);
     }
-    ws_cursor c = {0, 0};
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-      int tm, tn;
-      tile_coords(t, args.tiles_m, args.tiles_n, &tm, &tn);
+    for (long long t = blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += gridDim.x)
       for (int ks = 0; ks < ksteps; ks++, c = ws_cursor_next(c, pipe.stages)) {
         const uint32_t s = ws_pipe_acquire_at(&pipe, &ctx, c);
-        ws_pipe_load_tile_2d_at(&pipe, &ctx, c, st->slot[s].a, &map_a, ks * BF16_BK, tm * BF16_BM);
-        ws_pipe_load_tile_2d_at(&pipe, &ctx, c, st->slot[s].b, &map_b, ks * BF16_BK, tn * BF16_BN);
+        ws_pipe_load_tile_2d_at(&pipe, &ctx, c, st->slot[s].a, &map_a, ks * BF16_BK, tile.row0 + tile.tm * BF16_BM);
+        ws_pipe_load_tile_2d_at(&pipe, &ctx, c, st->slot[s].b, &map_b, ks * BF16_BK, tile.g * n + tile.tn * BF16_BN);
         ws_pipe_commit_at(&pipe, &ctx, c);
       }
-    }
     return;
   }
 
   WS_ENTER_ROLE(gemm_bf16, G_MATH);
   float acc[BF16_BN / 2];
   const int warp = ctx.warp, lane = ctx.lane;
-  ws_cursor c = {0, 0};
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-    int tm, tn;
-    tile_coords(t, args.tiles_m, args.tiles_n, &tm, &tn);
+  for (long long t = blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += gridDim.x) {
     for (int ks = 0; ks < ksteps; ks++, c = ws_cursor_next(c, pipe.stages)) {
       const uint32_t s = c.stage;
       ws_pipe_wait_at(&pipe, &ctx, c);
@@ -103,23 +89,23 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
     }
     /* accumulator layout of m64nNk16: pair j covers columns 8j + 2(lane % 4) + {0, 1} of
      * rows 16 warp + lane / 4 (registers 4j, 4j+1) and that row + 8 (4j+2, 4j+3) */
-    const int row0 = tm * BF16_BM + ctx.replica * 64 + warp * 16 + lane / 4;
+    const int local0 = tile.tm * BF16_BM + ctx.replica * 64 + warp * 16 + lane / 4;
 #pragma unroll
     for (int j = 0; j < BF16_BN / 8; j++) {
-      const int col = tn * BF16_BN + 8 * j + 2 * (lane % 4);
-      if (col >= args.n) continue;
+      const int col = tile.tn * BF16_BN + 8 * j + 2 * (lane % 4);
+      if (col >= n) continue;
 #pragma unroll
       for (int h = 0; h < 2; h++) {
-        const int row = row0 + 8 * h;
-        if (row >= args.m) continue;
-        __nv_bfloat162 v = __floats2bfloat162_rn(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-        *(__nv_bfloat162 *)(args.d + (size_t)row * args.n + col) = v;
+        const int local = local0 + 8 * h;
+        if (local >= tile.count) continue;
+        const __nv_bfloat162 v = __floats2bfloat162_rn(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        *(__nv_bfloat162 *)(args.d + (size_t)(tile.row0 + local) * n + col) = v;
       }
     }
   }
 }
 
-extern "C" ws_status ws_gemm_bf16_dense(const ws_gemm_problem *p, cudaStream_t stream) {
+extern "C" ws_status ws_gemm_bf16(const ws_gemm_problem *p, cudaStream_t stream) {
   static thread_local ws_plan plans[16];
   static thread_local int planned[16];
   int dev = 0, sms = 0;
@@ -132,25 +118,31 @@ extern "C" ws_status ws_gemm_bf16_dense(const ws_gemm_problem *p, cudaStream_t s
     if ((s = ws_plan_set_smem(&plans[dev], sizeof(bf16_pipe) + 1024)) != WS_OK) return s;
     planned[dev] = 1;
   }
-  if (p->m == 0) return WS_OK;
+  const size_t rows = ws_gemm_rows(p);
+  if (rows == 0) return WS_OK;
   ws_tmap ma, mb;
-  if ((s = ws_tmap_2d_swizzled(&ma, p->a, WS_DTYPE_BF16, (uint64_t)p->m, (uint64_t)p->k, (uint64_t)p->k * 2, BF16_BM,
-                               BF16_BK, WS_SWIZZLE_128B)) != WS_OK)
+  if ((s = ws_tmap_2d_swizzled(&ma, p->a, WS_DTYPE_BF16, rows, (uint64_t)p->k, (uint64_t)p->k * 2, BF16_BM, BF16_BK,
+                               WS_SWIZZLE_128B)) != WS_OK)
     return s;
-  if ((s = ws_tmap_2d_swizzled(&mb, p->b, WS_DTYPE_BF16, (uint64_t)p->n, (uint64_t)p->k, (uint64_t)p->k * 2, BF16_BN,
-                               BF16_BK, WS_SWIZZLE_128B)) != WS_OK)
+  if ((s = ws_tmap_2d_swizzled(&mb, p->b, WS_DTYPE_BF16, (uint64_t)p->n * p->groups, (uint64_t)p->k, (uint64_t)p->k * 2,
+                               BF16_BN, BF16_BK, WS_SWIZZLE_128B)) != WS_OK)
     return s;
   bf16_args a;
   a.d = (uint16_t *)p->d;
-  a.m = p->m;
-  a.n = p->n;
   a.k = p->k;
-  a.tiles_m = (p->m + BF16_BM - 1) / BF16_BM;
-  a.tiles_n = (p->n + BF16_BN - 1) / BF16_BN;
-  const int tiles = a.tiles_m * a.tiles_n;
+  a.shape.layout = p->layout;
+  a.shape.groups = p->groups;
+  a.shape.m = p->m;
+  a.shape.n = p->n;
+  a.shape.bm = BF16_BM;
+  a.shape.bn = BF16_BN;
+  a.shape.offsets = p->group_offsets;
+  a.shape.rows = p->group_rows;
+  /* dense: exactly the tiles; grouped: the counts live on the device, so one CTA per SM */
+  const long long dense_tiles = (long long)((p->m + BF16_BM - 1) / BF16_BM) * ((p->n + BF16_BN - 1) / BF16_BN);
+  const unsigned grid = (unsigned)(p->layout == WS_GEMM_DENSE && dense_tiles < sms ? dense_tiles : sms);
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&ma, &mb, &a, &diag};
-  const unsigned grid = (unsigned)(tiles < sms ? tiles : sms);
   return ws_plan_launch(&plans[dev], (const void *)gemm_bf16_kernel, dim3{grid, 1, 1}, stream, args);
 }

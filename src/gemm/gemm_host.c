@@ -95,13 +95,11 @@ ws_status ws_gemm_reference(const ws_gemm_problem *p, double *d) {
   return WS_OK;
 }
 
-ws_status ws_gemm_bf16_dense(const ws_gemm_problem *p, cudaStream_t stream); /* gemm_bf16.cu */
+ws_status ws_gemm_bf16(const ws_gemm_problem *p, cudaStream_t stream); /* gemm_bf16.cu */
+ws_status ws_gemm_fp8(const ws_gemm_problem *p, cudaStream_t stream);  /* gemm_fp8.cu  */
 
 ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream) {
   ws_status s = ws_gemm_check(p);
   if (s != WS_OK) return s;
-  if (p->type == WS_GEMM_BF16 && p->layout == WS_GEMM_DENSE) return ws_gemm_bf16_dense(p, stream);
-  return ws_fail(WS_ERR_UNSUPPORTED, "ws_gemm: %s %s is not built yet (dense BF16 is)", p->type == WS_GEMM_FP8 ? "FP8" : "BF16",
-                 p->layout == WS_GEMM_DENSE ? "dense" : p->layout == WS_GEMM_GROUPED_CONTIGUOUS ? "grouped contiguous"
-                                                                                          : "grouped masked");
+  return p->type == WS_GEMM_FP8 ? ws_gemm_fp8(p, stream) : ws_gemm_bf16(p, stream);
 }

@@ -45,6 +45,9 @@ for bin in "$@"; do
       check_sass gemm_bf16_kernel HGMMA.64x256x16 1
       check_sass gemm_bf16_kernel USETMAXREG 2
       check_sass gemm_bf16_kernel UTMALDG 2
+      check_sass gemm_fp8_kernel QGMMA.64x128x32 1
+      check_sass gemm_fp8_kernel USETMAXREG 2
+      check_sass gemm_fp8_kernel UTMALDG 2
       ;;
   esac
 done

@@ -1,4 +1,4 @@
-/* test_gemm.cu - ws_gemm on the GPU against the float64 reference, random data, output
+/* test_gemm_gpu.cu - ws_gemm on the GPU against the float64 reference, random data, output
  * poisoned before each run: dense BF16 at aligned, ragged and DeepSeek-V3 expert shapes
  * (every element for small shapes, 20000 random elements for large ones). Relative
  * error ||D - ref|| / ||ref|| must stay under 1e-2 (bf16 output of fp32 accumulation). */
@@ -66,5 +66,5 @@ int main(void) {
   /* argument errors before the GPU */
   ws_gemm_problem bad = {WS_GEMM_BF16, WS_GEMM_DENSE, 64, 256, 100, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   CHECK_STATUS(ws_gemm(&bad, 0), WS_ERR_INVALID);
-  return test_finish("test_gemm");
+  return test_finish("test_gemm_gpu");
 }

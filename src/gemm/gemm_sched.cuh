@@ -1,0 +1,85 @@
+/* gemm_sched.cuh - which tile a persistent GEMM CTA works on next, for dense and
+ * grouped layouts. Every role of the CTA walks the same sequence (tiles blockIdx.x,
+ * blockIdx.x + gridDim.x, ...), so loader and math roles agree without talking.
+ *
+ * A group is a span of rows of A and D (dense: one group of m rows; contiguous: rows
+ * [offsets[g], offsets[g+1]); masked: rows [g m, g m + rows[g])) and a slice of B
+ * (rows [g n, g n + n)). Tiles are numbered group by group; inside a group, runs of
+ * GEMM_RASTER tile rows are walked column by column for L2 reuse. The cursor only moves
+ * forward, so finding the group of the next tile costs O(groups) per CTA in total. */
+#ifndef WARPSPEC_GEMM_SCHED_CUH
+#define WARPSPEC_GEMM_SCHED_CUH
+
+#include "warpspec/device/ptx.cuh"
+#include "warpspec/gemm.h"
+
+#define GEMM_RASTER 8
+
+typedef struct {
+  int layout;           /* ws_gemm_layout */
+  int groups, m, n;
+  int bm, bn;           /* tile shape */
+  const int *offsets;   /* contiguous */
+  const int *rows;      /* masked */
+} gemm_shape;
+
+typedef struct {
+  int g;                /* current group */
+  long long base;       /* first tile number of group g */
+  long long tiles;      /* tiles of group g */
+  int row0, count;      /* the group's rows */
+} gemm_cursor;
+
+typedef struct {
+  int g, row0, count;   /* group and its rows */
+  int tm, tn;           /* tile row inside the group, tile column */
+} gemm_tile;
+
+WS_DEV void gemm_group_rows(const gemm_shape *s, int g, int *row0, int *count) {
+  if (s->layout == WS_GEMM_GROUPED_CONTIGUOUS) {
+    *row0 = s->offsets[g];
+    *count = s->offsets[g + 1] - s->offsets[g];
+  } else if (s->layout == WS_GEMM_GROUPED_MASKED) {
+    *row0 = g * s->m;
+    *count = s->rows[g] < s->m ? s->rows[g] : s->m;
+  } else {
+    *row0 = 0;
+    *count = s->m;
+  }
+}
+
+WS_DEV void gemm_cursor_load(const gemm_shape *s, gemm_cursor *c) {
+  gemm_group_rows(s, c->g, &c->row0, &c->count);
+  const int tn = (s->n + s->bn - 1) / s->bn;
+  c->tiles = (long long)((c->count + s->bm - 1) / s->bm) * tn;
+}
+
+WS_DEV gemm_cursor gemm_cursor_start(const gemm_shape *s) {
+  gemm_cursor c;
+  c.g = 0;
+  c.base = 0;
+  gemm_cursor_load(s, &c);
+  return c;
+}
+
+/* The tile numbered t (t never decreases between calls); 0 once past the last group. */
+WS_DEV int gemm_tile_at(const gemm_shape *s, gemm_cursor *c, long long t, gemm_tile *out) {
+  while (t >= c->base + c->tiles) {
+    c->base += c->tiles;
+    if (++c->g >= s->groups) return 0;
+    gemm_cursor_load(s, c);
+  }
+  const int tiles_m = (c->count + s->bm - 1) / s->bm, tiles_n = (s->n + s->bn - 1) / s->bn;
+  const int local = (int)(t - c->base);
+  const int run = local / (GEMM_RASTER * tiles_n), first = run * GEMM_RASTER;
+  const int rows = tiles_m - first < GEMM_RASTER ? tiles_m - first : GEMM_RASTER;
+  const int in_run = local - run * GEMM_RASTER * tiles_n;
+  out->g = c->g;
+  out->row0 = c->row0;
+  out->count = c->count;
+  out->tm = first + in_run % rows;
+  out->tn = in_run / rows;
+  return 1;
+}
+
+#endif
