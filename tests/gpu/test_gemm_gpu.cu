@@ -1,7 +1,12 @@
-/* test_gemm_gpu.cu - ws_gemm on the GPU against the float64 reference, random data, output
- * poisoned before each run: dense BF16 at aligned, ragged and DeepSeek-V3 expert shapes
- * (every element for small shapes, 20000 random elements for large ones). Relative
- * error ||D - ref|| / ||ref|| must stay under 1e-2 (bf16 output of fp32 accumulation). */
+/* test_gemm_gpu.cu - ws_gemm and the FP8 quantisers on the GPU, random data, outputs
+ * poisoned before each run:
+ *   - GPU quantisation (1x128, 128x128) equals the host definition bit for bit;
+ *   - BF16 and FP8 GEMMs against the float64 reference (ws_gemm_reference semantics):
+ *     dense at aligned, ragged, M = 1 and DeepSeek-V3 expert shapes; grouped contiguous
+ *     with ragged and empty experts; grouped masked with partly filled groups (rows past a
+ *     group's count must stay poisoned). Every element for small problems, 20000 random
+ *     ones for large. Relative error ||D - ref|| / ||ref||: BF16 < 1e-2, FP8 < 2e-2 against
+ *     the reference on the same quantised inputs (bf16 rounding of D dominates). */
 #include "gpu_test.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
@@ -54,9 +59,150 @@ static void run_bf16(int m, int n, int k) {
   free(hd);
 }
 
+static float frand(void) { return (float)((int)(rng_u32() % 2001) - 1000) / 1000.0f; }
+
+/* A grouped / dense problem in both host and device memory, FP8 or BF16, checked. */
+static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, int k, int groups, const int *counts) {
+  const int fp8 = type == WS_GEMM_FP8;
+  int *offsets = (int *)calloc((size_t)groups + 1, sizeof(int));
+  if (layout == WS_GEMM_GROUPED_CONTIGUOUS) {
+    for (int g = 0; g < groups; g++) offsets[g + 1] = offsets[g] + counts[g];
+    m = offsets[groups];
+  }
+  const size_t rows = layout == WS_GEMM_GROUPED_MASKED ? (size_t)groups * m : (size_t)m;
+  const size_t na = rows * k, nb = (size_t)groups * n * k, nd = rows * n, es = fp8 ? 1 : 2;
+  const size_t nsa = rows * (k / 128), nsb = (size_t)groups * (n / 128) * (k / 128);
+  uint8_t *ha = (uint8_t *)malloc(na * es + 1), *hb = (uint8_t *)malloc(nb * es + 1);
+  float *hsa = (float *)malloc(nsa * sizeof(float) + 4), *hsb = (float *)malloc(nsb * sizeof(float) + 4);
+  uint16_t *hd = (uint16_t *)malloc(nd * 2 + 2);
+  if (fp8) {
+    /* quantise random floats with the host definition: realistic values and scales */
+    float *tmp = (float *)calloc((na > nb ? na : nb) + 1, sizeof(float));
+    for (size_t i = 0; i < na; i++) tmp[i] = frand() * (float)(1 + (i / k) % 7);
+    ws_fp8_quantize_1x128_host(tmp, rows, k, k, ha, hsa);
+    for (size_t i = 0; i < nb; i++) tmp[i] = frand();
+    for (int g = 0; g < groups; g++)
+      ws_fp8_quantize_128x128_host(tmp + (size_t)g * n * k, n, k, k, hb + (size_t)g * n * k,
+                                   hsb + (size_t)g * (n / 128) * (k / 128));
+    free(tmp);
+  } else {
+    for (size_t i = 0; i < na; i++) ((uint16_t *)ha)[i] = ws_float_to_bf16(frand());
+    for (size_t i = 0; i < nb; i++) ((uint16_t *)hb)[i] = ws_float_to_bf16(frand());
+  }
+  void *a, *b, *d, *sa = NULL, *sb = NULL, *doff = NULL, *dcnt = NULL;
+  CUDA_OK(cudaMalloc(&a, na * es + 16));
+  CUDA_OK(cudaMalloc(&b, nb * es + 16));
+  CUDA_OK(cudaMalloc(&d, nd * 2 + 256));
+  CUDA_OK(cudaMemcpy(a, ha, na * es, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(b, hb, nb * es, cudaMemcpyHostToDevice));
+  if (fp8) {
+    CUDA_OK(cudaMalloc(&sa, nsa * sizeof(float) + 16));
+    CUDA_OK(cudaMalloc(&sb, nsb * sizeof(float) + 16));
+    CUDA_OK(cudaMemcpy(sa, hsa, nsa * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(sb, hsb, nsb * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  CUDA_OK(cudaMalloc(&doff, ((size_t)groups + 1) * sizeof(int)));
+  CUDA_OK(cudaMalloc(&dcnt, (size_t)groups * sizeof(int)));
+  CUDA_OK(cudaMemcpy(doff, offsets, ((size_t)groups + 1) * sizeof(int), cudaMemcpyHostToDevice));
+  if (counts) CUDA_OK(cudaMemcpy(dcnt, counts, (size_t)groups * sizeof(int), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
+  ws_gemm_problem p = {type, layout, m, n, k, groups, a, b, d, (const float *)sa, (const float *)sb,
+                       layout == WS_GEMM_GROUPED_CONTIGUOUS ? (const int *)doff : NULL,
+                       layout == WS_GEMM_GROUPED_MASKED ? (const int *)dcnt : NULL};
+  WS_OK_OR_DIE(ws_gemm(&p, 0));
+  WS_OK_OR_DIE(ws_sync(0));
+  CUDA_OK(cudaMemcpy(hd, d, nd * 2, cudaMemcpyDeviceToHost));
+  /* the reference, row by row for the sampled rows (host pointers, one group's view) */
+  const int full = nd <= (1u << 17);
+  const size_t samples = full ? nd : 20000;
+  double num = 0, den = 0;
+  long unwritten = 0, overwritten = 0;
+  for (size_t sidx = 0; sidx < samples; sidx++) {
+    const size_t idx = full ? sidx : ((size_t)rng_u32() * 65536u + rng_u32()) % nd;
+    const size_t r = idx / n, j = idx % n;
+    int g = 0, valid = 1;
+    if (layout == WS_GEMM_GROUPED_CONTIGUOUS) g = ws_gemm_group_of_row(offsets, groups, (int)r);
+    if (layout == WS_GEMM_GROUPED_MASKED) { g = (int)(r / m); valid = (int)(r % m) < counts[g]; }
+    const uint16_t got_bits = hd[idx];
+    if (!valid) { overwritten += got_bits != 0xFFFF; continue; }
+    double ref = 0;
+    for (int kk = 0; kk < k; kk++) {
+      const size_t ia = r * k + kk, ib = ((size_t)g * n + j) * k + kk;
+      if (fp8)
+        ref += ws_fp8_e4m3_decode(ha[ia]) * hsa[r * (k / 128) + kk / 128] * ws_fp8_e4m3_decode(hb[ib]) *
+               hsb[((size_t)g * (n / 128) + j / 128) * (k / 128) + kk / 128];
+      else
+        ref += (double)ws_bf16_to_float(((uint16_t *)ha)[ia]) * ws_bf16_to_float(((uint16_t *)hb)[ib]);
+    }
+    const double got = ws_bf16_to_float(got_bits);
+    if (isnan(got)) { unwritten++; continue; }
+    num += (got - ref) * (got - ref);
+    den += ref * ref;
+  }
+  const double rel = sqrt(num / (den > 0 ? den : 1)), bound = fp8 ? 2e-2 : 1e-2;
+  printf("%s %-10s %5d x %5d x %5d, %d groups: rel err %.2e, %ld unwritten, %ld written outside groups\n",
+         fp8 ? "fp8 " : "bf16", layout == WS_GEMM_DENSE ? "dense" : layout == WS_GEMM_GROUPED_CONTIGUOUS ? "contiguous" : "masked",
+         m, n, k, groups, rel, unwritten, overwritten);
+  CHECK(rel < bound && unwritten == 0 && overwritten == 0);
+  cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(sa); cudaFree(sb); cudaFree(doff); cudaFree(dcnt);
+  free(ha); free(hb); free(hsa); free(hsb); free(hd); free(offsets);
+}
+
+static void quantize_matches_host(void) {
+  const size_t rows = 300, cols = 512;
+  uint16_t *hx = (uint16_t *)malloc(rows * cols * 2);
+  float *fx = (float *)malloc(rows * cols * sizeof(float));
+  for (size_t i = 0; i < rows * cols; i++) {
+    hx[i] = ws_float_to_bf16(frand() * (float)(1 << (i / 128) % 5));
+    fx[i] = ws_bf16_to_float(hx[i]);
+  }
+  for (size_t c = 0; c < 128; c++) { hx[7 * cols + c] = 0; fx[7 * cols + c] = 0; } /* an all-zero block */
+  uint8_t *hq = (uint8_t *)malloc(rows * cols), *gq = (uint8_t *)malloc(rows * cols);
+  float *hs = (float *)malloc(rows * 4 * sizeof(float)), *gs = (float *)malloc(rows * 4 * sizeof(float));
+  void *dx, *dq, *ds;
+  CUDA_OK(cudaMalloc(&dx, rows * cols * 2));
+  CUDA_OK(cudaMalloc(&dq, rows * cols));
+  CUDA_OK(cudaMalloc(&ds, rows * 4 * sizeof(float)));
+  CUDA_OK(cudaMemcpy(dx, hx, rows * cols * 2, cudaMemcpyHostToDevice));
+  for (int kind = 0; kind < 2; kind++) {
+    const size_t ns = kind == 0 ? rows * 4 : ((rows + 127) / 128) * 4;
+    CUDA_OK(cudaMemset(dq, 0x7F, rows * cols));
+    CUDA_OK(cudaMemset(ds, 0xFF, rows * 4 * sizeof(float)));
+    if (kind == 0) {
+      WS_OK_OR_DIE(ws_fp8_quantize_1x128(dx, rows, cols, cols, (uint8_t *)dq, (float *)ds, 0));
+      ws_fp8_quantize_1x128_host(fx, rows, cols, cols, hq, hs);
+    } else {
+      WS_OK_OR_DIE(ws_fp8_quantize_128x128(dx, rows, cols, cols, (uint8_t *)dq, (float *)ds, 0));
+      ws_fp8_quantize_128x128_host(fx, rows, cols, cols, hq, hs);
+    }
+    WS_OK_OR_DIE(ws_sync(0));
+    CUDA_OK(cudaMemcpy(gq, dq, rows * cols, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(gs, ds, ns * sizeof(float), cudaMemcpyDeviceToHost));
+    const int same = memcmp(gq, hq, rows * cols) == 0 && memcmp(gs, hs, ns * sizeof(float)) == 0;
+    printf("quantise %s on the GPU: %s the host definition\n", kind == 0 ? "1x128  " : "128x128", same ? "equals" : "DIFFERS FROM");
+    CHECK(same);
+  }
+  cudaFree(dx); cudaFree(dq); cudaFree(ds);
+  free(hx); free(fx); free(hq); free(gq); free(hs); free(gs);
+}
+
 int main(void) {
   require_hopper();
   rng_seed_from_time();
+  quantize_matches_host();
+  {
+    const int ragged[5] = {200, 0, 1, 513, 64}; /* an empty expert and a 1-row one */
+    const int masked[4] = {100, 0, 256, 17};
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 128, 128, 128, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 300, 384, 1024, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 4096, 4096, 7168, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 512, 5, ragged);
+    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
+    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 7168, 2048, 5, ragged);
+    run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 512, 5, ragged);
+    run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_MASKED, 256, 512, 256, 4, masked);
+  }
   run_bf16(128, 256, 64);     /* one tile, one K step   */
   run_bf16(256, 512, 1024);   /* several tiles and steps */
   run_bf16(1, 256, 128);      /* M = 1                   */
