@@ -27,10 +27,16 @@ typedef struct {
   unsigned long long max_bytes; /* largest message */
   const char *csv;              /* rank 0 writes the CSV */
   int nccl_probe;               /* only one NCCL exchange per size (for ncu) */
+  int ranks;                    /* outside the launcher: ranks to start (0: 2) */
+  int allgather;                /* the all-gather benchmark instead */
 } bench_sr_opts;
 
-/* Under `warpspec run -n 2`: ws_sendrecv against NCCL and the copy engine. 0 or -1. */
+/* Under `warpspec run -n N`: ws_sendrecv (send to rank+1, receive from rank-1) against
+ * NCCL and the copy engine. 0 or -1. */
 int bench_sendrecv(const bench_sr_opts *o);
+
+/* Under `warpspec run -n N`: ws_allgather (ring) against ncclAllGather. 0 or -1. */
+int bench_allgather(const bench_sr_opts *o);
 
 /* ws_gemm (BF16 dense) against cuBLASLt; csv may be NULL. 0 or -1. */
 int bench_gemm(const char *csv);

@@ -279,3 +279,77 @@ extern "C" int bench_sendrecv(const bench_sr_opts *o) {
   WK(ws_comm_destroy(c.ws));
   return failures ? -1 : 0;
 }
+
+/* ---- ring all-gather against ncclAllGather (any number of ranks) -------------------- */
+__global__ void check_gather_k(const uint8_t *p, uint64_t n, int nranks, uint64_t seed, unsigned long long *bad) {
+  unsigned long long b = 0;
+  const uint64_t total = n * (uint64_t)nranks;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < total; i += (uint64_t)gridDim.x * blockDim.x)
+    b += p[i] != pat(seed, (int)(i / n), i % n);
+  if (b) atomicAdd(bad, b);
+}
+
+static int gather_op(ctx *c, int nccl, const uint8_t *in, uint8_t *out, uint64_t n) {
+  if (nccl) NK(ncclAllGather(in, out, n, ncclChar, c->nccl, c->s));
+  else WK(ws_allgather(c->ws, in, n, out, c->s));
+  return 0;
+}
+
+extern "C" int bench_allgather(const bench_sr_opts *o) {
+  if (ws_comm_available() != WS_OK) { fprintf(stderr, "bench allgather: %s\n", ws_last_error()); return -1; }
+  ctx c;
+  if (setup(&c, o->max_bytes)) return -1;
+  if (c.rank == 0) WK(ws_rendezvous_put(NULL, "bench.seed", &c.seed, sizeof c.seed));
+  else WK(ws_rendezvous_get(NULL, "bench.seed", &c.seed, sizeof c.seed));
+  FILE *csv = (c.rank == 0 && o->csv) ? fopen(o->csv, "w") : NULL;
+  if (csv) fprintf(csv, "bytes_per_rank,variant,us,algbw_gbps\n");
+  if (c.rank == 0)
+    printf("bench allgather: %d ranks, bytes per rank; us = max over ranks; algbw = ranks x bytes / time\n"
+           "%12s %12s %12s %9s\n", c.nranks, "bytes/rank", "ws ring", "nccl", "ws/nccl");
+  int failures = 0;
+  for (uint64_t n = 32; n * (uint64_t)c.nranks <= o->max_bytes; n *= 4) {
+    double us[2];
+    for (int v = 0; v < 2; v++) {
+      fill_k<<<264, 256, 0, c.s>>>(c.sbuf, n, c.seed, c.rank);
+      CK(cudaMemsetAsync(c.rbuf, 0xCD, n * c.nranks, c.s));
+      if (barrier(&c) || gather_op(&c, v, c.sbuf, c.rbuf, n)) return -1;
+      CK(cudaMemsetAsync(c.d_bad, 0, sizeof(unsigned long long), c.s));
+      check_gather_k<<<264, 256, 0, c.s>>>(c.rbuf, n, c.nranks, c.seed, c.d_bad);
+      unsigned long long bad = 0;
+      WK(ws_sync(c.s));
+      CK(cudaMemcpy(&bad, c.d_bad, sizeof bad, cudaMemcpyDeviceToHost));
+      if (bad) { fprintf(stderr, "rank %d: %s all-gather %llu B/rank: %llu wrong bytes\n", c.rank, v ? "nccl" : "ws",
+                         (unsigned long long)n, bad); failures++; }
+      const int k = iters_for(n * c.nranks);
+      cudaEvent_t a, b;
+      CK(cudaEventCreate(&a));
+      CK(cudaEventCreate(&b));
+      for (int i = 0; i < 3; i++)
+        if (gather_op(&c, v, c.sbuf, c.rbuf, n)) return -1;
+      if (barrier(&c)) return -1;
+      CK(cudaEventRecord(a, c.s));
+      for (int i = 0; i < k; i++)
+        if (gather_op(&c, v, c.sbuf, c.rbuf, n)) return -1;
+      CK(cudaEventRecord(b, c.s));
+      WK(ws_sync(c.s));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, a, b));
+      float mine = ms * 1000.0f / k;
+      CK(cudaMemcpy(c.d_val, &mine, sizeof mine, cudaMemcpyHostToDevice));
+      NK(ncclAllReduce(c.d_val, c.d_val, 1, ncclFloat, ncclMax, c.nccl, c.s));
+      WK(ws_sync(c.s));
+      CK(cudaMemcpy(&mine, c.d_val, sizeof mine, cudaMemcpyDeviceToHost));
+      us[v] = mine;
+      cudaEventDestroy(a);
+      cudaEventDestroy(b);
+      if (csv) fprintf(csv, "%llu,%s,%.3f,%.2f\n", (unsigned long long)n, v ? "nccl" : "ws ring", us[v],
+                       (double)n * c.nranks / us[v] / 1e3);
+    }
+    if (c.rank == 0) printf("%12llu %12.2f %12.2f %8.2fx\n", (unsigned long long)n, us[0], us[1], us[1] / us[0]);
+  }
+  if (csv) fclose(csv);
+  ncclCommDestroy(c.nccl);
+  WK(ws_comm_free(c.ws, c.rsym));
+  WK(ws_comm_destroy(c.ws));
+  return failures ? -1 : 0;
+}

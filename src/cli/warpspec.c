@@ -16,7 +16,8 @@ static int usage(void) {
           "  plan --kernel K                   plan of a known kernel (stream_tma, stream_threads, seed,\n"
           "                                    seed_twin, gemm)\n"
           "  bench [pipe] [--bytes N] [--iters N] [--csv FILE] [--sweep]\n"
-          "  bench sendrecv [--max-bytes N] [--csv FILE]   ws_sendrecv vs NCCL on 2 GPUs\n"
+          "  bench sendrecv [--ranks N] [--max-bytes N] [--csv FILE]   ws_sendrecv vs NCCL (ring)\n"
+          "  bench allgather [--ranks N] [--max-bytes N] [--csv FILE]  ws_allgather vs ncclAllGather\n"
           "  bench nvlink                      NVLink ceilings: copy engine, SM and TMA copies\n"
           "  bench gemm [--csv FILE]           ws_gemm (BF16) against cuBLASLt\n"
           "  run -n N [--timeout S] -- PROG ... start N ranks of PROG, one per GPU (no MPI needed)\n"
@@ -102,18 +103,19 @@ static int cmd_plan(int argc, char **argv) {
 
 /* `bench sendrecv` needs one process per GPU: outside the launcher, start it. */
 static int cmd_bench_sendrecv(int argc, char **argv) {
-  bench_sr_opts o = {1ull << 30, NULL, 0};
+  bench_sr_opts o = {1ull << 30, NULL, 0, 0, strcmp(argv[0], "allgather") == 0};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--max-bytes") == 0 && i + 1 < argc) o.max_bytes = strtoull(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
     else if (strcmp(argv[i], "--nccl-probe") == 0) o.nccl_probe = 1;
+    else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) o.ranks = atoi(argv[++i]);
     else return usage();
   }
   if (getenv("WS_RANK") == NULL) {
-    const int n = gpu_count();
-    if (n < 2) { fprintf(stderr, "bench sendrecv: needs 2 GPUs, found %d\n", n); return 1; }
+    const int n = gpu_count(), want = o.ranks ? o.ranks : 2;
+    if (n < want || want < 2) { fprintf(stderr, "bench %s: needs %d GPUs, found %d\n", argv[0], want, n); return 1; }
     char nbuf[16];
-    snprintf(nbuf, sizeof nbuf, "%d", n > 2 ? 2 : n);
+    snprintf(nbuf, sizeof nbuf, "%d", want);
     char *args[64] = {(char *)"-n", nbuf, (char *)"--timeout", (char *)"1800", (char *)"--", (char *)"/proc/self/exe",
                       (char *)"bench"};
     int k = 7;
@@ -122,6 +124,7 @@ static int cmd_bench_sendrecv(int argc, char **argv) {
     return cli_run(k, args);
   }
 #ifdef WS_HAVE_NCCL
+  if (o.allgather) return bench_allgather(&o) == 0 ? 0 : 1;
   return bench_sendrecv(&o) == 0 ? 0 : 1;
 #else
   (void)o;
@@ -131,7 +134,7 @@ static int cmd_bench_sendrecv(int argc, char **argv) {
 }
 
 static int cmd_bench(int argc, char **argv) {
-  if (argc > 0 && strcmp(argv[0], "sendrecv") == 0) return cmd_bench_sendrecv(argc, argv);
+  if (argc > 0 && (strcmp(argv[0], "sendrecv") == 0 || strcmp(argv[0], "allgather") == 0)) return cmd_bench_sendrecv(argc, argv);
   if (argc > 0 && strcmp(argv[0], "nvlink") == 0) return bench_nvlink() == 0 ? 0 : 1;
   if (argc > 0 && strcmp(argv[0], "gemm") == 0) {
     if (gpu_count() == 0) { fprintf(stderr, "bench gemm: no GPU on this machine\n"); return 1; }
