@@ -38,7 +38,7 @@ def main(src, dst):
     a.set_ylabel("us per bidirectional exchange (max over ranks)")
     b.set_ylabel("GB/s per direction")
     a.legend(fontsize=8)
-    a.set_title("sendrecv latency, 2 x H200 (NV18)")
+    a.set_title("sendrecv latency")
     b.set_title("sendrecv bandwidth")
     fig.tight_layout()
     fig.savefig(dst, dpi=110)
