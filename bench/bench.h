@@ -12,7 +12,7 @@ typedef struct {
   size_t bytes;       /* copy size */
   int iters;          /* timed repetitions per variant */
   const char *csv;    /* optional CSV output path */
-  int sweep;          /* 1: also the L2 evict-first variants */
+  int sweep;          /* 1: also the L2 evict-first and contiguous-run variants */
 } bench_pipe_opts;
 
 /* Streaming copy (both modes) against cudaMemcpy D2D, and pipe hand-off latency. */

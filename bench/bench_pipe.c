@@ -91,13 +91,13 @@ int bench_pipe(const bench_pipe_opts *o) {
   CK(cudaMemcpy(src, h_src, bytes, cudaMemcpyHostToDevice));
 
   /* The copy engine, then both writer modes over pipe depths and CTAs per SM. */
-  variant v[40];
+  variant v[48];
   int nv = 0;
   memset(v, 0, sizeof v);
   v[nv].memcpy = 1;
   snprintf(v[nv++].name, sizeof v[0].name, "cudaMemcpyAsync D2D");
   const int depths[] = {2, 3, 4, 6};
-  for (int hint = 0; hint < (o->sweep ? 2 : 1); hint++)
+  for (int hint = 0; hint < (o->sweep ? 3 : 1); hint++) /* 0 plain, 1 evict-first, 2 contiguous runs */
     for (int mode = 0; mode < 2; mode++)
       for (int d = 0; d < 4; d++)
         for (int cpsm = 1; cpsm <= 2; cpsm++) {
@@ -105,9 +105,10 @@ int bench_pipe(const bench_pipe_opts *o) {
           v[nv].opts.mode = (ws_stream_mode)mode;
           v[nv].opts.stages = depths[d];
           v[nv].opts.ctas_per_sm = cpsm;
-          v[nv].opts.l2_evict_first = hint;
+          v[nv].opts.l2_evict_first = hint == 1;
+          v[nv].opts.contiguous = hint == 2;
           snprintf(v[nv++].name, sizeof v[0].name, "ws %s-store %d stages %d/SM%s", mode == WS_STREAM_STORE_THREADS ? "thread" : "tma", depths[d],
-                   cpsm, hint ? " evict-first" : "");
+                   cpsm, hint == 1 ? " evict-first" : hint == 2 ? " contiguous" : "");
         }
   int best = 1;
   for (int i = 0; i < nv; i++) {

@@ -31,6 +31,7 @@ typedef struct {
   int ctas_per_sm;  /* persistent grid = ctas_per_sm x SMs, 1..4              */
   int ctas;         /* exact grid size instead (for tests), >= 1              */
   int l2_evict_first; /* 1: hint loads and stores evict-first (data used once) */
+  int contiguous;   /* 1: each CTA copies one contiguous run instead of every grid-th box */
 } ws_stream_opts;
 
 /* opts may be NULL: the defaults. */

@@ -155,10 +155,20 @@ static int cmd_bench(int argc, char **argv) {
 }
 
 static int cmd_demo(void) {
-  if (gpu_count() > 0) {
-    if (cmd_info()) return 1;
-    char *args[] = {(char *)"pipe"};
-    return cmd_bench(1, args);
+  const int n = gpu_count();
+  if (n > 0) {
+    /* The suite on the GPUs present: the pipe and the GEMM on one GPU, the
+     * communication benchmarks when there are two or more. */
+    int rc = cmd_info();
+    char *pipe[] = {(char *)"pipe"};
+    rc |= cmd_bench(1, pipe);
+    char *gemm[] = {(char *)"gemm"};
+    rc |= cmd_bench(1, gemm);
+    if (n >= 2) {
+      char *sr[] = {(char *)"sendrecv"};
+      rc |= cmd_bench_sendrecv(1, sr);
+    }
+    return rc ? 1 : 0;
   }
   printf("No GPU on this machine: the benchmarks need an sm_90 GPU (H100/H200).\n"
          "Here is the budget planner on the library's kernels and on the seed pair instead.\n\n");

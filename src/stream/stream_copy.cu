@@ -36,14 +36,21 @@ typedef struct {
   const uint8_t *src_tail;
   uint8_t *dst_tail;
   uint32_t tail_bytes;
+  uint32_t contiguous; /* 1: each CTA copies one contiguous run of boxes */
 } stream_args;
 
-/* Items of this CTA: boxes blockIdx.x, blockIdx.x + gridDim.x, ... */
-static __device__ __forceinline__ uint32_t cta_items(uint32_t boxes) {
-  return boxes > blockIdx.x ? (boxes - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+/* Items of this CTA: boxes blockIdx.x, blockIdx.x + gridDim.x, ... (round robin), or
+ * one run of ceil(boxes / grid) boxes (contiguous). */
+static __device__ __forceinline__ uint32_t cta_items(const stream_args *a) {
+  if (a->contiguous) {
+    const uint32_t per = (a->boxes + gridDim.x - 1) / gridDim.x, start = blockIdx.x * per;
+    return start < a->boxes ? (a->boxes - start < per ? a->boxes - start : per) : 0;
+  }
+  return a->boxes > blockIdx.x ? (a->boxes - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
 }
-static __device__ __forceinline__ int item_row(uint32_t k) {
-  return (int)((blockIdx.x + k * gridDim.x) * WS_STREAM_BOX_ROWS);
+static __device__ __forceinline__ int item_row(const stream_args *a, uint32_t k) {
+  const uint32_t box = a->contiguous ? blockIdx.x * ((a->boxes + gridDim.x - 1) / gridDim.x) + k : blockIdx.x + k * gridDim.x;
+  return (int)(box * WS_STREAM_BOX_ROWS);
 }
 
 static __device__ __forceinline__ void copy_tail(const stream_args *a) {
@@ -52,14 +59,15 @@ static __device__ __forceinline__ void copy_tail(const stream_args *a) {
 }
 
 static __device__ __forceinline__ void load_items(const ws_pipe *p, const ws_ctx *c, stream_pipe *st,
-                                                  const ws_tmap *in, uint32_t n, uint32_t evict_first) {
+                                                  const ws_tmap *in, const stream_args *a, uint32_t n) {
+  const uint32_t evict_first = a->evict_first;
   if (ws_role_leader(c)) ws_prefetch_tensormap(&in->map);
   const uint64_t policy = ws_createpolicy_fractional_evict_first();
   ws_cursor k = {0, 0};
   for (uint32_t i = 0; i < n; i++, k = ws_cursor_next(k, p->stages)) {
     const uint32_t s = ws_pipe_acquire_at(p, c, k);
-    if (evict_first) ws_pipe_load_tile_2d_hint_at(p, c, k, st->slot[s].bytes, in, 0, item_row(i), policy);
-    else ws_pipe_load_tile_2d_at(p, c, k, st->slot[s].bytes, in, 0, item_row(i));
+    if (evict_first) ws_pipe_load_tile_2d_hint_at(p, c, k, st->slot[s].bytes, in, 0, item_row(a, i), policy);
+    else ws_pipe_load_tile_2d_at(p, c, k, st->slot[s].bytes, in, 0, item_row(a, i));
     ws_pipe_commit_at(p, c, k);
   }
 }
@@ -75,10 +83,10 @@ WS_KERNEL(stream_tma) stream_tma_kernel(const __grid_constant__ ws_tmap in, cons
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
   ws_init_sync();
   copy_tail(&a);
-  const uint32_t n = cta_items(a.boxes);
+  const uint32_t n = cta_items(&a);
 
   if (ctx.role == LOADER) {
-    load_items(&pipe, &ctx, st, &in, n, a.evict_first);
+    load_items(&pipe, &ctx, st, &in, &a, n);
   } else {
     if (ws_role_leader(&ctx)) ws_prefetch_tensormap(&out.map);
     const uint64_t policy = ws_createpolicy_fractional_evict_first();
@@ -88,8 +96,8 @@ WS_KERNEL(stream_tma) stream_tma_kernel(const __grid_constant__ ws_tmap in, cons
       ws_pipe_wait_at(&pipe, &ctx, k);
       /* The slot came from TMA (async proxy): no generic writes to fence. */
       if (ws_role_leader(&ctx)) {
-        if (a.evict_first) ws_cp_async_bulk_tensor_2d_shared_to_global_hint(&out.map, 0, item_row(i), st->slot[s].bytes, policy);
-        else ws_cp_async_bulk_tensor_2d_shared_to_global(&out.map, 0, item_row(i), st->slot[s].bytes);
+        if (a.evict_first) ws_cp_async_bulk_tensor_2d_shared_to_global_hint(&out.map, 0, item_row(&a, i), st->slot[s].bytes, policy);
+        else ws_cp_async_bulk_tensor_2d_shared_to_global(&out.map, 0, item_row(&a, i), st->slot[s].bytes);
         ws_cp_async_bulk_commit_group();
       }
       if (pipe.stages == 1) {
@@ -117,19 +125,19 @@ WS_KERNEL(stream_threads) stream_threads_kernel(const __grid_constant__ ws_tmap 
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
   ws_init_sync();
   copy_tail(&a);
-  const uint32_t n = cta_items(a.boxes);
+  const uint32_t n = cta_items(&a);
 
   if (ctx.role == T_LOADER) {
     WS_ENTER_ROLE(stream_threads, T_LOADER);
     if (ctx.spare) return;
-    load_items(&pipe, &ctx, st, &in, n, a.evict_first);
+    load_items(&pipe, &ctx, st, &in, &a, n);
   } else {
     WS_ENTER_ROLE(stream_threads, T_WRITER);
     const int t = ws_role_thread(&ctx);
     for (uint32_t i = 0; i < n; i++) {
       const uint32_t s = i % a.stages;
       ws_pipe_wait(&pipe, &ctx, i);
-      const size_t row0 = (size_t)item_row(i);
+      const size_t row0 = (size_t)item_row(&a, i);
       const size_t rows = a.rows - row0 < WS_STREAM_BOX_ROWS ? a.rows - row0 : WS_STREAM_BOX_ROWS;
       const uint4 *from = (const uint4 *)st->slot[s].bytes;
       uint4 *to = (uint4 *)(dst + row0 * WS_STREAM_ROW_BYTES);
@@ -161,7 +169,7 @@ extern "C" ws_status ws_stream_plan(ws_stream_mode mode, int stages, ws_plan *pl
 
 extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, const ws_stream_opts *opts,
                                     cudaStream_t stream) {
-  ws_stream_opts o = {WS_STREAM_STORE_THREADS, 0, 0, 0, 0};
+  ws_stream_opts o = {WS_STREAM_STORE_THREADS, 0, 0, 0, 0, 0};
   if (opts) o = *opts;
   WS_REQUIRE(valid_mode(o.mode), "ws_stream_copy: mode %d unknown", (int)o.mode);
   WS_REQUIRE(o.stages >= 0 && o.stages <= WS_STREAM_MAX_STAGES, "ws_stream_copy: stages %d, must be 1..%d (0: default)",
@@ -197,6 +205,7 @@ extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, co
   stream_args a;
   a.stages = (uint32_t)stages;
   a.evict_first = o.l2_evict_first != 0;
+  a.contiguous = o.contiguous != 0;
   a.rows = bytes / WS_STREAM_ROW_BYTES;
   a.boxes = (uint32_t)((a.rows + WS_STREAM_BOX_ROWS - 1) / WS_STREAM_BOX_ROWS);
   a.tail_bytes = (uint32_t)(bytes % WS_STREAM_ROW_BYTES);

@@ -94,7 +94,7 @@ static void tensor_maps(void) {
 
 static void stream_copy(void) {
   char *base = (char *)(uintptr_t)0x100000;
-  ws_stream_opts o = {WS_STREAM_STORE_THREADS, 0, 0, 0, 0};
+  ws_stream_opts o = {WS_STREAM_STORE_THREADS, 0, 0, 0, 0, 0};
   CHECK_STATUS(ws_stream_copy(base, base + 4096, 0, NULL, 0), WS_OK); /* nothing to do */
   o.mode = (ws_stream_mode)7;
   CHECK_STATUS(ws_stream_copy(base, base + 4096, 16, &o, 0), WS_ERR_INVALID);

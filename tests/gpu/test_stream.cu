@@ -12,8 +12,8 @@ int main(int argc, char **argv) {
   rng_seed_from_time();
   const size_t sizes[] = {1, 15, 16, 1023, 1024, 1040, 32768 - 16, 32768, 32768 + 16, 1 << 20,
                           (1 << 20) + 7, 3 * 32768 * 133 + 1024 + 48, (size_t)96 << 20};
-  /* {stages, ctas_per_sm, ctas, l2_evict_first} */
-  const int grids[][4] = {{0, 0, 0, 0}, {1, 0, 1, 0}, {3, 0, 3, 1}, {6, 2, 0, 0}, {2, 2, 0, 1}};
+  /* {stages, ctas_per_sm, ctas, l2_evict_first, contiguous} */
+  const int grids[][5] = {{0, 0, 0, 0, 0}, {1, 0, 1, 0, 0}, {3, 0, 3, 1, 1}, {6, 2, 0, 0, 0}, {2, 2, 0, 1, 1}};
   const int ngrids = (int)(sizeof grids / sizeof grids[0]);
   const size_t max = (size_t)96 << 20;
   uint8_t *src, *dst;
@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
         CUDA_OK(cudaMemset(dst, 0xCD, n + GUARD));
         for (int rep = 0; rep < 2; rep++)
         {
-          ws_stream_opts o = {(ws_stream_mode)mode, grids[ci][0], grids[ci][1], grids[ci][2], grids[ci][3]};
+          ws_stream_opts o = {(ws_stream_mode)mode, grids[ci][0], grids[ci][1], grids[ci][2], grids[ci][3], grids[ci][4]};
           WS_OK_OR_DIE(ws_stream_copy(dst, src, n, &o, stream));
         }
         WS_OK_OR_DIE(ws_sync(stream));
