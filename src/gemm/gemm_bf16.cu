@@ -5,8 +5,9 @@
  *                                  tile (128 x 64) and the group's B tile (256 x 64), both
  *                                  with the 128-byte swizzle, commit (bytes from the maps).
  *   MATH   (4 warps x 2, 232 regs) replica r owns rows 64r..64r+63 of the tile: wait,
- *                                  4 x wgmma m64n256k16 from shared memory, wait for them,
- *                                  release; after the last K step, write bf16 rows that
+ *                                  4 x wgmma m64n256k16 from shared memory, release the
+ *                                  previous stage once its wgmmas are done (one group in
+ *                                  flight); after the last K step, write bf16 rows that
  *                                  belong to the group (A rows past it are loaded, unused).
  * STATUS: compiled and SASS-checked (HGMMA) only; not yet run on a GPU. */
 #include "../core/internal.h"
@@ -73,6 +74,9 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
   float acc[BF16_BN / 2];
   const int warp = ctx.warp, lane = ctx.lane;
   for (long long t = blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += gridDim.x) {
+    /* One K step's wgmmas stay in flight while the next stage is awaited: a stage is
+     * released once the group after it was issued and it has completed (wait_group 1). */
+    ws_cursor prev = c;
     for (int ks = 0; ks < ksteps; ks++, c = ws_cursor_next(c, pipe.stages)) {
       const uint32_t s = c.stage;
       ws_pipe_wait_at(&pipe, &ctx, c);
@@ -84,9 +88,14 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
         ws_wgmma_m64n256k16_bf16(acc, ws_wgmma_desc_advance(da, kk * 32), ws_wgmma_desc_advance(db, kk * 32),
                                  ks > 0 || kk > 0);
       ws_wgmma_commit_group();
-      WS_WGMMA_WAIT_GROUP(0);
-      ws_pipe_release_at(&pipe, &ctx, c);
+      if (ks > 0) {
+        WS_WGMMA_WAIT_GROUP(1);
+        ws_pipe_release_at(&pipe, &ctx, prev);
+      }
+      prev = c;
     }
+    WS_WGMMA_WAIT_GROUP(0);
+    ws_pipe_release_at(&pipe, &ctx, prev);
     /* accumulator layout of m64nNk16: pair j covers columns 8j + 2(lane % 4) + {0, 1} of
      * rows 16 warp + lane / 4 (registers 4j, 4j+1) and that row + 8 (4j+2, 4j+3) */
     const int local0 = tile.tm * BF16_BM + ctx.replica * 64 + warp * 16 + lane / 4;
