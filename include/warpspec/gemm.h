@@ -25,6 +25,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "plan.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -58,6 +59,9 @@ ws_status ws_gemm_check(const ws_gemm_problem *p);
  * (BF16: 128 x 256 tiles, 4 stages; FP8: 128 x 128 tiles, 6 stages, scales promoted in
  * fp32 per 128-wide K block). Group offsets / counts are read on the device. */
 ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream);
+
+/* The role plan of a GEMM kernel (for `warpspec plan --kernel gemm_bf16|gemm_fp8`). */
+ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan);
 
 /* Rows of A and D the problem has (m, or groups x m when masked). */
 size_t ws_gemm_rows(const ws_gemm_problem *p);

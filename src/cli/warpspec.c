@@ -13,8 +13,8 @@ static int usage(void) {
           "  plan ROLE... [--entry N] [--smem BYTES] [--name K]\n"
           "                                    check a role plan; ROLE = name:warps:regs[xreplicas],\n"
           "                                    regs = 24..256 (multiple of 8), rest or entry\n"
-          "  plan --kernel K                   plan of a known kernel (stream_tma, stream_threads, seed,\n"
-          "                                    seed_twin, gemm)\n"
+          "  plan --kernel K                   plan of a known kernel (stream_tma, stream_threads,\n"
+          "                                    gemm_bf16, gemm_fp8, seed, seed_twin, gemm)\n"
           "  bench [pipe] [--bytes N] [--iters N] [--csv FILE] [--sweep]\n"
           "  bench sendrecv [--ranks N] [--max-bytes N] [--csv FILE]   ws_sendrecv vs NCCL (ring)\n"
           "  bench allgather [--ranks N] [--max-bytes N] [--csv FILE]  ws_allgather vs ncclAllGather\n"
@@ -172,7 +172,7 @@ static int cmd_demo(void) {
   }
   printf("No GPU on this machine: the benchmarks need an sm_90 GPU (H100/H200).\n"
          "Here is the budget planner on the library's kernels and on the seed pair instead.\n\n");
-  const char *kernels[] = {"stream_tma", "stream_threads", "gemm", "seed", "seed_twin"};
+  const char *kernels[] = {"stream_tma", "stream_threads", "gemm_fp8", "seed", "seed_twin"};
   for (int i = 0; i < 5; i++) {
     char *args[] = {(char *)"--kernel", (char *)kernels[i]};
     printf("$ warpspec plan --kernel %s\n", kernels[i]);

@@ -155,3 +155,9 @@ extern "C" ws_status ws_gemm_bf16(const ws_gemm_problem *p, cudaStream_t stream)
   void *args[] = {&ma, &mb, &a, &diag};
   return ws_plan_launch(&plans[dev], (const void *)gemm_bf16_kernel, dim3{grid, 1, 1}, stream, args);
 }
+
+extern "C" ws_status ws_gemm_bf16_plan(ws_plan *plan) {
+  WS_REQUIRE(plan != NULL, "ws_gemm_plan: plan is NULL");
+  ws_status s = ws_plan_init(plan, "gemm_bf16", gemm_bf16_roles, gemm_bf16_NROLES, 0);
+  return s != WS_OK ? s : ws_plan_set_smem(plan, sizeof(bf16_pipe) + 1024);
+}

@@ -103,3 +103,11 @@ ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream) {
   if (s != WS_OK) return s;
   return p->type == WS_GEMM_FP8 ? ws_gemm_fp8(p, stream) : ws_gemm_bf16(p, stream);
 }
+
+ws_status ws_gemm_bf16_plan(ws_plan *plan); /* gemm_bf16.cu */
+ws_status ws_gemm_fp8_plan(ws_plan *plan);  /* gemm_fp8.cu  */
+
+ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan) {
+  WS_REQUIRE(type == WS_GEMM_BF16 || type == WS_GEMM_FP8, "ws_gemm_plan: type %d unknown", (int)type);
+  return type == WS_GEMM_FP8 ? ws_gemm_fp8_plan(plan) : ws_gemm_bf16_plan(plan);
+}
