@@ -64,9 +64,12 @@ typedef struct {
   uint64_t *zrecv_seq;      /* our zc_seq[1][recv_peer][.] */
 } sr_args;
 
+/* volatile: the slot changes under us between steps, so the compiler must neither merge
+ * these loads nor move them above the wait and the role barrier that order them. */
 static __device__ __forceinline__ uint4 ld_cg_v4(const void *p) {
   uint4 v;
-  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p)
+               : "memory");
   return v;
 }
 
