@@ -15,6 +15,9 @@
 
 #define GEMM_RASTER 8
 
+/* Host and device: the CPU tests walk the same schedule (tests/cpu/test_gemm_sched.cu). */
+#define GEMM_HD static __host__ __device__ __forceinline__
+
 typedef struct {
   int layout;           /* ws_gemm_layout */
   int groups, m, n;
@@ -35,7 +38,7 @@ typedef struct {
   int tm, tn;           /* tile row inside the group, tile column */
 } gemm_tile;
 
-WS_DEV void gemm_group_rows(const gemm_shape *s, int g, int *row0, int *count) {
+GEMM_HD void gemm_group_rows(const gemm_shape *s, int g, int *row0, int *count) {
   if (s->layout == WS_GEMM_GROUPED_CONTIGUOUS) {
     *row0 = s->offsets[g];
     *count = s->offsets[g + 1] - s->offsets[g];
@@ -48,13 +51,13 @@ WS_DEV void gemm_group_rows(const gemm_shape *s, int g, int *row0, int *count) {
   }
 }
 
-WS_DEV void gemm_cursor_load(const gemm_shape *s, gemm_cursor *c) {
+GEMM_HD void gemm_cursor_load(const gemm_shape *s, gemm_cursor *c) {
   gemm_group_rows(s, c->g, &c->row0, &c->count);
   const int tn = (s->n + s->bn - 1) / s->bn;
   c->tiles = (long long)((c->count + s->bm - 1) / s->bm) * tn;
 }
 
-WS_DEV gemm_cursor gemm_cursor_start(const gemm_shape *s) {
+GEMM_HD gemm_cursor gemm_cursor_start(const gemm_shape *s) {
   gemm_cursor c;
   c.g = 0;
   c.base = 0;
@@ -63,7 +66,7 @@ WS_DEV gemm_cursor gemm_cursor_start(const gemm_shape *s) {
 }
 
 /* The tile numbered t (t never decreases between calls); 0 once past the last group. */
-WS_DEV int gemm_tile_at(const gemm_shape *s, gemm_cursor *c, long long t, gemm_tile *out) {
+GEMM_HD int gemm_tile_at(const gemm_shape *s, gemm_cursor *c, long long t, gemm_tile *out) {
   while (t >= c->base + c->tiles) {
     c->base += c->tiles;
     if (++c->g >= s->groups) return 0;
