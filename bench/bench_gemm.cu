@@ -153,29 +153,35 @@ __global__ void transpose_scale(const float *in, float *out, int m, int kb) {
     out[(size_t)(i % kb) * m + i / kb] = in[i];
 }
 
-static int run_fp8(int m, int n, int k, FILE *csv) {
-  const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n, kb = k / 128;
-  uint8_t *a, *b;
+/* One shape and type: fresh data, both GEMMs, their agreement, then the timings. */
+static int run_case(int fp8, int m, int n, int k, uint64_t seed, FILE *csv) {
+  const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n, kb = k / 128, es = fp8 ? 1 : 2;
+  void *a, *b;
   uint16_t *d, *dref;
-  float *sa, *sat, *sb;
+  float *sa = NULL, *sat = NULL, *sb = NULL;
   double *err;
-  CK(cudaMalloc(&a, na));
-  CK(cudaMalloc(&b, nb));
+  CK(cudaMalloc(&a, na * es));
+  CK(cudaMalloc(&b, nb * es));
   CK(cudaMalloc(&d, nd * 2));
   CK(cudaMalloc(&dref, nd * 2));
-  CK(cudaMalloc(&sa, (size_t)m * kb * 4));
-  CK(cudaMalloc(&sat, (size_t)m * kb * 4));
-  CK(cudaMalloc(&sb, (size_t)(n / 128) * kb * 4));
   CK(cudaMalloc(&err, 2 * sizeof(double)));
-  fill_fp8<<<1024, 256>>>(a, na, 7);
-  fill_fp8<<<1024, 256>>>(b, nb, 77);
-  fill_scale<<<256, 256>>>(sa, (size_t)m * kb, 5);
-  fill_scale<<<256, 256>>>(sb, (size_t)(n / 128) * kb, 55);
-  transpose_scale<<<256, 256>>>(sa, sat, m, (int)kb);
-  CK(cudaMemset(d, 0xFF, nd * 2));
+  if (fp8) {
+    CK(cudaMalloc(&sa, (size_t)m * kb * 4));
+    CK(cudaMalloc(&sat, (size_t)m * kb * 4));
+    CK(cudaMalloc(&sb, (size_t)(n / 128) * kb * 4));
+    fill_fp8<<<1024, 256>>>((uint8_t *)a, na, seed);
+    fill_fp8<<<1024, 256>>>((uint8_t *)b, nb, seed + 1000);
+    fill_scale<<<256, 256>>>(sa, (size_t)m * kb, seed);
+    fill_scale<<<256, 256>>>(sb, (size_t)(n / 128) * kb, seed + 1000);
+    transpose_scale<<<256, 256>>>(sa, sat, m, (int)kb);
+  } else {
+    fill_bf16<<<1024, 256>>>((uint16_t *)a, na, seed);
+    fill_bf16<<<1024, 256>>>((uint16_t *)b, nb, seed + 1000);
+  }
+  CK(cudaMemset(d, 0xFF, nd * 2)); /* poison: bf16 NaN */
   lt_gemm g;
-  if (lt_setup(&g, m, n, k, 1, sat, sb)) return -1;
-  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, m, n, k, 1, a, b, d, sa, sb, NULL, NULL};
+  if (lt_setup(&g, m, n, k, fp8, sat, sb)) return -1;
+  ws_gemm_problem p = {fp8 ? WS_GEMM_FP8 : WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, sa, sb, NULL, NULL};
   WK(ws_gemm(&p, 0));
   if (lt_run(&g, a, b, dref)) return -1;
   CK(cudaMemset(err, 0, 2 * sizeof(double)));
@@ -187,13 +193,14 @@ static int run_fp8(int m, int n, int k, FILE *csv) {
   float t_ws, t_lt;
   if (time_it(0, &p, &g, &t_ws) || time_it(1, &p, &g, &t_lt)) return -1;
   const double flop = 2.0 * m * n * k;
-  printf("  fp8  %6d %6d %6d %10.3f %10.3f %10.1f %10.1f %7.3fx %9.2e%s\n", m, n, k, t_ws, t_lt, flop / t_ws / 1e9,
-         flop / t_lt / 1e9, t_lt / t_ws, rel, rel < 2e-2 ? "" : "  WRONG (one of the two)");
+  const char *type = fp8 ? "fp8" : "bf16";
+  printf("  %-4s %6d %6d %6d %10.3f %10.3f %10.1f %10.1f %7.3fx %9.2e%s\n", type, m, n, k, t_ws, t_lt, flop / t_ws / 1e9,
+         flop / t_lt / 1e9, t_lt / t_ws, rel, rel < (fp8 ? 2e-2 : 1e-2) ? "" : "  WRONG (one of the two)");
   if (csv)
-    fprintf(csv, "fp8,%d,%d,%d,%.4f,%.4f,%.1f,%.1f,%.4f,%.3e\n", m, n, k, t_ws, t_lt, flop / t_ws / 1e9, flop / t_lt / 1e9,
-            t_lt / t_ws, rel);
+    fprintf(csv, "%s,%d,%d,%d,%.4f,%.4f,%.1f,%.1f,%.4f,%.3e\n", type, m, n, k, t_ws, t_lt, flop / t_ws / 1e9,
+            flop / t_lt / 1e9, t_lt / t_ws, rel);
   lt_free(&g);
-  cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(dref); cudaFree(sa); cudaFree(sat); cudaFree(sb); cudaFree(err);
+  cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(dref); cudaFree(err); cudaFree(sa); cudaFree(sat); cudaFree(sb);
   return 0;
 }
 
@@ -203,49 +210,11 @@ extern "C" int bench_gemm(const char *csv_path) {
   FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
   if (csv) fprintf(csv, "type,m,n,k,ws_ms,cublaslt_ms,ws_tflops,cublaslt_tflops,ratio,rel_err\n");
   printf("bench gemm (dense, D = A x B^T, bf16 out), median of 20, TFLOPS = 2mnk/t; cuBLASLt in the same run\n");
-  printf("  %4s %6s %6s %6s %10s %10s %10s %10s %8s %9s\n", "type", "m", "n", "k", "ws ms", "lt ms", "ws TF", "lt TF", "ws/lt",
+  printf("  %-4s %6s %6s %6s %10s %10s %10s %10s %8s %9s\n", "type", "m", "n", "k", "ws ms", "lt ms", "ws TF", "lt TF", "ws/lt",
          "rel err");
-  for (unsigned s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-    const int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
-    const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n;
-    uint16_t *a, *b, *d, *dref;
-    double *err;
-    CK(cudaMalloc(&a, na * 2));
-    CK(cudaMalloc(&b, nb * 2));
-    CK(cudaMalloc(&d, nd * 2));
-    CK(cudaMalloc(&dref, nd * 2));
-    CK(cudaMalloc(&err, 2 * sizeof(double)));
-    fill_bf16<<<1024, 256>>>(a, na, 1 + s);
-    fill_bf16<<<1024, 256>>>(b, nb, 1000 + s);
-    CK(cudaMemset(d, 0xFF, nd * 2));
-    lt_gemm g;
-    if (lt_setup(&g, m, n, k, 0, NULL, NULL)) return -1;
-    ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL};
-    WK(ws_gemm(&p, 0));
-    if (lt_run(&g, a, b, dref)) return -1;
-    CK(cudaMemset(err, 0, 2 * sizeof(double)));
-    diff_bf16<<<1024, 256>>>(d, dref, nd, err);
-    double h_err[2];
-    WK(ws_sync(0));
-    CK(cudaMemcpy(h_err, err, sizeof h_err, cudaMemcpyDeviceToHost));
-    const double rel = sqrt(h_err[0] / (h_err[1] > 0 ? h_err[1] : 1));
-    float t_ws, t_lt;
-    if (time_it(0, &p, &g, &t_ws) || time_it(1, &p, &g, &t_lt)) return -1;
-    const double flop = 2.0 * m * n * k;
-    printf("  bf16 %6d %6d %6d %10.3f %10.3f %10.1f %10.1f %7.3fx %9.2e%s\n", m, n, k, t_ws, t_lt, flop / t_ws / 1e9,
-           flop / t_lt / 1e9, t_lt / t_ws, rel, rel < 1e-2 ? "" : "  WRONG");
-    if (csv)
-      fprintf(csv, "bf16,%d,%d,%d,%.4f,%.4f,%.1f,%.1f,%.4f,%.3e\n", m, n, k, t_ws, t_lt, flop / t_ws / 1e9, flop / t_lt / 1e9,
-              t_lt / t_ws, rel);
-    lt_free(&g);
-    cudaFree(a);
-    cudaFree(b);
-    cudaFree(d);
-    cudaFree(dref);
-    cudaFree(err);
-  }
-  for (unsigned s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-    if (run_fp8(shapes[s][0], shapes[s][1], shapes[s][2], csv)) return -1;
+  for (int fp8 = 0; fp8 < 2; fp8++)
+    for (unsigned s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+      if (run_case(fp8, shapes[s][0], shapes[s][1], shapes[s][2], 1 + 10 * s + fp8, csv)) return -1;
   if (csv) fclose(csv);
   return 0;
 }

@@ -12,10 +12,8 @@
  *                                  tensor cores' limited FP8 accumulation short.
  * STATUS: compiled and SASS-checked (QGMMA) only; not yet run on a GPU. */
 #include "../core/internal.h"
-#include "gemm_sched.cuh"
-#include "warpspec/device/warpspec.cuh"
+#include "gemm_loader.cuh"
 #include "warpspec/device/wgmma.cuh"
-#include "warpspec/gemm.h"
 
 #include <cuda_bf16.h>
 
@@ -34,21 +32,12 @@ WS_PIPE_STORAGE(fp8_pipe, fp8_stage, FP8_STAGES);
 #define FP8_ROLES(ROLE) ROLE(F_LOADER, 1, 40, 1) ROLE(F_MATH, 4, 232, 2)
 WS_DECLARE_ROLES(gemm_fp8, FP8_ROLES);
 
-typedef struct {
-  uint16_t *d;
-  const float *a_scale;
-  const float *b_scale;
-  int k;
-  long long rows; /* rows of A and D */
-  gemm_shape shape;
-} fp8_args;
-
 static __device__ __forceinline__ float ld_scale(const float *p) { return __ldg(p); }
 
 WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const __grid_constant__ ws_tmap map_b,
-                                    const __grid_constant__ fp8_args args, ws_diag diag) {
+                                    const __grid_constant__ gemm_args args, ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  fp8_pipe *st = (fp8_pipe *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+  fp8_pipe *st = (fp8_pipe *)gemm_smem_base(smem_raw);
   ws_ctx ctx = WS_SELF(gemm_fp8, diag);
   ws_pipe pipe = WS_PIPE_VIEW(st, "gemm_fp8", WS_ROLE_THREADS(gemm_fp8, F_LOADER), 2 * WS_ROLE_THREADS(gemm_fp8, F_MATH));
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
@@ -62,17 +51,8 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
   if (ctx.role == F_LOADER) {
     WS_ENTER_ROLE(gemm_fp8, F_LOADER);
     if (ctx.spare) return;
-    if (ws_role_leader(&ctx)) {
-      ws_prefetch_tensormap(&map_a.map);
-      ws_prefetch_tensormap(&map_b.map);
-    }
-    for (long long t = blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += gridDim.x)
-      for (int kb = 0; kb < kblocks; kb++, c = ws_cursor_next(c, pipe.stages)) {
-        const uint32_t s = ws_pipe_acquire_at(&pipe, &ctx, c);
-        ws_pipe_load_tile_2d_at(&pipe, &ctx, c, st->slot[s].a, &map_a, kb * FP8_BK, tile.row0 + tile.tm * FP8_BM);
-        ws_pipe_load_tile_2d_at(&pipe, &ctx, c, st->slot[s].b, &map_b, kb * FP8_BK, tile.g * n + tile.tn * FP8_BN);
-        ws_pipe_commit_at(&pipe, &ctx, c);
-      }
+    gemm_load_tiles(&pipe, &ctx, &args, FP8_BK, (uint8_t *)st->slot, sizeof(fp8_stage), offsetof(fp8_stage, b), &map_a,
+                    &map_b);
     return;
   }
 
@@ -122,52 +102,8 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
   }
 }
 
-extern "C" ws_status ws_gemm_fp8(const ws_gemm_problem *p, cudaStream_t stream) {
-  static thread_local ws_plan plans[16];
-  static thread_local int planned[16];
-  int dev = 0, sms = 0;
-  WS_CUDA_TRY(cudaGetDevice(&dev));
-  WS_REQUIRE(dev < 16, "ws_gemm: device %d beyond 16", dev);
-  WS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  ws_status s;
-  if (!planned[dev]) {
-    if ((s = ws_plan_init(&plans[dev], "gemm_fp8", gemm_fp8_roles, gemm_fp8_NROLES, 0)) != WS_OK) return s;
-    if ((s = ws_plan_set_smem(&plans[dev], sizeof(fp8_pipe) + 1024)) != WS_OK) return s;
-    planned[dev] = 1;
-  }
-  const size_t rows = ws_gemm_rows(p);
-  if (rows == 0) return WS_OK;
-  ws_tmap ma, mb;
-  if ((s = ws_tmap_2d_swizzled(&ma, p->a, WS_DTYPE_U8, rows, (uint64_t)p->k, (uint64_t)p->k, FP8_BM, FP8_BK,
-                               WS_SWIZZLE_128B)) != WS_OK)
-    return s;
-  if ((s = ws_tmap_2d_swizzled(&mb, p->b, WS_DTYPE_U8, (uint64_t)p->n * p->groups, (uint64_t)p->k, (uint64_t)p->k, FP8_BN,
-                               FP8_BK, WS_SWIZZLE_128B)) != WS_OK)
-    return s;
-  fp8_args a;
-  a.d = (uint16_t *)p->d;
-  a.a_scale = p->a_scale;
-  a.b_scale = p->b_scale;
-  a.k = p->k;
-  a.rows = (long long)rows;
-  a.shape.layout = p->layout;
-  a.shape.groups = p->groups;
-  a.shape.m = p->m;
-  a.shape.n = p->n;
-  a.shape.bm = FP8_BM;
-  a.shape.bn = FP8_BN;
-  a.shape.offsets = p->group_offsets;
-  a.shape.rows = p->group_rows;
-  const long long dense_tiles = (long long)((p->m + FP8_BM - 1) / FP8_BM) * ((p->n + FP8_BN - 1) / FP8_BN);
-  const unsigned grid = (unsigned)(p->layout == WS_GEMM_DENSE && dense_tiles < sms ? dense_tiles : sms);
-  ws_diag diag;
-  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
-  void *args[] = {&ma, &mb, &a, &diag};
-  return ws_plan_launch(&plans[dev], (const void *)gemm_fp8_kernel, dim3{grid, 1, 1}, stream, args);
-}
-
-extern "C" ws_status ws_gemm_fp8_plan(ws_plan *plan) {
-  WS_REQUIRE(plan != NULL, "ws_gemm_plan: plan is NULL");
-  ws_status s = ws_plan_init(plan, "gemm_fp8", gemm_fp8_roles, gemm_fp8_NROLES, 0);
-  return s != WS_OK ? s : ws_plan_set_smem(plan, sizeof(fp8_pipe) + 1024);
+extern "C" const gemm_kernel *gemm_fp8_kernel_desc(void) {
+  static const gemm_kernel k = {1, "gemm_fp8", gemm_fp8_roles, gemm_fp8_NROLES, sizeof(fp8_pipe) + 1024,
+                                (const void *)gemm_fp8_kernel, FP8_BM, FP8_BN, FP8_BK, WS_DTYPE_U8, 1};
+  return &k;
 }

@@ -2,6 +2,7 @@
 #include "../core/internal.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
+#include "gemm_args.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -95,19 +96,13 @@ ws_status ws_gemm_reference(const ws_gemm_problem *p, double *d) {
   return WS_OK;
 }
 
-ws_status ws_gemm_bf16(const ws_gemm_problem *p, cudaStream_t stream); /* gemm_bf16.cu */
-ws_status ws_gemm_fp8(const ws_gemm_problem *p, cudaStream_t stream);  /* gemm_fp8.cu  */
-
 ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream) {
   ws_status s = ws_gemm_check(p);
   if (s != WS_OK) return s;
-  return p->type == WS_GEMM_FP8 ? ws_gemm_fp8(p, stream) : ws_gemm_bf16(p, stream);
+  return gemm_launch(p->type == WS_GEMM_FP8 ? gemm_fp8_kernel_desc() : gemm_bf16_kernel_desc(), p, stream);
 }
-
-ws_status ws_gemm_bf16_plan(ws_plan *plan); /* gemm_bf16.cu */
-ws_status ws_gemm_fp8_plan(ws_plan *plan);  /* gemm_fp8.cu  */
 
 ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan) {
   WS_REQUIRE(type == WS_GEMM_BF16 || type == WS_GEMM_FP8, "ws_gemm_plan: type %d unknown", (int)type);
-  return type == WS_GEMM_FP8 ? ws_gemm_fp8_plan(plan) : ws_gemm_bf16_plan(plan);
+  return gemm_plan_of(type == WS_GEMM_FP8 ? gemm_fp8_kernel_desc() : gemm_bf16_kernel_desc(), plan);
 }

@@ -10,6 +10,7 @@
 #ifndef WARPSPEC_GEMM_SCHED_CUH
 #define WARPSPEC_GEMM_SCHED_CUH
 
+#include "gemm_args.h"
 #include "warpspec/device/ptx.cuh"
 #include "warpspec/gemm.h"
 
@@ -17,14 +18,6 @@
 
 /* Host and device: the CPU tests walk the same schedule (tests/cpu/test_gemm_sched.cu). */
 #define GEMM_HD static __host__ __device__ __forceinline__
-
-typedef struct {
-  int layout;           /* ws_gemm_layout */
-  int groups, m, n;
-  int bm, bn;           /* tile shape */
-  const int *offsets;   /* contiguous */
-  const int *rows;      /* masked */
-} gemm_shape;
 
 typedef struct {
   int g;                /* current group */

@@ -1,0 +1,58 @@
+/* gemm_args.h - what the GEMM kernels receive and how the host launches them; shared by
+ * the C launcher and the CUDA kernels. */
+#ifndef WARPSPEC_GEMM_ARGS_H
+#define WARPSPEC_GEMM_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "warpspec/gemm.h"
+#include "warpspec/plan.h"
+#include "warpspec/tma.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The problem as the tile schedule sees it (gemm_sched.cuh). */
+typedef struct {
+  int layout;           /* ws_gemm_layout */
+  int groups, m, n;
+  int bm, bn;           /* tile shape */
+  const int *offsets;   /* contiguous */
+  const int *rows;      /* masked */
+} gemm_shape;
+
+typedef struct {
+  uint16_t *d;          /* bf16 output */
+  const float *a_scale; /* FP8 only */
+  const float *b_scale;
+  int k;
+  long long rows;       /* rows of A and D */
+  gemm_shape shape;
+} gemm_args;
+
+/* One GEMM kernel, as its .cu file describes it to the launcher. */
+typedef struct {
+  int id;               /* slot in the launcher's plan cache */
+  const char *name;
+  const ws_role *roles;
+  int nroles;
+  size_t smem;          /* dynamic shared memory */
+  const void *kernel;   /* (ws_tmap a, ws_tmap b, gemm_args, ws_diag) */
+  int bm, bn, bk;
+  ws_dtype dtype;
+  size_t elem;          /* bytes per element of A and B */
+} gemm_kernel;
+
+const gemm_kernel *gemm_bf16_kernel_desc(void);
+const gemm_kernel *gemm_fp8_kernel_desc(void);
+
+/* Tensor maps, arguments, plan check (once per thread, device and kernel), launch. */
+ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream_t stream);
+ws_status gemm_plan_of(const gemm_kernel *k, ws_plan *plan);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

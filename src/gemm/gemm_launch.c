@@ -1,0 +1,60 @@
+/* gemm_launch.c - the host half of every GEMM kernel: tensor maps with the 128-byte
+ * swizzle, the schedule's shape, the grid, the plan check and the launch. */
+#include "gemm_args.h"
+
+#include "../core/internal.h"
+
+#define GEMM_KERNELS 2
+#define GEMM_DEVICES 16
+
+ws_status gemm_plan_of(const gemm_kernel *k, ws_plan *plan) {
+  WS_REQUIRE(k != NULL && plan != NULL, "ws_gemm_plan: plan is NULL");
+  ws_status s = ws_plan_init(plan, k->name, k->roles, k->nroles, 0);
+  return s != WS_OK ? s : ws_plan_set_smem(plan, k->smem);
+}
+
+ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream_t stream) {
+  static _Thread_local ws_plan plans[GEMM_DEVICES][GEMM_KERNELS];
+  static _Thread_local int planned[GEMM_DEVICES][GEMM_KERNELS];
+  int dev = 0, sms = 0;
+  WS_CUDA_TRY(cudaGetDevice(&dev));
+  WS_REQUIRE(dev < GEMM_DEVICES, "ws_gemm: device %d beyond %d", dev, GEMM_DEVICES);
+  WS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  ws_status s;
+  if (!planned[dev][k->id]) {
+    if ((s = gemm_plan_of(k, &plans[dev][k->id])) != WS_OK) return s;
+    planned[dev][k->id] = 1;
+  }
+  const size_t rows = ws_gemm_rows(p);
+  if (rows == 0) return WS_OK;
+  ws_tmap ma, mb;
+  const uint64_t stride = (uint64_t)p->k * k->elem;
+  if ((s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, rows, (uint64_t)p->k, stride, (uint32_t)k->bm, (uint32_t)k->bk,
+                               WS_SWIZZLE_128B)) != WS_OK)
+    return s;
+  if ((s = ws_tmap_2d_swizzled(&mb, p->b, k->dtype, (uint64_t)p->n * (uint64_t)p->groups, (uint64_t)p->k, stride,
+                               (uint32_t)k->bn, (uint32_t)k->bk, WS_SWIZZLE_128B)) != WS_OK)
+    return s;
+  gemm_args a;
+  a.d = (uint16_t *)p->d;
+  a.a_scale = p->a_scale;
+  a.b_scale = p->b_scale;
+  a.k = p->k;
+  a.rows = (long long)rows;
+  a.shape.layout = p->layout;
+  a.shape.groups = p->groups;
+  a.shape.m = p->m;
+  a.shape.n = p->n;
+  a.shape.bm = k->bm;
+  a.shape.bn = k->bn;
+  a.shape.offsets = p->group_offsets;
+  a.shape.rows = p->group_rows;
+  /* dense: exactly the tiles; grouped: the counts live on the device, so one CTA per SM */
+  const long long dense_tiles = (long long)((p->m + k->bm - 1) / k->bm) * ((p->n + k->bn - 1) / k->bn);
+  const unsigned grid = (unsigned)(p->layout == WS_GEMM_DENSE && dense_tiles < sms ? dense_tiles : sms);
+  ws_diag diag;
+  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  void *args[] = {&ma, &mb, &a, &diag};
+  dim3 g = {grid, 1, 1};
+  return ws_plan_launch(&plans[dev][k->id], k->kernel, g, stream, args);
+}

@@ -1,0 +1,34 @@
+/* gemm_loader.cuh - the LOADER role every GEMM kernel shares: walk the CTA's tiles
+ * (gemm_sched.cuh) and, per K step, acquire a stage, TMA-load the A tile (rows of the
+ * tile's group) and the group's B tile into it, and commit. The transaction bytes come
+ * from the two tensor maps. Stage s holds A at slots + s * slot_bytes and B b_offset
+ * bytes further. */
+#ifndef WARPSPEC_GEMM_LOADER_CUH
+#define WARPSPEC_GEMM_LOADER_CUH
+
+#include "gemm_sched.cuh"
+#include "warpspec/device/warpspec.cuh"
+
+/* The 1024-byte aligned start of the dynamic shared memory (128B-swizzled tiles). */
+WS_DEV uint8_t *gemm_smem_base(uint8_t *raw) { return (uint8_t *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023); }
+
+WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_args *args, int bk, uint8_t *slots,
+                            size_t slot_bytes, size_t b_offset, const ws_tmap *map_a, const ws_tmap *map_b) {
+  if (ws_role_leader(c)) {
+    ws_prefetch_tensormap(&map_a->map);
+    ws_prefetch_tensormap(&map_b->map);
+  }
+  const int ksteps = args->k / bk, n = args->shape.n;
+  gemm_cursor cur = gemm_cursor_start(&args->shape);
+  gemm_tile tile;
+  ws_cursor k = {0, 0};
+  for (long long t = blockIdx.x; gemm_tile_at(&args->shape, &cur, t, &tile); t += gridDim.x)
+    for (int ks = 0; ks < ksteps; ks++, k = ws_cursor_next(k, pipe->stages)) {
+      uint8_t *stage = slots + ws_pipe_acquire_at(pipe, c, k) * slot_bytes;
+      ws_pipe_load_tile_2d_at(pipe, c, k, stage, map_a, ks * bk, tile.row0 + tile.tm * args->shape.bm);
+      ws_pipe_load_tile_2d_at(pipe, c, k, stage + b_offset, map_b, ks * bk, tile.g * n + tile.tn * args->shape.bn);
+      ws_pipe_commit_at(pipe, c, k);
+    }
+}
+
+#endif
