@@ -113,15 +113,41 @@ static int cmp_float(const void *x, const void *y) {
 }
 
 /* median ms of 20 runs of variant v (0 ours, 1 cuBLASLt) */
-static int time_it(int v, ws_gemm_problem *p, lt_gemm *g, float *ms) {
+/* What one timed run does: ours (ws_gemm) or the baseline (cuBLASLt, once per group). */
+typedef struct {
+  ws_gemm_problem *p;
+  lt_gemm *g;
+  int groups, rows_per_group; /* grouped baseline: a loop of cuBLASLt calls */
+  size_t elem;
+  const float *a_scale_t;     /* FP8 grouped: per-group scale pointers are set per call */
+  const float *b_scale;
+} run_ctx;
+
+static int run_baseline(const run_ctx *r) {
+  if (r->groups <= 1) return lt_run(r->g, r->p->a, r->p->b, r->p->d);
+  const size_t m = (size_t)r->rows_per_group, n = (size_t)r->p->n, k = (size_t)r->p->k;
+  for (int e = 0; e < r->groups; e++) {
+    if (r->a_scale_t) {
+      const float *sat = r->a_scale_t + (size_t)e * m * (k / 128), *sb = r->b_scale + (size_t)e * (n / 128) * (k / 128);
+      LK(cublasLtMatmulDescSetAttribute(r->g->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sb, sizeof sb));
+      LK(cublasLtMatmulDescSetAttribute(r->g->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sat, sizeof sat));
+    }
+    if (lt_run(r->g, (const uint8_t *)r->p->a + e * m * k * r->elem, (const uint8_t *)r->p->b + e * n * k * r->elem,
+               (uint16_t *)r->p->d + e * m * n))
+      return -1;
+  }
+  return 0;
+}
+
+static int time_it(int v, const run_ctx *r, float *ms) {
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   float t[20];
   for (int i = -3; i < 20; i++) {
     CK(cudaEventRecord(e0, 0));
-    if (v == 0) WK(ws_gemm(p, 0));
-    else if (lt_run(g, p->a, p->b, p->d)) return -1;
+    if (v == 0) WK(ws_gemm(r->p, 0));
+    else if (run_baseline(r)) return -1;
     CK(cudaEventRecord(e1, 0));
     WK(ws_sync(0));
     if (i >= 0) CK(cudaEventElapsedTime(&t[i], e0, e1));
@@ -153,9 +179,11 @@ __global__ void transpose_scale(const float *in, float *out, int m, int kb) {
     out[(size_t)(i % kb) * m + i / kb] = in[i];
 }
 
-/* One shape and type: fresh data, both GEMMs, their agreement, then the timings. */
-static int run_case(int fp8, int m, int n, int k, uint64_t seed, FILE *csv) {
-  const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n, kb = k / 128, es = fp8 ? 1 : 2;
+/* One shape and type: fresh data, both GEMMs, their agreement, then the timings.
+ * groups > 1: grouped-contiguous with m rows per group against a loop of cuBLASLt calls. */
+static int run_case(int fp8, int groups, int m_per, int n, int k, uint64_t seed, FILE *csv) {
+  const int m = m_per * groups;
+  const size_t na = (size_t)m * k, nb = (size_t)groups * n * k, nd = (size_t)m * n, kb = k / 128, es = fp8 ? 1 : 2;
   void *a, *b;
   uint16_t *d, *dref;
   float *sa = NULL, *sat = NULL, *sb = NULL;
@@ -168,22 +196,36 @@ static int run_case(int fp8, int m, int n, int k, uint64_t seed, FILE *csv) {
   if (fp8) {
     CK(cudaMalloc(&sa, (size_t)m * kb * 4));
     CK(cudaMalloc(&sat, (size_t)m * kb * 4));
-    CK(cudaMalloc(&sb, (size_t)(n / 128) * kb * 4));
+    CK(cudaMalloc(&sb, (size_t)groups * (n / 128) * kb * 4));
     fill_fp8<<<1024, 256>>>((uint8_t *)a, na, seed);
     fill_fp8<<<1024, 256>>>((uint8_t *)b, nb, seed + 1000);
     fill_scale<<<256, 256>>>(sa, (size_t)m * kb, seed);
-    fill_scale<<<256, 256>>>(sb, (size_t)(n / 128) * kb, seed + 1000);
-    transpose_scale<<<256, 256>>>(sa, sat, m, (int)kb);
+    fill_scale<<<256, 256>>>(sb, (size_t)groups * (n / 128) * kb, seed + 1000);
+    for (int e = 0; e < groups; e++) /* per group: [kb][m_per] */
+      transpose_scale<<<256, 256>>>(sa + (size_t)e * m_per * kb, sat + (size_t)e * m_per * kb, m_per, (int)kb);
   } else {
     fill_bf16<<<1024, 256>>>((uint16_t *)a, na, seed);
     fill_bf16<<<1024, 256>>>((uint16_t *)b, nb, seed + 1000);
   }
   CK(cudaMemset(d, 0xFF, nd * 2)); /* poison: bf16 NaN */
+  int *offsets = NULL;
+  if (groups > 1) {
+    int h_off[257];
+    for (int e = 0; e <= groups; e++) h_off[e] = e * m_per;
+    CK(cudaMalloc(&offsets, (size_t)(groups + 1) * sizeof(int)));
+    CK(cudaMemcpy(offsets, h_off, (size_t)(groups + 1) * sizeof(int), cudaMemcpyHostToDevice));
+  }
   lt_gemm g;
-  if (lt_setup(&g, m, n, k, fp8, sat, sb)) return -1;
-  ws_gemm_problem p = {fp8 ? WS_GEMM_FP8 : WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, sa, sb, NULL, NULL};
+  if (lt_setup(&g, groups > 1 ? m_per : m, n, k, fp8, sat, sb)) return -1;
+  ws_gemm_problem p = {fp8 ? WS_GEMM_FP8 : WS_GEMM_BF16, groups > 1 ? WS_GEMM_GROUPED_CONTIGUOUS : WS_GEMM_DENSE,
+                       m, n, k, groups, a, b, d, sa, sb, offsets, NULL};
+  run_ctx r = {&p, &g, groups, m_per, es, groups > 1 && fp8 ? sat : NULL, sb};
   WK(ws_gemm(&p, 0));
-  if (lt_run(&g, a, b, dref)) return -1;
+  ws_gemm_problem pref = p;
+  pref.d = dref;
+  run_ctx rref = r;
+  rref.p = &pref;
+  if (run_baseline(&rref)) return -1;
   CK(cudaMemset(err, 0, 2 * sizeof(double)));
   diff_bf16<<<1024, 256>>>(d, dref, nd, err);
   double h_err[2];
@@ -191,16 +233,17 @@ static int run_case(int fp8, int m, int n, int k, uint64_t seed, FILE *csv) {
   CK(cudaMemcpy(h_err, err, sizeof h_err, cudaMemcpyDeviceToHost));
   const double rel = sqrt(h_err[0] / (h_err[1] > 0 ? h_err[1] : 1));
   float t_ws, t_lt;
-  if (time_it(0, &p, &g, &t_ws) || time_it(1, &p, &g, &t_lt)) return -1;
+  if (time_it(0, &r, &t_ws) || time_it(1, &r, &t_lt)) return -1;
   const double flop = 2.0 * m * n * k;
   const char *type = fp8 ? "fp8" : "bf16";
-  printf("  %-4s %6d %6d %6d %10.3f %10.3f %10.1f %10.1f %7.3fx %9.2e%s\n", type, m, n, k, t_ws, t_lt, flop / t_ws / 1e9,
-         flop / t_lt / 1e9, t_lt / t_ws, rel, rel < (fp8 ? 2e-2 : 1e-2) ? "" : "  WRONG (one of the two)");
+  printf("  %-4s %3d x %5d %6d %6d %10.3f %10.3f %10.1f %10.1f %7.3fx %9.2e%s\n", type, groups, m_per, n, k, t_ws, t_lt,
+         flop / t_ws / 1e9, flop / t_lt / 1e9, t_lt / t_ws, rel, rel < (fp8 ? 2e-2 : 1e-2) ? "" : "  WRONG (one of the two)");
   if (csv)
-    fprintf(csv, "%s,%d,%d,%d,%.4f,%.4f,%.1f,%.1f,%.4f,%.3e\n", type, m, n, k, t_ws, t_lt, flop / t_ws / 1e9,
+    fprintf(csv, "%s,%d,%d,%d,%d,%.4f,%.4f,%.1f,%.1f,%.4f,%.3e\n", type, groups, m_per, n, k, t_ws, t_lt, flop / t_ws / 1e9,
             flop / t_lt / 1e9, t_lt / t_ws, rel);
   lt_free(&g);
   cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(dref); cudaFree(err); cudaFree(sa); cudaFree(sat); cudaFree(sb);
+  cudaFree(offsets);
   return 0;
 }
 
@@ -208,13 +251,19 @@ extern "C" int bench_gemm(const char *csv_path) {
   const int shapes[][3] = {{8192, 8192, 8192}, {64, 4096, 7168}, {512, 4096, 7168}, {2048, 4096, 7168}, {8192, 4096, 7168},
                            {64, 7168, 2048},   {512, 7168, 2048}, {2048, 7168, 2048}, {8192, 7168, 2048}};
   FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
-  if (csv) fprintf(csv, "type,m,n,k,ws_ms,cublaslt_ms,ws_tflops,cublaslt_tflops,ratio,rel_err\n");
-  printf("bench gemm (dense, D = A x B^T, bf16 out), median of 20, TFLOPS = 2mnk/t; cuBLASLt in the same run\n");
-  printf("  %-4s %6s %6s %6s %10s %10s %10s %10s %8s %9s\n", "type", "m", "n", "k", "ws ms", "lt ms", "ws TF", "lt TF", "ws/lt",
-         "rel err");
-  for (int fp8 = 0; fp8 < 2; fp8++)
+  if (csv) fprintf(csv, "type,groups,m_per_group,n,k,ws_ms,cublaslt_ms,ws_tflops,cublaslt_tflops,ratio,rel_err\n");
+  printf("bench gemm (D = A x B^T, bf16 out), median of 20, TFLOPS = 2mnk/t; cuBLASLt in the same run\n"
+         "(grouped: G experts x M rows each, ours in one call, cuBLASLt as a loop over experts)\n");
+  printf("  %-4s %11s %6s %6s %10s %10s %10s %10s %8s %9s\n", "type", "G x M", "n", "k", "ws ms", "lt ms", "ws TF", "lt TF",
+         "ws/lt", "rel err");
+  for (int fp8 = 0; fp8 < 2; fp8++) {
     for (unsigned s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-      if (run_case(fp8, shapes[s][0], shapes[s][1], shapes[s][2], 1 + 10 * s + fp8, csv)) return -1;
+      if (run_case(fp8, 1, shapes[s][0], shapes[s][1], shapes[s][2], 1 + 10 * s + fp8, csv)) return -1;
+    const int experts = 8, per[] = {64, 512, 2048, 8192}, nk[][2] = {{4096, 7168}, {7168, 2048}};
+    for (int i = 0; i < 2; i++)
+      for (int j = 0; j < 4; j++)
+        if (run_case(fp8, experts, per[j], nk[i][0], nk[i][1], 100 + 10 * j + i + fp8, csv)) return -1;
+  }
   if (csv) fclose(csv);
   return 0;
 }
