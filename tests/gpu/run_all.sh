@@ -33,3 +33,4 @@ grep -E "ERROR SUMMARY|Error|RACECHECK SUMMARY" "$out/sanitizer.log" | head -10
 "$build/warpspec" bench pipe --sweep --csv "$out/bench_pipe.csv" 2>&1 | tee "$out/bench_pipe.txt"
 python3 bench/plot_pipe.py "$out/bench_pipe.csv" "$out/bench_pipe.png" || echo "plot failed (matplotlib?)"
 "$build/warpspec" bench gemm --csv "$out/bench_gemm.csv" 2>&1 | tee "$out/bench_gemm.txt"
+PYTHONUNBUFFERED=1 timeout 300 python3 bench/torch_grouped_mm.py "$out/bench_gemm_torch.csv" 2>&1 | tee -a "$out/bench_gemm.txt"
