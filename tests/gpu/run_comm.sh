@@ -6,10 +6,10 @@ build=${1:-build}
 out=${OUT:-results}
 mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
-{ date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm --format=csv; nvidia-smi topo -m; } >"$out/comm_machine.txt" 2>&1
+{ date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm --format=csv; nvidia-smi topo -m; } >"$out/comm_tests.log" 2>&1
 cmake -S . -B "$build" >"$out/comm_build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >>"$out/comm_build.log" 2>&1 \
   || { tail -30 "$out/comm_build.log"; exit 1; }
-{ WS_DEBUG_NVML=1 "$build/warpspec" info; (cd "$build" && ctest --output-on-failure -R "sendrecv|gpu_"); } >"$out/comm_tests.log" 2>&1
+{ WS_DEBUG_NVML=1 "$build/warpspec" info; (cd "$build" && ctest --output-on-failure -R "sendrecv|gpu_"); } >>"$out/comm_tests.log" 2>&1
 echo "tests rc=$?"; grep -E "tests passed|Failed|Skipped|Passed" "$out/comm_tests.log" | head -30
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for tool in memcheck racecheck synccheck; do
@@ -28,6 +28,6 @@ ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 timeout 200 "$ncu" --target-processes all --replay-mode application --kernel-name regex:ncclDevKernel \
   --metrics launch__grid_size,launch__block_size --csv \
   "$build/warpspec" run -n 2 -- "$build/warpspec" bench sendrecv --nccl-probe --max-bytes 1073741824 \
-  >"$out/nccl_grid.csv" 2>"$out/nccl_grid.err"; echo "ncu rc=$?"
+  >"$out/nccl_grid.csv" 2>&1; echo "ncu rc=$?"
 "$build/warpspec" bench sendrecv --csv "$out/bench_sendrecv.csv" 2>&1 | tee "$out/bench_sendrecv.txt"
 python3 bench/plot_sendrecv.py "$out/bench_sendrecv.csv" "$out/bench_sendrecv.png" || echo "plot failed"

@@ -11,8 +11,8 @@ mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 n=$(nvidia-smi -L 2>/dev/null | wc -l)
 [ "$n" -ge 2 ] || { echo "needs 2+ GPUs, found $n"; exit 77; }
-{ date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm --format=csv; nvidia-smi topo -m; } >"$out/scale_machine.txt" 2>&1
-cmake -S . -B "$build" >"$out/scale_build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >>"$out/scale_build.log" 2>&1 \
+{ date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm --format=csv; nvidia-smi topo -m; } >"$out/scale_build.log" 2>&1
+cmake -S . -B "$build" >>"$out/scale_build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >>"$out/scale_build.log" 2>&1 \
   || { tail -30 "$out/scale_build.log"; exit 1; }
 echo "== $n ranks"
 timeout 900 "$build/warpspec" run -n "$n" --timeout 880 -- "$build/tests/gpu/test_sendrecv" all >"$out/scale_tests_$n.log" 2>&1
