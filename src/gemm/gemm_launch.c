@@ -16,6 +16,8 @@ ws_status gemm_plan_of(const gemm_kernel *k, ws_plan *plan) {
 ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream_t stream) {
   static _Thread_local ws_plan plans[GEMM_DEVICES][GEMM_KERNELS];
   static _Thread_local int planned[GEMM_DEVICES][GEMM_KERNELS];
+  const size_t rows = ws_gemm_rows(p);
+  if (rows == 0) return WS_OK; /* nothing to compute: no GPU call at all */
   int dev = 0, sms = 0;
   WS_CUDA_TRY(cudaGetDevice(&dev));
   WS_REQUIRE(dev < GEMM_DEVICES, "ws_gemm: device %d beyond %d", dev, GEMM_DEVICES);
@@ -25,8 +27,6 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream
     if ((s = gemm_plan_of(k, &plans[dev][k->id])) != WS_OK) return s;
     planned[dev][k->id] = 1;
   }
-  const size_t rows = ws_gemm_rows(p);
-  if (rows == 0) return WS_OK;
   ws_tmap ma, mb;
   const uint64_t stride = (uint64_t)p->k * k->elem;
   if ((s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, rows, (uint64_t)p->k, stride, (uint32_t)k->bm, (uint32_t)k->bk,

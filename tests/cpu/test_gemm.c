@@ -191,7 +191,29 @@ static void checks(void) {
   CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
 }
 
+static void gpu_entry_points(void) {
+  /* argument checks of the GPU functions happen before the GPU is touched */
+  uint8_t *q = (uint8_t *)(uintptr_t)0x2000;
+  float *sc = (float *)(uintptr_t)0x3000;
+  CHECK_STATUS(ws_fp8_quantize_1x128(NULL, 1, 128, 128, q, sc, 0), WS_ERR_INVALID);
+  CHECK_STATUS(ws_fp8_quantize_1x128((void *)(uintptr_t)0x1000, 1, 100, 100, q, sc, 0), WS_ERR_INVALID);
+  CHECK_MSG("multiple of 128");
+  CHECK_STATUS(ws_fp8_quantize_128x128((void *)(uintptr_t)0x1000, 4, 128, 127, q, sc, 0), WS_ERR_INVALID);
+  CHECK_MSG("ld 127");
+  CHECK_STATUS(ws_fp8_quantize_128x128((void *)(uintptr_t)0x1000, 0, 128, 128, q, sc, 0), WS_OK); /* nothing to do */
+  ws_plan plan;
+  CHECK_STATUS(ws_gemm_plan(WS_GEMM_FP8, &plan), WS_OK);
+  CHECK(plan.layout.threads == 384 && plan.layout.role_regs[1] == 232 && plan.layout.pool_used == plan.layout.pool_regs);
+  CHECK_STATUS(ws_gemm_plan(WS_GEMM_BF16, &plan), WS_OK);
+  CHECK(plan.smem_bytes > 4 * 48 * 1024 && plan.smem_bytes <= 232448);
+  CHECK_STATUS(ws_gemm_plan((ws_gemm_type)9, &plan), WS_ERR_INVALID);
+  CHECK_STATUS(ws_gemm_plan(WS_GEMM_FP8, NULL), WS_ERR_INVALID);
+  ws_gemm_problem none = {WS_GEMM_BF16, WS_GEMM_DENSE, 0, 8, 64, 1, NULL, (void *)(uintptr_t)0x1000, NULL, NULL, NULL, NULL, NULL};
+  CHECK_STATUS(ws_gemm(&none, 0), WS_OK); /* m = 0: nothing to do, no GPU needed */
+}
+
 int main(void) {
+  gpu_entry_points();
   e4m3();
   quantize();
   reference();

@@ -90,6 +90,11 @@ static void tensor_maps(void) {
   CHECK_STATUS(ws_tmap_2d(&t, ok, WS_DTYPE_U32, 4, 4, 16, 1, 3), WS_ERR_INVALID);
   CHECK_MSG("3 x 4 bytes");
   CHECK(ws_dtype_bytes(WS_DTYPE_BF16) == 2 && ws_dtype_bytes((ws_dtype)0) == 0);
+  /* the 128-byte swizzle needs 128-byte box rows */
+  CHECK_STATUS(ws_tmap_2d_swizzled(&t, ok, WS_DTYPE_BF16, 256, 128, 256, 64, 32, WS_SWIZZLE_128B), WS_ERR_INVALID);
+  CHECK_MSG("128-byte box rows");
+  CHECK_STATUS(ws_tmap_2d_swizzled(&t, ok, WS_DTYPE_BF16, 256, 128, 256, 64, 64, (ws_swizzle)7), WS_ERR_INVALID);
+  CHECK_MSG("swizzle 7");
 }
 
 static void stream_copy(void) {
