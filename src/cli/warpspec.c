@@ -21,8 +21,8 @@ static int usage(void) {
           "  bench nvlink                      NVLink ceilings: copy engine, SM and TMA copies\n"
           "  bench gemm [--csv FILE]           ws_gemm (BF16) against cuBLASLt\n"
           "  run -n N [--timeout S] -- PROG ... start N ranks of PROG, one per GPU (no MPI needed)\n"
-          "  demo                              the main job: benchmarks on the GPUs present, or the\n"
-          "                                    planner on the library's kernels without a GPU\n"
+          "  demo [--planner]                  the main job: benchmarks on the GPUs present, or the\n"
+          "                                    planner on the library's kernels (without a GPU, or asked)\n"
           "  version\n");
   return 2;
 }
@@ -154,8 +154,8 @@ static int cmd_bench(int argc, char **argv) {
   return bench_pipe(&o) == 0 ? 0 : 1;
 }
 
-static int cmd_demo(void) {
-  const int n = gpu_count();
+static int cmd_demo(int planner_only) {
+  const int n = planner_only ? 0 : gpu_count();
   if (n > 0) {
     /* The suite on the GPUs present: the pipe and the GEMM on one GPU, the
      * communication benchmarks when there are two or more. */
@@ -170,8 +170,10 @@ static int cmd_demo(void) {
     }
     return rc ? 1 : 0;
   }
-  printf("No GPU on this machine: the benchmarks need an sm_90 GPU (H100/H200).\n"
-         "Here is the budget planner on the library's kernels and on the seed pair instead.\n\n");
+  if (planner_only) printf("The budget planner on the library's kernels and on the seed pair:\n\n");
+  else
+    printf("No GPU on this machine: the benchmarks need an sm_90 GPU (H100/H200).\n"
+           "Here is the budget planner on the library's kernels and on the seed pair instead.\n\n");
   const char *kernels[] = {"stream_tma", "stream_threads", "gemm_fp8", "seed", "seed_twin"};
   for (int i = 0; i < 5; i++) {
     char *args[] = {(char *)"--kernel", (char *)kernels[i]};
@@ -188,7 +190,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "info") == 0) return cmd_info();
   if (strcmp(cmd, "plan") == 0) return cmd_plan(argc - 2, argv + 2);
   if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
-  if (strcmp(cmd, "demo") == 0) return cmd_demo();
+  if (strcmp(cmd, "demo") == 0) return cmd_demo(argc > 2 && strcmp(argv[2], "--planner") == 0);
   if (strcmp(cmd, "run") == 0) return cli_run(argc - 2, argv + 2);
   if (strcmp(cmd, "version") == 0) { printf("%s\n", ws_version()); return 0; }
   return usage();
