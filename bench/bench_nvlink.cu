@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(32, 1) tma_copy(uint8_t *dst, const uint8_t *s
     const int s = (int)(k % TMA_STAGES);
     if (k >= TMA_STAGES) WS_CP_ASYNC_BULK_WAIT_GROUP_READ(TMA_STAGES - 1); /* slot s free again */
     uint8_t *slot = buf + (size_t)s * TMA_CHUNK;
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(ws_smem_addr(&bar[s])), "r"(TMA_CHUNK) : "memory");
+    ws_mbarrier_arrive_expect_tx(&bar[s], TMA_CHUNK);
     ws_cp_async_bulk_global_to_shared(slot, src + c * TMA_CHUNK, TMA_CHUNK, &bar[s]);
     while (!ws_mbarrier_try_wait_parity(&bar[s], (k / TMA_STAGES) & 1)) {
     }

@@ -64,21 +64,6 @@ typedef struct {
   uint64_t *zrecv_seq;      /* our zc_seq[1][recv_peer][.] */
 } sr_args;
 
-/* volatile: the slot changes under us between steps, so the compiler must neither merge
- * these loads nor move them above the wait and the role barrier that order them. */
-static __device__ __forceinline__ uint4 ld_cg_v4(const void *p) {
-  uint4 v;
-  asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p)
-               : "memory");
-  return v;
-}
-
-static __device__ __forceinline__ void fence_acq_rel_sys(void) { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
-
-static __device__ __forceinline__ void st_relaxed_sys_u64(uint64_t *p, uint64_t v) {
-  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
 /* The role's threads copy n bytes, WS_SR_VEC_PER_THREAD 16-byte vectors in flight per
  * thread. `fresh`: the source was just written by a peer, read it past L1. */
 static __device__ __forceinline__ void role_copy(uint8_t *dst, const uint8_t *src, uint64_t n, const ws_ctx *c, int fresh) {
@@ -91,7 +76,7 @@ static __device__ __forceinline__ void role_copy(uint8_t *dst, const uint8_t *sr
 #pragma unroll
     for (int u = 0; u < WS_SR_VEC_PER_THREAD; u++) {
       const uint64_t i = base + (uint64_t)u * nt + t;
-      if (i < nvec) v[u] = fresh ? ld_cg_v4(s + i) : ws_ld_global_nc_v4(s + i);
+      if (i < nvec) v[u] = fresh ? ws_ld_global_cg_v4(s + i) : ws_ld_global_nc_v4(s + i);
     }
 #pragma unroll
     for (int u = 0; u < WS_SR_VEC_PER_THREAD; u++) {
@@ -108,18 +93,6 @@ static __device__ __forceinline__ void role_copy(uint8_t *dst, const uint8_t *sr
  * Lines 0 and 1 carry the header {magic, blocks} {bytes lo, bytes hi}; the data starts at
  * line 2. A 16-byte store lands whole, so a line with both flags right is complete. */
 #define LL_HEADER_LINES 2
-
-static __device__ __forceinline__ void st_volatile_v4(void *p, uint4 v) {
-  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
-               : "memory");
-}
-
-static __device__ __forceinline__ uint4 ld_volatile_v4(const void *p) {
-  uint4 v;
-  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p)
-               : "memory");
-  return v;
-}
 
 /* 8 bytes of src at i (fewer at the end of n, zero-padded). */
 static __device__ __forceinline__ uint64_t ld_8(const uint8_t *src, uint64_t i, uint64_t n) {
@@ -139,13 +112,13 @@ static __device__ __forceinline__ ws_site sr_site(int edge, int peer, int rank, 
 /* Poll one line until both flags say `flag`, bounded. */
 static __device__ __forceinline__ uint4 ll_wait_line(const uint8_t *line, uint32_t flag, const ws_ctx *c,
                                                      const ws_site *site) {
-  uint4 v = ld_volatile_v4(line);
+  uint4 v = ws_ld_volatile_global_v4(line);
   if (v.y == flag && v.w == flag) return v;
   const uint64_t start = ws_globaltimer(), limit = ws_timeout_ns(c);
   for (;;) {
 #pragma unroll 1
     for (int k = 0; k < WS_WAIT_POLLS_PER_CLOCK; k++) {
-      v = ld_volatile_v4(line);
+      v = ws_ld_volatile_global_v4(line);
       if (v.y == flag && v.w == flag) return v;
     }
     const uint64_t waited = ws_globaltimer() - start;
@@ -179,7 +152,7 @@ static __device__ __forceinline__ void ll_sender(const sr_args *a, const ws_ctx 
       const uint64_t d = ld_8(a->src + begin, (j - LL_HEADER_LINES) * 8, n);
       v = make_uint4((uint32_t)d, flag, (uint32_t)(d >> 32), flag);
     }
-    st_volatile_v4(slot + 16 * j, v);
+    ws_st_volatile_global_v4(slot + 16 * j, v);
   }
   ws_role_sync(c); /* every thread has read send_step before it moves on */
   if (ws_role_leader(c)) a->send_step[b] = step + 1;
@@ -209,7 +182,7 @@ static __device__ __forceinline__ void ll_receiver(const sr_args *a, const ws_ct
   }
   ws_role_sync(c); /* every line read before the slot is handed back */
   if (ws_role_leader(c)) {
-    st_relaxed_sys_u64(&a->remote_head[b], step + 1);
+    ws_st_relaxed_sys_u64(&a->remote_head[b], step + 1);
     a->recv_step[b] = step + 1;
   }
 }
@@ -232,8 +205,8 @@ static __device__ __forceinline__ void sender(const sr_args *a, const ws_ctx *c,
     if (ws_role_leader(c)) header_write(slot, g->blocks, g->bytes, step, chunk);
     ws_role_sync(c);
     if (ws_role_leader(c)) {
-      fence_acq_rel_sys(); /* the role's stores (ordered by the sync) before the tail */
-      st_relaxed_sys_u64(&a->remote_tail[b], step + 1);
+      ws_fence_acq_rel_sys(); /* the role's stores (ordered by the sync) before the tail */
+      ws_st_relaxed_sys_u64(&a->remote_tail[b], step + 1);
     }
   }
   if (ws_role_leader(c)) a->send_step[b] = step0 + nsteps;
@@ -251,7 +224,7 @@ static __device__ __forceinline__ void receiver(const sr_args *a, const ws_ctx *
     if (ws_role_leader(c)) {
       ws_site site = sr_site(WS_EDGE_PEER_DATA, a->recv_peer, a->rank, b, step);
       ws_wait_flag_geq(&a->tails[b], step + 1, c, &site);
-      const uint4 h0 = ld_cg_v4(slot), h1 = ld_cg_v4(slot + 16); /* past L1: the slot is reused */
+      const uint4 h0 = ws_ld_global_cg_v4(slot), h1 = ws_ld_global_cg_v4(slot + 16); /* past L1: the slot is reused */
       const uint64_t bytes = h0.z | (uint64_t)h0.w << 32, hstep = h1.x | (uint64_t)h1.y << 32;
       const uint64_t hchunk = h1.z | (uint64_t)h1.w << 32;
       if (h0.x != SR_MAGIC || hstep != step || bytes != g->bytes || h0.y != g->blocks || hchunk != chunk) {
@@ -262,7 +235,7 @@ static __device__ __forceinline__ void receiver(const sr_args *a, const ws_ctx *
     ws_role_sync(c);
     role_copy(a->dst + begin + off, slot + WS_SR_HEADER_BYTES, chunk, c, 1);
     ws_role_sync(c); /* every thread's loads of the slot are done */
-    if (ws_role_leader(c)) st_relaxed_sys_u64(&a->remote_head[b], step + 1);
+    if (ws_role_leader(c)) ws_st_relaxed_sys_u64(&a->remote_head[b], step + 1);
   }
   if (ws_role_leader(c)) a->recv_step[b] = step0 + nsteps;
 }
@@ -288,8 +261,8 @@ static __device__ __forceinline__ void zc_sender(const sr_args *a, const ws_ctx 
   role_copy(a->remote_dst + begin, a->src + begin, ws_sr_block_bytes(g, b), c, 0);
   ws_role_sync(c);
   if (ws_role_leader(c)) {
-    fence_acq_rel_sys();
-    st_relaxed_sys_u64(&a->peer_zc_done[b], seq);
+    ws_fence_acq_rel_sys();
+    ws_st_relaxed_sys_u64(&a->peer_zc_done[b], seq);
     a->zsend_seq[b] = seq;
   }
 }
@@ -298,10 +271,10 @@ static __device__ __forceinline__ void zc_sender(const sr_args *a, const ws_ctx 
 static __device__ __forceinline__ void zc_receiver(const sr_args *a, const ws_ctx *c, uint32_t b) {
   if (!ws_role_leader(c)) return;
   const uint64_t seq = a->zrecv_seq[b] + 1;
-  st_relaxed_sys_u64(&a->peer_zc_addr[2 * b], (uint64_t)(uintptr_t)a->dst);
-  st_relaxed_sys_u64(&a->peer_zc_addr[2 * b + 1], a->recv.bytes);
-  fence_acq_rel_sys();
-  st_relaxed_sys_u64(&a->peer_zc_ready[b], seq);
+  ws_st_relaxed_sys_u64(&a->peer_zc_addr[2 * b], (uint64_t)(uintptr_t)a->dst);
+  ws_st_relaxed_sys_u64(&a->peer_zc_addr[2 * b + 1], a->recv.bytes);
+  ws_fence_acq_rel_sys();
+  ws_st_relaxed_sys_u64(&a->peer_zc_ready[b], seq);
   const ws_site site = sr_site(WS_EDGE_PEER_DATA, a->recv_peer, a->rank, b, seq);
   ws_wait_flag_geq(&a->zc_done[b], seq, c, &site);
   a->zrecv_seq[b] = seq;
@@ -363,17 +336,17 @@ WS_KERNEL(zc) zc_kernel(const __grid_constant__ zc_args a, ws_diag diag) {
       }
     } else {
       const uint64_t seq = ++*a.send_seq;
-      fence_acq_rel_sys();
-      st_relaxed_sys_u64(a.peer_done, seq);
+      ws_fence_acq_rel_sys();
+      ws_st_relaxed_sys_u64(a.peer_done, seq);
     }
   }
   if (ctx.lane == 1 && a.recv_peer >= 0) { /* the receiving side */
     if (a.phase == 0) {
       const uint64_t seq = ++*a.recv_seq;
-      st_relaxed_sys_u64(&a.peer_addr[0], a.recv_addr);
-      st_relaxed_sys_u64(&a.peer_addr[1], a.recv_bytes);
-      fence_acq_rel_sys();
-      st_relaxed_sys_u64(a.peer_ready, seq);
+      ws_st_relaxed_sys_u64(&a.peer_addr[0], a.recv_addr);
+      ws_st_relaxed_sys_u64(&a.peer_addr[1], a.recv_bytes);
+      ws_fence_acq_rel_sys();
+      ws_st_relaxed_sys_u64(a.peer_ready, seq);
     } else {
       const ws_site site = sr_site(WS_EDGE_PEER_DATA, a.recv_peer, a.rank, 0, *a.recv_seq);
       ws_wait_flag_geq(a.done, *a.recv_seq, &ctx, &site);

@@ -89,12 +89,6 @@ WS_DEV void ws_wait_parity(uint64_t *bar, uint32_t parity, const ws_ctx *c, cons
   }
 }
 
-WS_DEV uint64_t ws_ld_acquire_sys_u64(const uint64_t *p) {
-  uint64_t v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
 /* Wait until *flag >= target (system-scope acquire loads), or raise a timeout fault. */
 WS_DEV void ws_wait_flag_geq(const uint64_t *flag, uint64_t target, const ws_ctx *c, const ws_site *site) {
   if (ws_ld_acquire_sys_u64(flag) >= target) return;
