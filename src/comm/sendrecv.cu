@@ -112,18 +112,9 @@ static __device__ __forceinline__ ws_site sr_site(int edge, int peer, int rank, 
 /* Poll one line until both flags say `flag`, bounded. */
 static __device__ __forceinline__ uint4 ll_wait_line(const uint8_t *line, uint32_t flag, const ws_ctx *c,
                                                      const ws_site *site) {
-  uint4 v = ws_ld_volatile_global_v4(line);
-  if (v.y == flag && v.w == flag) return v;
-  const uint64_t start = ws_globaltimer(), limit = ws_timeout_ns(c);
-  for (;;) {
-#pragma unroll 1
-    for (int k = 0; k < WS_WAIT_POLLS_PER_CLOCK; k++) {
-      v = ws_ld_volatile_global_v4(line);
-      if (v.y == flag && v.w == flag) return v;
-    }
-    const uint64_t waited = ws_globaltimer() - start;
-    if (waited > limit) ws_fault_raise(c, WS_FAULT_TIMEOUT, site, waited, NULL);
-  }
+  uint4 v;
+  WS_POLL_BOUNDED((v = ws_ld_volatile_global_v4(line), v.y == flag && v.w == flag), c, *site);
+  return v;
 }
 
 static __device__ __forceinline__ ws_site sr_site(int edge, int peer, int rank, uint32_t block, uint64_t step) {

@@ -72,35 +72,34 @@ WS_DEV void ws_fault_raise(const ws_ctx *c, int code, const ws_site *site, uint6
   ws_trap();
 }
 
+/* The one bounded poll every library wait is made of: evaluate DONE (re-evaluated each
+ * poll) until it holds; read the clock every WS_WAIT_POLLS_PER_CLOCK polls and, past the
+ * bound, raise a timeout fault at SITE (a ws_site expression, built only then). */
+#define WS_POLL_BOUNDED(DONE, CTX, SITE)                                                  \
+  do {                                                                                    \
+    if (DONE) break;                                                                      \
+    const uint64_t ws_start_ = ws_globaltimer(), ws_limit_ = ws_timeout_ns(CTX);          \
+    int ws_done_ = 0;                                                                     \
+    for (;;) {                                                                            \
+      _Pragma("unroll 1") for (int ws_k_ = 0; ws_k_ < WS_WAIT_POLLS_PER_CLOCK && !ws_done_; ws_k_++) \
+        ws_done_ = (DONE);                                                                \
+      if (ws_done_) break;                                                                \
+      const uint64_t ws_waited_ = ws_globaltimer() - ws_start_;                           \
+      if (ws_waited_ > ws_limit_) {                                                       \
+        const ws_site ws_site_ = (SITE);                                                  \
+        ws_fault_raise((CTX), WS_FAULT_TIMEOUT, &ws_site_, ws_waited_, NULL);             \
+      }                                                                                   \
+    }                                                                                     \
+  } while (0)
+
 /* Wait until the mbarrier phase of `parity` completed, or raise a timeout fault. */
 WS_DEV void ws_wait_parity(uint64_t *bar, uint32_t parity, const ws_ctx *c, const char *object, int edge, int stage) {
-  if (ws_mbarrier_try_wait_parity(bar, parity)) return;
-  const uint64_t start = ws_globaltimer();
-  const uint64_t limit = ws_timeout_ns(c);
-  for (;;) {
-#pragma unroll 1
-    for (int k = 0; k < WS_WAIT_POLLS_PER_CLOCK; k++)
-      if (ws_mbarrier_try_wait_parity(bar, parity)) return;
-    const uint64_t waited = ws_globaltimer() - start;
-    if (waited > limit) {
-      const ws_site site = ws_site_pipe(object, edge, stage, (int)parity);
-      ws_fault_raise(c, WS_FAULT_TIMEOUT, &site, waited, NULL);
-    }
-  }
+  WS_POLL_BOUNDED(ws_mbarrier_try_wait_parity(bar, parity), c, ws_site_pipe(object, edge, stage, (int)parity));
 }
 
 /* Wait until *flag >= target (system-scope acquire loads), or raise a timeout fault. */
 WS_DEV void ws_wait_flag_geq(const uint64_t *flag, uint64_t target, const ws_ctx *c, const ws_site *site) {
-  if (ws_ld_acquire_sys_u64(flag) >= target) return;
-  const uint64_t start = ws_globaltimer();
-  const uint64_t limit = ws_timeout_ns(c);
-  for (;;) {
-#pragma unroll 1
-    for (int k = 0; k < WS_WAIT_POLLS_PER_CLOCK; k++)
-      if (ws_ld_acquire_sys_u64(flag) >= target) return;
-    const uint64_t waited = ws_globaltimer() - start;
-    if (waited > limit) ws_fault_raise(c, WS_FAULT_TIMEOUT, site, waited, NULL);
-  }
+  WS_POLL_BOUNDED(ws_ld_acquire_sys_u64(flag) >= target, c, *site);
 }
 
 #endif
