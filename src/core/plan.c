@@ -182,10 +182,6 @@ ws_status ws_plan_add_barrier(ws_plan *plan, const char *name, int *id) {
   return WS_OK;
 }
 
-static size_t pipe_free_smem(const ws_device_limits *lim, size_t static_smem) {
-  return lim->smem_optin > static_smem ? lim->smem_optin - static_smem : 0;
-}
-
 ws_status ws_plan_check_limits(const ws_plan *plan, const ws_device_limits *lim) {
   WS_REQUIRE(plan != NULL && lim != NULL, "ws_plan_check_limits: plan or limits is NULL");
   const ws_layout *L = &plan->layout;
@@ -194,7 +190,7 @@ ws_status ws_plan_check_limits(const ws_plan *plan, const ws_device_limits *lim)
                    plan->kernel, lim->device, lim->name, lim->cc_major, lim->cc_minor);
   if (L->threads > lim->max_threads)
     return ws_fail(WS_ERR_BUDGET, "kernel '%s': threads %d > device limit %d", plan->kernel, L->threads, lim->max_threads);
-  if (plan->smem_bytes > pipe_free_smem(lim, 0))
+  if (plan->smem_bytes > lim->smem_optin)
     return ws_fail(WS_ERR_BUDGET,
                    "kernel '%s': shared memory %zu bytes > opt-in limit %zu bytes of device %d (%s); use fewer "
                    "stages or smaller slots",
