@@ -1,9 +1,10 @@
-/* bench_check.h - error checks of the benchmark programs: print where and what, and
- * make the enclosing function return -1. */
+/* bench_check.h - what the benchmark programs share: error checks that print where and
+ * what and make the enclosing function return -1, and the median of timings. */
 #ifndef WARPSPEC_BENCH_CHECK_H
 #define WARPSPEC_BENCH_CHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <cuda_runtime_api.h>
 
@@ -31,5 +32,15 @@
       return -1;                                                                \
     }                                                                           \
   } while (0)
+
+/* The median of n timings (sorts them in place). */
+static int bench_cmp_float_(const void *a, const void *b) {
+  const float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+static inline float bench_median(float *v, int n) {
+  qsort(v, (size_t)n, sizeof v[0], bench_cmp_float_);
+  return v[n / 2];
+}
 
 #endif

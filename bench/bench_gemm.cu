@@ -107,11 +107,6 @@ static int lt_run(lt_gemm *g, const void *a, const void *b, void *d) {
   return 0;
 }
 
-static int cmp_float(const void *x, const void *y) {
-  const float a = *(const float *)x, b = *(const float *)y;
-  return (a > b) - (a < b);
-}
-
 /* median ms of 20 runs of variant v (0 ours, 1 cuBLASLt) */
 /* What one timed run does: ours (ws_gemm) or the baseline (cuBLASLt, once per group). */
 typedef struct {
@@ -152,8 +147,7 @@ static int time_it(int v, const run_ctx *r, float *ms) {
     WK(ws_sync(0));
     if (i >= 0) CK(cudaEventElapsedTime(&t[i], e0, e1));
   }
-  qsort(t, 20, sizeof t[0], cmp_float);
-  *ms = t[10];
+  *ms = bench_median(t, 20);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   return 0;

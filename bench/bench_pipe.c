@@ -31,11 +31,6 @@ static int run_variant(const variant *v, void *dst, const void *src, size_t byte
   return 0;
 }
 
-static int cmp_float(const void *a, const void *b) {
-  float x = *(const float *)a, y = *(const float *)b;
-  return (x > y) - (x < y);
-}
-
 static int verify(const variant *v, void *dst, const void *src, size_t bytes, unsigned char *h_src, unsigned char *h_dst) {
   CK(cudaMemset(dst, 0xAB, bytes));
   if (run_variant(v, dst, src, bytes, 0)) return -1;
@@ -65,8 +60,7 @@ static int time_variant(const variant *v, void *dst, const void *src, size_t byt
     WK(ws_sync(0));
     CK(cudaEventElapsedTime(&ms[i], a, b));
   }
-  qsort(ms, (size_t)iters, sizeof(float), cmp_float);
-  *median_ms = ms[iters / 2];
+  *median_ms = bench_median(ms, iters);
   free(ms);
   cudaEventDestroy(a);
   cudaEventDestroy(b);

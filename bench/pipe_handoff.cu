@@ -5,6 +5,7 @@
  * one stage every item is a full round trip (commit -> wait -> release -> acquire);
  * with more stages the writer runs ahead and the figure is the hand-off throughput. */
 #include "bench.h"
+#include "bench_check.h"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/plan.h"
 
@@ -59,11 +60,6 @@ WS_KERNEL(handoff4) handoff4_kernel(uint32_t stages, uint32_t fenced, uint32_t i
   handoff_body(&c, c.role == H4_WRITER, WS_ROLE_THREADS(handoff4, H4_WRITER), stages, fenced, items, ns, errors);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 extern "C" int bench_pipe_handoff(int stages, int role_warps, int fenced, int items, int reps, double *ns_per_item,
                                   int *errors) {
   if (stages < 1 || stages > 8 || reps < 1 || reps > 64 || items < 1) return -1;
@@ -75,7 +71,7 @@ extern "C" int bench_pipe_handoff(int stages, int role_warps, int fenced, int it
   if (cudaMalloc(&ns, sizeof *ns) != cudaSuccess || cudaMalloc(&err, sizeof *err) != cudaSuccess) return -1;
   ws_diag d;
   if (ws_diag_get(&d) != WS_OK) return -1;
-  double t[64];
+  float t[64];
   int total_err = 0, rc = 0;
   uint32_t st = (uint32_t)stages, f = (uint32_t)(fenced != 0), n = (uint32_t)items;
   void *args[] = {&st, &f, &n, &ns, &err, &d};
@@ -88,14 +84,13 @@ extern "C" int bench_pipe_handoff(int stages, int role_warps, int fenced, int it
       fprintf(stderr, "handoff: %s\n", ws_last_error());
       rc = -1;
     }
-    t[r] = (double)h_ns / items;
+    t[r] = (float)((double)h_ns / items);
     total_err += h_err;
   }
   cudaFree(ns);
   cudaFree(err);
   if (rc) return rc;
-  qsort(t, (size_t)reps, sizeof t[0], cmp_double);
-  *ns_per_item = t[reps / 2];
+  *ns_per_item = bench_median(t, reps);
   *errors = total_err;
   return 0;
 }
