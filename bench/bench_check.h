@@ -34,7 +34,7 @@
   } while (0)
 
 /* The median of n timings (sorts them in place). */
-static int bench_cmp_float_(const void *a, const void *b) {
+static inline int bench_cmp_float_(const void *a, const void *b) {
   const float x = *(const float *)a, y = *(const float *)b;
   return (x > y) - (x < y);
 }
