@@ -16,6 +16,7 @@
 #include <cuda_bf16.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define LK(call)                                                                    \
   do {                                                                              \
@@ -241,7 +242,9 @@ static int run_case(int fp8, int groups, int m_per, int n, int k, uint64_t seed,
   return 0;
 }
 
-extern "C" int bench_gemm(const char *csv_path) {
+/* only: NULL for the whole table, or "TYPE,G,M,N,K" (TYPE bf16 or fp8) for one case,
+ * e.g. under a profiler. */
+extern "C" int bench_gemm(const char *csv_path, const char *only) {
   const int shapes[][3] = {{8192, 8192, 8192}, {64, 4096, 7168}, {512, 4096, 7168}, {2048, 4096, 7168}, {8192, 4096, 7168},
                            {64, 7168, 2048},   {512, 7168, 2048}, {2048, 7168, 2048}, {8192, 7168, 2048}};
   FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
@@ -250,6 +253,18 @@ extern "C" int bench_gemm(const char *csv_path) {
          "(grouped: G experts x M rows each, ours in one call, cuBLASLt as a loop over experts)\n");
   printf("  %-4s %11s %6s %6s %10s %10s %10s %10s %8s %9s\n", "type", "G x M", "n", "k", "ws ms", "lt ms", "ws TF", "lt TF",
          "ws/lt", "rel err");
+  if (only) {
+    char type[8] = "";
+    int g = 0, m = 0, n = 0, k = 0;
+    if (sscanf(only, "%7[a-z0-9],%d,%d,%d,%d", type, &g, &m, &n, &k) != 5 || g < 1 || m < 1 || n < 1 || k < 1 ||
+        (strcmp(type, "fp8") != 0 && strcmp(type, "bf16") != 0)) {
+      fprintf(stderr, "bench gemm: --only wants TYPE,G,M,N,K (TYPE bf16 or fp8), got '%s'\n", only);
+      return -1;
+    }
+    const int rc = run_case(strcmp(type, "fp8") == 0, g, m, n, k, 7, csv);
+    if (csv) fclose(csv);
+    return rc;
+  }
   for (int fp8 = 0; fp8 < 2; fp8++) {
     for (unsigned s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
       if (run_case(fp8, 1, shapes[s][0], shapes[s][1], shapes[s][2], 1 + 10 * s + fp8, csv)) return -1;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # nvcc_guard.sh COMPILER ARGS... - the CUDA compiler launcher of the build.
 # ptxas reports a dropped setmaxnreg (C7508: no entry register cap; C7504: -rdc) only
-# as an "info" line under -v, which --warning-as-error does not catch. This runs the
-# compile with ptxas -v, fails it on those codes, and hides the routine info lines.
+# as an "info" line under -v, which --warning-as-error does not catch; so does a wgmma
+# pipeline that ptxas serializes (C7510-C7520: every wgmma waits for the previous one,
+# a silent 2-3x slowdown of a GEMM). This runs the compile with ptxas -v, fails it on
+# those codes, and hides the routine info lines.
 set -u
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -11,6 +13,11 @@ rc=$?
 if grep -qE '\((C7508|C7504)\)' "$log"; then
   grep -E '\((C7508|C7504)\)' "$log" | sed 's/^ptxas info *:/error: ptxas:/' >&2
   echo "error: setmaxnreg would be dropped: give the kernel __launch_bounds__(threads, 1) (WS_KERNEL does) and build without -rdc" >&2
+  rc=1
+fi
+if grep -qE '\((C751[0-9]|C7520)\)' "$log"; then
+  grep -E '\((C751[0-9]|C7520)\)' "$log" | sed 's/^ptxas info *:/error: ptxas:/' >&2
+  echo "error: wgmma serialized: no accumulator register may be touched while its wgmma is in flight, and no bounded wait may sit between issue and wait_group in a divergent path" >&2
   rc=1
 fi
 grep -vE '^ptxas info *: (Compiling|Function properties|Used|Compile time|[0-9]+ bytes gmem)|^ *[0-9]+ bytes stack frame' "$log" >&2

@@ -39,7 +39,7 @@ typedef struct {
   const ws_role *roles;
   int nroles;
   size_t smem;          /* dynamic shared memory */
-  const void *kernel;   /* (ws_tmap a, ws_tmap b, gemm_args, ws_diag) */
+  const void *kernel;   /* (ws_tmap a, ws_tmap b, ws_tmap d, gemm_args, ws_diag) */
   int bm, bn, bk;
   ws_dtype dtype;
   size_t elem;          /* bytes per element of A and B */

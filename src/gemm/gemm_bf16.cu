@@ -7,10 +7,12 @@
  *   MATH   (4 warps x 2, 232 regs) replica r owns rows 64r..64r+63 of the tile: wait,
  *                                  4 x wgmma m64n256k16 from shared memory, release the
  *                                  previous stage once its wgmmas are done (one group in
- *                                  flight); after the last K step, write bf16 rows that
- *                                  belong to the group (A rows past it are loaded, unused).
- * STATUS: compiled and SASS-checked (HGMMA) only; not yet run on a GPU. */
+ *                                  flight); after the last K step, write the bf16 rows
+ *                                  that belong to the group (A rows past it are loaded,
+ *                                  unused): full rows through shared memory and TMA
+ *                                  stores, two 64 x 64 chunks at a time (gemm_epilogue.cuh). */
 #include "../core/internal.h"
+#include "gemm_epilogue.cuh"
 #include "gemm_loader.cuh"
 #include "warpspec/device/wgmma.cuh"
 
@@ -28,19 +30,27 @@ typedef struct __align__(1024) {
 
 WS_PIPE_STORAGE(bf16_pipe, bf16_stage, BF16_STAGES);
 
+/* The pipe, then per math warpgroup two 64 x 64 bf16 chunks for the TMA-store epilogue. */
+typedef struct {
+  bf16_pipe pipe;
+  __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES];
+} bf16_smem;
+
 #define BF16_ROLES(ROLE) ROLE(G_LOADER, 1, 40, 1) ROLE(G_MATH, 4, 232, 2)
 WS_DECLARE_ROLES(gemm_bf16, BF16_ROLES);
 
 WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, const __grid_constant__ ws_tmap map_b,
-                                      const __grid_constant__ gemm_args args, ws_diag diag) {
+                                      const __grid_constant__ ws_tmap map_d, const __grid_constant__ gemm_args args,
+                                      ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  bf16_pipe *st = (bf16_pipe *)gemm_smem_base(smem_raw);
+  bf16_smem *sm = (bf16_smem *)gemm_smem_base(smem_raw);
+  bf16_pipe *st = &sm->pipe;
   ws_ctx ctx = WS_SELF(gemm_bf16, diag);
   ws_pipe pipe = WS_PIPE_VIEW(st, "gemm_bf16", WS_ROLE_THREADS(gemm_bf16, G_LOADER), 2 * WS_ROLE_THREADS(gemm_bf16, G_MATH));
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC); /* TMA in, wgmma out */
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
   ws_init_sync();
-  const int ksteps = args.k / BF16_BK, n = args.shape.n;
+  const int ksteps = args.k / BF16_BK;
   gemm_cursor cur = gemm_cursor_start(&args.shape);
   gemm_tile tile;
   ws_cursor c = {0, 0};
@@ -55,7 +65,6 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
 
   WS_ENTER_ROLE(gemm_bf16, G_MATH);
   float acc[BF16_BN / 2];
-  const int warp = ctx.warp, lane = ctx.lane;
   for (long long t = blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += gridDim.x) {
     /* One K step's wgmmas stay in flight while the next stage is awaited: a stage is
      * released once the group after it was issued and it has completed (wait_group 1). */
@@ -79,26 +88,14 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
     }
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_at(&pipe, &ctx, prev);
-    /* accumulator layout of m64nNk16: pair j covers columns 8j + 2(lane % 4) + {0, 1} of
-     * rows 16 warp + lane / 4 (registers 4j, 4j+1) and that row + 8 (4j+2, 4j+3) */
-    const int local0 = tile.tm * BF16_BM + ctx.replica * 64 + warp * 16 + lane / 4;
-#pragma unroll
-    for (int j = 0; j < BF16_BN / 8; j++) {
-      const int col = tile.tn * BF16_BN + 8 * j + 2 * (lane % 4);
-      if (col >= n) continue;
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const int local = local0 + 8 * h;
-        if (local >= tile.count) continue;
-        const __nv_bfloat162 v = __floats2bfloat162_rn(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-        *(__nv_bfloat162 *)(args.d + (size_t)(tile.row0 + local) * n + col) = v;
-      }
-    }
+    gemm_store_fragment<BF16_BN, 2>(&ctx, &args, &tile, tile.tm * BF16_BM + ctx.replica * 64, acc, sm->out[ctx.replica],
+                                    &map_d);
   }
+  ws_store_drain(&ctx);
 }
 
 extern "C" const gemm_kernel *gemm_bf16_kernel_desc(void) {
-  static const gemm_kernel k = {0, "gemm_bf16", gemm_bf16_roles, gemm_bf16_NROLES, sizeof(bf16_pipe) + 1024,
+  static const gemm_kernel k = {0, "gemm_bf16", gemm_bf16_roles, gemm_bf16_NROLES, sizeof(bf16_smem) + 1024,
                                 (const void *)gemm_bf16_kernel, BF16_BM, BF16_BN, BF16_BK, WS_DTYPE_BF16, 2};
   return &k;
 }

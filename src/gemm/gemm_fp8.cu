@@ -6,12 +6,15 @@
  *                                  tile (128 x 128 bytes) and the group's B tile, commit.
  *   MATH   (4 warps x 2, 232 regs) replica r owns rows 64r..64r+63: per K block, 4 x wgmma
  *                                  m64n128k32 into a fresh fp32 accumulator, then promote:
- *                                  total += acc x a_scale(row) x b_scale (fp32, CUDA cores);
- *                                  the scales are loaded before the wait, so their latency
- *                                  hides behind it. The two-level sum also keeps the
+ *                                  total += acc x a_scale(row) x b_scale (fp32, CUDA cores).
+ *                                  The two-level sum applies the block scales and keeps the
  *                                  tensor cores' limited FP8 accumulation short.
- * STATUS: compiled and SASS-checked (QGMMA) only; not yet run on a GPU. */
+ * The two math warpgroups share each stage; while one promotes, the tensor cores run the
+ * other's wgmmas. (Two accumulators per warpgroup taking turns would overlap promotion
+ * inside a warpgroup too, but ptxas 13.0 then serializes every wgmma, C7514/C7518.)
+ * The epilogue stores full rows through shared memory and TMA (gemm_epilogue.cuh). */
 #include "../core/internal.h"
+#include "gemm_epilogue.cuh"
 #include "gemm_loader.cuh"
 #include "warpspec/device/wgmma.cuh"
 
@@ -29,15 +32,60 @@ typedef struct __align__(1024) {
 
 WS_PIPE_STORAGE(fp8_pipe, fp8_stage, FP8_STAGES);
 
+/* The pipe, then per math warpgroup two 64 x 64 bf16 chunks for the TMA-store epilogue. */
+typedef struct {
+  fp8_pipe pipe;
+  __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES];
+} fp8_smem;
+
 #define FP8_ROLES(ROLE) ROLE(F_LOADER, 1, 40, 1) ROLE(F_MATH, 4, 232, 2)
 WS_DECLARE_ROLES(gemm_fp8, FP8_ROLES);
 
-static __device__ __forceinline__ float ld_scale(const float *p) { return __ldg(p); }
+/* The three scales of one K block for this thread's two rows. */
+typedef struct {
+  float a0, a1, b;
+} fp8_scales;
+
+static __device__ __forceinline__ fp8_scales fp8_load_scales(const gemm_args *args, long long r0, int ok0, int ok1,
+                                                             const float *sb, int kblocks, int kb) {
+  fp8_scales s;
+  s.a0 = ok0 ? __ldg(args->a_scale + r0 * kblocks + kb) : 0.0f;
+  s.a1 = ok1 ? __ldg(args->a_scale + (r0 + 8) * kblocks + kb) : 0.0f;
+  s.b = __ldg(sb + kb);
+  return s;
+}
+
+/* Wait for the stage at cursor k and issue its 4 wgmmas into acc (overwriting it). */
+static __device__ __forceinline__ void fp8_issue(float *acc, const ws_pipe *pipe, const ws_ctx *ctx, fp8_pipe *st,
+                                                 ws_cursor k) {
+  ws_pipe_wait_at(pipe, ctx, k);
+  const uint64_t da = ws_wgmma_desc_k128b(st->slot[k.stage].a + ctx->replica * 64 * FP8_BK);
+  const uint64_t db = ws_wgmma_desc_k128b(st->slot[k.stage].b);
+  ws_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < FP8_BK / 32; kk++)
+    ws_wgmma_m64n128k32_e4m3(acc, ws_wgmma_desc_advance(da, kk * 32), ws_wgmma_desc_advance(db, kk * 32), kk > 0);
+  ws_wgmma_commit_group();
+}
+
+/* total += acc x a_scale x b_scale; registers 4j, 4j+1 are row r0, 4j+2, 4j+3 row r0 + 8. */
+static __device__ __forceinline__ void fp8_promote(float *total, const float *acc, fp8_scales s) {
+  const float f0 = s.a0 * s.b, f1 = s.a1 * s.b;
+#pragma unroll
+  for (int j = 0; j < FP8_BN / 8; j++) {
+    total[4 * j + 0] += acc[4 * j + 0] * f0;
+    total[4 * j + 1] += acc[4 * j + 1] * f0;
+    total[4 * j + 2] += acc[4 * j + 2] * f1;
+    total[4 * j + 3] += acc[4 * j + 3] * f1;
+  }
+}
 
 WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const __grid_constant__ ws_tmap map_b,
-                                    const __grid_constant__ gemm_args args, ws_diag diag) {
+                                    const __grid_constant__ ws_tmap map_d, const __grid_constant__ gemm_args args,
+                                    ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  fp8_pipe *st = (fp8_pipe *)gemm_smem_base(smem_raw);
+  fp8_smem *sm = (fp8_smem *)gemm_smem_base(smem_raw);
+  fp8_pipe *st = &sm->pipe;
   ws_ctx ctx = WS_SELF(gemm_fp8, diag);
   ws_pipe pipe = WS_PIPE_VIEW(st, "gemm_fp8", WS_ROLE_THREADS(gemm_fp8, F_LOADER), 2 * WS_ROLE_THREADS(gemm_fp8, F_MATH));
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
@@ -46,7 +94,6 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
   const int kblocks = args.k / FP8_BK, n = args.shape.n;
   gemm_cursor cur = gemm_cursor_start(&args.shape);
   gemm_tile tile;
-  ws_cursor c = {0, 0};
 
   if (ctx.role == F_LOADER) {
     WS_ENTER_ROLE(gemm_fp8, F_LOADER);
@@ -58,52 +105,29 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
 
   WS_ENTER_ROLE(gemm_fp8, F_MATH);
   float acc[FP8_BN / 2], total[FP8_BN / 2];
-  const int warp = ctx.warp, lane = ctx.lane;
+  ws_cursor c = {0, 0};
   for (long long t = blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += gridDim.x) {
-    const int local0 = tile.tm * FP8_BM + ctx.replica * 64 + warp * 16 + lane / 4;
-    const long long r0 = (long long)tile.row0 + local0, r1 = r0 + 8;
-    const int ok0 = local0 < tile.count && r0 < args.rows, ok1 = local0 + 8 < tile.count && r1 < args.rows;
+    const int local_wg = tile.tm * FP8_BM + ctx.replica * 64;
+    const int local0 = local_wg + ctx.warp * 16 + ctx.lane / 4;
+    const long long r0 = (long long)tile.row0 + local0;
+    const int ok0 = local0 < tile.count && r0 < args.rows, ok1 = local0 + 8 < tile.count && r0 + 8 < args.rows;
     const float *sb = args.b_scale + ((size_t)tile.g * (n / 128) + (size_t)tile.tn * (FP8_BN / 128)) * kblocks;
 #pragma unroll
     for (int i = 0; i < FP8_BN / 2; i++) total[i] = 0.0f;
     for (int kb = 0; kb < kblocks; kb++, c = ws_cursor_next(c, pipe.stages)) {
-      const float s0 = ok0 ? ld_scale(args.a_scale + r0 * kblocks + kb) : 0.0f;
-      const float s1 = ok1 ? ld_scale(args.a_scale + r1 * kblocks + kb) : 0.0f;
-      const float sbk = ld_scale(sb + kb);
-      const uint32_t s = c.stage;
-      ws_pipe_wait_at(&pipe, &ctx, c);
-      const uint64_t da = ws_wgmma_desc_k128b(st->slot[s].a + ctx.replica * 64 * FP8_BK);
-      const uint64_t db = ws_wgmma_desc_k128b(st->slot[s].b);
-      ws_wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < FP8_BK / 32; kk++)
-        ws_wgmma_m64n128k32_e4m3(acc, ws_wgmma_desc_advance(da, kk * 32), ws_wgmma_desc_advance(db, kk * 32), kk > 0);
-      ws_wgmma_commit_group();
+      const fp8_scales s = fp8_load_scales(&args, r0, ok0, ok1, sb, kblocks, kb); /* latency hides behind the wait */
+      fp8_issue(acc, &pipe, &ctx, st, c);
       WS_WGMMA_WAIT_GROUP(0);
       ws_pipe_release_at(&pipe, &ctx, c);
-      const float f0 = s0 * sbk, f1 = s1 * sbk;
-#pragma unroll
-      for (int j = 0; j < FP8_BN / 8; j++) {
-        total[4 * j + 0] += acc[4 * j + 0] * f0;
-        total[4 * j + 1] += acc[4 * j + 1] * f0;
-        total[4 * j + 2] += acc[4 * j + 2] * f1;
-        total[4 * j + 3] += acc[4 * j + 3] * f1;
-      }
+      fp8_promote(total, acc, s);
     }
-#pragma unroll
-    for (int j = 0; j < FP8_BN / 8; j++) {
-      const int col = tile.tn * FP8_BN + 8 * j + 2 * (lane % 4);
-      if (col >= n) continue;
-      if (ok0)
-        *(__nv_bfloat162 *)(args.d + (size_t)r0 * n + col) = __floats2bfloat162_rn(total[4 * j], total[4 * j + 1]);
-      if (ok1)
-        *(__nv_bfloat162 *)(args.d + (size_t)r1 * n + col) = __floats2bfloat162_rn(total[4 * j + 2], total[4 * j + 3]);
-    }
+    gemm_store_fragment<FP8_BN, 2>(&ctx, &args, &tile, local_wg, total, sm->out[ctx.replica], &map_d);
   }
+  ws_store_drain(&ctx);
 }
 
 extern "C" const gemm_kernel *gemm_fp8_kernel_desc(void) {
-  static const gemm_kernel k = {1, "gemm_fp8", gemm_fp8_roles, gemm_fp8_NROLES, sizeof(fp8_pipe) + 1024,
+  static const gemm_kernel k = {1, "gemm_fp8", gemm_fp8_roles, gemm_fp8_NROLES, sizeof(fp8_smem) + 1024,
                                 (const void *)gemm_fp8_kernel, FP8_BM, FP8_BN, FP8_BK, WS_DTYPE_U8, 1};
   return &k;
 }

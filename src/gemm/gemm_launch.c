@@ -35,6 +35,10 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream
   if ((s = ws_tmap_2d_swizzled(&mb, p->b, k->dtype, (uint64_t)p->n * (uint64_t)p->groups, (uint64_t)p->k, stride,
                                (uint32_t)k->bn, (uint32_t)k->bk, WS_SWIZZLE_128B)) != WS_OK)
     return s;
+  ws_tmap md; /* D: 64 x 64 boxes, 128B swizzle (gemm_epilogue.cuh) */
+  if ((s = ws_tmap_2d_swizzled(&md, p->d, WS_DTYPE_BF16, rows, (uint64_t)p->n, (uint64_t)p->n * 2, 64, 64,
+                               WS_SWIZZLE_128B)) != WS_OK)
+    return s;
   gemm_args a;
   a.d = (uint16_t *)p->d;
   a.a_scale = p->a_scale;
@@ -54,7 +58,7 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream
   const unsigned grid = (unsigned)(p->layout == WS_GEMM_DENSE && dense_tiles < sms ? dense_tiles : sms);
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
-  void *args[] = {&ma, &mb, &a, &diag};
+  void *args[] = {&ma, &mb, &md, &a, &diag};
   dim3 g = {grid, 1, 1};
   return ws_plan_launch(&plans[dev][k->id], k->kernel, g, stream, args);
 }

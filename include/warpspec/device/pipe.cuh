@@ -177,7 +177,10 @@ WS_DEV void ws_pipe_close_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
 /* Every reader thread: wait for the slot; returns 1 if the writer closed the pipe. */
 WS_DEV int ws_pipe_wait_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
   ws_wait_parity(&p->full[k.stage], k.phase, c, p->name, WS_EDGE_FULL, (int)k.stage);
-  return *(volatile int *)&p->closed[k.stage];
+  /* A plain load: the wait acquired the writer's flag (and its "memory" clobber keeps the
+   * load below it), and a caller that ignores the result pays nothing. A volatile read
+   * here was a generic LD.STRONG.SYS in every GEMM K step. */
+  return p->closed[k.stage];
 }
 
 /* Every reader thread: done with the slot. */

@@ -1,0 +1,73 @@
+/* gemm_epilogue.cuh - one math warpgroup writes its 64 x BN fp32 fragment (the wgmma
+ * m64nBN accumulator layout) to D as bf16.
+ *
+ * Rows that all belong to the tile's group (the common case) go through shared memory
+ * and TMA stores: the fragment is written into 64 x 64 chunks laid out with the 128-byte
+ * swizzle (16-byte column chunk c of row r sits at chunk c ^ (r % 8), so the 8 rows a
+ * warp writes at once hit 32 different banks), then one thread stores each chunk with
+ * a tensor map of D (box 64 x 64, 128B swizzle); columns past n are clipped by the TMA
+ * unit. This replaces 4-byte scattered global stores (half of every 32-byte sector) with
+ * full lines, and the stores run on while the warpgroup starts its next tile.
+ * A warpgroup owns NBUF chunk buffers; before refilling one it waits until the TMA unit
+ * has read the previous contents (cp.async.bulk.wait_group.read).
+ * Rows that run past the group (the last, partial tile of an expert; masked padding
+ * rows) are written with plain stores, row by row, so nothing outside the group moves. */
+#ifndef WARPSPEC_GEMM_EPILOGUE_CUH
+#define WARPSPEC_GEMM_EPILOGUE_CUH
+
+#include <cuda_bf16.h>
+
+#include "gemm_sched.cuh"
+#include "warpspec/device/tma.cuh"
+
+#define GEMM_CHUNK_BYTES (64 * 64 * 2) /* one 64 x 64 bf16 chunk */
+
+WS_DEV uint32_t gemm_pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *(const uint32_t *)&v;
+}
+
+WS_DEV void gemm_st_shared_u32(uint8_t *p, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(ws_smem_addr(p)), "r"(v) : "memory");
+}
+
+/* frag: BN / 2 floats of the m64nBN accumulator; local0: first row of this warpgroup
+ * inside the group; stage: NBUF x GEMM_CHUNK_BYTES of 1024-byte aligned shared memory
+ * owned by this warpgroup; map_d: D with box 64 x 64 and the 128-byte swizzle. */
+template <int BN, int NBUF>
+WS_DEV void gemm_store_fragment(const ws_ctx *c, const gemm_args *args, const gemm_tile *tile, int local0,
+                                const float *frag, uint8_t *stage, const ws_tmap *map_d) {
+  const int n = args->shape.n, warp = c->warp, lane = c->lane;
+  const int col0 = tile->tn * BN;
+  if (local0 + 64 <= tile->count) {
+    const int rl = warp * 16 + lane / 4; /* this thread's rows: rl and rl + 8 (same row % 8) */
+#pragma unroll
+    for (int h = 0; h < BN / 64; h++) {
+      uint8_t *buf = stage + (h % NBUF) * GEMM_CHUNK_BYTES;
+      if (h % NBUF == 0) WS_STORE_WAIT_READ(c, 0); /* the buffers' previous stores have read them */
+#pragma unroll
+      for (int j = 0; j < 8; j++) {
+        const int jj = h * 8 + j;
+        const uint32_t off = ((uint32_t)(j ^ (rl & 7)) << 4) + 4u * (uint32_t)(lane % 4);
+        gemm_st_shared_u32(buf + rl * 128 + off, gemm_pack_bf16x2(frag[4 * jj], frag[4 * jj + 1]));
+        gemm_st_shared_u32(buf + (rl + 8) * 128 + off, gemm_pack_bf16x2(frag[4 * jj + 2], frag[4 * jj + 3]));
+      }
+      if (col0 + h * 64 < n) ws_tma_store_2d(c, map_d, buf, col0 + h * 64, tile->row0 + local0);
+    }
+    return;
+  }
+  const int r0 = local0 + warp * 16 + lane / 4;
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++) {
+    const int col = col0 + 8 * j + 2 * (lane % 4);
+    if (col >= n) continue;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int local = r0 + 8 * h;
+      if (local >= tile->count) continue;
+      *(uint32_t *)(args->d + (size_t)(tile->row0 + local) * n + col) = gemm_pack_bf16x2(frag[4 * j + 2 * h], frag[4 * j + 2 * h + 1]);
+    }
+  }
+}
+
+#endif

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# run_gemm.sh [BUILD] - the GEMM on one GPU: correctness test, `warpspec bench gemm`
+# against cuBLASLt (CSV), PyTorch's grouped GEMMs as an extra column, and with
+# PROFILE=1 an Nsight Compute report of one FP8 and one BF16 case. Builds first unless
+# NO_BUILD=1 (a build carried from elsewhere). Logs go to $OUT (or ./results).
+set -u
+build=${1:-build}
+out=${OUT:-results}
+mkdir -p "$out"
+. "$(dirname "$0")/env.sh"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gemm.log"
+if [ "${NO_BUILD:-0}" != 1 ]; then
+  cmake -S . -B "$build" >"$out/gemm_build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >>"$out/gemm_build.log" 2>&1 \
+    || { tail -30 "$out/gemm_build.log"; exit 1; }
+fi
+timeout 300 "$build/tests/gpu/test_gemm_gpu" >>"$out/gemm.log" 2>&1
+echo "test_gemm_gpu rc=$?" | tee -a "$out/gemm.log"
+grep -E "rel err|FAIL|passed|failed" "$out/gemm.log" | tail -25
+timeout 300 "$build/warpspec" bench gemm --csv "$out/bench_gemm.csv" 2>&1 | tee "$out/bench_gemm.txt"
+[ "${TORCH:-1}" = 1 ] && PYTHONUNBUFFERED=1 timeout 200 python3 bench/torch_grouped_mm.py 2>&1 | tee -a "$out/bench_gemm.txt"
+if [ "${PROFILE:-0}" = 1 ]; then
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  for c in ${PROFILE_CASES:-fp8,1,4096,4096,7168 bf16,1,2048,7168,2048}; do
+    timeout 200 "$ncu" --kernel-name regex:gemm_ --launch-count 1 --set full --import-source no \
+      "$build/warpspec" bench gemm --only "$c" >"$out/ncu_${c//,/_}.txt" 2>&1
+    echo "ncu $c rc=$?"
+  done
+fi
