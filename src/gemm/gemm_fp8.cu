@@ -2,16 +2,22 @@
  * D[r][j] = sum_k A[r][k] a_scale[r][k/128] B[g][j][k] b_scale[g][j/128][k/128], bf16 out.
  *
  * Persistent grid; CTAs walk 128 x 128 tiles of D group by group (gemm_sched.cuh).
- *   LOADER (1 warp, 40 regs)       per 128-wide K block: acquire a stage, TMA-load the A
- *                                  tile (128 x 128 bytes) and the group's B tile, commit.
- *   MATH   (4 warps x 2, 232 regs) replica r owns rows 64r..64r+63: per K block, 4 x wgmma
- *                                  m64n128k32 into a fresh fp32 accumulator, then promote:
- *                                  total += acc x a_scale(row) x b_scale (fp32, CUDA cores).
- *                                  The two-level sum applies the block scales and keeps the
- *                                  tensor cores' limited FP8 accumulation short.
- * The two math warpgroups share each stage; while one promotes, the tensor cores run the
- * other's wgmmas. (Two accumulators per warpgroup taking turns would overlap promotion
- * inside a warpgroup too, but ptxas 13.0 then serializes every wgmma, C7514/C7518.)
+ *   MATH   (4 warps x 2)   replica r owns rows 64r..64r+63: per K block, 4 x wgmma
+ *                          m64n128k32 into a fresh fp32 accumulator, then promote:
+ *                          total += acc x a_scale(row) x b_scale (fp32, CUDA cores). The
+ *                          two-level sum applies the block scales and keeps the tensor
+ *                          cores' limited FP8 accumulation short.
+ *   LOADER (1 warp)        per 128-wide K block: acquire a stage, TMA-load the A tile
+ *                          (128 x 128 bytes) and the group's B tile, commit.
+ * Where the time goes (H200, Nsight Compute): both warpgroups wait on the same stage,
+ * so their wgmmas run together (the tensor cores need both to reach full rate) and
+ * their promotions run together while the tensor cores idle. Each promotion instruction
+ * therefore costs tensor time, which is why the K loop is kept lean (scale offsets, one
+ * descriptor word). Tried and measured slower or impossible: taking turns between the
+ * two warpgroups (one warpgroup alone drives the tensor cores at about half rate:
+ * 749 vs 858 TFLOPS); two accumulators per warpgroup so block kb+1 runs while kb is
+ * promoted (needs ~240 registers per thread; ptxas spills at the 232 that setmaxnreg
+ * allows, and serializes the wgmmas if the loop has a conditional issue, C7514/C7518).
  * The epilogue stores full rows through shared memory and TMA (gemm_epilogue.cuh). */
 #include "../core/internal.h"
 #include "gemm_epilogue.cuh"
@@ -38,33 +44,44 @@ typedef struct {
   __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES];
 } fp8_smem;
 
-#define FP8_ROLES(ROLE) ROLE(F_LOADER, 1, 40, 1) ROLE(F_MATH, 4, 232, 2)
+/* Math first, so its warpgroups sit on warpgroup boundaries, then one loader warp:
+ * 288 threads at the entry cap, no setmaxnreg. ptxas keeps this kernel under 168
+ * registers either way (it allocates as if 384 threads), so a 40/232/232 split buys
+ * nothing here and costs three idle warps. */
+#define FP8_ROLES(ROLE) ROLE(F_MATH, 4, WS_REGS_ENTRY, 2) ROLE(F_LOADER, 1, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(gemm_fp8, FP8_ROLES);
 
-/* The three scales of one K block for this thread's two rows. */
+/* Where this thread's scales live for one tile, as element offsets (the bases stay in
+ * the kernel's constant bank): a_scale rows r0 and r0 + 8 (clamped into A, so the loads
+ * need no predicate: rows past the group are never stored) and the tile's row of b_scale.
+ * Indexed by the K block. 32-bit offsets: ws_gemm_check bounds rows x k / 128. */
+typedef struct {
+  uint32_t a0, a1, b;
+} fp8_scale_ptrs;
+
 typedef struct {
   float a0, a1, b;
 } fp8_scales;
 
-static __device__ __forceinline__ fp8_scales fp8_load_scales(const gemm_args *args, long long r0, int ok0, int ok1,
-                                                             const float *sb, int kblocks, int kb) {
+static __device__ __forceinline__ fp8_scales fp8_load_scales(const gemm_args *args, fp8_scale_ptrs p, int kb) {
   fp8_scales s;
-  s.a0 = ok0 ? __ldg(args->a_scale + r0 * kblocks + kb) : 0.0f;
-  s.a1 = ok1 ? __ldg(args->a_scale + (r0 + 8) * kblocks + kb) : 0.0f;
-  s.b = __ldg(sb + kb);
+  s.a0 = __ldg(args->a_scale + p.a0 + kb);
+  s.a1 = __ldg(args->a_scale + p.a1 + kb);
+  s.b = __ldg(args->b_scale + p.b + kb);
   return s;
 }
 
 /* Wait for the stage at cursor k and issue its 4 wgmmas into acc (overwriting it). */
-static __device__ __forceinline__ void fp8_issue(float *acc, const ws_pipe *pipe, const ws_ctx *ctx, fp8_pipe *st,
-                                                 ws_cursor k) {
+static __device__ __forceinline__ void fp8_issue(float *acc, const ws_pipe *pipe, const ws_ctx *ctx, uint64_t da0,
+                                                 uint64_t db0, ws_cursor k) {
   ws_pipe_wait_at(pipe, ctx, k);
-  const uint64_t da = ws_wgmma_desc_k128b(st->slot[k.stage].a + ctx->replica * 64 * FP8_BK);
-  const uint64_t db = ws_wgmma_desc_k128b(st->slot[k.stage].b);
+  const uint32_t stage_off = k.stage * (uint32_t)sizeof(fp8_stage);
+  const uint64_t da = ws_wgmma_desc_advance(da0, stage_off), db = ws_wgmma_desc_advance(db0, stage_off);
   ws_wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < FP8_BK / 32; kk++)
+  for (int kk = 0; kk < FP8_BK / 32; kk++) {
     ws_wgmma_m64n128k32_e4m3(acc, ws_wgmma_desc_advance(da, kk * 32), ws_wgmma_desc_advance(db, kk * 32), kk > 0);
+  }
   ws_wgmma_commit_group();
 }
 
@@ -104,19 +121,23 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
   }
 
   WS_ENTER_ROLE(gemm_fp8, F_MATH);
+  const uint64_t da0 = ws_wgmma_desc_k128b(st->slot[0].a + ctx.replica * 64 * FP8_BK);
+  const uint64_t db0 = ws_wgmma_desc_k128b(st->slot[0].b);
   float acc[FP8_BN / 2], total[FP8_BN / 2];
   ws_cursor c = {0, 0};
   for (long long t = blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += gridDim.x) {
     const int local_wg = tile.tm * FP8_BM + ctx.replica * 64;
     const int local0 = local_wg + ctx.warp * 16 + ctx.lane / 4;
-    const long long r0 = (long long)tile.row0 + local0;
-    const int ok0 = local0 < tile.count && r0 < args.rows, ok1 = local0 + 8 < tile.count && r0 + 8 < args.rows;
-    const float *sb = args.b_scale + ((size_t)tile.g * (n / 128) + (size_t)tile.tn * (FP8_BN / 128)) * kblocks;
+    const long long last = args.rows - 1, r0 = (long long)tile.row0 + local0;
+    fp8_scale_ptrs sp;
+    sp.a0 = (uint32_t)((r0 < last ? r0 : last) * kblocks);
+    sp.a1 = (uint32_t)((r0 + 8 < last ? r0 + 8 : last) * kblocks);
+    sp.b = (uint32_t)(((size_t)tile.g * (n / 128) + (size_t)tile.tn * (FP8_BN / 128)) * kblocks);
 #pragma unroll
     for (int i = 0; i < FP8_BN / 2; i++) total[i] = 0.0f;
     for (int kb = 0; kb < kblocks; kb++, c = ws_cursor_next(c, pipe.stages)) {
-      const fp8_scales s = fp8_load_scales(&args, r0, ok0, ok1, sb, kblocks, kb); /* latency hides behind the wait */
-      fp8_issue(acc, &pipe, &ctx, st, c);
+      const fp8_scales s = fp8_load_scales(&args, sp, kb); /* latency hides behind the waits */
+      fp8_issue(acc, &pipe, &ctx, da0, db0, c);
       WS_WGMMA_WAIT_GROUP(0);
       ws_pipe_release_at(&pipe, &ctx, c);
       fp8_promote(total, acc, s);

@@ -35,6 +35,12 @@ ws_status ws_gemm_check(const ws_gemm_problem *p) {
     WS_REQUIRE(p->a_scale != NULL && p->b_scale != NULL, "ws_gemm: FP8 needs a_scale (1 x 128 blocks) and b_scale "
                "(128 x 128 blocks)");
     WS_REQUIRE(aligned16(p->a_scale) && aligned16(p->b_scale), "ws_gemm: scales must be 16-byte aligned");
+    /* the kernel indexes the scales with 32-bit offsets */
+    const uint64_t kb = (uint64_t)p->k / 128, sa = (uint64_t)ws_gemm_rows(p) * kb,
+                   sb = (uint64_t)p->groups * ((uint64_t)p->n / 128) * kb;
+    WS_REQUIRE(sa < ((uint64_t)1 << 32) && sb < ((uint64_t)1 << 32),
+               "ws_gemm: %llu activation and %llu weight scales; at most 2^32 - 1 each", (unsigned long long)sa,
+               (unsigned long long)sb);
   }
   if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS)
     WS_REQUIRE(p->group_offsets != NULL, "ws_gemm: grouped contiguous layout needs group_offsets (groups + 1 ints)");

@@ -2,6 +2,7 @@
 # check_kernels.sh BINARY... - read the compiled kernels without a GPU:
 #   every kernel: STACK:0 and LOCAL:0 (no spills, no runtime-indexed arrays);
 #   kernels whose role tables change registers: USETMAXREG in SASS (not dropped);
+#   the GEMMs: their wgmma (HGMMA / QGMMA), TMA loads and TMA-store epilogue;
 #   the stream kernels: TMA loads (UTMALDG), the TMA-store one also UTMASTG.
 # Exit 77 (skipped) if cuobjdump/nvdisasm are not installed (.ci/run installs them).
 set -u
@@ -46,8 +47,9 @@ for bin in "$@"; do
       check_sass gemm_bf16_kernel USETMAXREG 2
       check_sass gemm_bf16_kernel UTMALDG 2
       check_sass gemm_fp8_kernel QGMMA.64x128x32 1
-      check_sass gemm_fp8_kernel USETMAXREG 2
       check_sass gemm_fp8_kernel UTMALDG 2
+      check_sass gemm_bf16_kernel UTMASTG 1
+      check_sass gemm_fp8_kernel UTMASTG 1
       ;;
   esac
 done

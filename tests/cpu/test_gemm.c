@@ -203,13 +203,21 @@ static void gpu_entry_points(void) {
   CHECK_STATUS(ws_fp8_quantize_128x128((void *)(uintptr_t)0x1000, 0, 128, 128, q, sc, 0), WS_OK); /* nothing to do */
   ws_plan plan;
   CHECK_STATUS(ws_gemm_plan(WS_GEMM_FP8, &plan), WS_OK);
-  CHECK(plan.layout.threads == 384 && plan.layout.role_regs[1] == 232 && plan.layout.pool_used == plan.layout.pool_regs);
+  /* FP8: 2 math warpgroups then 1 loader warp, entry registers (no setmaxnreg) */
+  CHECK(plan.layout.threads == 288 && plan.layout.role_first_warp[1] == 8 && plan.layout.setmaxnreg == 0);
+  CHECK(plan.smem_bytes > 6 * 32 * 1024 && plan.smem_bytes <= 232448);
   CHECK_STATUS(ws_gemm_plan(WS_GEMM_BF16, &plan), WS_OK);
+  CHECK(plan.layout.threads == 384 && plan.layout.role_regs[1] == 232 && plan.layout.pool_used == plan.layout.pool_regs);
   CHECK(plan.smem_bytes > 4 * 48 * 1024 && plan.smem_bytes <= 232448);
   CHECK_STATUS(ws_gemm_plan((ws_gemm_type)9, &plan), WS_ERR_INVALID);
   CHECK_STATUS(ws_gemm_plan(WS_GEMM_FP8, NULL), WS_ERR_INVALID);
   ws_gemm_problem none = {WS_GEMM_BF16, WS_GEMM_DENSE, 0, 8, 64, 1, NULL, (void *)(uintptr_t)0x1000, NULL, NULL, NULL, NULL, NULL};
   CHECK_STATUS(ws_gemm(&none, 0), WS_OK); /* m = 0: nothing to do, no GPU needed */
+  /* FP8 scale offsets are 32-bit in the kernel: 2^25 rows x 128 K blocks is refused */
+  ws_gemm_problem huge = {WS_GEMM_FP8, WS_GEMM_DENSE, 1 << 25, 128, 128 * 128, 1, (void *)(uintptr_t)0x1000,
+                          (void *)(uintptr_t)0x1000, (void *)(uintptr_t)0x1000, sc, sc, NULL, NULL};
+  CHECK_STATUS(ws_gemm(&huge, 0), WS_ERR_INVALID);
+  CHECK_MSG("2^32");
 }
 
 int main(void) {

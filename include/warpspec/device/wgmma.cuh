@@ -23,8 +23,14 @@ WS_DEV uint64_t ws_wgmma_desc_k128b(const void *smem_tile) {
   return d;
 }
 
-/* The descriptor of the same tile `bytes` further along K (within the 128-byte row). */
-WS_DEV uint64_t ws_wgmma_desc_advance(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
+/* The descriptor of the same tile `bytes` further along K (within the 128-byte row).
+ * Only the low word changes: the start field (14 bits of a shared address below
+ * 256 KiB) cannot carry into the high word, and saying so saves a 64-bit add and a
+ * register pair per wgmma. */
+WS_DEV uint64_t ws_wgmma_desc_advance(uint64_t desc, uint32_t bytes) {
+  const uint32_t lo = (uint32_t)desc + (bytes >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
 
 /* Order register and shared-memory accesses of this warpgroup before its next wgmma. */
 WS_DEV void ws_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
