@@ -65,9 +65,9 @@ typedef struct {
 
 static __device__ __forceinline__ fp8_scales fp8_load_scales(const gemm_args *args, fp8_scale_ptrs p, int kb) {
   fp8_scales s;
-  s.a0 = __ldg(args->a_scale + p.a0 + kb);
-  s.a1 = __ldg(args->a_scale + p.a1 + kb);
-  s.b = __ldg(args->b_scale + p.b + kb);
+  s.a0 = __ldg(args->a_scale + (p.a0 + (uint32_t)kb));
+  s.a1 = __ldg(args->a_scale + (p.a1 + (uint32_t)kb));
+  s.b = __ldg(args->b_scale + (p.b + (uint32_t)kb));
   return s;
 }
 
@@ -128,11 +128,14 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
   for (long long t = blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += gridDim.x) {
     const int local_wg = tile.tm * FP8_BM + ctx.replica * 64;
     const int local0 = local_wg + ctx.warp * 16 + ctx.lane / 4;
-    const long long last = args.rows - 1, r0 = (long long)tile.row0 + local0;
+    const int last = (int)(args.rows - 1), r0 = tile.row0 + local0; /* rows < 2^31 (ws_gemm_check) */
     fp8_scale_ptrs sp;
-    sp.a0 = (uint32_t)((r0 < last ? r0 : last) * kblocks);
-    sp.a1 = (uint32_t)((r0 + 8 < last ? r0 + 8 : last) * kblocks);
-    sp.b = (uint32_t)(((size_t)tile.g * (n / 128) + (size_t)tile.tn * (FP8_BN / 128)) * kblocks);
+    sp.a0 = (uint32_t)min(r0, last) * (uint32_t)kblocks;
+    sp.a1 = (uint32_t)min(r0 + 8, last) * (uint32_t)kblocks;
+    sp.b = ((uint32_t)tile.g * (uint32_t)(n / 128) + (uint32_t)tile.tn * (FP8_BN / 128)) * (uint32_t)kblocks;
+    ws_pin_u32(&sp.a0); /* computed once per tile: ptxas would otherwise redo it per K block */
+    ws_pin_u32(&sp.a1);
+    ws_pin_u32(&sp.b);
 #pragma unroll
     for (int i = 0; i < FP8_BN / 2; i++) total[i] = 0.0f;
     for (int kb = 0; kb < kblocks; kb++, c = ws_cursor_next(c, pipe.stages)) {

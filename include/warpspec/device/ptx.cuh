@@ -21,6 +21,10 @@ WS_DEV uint64_t ws_globaltimer(void) {
 
 WS_DEV void ws_trap(void) { asm volatile("trap;"); }
 
+/* An empty asm that "changes" x: the compiler must keep the value in a register
+ * instead of recomputing it where it is used (rematerialization inside a hot loop). */
+WS_DEV void ws_pin_u32(uint32_t *x) { asm("" : "+r"(*x)); }
+
 /* ---- mbarrier -------------------------------------------------------------------- */
 WS_DEV void ws_mbarrier_init(uint64_t *bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(ws_smem_addr(bar)), "r"(count) : "memory");
