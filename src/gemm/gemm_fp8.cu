@@ -9,15 +9,16 @@
  *                          cores' limited FP8 accumulation short.
  *   LOADER (1 warp)        per 128-wide K block: acquire a stage, TMA-load the A tile
  *                          (128 x 128 bytes) and the group's B tile, commit.
- * Where the time goes (H200, Nsight Compute): both warpgroups wait on the same stage,
- * so their wgmmas run together (the tensor cores need both to reach full rate) and
- * their promotions run together while the tensor cores idle. Each promotion instruction
- * therefore costs tensor time, which is why the K loop is kept lean (scale offsets, one
- * descriptor word). Tried and measured slower or impossible: taking turns between the
- * two warpgroups (one warpgroup alone drives the tensor cores at about half rate:
- * 749 vs 858 TFLOPS); two accumulators per warpgroup so block kb+1 runs while kb is
- * promoted (needs ~240 registers per thread; ptxas spills at the 232 that setmaxnreg
- * allows, and serializes the wgmmas if the loop has a conditional issue, C7514/C7518).
+ * Where the time goes (H200): both warpgroups wait on the same stage, so their wgmmas
+ * run together (the tensor cores need both to reach full rate) and their promotions run
+ * together while the tensor cores idle; every instruction of the K loop costs tensor
+ * time, so the loop is kept lean (scale offsets pinned per tile, one descriptor word:
+ * 858 -> 1017 TFLOPS at 8192^3). The same loop without the promotion (wrong results,
+ * timing only) reaches 1317, so scaling costs about a quarter. Tried, measured, not
+ * kept: the warpgroups taking turns (one alone drives the tensor cores at half rate:
+ * 749); two accumulators per warpgroup so block kb+1 runs while kb is promoted (1010,
+ * needs the 40/232/232 split and a peeled loop: a wgmma under a condition makes ptxas
+ * serialize them, C7518); 256 x 128 tiles to halve L2 traffic per multiply-add (no gain).
  * The epilogue stores full rows through shared memory and TMA (gemm_epilogue.cuh). */
 #include "../core/internal.h"
 #include "gemm_epilogue.cuh"
