@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
-# run_comm.sh [BUILD] - on a machine with 2+ GPUs: build, the communication tests and
-# the sendrecv benchmark against NCCL. Logs go to $OUT (or ./results).
+# run_comm.sh [BUILD] - on a machine with 2+ GPUs: build (unless NO_BUILD=1, a build
+# carried from elsewhere), the communication tests (built-in launcher and mpirun),
+# compute-sanitizer, NCCL's grid per size and the sendrecv benchmark against NCCL.
+# Logs go to $OUT (or ./results).
 set -u
 build=${1:-build}
 out=${OUT:-results}
 mkdir -p "$out"
-export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+. "$(dirname "$0")/env.sh"
 { date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm --format=csv; nvidia-smi topo -m; } >"$out/comm_tests.log" 2>&1
-cmake -S . -B "$build" >"$out/comm_build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >>"$out/comm_build.log" 2>&1 \
-  || { tail -30 "$out/comm_build.log"; exit 1; }
+if [ "${NO_BUILD:-0}" != 1 ]; then
+  cmake -S . -B "$build" >"$out/comm_build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >>"$out/comm_build.log" 2>&1 \
+    || { tail -30 "$out/comm_build.log"; exit 1; }
+fi
 { WS_DEBUG_NVML=1 "$build/warpspec" info; (cd "$build" && ctest --output-on-failure -R "sendrecv|gpu_"); } >>"$out/comm_tests.log" 2>&1
-echo "tests rc=$?"; grep -E "tests passed|Failed|Skipped|Passed" "$out/comm_tests.log" | head -30
+echo "tests rc=$?"; grep -E "tests passed|Failed|Skipped|Passed|NVLink|nvlink" "$out/comm_tests.log" | head -30
+# the same test under Open MPI's launcher: rank and size from OMPI_COMM_WORLD_*, the
+# unique id through the file rendezvous keyed by the job id
+{ echo "== mpirun"; timeout 300 mpirun --allow-run-as-root --oversubscribe -n 2 -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS \
+    -x LD_LIBRARY_PATH "$build/tests/gpu/test_sendrecv" quick; echo "mpirun rc=$?"; } >>"$out/comm_tests.log" 2>&1
+grep -E "mpirun rc|checks passed|FAIL" "$out/comm_tests.log" | tail -4
 san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for tool in memcheck racecheck synccheck; do
   # API errors are reported by NCCL's own initialisation inside NVSHMEM (not ours): memcheck
