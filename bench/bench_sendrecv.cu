@@ -206,10 +206,34 @@ extern "C" int bench_sendrecv(const bench_sr_opts *o) {
   ctx c;
   const uint64_t max = o->max_bytes;
   if (setup(&c, max)) return -1;
-  if (o->nccl_probe) { /* one NCCL exchange per size, for a profiler to read NCCL's grid */
-    for (uint64_t n = 32; n <= max; n *= 2) {
-      if (op(&c, V_NCCL, n, 0)) return -1;
+  if (o->nccl_probe) {
+    /* NCCL's grid per size, read from the kernel node of a captured exchange (no profiler:
+     * Nsight Compute cannot replay a kernel that waits for another process). */
+    if (c.rank == 0) printf("bytes,nccl_ctas,nccl_threads\n");
+    for (uint64_t n = 32; n <= max; n *= 4) {
+      if (op(&c, V_NCCL, n, 0)) return -1; /* connections are set up outside the capture */
       WK(ws_sync(c.s));
+      cudaGraph_t g;
+      CK(cudaStreamBeginCapture(c.s, cudaStreamCaptureModeThreadLocal));
+      if (op(&c, V_NCCL, n, 0)) return -1;
+      CK(cudaStreamEndCapture(c.s, &g));
+      size_t count = 0;
+      CK(cudaGraphGetNodes(g, NULL, &count));
+      cudaGraphNode_t nodes[64];
+      if (count > 64) count = 64;
+      CK(cudaGraphGetNodes(g, nodes, &count));
+      unsigned ctas = 0, threads = 0;
+      for (size_t i = 0; i < count; i++) {
+        cudaGraphNodeType t;
+        CK(cudaGraphNodeGetType(nodes[i], &t));
+        if (t != cudaGraphNodeTypeKernel) continue;
+        cudaKernelNodeParams kp;
+        CK(cudaGraphKernelNodeGetParams(nodes[i], &kp));
+        ctas = kp.gridDim.x * kp.gridDim.y * kp.gridDim.z;
+        threads = kp.blockDim.x;
+      }
+      if (c.rank == 0) printf("%llu,%u,%u\n", (unsigned long long)n, ctas, threads);
+      CK(cudaGraphDestroy(g));
     }
     ncclCommDestroy(c.nccl);
     WK(ws_comm_destroy(c.ws));

@@ -226,7 +226,10 @@ int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "all";
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess) ndev = 0;
+  /* ranks as the launcher says (`warpspec run` or mpirun); the communicator's own count
+   * is what the test uses once it exists */
   const char *n_env = getenv("WS_NRANKS");
+  if (!n_env) n_env = getenv("OMPI_COMM_WORLD_SIZE");
   nranks = n_env ? atoi(n_env) : 1;
   if (ws_comm_available() != WS_OK || ndev < nranks || ndev == 0) {
     printf("needs NVSHMEM and %d GPUs (have %d): skipped\n", nranks, ndev);
@@ -235,6 +238,7 @@ int main(int argc, char **argv) {
   ws_comm *c = NULL;
   WS_OK_OR_DIE(ws_comm_init_from_env(&c));
   WS_OK_OR_DIE(ws_comm_rank(c, &rank));
+  WS_OK_OR_DIE(ws_comm_size(c, &nranks));
   CUDA_OK(cudaMalloc(&d_bad, sizeof *d_bad));
   /* A fresh seed per run, the same on every rank. */
   if (rank == 0) {
