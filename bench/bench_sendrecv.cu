@@ -16,6 +16,7 @@
 #include "warpspec/sendrecv_geometry.h"
 #include "warpspec/warpspec.h"
 
+#include <cuda.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,6 +210,12 @@ extern "C" int bench_sendrecv(const bench_sr_opts *o) {
   if (o->nccl_probe) {
     /* NCCL's grid per size, read from the kernel node of a captured exchange (no profiler:
      * Nsight Compute cannot replay a kernel that waits for another process). */
+    typedef CUresult (*get_params_fn)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+    get_params_fn get_params = NULL;
+    cudaDriverEntryPointQueryResult found;
+    CK(cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", (void **)&get_params, 12000, cudaEnableDefault,
+                                        &found));
+    if (found != cudaDriverEntryPointSuccess || !get_params) BENCH_FAIL("cuGraphKernelNodeGetParams", "not found");
     if (c.rank == 0) printf("bytes,nccl_ctas,nccl_threads\n");
     for (uint64_t n = 32; n <= max; n *= 4) {
       if (op(&c, V_NCCL, n, 0)) return -1; /* connections are set up outside the capture */
@@ -227,10 +234,11 @@ extern "C" int bench_sendrecv(const bench_sr_opts *o) {
         cudaGraphNodeType t;
         CK(cudaGraphNodeGetType(nodes[i], &t));
         if (t != cudaGraphNodeTypeKernel) continue;
-        cudaKernelNodeParams kp;
-        CK(cudaGraphKernelNodeGetParams(nodes[i], &kp));
-        ctas = kp.gridDim.x * kp.gridDim.y * kp.gridDim.z;
-        threads = kp.blockDim.x;
+        /* the driver's call: the runtime's cannot name a kernel NCCL loaded itself */
+        CUDA_KERNEL_NODE_PARAMS kp;
+        if (get_params(nodes[i], &kp) != CUDA_SUCCESS) BENCH_FAIL("cuGraphKernelNodeGetParams", "failed");
+        ctas = kp.gridDimX * kp.gridDimY * kp.gridDimZ;
+        threads = kp.blockDimX;
       }
       if (c.rank == 0) printf("%llu,%u,%u\n", (unsigned long long)n, ctas, threads);
       CK(cudaGraphDestroy(g));
