@@ -17,6 +17,7 @@ timeout 300 "$build/tests/gpu/test_gemm_gpu" >>"$out/gemm.log" 2>&1
 echo "test_gemm_gpu rc=$?" | tee -a "$out/gemm.log"
 grep -E "rel err|FAIL|passed|failed" "$out/gemm.log" | tail -25
 timeout 300 "$build/warpspec" bench gemm --csv "$out/bench_gemm.csv" 2>&1 | tee "$out/bench_gemm.txt"
+python3 bench/plot_gemm.py "$out/bench_gemm.csv" "$out/bench_gemm.png" || echo "plot failed (matplotlib?)"
 [ "${TORCH:-1}" = 1 ] && PYTHONUNBUFFERED=1 timeout 200 python3 bench/torch_grouped_mm.py 2>&1 | tee -a "$out/bench_gemm.txt"
 if [ "${PROFILE:-0}" = 1 ]; then
   ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
