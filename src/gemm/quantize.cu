@@ -5,7 +5,7 @@
  * every value becomes e4m3(x / scale) (round to nearest even, saturating: the same
  * numbers as ws_fp8_quantize_1x128_host, which the tests compare bit for bit).
  * 128 x 128 (weights): one CTA per block: a block-wide |max|, then the same conversion.
- * STATUS: compiled only; not yet run on a GPU. */
+ * Tested on the GPU bit for bit against the host definition (tests/gpu/test_gemm_gpu). */
 #include "../core/internal.h"
 #include "warpspec/fp8.h"
 
