@@ -58,4 +58,11 @@
 #define WS_COMM_HEAP_SPARE      (1ull << 30) /* symmetric heap beyond the staging, default  */
 #define WS_RENDEZVOUS_TIMEOUT_MS 60000 /* ranks wait this long for each other at init   */
 
+/* ---- GEMM ------------------------------------------------------------------------ */
+/* Split-K for dense problems with fewer output tiles than half the SMs (a few rows):
+ * each tile's K range is cut into slices for more CTAs; fp32 partials, then one summing
+ * pass. A slice is at least this many K steps (64 wide for BF16, 128 for FP8). */
+#define WS_GEMM_SPLITK_MIN_STEPS 4
+#define WS_GEMM_SPLITK_MAX       16
+
 #endif

@@ -19,12 +19,15 @@ typedef struct {
   int layout;           /* ws_gemm_layout */
   int groups, m, n;
   int bm, bn;           /* tile shape */
+  int splits;           /* K slices per tile (1: no split-K; dense only) */
+  int ksteps;           /* K steps of a whole tile (k / bk) */
   const int *offsets;   /* contiguous */
   const int *rows;      /* masked */
 } gemm_shape;
 
 typedef struct {
   uint16_t *d;          /* bf16 output */
+  float *partial;       /* split-K: [splits][rows][n] fp32 partial sums, else NULL */
   const float *a_scale; /* FP8 only */
   const float *b_scale;
   int k;
@@ -51,6 +54,8 @@ const gemm_kernel *gemm_fp8_kernel_desc(void);
 /* Tensor maps, arguments, plan check (once per thread, device and kernel), launch. */
 ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream_t stream);
 ws_status gemm_plan_of(const gemm_kernel *k, ws_plan *plan);
+/* Split-K's second pass: d[i] = bf16(sum over s of partial[s][i]), s in order. */
+ws_status gemm_splitk_reduce(const float *partial, int splits, size_t count, uint16_t *d, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

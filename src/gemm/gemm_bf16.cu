@@ -50,7 +50,6 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC); /* TMA in, wgmma out */
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
   ws_init_sync();
-  const int ksteps = args.k / BF16_BK;
   gemm_cursor cur = gemm_cursor_start(&args.shape);
   gemm_tile tile;
   ws_cursor c = {0, 0};
@@ -69,7 +68,7 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
     /* One K step's wgmmas stay in flight while the next stage is awaited: a stage is
      * released once the group after it was issued and it has completed (wait_group 1). */
     ws_cursor prev = c;
-    for (int ks = 0; ks < ksteps; ks++, c = ws_cursor_next(c, pipe.stages)) {
+    for (int ks = tile.k0; ks < tile.k1; ks++, c = ws_cursor_next(c, pipe.stages)) {
       const uint32_t s = c.stage;
       ws_pipe_wait_at(&pipe, &ctx, c);
       const uint64_t da = ws_wgmma_desc_k128b(st->slot[s].a + ctx.replica * 64 * BF16_BK);
@@ -78,9 +77,9 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
 #pragma unroll
       for (int kk = 0; kk < BF16_BK / 16; kk++)
         ws_wgmma_m64n256k16_bf16(acc, ws_wgmma_desc_advance(da, kk * 32), ws_wgmma_desc_advance(db, kk * 32),
-                                 ks > 0 || kk > 0);
+                                 ks > tile.k0 || kk > 0);
       ws_wgmma_commit_group();
-      if (ks > 0) {
+      if (ks > tile.k0) {
         WS_WGMMA_WAIT_GROUP(1);
         ws_pipe_release_at(&pipe, &ctx, prev);
       }

@@ -11,7 +11,8 @@
  * A warpgroup owns NBUF chunk buffers; before refilling one it waits until the TMA unit
  * has read the previous contents (cp.async.bulk.wait_group.read).
  * Rows that run past the group (the last, partial tile of an expert; masked padding
- * rows) are written with plain stores, row by row, so nothing outside the group moves. */
+ * rows) are written with plain stores, row by row, so nothing outside the group moves.
+ * Under split-K the fragment goes to the slice's fp32 partial tile instead. */
 #ifndef WARPSPEC_GEMM_EPILOGUE_CUH
 #define WARPSPEC_GEMM_EPILOGUE_CUH
 
@@ -39,6 +40,22 @@ WS_DEV void gemm_store_fragment(const ws_ctx *c, const gemm_args *args, const ge
                                 const float *frag, uint8_t *stage, const ws_tmap *map_d) {
   const int n = args->shape.n, warp = c->warp, lane = c->lane;
   const int col0 = tile->tn * BN;
+  if (args->partial) { /* split-K: this slice's fp32 sums, reduced by a second kernel */
+    float *part = args->partial + (size_t)tile->split * (size_t)args->rows * (size_t)n;
+    const int r0 = local0 + warp * 16 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++) {
+      const int col = col0 + 8 * j + 2 * (lane % 4);
+      if (col >= n) continue;
+#pragma unroll
+      for (int h = 0; h < 2; h++) {
+        const int local = r0 + 8 * h;
+        if (local >= tile->count) continue;
+        *(float2 *)(part + (size_t)(tile->row0 + local) * n + col) = make_float2(frag[4 * j + 2 * h], frag[4 * j + 2 * h + 1]);
+      }
+    }
+    return;
+  }
   if (local0 + 64 <= tile->count) {
     const int rl = warp * 16 + lane / 4; /* this thread's rows: rl and rl + 8 (same row % 8) */
 #pragma unroll

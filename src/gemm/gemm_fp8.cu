@@ -45,11 +45,10 @@ typedef struct {
   __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES];
 } fp8_smem;
 
-/* Math first, so its warpgroups sit on warpgroup boundaries, then one loader warp:
- * 288 threads at the entry cap, no setmaxnreg. ptxas keeps this kernel under 168
- * registers either way (it allocates as if 384 threads), so a 40/232/232 split buys
- * nothing here and costs three idle warps. */
-#define FP8_ROLES(ROLE) ROLE(F_MATH, 4, WS_REGS_ENTRY, 2) ROLE(F_LOADER, 1, WS_REGS_ENTRY, 1)
+/* The loader warp hands its warpgroup's registers to the math warpgroups (40 / 232 /
+ * 232): at the entry cap of 168 the math role sits at the edge (split-K's K range tipped
+ * it into a spill), under setmaxnreg ptxas gives the math branch up to 232. */
+#define FP8_ROLES(ROLE) ROLE(F_LOADER, 1, 40, 1) ROLE(F_MATH, 4, 232, 2)
 WS_DECLARE_ROLES(gemm_fp8, FP8_ROLES);
 
 /* Where this thread's scales live for one tile, as element offsets (the bases stay in
@@ -139,7 +138,7 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
     ws_pin_u32(&sp.b);
 #pragma unroll
     for (int i = 0; i < FP8_BN / 2; i++) total[i] = 0.0f;
-    for (int kb = 0; kb < kblocks; kb++, c = ws_cursor_next(c, pipe.stages)) {
+    for (int kb = tile.k0; kb < tile.k1; kb++, c = ws_cursor_next(c, pipe.stages)) {
       const fp8_scales s = fp8_load_scales(&args, sp, kb); /* latency hides behind the waits */
       fp8_issue(acc, &pipe, &ctx, da0, db0, c);
       WS_WGMMA_WAIT_GROUP(0);

@@ -4,6 +4,8 @@
 
 #include "../core/internal.h"
 
+#include <stdlib.h>
+
 #define GEMM_KERNELS 2
 #define GEMM_DEVICES 16
 
@@ -11,6 +13,26 @@ ws_status gemm_plan_of(const gemm_kernel *k, ws_plan *plan) {
   WS_REQUIRE(k != NULL && plan != NULL, "ws_gemm_plan: plan is NULL");
   ws_status s = ws_plan_init(plan, k->name, k->roles, k->nroles, 0);
   return s != WS_OK ? s : ws_plan_set_smem(plan, k->smem);
+}
+
+/* Split-K for dense problems whose tiles leave most SMs idle: enough K slices to give
+ * every SM a work item, each slice at least WS_GEMM_SPLITK_MIN_STEPS K steps long, at
+ * most WS_GEMM_SPLITK_MAX slices. WS_GEMM_SPLITS=N in the environment forces N (tests,
+ * benchmarks; 1 turns it off). */
+static int gemm_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms) {
+  const int ksteps = p->k / k->bk;
+  const char *env = getenv("WS_GEMM_SPLITS");
+  int splits = 1;
+  if (env && *env) {
+    splits = atoi(env);
+  } else if (p->layout == WS_GEMM_DENSE) {
+    const long long tiles = (long long)((p->m + k->bm - 1) / k->bm) * ((p->n + k->bn - 1) / k->bn);
+    if (2 * tiles <= sms) splits = (int)(sms / tiles);
+    if (splits > ksteps / WS_GEMM_SPLITK_MIN_STEPS) splits = ksteps / WS_GEMM_SPLITK_MIN_STEPS;
+    if (splits > WS_GEMM_SPLITK_MAX) splits = WS_GEMM_SPLITK_MAX;
+  }
+  if (p->layout != WS_GEMM_DENSE || splits < 1) splits = 1;
+  return splits > ksteps ? ksteps : splits;
 }
 
 ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream_t stream) {
@@ -53,12 +75,23 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream
   a.shape.bn = k->bn;
   a.shape.offsets = p->group_offsets;
   a.shape.rows = p->group_rows;
-  /* dense: exactly the tiles; grouped: the counts live on the device, so one CTA per SM */
-  const long long dense_tiles = (long long)((p->m + k->bm - 1) / k->bm) * ((p->n + k->bn - 1) / k->bn);
-  const unsigned grid = (unsigned)(p->layout == WS_GEMM_DENSE && dense_tiles < sms ? dense_tiles : sms);
+  a.shape.ksteps = p->k / k->bk;
+  a.shape.splits = gemm_splits(k, p, sms);
+  a.partial = NULL;
+  /* dense: exactly the work items; grouped: the counts live on the device, one CTA per SM */
+  const long long dense_items = (long long)((p->m + k->bm - 1) / k->bm) * ((p->n + k->bn - 1) / k->bn) * a.shape.splits;
+  const unsigned grid = (unsigned)(p->layout == WS_GEMM_DENSE && dense_items < sms ? dense_items : sms);
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  if (a.shape.splits > 1) /* stream-ordered: no device-wide sync, capturable in a graph */
+    WS_CUDA_TRY(cudaMallocAsync((void **)&a.partial, (size_t)a.shape.splits * rows * (size_t)p->n * sizeof(float), stream));
   void *args[] = {&ma, &mb, &md, &a, &diag};
   dim3 g = {grid, 1, 1};
-  return ws_plan_launch(&plans[dev][k->id], k->kernel, g, stream, args);
+  s = ws_plan_launch(&plans[dev][k->id], k->kernel, g, stream, args);
+  if (s == WS_OK && a.partial) s = gemm_splitk_reduce(a.partial, a.shape.splits, rows * (size_t)p->n, a.d, stream);
+  if (a.partial) {
+    const cudaError_t e = cudaFreeAsync(a.partial, stream);
+    if (s == WS_OK && e != cudaSuccess) return ws_fail(WS_ERR_CUDA, "ws_gemm: cudaFreeAsync: %s", cudaGetErrorString(e));
+  }
+  return s;
 }

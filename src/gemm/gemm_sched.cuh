@@ -6,7 +6,10 @@
  * [offsets[g], offsets[g+1]); masked: rows [g m, g m + rows[g])) and a slice of B
  * (rows [g n, g n + n)). Tiles are numbered group by group; inside a group, runs of
  * GEMM_RASTER tile rows are walked column by column for L2 reuse. The cursor only moves
- * forward, so finding the group of the next tile costs O(groups) per CTA in total. */
+ * forward, so finding the group of the next tile costs O(groups) per CTA in total.
+ * Split-K (dense problems with too few tiles for the GPU): every tile becomes `splits`
+ * work items with consecutive numbers, each covering a slice of the K steps; the kernel
+ * writes fp32 partial tiles and a second kernel sums them in a fixed order. */
 #ifndef WARPSPEC_GEMM_SCHED_CUH
 #define WARPSPEC_GEMM_SCHED_CUH
 
@@ -29,6 +32,7 @@ typedef struct {
 typedef struct {
   int g, row0, count;   /* group and its rows */
   int tm, tn;           /* tile row inside the group, tile column */
+  int split, k0, k1;    /* K slice: steps k0 .. k1 - 1 */
 } gemm_tile;
 
 GEMM_HD void gemm_group_rows(const gemm_shape *s, int g, int *row0, int *count) {
@@ -47,7 +51,7 @@ GEMM_HD void gemm_group_rows(const gemm_shape *s, int g, int *row0, int *count) 
 GEMM_HD void gemm_cursor_load(const gemm_shape *s, gemm_cursor *c) {
   gemm_group_rows(s, c->g, &c->row0, &c->count);
   const int tn = (s->n + s->bn - 1) / s->bn;
-  c->tiles = (long long)((c->count + s->bm - 1) / s->bm) * tn;
+  c->tiles = (long long)((c->count + s->bm - 1) / s->bm) * tn * s->splits;
 }
 
 GEMM_HD gemm_cursor gemm_cursor_start(const gemm_shape *s) {
@@ -66,7 +70,7 @@ GEMM_HD int gemm_tile_at(const gemm_shape *s, gemm_cursor *c, long long t, gemm_
     gemm_cursor_load(s, c);
   }
   const int tiles_m = (c->count + s->bm - 1) / s->bm, tiles_n = (s->n + s->bn - 1) / s->bn;
-  const int local = (int)(t - c->base);
+  const int item = (int)(t - c->base), split = item % s->splits, local = item / s->splits;
   const int run = local / (GEMM_RASTER * tiles_n), first = run * GEMM_RASTER;
   const int rows = tiles_m - first < GEMM_RASTER ? tiles_m - first : GEMM_RASTER;
   const int in_run = local - run * GEMM_RASTER * tiles_n;
@@ -75,6 +79,9 @@ GEMM_HD int gemm_tile_at(const gemm_shape *s, gemm_cursor *c, long long t, gemm_
   out->count = c->count;
   out->tm = first + in_run % rows;
   out->tn = in_run / rows;
+  out->split = split;
+  out->k0 = (int)((long long)split * s->ksteps / s->splits);
+  out->k1 = (int)((long long)(split + 1) * s->ksteps / s->splits);
   return 1;
 }
 

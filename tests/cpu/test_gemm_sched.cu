@@ -2,7 +2,8 @@
  * every CTA walks it on the device: for dense, grouped-contiguous (ragged, empty groups)
  * and grouped-masked problems and several grid sizes, every (group, tile row, tile
  * column) is visited exactly once over all CTAs, tiles lie inside their group, and each
- * CTA's tile numbers only grow. Host code only: runs on machines without a GPU. */
+ * CTA's tile numbers only grow; under split-K every tile's K slices are visited once
+ * each and together cover its K steps without gap or overlap. Host code only. */
 #include "../test.h"
 #include "../../src/gemm/gemm_sched.cuh"
 
@@ -20,9 +21,10 @@ static void check_schedule(const gemm_shape *s, int grid, const char *what) {
     gemm_group_rows(s, g, &row0, &count);
     expect += (long long)((count + s->bm - 1) / s->bm) * tiles_n;
   }
-  /* seen[g][tm][tn] as a flat map keyed by group and tile */
+  /* steps[g][tm][tn]: K steps covered so far; seen counts (tile, slice) visits */
   const int max_tm = 4096;
-  unsigned char *seen = (unsigned char *)calloc((size_t)s->groups * max_tm * tiles_n, 1);
+  int *steps = (int *)calloc((size_t)s->groups * max_tm * tiles_n, sizeof(int));
+  int *slices = (int *)calloc((size_t)s->groups * max_tm * tiles_n, sizeof(int));
   long long visited = 0;
   int bad = 0;
   for (int cta = 0; cta < grid; cta++) {
@@ -30,17 +32,25 @@ static void check_schedule(const gemm_shape *s, int grid, const char *what) {
     gemm_tile t;
     for (long long i = cta; gemm_tile_at(s, &cur, i, &t); i += grid) {
       if (t.tm < 0 || t.tm * s->bm >= t.count || t.tn < 0 || t.tn >= tiles_n || t.tm >= max_tm) { bad++; continue; }
-      unsigned char *cell = &seen[((size_t)t.g * max_tm + t.tm) * tiles_n + t.tn];
-      bad += *cell != 0;
-      *cell = 1;
-      visited++;
+      if (t.split < 0 || t.split >= s->splits || t.k0 >= t.k1 || t.k0 < 0 || t.k1 > s->ksteps) { bad++; continue; }
+      /* slices are disjoint and ordered by number, so the covered total must add up */
+      if (t.k0 != (int)((long long)t.split * s->ksteps / s->splits)) bad++;
+      const size_t cell = ((size_t)t.g * max_tm + t.tm) * tiles_n + t.tn;
+      steps[cell] += t.k1 - t.k0;
+      slices[cell]++;
+      if (slices[cell] == s->splits) {
+        bad += steps[cell] != s->ksteps;
+        visited++;
+      }
+      bad += slices[cell] > s->splits;
     }
   }
   if (bad || visited != expect) {
     fprintf(stderr, "%s, grid %d: %lld tiles visited, %lld expected, %d out of place or twice\n", what, grid, visited, expect, bad);
     test_failures++;
   }
-  free(seen);
+  free(steps);
+  free(slices);
 }
 
 int main(void) {
@@ -49,11 +59,21 @@ int main(void) {
   memset(&s, 0, sizeof s);
   s.bm = 128;
   s.bn = 256;
+  s.splits = 1;
+  s.ksteps = 7;
   /* dense, ragged edges */
   s.layout = WS_GEMM_DENSE; s.groups = 1; s.m = 1000; s.n = 7000;
   for (int i = 0; i < 4; i++) check_schedule(&s, grids[i], "dense");
   s.m = 1; s.n = 8;
   for (int i = 0; i < 4; i++) check_schedule(&s, grids[i], "dense 1 x 8");
+  /* dense split-K: slices of uneven length (7 or 112 steps over 2..16 slices) */
+  for (int sp = 2; sp <= 16; sp *= 2) {
+    s.splits = sp; s.ksteps = sp <= 4 ? 7 : 112; s.m = 64; s.n = 4096;
+    for (int i = 0; i < 4; i++) check_schedule(&s, grids[i], "dense split-K");
+    s.m = 300; s.n = 264;
+    for (int i = 0; i < 4; i++) check_schedule(&s, grids[i], "dense split-K ragged");
+  }
+  s.splits = 1; s.ksteps = 7;
   /* contiguous: random expert sizes, some empty, some a single row */
   for (int rep = 0; rep < 20; rep++) {
     int groups = 1 + (int)(next() % 64), off[65];

@@ -4,8 +4,9 @@
  *   - BF16 and FP8 GEMMs against the float64 reference (ws_gemm_reference semantics):
  *     dense at aligned, ragged, M = 1 and DeepSeek-V3 expert shapes; grouped contiguous
  *     with ragged and empty experts; grouped masked with partly filled groups (rows past a
- *     group's count must stay poisoned). Every element for small problems, 20000 random
- *     ones for large. Relative error ||D - ref|| / ||ref||: BF16 < 1e-2, FP8 < 2e-2 against
+ *     group's count must stay poisoned); dense problems with few rows, which split K over
+ *     several CTAs (fp32 partials, then a summing pass). Every element for small
+ *     problems, 20000 random ones for large. Relative error ||D - ref|| / ||ref||: BF16 < 1e-2, FP8 < 2e-2 against
  *     the reference on the same quantised inputs (bf16 rounding of D dominates). */
 #include "gpu_test.h"
 #include "warpspec/fp8.h"
@@ -197,6 +198,8 @@ int main(void) {
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1, NULL);
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 300, 384, 1024, 1, NULL);
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 4096, 4096, 7168, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 512, 2048, 1, NULL);  /* split-K: 4 tiles x 4 slices */
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 4096, 1, NULL);   /* split-K: 2 tiles x 8 slices */
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 512, 5, ragged);
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 7168, 2048, 5, ragged);
@@ -207,6 +210,8 @@ int main(void) {
   run_bf16(256, 512, 1024);   /* several tiles and steps */
   run_bf16(1, 256, 128);      /* M = 1                   */
   run_bf16(300, 264, 192);    /* ragged M and N          */
+  run_bf16(64, 512, 2048);    /* split-K: 2 tiles x 8    */
+  run_bf16(1, 256, 1024);     /* split-K, M = 1          */
   run_bf16(4096, 4096, 7168); /* DeepSeek-V3 L1 expert   */
   run_bf16(2048, 7168, 2048); /* DeepSeek-V3 L2 expert   */
   /* argument errors before the GPU */
