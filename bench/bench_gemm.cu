@@ -213,7 +213,11 @@ static int run_case(int fp8, int groups, int m_per, int n, int k, uint64_t seed,
   lt_gemm g;
   if (lt_setup(&g, groups > 1 ? m_per : m, n, k, fp8, sat, sb)) return -1;
   ws_gemm_problem p = {fp8 ? WS_GEMM_FP8 : WS_GEMM_BF16, groups > 1 ? WS_GEMM_GROUPED_CONTIGUOUS : WS_GEMM_DENSE,
-                       m, n, k, groups, a, b, d, sa, sb, offsets, NULL};
+                       m, n, k, groups, a, b, d, sa, sb, offsets, NULL, NULL, 0};
+  size_t ws_bytes = 0; /* split-K workspace, for dense problems with few rows */
+  WK(ws_gemm_workspace_size(&p, &ws_bytes));
+  if (ws_bytes) CK(cudaMalloc(&p.workspace, ws_bytes));
+  p.workspace_bytes = ws_bytes;
   run_ctx r = {&p, &g, groups, m_per, es, groups > 1 && fp8 ? sat : NULL, sb};
   WK(ws_gemm(&p, 0));
   ws_gemm_problem pref = p;
@@ -239,6 +243,7 @@ static int run_case(int fp8, int groups, int m_per, int n, int k, uint64_t seed,
   lt_free(&g);
   cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(dref); cudaFree(err); cudaFree(sa); cudaFree(sat); cudaFree(sb);
   cudaFree(offsets);
+  cudaFree(p.workspace);
   return 0;
 }
 

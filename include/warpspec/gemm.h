@@ -47,6 +47,8 @@ typedef struct {
   const float *b_scale;      /* FP8 only                                             */
   const int *group_offsets;  /* contiguous: groups + 1 offsets, 0 first, m last     */
   const int *group_rows;     /* masked: groups counts                               */
+  void *workspace;           /* optional, 16-byte aligned device memory: with it, a dense */
+  size_t workspace_bytes;    /* problem with few rows splits K (ws_gemm_workspace_size) */
 } ws_gemm_problem;
 
 /* Shape and argument checks, no GPU: K a multiple of 128 (FP8) or 64 (BF16), N a
@@ -59,6 +61,13 @@ ws_status ws_gemm_check(const ws_gemm_problem *p);
  * (BF16: 128 x 256 tiles, 4 stages; FP8: 128 x 128 tiles, 6 stages, scales promoted in
  * fp32 per 128-wide K block). Group offsets / counts are read on the device. */
 ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream);
+
+/* Device memory ws_gemm would use for split-K on this problem on the current device: a
+ * dense problem whose output tiles would leave most SMs idle (a few rows) cuts K into
+ * slices for more CTAs, writes fp32 partials there and sums them in a second pass (the
+ * same result on every run). 0 when the problem does not split. Without a workspace of
+ * that size ws_gemm runs without split-K. */
+ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes);
 
 /* The role plan of a GEMM kernel (for `warpspec plan --kernel gemm_bf16|gemm_fp8`). */
 ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan);

@@ -42,6 +42,8 @@ ws_status ws_gemm_check(const ws_gemm_problem *p) {
                "ws_gemm: %llu activation and %llu weight scales; at most 2^32 - 1 each", (unsigned long long)sa,
                (unsigned long long)sb);
   }
+  WS_REQUIRE(p->workspace == NULL || aligned16(p->workspace), "ws_gemm: workspace %p must be 16-byte aligned",
+             p->workspace);
   if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS)
     WS_REQUIRE(p->group_offsets != NULL, "ws_gemm: grouped contiguous layout needs group_offsets (groups + 1 ints)");
   if (p->layout == WS_GEMM_GROUPED_MASKED)
@@ -106,6 +108,14 @@ ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream) {
   ws_status s = ws_gemm_check(p);
   if (s != WS_OK) return s;
   return gemm_launch(p->type == WS_GEMM_FP8 ? gemm_fp8_kernel_desc() : gemm_bf16_kernel_desc(), p, stream);
+}
+
+ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes) {
+  WS_REQUIRE(bytes != NULL, "ws_gemm_workspace_size: bytes is NULL");
+  *bytes = 0;
+  ws_status s = ws_gemm_check(p);
+  if (s != WS_OK) return s;
+  return gemm_workspace_of(p->type == WS_GEMM_FP8 ? gemm_fp8_kernel_desc() : gemm_bf16_kernel_desc(), p, bytes);
 }
 
 ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan) {

@@ -35,6 +35,18 @@ static int gemm_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms) 
   return splits > ksteps ? ksteps : splits;
 }
 
+static size_t gemm_workspace_need(const ws_gemm_problem *p, int splits) {
+  return splits > 1 ? (size_t)splits * ws_gemm_rows(p) * (size_t)p->n * sizeof(float) : 0;
+}
+
+ws_status gemm_workspace_of(const gemm_kernel *k, const ws_gemm_problem *p, size_t *bytes) {
+  int dev = 0, sms = 0;
+  WS_CUDA_TRY(cudaGetDevice(&dev));
+  WS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  *bytes = ws_gemm_rows(p) ? gemm_workspace_need(p, gemm_splits(k, p, sms)) : 0;
+  return WS_OK;
+}
+
 ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream_t stream) {
   static _Thread_local ws_plan plans[GEMM_DEVICES][GEMM_KERNELS];
   static _Thread_local int planned[GEMM_DEVICES][GEMM_KERNELS];
@@ -78,20 +90,17 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream
   a.shape.ksteps = p->k / k->bk;
   a.shape.splits = gemm_splits(k, p, sms);
   a.partial = NULL;
+  if (a.shape.splits > 1 && (!p->workspace || p->workspace_bytes < gemm_workspace_need(p, a.shape.splits)))
+    a.shape.splits = 1; /* no room for the partials: one CTA per tile */
+  if (a.shape.splits > 1) a.partial = (float *)p->workspace;
   /* dense: exactly the work items; grouped: the counts live on the device, one CTA per SM */
   const long long dense_items = (long long)((p->m + k->bm - 1) / k->bm) * ((p->n + k->bn - 1) / k->bn) * a.shape.splits;
   const unsigned grid = (unsigned)(p->layout == WS_GEMM_DENSE && dense_items < sms ? dense_items : sms);
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
-  if (a.shape.splits > 1) /* stream-ordered: no device-wide sync, capturable in a graph */
-    WS_CUDA_TRY(cudaMallocAsync((void **)&a.partial, (size_t)a.shape.splits * rows * (size_t)p->n * sizeof(float), stream));
   void *args[] = {&ma, &mb, &md, &a, &diag};
   dim3 g = {grid, 1, 1};
   s = ws_plan_launch(&plans[dev][k->id], k->kernel, g, stream, args);
   if (s == WS_OK && a.partial) s = gemm_splitk_reduce(a.partial, a.shape.splits, rows * (size_t)p->n, a.d, stream);
-  if (a.partial) {
-    const cudaError_t e = cudaFreeAsync(a.partial, stream);
-    if (s == WS_OK && e != cudaSuccess) return ws_fail(WS_ERR_CUDA, "ws_gemm: cudaFreeAsync: %s", cudaGetErrorString(e));
-  }
   return s;
 }

@@ -113,7 +113,7 @@ static void reference(void) {
   for (int i = 0; i < M * K; i++) a[i] = ws_float_to_bf16((float)(urand() - 0.5));
   for (int i = 0; i < G * N * K; i++) b[i] = ws_float_to_bf16((float)(urand() - 0.5));
   const int off[G + 1] = {0, 4, 4, 5};
-  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, M, N, K, G, a, b, NULL, NULL, NULL, off, NULL};
+  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, M, N, K, G, a, b, NULL, NULL, NULL, off, NULL, NULL, 0};
   p.d = (void *)(uintptr_t)0x100; /* checked for alignment and presence only */
   CHECK_STATUS(ws_gemm_reference(&p, d), WS_OK);
   CHECK(ws_gemm_group_of_row(off, G, 0) == 0 && ws_gemm_group_of_row(off, G, 3) == 0);
@@ -139,7 +139,7 @@ static void reference(void) {
   for (int i = 0; i < FG * FM * 2; i++) sa[i] = (float)(0.5 + urand());
   for (int i = 0; i < FG * 2; i++) sb[i] = (float)(0.5 + urand());
   const int rows[FG] = {2, 0};
-  ws_gemm_problem f = {WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, FM, FN, FK, FG, qa, qb, (void *)(uintptr_t)0x100, sa, sb, NULL, rows};
+  ws_gemm_problem f = {WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, FM, FN, FK, FG, qa, qb, (void *)(uintptr_t)0x100, sa, sb, NULL, rows, NULL, 0};
   CHECK(ws_gemm_rows(&f) == FG * FM);
   CHECK_STATUS(ws_gemm_reference(&f, fd), WS_OK);
   double e2 = 0;
@@ -159,7 +159,7 @@ static void reference(void) {
 static void checks(void) {
   char *x = (char *)(uintptr_t)0x1000;
   const int off[2] = {0, 8};
-  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL};
+  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0};
   CHECK_STATUS(ws_gemm_check(&p), WS_OK);
   CHECK_STATUS(ws_gemm_check(NULL), WS_ERR_INVALID);
   p.k = 200;
@@ -211,13 +211,23 @@ static void gpu_entry_points(void) {
   CHECK(plan.smem_bytes > 4 * 48 * 1024 && plan.smem_bytes <= 232448);
   CHECK_STATUS(ws_gemm_plan((ws_gemm_type)9, &plan), WS_ERR_INVALID);
   CHECK_STATUS(ws_gemm_plan(WS_GEMM_FP8, NULL), WS_ERR_INVALID);
-  ws_gemm_problem none = {WS_GEMM_BF16, WS_GEMM_DENSE, 0, 8, 64, 1, NULL, (void *)(uintptr_t)0x1000, NULL, NULL, NULL, NULL, NULL};
+  ws_gemm_problem none = {WS_GEMM_BF16, WS_GEMM_DENSE, 0, 8, 64, 1, NULL, (void *)(uintptr_t)0x1000, NULL, NULL, NULL, NULL, NULL, NULL, 0};
   CHECK_STATUS(ws_gemm(&none, 0), WS_OK); /* m = 0: nothing to do, no GPU needed */
   /* FP8 scale offsets are 32-bit in the kernel: 2^25 rows x 128 K blocks is refused */
   ws_gemm_problem huge = {WS_GEMM_FP8, WS_GEMM_DENSE, 1 << 25, 128, 128 * 128, 1, (void *)(uintptr_t)0x1000,
-                          (void *)(uintptr_t)0x1000, (void *)(uintptr_t)0x1000, sc, sc, NULL, NULL};
+                          (void *)(uintptr_t)0x1000, (void *)(uintptr_t)0x1000, sc, sc, NULL, NULL, NULL, 0};
   CHECK_STATUS(ws_gemm(&huge, 0), WS_ERR_INVALID);
   CHECK_MSG("2^32");
+  /* split-K workspace: validated before the GPU is asked anything */
+  size_t wsb = 1;
+  CHECK_STATUS(ws_gemm_workspace_size(&huge, &wsb), WS_ERR_INVALID);
+  CHECK(wsb == 0);
+  CHECK_STATUS(ws_gemm_workspace_size(&none, NULL), WS_ERR_INVALID);
+  ws_gemm_problem odd_ws = none;
+  odd_ws.workspace = (void *)(uintptr_t)0x1004;
+  odd_ws.workspace_bytes = 4096;
+  CHECK_STATUS(ws_gemm(&odd_ws, 0), WS_ERR_INVALID);
+  CHECK_MSG("workspace");
 }
 
 int main(void) {

@@ -14,6 +14,14 @@
 
 #include <math.h>
 
+/* Give p the split-K workspace it asks for (none for most problems). */
+static void attach_workspace(ws_gemm_problem *p) {
+  size_t bytes = 0;
+  WS_OK_OR_DIE(ws_gemm_workspace_size(p, &bytes));
+  if (bytes) CUDA_OK(cudaMalloc(&p->workspace, bytes));
+  p->workspace_bytes = bytes;
+}
+
 static void run_bf16(int m, int n, int k) {
   const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n;
   uint16_t *ha = (uint16_t *)malloc(na * 2), *hb = (uint16_t *)malloc(nb * 2), *hd = (uint16_t *)malloc(nd * 2);
@@ -26,7 +34,8 @@ static void run_bf16(int m, int n, int k) {
   CUDA_OK(cudaMemcpy(a, ha, na * 2, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(b, hb, nb * 2, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256)); /* poison: bf16 NaN */
-  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL};
+  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL, NULL, 0};
+  attach_workspace(&p);
   WS_OK_OR_DIE(ws_gemm(&p, 0));
   WS_OK_OR_DIE(ws_sync(0));
   CUDA_OK(cudaMemcpy(hd, d, nd * 2, cudaMemcpyDeviceToHost));
@@ -55,6 +64,7 @@ static void run_bf16(int m, int n, int k) {
   cudaFree(a);
   cudaFree(b);
   cudaFree(d);
+  cudaFree(p.workspace);
   free(ha);
   free(hb);
   free(hd);
@@ -109,7 +119,8 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
   CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
   ws_gemm_problem p = {type, layout, m, n, k, groups, a, b, d, (const float *)sa, (const float *)sb,
                        layout == WS_GEMM_GROUPED_CONTIGUOUS ? (const int *)doff : NULL,
-                       layout == WS_GEMM_GROUPED_MASKED ? (const int *)dcnt : NULL};
+                       layout == WS_GEMM_GROUPED_MASKED ? (const int *)dcnt : NULL, NULL, 0};
+  attach_workspace(&p);
   WS_OK_OR_DIE(ws_gemm(&p, 0));
   WS_OK_OR_DIE(ws_sync(0));
   CUDA_OK(cudaMemcpy(hd, d, nd * 2, cudaMemcpyDeviceToHost));
@@ -145,7 +156,7 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
          fp8 ? "fp8 " : "bf16", layout == WS_GEMM_DENSE ? "dense" : layout == WS_GEMM_GROUPED_CONTIGUOUS ? "contiguous" : "masked",
          m, n, k, groups, rel, unwritten, overwritten);
   CHECK(rel < bound && unwritten == 0 && overwritten == 0);
-  cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(sa); cudaFree(sb); cudaFree(doff); cudaFree(dcnt);
+  cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(sa); cudaFree(sb); cudaFree(doff); cudaFree(dcnt); cudaFree(p.workspace);
   free(ha); free(hb); free(hsa); free(hsb); free(hd); free(offsets);
 }
 
@@ -215,7 +226,7 @@ int main(void) {
   run_bf16(4096, 4096, 7168); /* DeepSeek-V3 L1 expert   */
   run_bf16(2048, 7168, 2048); /* DeepSeek-V3 L2 expert   */
   /* argument errors before the GPU */
-  ws_gemm_problem bad = {WS_GEMM_BF16, WS_GEMM_DENSE, 64, 256, 100, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+  ws_gemm_problem bad = {WS_GEMM_BF16, WS_GEMM_DENSE, 64, 256, 100, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
   CHECK_STATUS(ws_gemm(&bad, 0), WS_ERR_INVALID);
   return test_finish("test_gemm_gpu");
 }
