@@ -16,6 +16,14 @@ extern "C" {
 ws_status ws_fail(ws_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 ws_status ws_fail_cuda(int err, const char *what);
 
+/* The library's own kernels, each with a slot in the per-thread plan cache. */
+enum { WS_PLAN_SLOT_STREAM_TMA, WS_PLAN_SLOT_STREAM_THREADS, WS_PLAN_SLOT_GEMM_BF16, WS_PLAN_SLOT_GEMM_FP8,
+       WS_PLAN_SLOTS };
+/* The plan of kernel `slot` on the current device: made by make(ctx, plan) the first
+ * time this thread asks on this device, then reused (the plan remembers the kernel it
+ * was checked against, so cudaFuncGetAttributes runs once, not on every call). */
+ws_status ws_plan_cached(int slot, ws_status (*make)(const void *ctx, ws_plan *plan), const void *ctx, ws_plan **plan);
+
 #ifdef __cplusplus
 }
 #endif

@@ -305,3 +305,21 @@ ws_status ws_plan_print(const ws_plan *plan, FILE *out) {
   fprintf(out, "\n  shared memory: %zu bytes dynamic\n", plan->smem_bytes);
   return WS_OK;
 }
+
+#define WS_PLAN_DEVICES 16
+
+ws_status ws_plan_cached(int slot, ws_status (*make)(const void *ctx, ws_plan *plan), const void *ctx, ws_plan **plan) {
+  static _Thread_local ws_plan cache[WS_PLAN_DEVICES][WS_PLAN_SLOTS];
+  static _Thread_local unsigned char made[WS_PLAN_DEVICES][WS_PLAN_SLOTS];
+  WS_REQUIRE(slot >= 0 && slot < WS_PLAN_SLOTS && make != NULL && plan != NULL, "ws_plan_cached: bad arguments");
+  int dev = 0;
+  WS_CUDA_TRY(cudaGetDevice(&dev));
+  WS_REQUIRE(dev >= 0 && dev < WS_PLAN_DEVICES, "device %d: the plan cache covers devices 0..%d", dev, WS_PLAN_DEVICES - 1);
+  if (!made[dev][slot]) {
+    const ws_status s = make(ctx, &cache[dev][slot]);
+    if (s != WS_OK) return s;
+    made[dev][slot] = 1;
+  }
+  *plan = &cache[dev][slot];
+  return WS_OK;
+}

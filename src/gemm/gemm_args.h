@@ -37,7 +37,7 @@ typedef struct {
 
 /* One GEMM kernel, as its .cu file describes it to the launcher. */
 typedef struct {
-  int id;               /* slot in the launcher's plan cache */
+  int id;               /* WS_PLAN_SLOT_*: its slot in the plan cache */
   const char *name;
   const ws_role *roles;
   int nroles;

@@ -151,7 +151,7 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
 }
 
 extern "C" const gemm_kernel *gemm_fp8_kernel_desc(void) {
-  static const gemm_kernel k = {1, "gemm_fp8", gemm_fp8_roles, gemm_fp8_NROLES, sizeof(fp8_smem) + 1024,
+  static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8, "gemm_fp8", gemm_fp8_roles, gemm_fp8_NROLES, sizeof(fp8_smem) + 1024,
                                 (const void *)gemm_fp8_kernel, FP8_BM, FP8_BN, FP8_BK, WS_DTYPE_U8, 1};
   return &k;
 }

@@ -6,8 +6,6 @@
 
 #include <stdlib.h>
 
-#define GEMM_KERNELS 2
-#define GEMM_DEVICES 16
 
 ws_status gemm_plan_of(const gemm_kernel *k, ws_plan *plan) {
   WS_REQUIRE(k != NULL && plan != NULL, "ws_gemm_plan: plan is NULL");
@@ -35,6 +33,8 @@ static int gemm_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms) 
   return splits > ksteps ? ksteps : splits;
 }
 
+static ws_status make_plan(const void *k, ws_plan *plan) { return gemm_plan_of((const gemm_kernel *)k, plan); }
+
 static size_t gemm_workspace_need(const ws_gemm_problem *p, int splits) {
   return splits > 1 ? (size_t)splits * ws_gemm_rows(p) * (size_t)p->n * sizeof(float) : 0;
 }
@@ -48,19 +48,14 @@ ws_status gemm_workspace_of(const gemm_kernel *k, const ws_gemm_problem *p, size
 }
 
 ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream_t stream) {
-  static _Thread_local ws_plan plans[GEMM_DEVICES][GEMM_KERNELS];
-  static _Thread_local int planned[GEMM_DEVICES][GEMM_KERNELS];
   const size_t rows = ws_gemm_rows(p);
   if (rows == 0) return WS_OK; /* nothing to compute: no GPU call at all */
   int dev = 0, sms = 0;
   WS_CUDA_TRY(cudaGetDevice(&dev));
-  WS_REQUIRE(dev < GEMM_DEVICES, "ws_gemm: device %d beyond %d", dev, GEMM_DEVICES);
   WS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  ws_status s;
-  if (!planned[dev][k->id]) {
-    if ((s = gemm_plan_of(k, &plans[dev][k->id])) != WS_OK) return s;
-    planned[dev][k->id] = 1;
-  }
+  ws_plan *plan = NULL;
+  ws_status s = ws_plan_cached(k->id, make_plan, k, &plan);
+  if (s != WS_OK) return s;
   ws_tmap ma, mb;
   const uint64_t stride = (uint64_t)p->k * k->elem;
   if ((s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, rows, (uint64_t)p->k, stride, (uint32_t)k->bm, (uint32_t)k->bk,
@@ -100,7 +95,7 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&ma, &mb, &md, &a, &diag};
   dim3 g = {grid, 1, 1};
-  s = ws_plan_launch(&plans[dev][k->id], k->kernel, g, stream, args);
+  s = ws_plan_launch(plan, k->kernel, g, stream, args);
   if (s == WS_OK && a.partial) s = gemm_splitk_reduce(a.partial, a.shape.splits, rows * (size_t)p->n, a.d, stream);
   return s;
 }

@@ -157,6 +157,10 @@ static ws_status plan_for(ws_stream_mode mode, int stages, ws_plan *plan) {
   return ws_plan_set_smem(plan, WS_PIPE_BYTES(stream_pipe, stages));
 }
 
+static ws_status make_plan(const void *mode, ws_plan *plan) {
+  return plan_for(*(const ws_stream_mode *)mode, WS_STREAM_STAGES, plan);
+}
+
 static int valid_mode(ws_stream_mode m) { return m == WS_STREAM_STORE_TMA || m == WS_STREAM_STORE_THREADS; }
 
 extern "C" ws_status ws_stream_plan(ws_stream_mode mode, int stages, ws_plan *plan) {
@@ -189,17 +193,11 @@ extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, co
   int dev = 0, sms = 0;
   WS_CUDA_TRY(cudaGetDevice(&dev));
   WS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  /* Plans are checked against the kernel once per thread, device and mode. */
-  enum { MAX_DEV = 16 };
-  static thread_local ws_plan plans[MAX_DEV][2]; /* [device][mode] */
-  static thread_local int planned[MAX_DEV][2];
-  WS_REQUIRE(dev < MAX_DEV, "ws_stream_copy: device %d beyond %d", dev, (int)MAX_DEV);
-  ws_plan *plan = &plans[dev][o.mode];
-  ws_status st;
-  if (!planned[dev][o.mode]) {
-    if ((st = plan_for(o.mode, stages, plan)) != WS_OK) return st;
-    planned[dev][o.mode] = 1;
-  }
+  /* Plans are made and checked once per thread, device and mode; the depth is per call. */
+  ws_plan *plan = NULL;
+  ws_status st = ws_plan_cached(o.mode == WS_STREAM_STORE_TMA ? WS_PLAN_SLOT_STREAM_TMA : WS_PLAN_SLOT_STREAM_THREADS,
+                                make_plan, &o.mode, &plan);
+  if (st != WS_OK) return st;
   if ((st = ws_plan_set_smem(plan, WS_PIPE_BYTES(stream_pipe, stages))) != WS_OK) return st;
 
   stream_args a;
