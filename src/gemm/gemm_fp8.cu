@@ -19,6 +19,8 @@
  * 749); two accumulators per warpgroup so block kb+1 runs while kb is promoted (1010,
  * needs the 40/232/232 split and a peeled loop: a wgmma under a condition makes ptxas
  * serialize them, C7518); 256 x 128 tiles to halve L2 traffic per multiply-add (no gain).
+ * The no-promotion loop plus 64 FFMAs per K block on unrelated registers runs at 947:
+ * the FFMAs themselves cost the time, overlapped or not (docs/benchmarks.md).
  * The epilogue stores full rows through shared memory and TMA (gemm_epilogue.cuh). */
 #include "../core/internal.h"
 #include "gemm_epilogue.cuh"
