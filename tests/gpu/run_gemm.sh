@@ -16,6 +16,13 @@ fi
 timeout 300 "$build/tests/gpu/test_gemm_gpu" >>"$out/gemm.log" 2>&1
 echo "test_gemm_gpu rc=$?" | tee -a "$out/gemm.log"
 grep -E "rel err|FAIL|passed|failed" "$out/gemm.log" | tail -25
+if [ "${SANITIZE:-0}" = 1 ]; then
+  san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in memcheck racecheck synccheck; do
+    timeout 300 "$san" --tool "$tool" --error-exitcode 9 "$build/tests/gpu/test_gemm_gpu" quick >>"$out/gemm_sanitizer.log" 2>&1
+    echo "sanitizer $tool on test_gemm_gpu quick rc=$?" | tee -a "$out/gemm_sanitizer.log"
+  done
+fi
 timeout 300 "$build/warpspec" bench gemm --csv "$out/bench_gemm.csv" 2>&1 | tee "$out/bench_gemm.txt"
 python3 bench/plot_gemm.py "$out/bench_gemm.csv" "$out/bench_gemm.png" || echo "plot failed (matplotlib?)"
 [ "${TORCH:-1}" = 1 ] && PYTHONUNBUFFERED=1 timeout 200 python3 bench/torch_grouped_mm.py 2>&1 | tee -a "$out/bench_gemm.txt"
