@@ -39,7 +39,7 @@ int bench_sendrecv(const bench_sr_opts *o);
 int bench_allgather(const bench_sr_opts *o);
 
 /* ws_gemm (BF16 dense) against cuBLASLt; csv may be NULL. 0 or -1. */
-int bench_gemm(const char *csv, const char *only);
+int bench_gemm(const char *csv, const char *only, double soak_seconds);
 
 /* One process, two GPUs: copy engine, SM push/pull and TMA push over NVLink. 0 or -1. */
 int bench_nvlink(void);

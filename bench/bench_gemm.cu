@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define LK(call)                                                                    \
   do {                                                                              \
@@ -135,6 +136,35 @@ static int run_baseline(const run_ctx *r) {
   return 0;
 }
 
+/* --soak S: after a case, each side alone for S seconds (clock and power logging). */
+static double g_soak;
+
+static void stamp(const char *what) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y/%m/%d %H:%M:%S", localtime(&ts.tv_sec));
+  fprintf(stderr, "%s.%03ld %s\n", buf, ts.tv_nsec / 1000000, what);
+}
+
+static int soak(const run_ctx *r) {
+  for (int v = 0; v < 2; v++) {
+    stamp(v == 0 ? "soak ws_gemm start" : "soak cuBLASLt start");
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+      for (int i = 0; i < 10; i++) {
+        if (v == 0) WK(ws_gemm(r->p, 0));
+        else if (run_baseline(r)) return -1;
+      }
+      WK(ws_sync(0));
+      clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) < g_soak);
+    stamp(v == 0 ? "soak ws_gemm end" : "soak cuBLASLt end");
+  }
+  return 0;
+}
+
 static int time_it(int v, const run_ctx *r, float *ms) {
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
@@ -240,6 +270,7 @@ static int run_case(int fp8, int groups, int m_per, int n, int k, uint64_t seed,
   if (csv)
     fprintf(csv, "%s,%d,%d,%d,%d,%.4f,%.4f,%.1f,%.1f,%.4f,%.3e\n", type, groups, m_per, n, k, t_ws, t_lt, flop / t_ws / 1e9,
             flop / t_lt / 1e9, t_lt / t_ws, rel);
+  if (g_soak > 0 && soak(&r)) return -1;
   lt_free(&g);
   cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(dref); cudaFree(err); cudaFree(sa); cudaFree(sat); cudaFree(sb);
   cudaFree(offsets);
@@ -249,7 +280,8 @@ static int run_case(int fp8, int groups, int m_per, int n, int k, uint64_t seed,
 
 /* only: NULL for the whole table, or "TYPE,G,M,N,K" (TYPE bf16 or fp8) for one case,
  * e.g. under a profiler. */
-extern "C" int bench_gemm(const char *csv_path, const char *only) {
+extern "C" int bench_gemm(const char *csv_path, const char *only, double soak_seconds) {
+  g_soak = soak_seconds;
   const int shapes[][3] = {{8192, 8192, 8192}, {64, 4096, 7168}, {512, 4096, 7168}, {2048, 4096, 7168}, {8192, 4096, 7168},
                            {64, 7168, 2048},   {512, 7168, 2048}, {2048, 7168, 2048}, {8192, 7168, 2048}};
   FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;

@@ -19,7 +19,7 @@ static int usage(void) {
           "  bench sendrecv [--ranks N] [--max-bytes N] [--csv FILE]   ws_sendrecv vs NCCL (ring)\n"
           "  bench allgather [--ranks N] [--max-bytes N] [--csv FILE]  ws_allgather vs ncclAllGather\n"
           "  bench nvlink                      NVLink ceilings: copy engine, SM and TMA copies\n"
-          "  bench gemm [--csv FILE] [--only TYPE,G,M,N,K]\n"
+          "  bench gemm [--csv FILE] [--only TYPE,G,M,N,K] [--soak S]\n"
           "                                    ws_gemm (BF16, FP8) against cuBLASLt\n"
           "  run -n N [--timeout S] -- PROG ... start N ranks of PROG, one per GPU (no MPI needed)\n"
           "  demo [--planner]                  the main job: benchmarks on the GPUs present, or the\n"
@@ -140,12 +140,17 @@ static int cmd_bench(int argc, char **argv) {
   if (argc > 0 && strcmp(argv[0], "gemm") == 0) {
     if (gpu_count() == 0) { fprintf(stderr, "bench gemm: no GPU on this machine\n"); return 1; }
     const char *csv = NULL, *only = NULL;
+    double soak = 0;
     for (int i = 1; i < argc; i++) {
       if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) csv = argv[++i];
       else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
-      else { fprintf(stderr, "bench gemm: unknown argument '%s' (--csv FILE, --only TYPE,G,M,N,K)\n", argv[i]); return 2; }
+      else if (strcmp(argv[i], "--soak") == 0 && i + 1 < argc) soak = atof(argv[++i]);
+      else {
+        fprintf(stderr, "bench gemm: unknown argument '%s' (--csv FILE, --only TYPE,G,M,N,K, --soak SECONDS)\n", argv[i]);
+        return 2;
+      }
     }
-    return bench_gemm(csv, only) == 0 ? 0 : 1;
+    return bench_gemm(csv, only, soak) == 0 ? 0 : 1;
   }
   bench_pipe_opts o = {(size_t)1 << 30, 20, NULL, 0};
   for (int i = 0; i < argc; i++) {
