@@ -17,7 +17,7 @@ if grep -qE '\((C7508|C7504)\)' "$log"; then
 fi
 if grep -qE '\((C751[0-9]|C7520)\)' "$log"; then
   grep -E '\((C751[0-9]|C7520)\)' "$log" | sed 's/^ptxas info *:/error: ptxas:/' >&2
-  echo "error: wgmma serialized: no accumulator register may be touched while its wgmma is in flight, and no bounded wait may sit between issue and wait_group in a divergent path" >&2
+  echo "error: ptxas serialized the wgmmas (the line above says why: an accumulator read while its wgmma is in flight, a wgmma under a condition, a call between issue and wait_group, ...)" >&2
   rc=1
 fi
 grep -vE '^ptxas info *: (Compiling|Function properties|Used|Compile time|[0-9]+ bytes gmem)|^ *[0-9]+ bytes stack frame' "$log" >&2
