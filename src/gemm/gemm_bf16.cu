@@ -46,7 +46,8 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
   bf16_smem *sm = (bf16_smem *)gemm_smem_base(smem_raw);
   bf16_pipe *st = &sm->pipe;
   ws_ctx ctx = WS_SELF(gemm_bf16, diag);
-  ws_pipe pipe = WS_PIPE_VIEW(st, "gemm_bf16", WS_ROLE_THREADS(gemm_bf16, G_LOADER), 2 * WS_ROLE_THREADS(gemm_bf16, G_MATH));
+  /* wgmma reads a stage warpgroup-wide: released once per warp (ws_pipe_release_warp_at) */
+  ws_pipe pipe = WS_PIPE_VIEW(st, "gemm_bf16", WS_ROLE_THREADS(gemm_bf16, G_LOADER), 2 * WS_ROLE_WARPS(gemm_bf16, G_MATH));
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC); /* TMA in, wgmma out */
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
   ws_init_sync();
@@ -81,12 +82,12 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
       ws_wgmma_commit_group();
       if (ks > tile.k0) {
         WS_WGMMA_WAIT_GROUP(1);
-        ws_pipe_release_at(&pipe, &ctx, prev);
+        ws_pipe_release_warp_at(&pipe, &ctx, prev);
       }
       prev = c;
     }
     WS_WGMMA_WAIT_GROUP(0);
-    ws_pipe_release_at(&pipe, &ctx, prev);
+    ws_pipe_release_warp_at(&pipe, &ctx, prev);
     gemm_store_fragment<BF16_BN, 2>(&ctx, &args, &tile, tile.tm * BF16_BM + ctx.replica * 64, acc, sm->out[ctx.replica],
                                     &map_d);
   }

@@ -106,7 +106,8 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
   fp8_smem *sm = (fp8_smem *)gemm_smem_base(smem_raw);
   fp8_pipe *st = &sm->pipe;
   ws_ctx ctx = WS_SELF(gemm_fp8, diag);
-  ws_pipe pipe = WS_PIPE_VIEW(st, "gemm_fp8", WS_ROLE_THREADS(gemm_fp8, F_LOADER), 2 * WS_ROLE_THREADS(gemm_fp8, F_MATH));
+  /* wgmma reads a stage warpgroup-wide: released once per warp (ws_pipe_release_warp_at) */
+  ws_pipe pipe = WS_PIPE_VIEW(st, "gemm_fp8", WS_ROLE_THREADS(gemm_fp8, F_LOADER), 2 * WS_ROLE_WARPS(gemm_fp8, F_MATH));
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
   ws_init_sync();
@@ -144,7 +145,7 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
       const fp8_scales s = fp8_load_scales(&args, sp, kb); /* latency hides behind the waits */
       fp8_issue(acc, &pipe, &ctx, da0, db0, c);
       WS_WGMMA_WAIT_GROUP(0);
-      ws_pipe_release_at(&pipe, &ctx, c);
+      ws_pipe_release_warp_at(&pipe, &ctx, c);
       fp8_promote(total, acc, s);
     }
     gemm_store_fragment<FP8_BN, 2>(&ctx, &args, &tile, local_wg, total, sm->out[ctx.replica], &map_d);

@@ -190,6 +190,19 @@ WS_DEV void ws_pipe_release_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
   ws_mbarrier_arrive(&p->empty[k.stage]);
 }
 
+/* Every thread of a reader warp: done with the slot, one arrival per warp (lane 0 after
+ * the warp's threads have all reached this point). For readers whose reads completed
+ * warp-wide before this call (wgmma operands after wgmma.wait_group): 1/32 of the
+ * barrier traffic of ws_pipe_release_at. The view's reader count must then be in warps
+ * (WS_ROLE_WARPS), and every reader of that pipe must release this way. */
+WS_DEV void ws_pipe_release_warp_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
+  __syncwarp();
+  if (c->lane == 0) {
+    if (p->fence_release) ws_fence_proxy_async_shared_cta();
+    ws_mbarrier_arrive(&p->empty[k.stage]);
+  }
+}
+
 /* ---- iteration-indexed forms ----------------------------------------------------- */
 WS_DEV uint32_t ws_pipe_acquire(const ws_pipe *p, const ws_ctx *c, uint32_t i) {
   return ws_pipe_acquire_at(p, c, ws_cursor_at(i, p->stages));

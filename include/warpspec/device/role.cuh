@@ -58,6 +58,8 @@ typedef struct {
 #define WS_SELF(P, DIAG) ws_ctx_make(&P##_layout_dev, (DIAG))
 /* Threads of one replica of ROLE (pipes count their arrivals with it). */
 #define WS_ROLE_THREADS(P, ROLE) ((uint32_t)P##_layout_dev.role_warps[ROLE] * WS_WARP_SIZE)
+/* Warps of one replica of ROLE (pipes released once per warp count these). */
+#define WS_ROLE_WARPS(P, ROLE) ((uint32_t)P##_layout_dev.role_warps[ROLE])
 
 /* setmaxnreg from the table: inc above the entry cap, dec below, nothing if equal. */
 #define WS_ENTER_ROLE(P, ROLE)                                                        \
