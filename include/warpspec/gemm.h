@@ -66,7 +66,9 @@ ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream);
  * dense problem whose output tiles would leave most SMs idle (a few rows) cuts K into
  * slices for more CTAs, writes fp32 partials there and sums them in a second pass (the
  * same result on every run). 0 when the problem does not split. Without a workspace of
- * that size ws_gemm runs without split-K. */
+ * that size ws_gemm runs without split-K. A workspace serves one call at a time: calls
+ * in flight together (other streams) need their own. WS_GEMM_SPLITS=N in the
+ * environment forces N slices (1: never split). */
 ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes);
 
 /* The role plan of a GEMM kernel (for `warpspec plan --kernel gemm_bf16|gemm_fp8`). */

@@ -6,7 +6,6 @@
 
 #include <stdlib.h>
 
-
 ws_status gemm_plan_of(const gemm_kernel *k, ws_plan *plan) {
   WS_REQUIRE(k != NULL && plan != NULL, "ws_gemm_plan: plan is NULL");
   ws_status s = ws_plan_init(plan, k->name, k->roles, k->nroles, 0);
