@@ -65,7 +65,7 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
 
   WS_ENTER_ROLE(gemm_bf16, G_MATH);
   float acc[BF16_BN / 2];
-  for (long long t = blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += gridDim.x) {
+  for (int t = (int)blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += (int)gridDim.x) {
     /* One K step's wgmmas stay in flight while the next stage is awaited: a stage is
      * released once the group after it was issued and it has completed (wait_group 1). */
     ws_cursor prev = c;

@@ -47,10 +47,11 @@ typedef struct {
   __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES];
 } fp8_smem;
 
-/* The loader warp hands its warpgroup's registers to the math warpgroups (40 / 232 /
- * 232): at the entry cap of 168 the math role sits at the edge (split-K's K range tipped
- * it into a spill), under setmaxnreg ptxas gives the math branch up to 232. */
-#define FP8_ROLES(ROLE) ROLE(F_LOADER, 1, 40, 1) ROLE(F_MATH, 4, 232, 2)
+/* Math first, so its warpgroups sit on warpgroup boundaries, then one loader warp:
+ * 288 threads at the entry cap (ptxas allocates as if 384: 168 registers), no
+ * setmaxnreg. 3-4% faster than a 40/232/232 split of the same loop, same-run A/B on an
+ * H200 (8192^3: 963 / 972 against 936 / 936 TFLOPS). */
+#define FP8_ROLES(ROLE) ROLE(F_MATH, 4, WS_REGS_ENTRY, 2) ROLE(F_LOADER, 1, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(gemm_fp8, FP8_ROLES);
 
 /* Where this thread's scales live for one tile, as element offsets (the bases stay in
@@ -128,7 +129,7 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
   const uint64_t db0 = ws_wgmma_desc_k128b(st->slot[0].b);
   float acc[FP8_BN / 2], total[FP8_BN / 2];
   ws_cursor c = {0, 0};
-  for (long long t = blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += gridDim.x) {
+  for (int t = (int)blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += (int)gridDim.x) {
     const int local_wg = tile.tm * FP8_BM + ctx.replica * 64;
     const int local0 = local_wg + ctx.warp * 16 + ctx.lane / 4;
     const int last = (int)(args.rows - 1), r0 = tile.row0 + local0; /* rows < 2^31 (ws_gemm_check) */

@@ -42,6 +42,11 @@ ws_status ws_gemm_check(const ws_gemm_problem *p) {
                "ws_gemm: %llu activation and %llu weight scales; at most 2^32 - 1 each", (unsigned long long)sa,
                (unsigned long long)sb);
   }
+  /* the tile schedule counts work items (tiles of at least 128 x 128, up to 16 K slices)
+   * in 32 bits */
+  const uint64_t tiles = (ws_gemm_rows(p) / 128 + (uint64_t)p->groups + 1) * ((uint64_t)p->n / 128 + 1) * 16;
+  WS_REQUIRE(tiles < ((uint64_t)1 << 31), "ws_gemm: m %d x n %d in %d groups is more tiles than this scheduler counts",
+             p->m, p->n, p->groups);
   WS_REQUIRE(p->workspace == NULL || aligned16(p->workspace), "ws_gemm: workspace %p must be 16-byte aligned",
              p->workspace);
   if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS)

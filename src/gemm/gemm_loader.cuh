@@ -22,7 +22,7 @@ WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_arg
   gemm_cursor cur = gemm_cursor_start(&args->shape);
   gemm_tile tile;
   ws_cursor k = {0, 0};
-  for (long long t = blockIdx.x; gemm_tile_at(&args->shape, &cur, t, &tile); t += gridDim.x)
+  for (int t = (int)blockIdx.x; gemm_tile_at(&args->shape, &cur, t, &tile); t += (int)gridDim.x)
     for (int ks = tile.k0; ks < tile.k1; ks++, k = ws_cursor_next(k, pipe->stages)) {
       uint8_t *stage = slots + ws_pipe_acquire_at(pipe, c, k) * slot_bytes;
       ws_pipe_load_tile_2d_at(pipe, c, k, stage, map_a, ks * bk, tile.row0 + tile.tm * args->shape.bm);

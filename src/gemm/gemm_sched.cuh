@@ -24,8 +24,8 @@
 
 typedef struct {
   int g;                /* current group */
-  long long base;       /* first tile number of group g */
-  long long tiles;      /* tiles of group g */
+  int base;             /* first work item of group g (items < 2^31: ws_gemm_check) */
+  int tiles;            /* work items of group g */
   int row0, count;      /* the group's rows */
 } gemm_cursor;
 
@@ -51,7 +51,7 @@ GEMM_HD void gemm_group_rows(const gemm_shape *s, int g, int *row0, int *count) 
 GEMM_HD void gemm_cursor_load(const gemm_shape *s, gemm_cursor *c) {
   gemm_group_rows(s, c->g, &c->row0, &c->count);
   const int tn = (s->n + s->bn - 1) / s->bn;
-  c->tiles = (long long)((c->count + s->bm - 1) / s->bm) * tn * s->splits;
+  c->tiles = (c->count + s->bm - 1) / s->bm * tn * s->splits;
 }
 
 GEMM_HD gemm_cursor gemm_cursor_start(const gemm_shape *s) {
@@ -63,14 +63,14 @@ GEMM_HD gemm_cursor gemm_cursor_start(const gemm_shape *s) {
 }
 
 /* The tile numbered t (t never decreases between calls); 0 once past the last group. */
-GEMM_HD int gemm_tile_at(const gemm_shape *s, gemm_cursor *c, long long t, gemm_tile *out) {
+GEMM_HD int gemm_tile_at(const gemm_shape *s, gemm_cursor *c, int t, gemm_tile *out) {
   while (t >= c->base + c->tiles) {
     c->base += c->tiles;
     if (++c->g >= s->groups) return 0;
     gemm_cursor_load(s, c);
   }
   const int tiles_m = (c->count + s->bm - 1) / s->bm, tiles_n = (s->n + s->bn - 1) / s->bn;
-  const int item = (int)(t - c->base), split = item % s->splits, local = item / s->splits;
+  const int item = t - c->base, split = item % s->splits, local = item / s->splits;
   const int run = local / (GEMM_RASTER * tiles_n), first = run * GEMM_RASTER;
   const int rows = tiles_m - first < GEMM_RASTER ? tiles_m - first : GEMM_RASTER;
   const int in_run = local - run * GEMM_RASTER * tiles_n;

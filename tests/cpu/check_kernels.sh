@@ -47,7 +47,6 @@ for bin in "$@"; do
       check_sass gemm_bf16_kernel USETMAXREG 2
       check_sass gemm_bf16_kernel UTMALDG 2
       check_sass gemm_fp8_kernel QGMMA.64x128x32 1
-      check_sass gemm_fp8_kernel USETMAXREG 2
       check_sass gemm_fp8_kernel UTMALDG 2
       check_sass gemm_bf16_kernel UTMASTG 1
       check_sass gemm_fp8_kernel UTMASTG 1

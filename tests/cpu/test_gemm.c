@@ -203,8 +203,8 @@ static void gpu_entry_points(void) {
   CHECK_STATUS(ws_fp8_quantize_128x128((void *)(uintptr_t)0x1000, 0, 128, 128, q, sc, 0), WS_OK); /* nothing to do */
   ws_plan plan;
   CHECK_STATUS(ws_gemm_plan(WS_GEMM_FP8, &plan), WS_OK);
-  /* FP8: a loader warp (40 registers) and 2 math warpgroups (232), the whole pool */
-  CHECK(plan.layout.threads == 384 && plan.layout.role_regs[1] == 232 && plan.layout.pool_used == plan.layout.pool_regs);
+  /* FP8: 2 math warpgroups then 1 loader warp, entry registers (no setmaxnreg) */
+  CHECK(plan.layout.threads == 288 && plan.layout.role_first_warp[1] == 8 && plan.layout.setmaxnreg == 0);
   CHECK(plan.smem_bytes > 6 * 32 * 1024 && plan.smem_bytes <= 232448);
   CHECK_STATUS(ws_gemm_plan(WS_GEMM_BF16, &plan), WS_OK);
   CHECK(plan.layout.threads == 384 && plan.layout.role_regs[1] == 232 && plan.layout.pool_used == plan.layout.pool_regs);

@@ -30,7 +30,7 @@ static void check_schedule(const gemm_shape *s, int grid, const char *what) {
   for (int cta = 0; cta < grid; cta++) {
     gemm_cursor cur = gemm_cursor_start(s);
     gemm_tile t;
-    for (long long i = cta; gemm_tile_at(s, &cur, i, &t); i += grid) {
+    for (int i = cta; gemm_tile_at(s, &cur, i, &t); i += grid) {
       if (t.tm < 0 || t.tm * s->bm >= t.count || t.tn < 0 || t.tn >= tiles_n || t.tm >= max_tm) { bad++; continue; }
       if (t.split < 0 || t.split >= s->splits || t.k0 >= t.k1 || t.k0 < 0 || t.k1 > s->ksteps) { bad++; continue; }
       /* slices are disjoint and ordered by number, so the covered total must add up */
