@@ -19,8 +19,10 @@
  * 749); two accumulators per warpgroup so block kb+1 runs while kb is promoted (1010,
  * needs the 40/232/232 split and a peeled loop: a wgmma under a condition makes ptxas
  * serialize them, C7518); 256 x 128 tiles to halve L2 traffic per multiply-add (no gain).
- * The no-promotion loop plus 64 FFMAs per K block on unrelated registers runs at 947:
- * the FFMAs themselves cost the time, overlapped or not (docs/benchmarks.md).
+ * The no-promotion loop plus 64 FFMAs per K block on unrelated registers runs at 947,
+ * and a clock64 trace shows issuing the four wgmmas and waiting for a loaded stage each
+ * take about as long as the wgmmas run: those phases, with the FFMAs, are the gap to
+ * cuBLASLt (docs/benchmarks.md).
  * The epilogue stores full rows through shared memory and TMA (gemm_epilogue.cuh). */
 #include "../core/internal.h"
 #include "gemm_epilogue.cuh"
