@@ -32,58 +32,57 @@ WS_DEV void gemm_st_shared_u32(uint8_t *p, uint32_t v) {
   asm volatile("st.shared.u32 [%0], %1;" ::"r"(ws_smem_addr(p)), "r"(v) : "memory");
 }
 
+/* Plain stores, row by row, of the fragment's rows that belong to the group: bf16 into
+ * D, or (part != NULL, split-K) fp32 into this slice's partial tile. */
+template <int BN>
+WS_DEV void gemm_store_rows(const ws_ctx *c, const gemm_args *args, const gemm_tile *tile, int local0, const float *frag,
+                            float *part) {
+  const int n = args->shape.n, r0 = local0 + c->warp * 16 + c->lane / 4;
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++) {
+    const int col = tile->tn * BN + 8 * j + 2 * (c->lane % 4);
+    if (col >= n) continue;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int local = r0 + 8 * h;
+      if (local >= tile->count) continue;
+      const size_t at = (size_t)(tile->row0 + local) * n + col;
+      const float lo = frag[4 * j + 2 * h], hi = frag[4 * j + 2 * h + 1];
+      if (part) *(float2 *)(part + at) = make_float2(lo, hi);
+      else *(uint32_t *)(args->d + at) = gemm_pack_bf16x2(lo, hi);
+    }
+  }
+}
+
 /* frag: BN / 2 floats of the m64nBN accumulator; local0: first row of this warpgroup
  * inside the group; stage: NBUF x GEMM_CHUNK_BYTES of 1024-byte aligned shared memory
  * owned by this warpgroup; map_d: D with box 64 x 64 and the 128-byte swizzle. */
 template <int BN, int NBUF>
 WS_DEV void gemm_store_fragment(const ws_ctx *c, const gemm_args *args, const gemm_tile *tile, int local0,
                                 const float *frag, uint8_t *stage, const ws_tmap *map_d) {
-  const int n = args->shape.n, warp = c->warp, lane = c->lane;
-  const int col0 = tile->tn * BN;
   if (args->partial) { /* split-K: this slice's fp32 sums, reduced by a second kernel */
-    float *part = args->partial + (size_t)tile->split * (size_t)args->rows * (size_t)n;
-    const int r0 = local0 + warp * 16 + lane / 4;
-#pragma unroll
-    for (int j = 0; j < BN / 8; j++) {
-      const int col = col0 + 8 * j + 2 * (lane % 4);
-      if (col >= n) continue;
-#pragma unroll
-      for (int h = 0; h < 2; h++) {
-        const int local = r0 + 8 * h;
-        if (local >= tile->count) continue;
-        *(float2 *)(part + (size_t)(tile->row0 + local) * n + col) = make_float2(frag[4 * j + 2 * h], frag[4 * j + 2 * h + 1]);
-      }
-    }
+    gemm_store_rows<BN>(c, args, tile, local0, frag,
+                        args->partial + (size_t)tile->split * (size_t)args->rows * (size_t)args->shape.n);
     return;
   }
-  if (local0 + 64 <= tile->count) {
-    const int rl = warp * 16 + lane / 4; /* this thread's rows: rl and rl + 8 (same row % 8) */
-#pragma unroll
-    for (int h = 0; h < BN / 64; h++) {
-      uint8_t *buf = stage + (h % NBUF) * GEMM_CHUNK_BYTES;
-      if (h % NBUF == 0) WS_STORE_WAIT_READ(c, 0); /* the buffers' previous stores have read them */
-#pragma unroll
-      for (int j = 0; j < 8; j++) {
-        const int jj = h * 8 + j;
-        const uint32_t off = ((uint32_t)(j ^ (rl & 7)) << 4) + 4u * (uint32_t)(lane % 4);
-        gemm_st_shared_u32(buf + rl * 128 + off, gemm_pack_bf16x2(frag[4 * jj], frag[4 * jj + 1]));
-        gemm_st_shared_u32(buf + (rl + 8) * 128 + off, gemm_pack_bf16x2(frag[4 * jj + 2], frag[4 * jj + 3]));
-      }
-      if (col0 + h * 64 < n) ws_tma_store_2d(c, map_d, buf, col0 + h * 64, tile->row0 + local0);
-    }
+  if (local0 + 64 > tile->count) { /* the group ends inside these rows */
+    gemm_store_rows<BN>(c, args, tile, local0, frag, NULL);
     return;
   }
-  const int r0 = local0 + warp * 16 + lane / 4;
+  const int n = args->shape.n, col0 = tile->tn * BN, lane = c->lane;
+  const int rl = c->warp * 16 + lane / 4; /* this thread's rows: rl and rl + 8 (same row % 8) */
 #pragma unroll
-  for (int j = 0; j < BN / 8; j++) {
-    const int col = col0 + 8 * j + 2 * (lane % 4);
-    if (col >= n) continue;
+  for (int h = 0; h < BN / 64; h++) {
+    uint8_t *buf = stage + (h % NBUF) * GEMM_CHUNK_BYTES;
+    if (h % NBUF == 0) WS_STORE_WAIT_READ(c, 0); /* the buffers' previous stores have read them */
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const int local = r0 + 8 * h;
-      if (local >= tile->count) continue;
-      *(uint32_t *)(args->d + (size_t)(tile->row0 + local) * n + col) = gemm_pack_bf16x2(frag[4 * j + 2 * h], frag[4 * j + 2 * h + 1]);
+    for (int j = 0; j < 8; j++) {
+      const int jj = h * 8 + j;
+      const uint32_t off = ((uint32_t)(j ^ (rl & 7)) << 4) + 4u * (uint32_t)(lane % 4);
+      gemm_st_shared_u32(buf + rl * 128 + off, gemm_pack_bf16x2(frag[4 * jj], frag[4 * jj + 1]));
+      gemm_st_shared_u32(buf + (rl + 8) * 128 + off, gemm_pack_bf16x2(frag[4 * jj + 2], frag[4 * jj + 3]));
     }
+    if (col0 + h * 64 < n) ws_tma_store_2d(c, map_d, buf, col0 + h * 64, tile->row0 + local0);
   }
 }
 
