@@ -9,10 +9,7 @@ out=${OUT:-results}
 mkdir -p "$out"
 . "$(dirname "$0")/env.sh"
 { date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm --format=csv; nvidia-smi topo -m; } >"$out/comm_tests.log" 2>&1
-if [ "${NO_BUILD:-0}" != 1 ]; then
-  cmake -S . -B "$build" >"$out/comm_build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >>"$out/comm_build.log" 2>&1 \
-    || { tail -30 "$out/comm_build.log"; exit 1; }
-fi
+ws_build "$build" "$out/comm_build.log" || exit 1
 { WS_DEBUG_NVML=1 "$build/warpspec" info; (cd "$build" && ctest --output-on-failure -R "sendrecv|gpu_"); } >>"$out/comm_tests.log" 2>&1
 echo "tests rc=$?"; grep -E "tests passed|Failed|Skipped|Passed|NVLink|nvlink" "$out/comm_tests.log" | head -30
 # the same test under Open MPI's launcher: rank and size from OMPI_COMM_WORLD_*, the

@@ -9,10 +9,7 @@ out=${OUT:-results}
 mkdir -p "$out"
 . "$(dirname "$0")/env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee "$out/gemm.log"
-if [ "${NO_BUILD:-0}" != 1 ]; then
-  cmake -S . -B "$build" >"$out/gemm_build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >>"$out/gemm_build.log" 2>&1 \
-    || { tail -30 "$out/gemm_build.log"; exit 1; }
-fi
+ws_build "$build" "$out/gemm_build.log" || exit 1
 timeout 300 "$build/tests/gpu/test_gemm_gpu" >>"$out/gemm.log" 2>&1
 echo "test_gemm_gpu rc=$?" | tee -a "$out/gemm.log"
 grep -E "rel err|FAIL|passed|failed" "$out/gemm.log" | tail -25

@@ -14,10 +14,7 @@ max=${MAX_BYTES:-1073741824}
 n=$(nvidia-smi -L 2>/dev/null | wc -l)
 [ "$n" -ge 2 ] || { echo "needs 2+ GPUs, found $n"; exit 77; }
 { date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm --format=csv; nvidia-smi topo -m; } >"$out/scale_build.log" 2>&1
-if [ "${NO_BUILD:-0}" != 1 ]; then
-  cmake -S . -B "$build" >>"$out/scale_build.log" 2>&1 && cmake --build "$build" -j "$(nproc)" >>"$out/scale_build.log" 2>&1 \
-    || { tail -30 "$out/scale_build.log"; exit 1; }
-fi
+ws_build "$build" "$out/scale_build.log" || exit 1
 echo "== $n ranks"
 timeout 900 "$build/warpspec" run -n "$n" --timeout 880 -- "$build/tests/gpu/test_sendrecv" all >"$out/scale_tests_$n.log" 2>&1
 echo "test_sendrecv on $n ranks rc=$?"; grep -E "ok$|FAIL|wrong|WS_ERR" "$out/scale_tests_$n.log" | sort | uniq -c | head -20
