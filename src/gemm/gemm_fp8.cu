@@ -127,7 +127,10 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
   }
 
   WS_ENTER_ROLE(gemm_fp8, F_MATH);
-  const uint64_t da0 = ws_wgmma_desc_k128b(st->slot[0].a + ctx.replica * 64 * FP8_BK);
+  /* The warpgroup index broadcast from lane 0 is warp-uniform to the compiler; with the
+   * scale prefetch below, deriving it per thread made ptxas spill 4 bytes at 168. */
+  const int wg = __shfl_sync(0xffffffffu, ctx.replica, 0);
+  const uint64_t da0 = ws_wgmma_desc_k128b(st->slot[0].a + wg * 64 * FP8_BK);
   const uint64_t db0 = ws_wgmma_desc_k128b(st->slot[0].b);
   float acc[FP8_BN / 2], total[FP8_BN / 2];
   ws_cursor c = {0, 0};
@@ -144,12 +147,16 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
     ws_pin_u32(&sp.b);
 #pragma unroll
     for (int i = 0; i < FP8_BN / 2; i++) total[i] = 0.0f;
+    /* Scales are loaded one K block ahead: loaded in the same block, the compiler put the
+     * first use of them ahead of the wgmma issue, and every block waited for the loads. */
+    fp8_scales s = fp8_load_scales(&args, sp, tile.k0);
     for (int kb = tile.k0; kb < tile.k1; kb++, c = ws_cursor_next(c, pipe.stages)) {
-      const fp8_scales s = fp8_load_scales(&args, sp, kb); /* latency hides behind the waits */
+      const fp8_scales next = fp8_load_scales(&args, sp, min(kb + 1, tile.k1 - 1));
       fp8_issue(acc, &pipe, &ctx, da0, db0, c);
       WS_WGMMA_WAIT_GROUP(0);
       ws_pipe_release_warp_at(&pipe, &ctx, c);
       fp8_promote(total, acc, s);
+      s = next;
     }
     gemm_store_fragment<FP8_BN, 2>(&ctx, &args, &tile, local_wg, total, sm->out[ctx.replica], &map_d);
   }
