@@ -32,8 +32,6 @@ typedef struct {
   int nuser_barriers;
   char user_barrier[WS_MAX_USER_BARRIERS][WS_NAME_LEN];
   const void *checked_func;          /* set once a kernel passed ws_plan_check_func   */
-  int clusters_width;                /* ws_plan_max_clusters' cached answer: width ... */
-  int clusters_max;                  /* ... and clusters resident at once             */
 } ws_plan;
 
 /* Device limits the plan is checked against (ws_device_limits_query fills it). */
@@ -81,14 +79,6 @@ ws_status ws_plan_check_func(ws_plan *plan, const void *func);
 
 /* Check (once per kernel) and launch func<<<grid, plan threads, plan smem, stream>>>. */
 ws_status ws_plan_launch(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args);
-
-/* The same in clusters of `width` consecutive CTAs along x (1..8; grid.x a multiple). */
-ws_status ws_plan_launch_cluster(ws_plan *plan, const void *func, dim3 grid, int width, cudaStream_t stream,
-                                 void **args);
-
-/* How many clusters of `width` CTAs of func can be resident at once on the current
- * device with the plan's threads and shared memory (cached for the last width asked). */
-ws_status ws_plan_max_clusters(ws_plan *plan, const void *func, int width, int *clusters);
 
 /* The plan as a table: warps, threads, entry registers, registers per role and per
  * warpgroup, pool use, barrier ids, shared memory. */

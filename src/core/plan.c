@@ -270,57 +270,6 @@ ws_status ws_plan_launch(ws_plan *plan, const void *func, dim3 grid, cudaStream_
   return WS_OK;
 }
 
-static cudaLaunchConfig_t cluster_config(const ws_plan *plan, dim3 grid, int width, cudaStream_t stream,
-                                         cudaLaunchAttribute *attr) {
-  cudaLaunchConfig_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.gridDim = grid;
-  cfg.blockDim = (dim3){(unsigned)plan->layout.threads, 1, 1};
-  cfg.dynamicSmemBytes = plan->smem_bytes;
-  cfg.stream = stream;
-  attr->id = cudaLaunchAttributeClusterDimension;
-  attr->val.clusterDim.x = (unsigned)width;
-  attr->val.clusterDim.y = 1;
-  attr->val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cfg;
-}
-
-ws_status ws_plan_launch_cluster(ws_plan *plan, const void *func, dim3 grid, int width, cudaStream_t stream,
-                                 void **args) {
-  WS_REQUIRE(plan != NULL && func != NULL, "ws_plan_launch_cluster: plan or func is NULL");
-  WS_REQUIRE(width >= 1 && width <= 8, "ws_plan_launch_cluster: kernel '%s': cluster width %d, must be 1..8", plan->kernel,
-             width);
-  WS_REQUIRE(grid.x >= 1 && grid.y >= 1 && grid.z >= 1 && grid.x % (unsigned)width == 0,
-             "ws_plan_launch_cluster: kernel '%s': grid %ux%ux%u, x must be a positive multiple of the cluster width %d",
-             plan->kernel, grid.x, grid.y, grid.z, width);
-  ws_status s = ws_plan_check_func(plan, func);
-  if (s != WS_OK) return s;
-  cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t cfg = cluster_config(plan, grid, width, stream, &attr);
-  WS_CUDA_TRY(cudaLaunchKernelExC(&cfg, func, args));
-  return WS_OK;
-}
-
-ws_status ws_plan_max_clusters(ws_plan *plan, const void *func, int width, int *clusters) {
-  WS_REQUIRE(plan != NULL && func != NULL && clusters != NULL, "ws_plan_max_clusters: plan, func or clusters is NULL");
-  WS_REQUIRE(width >= 1 && width <= 8, "ws_plan_max_clusters: kernel '%s': cluster width %d, must be 1..8", plan->kernel,
-             width);
-  if (plan->clusters_width != width || plan->checked_func != func) {
-    ws_status s = ws_plan_check_func(plan, func);
-    if (s != WS_OK) return s;
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t cfg = cluster_config(plan, (dim3){(unsigned)width, 1, 1}, width, 0, &attr);
-    int n = 0;
-    WS_CUDA_TRY(cudaOccupancyMaxActiveClusters(&n, func, &cfg));
-    plan->clusters_width = width;
-    plan->clusters_max = n;
-  }
-  *clusters = plan->clusters_max;
-  return WS_OK;
-}
-
 ws_status ws_plan_print(const ws_plan *plan, FILE *out) {
   WS_REQUIRE(plan != NULL && out != NULL, "ws_plan_print: plan or out is NULL");
   const ws_layout *L = &plan->layout;

@@ -20,7 +20,6 @@ typedef struct {
   int groups, m, n;
   int bm, bn;           /* tile shape */
   int splits;           /* K slices per tile (1: no split-K; dense only) */
-  int pair;             /* CTAs per cluster, side by side along N (1, or 2: A multicast) */
   int ksteps;           /* K steps of a whole tile (k / bk) */
   const int *offsets;   /* contiguous */
   const int *rows;      /* masked */
@@ -47,7 +46,6 @@ typedef struct {
   int bm, bn, bk;
   ws_dtype dtype;
   size_t elem;          /* bytes per element of A and B */
-  int pairs;            /* 1: may run in CTA pairs sharing A (gemm_sched.cuh), 0: never */
 } gemm_kernel;
 
 const gemm_kernel *gemm_bf16_kernel_desc(void);

@@ -65,7 +65,7 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
 
   WS_ENTER_ROLE(gemm_bf16, G_MATH);
   float acc[BF16_BN / 2];
-  for (int t = (int)blockIdx.x; gemm_tile_at(&args.shape, &cur, t, 0, &tile); t += (int)gridDim.x) { /* pair 1 */
+  for (int t = (int)blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += (int)gridDim.x) {
     /* One K step's wgmmas stay in flight while the next stage is awaited: a stage is
      * released once the group after it was issued and it has completed (wait_group 1). */
     ws_cursor prev = c;
@@ -96,6 +96,6 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
 
 extern "C" const gemm_kernel *gemm_bf16_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_BF16, "gemm_bf16", gemm_bf16_roles, gemm_bf16_NROLES, sizeof(bf16_smem) + 1024,
-                                (const void *)gemm_bf16_kernel, BF16_BM, BF16_BN, BF16_BK, WS_DTYPE_BF16, 2, 0};
+                                (const void *)gemm_bf16_kernel, BF16_BM, BF16_BN, BF16_BK, WS_DTYPE_BF16, 2};
   return &k;
 }

@@ -102,29 +102,46 @@ static __device__ __forceinline__ void fp8_promote(float *total, const float *ac
   }
 }
 
-/* The MATH role: per tile, the K loop, then the epilogue. */
-static __device__ __forceinline__ void fp8_math(const ws_pipe *pipe, const ws_ctx *ctx, const gemm_args *args,
-                                                fp8_smem *sm, const ws_tmap *map_d) {
-  const int kblocks = args->k / FP8_BK, n = args->shape.n, pair = args->shape.pair;
-  const gemm_walk w = gemm_walk_of(&args->shape);
-  gemm_cursor cur = gemm_cursor_start(&args->shape);
+WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const __grid_constant__ ws_tmap map_b,
+                                    const __grid_constant__ ws_tmap map_d, const __grid_constant__ gemm_args args,
+                                    ws_diag diag) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  fp8_smem *sm = (fp8_smem *)gemm_smem_base(smem_raw);
+  fp8_pipe *st = &sm->pipe;
+  ws_ctx ctx = WS_SELF(gemm_fp8, diag);
+  /* wgmma reads a stage warpgroup-wide: released once per warp (ws_pipe_release_warp_at) */
+  ws_pipe pipe = WS_PIPE_VIEW(st, "gemm_fp8", WS_ROLE_THREADS(gemm_fp8, F_LOADER), 2 * WS_ROLE_WARPS(gemm_fp8, F_MATH));
+  ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
+  if (threadIdx.x == 0) ws_pipe_init(&pipe);
+  ws_init_sync();
+  const int kblocks = args.k / FP8_BK, n = args.shape.n;
+  gemm_cursor cur = gemm_cursor_start(&args.shape);
   gemm_tile tile;
+
+  if (ctx.role == F_LOADER) {
+    WS_ENTER_ROLE(gemm_fp8, F_LOADER);
+    if (ctx.spare) return;
+    gemm_load_tiles(&pipe, &ctx, &args, FP8_BK, (uint8_t *)st->slot, sizeof(fp8_stage), offsetof(fp8_stage, b), &map_a,
+                    &map_b);
+    return;
+  }
+
+  WS_ENTER_ROLE(gemm_fp8, F_MATH);
   /* The warpgroup index broadcast from lane 0 is warp-uniform to the compiler; with the
    * scale prefetch below, deriving it per thread made ptxas spill 4 bytes at 168. */
-  const int wg = __shfl_sync(0xffffffffu, ctx->replica, 0);
-  const uint64_t da0 = ws_wgmma_desc_k128b(sm->pipe.slot[0].a + wg * 64 * FP8_BK);
-  const uint64_t db0 = ws_wgmma_desc_k128b(sm->pipe.slot[0].b);
+  const int wg = __shfl_sync(0xffffffffu, ctx.replica, 0);
+  const uint64_t da0 = ws_wgmma_desc_k128b(st->slot[0].a + wg * 64 * FP8_BK);
+  const uint64_t db0 = ws_wgmma_desc_k128b(st->slot[0].b);
   float acc[FP8_BN / 2], total[FP8_BN / 2];
   ws_cursor c = {0, 0};
-  for (int t = w.first; gemm_tile_at(&args->shape, &cur, t, w.rank, &tile); t += w.stride) {
-    const int local_wg = tile.tm * FP8_BM + ctx->replica * 64;
-    const int local0 = local_wg + ctx->warp * 16 + ctx->lane / 4;
-    const int last = (int)(args->rows - 1), r0 = tile.row0 + local0; /* rows < 2^31 (ws_gemm_check) */
-    const int tn = min(tile.tn, n / FP8_BN - 1);                     /* a phantom tile reads real scales */
+  for (int t = (int)blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += (int)gridDim.x) {
+    const int local_wg = tile.tm * FP8_BM + ctx.replica * 64;
+    const int local0 = local_wg + ctx.warp * 16 + ctx.lane / 4;
+    const int last = (int)(args.rows - 1), r0 = tile.row0 + local0; /* rows < 2^31 (ws_gemm_check) */
     fp8_scale_ptrs sp;
     sp.a0 = (uint32_t)min(r0, last) * (uint32_t)kblocks;
     sp.a1 = (uint32_t)min(r0 + 8, last) * (uint32_t)kblocks;
-    sp.b = ((uint32_t)tile.g * (uint32_t)(n / 128) + (uint32_t)tn * (FP8_BN / 128)) * (uint32_t)kblocks;
+    sp.b = ((uint32_t)tile.g * (uint32_t)(n / 128) + (uint32_t)tile.tn * (FP8_BN / 128)) * (uint32_t)kblocks;
     ws_pin_u32(&sp.a0); /* computed once per tile: ptxas would otherwise redo it per K block */
     ws_pin_u32(&sp.a1);
     ws_pin_u32(&sp.b);
@@ -132,52 +149,22 @@ static __device__ __forceinline__ void fp8_math(const ws_pipe *pipe, const ws_ct
     for (int i = 0; i < FP8_BN / 2; i++) total[i] = 0.0f;
     /* Scales are loaded one K block ahead: loaded in the same block, the compiler put the
      * first use of them ahead of the wgmma issue, and every block waited for the loads. */
-    fp8_scales s = fp8_load_scales(args, sp, tile.k0);
-    for (int kb = tile.k0; kb < tile.k1; kb++, c = ws_cursor_next(c, pipe->stages)) {
-      const fp8_scales next = fp8_load_scales(args, sp, min(kb + 1, tile.k1 - 1));
-      fp8_issue(acc, pipe, ctx, da0, db0, c);
+    fp8_scales s = fp8_load_scales(&args, sp, tile.k0);
+    for (int kb = tile.k0; kb < tile.k1; kb++, c = ws_cursor_next(c, pipe.stages)) {
+      const fp8_scales next = fp8_load_scales(&args, sp, min(kb + 1, tile.k1 - 1));
+      fp8_issue(acc, &pipe, &ctx, da0, db0, c);
       WS_WGMMA_WAIT_GROUP(0);
-      if (pair > 1) ws_pipe_release_warp_cluster_at(pipe, ctx, c, 0x3u); /* the stage's A is in both CTAs */
-      else ws_pipe_release_warp_at(pipe, ctx, c);
+      ws_pipe_release_warp_at(&pipe, &ctx, c);
       fp8_promote(total, acc, s);
       s = next;
     }
-    if (!tile.phantom) gemm_store_fragment<FP8_BN, 2>(ctx, args, &tile, local_wg, total, sm->out[ctx->replica], map_d);
+    gemm_store_fragment<FP8_BN, 2>(&ctx, &args, &tile, local_wg, total, sm->out[ctx.replica], &map_d);
   }
-  ws_store_drain(ctx);
-}
-
-WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const __grid_constant__ ws_tmap map_b,
-                                    const __grid_constant__ ws_tmap map_d, const __grid_constant__ gemm_args args,
-                                    ws_diag diag) {
-  extern __shared__ __align__(1024) uint8_t smem_raw[];
-  fp8_smem *sm = (fp8_smem *)gemm_smem_base(smem_raw);
-  ws_ctx ctx = WS_SELF(gemm_fp8, diag);
-  const int pair = args.shape.pair;
-  /* wgmma reads a stage warpgroup-wide: released once per warp (ws_pipe_release_warp_at),
-   * in pairs by the warps of both CTAs */
-  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "gemm_fp8", WS_ROLE_THREADS(gemm_fp8, F_LOADER),
-                              (uint32_t)pair * 2 * WS_ROLE_WARPS(gemm_fp8, F_MATH));
-  ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
-  if (threadIdx.x == 0) ws_pipe_init(&pipe);
-  if (pair > 1) ws_init_sync_cluster(); /* the partner multicasts into our stages */
-  else ws_init_sync();
-
-  if (ctx.role == F_LOADER) {
-    WS_ENTER_ROLE(gemm_fp8, F_LOADER);
-    if (!ctx.spare)
-      gemm_load_tiles(&pipe, &ctx, &args, FP8_BK, (uint8_t *)sm->pipe.slot, sizeof(fp8_stage), offsetof(fp8_stage, b),
-                      &map_a, &map_b);
-  } else {
-    WS_ENTER_ROLE(gemm_fp8, F_MATH);
-    fp8_math(&pipe, &ctx, &args, sm, &map_d);
-  }
-  /* Pairs: stay until the partner is done arriving on our barriers and copying into us. */
-  if (pair > 1) ws_exit_sync_cluster();
+  ws_store_drain(&ctx);
 }
 
 extern "C" const gemm_kernel *gemm_fp8_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8, "gemm_fp8", gemm_fp8_roles, gemm_fp8_NROLES, sizeof(fp8_smem) + 1024,
-                                (const void *)gemm_fp8_kernel, FP8_BM, FP8_BN, FP8_BK, WS_DTYPE_U8, 1, 1};
+                                (const void *)gemm_fp8_kernel, FP8_BM, FP8_BN, FP8_BK, WS_DTYPE_U8, 1};
   return &k;
 }

@@ -32,18 +32,6 @@ static int gemm_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms) 
   return splits > ksteps ? ksteps : splits;
 }
 
-/* CTA pairs (clusters of two sharing each A tile through multicast, gemm_sched.cuh):
- * for kernels that can, when the problem has at least two tile columns. Halves the A
- * traffic from L2; costs a phantom tile where a group has an odd number of columns.
- * WS_GEMM_PAIR=0 or 1 in the environment forces it off or on (benchmarks). */
-static int gemm_pair(const gemm_kernel *k, const ws_gemm_problem *p) {
-  const int columns = (p->n + k->bn - 1) / k->bn;
-  const char *env = getenv("WS_GEMM_PAIR");
-  int on = columns >= 2;
-  if (env && *env) on = atoi(env) != 0;
-  return k->pairs && on ? 2 : 1;
-}
-
 static ws_status make_plan(const void *k, ws_plan *plan) { return gemm_plan_of((const gemm_kernel *)k, plan); }
 
 static size_t gemm_workspace_need(const ws_gemm_problem *p, int splits) {
@@ -67,12 +55,10 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream
   ws_plan *plan = NULL;
   ws_status s = ws_plan_cached(k->id, make_plan, k, &plan);
   if (s != WS_OK) return s;
-  const int pair = gemm_pair(k, p);
   ws_tmap ma, mb;
   const uint64_t stride = (uint64_t)p->k * k->elem;
-  /* pairs: each CTA loads half the A tile's rows (into both) */
-  if ((s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, rows, (uint64_t)p->k, stride, (uint32_t)(k->bm / pair),
-                               (uint32_t)k->bk, WS_SWIZZLE_128B)) != WS_OK)
+  if ((s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, rows, (uint64_t)p->k, stride, (uint32_t)k->bm, (uint32_t)k->bk,
+                               WS_SWIZZLE_128B)) != WS_OK)
     return s;
   if ((s = ws_tmap_2d_swizzled(&mb, p->b, k->dtype, (uint64_t)p->n * (uint64_t)p->groups, (uint64_t)p->k, stride,
                                (uint32_t)k->bn, (uint32_t)k->bk, WS_SWIZZLE_128B)) != WS_OK)
@@ -97,28 +83,18 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream
   a.shape.rows = p->group_rows;
   a.shape.ksteps = p->k / k->bk;
   a.shape.splits = gemm_splits(k, p, sms);
-  a.shape.pair = pair;
   a.partial = NULL;
   if (a.shape.splits > 1 && (!p->workspace || p->workspace_bytes < gemm_workspace_need(p, a.shape.splits)))
     a.shape.splits = 1; /* no room for the partials: one CTA per tile */
   if (a.shape.splits > 1) a.partial = (float *)p->workspace;
-  /* CTAs: dense: exactly the work items (x pair); grouped: the counts live on the device,
-   * one CTA per SM. Pairs: as many whole clusters as can be resident. */
-  const long long columns = ((p->n + k->bn - 1) / k->bn + pair - 1) / pair;
-  const long long dense_ctas = (long long)((p->m + k->bm - 1) / k->bm) * columns * a.shape.splits * pair;
-  long long ctas = p->layout == WS_GEMM_DENSE && dense_ctas < sms ? dense_ctas : sms;
-  if (pair > 1) {
-    int clusters = 0;
-    if ((s = ws_plan_max_clusters(plan, k->kernel, pair, &clusters)) != WS_OK) return s;
-    if (clusters < 1) return ws_fail(WS_ERR_BUDGET, "kernel '%s': no cluster of %d CTAs fits on this device", k->name, pair);
-    if (ctas > (long long)clusters * pair) ctas = (long long)clusters * pair;
-    ctas -= ctas % pair;
-  }
+  /* dense: exactly the work items; grouped: the counts live on the device, one CTA per SM */
+  const long long dense_items = (long long)((p->m + k->bm - 1) / k->bm) * ((p->n + k->bn - 1) / k->bn) * a.shape.splits;
+  const unsigned grid = (unsigned)(p->layout == WS_GEMM_DENSE && dense_items < sms ? dense_items : sms);
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&ma, &mb, &md, &a, &diag};
-  dim3 g = {(unsigned)ctas, 1, 1};
-  s = pair > 1 ? ws_plan_launch_cluster(plan, k->kernel, g, pair, stream, args) : ws_plan_launch(plan, k->kernel, g, stream, args);
+  dim3 g = {grid, 1, 1};
+  s = ws_plan_launch(plan, k->kernel, g, stream, args);
   if (s == WS_OK && a.partial) s = gemm_splitk_reduce(a.partial, a.shape.splits, rows * (size_t)p->n, a.d, stream);
   return s;
 }

@@ -9,12 +9,7 @@
  * forward, so finding the group of the next tile costs O(groups) per CTA in total.
  * Split-K (dense problems with too few tiles for the GPU): every tile becomes `splits`
  * work items with consecutive numbers, each covering a slice of the K steps; the kernel
- * writes fp32 partial tiles and a second kernel sums them in a fixed order.
- * Pairs (shape.pair = 2, FP8): a cluster of two CTAs takes one work item as two tiles
- * side by side along N (tn = 2 x column + rank), so that they share, and each loads
- * half of, the A tile. Where the group has an odd number of tile columns the last
- * item's second tile is a phantom: it is loaded and computed (its partner needs its
- * half of A) but never stored. */
+ * writes fp32 partial tiles and a second kernel sums them in a fixed order. */
 #ifndef WARPSPEC_GEMM_SCHED_CUH
 #define WARPSPEC_GEMM_SCHED_CUH
 
@@ -38,7 +33,6 @@ typedef struct {
   int g, row0, count;   /* group and its rows */
   int tm, tn;           /* tile row inside the group, tile column */
   int split, k0, k1;    /* K slice: steps k0 .. k1 - 1 */
-  int phantom;          /* tn is past the last tile column: compute, do not store */
 } gemm_tile;
 
 GEMM_HD void gemm_group_rows(const gemm_shape *s, int g, int *row0, int *count) {
@@ -56,8 +50,8 @@ GEMM_HD void gemm_group_rows(const gemm_shape *s, int g, int *row0, int *count) 
 
 GEMM_HD void gemm_cursor_load(const gemm_shape *s, gemm_cursor *c) {
   gemm_group_rows(s, c->g, &c->row0, &c->count);
-  const int columns = ((s->n + s->bn - 1) / s->bn + s->pair - 1) / s->pair;
-  c->tiles = (c->count + s->bm - 1) / s->bm * columns * s->splits;
+  const int tn = (s->n + s->bn - 1) / s->bn;
+  c->tiles = (c->count + s->bm - 1) / s->bm * tn * s->splits;
 }
 
 GEMM_HD gemm_cursor gemm_cursor_start(const gemm_shape *s) {
@@ -68,26 +62,23 @@ GEMM_HD gemm_cursor gemm_cursor_start(const gemm_shape *s) {
   return c;
 }
 
-/* The tile of work item t for the CTA of cluster rank `rank` (t never decreases between
- * calls; pair 1: rank 0); 0 once past the last group. */
-GEMM_HD int gemm_tile_at(const gemm_shape *s, gemm_cursor *c, int t, int rank, gemm_tile *out) {
+/* The tile numbered t (t never decreases between calls); 0 once past the last group. */
+GEMM_HD int gemm_tile_at(const gemm_shape *s, gemm_cursor *c, int t, gemm_tile *out) {
   while (t >= c->base + c->tiles) {
     c->base += c->tiles;
     if (++c->g >= s->groups) return 0;
     gemm_cursor_load(s, c);
   }
   const int tiles_m = (c->count + s->bm - 1) / s->bm, tiles_n = (s->n + s->bn - 1) / s->bn;
-  const int columns = (tiles_n + s->pair - 1) / s->pair;
   const int item = t - c->base, split = item % s->splits, local = item / s->splits;
-  const int run = local / (GEMM_RASTER * columns), first = run * GEMM_RASTER;
+  const int run = local / (GEMM_RASTER * tiles_n), first = run * GEMM_RASTER;
   const int rows = tiles_m - first < GEMM_RASTER ? tiles_m - first : GEMM_RASTER;
-  const int in_run = local - run * GEMM_RASTER * columns;
+  const int in_run = local - run * GEMM_RASTER * tiles_n;
   out->g = c->g;
   out->row0 = c->row0;
   out->count = c->count;
   out->tm = first + in_run % rows;
-  out->tn = in_run / rows * s->pair + rank;
-  out->phantom = out->tn >= tiles_n;
+  out->tn = in_run / rows;
   out->split = split;
   out->k0 = (int)((long long)split * s->ksteps / s->splits);
   out->k1 = (int)((long long)(split + 1) * s->ksteps / s->splits);

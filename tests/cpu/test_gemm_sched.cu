@@ -3,10 +3,7 @@
  * and grouped-masked problems and several grid sizes, every (group, tile row, tile
  * column) is visited exactly once over all CTAs, tiles lie inside their group, and each
  * CTA's tile numbers only grow; under split-K every tile's K slices are visited once
- * each and together cover its K steps without gap or overlap. In CTA pairs (clusters of
- * two along N) both CTAs of a cluster walk the same items in step: same group, tile row
- * and K slice, tile columns 2c and 2c + 1, the second a phantom (never a real tile) only
- * past the last column. Host code only. */
+ * each and together cover its K steps without gap or overlap. Host code only. */
 #include "../test.h"
 #include "../../src/gemm/gemm_sched.cuh"
 
@@ -30,24 +27,10 @@ static void check_schedule(const gemm_shape *s, int grid, const char *what) {
   int *slices = (int *)calloc((size_t)s->groups * max_tm * tiles_n, sizeof(int));
   long long visited = 0;
   int bad = 0;
-  const int clusters = grid / s->pair;
-  for (int cl = 0; cl < clusters; cl++) {
-    gemm_cursor cur = gemm_cursor_start(s), cur1 = gemm_cursor_start(s);
-    gemm_tile t, t1;
-    for (int i = cl; gemm_tile_at(s, &cur, i, 0, &t); i += clusters) {
-      if (s->pair == 2) { /* the partner: same item, next column, phantom only past the end */
-        if (!gemm_tile_at(s, &cur1, i, 1, &t1) || t1.g != t.g || t1.tm != t.tm || t1.tn != t.tn + 1 || t1.k0 != t.k0 ||
-            t1.k1 != t.k1 || t.tn % 2 != 0 || t.phantom || t1.phantom != (t1.tn >= tiles_n)) {
-          bad++;
-          continue;
-        }
-        if (!t1.phantom) {
-          const size_t cell = ((size_t)t1.g * max_tm + t1.tm) * tiles_n + t1.tn;
-          steps[cell] += t1.k1 - t1.k0;
-          slices[cell]++;
-          if (slices[cell] == s->splits) visited++;
-        }
-      }
+  for (int cta = 0; cta < grid; cta++) {
+    gemm_cursor cur = gemm_cursor_start(s);
+    gemm_tile t;
+    for (int i = cta; gemm_tile_at(s, &cur, i, &t); i += grid) {
       if (t.tm < 0 || t.tm * s->bm >= t.count || t.tn < 0 || t.tn >= tiles_n || t.tm >= max_tm) { bad++; continue; }
       if (t.split < 0 || t.split >= s->splits || t.k0 >= t.k1 || t.k0 < 0 || t.k1 > s->ksteps) { bad++; continue; }
       /* slices are disjoint and ordered by number, so the covered total must add up */
@@ -63,27 +46,17 @@ static void check_schedule(const gemm_shape *s, int grid, const char *what) {
     }
   }
   if (bad || visited != expect) {
-    fprintf(stderr, "%s, pair %d, grid %d: %lld tiles visited, %lld expected, %d out of place or twice\n", what, s->pair, grid, visited, expect, bad);
+    fprintf(stderr, "%s, grid %d: %lld tiles visited, %lld expected, %d out of place or twice\n", what, grid, visited, expect, bad);
     test_failures++;
   }
   free(steps);
   free(slices);
 }
 
-static void check_all(gemm_shape s);
-
 int main(void) {
+  const int grids[] = {1, 7, 132, 1000};
   gemm_shape s;
   memset(&s, 0, sizeof s);
-  s.pair = 1;
-  check_all(s);
-  s.pair = 2;
-  check_all(s);
-  return test_finish("test_gemm_sched");
-}
-
-static void check_all(gemm_shape s) {
-  const int grids[] = {s.pair, 8, 132, 1000};
   s.bm = 128;
   s.bn = 256;
   s.splits = 1;
@@ -122,4 +95,5 @@ static void check_all(gemm_shape s) {
     s.rows = rows;
     for (int i = 0; i < 4; i++) check_schedule(&s, grids[i], "masked");
   }
+  return test_finish("test_gemm_sched");
 }

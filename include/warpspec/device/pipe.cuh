@@ -166,26 +166,6 @@ WS_DEV void ws_pipe_load_tile_2d_hint_at(const ws_pipe *p, const ws_ctx *c, ws_c
   ws_cp_async_bulk_tensor_2d_global_to_shared_hint(dst, &t->map, col, row, &p->full[k.stage], policy);
 }
 
-/* A pipe shared by the CTAs of a cluster (each CTA's stage filled partly by copies
- * that the others multicast into it): the writer says how many bytes will land in its
- * own stage, whoever issues them, then issues its share with ws_pipe_multicast_tile_2d_at.
- * Every CTA's `empty` barrier must then count the readers of all CTAs in the mask
- * (ws_pipe_release_warp_cluster_at), so that no CTA overwrites a peer's stage early. */
-WS_DEV void ws_pipe_expect_tx_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, uint32_t bytes) {
-  if (ws_role_leader(c)) ws_mbarrier_expect_tx(&p->full[k.stage], bytes);
-}
-
-WS_DEV void ws_pipe_multicast_tile_2d_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, void *dst, const ws_tmap *t,
-                                         int col, int row, uint16_t cta_mask) {
-  if (ws_role_leader(c)) ws_cp_async_bulk_tensor_2d_global_to_shared_multicast(dst, &t->map, col, row, &p->full[k.stage], cta_mask);
-}
-
-/* The same copy into this CTA only, its bytes already counted by ws_pipe_expect_tx_at. */
-WS_DEV void ws_pipe_copy_tile_2d_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, void *dst, const ws_tmap *t, int col,
-                                    int row) {
-  if (ws_role_leader(c)) ws_cp_async_bulk_tensor_2d_global_to_shared(dst, &t->map, col, row, &p->full[k.stage]);
-}
-
 /* Every writer thread: mark end of stream in the slot of cursor k (acquires it). */
 WS_DEV void ws_pipe_close_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
   ws_pipe_acquire_at(p, c, k);
@@ -220,19 +200,6 @@ WS_DEV void ws_pipe_release_warp_at(const ws_pipe *p, const ws_ctx *c, ws_cursor
   if (c->lane == 0) {
     if (p->fence_release) ws_fence_proxy_async_shared_cta();
     ws_mbarrier_arrive(&p->empty[k.stage]);
-  }
-}
-
-/* ws_pipe_release_warp_at for a pipe shared by the CTAs in cta_mask: the warp's lane 0
- * arrives on the slot's `empty` barrier in each of them (the view's reader count is then
- * the warps of all those CTAs). The arrivals order nothing (relaxed): only for readers
- * whose reads have completed, as ws_pipe_release_warp_at requires anyway. */
-WS_DEV void ws_pipe_release_warp_cluster_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, uint32_t cta_mask) {
-  __syncwarp();
-  if (c->lane == 0) {
-    if (p->fence_release) ws_fence_proxy_async_shared_cta();
-    for (uint32_t r = 0; cta_mask >> r; r++)
-      if ((cta_mask >> r) & 1u) ws_mbarrier_arrive_relaxed_cluster(ws_mapa_shared_cluster(&p->empty[k.stage], r));
   }
 }
 
