@@ -13,6 +13,8 @@
 #define WS_REGS_MIN             24     /* setmaxnreg range, multiples of 8              */
 #define WS_REGS_MAX             256
 #define WS_REGS_GRANULE         8
+#define WS_REGS_ALLOC_WARPS     4      /* ptxas sizes the cap for whole 4-warp groups:  */
+                                       /* 288 threads get 65536 / 384 -> 168, not 224   */
 #define WS_NAMED_BARRIERS       16     /* ids 0..15; 0 belongs to __syncthreads()      */
 
 /* ---- library limits ----------------------------------------------------------------- */

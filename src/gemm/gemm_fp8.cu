@@ -127,10 +127,7 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
   }
 
   WS_ENTER_ROLE(gemm_fp8, F_MATH);
-  /* The warpgroup index broadcast from lane 0 is warp-uniform to the compiler; with the
-   * scale prefetch below, deriving it per thread made ptxas spill 4 bytes at 168. */
-  const int wg = __shfl_sync(0xffffffffu, ctx.replica, 0);
-  const uint64_t da0 = ws_wgmma_desc_k128b(st->slot[0].a + wg * 64 * FP8_BK);
+  const uint64_t da0 = ws_wgmma_desc_k128b(st->slot[0].a + ctx.replica * 64 * FP8_BK);
   const uint64_t db0 = ws_wgmma_desc_k128b(st->slot[0].b);
   float acc[FP8_BN / 2], total[FP8_BN / 2];
   ws_cursor c = {0, 0};

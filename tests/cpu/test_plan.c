@@ -21,6 +21,22 @@ static void seed_pair(void) {
   CHECK_MSG("<= 168");
 }
 
+/* The entry cap ptxas derives from __launch_bounds__(threads, 1): whole 4-warp groups
+ * (measured with nvcc 13.0, sm_90a). 288 threads (two warpgroups and a loader warp) get
+ * 168, not 65536 / 288 = 224. */
+static void entry_cap(void) {
+  CHECK(ws_entry_regs_for(256) == 256);
+  CHECK(ws_entry_regs_for(288) == 168);
+  CHECK(ws_entry_regs_for(384) == 168);
+  CHECK(ws_entry_regs_for(416) == 128);
+  CHECK(ws_entry_regs_for(640) == 96);
+  const ws_role fp8[] = {{"math", 4, WS_REGS_ENTRY, 2}, {"loader", 1, WS_REGS_ENTRY, 1}};
+  ws_plan p;
+  CHECK_STATUS(ws_plan_init(&p, "gemm_fp8", fp8, 2, 0), WS_OK);
+  CHECK(p.layout.threads == 288);
+  CHECK(p.layout.entry_regs == 168);
+}
+
 static void register_pool(void) {
   const ws_role cutlass[] = {{"producer", 1, 40, 1}, {"consumer", 4, 232, 2}};
   ws_plan p;
@@ -172,6 +188,7 @@ static void print_table(void) {
 
 int main(void) {
   seed_pair();
+  entry_cap();
   register_pool();
   threads_and_packing();
   barrier_allocator();

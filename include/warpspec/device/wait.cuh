@@ -57,7 +57,11 @@ WS_DEV void ws_fault_raise(const ws_ctx *c, int code, const ws_site *site, uint6
       for (int i = 0; i < 4; i++) f->value[i] = values ? values[i] : 0;
       f->waited_ns = waited;
       f->timeout_ns = ws_timeout_ns(c);
-      ws_copy_name(f->role_name, c->role >= 0 ? c->layout->role_name[c->role] : "none");
+      /* The role index through an opaque move: computed here, on the fault path only,
+       * instead of hoisted into every kernel's hot path (where it cost registers). */
+      int role;
+      asm volatile("mov.b32 %0, %1;" : "=r"(role) : "r"(c->role));
+      ws_copy_name(f->role_name, role >= 0 ? c->layout->role_name[role] : "none");
       ws_copy_name(f->object, site->object);
       __threadfence_system();
       f->code = code;
