@@ -25,6 +25,19 @@ WS_DECLARE_ROLES(sr, SR_ROLES);
 
 #define SR_MAGIC 0x52535357u /* "WSSR" */
 
+/* The staging slot of block b at `step` (WS_SR_DEPTH slots per block, used in turn),
+ * as a byte offset into a staging buffer: the sender's copy of the peer's or the
+ * receiver's own. */
+static __device__ __forceinline__ size_t sr_slot(uint32_t b, uint64_t step) {
+  return ((size_t)b * WS_SR_DEPTH + step % WS_SR_DEPTH) * WS_SR_SLOT_BYTES;
+}
+
+/* Bytes that step k of a block of `len` bytes carries: a stride, less at the end. */
+static __device__ __forceinline__ uint64_t sr_chunk(uint64_t len, uint64_t k, uint64_t stride) {
+  const uint64_t off = k * stride;
+  return len > off ? (len - off < stride ? len - off : stride) : 0;
+}
+
 /* Slot header, two 16-byte words: {magic, blocks, bytes} {step, chunk}. */
 static __device__ __forceinline__ void header_write(uint8_t *slot, uint32_t blocks, uint64_t bytes, uint64_t step,
                                                     uint64_t chunk) {
@@ -127,7 +140,7 @@ static __device__ __forceinline__ ws_site sr_site(int edge, int peer, int rank, 
 static __device__ __forceinline__ void ll_sender(const sr_args *a, const ws_ctx *c, uint32_t b) {
   const ws_sr_geometry *g = &a->send;
   const uint64_t step = a->send_step[b];
-  uint8_t *slot = a->remote_staging + ((size_t)b * WS_SR_DEPTH + step % WS_SR_DEPTH) * WS_SR_SLOT_BYTES;
+  uint8_t *slot = a->remote_staging + sr_slot(b, step);
   if (step + 1 > WS_SR_DEPTH) {
     const ws_site site = sr_site(WS_EDGE_PEER_CREDIT, a->send_peer, a->rank, b, step);
     ws_wait_flag_geq(&a->credits[b], step + 1 - WS_SR_DEPTH, c, &site);
@@ -153,7 +166,7 @@ static __device__ __forceinline__ void ll_sender(const sr_args *a, const ws_ctx 
 static __device__ __forceinline__ void ll_receiver(const sr_args *a, const ws_ctx *c, uint32_t b) {
   const ws_sr_geometry *g = &a->recv;
   const uint64_t step = a->recv_step[b];
-  const uint8_t *slot = a->staging + ((size_t)b * WS_SR_DEPTH + step % WS_SR_DEPTH) * WS_SR_SLOT_BYTES;
+  const uint8_t *slot = a->staging + sr_slot(b, step);
   const uint32_t flag = (uint32_t)(step + 1);
   const uint64_t begin = ws_sr_block_begin(g, b), n = ws_sr_block_bytes(g, b);
   const uint64_t lines = LL_HEADER_LINES + (n + 7) / 8;
@@ -184,9 +197,8 @@ static __device__ __forceinline__ void sender(const sr_args *a, const ws_ctx *c,
   const uint64_t begin = ws_sr_block_begin(g, b), len = ws_sr_block_bytes(g, b);
   for (uint64_t k = 0; k < nsteps; k++) {
     const uint64_t step = step0 + k;
-    uint8_t *slot = a->remote_staging + ((size_t)b * WS_SR_DEPTH + step % WS_SR_DEPTH) * WS_SR_SLOT_BYTES;
-    const uint64_t off = k * g->stride;
-    const uint64_t chunk = len > off ? (len - off < g->stride ? len - off : g->stride) : 0;
+    uint8_t *slot = a->remote_staging + sr_slot(b, step);
+    const uint64_t off = k * g->stride, chunk = sr_chunk(len, k, g->stride);
     if (ws_role_leader(c) && step + 1 > WS_SR_DEPTH) {
       const ws_site site = sr_site(WS_EDGE_PEER_CREDIT, a->send_peer, a->rank, b, step);
       ws_wait_flag_geq(&a->credits[b], step + 1 - WS_SR_DEPTH, c, &site);
@@ -209,9 +221,8 @@ static __device__ __forceinline__ void receiver(const sr_args *a, const ws_ctx *
   const uint64_t begin = ws_sr_block_begin(g, b), len = ws_sr_block_bytes(g, b);
   for (uint64_t k = 0; k < nsteps; k++) {
     const uint64_t step = step0 + k;
-    const uint8_t *slot = a->staging + ((size_t)b * WS_SR_DEPTH + step % WS_SR_DEPTH) * WS_SR_SLOT_BYTES;
-    const uint64_t off = k * g->stride;
-    const uint64_t chunk = len > off ? (len - off < g->stride ? len - off : g->stride) : 0;
+    const uint8_t *slot = a->staging + sr_slot(b, step);
+    const uint64_t off = k * g->stride, chunk = sr_chunk(len, k, g->stride);
     if (ws_role_leader(c)) {
       ws_site site = sr_site(WS_EDGE_PEER_DATA, a->recv_peer, a->rank, b, step);
       ws_wait_flag_geq(&a->tails[b], step + 1, c, &site);
