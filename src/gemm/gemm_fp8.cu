@@ -9,20 +9,16 @@
  *                          cores' limited FP8 accumulation short.
  *   LOADER (1 warp)        per 128-wide K block: acquire a stage, TMA-load the A tile
  *                          (128 x 128 bytes) and the group's B tile, commit.
- * Where the time goes (H200): both warpgroups wait on the same stage, so their wgmmas
- * run together (the tensor cores need both to reach full rate) and their promotions run
- * together while the tensor cores idle; every instruction of the K loop costs tensor
- * time, so the loop is kept lean (scale offsets pinned per tile, one descriptor word:
- * 858 -> 1017 TFLOPS at 8192^3). The same loop without the promotion (wrong results,
- * timing only) reaches 1317, so scaling costs about a quarter. Tried, measured, not
- * kept: the warpgroups taking turns (one alone drives the tensor cores at half rate:
- * 749); two accumulators per warpgroup so block kb+1 runs while kb is promoted (1010,
- * needs the 40/232/232 split and a peeled loop: a wgmma under a condition makes ptxas
- * serialize them, C7518); 256 x 128 tiles to halve L2 traffic per multiply-add (no gain).
- * The no-promotion loop plus 64 FFMAs per K block on unrelated registers runs at 947,
- * and a clock64 trace shows issuing the four wgmmas and waiting for a loaded stage each
- * take about as long as the wgmmas run: those phases, with the FFMAs, are the gap to
- * cuBLASLt (docs/benchmarks.md).
+ * Where the time goes (H200, docs/benchmarks.md): both warpgroups wait on the same stage,
+ * so their wgmmas run together and their promotions run together; every instruction of
+ * the K loop costs tensor time, so the loop is kept lean (scale offsets pinned per tile,
+ * one descriptor word, scales loaded a block ahead: 858 -> ~1000 TFLOPS at 8192^3).
+ * Reordering the loop does not move it: ordered issue, strict turns, two accumulator
+ * chains, two accumulators, a split-N software pipeline, cuBLASLt's own order (rendezvous
+ * barrier, deferred wgmma wait) and 256-row tiles all measured within 3% or slower, and
+ * CTA pairs sharing A by multicast gained nothing. cuBLASLt runs the same tile and stage
+ * depth at 77% tensor-pipe use against our 54%; our stage waits are 7x longer, which
+ * points upstream of the loop (when loaded data arrives), not at the promotion FFMAs.
  * The epilogue stores full rows through shared memory and TMA (gemm_epilogue.cuh). */
 #include "../core/internal.h"
 #include "gemm_epilogue.cuh"
