@@ -69,9 +69,10 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
     /* One K step's wgmmas stay in flight while the next stage is awaited: a stage is
      * released once the group after it was issued and it has completed (wait_group 1). */
     ws_cursor prev = c;
+    uint32_t full = ws_pipe_probe_at(&pipe, c);
     for (int ks = tile.k0; ks < tile.k1; ks++, c = ws_cursor_next(c, pipe.stages)) {
       const uint32_t s = c.stage;
-      ws_pipe_wait_at(&pipe, &ctx, c);
+      ws_pipe_wait_probed_at(&pipe, &ctx, c, full);
       const uint64_t da = ws_wgmma_desc_k128b(st->slot[s].a + ctx.replica * 64 * BF16_BK);
       const uint64_t db = ws_wgmma_desc_k128b(st->slot[s].b);
       ws_wgmma_fence();
@@ -80,6 +81,8 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
         ws_wgmma_m64n256k16_bf16(acc, ws_wgmma_desc_advance(da, kk * 32), ws_wgmma_desc_advance(db, kk * 32),
                                  ks > tile.k0 || kk > 0);
       ws_wgmma_commit_group();
+      /* probe the next stage now, look at the answer at the next issue (gemm_fp8.cu) */
+      full = ws_pipe_probe_at(&pipe, ws_cursor_next(c, pipe.stages));
       if (ks > tile.k0) {
         WS_WGMMA_WAIT_GROUP(1);
         ws_pipe_release_warp_at(&pipe, &ctx, prev);

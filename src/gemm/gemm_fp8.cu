@@ -72,10 +72,11 @@ static __device__ __forceinline__ fp8_scales fp8_load_scales(const gemm_args *ar
   return s;
 }
 
-/* Wait for the stage at cursor k and issue its 4 wgmmas into acc (overwriting it). */
+/* Wait for the stage at cursor k (unless the probe already saw it full) and issue its 4
+ * wgmmas into acc (overwriting it). */
 static __device__ __forceinline__ void fp8_issue(float *acc, const ws_pipe *pipe, const ws_ctx *ctx, uint64_t da0,
-                                                 uint64_t db0, ws_cursor k) {
-  ws_pipe_wait_at(pipe, ctx, k);
+                                                 uint64_t db0, ws_cursor k, uint32_t full) {
+  ws_pipe_wait_probed_at(pipe, ctx, k, full);
   const uint32_t stage_off = k.stage * (uint32_t)sizeof(fp8_stage);
   const uint64_t da = ws_wgmma_desc_advance(da0, stage_off), db = ws_wgmma_desc_advance(db0, stage_off);
   ws_wgmma_fence();
@@ -123,7 +124,9 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
   }
 
   WS_ENTER_ROLE(gemm_fp8, F_MATH);
-  const uint64_t da0 = ws_wgmma_desc_k128b(st->slot[0].a + ctx.replica * 64 * FP8_BK);
+  /* the warpgroup from lane 0: warp-uniform to the compiler, which saves a register */
+  const int wg = __shfl_sync(0xffffffffu, ctx.replica, 0);
+  const uint64_t da0 = ws_wgmma_desc_k128b(st->slot[0].a + wg * 64 * FP8_BK);
   const uint64_t db0 = ws_wgmma_desc_k128b(st->slot[0].b);
   float acc[FP8_BN / 2], total[FP8_BN / 2];
   ws_cursor c = {0, 0};
@@ -143,9 +146,14 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
     /* Scales are loaded one K block ahead: loaded in the same block, the compiler put the
      * first use of them ahead of the wgmma issue, and every block waited for the loads. */
     fp8_scales s = fp8_load_scales(&args, sp, tile.k0);
+    uint32_t full = ws_pipe_probe_at(&pipe, c);
     for (int kb = tile.k0; kb < tile.k1; kb++, c = ws_cursor_next(c, pipe.stages)) {
       const fp8_scales next = fp8_load_scales(&args, sp, min(kb + 1, tile.k1 - 1));
-      fp8_issue(acc, &pipe, &ctx, da0, db0, c);
+      fp8_issue(acc, &pipe, &ctx, da0, db0, c, full);
+      /* Probe the next stage now and look at the answer only at the next issue: the
+       * probe's latency, paid before every issue when waited for at once, hides behind
+       * the wgmmas and the promotion. */
+      full = ws_pipe_probe_at(&pipe, ws_cursor_next(c, pipe.stages));
       WS_WGMMA_WAIT_GROUP(0);
       ws_pipe_release_warp_at(&pipe, &ctx, c);
       fp8_promote(total, acc, s);

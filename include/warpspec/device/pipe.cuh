@@ -183,6 +183,18 @@ WS_DEV int ws_pipe_wait_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
   return p->closed[k.stage];
 }
 
+/* Every reader thread: one probe of the slot (no bound, no closed flag): 1 if it is
+ * already full. The result is not needed at once, so the probe's latency can hide behind
+ * other work; finish with ws_pipe_wait_probed_at before using the slot. */
+WS_DEV uint32_t ws_pipe_probe_at(const ws_pipe *p, ws_cursor k) {
+  return ws_mbarrier_try_wait_parity(&p->full[k.stage], k.phase);
+}
+
+/* Every reader thread: the bounded wait, skipped when the earlier probe saw the slot full. */
+WS_DEV void ws_pipe_wait_probed_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, uint32_t full) {
+  if (!full) ws_wait_parity(&p->full[k.stage], k.phase, c, p->name, WS_EDGE_FULL, (int)k.stage);
+}
+
 /* Every reader thread: done with the slot. */
 WS_DEV void ws_pipe_release_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
   (void)c;
