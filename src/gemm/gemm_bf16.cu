@@ -81,8 +81,9 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
         ws_wgmma_m64n256k16_bf16(acc, ws_wgmma_desc_advance(da, kk * 32), ws_wgmma_desc_advance(db, kk * 32),
                                  ks > tile.k0 || kk > 0);
       ws_wgmma_commit_group();
-      /* probe the next stage now, look at the answer at the next issue (gemm_fp8.cu) */
-      full = ws_pipe_probe_at(&pipe, ws_cursor_next(c, pipe.stages));
+      /* probe the next stage now, look at the answer at the next issue; never past the
+       * tile's last block (gemm_fp8.cu) */
+      full = ks + 1 < tile.k1 ? ws_pipe_probe_at(&pipe, ws_cursor_next(c, pipe.stages)) : 0u;
       if (ks > tile.k0) {
         WS_WGMMA_WAIT_GROUP(1);
         ws_pipe_release_warp_at(&pipe, &ctx, prev);

@@ -152,8 +152,10 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
       fp8_issue(acc, &pipe, &ctx, da0, db0, c, full);
       /* Probe the next stage now and look at the answer only at the next issue: the
        * probe's latency, paid before every issue when waited for at once, hides behind
-       * the wgmmas and the promotion. */
-      full = ws_pipe_probe_at(&pipe, ws_cursor_next(c, pipe.stages));
+       * the wgmmas and the promotion. Not past the tile's last block: a probe of a stage
+       * that is not coming (the CTA's last tile) holds the warp for the hardware's
+       * suspend limit, which cost small problems up to 20%. */
+      full = kb + 1 < tile.k1 ? ws_pipe_probe_at(&pipe, ws_cursor_next(c, pipe.stages)) : 0u;
       WS_WGMMA_WAIT_GROUP(0);
       ws_pipe_release_warp_at(&pipe, &ctx, c);
       fp8_promote(total, acc, s);

@@ -185,7 +185,9 @@ WS_DEV int ws_pipe_wait_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
 
 /* Every reader thread: one probe of the slot (no bound, no closed flag): 1 if it is
  * already full. The result is not needed at once, so the probe's latency can hide behind
- * other work; finish with ws_pipe_wait_probed_at before using the slot. */
+ * other work; finish with ws_pipe_wait_probed_at before using the slot. Probe only a slot
+ * that is coming: the probe may hold the warp until the slot fills or the hardware's
+ * suspend limit passes, wherever its answer is first needed. */
 WS_DEV uint32_t ws_pipe_probe_at(const ws_pipe *p, ws_cursor k) {
   return ws_mbarrier_try_wait_parity(&p->full[k.stage], k.phase);
 }
