@@ -5,7 +5,9 @@
  * READER1 (2 warps) and READER2 (1 warp, the __syncwarp path) each transform every
  * item into their own output; READER2 writes it through a shared-memory staging
  * buffer and a TMA store (ws_tma_store_2d, whose proxy fence this checks). Every block streams a random number of items (0 too)
- * then closes; readers stop on close and report how many items they saw.
+ * then closes; readers stop on close and report how many items they saw. READER1 waits
+ * the probed way (ws_pipe_probe_at for item i + 1 right after reading item i, then
+ * ws_pipe_wait_probed_at), the others with ws_pipe_wait.
  * `--quick` runs a subset (for compute-sanitizer). */
 #include "gpu_test.h"
 #include "warpspec/device/warpspec.cuh"
@@ -72,9 +74,11 @@ WS_KERNEL(pipe_test) pipe_test_kernel(const __grid_constant__ ws_tmap in_map, co
   if (r >= (int)a.readers) return;
   const int t = ws_role_thread(&ctx);
   uint32_t i = 0;
+  const int probed = ctx.role == READER1;
+  uint32_t full = probed ? ws_pipe_probe_at(&p, ws_cursor_at(0, a.stages)) : 0u;
   for (;; i++) {
     const uint32_t s = i % a.stages;
-    if (ws_pipe_wait(&p, &ctx, i)) break;
+    if (probed ? ws_pipe_wait_probed_at(&p, &ctx, ws_cursor_at(i, a.stages), full) : ws_pipe_wait(&p, &ctx, i)) break;
     if (ctx.role == READER2) {
       WS_STORE_WAIT_READ(&ctx, 0); /* the previous store has read `staged` */
       for (int j = t; j < SLOT_U32; j += (int)ctx.nthreads) staged[j] = reader_fn(st.slot[s].v[j], r);
@@ -85,6 +89,7 @@ WS_KERNEL(pipe_test) pipe_test_kernel(const __grid_constant__ ws_tmap in_map, co
     uint32_t *dst = a.out + ((size_t)r * BLOCKS * MAX_ITEMS + base + i) * SLOT_U32;
     for (int j = t; j < SLOT_U32; j += (int)ctx.nthreads) dst[j] = reader_fn(st.slot[s].v[j], r);
     ws_pipe_release(&p, &ctx, i);
+    if (probed) full = ws_pipe_probe_at(&p, ws_cursor_at(i + 1, a.stages)); /* an item or the close: it comes */
   }
   if (ctx.role == READER2) ws_store_drain(&ctx);
   if (ws_role_leader(&ctx)) a.seen[blockIdx.x * MAX_READERS + r] = (int)i;

@@ -192,9 +192,11 @@ WS_DEV uint32_t ws_pipe_probe_at(const ws_pipe *p, ws_cursor k) {
   return ws_mbarrier_try_wait_parity(&p->full[k.stage], k.phase);
 }
 
-/* Every reader thread: the bounded wait, skipped when the earlier probe saw the slot full. */
-WS_DEV void ws_pipe_wait_probed_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, uint32_t full) {
+/* Every reader thread: the bounded wait, skipped when the earlier probe saw the slot
+ * full; returns 1 if the writer closed the pipe (as ws_pipe_wait_at). */
+WS_DEV int ws_pipe_wait_probed_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, uint32_t full) {
   if (!full) ws_wait_parity(&p->full[k.stage], k.phase, c, p->name, WS_EDGE_FULL, (int)k.stage);
+  return p->closed[k.stage];
 }
 
 /* Every reader thread: done with the slot. */
