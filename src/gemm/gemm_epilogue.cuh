@@ -9,7 +9,7 @@
  * unit. This replaces 4-byte scattered global stores (half of every 32-byte sector) with
  * full lines, and the stores run on while the warpgroup starts its next tile.
  * A warpgroup owns NBUF chunk buffers; before refilling one it waits until the TMA unit
- * has read the previous contents (cp.async.bulk.wait_group.read).
+ * has read the previous contents (cp.async.bulk.wait_group.read), and no longer.
  * Rows that run past the group (the last, partial tile of an expert; masked padding
  * rows) are written with plain stores, row by row, so nothing outside the group moves.
  * Under split-K the fragment goes to the slice's fp32 partial tile instead. */
@@ -74,7 +74,9 @@ WS_DEV void gemm_store_fragment(const ws_ctx *c, const gemm_args *args, const ge
 #pragma unroll
   for (int h = 0; h < BN / 64; h++) {
     uint8_t *buf = stage + (h % NBUF) * GEMM_CHUNK_BYTES;
-    if (h % NBUF == 0) WS_STORE_WAIT_READ(c, 0); /* the buffers' previous stores have read them */
+    /* one store per chunk, in order: at most NBUF - 1 may still be reading, so the
+     * buffer's previous store (NBUF chunks ago) has read it, the later ones may run on */
+    WS_STORE_WAIT_READ(c, NBUF - 1);
 #pragma unroll
     for (int j = 0; j < 8; j++) {
       const int jj = h * 8 + j;
