@@ -17,9 +17,9 @@
  * Reordering the loop does not move it: ordered issue, strict turns, two accumulator
  * chains, two accumulators, a split-N software pipeline, cuBLASLt's own order (rendezvous
  * barrier, deferred wgmma wait) and 256-row tiles all measured within 3% or slower, and
- * CTA pairs sharing A by multicast gained nothing. cuBLASLt runs the same tile and stage
- * depth at 77% tensor-pipe use against our 54%; our stage waits are 7x longer, which
- * points upstream of the loop (when loaded data arrives), not at the promotion FFMAs.
+ * CTA pairs sharing A by multicast gained nothing. What paid was taking latency off the
+ * path from "stage full" to "wgmma issued". cuBLASLt runs the same tile and stage depth
+ * at 77% tensor-pipe use against our 54% (before those changes).
  * The epilogue stores full rows through shared memory and TMA (gemm_epilogue.cuh). */
 #include "../core/internal.h"
 #include "gemm_epilogue.cuh"
