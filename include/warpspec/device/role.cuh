@@ -72,7 +72,11 @@ typedef struct {
 
 WS_DEV ws_ctx ws_ctx_make(const ws_layout *L, ws_diag diag) {
   ws_ctx c;
-  const int warp = (int)(threadIdx.x / WS_WARP_SIZE);
+  /* The warp index from lane 0: the same value, but warp-uniform to the compiler, so the
+   * role branches are uniform and the values a role's loop derives from them (stage
+   * cursors, wgmma descriptors) can live in uniform registers instead of being moved
+   * there each iteration (R2UR). WS_SELF is called by whole warps (the kernel's start). */
+  const int warp = __shfl_sync(0xffffffffu, (int)(threadIdx.x / WS_WARP_SIZE), 0);
   c.role = -1; c.replica = 0; c.warp = 0; c.spare = 1; c.bar = 0; c.nthreads = WS_WARP_SIZE;
   c.lane = (int)(threadIdx.x % WS_WARP_SIZE);
   c.layout = L;
