@@ -125,7 +125,9 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
   }
 
   WS_ENTER_ROLE(gemm_fp8, F_MATH);
-  /* the warpgroup from lane 0: warp-uniform to the compiler, which saves a register */
+  /* The warpgroup from lane 0. ws_ctx_make's warp index is warp-uniform to the compiler
+   * already; this second broadcast still changes the schedule ptxas picks, and the
+   * kernel was measured with it (docs/benchmarks.md, run N). */
   const int wg = __shfl_sync(0xffffffffu, ctx.replica, 0);
   const uint64_t da0 = ws_wgmma_desc_k128b(st->slot[0].a + wg * 64 * FP8_BK);
   const uint64_t db0 = ws_wgmma_desc_k128b(st->slot[0].b);
