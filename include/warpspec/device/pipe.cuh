@@ -174,15 +174,6 @@ WS_DEV void ws_pipe_close_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
 }
 
 /* ---- reader ---------------------------------------------------------------------- */
-/* Every reader thread: wait for the slot; returns 1 if the writer closed the pipe. */
-WS_DEV int ws_pipe_wait_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
-  ws_wait_parity(&p->full[k.stage], k.phase, c, p->name, WS_EDGE_FULL, (int)k.stage);
-  /* A plain load: the wait acquired the writer's flag (and its "memory" clobber keeps the
-   * load below it), and a caller that ignores the result pays nothing. A volatile read
-   * here was a generic LD.STRONG.SYS in every GEMM K step. */
-  return p->closed[k.stage];
-}
-
 /* Every reader thread: one probe of the slot (no bound, no closed flag): 1 if it is
  * already full. The result is not needed at once, so the probe's latency can hide behind
  * other work; finish with ws_pipe_wait_probed_at before using the slot. Probe only a slot
@@ -193,10 +184,18 @@ WS_DEV uint32_t ws_pipe_probe_at(const ws_pipe *p, ws_cursor k) {
 }
 
 /* Every reader thread: the bounded wait, skipped when the earlier probe saw the slot
- * full; returns 1 if the writer closed the pipe (as ws_pipe_wait_at). */
+ * full; returns 1 if the writer closed the pipe. */
 WS_DEV int ws_pipe_wait_probed_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, uint32_t full) {
   if (!full) ws_wait_parity(&p->full[k.stage], k.phase, c, p->name, WS_EDGE_FULL, (int)k.stage);
+  /* A plain load: the wait acquired the writer's flag (and its "memory" clobber keeps the
+   * load below it), and a caller that ignores the result pays nothing. A volatile read
+   * here was a generic LD.STRONG.SYS in every GEMM K step. */
   return p->closed[k.stage];
+}
+
+/* Every reader thread: wait for the slot; returns 1 if the writer closed the pipe. */
+WS_DEV int ws_pipe_wait_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
+  return ws_pipe_wait_probed_at(p, c, k, 0u);
 }
 
 /* Every reader thread: done with the slot. */
