@@ -57,10 +57,19 @@ typedef struct {
 ws_status ws_gemm_check(const ws_gemm_problem *p);
 
 /* D = A x B^T on the GPU, stream-ordered, every type and layout: a TMA loader role and
- * two wgmma warpgroups on a multi-stage pipe, persistent over the tiles of all groups
- * (BF16: 128 x 256 tiles, 4 stages; FP8: 128 x 128 tiles, 6 stages, scales promoted in
- * fp32 per 128-wide K block). Group offsets / counts are read on the device. */
+ * wgmma warpgroups on a multi-stage pipe, persistent over the tiles of all groups
+ * (BF16: 128 x 256 tiles, two warpgroups, 4 stages; FP8: 128 x 128 tiles, two
+ * warpgroups, 6 stages, or 192 x 128 tiles, three warpgroups, 4 stages, whichever
+ * ws_gemm_tile picks; scales promoted in fp32 per 128-wide K block). Group offsets /
+ * counts are read on the device. */
 ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream);
+
+/* The output tile ws_gemm uses for p on a GPU with `sms` SMs (0: the current device's),
+ * rows x cols. FP8 takes the 192-row tile when the rows per group are many enough that
+ * its higher tensor-core use outweighs the padding of the last tile (a wave model over
+ * the tiles; WS_GEMM_FP8_WIDE_GAIN in config.h), else the 128-row one.
+ * WS_GEMM_FP8_TILE=128 or 192 in the environment forces one. */
+ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *tile_cols);
 
 /* Device memory ws_gemm would use for split-K on this problem on the current device: a
  * dense problem whose output tiles would leave most SMs idle (a few rows) cuts K into

@@ -28,23 +28,43 @@
 
 #include <cuda_bf16.h>
 
-#define FP8_BM 128
+/* The wide tile's pipe depth and epilogue buffers per warpgroup (shared memory: 4 x 40
+ * KiB + 3 x 16 KiB, or 5 x 40 + 3 x 8). */
+#ifndef FP8_WIDE_STAGES
+#define FP8_WIDE_STAGES 4
+#endif
+#ifndef FP8_WIDE_NBUF
+#define FP8_WIDE_NBUF 2
+#endif
+
+/* Two tile shapes share one math loop (fp8_math below): the 128-row tile of two math
+ * warpgroups (gemm_fp8) and the 192-row tile of three (gemm_fp8_wide). */
 #define FP8_BN 128
 #define FP8_BK 128
-#define FP8_STAGES 6
 
 typedef struct __align__(1024) {
-  uint8_t a[FP8_BM * FP8_BK]; /* 16 KiB */
+  uint8_t a[128 * FP8_BK]; /* 16 KiB */
   uint8_t b[FP8_BN * FP8_BK]; /* 16 KiB */
 } fp8_stage;
 
-WS_PIPE_STORAGE(fp8_pipe, fp8_stage, FP8_STAGES);
+typedef struct __align__(1024) {
+  uint8_t a[192 * FP8_BK]; /* 24 KiB */
+  uint8_t b[FP8_BN * FP8_BK]; /* 16 KiB */
+} fp8_wide_stage;
 
-/* The pipe, then per math warpgroup two 64 x 64 bf16 chunks for the TMA-store epilogue. */
+WS_PIPE_STORAGE(fp8_pipe, fp8_stage, 6);
+WS_PIPE_STORAGE(fp8_wide_pipe, fp8_wide_stage, FP8_WIDE_STAGES);
+
+/* The pipe, then per math warpgroup NBUF 64 x 64 bf16 chunks for the TMA-store epilogue. */
 typedef struct {
   fp8_pipe pipe;
   __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES];
 } fp8_smem;
+
+typedef struct {
+  fp8_wide_pipe pipe;
+  __align__(1024) uint8_t out[3][FP8_WIDE_NBUF * GEMM_CHUNK_BYTES];
+} fp8_wide_smem;
 
 /* Math first, so its warpgroups sit on warpgroup boundaries, then one loader warp:
  * 288 threads at the entry cap (ptxas allocates as if 384: 168 registers), no
@@ -52,6 +72,11 @@ typedef struct {
  * H200 (8192^3: 963 / 972 against 936 / 936 TFLOPS). */
 #define FP8_ROLES(ROLE) ROLE(F_MATH, 4, WS_REGS_ENTRY, 2) ROLE(F_LOADER, 1, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(gemm_fp8, FP8_ROLES);
+/* Three math warpgroups and a loader warpgroup (one working warp): 512 threads enter at
+ * 128 registers; the math groups take 160, the loader group gives back to 32 (the whole
+ * pool: 3 x 128 x 160 + 128 x 32 = 65536). */
+#define FP8_WIDE_ROLES(ROLE) ROLE(FW_MATH, 4, 160, 3) ROLE(FW_LOADER, 1, 32, 1)
+WS_DECLARE_ROLES(gemm_fp8_wide, FP8_WIDE_ROLES);
 
 /* Where this thread's scales live for one tile, as element offsets (the bases stay in
  * the kernel's constant bank): a_scale rows r0 and r0 + 8 (clamped into A, so the loads
@@ -76,9 +101,9 @@ static __device__ __forceinline__ fp8_scales fp8_load_scales(const gemm_args *ar
 /* Wait for the stage at cursor k (unless the probe already saw it full) and issue its 4
  * wgmmas into acc (overwriting it). */
 static __device__ __forceinline__ void fp8_issue(float *acc, const ws_pipe *pipe, const ws_ctx *ctx, uint64_t da0,
-                                                 uint64_t db0, ws_cursor k, uint32_t full) {
+                                                 uint64_t db0, uint32_t stage_bytes, ws_cursor k, uint32_t full) {
   ws_pipe_wait_probed_at(pipe, ctx, k, full);
-  const uint32_t stage_off = k.stage * (uint32_t)sizeof(fp8_stage);
+  const uint32_t stage_off = k.stage * stage_bytes;
   const uint64_t da = ws_wgmma_desc_advance(da0, stage_off), db = ws_wgmma_desc_advance(db0, stage_off);
   ws_wgmma_fence();
 #pragma unroll
@@ -100,41 +125,28 @@ static __device__ __forceinline__ void fp8_promote(float *total, const float *ac
   }
 }
 
-WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const __grid_constant__ ws_tmap map_b,
-                                    const __grid_constant__ ws_tmap map_d, const __grid_constant__ gemm_args args,
-                                    ws_diag diag) {
-  extern __shared__ __align__(1024) uint8_t smem_raw[];
-  fp8_smem *sm = (fp8_smem *)gemm_smem_base(smem_raw);
-  fp8_pipe *st = &sm->pipe;
-  ws_ctx ctx = WS_SELF(gemm_fp8, diag);
-  /* wgmma reads a stage warpgroup-wide: released once per warp (ws_pipe_release_warp_at) */
-  ws_pipe pipe = WS_PIPE_VIEW(st, "gemm_fp8", WS_ROLE_THREADS(gemm_fp8, F_LOADER), 2 * WS_ROLE_WARPS(gemm_fp8, F_MATH));
-  ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
-  if (threadIdx.x == 0) ws_pipe_init(&pipe);
-  ws_init_sync();
+/* One math warpgroup's part of every tile: WGS warpgroups of 64 rows each share a stage
+ * (tile WGS x 64 rows by FP8_BN columns), then store their fragment. */
+template <int WGS, int NBUF, typename SMEM>
+WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, const gemm_args *args_in,
+                     const ws_tmap *map_d) {
+  const ws_pipe pipe = *pipe_in;
+  const ws_ctx ctx = *ctx_in;
+  const gemm_args &args = *args_in;
   const int kblocks = args.k / FP8_BK, n = args.shape.n;
   gemm_cursor cur = gemm_cursor_start(&args.shape);
   gemm_tile tile;
-
-  if (ctx.role == F_LOADER) {
-    WS_ENTER_ROLE(gemm_fp8, F_LOADER);
-    if (ctx.spare) return;
-    gemm_load_tiles(&pipe, &ctx, &args, FP8_BK, (uint8_t *)st->slot, sizeof(fp8_stage), offsetof(fp8_stage, b), &map_a,
-                    &map_b);
-    return;
-  }
-
-  WS_ENTER_ROLE(gemm_fp8, F_MATH);
   /* The warpgroup from lane 0. ws_ctx_make's warp index is warp-uniform to the compiler
    * already; this second broadcast still changes the schedule ptxas picks, and the
    * kernel was measured with it (docs/benchmarks.md, run N). */
   const int wg = __shfl_sync(0xffffffffu, ctx.replica, 0);
-  const uint64_t da0 = ws_wgmma_desc_k128b(st->slot[0].a + wg * 64 * FP8_BK);
-  const uint64_t db0 = ws_wgmma_desc_k128b(st->slot[0].b);
+  const uint64_t da0 = ws_wgmma_desc_k128b(sm->pipe.slot[0].a + wg * 64 * FP8_BK);
+  const uint64_t db0 = ws_wgmma_desc_k128b(sm->pipe.slot[0].b);
+  const uint32_t stage_bytes = (uint32_t)sizeof(sm->pipe.slot[0]);
   float acc[FP8_BN / 2], total[FP8_BN / 2];
   ws_cursor c = {0, 0};
   for (int t = (int)blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += (int)gridDim.x) {
-    const int local_wg = tile.tm * FP8_BM + ctx.replica * 64;
+    const int local_wg = tile.tm * (WGS * 64) + ctx.replica * 64;
     const int local0 = local_wg + ctx.warp * 16 + ctx.lane / 4;
     const int last = (int)(args.rows - 1), r0 = tile.row0 + local0; /* rows < 2^31 (ws_gemm_check) */
     fp8_scale_ptrs sp;
@@ -152,7 +164,7 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
     uint32_t full = ws_pipe_probe_at(&pipe, c);
     for (int kb = tile.k0; kb < tile.k1; kb++, c = ws_cursor_next(c, pipe.stages)) {
       const fp8_scales next = fp8_load_scales(&args, sp, min(kb + 1, tile.k1 - 1));
-      fp8_issue(acc, &pipe, &ctx, da0, db0, c, full);
+      fp8_issue(acc, &pipe, &ctx, da0, db0, stage_bytes, c, full);
       /* Probe the next stage now and look at the answer only at the next issue: the
        * probe's latency, paid before every issue when waited for at once, hides behind
        * the wgmmas and the promotion. Not past the tile's last block: a probe of a stage
@@ -164,13 +176,54 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
       fp8_promote(total, acc, s);
       s = next;
     }
-    gemm_store_fragment<FP8_BN, 2>(&ctx, &args, &tile, local_wg, total, sm->out[ctx.replica], &map_d);
+    gemm_store_fragment<FP8_BN, NBUF>(&ctx, &args, &tile, local_wg, total, sm->out[ctx.replica], map_d);
   }
   ws_store_drain(&ctx);
 }
 
+/* The kernels: the pipe (readers release once per warp: wgmma reads a stage
+ * warpgroup-wide, ws_pipe_release_warp_at), the role branches, and the bodies above. */
+#define FP8_KERNEL_BODY(P, SMEM, LOADER, MATH, WGS, NBUF)                                                        \
+  extern __shared__ __align__(1024) uint8_t smem_raw[];                                                       \
+  SMEM *sm = (SMEM *)gemm_smem_base(smem_raw);                                                                \
+  ws_ctx ctx = WS_SELF(P, diag);                                                                              \
+  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, #P, WS_ROLE_THREADS(P, LOADER), (WGS) * WS_ROLE_WARPS(P, MATH));    \
+  ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);                                                 \
+  if (threadIdx.x == 0) ws_pipe_init(&pipe);                                                                  \
+  ws_init_sync();                                                                                             \
+  if (ctx.role == LOADER) {                                                                                   \
+    WS_ENTER_ROLE(P, LOADER);                                                                                 \
+    if (ctx.spare) return;                                                                                    \
+    gemm_load_tiles(&pipe, &ctx, &args, FP8_BK, (uint8_t *)sm->pipe.slot, sizeof(sm->pipe.slot[0]),           \
+                    offsetof(__typeof__(sm->pipe.slot[0]), b), &map_a, &map_b);                               \
+    return;                                                                                                   \
+  }                                                                                                           \
+  WS_ENTER_ROLE(P, MATH);                                                                                     \
+  if (ctx.spare) return;                                                                                      \
+  fp8_math<WGS, NBUF>(sm, &pipe, &ctx, &args, &map_d)
+
+WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const __grid_constant__ ws_tmap map_b,
+                                    const __grid_constant__ ws_tmap map_d, const __grid_constant__ gemm_args args,
+                                    ws_diag diag) {
+  FP8_KERNEL_BODY(gemm_fp8, fp8_smem, F_LOADER, F_MATH, 2, 2);
+}
+
+WS_KERNEL(gemm_fp8_wide) gemm_fp8_wide_kernel(const __grid_constant__ ws_tmap map_a,
+                                              const __grid_constant__ ws_tmap map_b,
+                                              const __grid_constant__ ws_tmap map_d,
+                                              const __grid_constant__ gemm_args args, ws_diag diag) {
+  FP8_KERNEL_BODY(gemm_fp8_wide, fp8_wide_smem, FW_LOADER, FW_MATH, 3, FP8_WIDE_NBUF);
+}
+
 extern "C" const gemm_kernel *gemm_fp8_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8, "gemm_fp8", gemm_fp8_roles, gemm_fp8_NROLES, sizeof(fp8_smem) + 1024,
-                                (const void *)gemm_fp8_kernel, FP8_BM, FP8_BN, FP8_BK, WS_DTYPE_U8, 1};
+                                (const void *)gemm_fp8_kernel, 128, FP8_BN, FP8_BK, WS_DTYPE_U8, 1};
+  return &k;
+}
+
+extern "C" const gemm_kernel *gemm_fp8_wide_kernel_desc(void) {
+  static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8_WIDE, "gemm_fp8_wide", gemm_fp8_wide_roles, gemm_fp8_wide_NROLES,
+                                sizeof(fp8_wide_smem) + 1024, (const void *)gemm_fp8_wide_kernel, 192, FP8_BN, FP8_BK,
+                                WS_DTYPE_U8, 1};
   return &k;
 }

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
@@ -109,10 +110,54 @@ ws_status ws_gemm_reference(const ws_gemm_problem *p, double *d) {
   return WS_OK;
 }
 
+/* Time of an FP8 problem on tiles of bm rows, in units of a 128-row tile's time: whole
+ * waves of tiles over the SMs (the persistent grid's last wave is as long as a full one),
+ * each tile bm / 128 as long, divided by the tile's speed-up. Grouped problems count
+ * each group's rows as the mean (contiguous) or the bound m (masked). */
+static double fp8_cost(const ws_gemm_problem *p, int bm, int sms, double gain) {
+  const size_t groups = p->layout == WS_GEMM_DENSE ? 1 : (size_t)p->groups;
+  const size_t per = (ws_gemm_rows(p) + groups - 1) / groups;
+  const size_t tiles = (per + (size_t)bm - 1) / (size_t)bm * groups * (((size_t)p->n + 127) / 128);
+  const size_t waves = (tiles + (size_t)sms - 1) / (size_t)sms;
+  return (double)waves * (double)bm / 128.0 / gain;
+}
+
+/* The kernel for a checked problem on a GPU of `sms` SMs (ws_gemm_tile). */
+static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
+  if (p->type != WS_GEMM_FP8) return gemm_bf16_kernel_desc();
+  const char *env = getenv("WS_GEMM_FP8_TILE");
+  if (env && *env) return atoi(env) == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_kernel_desc();
+  if (sms < 1) sms = 1;
+  return fp8_cost(p, 192, sms, WS_GEMM_FP8_WIDE_GAIN) < fp8_cost(p, 128, sms, 1.0) ? gemm_fp8_wide_kernel_desc()
+                                                                                      : gemm_fp8_kernel_desc();
+}
+
+static ws_status device_sms(int *sms) {
+  int dev = 0;
+  WS_CUDA_TRY(cudaGetDevice(&dev));
+  WS_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+  return WS_OK;
+}
+
+ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *tile_cols) {
+  WS_REQUIRE(tile_rows != NULL && tile_cols != NULL, "ws_gemm_tile: tile_rows / tile_cols is NULL");
+  WS_REQUIRE(sms >= 0, "ws_gemm_tile: sms %d is negative", sms);
+  ws_status s = ws_gemm_check(p);
+  if (s != WS_OK) return s;
+  if (sms == 0 && (s = device_sms(&sms)) != WS_OK) return s;
+  const gemm_kernel *k = gemm_kernel_for(p, sms);
+  *tile_rows = k->bm;
+  *tile_cols = k->bn;
+  return WS_OK;
+}
+
 ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream) {
   ws_status s = ws_gemm_check(p);
   if (s != WS_OK) return s;
-  return gemm_launch(p->type == WS_GEMM_FP8 ? gemm_fp8_kernel_desc() : gemm_bf16_kernel_desc(), p, stream);
+  if (ws_gemm_rows(p) == 0) return WS_OK; /* nothing to compute: no GPU call at all */
+  int sms = 0;
+  if (p->type == WS_GEMM_FP8 && (s = device_sms(&sms)) != WS_OK) return s;
+  return gemm_launch(gemm_kernel_for(p, sms), p, stream);
 }
 
 ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes) {
@@ -120,7 +165,9 @@ ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes) {
   *bytes = 0;
   ws_status s = ws_gemm_check(p);
   if (s != WS_OK) return s;
-  return gemm_workspace_of(p->type == WS_GEMM_FP8 ? gemm_fp8_kernel_desc() : gemm_bf16_kernel_desc(), p, bytes);
+  int sms = 0;
+  if ((s = device_sms(&sms)) != WS_OK) return s;
+  return gemm_workspace_of(gemm_kernel_for(p, sms), p, bytes);
 }
 
 ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan) {

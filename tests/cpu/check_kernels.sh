@@ -48,6 +48,10 @@ for bin in "$@"; do
       check_sass gemm_bf16_kernel UTMALDG 2
       check_sass gemm_fp8_kernel QGMMA.64x128x32 1
       check_sass gemm_fp8_kernel UTMALDG 2
+      check_sass gemm_fp8_wide_kernel QGMMA.64x128x32 1
+      check_sass gemm_fp8_wide_kernel USETMAXREG 2
+      check_sass gemm_fp8_wide_kernel UTMALDG 2
+      check_sass gemm_fp8_wide_kernel UTMASTG 1
       check_sass gemm_bf16_kernel UTMASTG 1
       check_sass gemm_fp8_kernel UTMASTG 1
       ;;

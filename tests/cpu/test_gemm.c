@@ -191,6 +191,46 @@ static void checks(void) {
   CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
 }
 
+/* The tile ws_gemm picks (132 SMs, an H100/H200): FP8's 192-row tile where the rows per
+ * group are many, 128 rows for small experts and few rows. */
+static int tile_rows(ws_gemm_type type, ws_gemm_layout layout, int m, int n, int k, int groups) {
+  char *x = (char *)(uintptr_t)0x1000;
+  const int off[2] = {0, 8};
+  ws_gemm_problem p = {type, layout, m, n, k, groups, x, x, x, (float *)x, (float *)x, off, off, NULL, 0};
+  int rows = 0, cols = 0;
+  CHECK_STATUS(ws_gemm_tile(&p, 132, &rows, &cols), WS_OK);
+  CHECK(cols == (type == WS_GEMM_FP8 ? 128 : 256));
+  return rows;
+}
+
+static void tiles(void) {
+  unsetenv("WS_GEMM_FP8_TILE");
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8192, 8192, 1) == 192);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 4096, 7168, 1) == 192);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 4096, 4096, 7168, 1) == 128); /* 8 waves of 128 against 6 of 192 */
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 4096, 7168, 1) == 128);   /* few rows: split-K's kernel */
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1) == 128);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 64, 4096, 7168, 8) == 128);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 512, 4096, 7168, 8) == 128); /* 3 tiles of 192 pad 12% */
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 2048, 4096, 7168, 8) == 192);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 2048, 7168, 2048, 8) == 192);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 2048, 4096, 7168, 8) == 192);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 4096, 7168, 8) == 128);
+  CHECK(tile_rows(WS_GEMM_BF16, WS_GEMM_DENSE, 8192, 8192, 8192, 1) == 128);
+  setenv("WS_GEMM_FP8_TILE", "192", 1); /* forced, even where it pads */
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1) == 192);
+  setenv("WS_GEMM_FP8_TILE", "128", 1);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8192, 8192, 1) == 128);
+  unsetenv("WS_GEMM_FP8_TILE");
+  int r = 0, c = 0;
+  CHECK_STATUS(ws_gemm_tile(NULL, 132, &r, &c), WS_ERR_INVALID);
+  char *x = (char *)(uintptr_t)0x1000;
+  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0};
+  CHECK_STATUS(ws_gemm_tile(&p, 132, NULL, &c), WS_ERR_INVALID);
+  CHECK_STATUS(ws_gemm_tile(&p, -1, &r, &c), WS_ERR_INVALID);
+  CHECK_MSG("negative");
+}
+
 static void gpu_entry_points(void) {
   /* argument checks of the GPU functions happen before the GPU is touched */
   uint8_t *q = (uint8_t *)(uintptr_t)0x2000;
@@ -236,5 +276,6 @@ int main(void) {
   quantize();
   reference();
   checks();
+  tiles();
   return test_finish("test_gemm");
 }

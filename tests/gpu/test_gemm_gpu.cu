@@ -208,7 +208,12 @@ int main(int argc, char **argv) {
   require_hopper();
   rng_seed_from_time();
   quantize_matches_host();
-  {
+  /* FP8 on both tiles (ws_gemm_tile picks one per problem; forced here so that each
+   * shape and layout runs on the 128-row and the 192-row kernel) */
+  const char *fp8_tiles[2] = {"128", "192"};
+  for (int t = 0; t < 2; t++) {
+    setenv("WS_GEMM_FP8_TILE", fp8_tiles[t], 1);
+    printf("FP8 tile %s rows\n", fp8_tiles[t]);
     const int ragged[5] = {200, 0, 1, 513, 64}; /* an empty expert and a 1-row one */
     const int masked[4] = {100, 0, 256, 17};
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 128, 128, 128, 1, NULL);
@@ -217,9 +222,15 @@ int main(int argc, char **argv) {
     if (!quick) run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 4096, 4096, 7168, 1, NULL);
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 512, 2048, 1, NULL);  /* split-K: 4 tiles x 4 slices */
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 4096, 1, NULL);   /* split-K: 2 tiles x 8 slices */
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 600, 256, 512, 1, NULL);  /* 192-row tiles: a partial last one */
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 512, 5, ragged);
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
     if (!quick) run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 7168, 2048, 5, ragged);
+  }
+  unsetenv("WS_GEMM_FP8_TILE");
+  {
+    const int ragged[5] = {200, 0, 1, 513, 64};
+    const int masked[4] = {100, 0, 256, 17};
     run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 512, 5, ragged);
     run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_MASKED, 256, 512, 256, 4, masked);
   }
