@@ -265,11 +265,14 @@ static int run_case(int fp8, int groups, int m_per, int n, int k, uint64_t seed,
   if (time_it(0, &r, &t_ws) || time_it(1, &r, &t_lt)) return -1;
   const double flop = 2.0 * m * n * k;
   const char *type = fp8 ? "fp8" : "bf16";
-  printf("  %-4s %3d x %5d %6d %6d %10.3f %10.3f %10.1f %10.1f %7.3fx %9.2e%s\n", type, groups, m_per, n, k, t_ws, t_lt,
-         flop / t_ws / 1e9, flop / t_lt / 1e9, t_lt / t_ws, rel, rel < (fp8 ? 2e-2 : 1e-2) ? "" : "  WRONG (one of the two)");
+  int tile_m = 0, tile_n = 0; /* the tile ws_gemm picked for this problem */
+  WK(ws_gemm_tile(&p, 0, &tile_m, &tile_n));
+  printf("  %-4s %3d x %5d %6d %6d %10.3f %10.3f %10.1f %10.1f %7.3fx %9.2e %3dx%-3d%s\n", type, groups, m_per, n, k, t_ws,
+         t_lt, flop / t_ws / 1e9, flop / t_lt / 1e9, t_lt / t_ws, rel, tile_m, tile_n,
+         rel < (fp8 ? 2e-2 : 1e-2) ? "" : "  WRONG (one of the two)");
   if (csv)
-    fprintf(csv, "%s,%d,%d,%d,%d,%.4f,%.4f,%.1f,%.1f,%.4f,%.3e\n", type, groups, m_per, n, k, t_ws, t_lt, flop / t_ws / 1e9,
-            flop / t_lt / 1e9, t_lt / t_ws, rel);
+    fprintf(csv, "%s,%d,%d,%d,%d,%.4f,%.4f,%.1f,%.1f,%.4f,%.3e,%dx%d\n", type, groups, m_per, n, k, t_ws, t_lt,
+            flop / t_ws / 1e9, flop / t_lt / 1e9, t_lt / t_ws, rel, tile_m, tile_n);
   if (g_soak > 0 && soak(&r)) return -1;
   lt_free(&g);
   cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(dref); cudaFree(err); cudaFree(sa); cudaFree(sat); cudaFree(sb);
@@ -285,11 +288,11 @@ extern "C" int bench_gemm(const char *csv_path, const char *only, double soak_se
   const int shapes[][3] = {{8192, 8192, 8192}, {64, 4096, 7168}, {512, 4096, 7168}, {2048, 4096, 7168}, {8192, 4096, 7168},
                            {64, 7168, 2048},   {512, 7168, 2048}, {2048, 7168, 2048}, {8192, 7168, 2048}};
   FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
-  if (csv) fprintf(csv, "type,groups,m_per_group,n,k,ws_ms,cublaslt_ms,ws_tflops,cublaslt_tflops,ratio,rel_err\n");
+  if (csv) fprintf(csv, "type,groups,m_per_group,n,k,ws_ms,cublaslt_ms,ws_tflops,cublaslt_tflops,ratio,rel_err,tile\n");
   printf("bench gemm (D = A x B^T, bf16 out), median of 20, TFLOPS = 2mnk/t; cuBLASLt in the same run\n"
          "(grouped: G experts x M rows each, ours in one call, cuBLASLt as a loop over experts)\n");
-  printf("  %-4s %11s %6s %6s %10s %10s %10s %10s %8s %9s\n", "type", "G x M", "n", "k", "ws ms", "lt ms", "ws TF", "lt TF",
-         "ws/lt", "rel err");
+  printf("  %-4s %11s %6s %6s %10s %10s %10s %10s %8s %9s %s\n", "type", "G x M", "n", "k", "ws ms", "lt ms", "ws TF",
+         "lt TF", "ws/lt", "rel err", "tile");
   if (only) {
     char type[8] = "";
     int g = 0, m = 0, n = 0, k = 0;

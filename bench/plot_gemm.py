@@ -16,7 +16,8 @@ def main(src, dst):
     fig, axes = plt.subplots(len(types), 1, figsize=(13, 4.2 * len(types)), squeeze=False)
     for ax, t in zip(axes[:, 0], types):
         sel = [r for r in rows if r["type"] == t]
-        labels = [f'{r["groups"]}x{r["m_per_group"]}\n{r["n"]}x{r["k"]}' for r in sel]
+        labels = [f'{r["groups"]}x{r["m_per_group"]}\n{r["n"]}x{r["k"]}' + (f'\ntile {r["tile"]}' if r.get("tile") else "")
+                  for r in sel]
         ws = [float(r["ws_tflops"]) for r in sel]
         lt = [float(r["cublaslt_tflops"]) for r in sel]
         x = range(len(sel))

@@ -14,7 +14,8 @@ static int usage(void) {
           "                                    check a role plan; ROLE = name:warps:regs[xreplicas],\n"
           "                                    regs = 24..256 (multiple of 8), rest or entry\n"
           "  plan --kernel K                   plan of a known kernel (stream_tma, stream_threads,\n"
-          "                                    gemm_bf16, gemm_fp8, seed, seed_twin, gemm)\n"
+          "                                    gemm_bf16, gemm_fp8, gemm_fp8_wide, seed, seed_twin,\n"
+          "                                    gemm)\n"
           "  bench [pipe] [--bytes N] [--iters N] [--csv FILE] [--sweep]\n"
           "  bench sendrecv [--ranks N] [--max-bytes N] [--csv FILE]   ws_sendrecv vs NCCL (ring)\n"
           "  bench allgather [--ranks N] [--max-bytes N] [--csv FILE]  ws_allgather vs ncclAllGather\n"
@@ -186,8 +187,8 @@ static int cmd_demo(int planner_only) {
   else
     printf("No GPU on this machine: the benchmarks need an sm_90 GPU (H100/H200).\n"
            "Here is the budget planner on the library's kernels and on the seed pair instead.\n\n");
-  const char *kernels[] = {"stream_tma", "stream_threads", "gemm_fp8", "seed", "seed_twin"};
-  for (int i = 0; i < 5; i++) {
+  const char *kernels[] = {"stream_tma", "stream_threads", "gemm_fp8", "gemm_fp8_wide", "seed", "seed_twin"};
+  for (int i = 0; i < 6; i++) {
     char *args[] = {(char *)"--kernel", (char *)kernels[i]};
     printf("$ warpspec plan --kernel %s\n", kernels[i]);
     cmd_plan(2, args);
