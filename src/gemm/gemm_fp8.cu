@@ -1,25 +1,29 @@
 /* gemm_fp8.cu - FP8 (E4M3) GEMM with DeepSeek-style block scales, dense or grouped:
  * D[r][j] = sum_k A[r][k] a_scale[r][k/128] B[g][j][k] b_scale[g][j/128][k/128], bf16 out.
  *
- * Persistent grid; CTAs walk 128 x 128 tiles of D group by group (gemm_sched.cuh).
- *   MATH   (4 warps x 2)   replica r owns rows 64r..64r+63: per K block, 4 x wgmma
+ * Persistent grid; CTAs walk WGS x 64 by 128 tiles of D group by group (gemm_sched.cuh).
+ *   MATH   (4 warps x WGS) replica r owns rows 64r..64r+63: per K block, 4 x wgmma
  *                          m64n128k32 into a fresh fp32 accumulator, then promote:
  *                          total += acc x a_scale(row) x b_scale (fp32, CUDA cores). The
  *                          two-level sum applies the block scales and keeps the tensor
  *                          cores' limited FP8 accumulation short.
  *   LOADER (1 warp)        per 128-wide K block: acquire a stage, TMA-load the A tile
- *                          (128 x 128 bytes) and the group's B tile, commit.
- * Where the time goes (H200, docs/benchmarks.md): both warpgroups wait on the same stage,
- * so their wgmmas run together and their promotions run together; every instruction of
- * the K loop costs tensor time, so the loop is kept lean (scale offsets pinned per tile,
- * one descriptor word, scales loaded a block ahead, the next stage probed right after
- * the issue: 858 -> ~1040 TFLOPS at 8192^3).
- * Reordering the loop does not move it: ordered issue, strict turns, two accumulator
- * chains, two accumulators, a split-N software pipeline, cuBLASLt's own order (rendezvous
- * barrier, deferred wgmma wait) and 256-row tiles all measured within 3% or slower, and
- * CTA pairs sharing A by multicast gained nothing. What paid was taking latency off the
- * path from "stage full" to "wgmma issued". cuBLASLt runs the same tile and stage depth
- * at 77% tensor-pipe use against our 54% (before those changes).
+ *                          (WGS x 64 x 128 bytes) and the group's B tile, commit.
+ * Two instances: gemm_fp8 (WGS = 2, 128-row tiles, 6 stages) and gemm_fp8_wide (WGS = 3,
+ * 192-row tiles, 4 stages, setmaxnreg 160 / 32); ws_gemm_tile picks one per problem.
+ * Why three (H200, docs/benchmarks.md): a warpgroup's K block is a chain of four
+ * dependent wgmmas, and one chain alone keeps the tensor cores about half busy. The
+ * warpgroups wait on the same stage, so their chains run together and their promotions
+ * run together, with nothing in flight during the promotion; a third chain per stage
+ * took 8192^3 from ~1055 to ~1160-1180 TFLOPS, where the kernel meets the board's power
+ * limit (as cuBLASLt does, about 1400 MHz both).
+ * The K loop is kept lean (scale offsets pinned per tile, one descriptor word, scales
+ * loaded a block ahead, the next stage probed right after the issue). Measured and not
+ * kept: ordered issue (two and three warpgroups), strict turns, two accumulator chains,
+ * two accumulators, a split-N software pipeline, cuBLASLt's own order, 256-row tiles,
+ * CTA pairs sharing A by multicast, yield/reuse bits of the promotion FFMAs patched in
+ * SASS, and the scales copied into shared memory by the loader (cp.async): all within
+ * 3% or slower, the last 12-20% slower.
  * The epilogue stores full rows through shared memory and TMA (gemm_epilogue.cuh). */
 #include "../core/internal.h"
 #include "gemm_epilogue.cuh"
