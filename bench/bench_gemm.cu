@@ -198,10 +198,17 @@ __global__ void fill_scale(float *p, size_t n, uint64_t seed) {
     p[i] = 1.0f / 64 + (float)(((seed + i) * 2654435761u) % 1000) / 64000.0f;
 }
 
-/* [m][kb] -> [kb][m] */
-__global__ void transpose_scale(const float *in, float *out, int m, int kb) {
+/* [m][kb] -> [kb][ld] */
+__global__ void transpose_scale(const float *in, float *out, int m, int kb, int ld) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m * kb; i += gridDim.x * blockDim.x)
-    out[(size_t)(i % kb) * m + i / kb] = in[i];
+    out[(size_t)(i % kb) * ld + i / kb] = in[i];
+}
+
+/* ws_gemm's FP8 activation scales: K-block-major (what cuBLASLt gets too) unless
+ * WS_BENCH_SCALES=row (the row-major layout, a global load per K block in the kernel). */
+static int bench_kmajor_scales(void) {
+  const char *e = getenv("WS_BENCH_SCALES");
+  return !(e && strcmp(e, "row") == 0);
 }
 
 /* One shape and type: fresh data, both GEMMs, their agreement, then the timings.
@@ -211,7 +218,8 @@ static int run_case(int fp8, int groups, int m_per, int n, int k, uint64_t seed,
   const size_t na = (size_t)m * k, nb = (size_t)groups * n * k, nd = (size_t)m * n, kb = k / 128, es = fp8 ? 1 : 2;
   void *a, *b;
   uint16_t *d, *dref;
-  float *sa = NULL, *sat = NULL, *sb = NULL;
+  float *sa = NULL, *sat = NULL, *sb = NULL, *sak = NULL;
+  const int ld = fp8 && bench_kmajor_scales() ? (m + 3) / 4 * 4 : 0; /* ws_gemm's a_scale_ld */
   double *err;
   CK(cudaMalloc(&a, na * es));
   CK(cudaMalloc(&b, nb * es));
@@ -227,7 +235,11 @@ static int run_case(int fp8, int groups, int m_per, int n, int k, uint64_t seed,
     fill_scale<<<256, 256>>>(sa, (size_t)m * kb, seed);
     fill_scale<<<256, 256>>>(sb, (size_t)groups * (n / 128) * kb, seed + 1000);
     for (int e = 0; e < groups; e++) /* per group: [kb][m_per] */
-      transpose_scale<<<256, 256>>>(sa + (size_t)e * m_per * kb, sat + (size_t)e * m_per * kb, m_per, (int)kb);
+      transpose_scale<<<256, 256>>>(sa + (size_t)e * m_per * kb, sat + (size_t)e * m_per * kb, m_per, (int)kb, m_per);
+    if (ld) { /* all rows: [kb][ld] */
+      CK(cudaMalloc(&sak, (size_t)ld * kb * 4));
+      transpose_scale<<<256, 256>>>(sa, sak, m, (int)kb, ld);
+    }
   } else {
     fill_bf16<<<1024, 256>>>((uint16_t *)a, na, seed);
     fill_bf16<<<1024, 256>>>((uint16_t *)b, nb, seed + 1000);
@@ -243,7 +255,7 @@ static int run_case(int fp8, int groups, int m_per, int n, int k, uint64_t seed,
   lt_gemm g;
   if (lt_setup(&g, groups > 1 ? m_per : m, n, k, fp8, sat, sb)) return -1;
   ws_gemm_problem p = {fp8 ? WS_GEMM_FP8 : WS_GEMM_BF16, groups > 1 ? WS_GEMM_GROUPED_CONTIGUOUS : WS_GEMM_DENSE,
-                       m, n, k, groups, a, b, d, sa, sb, offsets, NULL, NULL, 0};
+                       m, n, k, groups, a, b, d, ld ? sak : sa, sb, offsets, NULL, NULL, 0, ld};
   size_t ws_bytes = 0; /* split-K workspace, for dense problems with few rows */
   WK(ws_gemm_workspace_size(&p, &ws_bytes));
   if (ws_bytes) CK(cudaMalloc(&p.workspace, ws_bytes));
@@ -275,7 +287,7 @@ static int run_case(int fp8, int groups, int m_per, int n, int k, uint64_t seed,
             flop / t_ws / 1e9, flop / t_lt / 1e9, t_lt / t_ws, rel, tile_m, tile_n);
   if (g_soak > 0 && soak(&r)) return -1;
   lt_free(&g);
-  cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(dref); cudaFree(err); cudaFree(sa); cudaFree(sat); cudaFree(sb);
+  cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(dref); cudaFree(err); cudaFree(sa); cudaFree(sat); cudaFree(sb); cudaFree(sak);
   cudaFree(offsets);
   cudaFree(p.workspace);
   return 0;
@@ -290,7 +302,9 @@ extern "C" int bench_gemm(const char *csv_path, const char *only, double soak_se
   FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
   if (csv) fprintf(csv, "type,groups,m_per_group,n,k,ws_ms,cublaslt_ms,ws_tflops,cublaslt_tflops,ratio,rel_err,tile\n");
   printf("bench gemm (D = A x B^T, bf16 out), median of 20, TFLOPS = 2mnk/t; cuBLASLt in the same run\n"
-         "(grouped: G experts x M rows each, ours in one call, cuBLASLt as a loop over experts)\n");
+         "(grouped: G experts x M rows each, ours in one call, cuBLASLt as a loop over experts;\n"
+         " FP8 activation scales given to ws_gemm %s, to cuBLASLt K-block-major)\n",
+         bench_kmajor_scales() ? "K-block-major (a_scale_ld)" : "row-major (WS_BENCH_SCALES=row)");
   printf("  %-4s %11s %6s %6s %10s %10s %10s %10s %8s %9s %s\n", "type", "G x M", "n", "k", "ws ms", "lt ms", "ws TF",
          "lt TF", "ws/lt", "rel err", "tile");
   if (only) {

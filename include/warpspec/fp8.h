@@ -51,6 +51,11 @@ ws_status ws_fp8_quantize_1x128(const void *x_bf16, size_t rows, size_t cols, si
 ws_status ws_fp8_quantize_128x128(const void *x_bf16, size_t rows, size_t cols, size_t ld, uint8_t *q, float *scale,
                                   cudaStream_t stream);
 
+/* 1 x 128 with the scales K-block-major: scale[(c / 128) * scale_ld + r] (scale_ld >= rows,
+ * a multiple of 4): ws_gemm's a_scale with a_scale_ld = scale_ld, its faster layout. */
+ws_status ws_fp8_quantize_1x128_kmajor(const void *x_bf16, size_t rows, size_t cols, size_t ld, uint8_t *q, float *scale,
+                                       size_t scale_ld, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

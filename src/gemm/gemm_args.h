@@ -26,11 +26,15 @@ typedef struct {
 } gemm_shape;
 
 typedef struct {
+  ws_tmap map_sa;       /* scale_tma: a_scale as [k / 128][rows] fp32 (row stride a_scale_ld), box bm x 1 */
+  ws_tmap map_sb;       /* scale_tma: b_scale as [groups n / 128][k / 128] fp32, box 1 x 4 */
   uint16_t *d;          /* bf16 output */
   float *partial;       /* split-K: [splits][rows][n] fp32 partial sums, else NULL */
-  const float *a_scale; /* FP8 only */
+  const float *a_scale; /* FP8 only: a_scale[row * a_rs + kblock * a_ks] */
   const float *b_scale;
   int k;
+  uint32_t a_rs, a_ks;  /* a_scale strides (elements): (k / 128, 1) row-major, (1, a_scale_ld) K-block-major */
+  int scale_tma;        /* FP8: the loader brings each K block's scales into its stage (gemm_loader.cuh) */
   long long rows;       /* rows of A and D */
   gemm_shape shape;
 } gemm_args;
@@ -44,6 +48,7 @@ typedef struct {
   size_t smem;          /* dynamic shared memory */
   const void *kernel;   /* (ws_tmap a, ws_tmap b, ws_tmap d, gemm_args, ws_diag) */
   int bm, bn, bk;
+  int smem_scales;      /* FP8: its math reads the scales from the stage when they can be loaded there */
   ws_dtype dtype;
   size_t elem;          /* bytes per element of A and B */
 } gemm_kernel;

@@ -58,7 +58,7 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
   if (ctx.role == G_LOADER) {
     WS_ENTER_ROLE(gemm_bf16, G_LOADER);
     if (ctx.spare) return;
-    gemm_load_tiles(&pipe, &ctx, &args, BF16_BK, (uint8_t *)st->slot, sizeof(bf16_stage), offsetof(bf16_stage, b), &map_a,
+    gemm_load_tiles(&pipe, &ctx, &args, BF16_BK, (uint8_t *)st->slot, sizeof(bf16_stage), offsetof(bf16_stage, b), 0, &map_a,
                     &map_b);
     return;
   }
@@ -100,6 +100,6 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
 
 extern "C" const gemm_kernel *gemm_bf16_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_BF16, "gemm_bf16", gemm_bf16_roles, gemm_bf16_NROLES, sizeof(bf16_smem) + 1024,
-                                (const void *)gemm_bf16_kernel, BF16_BM, BF16_BN, BF16_BK, WS_DTYPE_BF16, 2};
+                                (const void *)gemm_bf16_kernel, BF16_BM, BF16_BN, BF16_BK, 0, WS_DTYPE_BF16, 2};
   return &k;
 }

@@ -32,8 +32,8 @@
 
 #include <cuda_bf16.h>
 
-/* The wide tile's pipe depth and epilogue buffers per warpgroup (shared memory: 4 x 40
- * KiB + 3 x 16 KiB, or 5 x 40 + 3 x 8). */
+/* The 192-row tile's pipe depth and epilogue buffers per warpgroup (shared memory: 4 x 41
+ * KiB + 3 x 16 KiB; 5 stages with one buffer measured the same). */
 #ifndef FP8_WIDE_STAGES
 #define FP8_WIDE_STAGES 4
 #endif
@@ -46,6 +46,8 @@
 #define FP8_BN 128
 #define FP8_BK 128
 
+/* A stage: the A and B tiles (TMA, 128B swizzle); the 192-row tile's also holds the K
+ * block's scales when they come by TMA (gemm_loader.cuh: bm A scales, then 4 B scales). */
 typedef struct __align__(1024) {
   uint8_t a[128 * FP8_BK]; /* 16 KiB */
   uint8_t b[FP8_BN * FP8_BK]; /* 16 KiB */
@@ -54,6 +56,7 @@ typedef struct __align__(1024) {
 typedef struct __align__(1024) {
   uint8_t a[192 * FP8_BK]; /* 24 KiB */
   uint8_t b[FP8_BN * FP8_BK]; /* 16 KiB */
+  float scales[GEMM_SCALE_BYTES(192) / 4];
 } fp8_wide_stage;
 
 WS_PIPE_STORAGE(fp8_pipe, fp8_stage, 6);
@@ -82,22 +85,24 @@ WS_DECLARE_ROLES(gemm_fp8, FP8_ROLES);
 #define FP8_WIDE_ROLES(ROLE) ROLE(FW_MATH, 4, 160, 3) ROLE(FW_LOADER, 1, 32, 1)
 WS_DECLARE_ROLES(gemm_fp8_wide, FP8_WIDE_ROLES);
 
-/* Where this thread's scales live for one tile, as element offsets (the bases stay in
- * the kernel's constant bank): a_scale rows r0 and r0 + 8 (clamped into A, so the loads
- * need no predicate: rows past the group are never stored) and the tile's row of b_scale.
- * Indexed by the K block. 32-bit offsets: ws_gemm_check bounds rows x k / 128. */
-typedef struct {
-  uint32_t a0, a1, b;
-} fp8_scale_ptrs;
-
 typedef struct {
   float a0, a1, b;
 } fp8_scales;
 
+/* Where this thread's scales live in global memory for one tile, as element offsets (the
+ * bases stay in the kernel's constant bank): a_scale rows r0 and r0 + 8 (clamped into A,
+ * so the loads need no predicate: rows past the group are never stored) and the tile's
+ * row of b_scale; K block kb adds kb x args.a_ks (A) and kb (B). 32-bit offsets:
+ * ws_gemm_check bounds the scale counts. */
+typedef struct {
+  uint32_t a0, a1, b;
+} fp8_scale_ptrs;
+
 static __device__ __forceinline__ fp8_scales fp8_load_scales(const gemm_args *args, fp8_scale_ptrs p, int kb) {
   fp8_scales s;
-  s.a0 = __ldg(args->a_scale + (p.a0 + (uint32_t)kb));
-  s.a1 = __ldg(args->a_scale + (p.a1 + (uint32_t)kb));
+  const uint32_t ka = (uint32_t)kb * args->a_ks;
+  s.a0 = __ldg(args->a_scale + (p.a0 + ka));
+  s.a1 = __ldg(args->a_scale + (p.a1 + ka));
   s.b = __ldg(args->b_scale + (p.b + (uint32_t)kb));
   return s;
 }
@@ -130,8 +135,10 @@ static __device__ __forceinline__ void fp8_promote(float *total, const float *ac
 }
 
 /* One math warpgroup's part of every tile: WGS warpgroups of 64 rows each share a stage
- * (tile WGS x 64 rows by FP8_BN columns), then store their fragment. */
-template <int WGS, int NBUF, typename SMEM>
+ * (tile WGS x 64 rows by FP8_BN columns), then store their fragment. SMEM_SCALES: the
+ * loader put each K block's scales into its stage (args.scale_tma); else every thread
+ * loads its three from global memory one K block ahead. */
+template <int WGS, int NBUF, int SMEM_SCALES, typename SMEM>
 WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, const gemm_args *args_in,
                      const ws_tmap *map_d) {
   const ws_pipe pipe = *pipe_in;
@@ -147,28 +154,44 @@ WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, con
   const uint64_t da0 = ws_wgmma_desc_k128b(sm->pipe.slot[0].a + wg * 64 * FP8_BK);
   const uint64_t db0 = ws_wgmma_desc_k128b(sm->pipe.slot[0].b);
   const uint32_t stage_bytes = (uint32_t)sizeof(sm->pipe.slot[0]);
+  /* this thread's rows inside the tile: lr and lr + 8 */
+  const int lr = ctx.replica * 64 + ctx.warp * 16 + ctx.lane / 4;
   float acc[FP8_BN / 2], total[FP8_BN / 2];
   ws_cursor c = {0, 0};
   for (int t = (int)blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += (int)gridDim.x) {
     const int local_wg = tile.tm * (WGS * 64) + ctx.replica * 64;
-    const int local0 = local_wg + ctx.warp * 16 + ctx.lane / 4;
-    const int last = (int)(args.rows - 1), r0 = tile.row0 + local0; /* rows < 2^31 (ws_gemm_check) */
-    fp8_scale_ptrs sp;
-    sp.a0 = (uint32_t)min(r0, last) * (uint32_t)kblocks;
-    sp.a1 = (uint32_t)min(r0 + 8, last) * (uint32_t)kblocks;
-    sp.b = ((uint32_t)tile.g * (uint32_t)(n / 128) + (uint32_t)tile.tn * (FP8_BN / 128)) * (uint32_t)kblocks;
-    ws_pin_u32(&sp.a0); /* computed once per tile: ptxas would otherwise redo it per K block */
-    ws_pin_u32(&sp.a1);
-    ws_pin_u32(&sp.b);
+    fp8_scale_ptrs sp = {0u, 0u, 0u};
+    fp8_scales s = {0.0f, 0.0f, 0.0f};
+    if constexpr (!SMEM_SCALES) {
+      const int last = (int)(args.rows - 1), r0 = tile.row0 + tile.tm * (WGS * 64) + lr; /* rows < 2^31 */
+      sp.a0 = (uint32_t)min(r0, last) * args.a_rs;
+      sp.a1 = (uint32_t)min(r0 + 8, last) * args.a_rs;
+      sp.b = ((uint32_t)tile.g * (uint32_t)(n / 128) + (uint32_t)tile.tn * (FP8_BN / 128)) * (uint32_t)kblocks;
+      ws_pin_u32(&sp.a0); /* computed once per tile: ptxas would otherwise redo it per K block */
+      ws_pin_u32(&sp.a1);
+      ws_pin_u32(&sp.b);
+      /* Scales are loaded one K block ahead: loaded in the same block, the compiler put
+       * the first use of them ahead of the wgmma issue, and every block waited for the
+       * loads. */
+      s = fp8_load_scales(&args, sp, tile.k0);
+    }
+    const int a_first = tile.row0 & 3; /* the stage's A scales start at the tile's first row & ~3 */
 #pragma unroll
     for (int i = 0; i < FP8_BN / 2; i++) total[i] = 0.0f;
-    /* Scales are loaded one K block ahead: loaded in the same block, the compiler put the
-     * first use of them ahead of the wgmma issue, and every block waited for the loads. */
-    fp8_scales s = fp8_load_scales(&args, sp, tile.k0);
     uint32_t full = ws_pipe_probe_at(&pipe, c);
     for (int kb = tile.k0; kb < tile.k1; kb++, c = ws_cursor_next(c, pipe.stages)) {
-      const fp8_scales next = fp8_load_scales(&args, sp, min(kb + 1, tile.k1 - 1));
+      fp8_scales next = s;
+      if constexpr (!SMEM_SCALES) next = fp8_load_scales(&args, sp, min(kb + 1, tile.k1 - 1));
       fp8_issue(acc, &pipe, &ctx, da0, db0, stage_bytes, c, full);
+      if constexpr (SMEM_SCALES) {
+        /* The block's scales came with its tiles: read after the issue (the latency hides
+         * behind the wgmmas) and before the release. Three shared loads in place of the
+         * global ones: +5% at large M on an H200 (docs/benchmarks.md). */
+        const float *sc = sm->pipe.slot[c.stage].scales;
+        s.a0 = ws_ld_shared_f32(sc + a_first + lr);
+        s.a1 = ws_ld_shared_f32(sc + a_first + lr + 8);
+        s.b = ws_ld_shared_f32(sc + GEMM_SCALE_A_BYTES(WGS * 64) / 4 + (kb & 3));
+      }
       /* Probe the next stage now and look at the answer only at the next issue: the
        * probe's latency, paid before every issue when waited for at once, hides behind
        * the wgmmas and the promotion. Not past the tile's last block: a probe of a stage
@@ -187,7 +210,7 @@ WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, con
 
 /* The kernels: the pipe (readers release once per warp: wgmma reads a stage
  * warpgroup-wide, ws_pipe_release_warp_at), the role branches, and the bodies above. */
-#define FP8_KERNEL_BODY(P, SMEM, LOADER, MATH, WGS, NBUF)                                                        \
+#define FP8_KERNEL_BODY(P, SMEM, LOADER, MATH, WGS, SCALE_OFFSET, ...)                                       \
   extern __shared__ __align__(1024) uint8_t smem_raw[];                                                       \
   SMEM *sm = (SMEM *)gemm_smem_base(smem_raw);                                                                \
   ws_ctx ctx = WS_SELF(P, diag);                                                                              \
@@ -199,35 +222,38 @@ WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, con
     WS_ENTER_ROLE(P, LOADER);                                                                                 \
     if (ctx.spare) return;                                                                                    \
     gemm_load_tiles(&pipe, &ctx, &args, FP8_BK, (uint8_t *)sm->pipe.slot, sizeof(sm->pipe.slot[0]),           \
-                    offsetof(__typeof__(sm->pipe.slot[0]), b), &map_a, &map_b);                               \
+                    offsetof(__typeof__(sm->pipe.slot[0]), b), (SCALE_OFFSET), &map_a, &map_b);                      \
     return;                                                                                                   \
   }                                                                                                           \
   WS_ENTER_ROLE(P, MATH);                                                                                     \
   if (ctx.spare) return;                                                                                      \
-  fp8_math<WGS, NBUF>(sm, &pipe, &ctx, &args, &map_d)
+  __VA_ARGS__
 
 WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const __grid_constant__ ws_tmap map_b,
                                     const __grid_constant__ ws_tmap map_d, const __grid_constant__ gemm_args args,
                                     ws_diag diag) {
-  FP8_KERNEL_BODY(gemm_fp8, fp8_smem, F_LOADER, F_MATH, 2, 2);
+  /* scales from global memory: through shared memory this tile measured 10% slower */
+  FP8_KERNEL_BODY(gemm_fp8, fp8_smem, F_LOADER, F_MATH, 2, 0, fp8_math<2, 2, 0>(sm, &pipe, &ctx, &args, &map_d));
 }
 
 WS_KERNEL(gemm_fp8_wide) gemm_fp8_wide_kernel(const __grid_constant__ ws_tmap map_a,
                                               const __grid_constant__ ws_tmap map_b,
                                               const __grid_constant__ ws_tmap map_d,
                                               const __grid_constant__ gemm_args args, ws_diag diag) {
-  FP8_KERNEL_BODY(gemm_fp8_wide, fp8_wide_smem, FW_LOADER, FW_MATH, 3, FP8_WIDE_NBUF);
+  FP8_KERNEL_BODY(gemm_fp8_wide, fp8_wide_smem, FW_LOADER, FW_MATH, 3, offsetof(fp8_wide_stage, scales),
+                  if (args.scale_tma) fp8_math<3, FP8_WIDE_NBUF, 1>(sm, &pipe, &ctx, &args, &map_d);
+                  else fp8_math<3, FP8_WIDE_NBUF, 0>(sm, &pipe, &ctx, &args, &map_d));
 }
 
 extern "C" const gemm_kernel *gemm_fp8_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8, "gemm_fp8", gemm_fp8_roles, gemm_fp8_NROLES, sizeof(fp8_smem) + 1024,
-                                (const void *)gemm_fp8_kernel, 128, FP8_BN, FP8_BK, WS_DTYPE_U8, 1};
+                                (const void *)gemm_fp8_kernel, 128, FP8_BN, FP8_BK, 0, WS_DTYPE_U8, 1};
   return &k;
 }
 
 extern "C" const gemm_kernel *gemm_fp8_wide_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8_WIDE, "gemm_fp8_wide", gemm_fp8_wide_roles, gemm_fp8_wide_NROLES,
-                                sizeof(fp8_wide_smem) + 1024, (const void *)gemm_fp8_wide_kernel, 192, FP8_BN, FP8_BK,
+                                sizeof(fp8_wide_smem) + 1024, (const void *)gemm_fp8_wide_kernel, 192, FP8_BN, FP8_BK, 1,
                                 WS_DTYPE_U8, 1};
   return &k;
 }

@@ -36,8 +36,12 @@ ws_status ws_gemm_check(const ws_gemm_problem *p) {
     WS_REQUIRE(p->a_scale != NULL && p->b_scale != NULL, "ws_gemm: FP8 needs a_scale (1 x 128 blocks) and b_scale "
                "(128 x 128 blocks)");
     WS_REQUIRE(aligned16(p->a_scale) && aligned16(p->b_scale), "ws_gemm: scales must be 16-byte aligned");
+    WS_REQUIRE(p->a_scale_ld == 0 || (p->a_scale_ld > 0 && (size_t)p->a_scale_ld >= ws_gemm_rows(p) && p->a_scale_ld % 4 == 0),
+               "ws_gemm: a_scale_ld %d must be 0 (row-major scales) or >= the %zu rows and a multiple of 4",
+               p->a_scale_ld, ws_gemm_rows(p));
     /* the kernel indexes the scales with 32-bit offsets */
-    const uint64_t kb = (uint64_t)p->k / 128, sa = (uint64_t)ws_gemm_rows(p) * kb,
+    const uint64_t kb = (uint64_t)p->k / 128,
+                   sa = (p->a_scale_ld ? (uint64_t)p->a_scale_ld : (uint64_t)ws_gemm_rows(p)) * kb,
                    sb = (uint64_t)p->groups * ((uint64_t)p->n / 128) * kb;
     WS_REQUIRE(sa < ((uint64_t)1 << 32) && sb < ((uint64_t)1 << 32),
                "ws_gemm: %llu activation and %llu weight scales; at most 2^32 - 1 each", (unsigned long long)sa,
@@ -101,7 +105,8 @@ ws_status ws_gemm_reference(const ws_gemm_problem *p, double *d) {
       double acc = 0.0;
       for (size_t kk = 0; kk < k; kk++) {
         double x = element(p, p->a, r * k + kk) * element(p, p->b, boff + j * k + kk);
-        if (fp8) x *= (double)p->a_scale[r * kb + kk / 128] * (double)p->b_scale[((size_t)g * (n / 128) + j / 128) * kb + kk / 128];
+        if (fp8) x *= (double)p->a_scale[p->a_scale_ld ? (kk / 128) * (size_t)p->a_scale_ld + r : r * kb + kk / 128] *
+                      (double)p->b_scale[((size_t)g * (n / 128) + j / 128) * kb + kk / 128];
         acc += x;
       }
       d[r * n + j] = acc;

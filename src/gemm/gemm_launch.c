@@ -5,6 +5,7 @@
 #include "../core/internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 ws_status gemm_plan_of(const gemm_kernel *k, ws_plan *plan) {
   WS_REQUIRE(k != NULL && plan != NULL, "ws_gemm_plan: plan is NULL");
@@ -68,6 +69,21 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream
                                WS_SWIZZLE_128B)) != WS_OK)
     return s;
   gemm_args a;
+  memset(&a, 0, sizeof a);
+  const uint64_t kblocks = (uint64_t)p->k / 128;
+  a.a_rs = p->a_scale_ld ? 1u : (uint32_t)kblocks;
+  a.a_ks = p->a_scale_ld ? (uint32_t)p->a_scale_ld : 1u;
+  /* Scales into the stages by TMA: K-block-major activation scales (one contiguous run of
+   * the tile's rows per K block) and 16-byte rows of weight scales (k a multiple of 512). */
+  if (k->smem_scales && p->a_scale_ld > 0 && kblocks % 4 == 0) {
+    a.scale_tma = 1;
+    if ((s = ws_tmap_2d(&a.map_sa, p->a_scale, WS_DTYPE_F32, kblocks, rows, (uint64_t)p->a_scale_ld * 4, 1,
+                        (uint32_t)k->bm + 4)) != WS_OK) /* + 4: the box starts at the tile's first row & ~3 */
+      return s;
+    if ((s = ws_tmap_2d(&a.map_sb, p->b_scale, WS_DTYPE_F32, (uint64_t)p->groups * (uint64_t)(p->n / 128), kblocks,
+                        kblocks * 4, 1, 4)) != WS_OK)
+      return s;
+  }
   a.d = (uint16_t *)p->d;
   a.a_scale = p->a_scale;
   a.b_scale = p->b_scale;

@@ -18,8 +18,9 @@ static __device__ __forceinline__ uint16_t to_e4m3x2(float a, float b) {
 
 static __device__ __forceinline__ float scale_of(float amax) { return amax > 0.0f ? amax / WS_FP8_E4M3_MAX : 1.0f; }
 
+/* scale_ld 0: scale[r][cols / 128]; else K-block-major scale[cols / 128][scale_ld]. */
 __global__ void __launch_bounds__(256) quantize_1x128_kernel(const __nv_bfloat16 *x, size_t rows, size_t cols, size_t ld,
-                                                             uint8_t *q, float *scale) {
+                                                             uint8_t *q, float *scale, size_t scale_ld) {
   const size_t kb = cols / 128, blocks = rows * kb;
   const size_t warp = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
@@ -33,7 +34,7 @@ __global__ void __launch_bounds__(256) quantize_1x128_kernel(const __nv_bfloat16
     const float s = scale_of(amax);
     const uint32_t packed = to_e4m3x2(v0.x / s, v0.y / s) | (uint32_t)to_e4m3x2(v1.x / s, v1.y / s) << 16;
     *(uint32_t *)(q + r * cols + c0) = packed;
-    if (lane == 0) scale[w] = s;
+    if (lane == 0) scale[scale_ld ? (w % kb) * scale_ld + r : w] = s;
   }
 }
 
@@ -72,15 +73,27 @@ static ws_status check(const char *fn, const void *x, size_t cols, size_t ld, co
   return WS_OK;
 }
 
-extern "C" ws_status ws_fp8_quantize_1x128(const void *x_bf16, size_t rows, size_t cols, size_t ld, uint8_t *q,
-                                           float *scale, cudaStream_t stream) {
-  ws_status s = check("ws_fp8_quantize_1x128", x_bf16, cols, ld, q, scale);
+static ws_status quantize_1x128(const char *fn, const void *x_bf16, size_t rows, size_t cols, size_t ld, uint8_t *q,
+                                float *scale, size_t scale_ld, cudaStream_t stream) {
+  ws_status s = check(fn, x_bf16, cols, ld, q, scale);
   if (s != WS_OK || rows == 0) return s;
   const size_t warps = rows * (cols / 128);
   const unsigned grid = (unsigned)((warps + 7) / 8 < 65535 * 8 ? (warps + 7) / 8 : 65535 * 8);
-  quantize_1x128_kernel<<<grid, 256, 0, stream>>>((const __nv_bfloat16 *)x_bf16, rows, cols, ld, q, scale);
+  quantize_1x128_kernel<<<grid, 256, 0, stream>>>((const __nv_bfloat16 *)x_bf16, rows, cols, ld, q, scale, scale_ld);
   WS_CUDA_TRY(cudaGetLastError());
   return WS_OK;
+}
+
+extern "C" ws_status ws_fp8_quantize_1x128(const void *x_bf16, size_t rows, size_t cols, size_t ld, uint8_t *q,
+                                           float *scale, cudaStream_t stream) {
+  return quantize_1x128("ws_fp8_quantize_1x128", x_bf16, rows, cols, ld, q, scale, 0, stream);
+}
+
+extern "C" ws_status ws_fp8_quantize_1x128_kmajor(const void *x_bf16, size_t rows, size_t cols, size_t ld, uint8_t *q,
+                                                  float *scale, size_t scale_ld, cudaStream_t stream) {
+  WS_REQUIRE(scale_ld >= rows && scale_ld % 4 == 0,
+             "ws_fp8_quantize_1x128_kmajor: scale_ld %zu must be >= rows %zu and a multiple of 4", scale_ld, rows);
+  return quantize_1x128("ws_fp8_quantize_1x128_kmajor", x_bf16, rows, cols, ld, q, scale, scale_ld, stream);
 }
 
 extern "C" ws_status ws_fp8_quantize_128x128(const void *x_bf16, size_t rows, size_t cols, size_t ld, uint8_t *q,

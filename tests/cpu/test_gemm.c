@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static double urand(void) { /* [0, 1) */
@@ -113,7 +114,7 @@ static void reference(void) {
   for (int i = 0; i < M * K; i++) a[i] = ws_float_to_bf16((float)(urand() - 0.5));
   for (int i = 0; i < G * N * K; i++) b[i] = ws_float_to_bf16((float)(urand() - 0.5));
   const int off[G + 1] = {0, 4, 4, 5};
-  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, M, N, K, G, a, b, NULL, NULL, NULL, off, NULL, NULL, 0};
+  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, M, N, K, G, a, b, NULL, NULL, NULL, off, NULL, NULL, 0, 0};
   p.d = (void *)(uintptr_t)0x100; /* checked for alignment and presence only */
   CHECK_STATUS(ws_gemm_reference(&p, d), WS_OK);
   CHECK(ws_gemm_group_of_row(off, G, 0) == 0 && ws_gemm_group_of_row(off, G, 3) == 0);
@@ -139,7 +140,7 @@ static void reference(void) {
   for (int i = 0; i < FG * FM * 2; i++) sa[i] = (float)(0.5 + urand());
   for (int i = 0; i < FG * 2; i++) sb[i] = (float)(0.5 + urand());
   const int rows[FG] = {2, 0};
-  ws_gemm_problem f = {WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, FM, FN, FK, FG, qa, qb, (void *)(uintptr_t)0x100, sa, sb, NULL, rows, NULL, 0};
+  ws_gemm_problem f = {WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, FM, FN, FK, FG, qa, qb, (void *)(uintptr_t)0x100, sa, sb, NULL, rows, NULL, 0, 0};
   CHECK(ws_gemm_rows(&f) == FG * FM);
   CHECK_STATUS(ws_gemm_reference(&f, fd), WS_OK);
   double e2 = 0;
@@ -154,12 +155,23 @@ static void reference(void) {
     }
   }
   CHECK(e2 < 1e-9);
+
+  /* the same with the activation scales K-block-major (a_scale_ld 8 >= 6 rows): same sums */
+  static float sak[2 * 8];
+  static double fdk[FG * FM * FN];
+  for (int i = 0; i < 2 * 8; i++) sak[i] = -1.0f; /* padding: never read */
+  for (int r = 0; r < FG * FM; r++)
+    for (int c = 0; c < 2; c++) sak[c * 8 + r] = sa[r * 2 + c];
+  f.a_scale = sak;
+  f.a_scale_ld = 8;
+  CHECK_STATUS(ws_gemm_reference(&f, fdk), WS_OK);
+  CHECK(memcmp(fd, fdk, sizeof fd) == 0);
 }
 
 static void checks(void) {
   char *x = (char *)(uintptr_t)0x1000;
   const int off[2] = {0, 8};
-  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0};
+  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0, 0};
   CHECK_STATUS(ws_gemm_check(&p), WS_OK);
   CHECK_STATUS(ws_gemm_check(NULL), WS_ERR_INVALID);
   p.k = 200;
@@ -189,6 +201,16 @@ static void checks(void) {
   CHECK_STATUS(ws_gemm_check(&p), WS_OK); /* BF16: k multiple of 64, n of 8 */
   p.type = (ws_gemm_type)5;
   CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
+  /* K-block-major activation scales: a_scale_ld at least the rows, a multiple of 4 */
+  ws_gemm_problem q = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0, 64};
+  CHECK_STATUS(ws_gemm_check(&q), WS_OK);
+  q.a_scale_ld = 60;
+  CHECK_STATUS(ws_gemm_check(&q), WS_ERR_INVALID);
+  CHECK_MSG("a_scale_ld 60");
+  q.a_scale_ld = 66;
+  CHECK_STATUS(ws_gemm_check(&q), WS_ERR_INVALID);
+  q.a_scale_ld = -4;
+  CHECK_STATUS(ws_gemm_check(&q), WS_ERR_INVALID);
 }
 
 /* The tile ws_gemm picks (132 SMs, an H100/H200): FP8's 192-row tile where the rows per
@@ -196,7 +218,7 @@ static void checks(void) {
 static int tile_rows(ws_gemm_type type, ws_gemm_layout layout, int m, int n, int k, int groups) {
   char *x = (char *)(uintptr_t)0x1000;
   const int off[2] = {0, 8};
-  ws_gemm_problem p = {type, layout, m, n, k, groups, x, x, x, (float *)x, (float *)x, off, off, NULL, 0};
+  ws_gemm_problem p = {type, layout, m, n, k, groups, x, x, x, (float *)x, (float *)x, off, off, NULL, 0, 0};
   int rows = 0, cols = 0;
   CHECK_STATUS(ws_gemm_tile(&p, 132, &rows, &cols), WS_OK);
   CHECK(cols == (type == WS_GEMM_FP8 ? 128 : 256));
@@ -225,7 +247,7 @@ static void tiles(void) {
   int r = 0, c = 0;
   CHECK_STATUS(ws_gemm_tile(NULL, 132, &r, &c), WS_ERR_INVALID);
   char *x = (char *)(uintptr_t)0x1000;
-  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0};
+  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0, 0};
   CHECK_STATUS(ws_gemm_tile(&p, 132, NULL, &c), WS_ERR_INVALID);
   CHECK_STATUS(ws_gemm_tile(&p, -1, &r, &c), WS_ERR_INVALID);
   CHECK_MSG("negative");
@@ -241,6 +263,9 @@ static void gpu_entry_points(void) {
   CHECK_STATUS(ws_fp8_quantize_128x128((void *)(uintptr_t)0x1000, 4, 128, 127, q, sc, 0), WS_ERR_INVALID);
   CHECK_MSG("ld 127");
   CHECK_STATUS(ws_fp8_quantize_128x128((void *)(uintptr_t)0x1000, 0, 128, 128, q, sc, 0), WS_OK); /* nothing to do */
+  CHECK_STATUS(ws_fp8_quantize_1x128_kmajor((void *)(uintptr_t)0x1000, 10, 128, 128, q, sc, 8, 0), WS_ERR_INVALID);
+  CHECK_MSG("scale_ld 8");
+  CHECK_STATUS(ws_fp8_quantize_1x128_kmajor((void *)(uintptr_t)0x1000, 10, 128, 128, q, sc, 14, 0), WS_ERR_INVALID);
   ws_plan plan;
   CHECK_STATUS(ws_gemm_plan(WS_GEMM_FP8, &plan), WS_OK);
   /* FP8: 2 math warpgroups then 1 loader warp, entry registers (no setmaxnreg) */
@@ -251,11 +276,11 @@ static void gpu_entry_points(void) {
   CHECK(plan.smem_bytes > 4 * 48 * 1024 && plan.smem_bytes <= 232448);
   CHECK_STATUS(ws_gemm_plan((ws_gemm_type)9, &plan), WS_ERR_INVALID);
   CHECK_STATUS(ws_gemm_plan(WS_GEMM_FP8, NULL), WS_ERR_INVALID);
-  ws_gemm_problem none = {WS_GEMM_BF16, WS_GEMM_DENSE, 0, 8, 64, 1, NULL, (void *)(uintptr_t)0x1000, NULL, NULL, NULL, NULL, NULL, NULL, 0};
+  ws_gemm_problem none = {WS_GEMM_BF16, WS_GEMM_DENSE, 0, 8, 64, 1, NULL, (void *)(uintptr_t)0x1000, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0};
   CHECK_STATUS(ws_gemm(&none, 0), WS_OK); /* m = 0: nothing to do, no GPU needed */
   /* FP8 scale offsets are 32-bit in the kernel: 2^25 rows x 128 K blocks is refused */
   ws_gemm_problem huge = {WS_GEMM_FP8, WS_GEMM_DENSE, 1 << 25, 128, 128 * 128, 1, (void *)(uintptr_t)0x1000,
-                          (void *)(uintptr_t)0x1000, (void *)(uintptr_t)0x1000, sc, sc, NULL, NULL, NULL, 0};
+                          (void *)(uintptr_t)0x1000, (void *)(uintptr_t)0x1000, sc, sc, NULL, NULL, NULL, 0, 0};
   CHECK_STATUS(ws_gemm(&huge, 0), WS_ERR_INVALID);
   CHECK_MSG("2^32");
   /* split-K workspace: validated before the GPU is asked anything */

@@ -35,7 +35,7 @@ static void run_bf16(int m, int n, int k) {
   CUDA_OK(cudaMemcpy(a, ha, na * 2, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(b, hb, nb * 2, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256)); /* poison: bf16 NaN */
-  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL, NULL, 0};
+  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL, NULL, 0, 0};
   attach_workspace(&p);
   WS_OK_OR_DIE(ws_gemm(&p, 0));
   WS_OK_OR_DIE(ws_sync(0));
@@ -73,6 +73,10 @@ static void run_bf16(int m, int n, int k) {
 
 static float frand(void) { return (float)((int)(rng_u32() % 2001) - 1000) / 1000.0f; }
 
+/* FP8 activation scales handed over K-block-major (a_scale_ld = rows rounded up to 4,
+ * plus 4) instead of row-major. */
+static int g_kmajor;
+
 /* A grouped / dense problem in both host and device memory, FP8 or BF16, checked. */
 static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, int k, int groups, const int *counts) {
   const int fp8 = type == WS_GEMM_FP8;
@@ -107,11 +111,18 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
   CUDA_OK(cudaMalloc(&d, nd * 2 + 256));
   CUDA_OK(cudaMemcpy(a, ha, na * es, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(b, hb, nb * es, cudaMemcpyHostToDevice));
+  const int a_scale_ld = fp8 && g_kmajor ? (int)((rows + 3) / 4 * 4 + 4) : 0;
   if (fp8) {
-    CUDA_OK(cudaMalloc(&sa, nsa * sizeof(float) + 16));
+    const size_t kb = (size_t)k / 128, nsa_dev = a_scale_ld ? kb * (size_t)a_scale_ld : nsa;
+    float *tsa = (float *)malloc(nsa_dev * sizeof(float) + 4);
+    for (size_t i = 0; i < nsa_dev; i++) tsa[i] = NAN; /* padding columns: never read */
+    for (size_t r = 0; r < rows; r++)
+      for (size_t c = 0; c < kb; c++) tsa[a_scale_ld ? c * (size_t)a_scale_ld + r : r * kb + c] = hsa[r * kb + c];
+    CUDA_OK(cudaMalloc(&sa, nsa_dev * sizeof(float) + 16));
     CUDA_OK(cudaMalloc(&sb, nsb * sizeof(float) + 16));
-    CUDA_OK(cudaMemcpy(sa, hsa, nsa * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(sa, tsa, nsa_dev * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(sb, hsb, nsb * sizeof(float), cudaMemcpyHostToDevice));
+    free(tsa);
   }
   CUDA_OK(cudaMalloc(&doff, ((size_t)groups + 1) * sizeof(int)));
   CUDA_OK(cudaMalloc(&dcnt, (size_t)groups * sizeof(int)));
@@ -120,7 +131,7 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
   CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
   ws_gemm_problem p = {type, layout, m, n, k, groups, a, b, d, (const float *)sa, (const float *)sb,
                        layout == WS_GEMM_GROUPED_CONTIGUOUS ? (const int *)doff : NULL,
-                       layout == WS_GEMM_GROUPED_MASKED ? (const int *)dcnt : NULL, NULL, 0};
+                       layout == WS_GEMM_GROUPED_MASKED ? (const int *)dcnt : NULL, NULL, 0, a_scale_ld};
   attach_workspace(&p);
   WS_OK_OR_DIE(ws_gemm(&p, 0));
   WS_OK_OR_DIE(ws_sync(0));
@@ -154,7 +165,7 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
   }
   const double rel = sqrt(num / (den > 0 ? den : 1)), bound = fp8 ? 2e-2 : 1e-2;
   printf("%s %-10s %5d x %5d x %5d, %d groups: rel err %.2e, %ld unwritten, %ld written outside groups\n",
-         fp8 ? "fp8 " : "bf16", layout == WS_GEMM_DENSE ? "dense" : layout == WS_GEMM_GROUPED_CONTIGUOUS ? "contiguous" : "masked",
+         fp8 ? (a_scale_ld ? "fp8k" : "fp8 ") : "bf16", layout == WS_GEMM_DENSE ? "dense" : layout == WS_GEMM_GROUPED_CONTIGUOUS ? "contiguous" : "masked",
          m, n, k, groups, rel, unwritten, overwritten);
   CHECK(rel < bound && unwritten == 0 && overwritten == 0);
   cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(sa); cudaFree(sb); cudaFree(doff); cudaFree(dcnt); cudaFree(p.workspace);
@@ -177,22 +188,30 @@ static void quantize_matches_host(void) {
   CUDA_OK(cudaMalloc(&dq, rows * cols));
   CUDA_OK(cudaMalloc(&ds, rows * 4 * sizeof(float)));
   CUDA_OK(cudaMemcpy(dx, hx, rows * cols * 2, cudaMemcpyHostToDevice));
-  for (int kind = 0; kind < 2; kind++) {
-    const size_t ns = kind == 0 ? rows * 4 : ((rows + 127) / 128) * 4;
+  for (int kind = 0; kind < 3; kind++) { /* 1x128, 128x128, 1x128 with K-block-major scales */
+    const size_t ns = kind == 1 ? ((rows + 127) / 128) * 4 : rows * 4;
     CUDA_OK(cudaMemset(dq, 0x7F, rows * cols));
     CUDA_OK(cudaMemset(ds, 0xFF, rows * 4 * sizeof(float)));
     if (kind == 0) {
       WS_OK_OR_DIE(ws_fp8_quantize_1x128(dx, rows, cols, cols, (uint8_t *)dq, (float *)ds, 0));
       ws_fp8_quantize_1x128_host(fx, rows, cols, cols, hq, hs);
-    } else {
+    } else if (kind == 1) {
       WS_OK_OR_DIE(ws_fp8_quantize_128x128(dx, rows, cols, cols, (uint8_t *)dq, (float *)ds, 0));
       ws_fp8_quantize_128x128_host(fx, rows, cols, cols, hq, hs);
+    } else { /* scale_ld = rows: hs transposed */
+      WS_OK_OR_DIE(ws_fp8_quantize_1x128_kmajor(dx, rows, cols, cols, (uint8_t *)dq, (float *)ds, rows, 0));
+      float *row_major = (float *)malloc(rows * 4 * sizeof(float));
+      ws_fp8_quantize_1x128_host(fx, rows, cols, cols, hq, row_major);
+      for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < 4; c++) hs[c * rows + r] = row_major[r * 4 + c];
+      free(row_major);
     }
     WS_OK_OR_DIE(ws_sync(0));
     CUDA_OK(cudaMemcpy(gq, dq, rows * cols, cudaMemcpyDeviceToHost));
     CUDA_OK(cudaMemcpy(gs, ds, ns * sizeof(float), cudaMemcpyDeviceToHost));
     const int same = memcmp(gq, hq, rows * cols) == 0 && memcmp(gs, hs, ns * sizeof(float)) == 0;
-    printf("quantise %s on the GPU: %s the host definition\n", kind == 0 ? "1x128  " : "128x128", same ? "equals" : "DIFFERS FROM");
+    printf("quantise %s on the GPU: %s the host definition\n", kind == 0 ? "1x128  " : kind == 1 ? "128x128" : "1x128 K-block-major",
+           same ? "equals" : "DIFFERS FROM");
     CHECK(same);
   }
   cudaFree(dx); cudaFree(dq); cudaFree(ds);
@@ -211,9 +230,10 @@ int main(int argc, char **argv) {
   /* FP8 on both tiles (ws_gemm_tile picks one per problem; forced here so that each
    * shape and layout runs on the 128-row and the 192-row kernel) */
   const char *fp8_tiles[2] = {"128", "192"};
-  for (int t = 0; t < 2; t++) {
-    setenv("WS_GEMM_FP8_TILE", fp8_tiles[t], 1);
-    printf("FP8 tile %s rows\n", fp8_tiles[t]);
+  for (int t = 0; t < 4; t++) {
+    setenv("WS_GEMM_FP8_TILE", fp8_tiles[t % 2], 1);
+    g_kmajor = t / 2; /* then with K-block-major activation scales (the TMA path of the 192-row tile) */
+    printf("FP8 tile %s rows, %s activation scales\n", fp8_tiles[t % 2], g_kmajor ? "K-block-major" : "row-major");
     const int ragged[5] = {200, 0, 1, 513, 64}; /* an empty expert and a 1-row one */
     const int masked[4] = {100, 0, 256, 17};
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 128, 128, 128, 1, NULL);
@@ -223,11 +243,15 @@ int main(int argc, char **argv) {
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 512, 2048, 1, NULL);  /* split-K: 4 tiles x 4 slices */
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 4096, 1, NULL);   /* split-K: 2 tiles x 8 slices */
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 600, 256, 512, 1, NULL);  /* 192-row tiles: a partial last one */
+    /* K not a multiple of 512: the loader copies the scales without TMA */
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 300, 256, 384, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 640, 5, ragged);
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 512, 5, ragged);
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
     if (!quick) run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 7168, 2048, 5, ragged);
   }
   unsetenv("WS_GEMM_FP8_TILE");
+  g_kmajor = 0;
   {
     const int ragged[5] = {200, 0, 1, 513, 64};
     const int masked[4] = {100, 0, 256, 17};
@@ -245,7 +269,7 @@ int main(int argc, char **argv) {
     run_bf16(2048, 7168, 2048); /* DeepSeek-V3 L2 expert */
   }
   /* argument errors before the GPU */
-  ws_gemm_problem bad = {WS_GEMM_BF16, WS_GEMM_DENSE, 64, 256, 100, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
+  ws_gemm_problem bad = {WS_GEMM_BF16, WS_GEMM_DENSE, 64, 256, 100, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0};
   CHECK_STATUS(ws_gemm(&bad, 0), WS_ERR_INVALID);
   return test_finish("test_gemm_gpu");
 }

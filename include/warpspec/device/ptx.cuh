@@ -84,6 +84,14 @@ WS_DEV void ws_fence_proxy_async_shared_cta(void) {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
+/* A float from shared memory as LDS (a pointer the compiler cannot trace to shared
+ * memory would otherwise become a generic load). Ordered with the barrier waits around it. */
+WS_DEV float ws_ld_shared_f32(const void *p) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(ws_smem_addr(p)) : "memory");
+  return v;
+}
+
 /* ---- bulk copies (TMA engine) ---------------------------------------------------- */
 WS_DEV void ws_cp_async_bulk_global_to_shared(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
