@@ -67,8 +67,11 @@
 #define WS_GEMM_SPLITK_MIN_STEPS 4
 #define WS_GEMM_SPLITK_MAX       16
 /* FP8: how much faster a 192-row tile (three math warpgroups) computes a row than a
- * 128-row tile (two), as measured on an H200 at large M (1.08-1.10x, docs/benchmarks.md):
- * ws_gemm_tile weighs it against the padding of each group's last tile. */
-#define WS_GEMM_FP8_WIDE_GAIN 1.08
+ * 128-row tile (two), as measured on an H200 (docs/benchmarks.md): with row-major
+ * activation scales (global loads in both kernels), and with K-block-major ones, which
+ * the 192-row kernel takes through TMA (k a multiple of 512). ws_gemm_tile weighs it
+ * against the padding of each group's last tile. */
+#define WS_GEMM_FP8_WIDE_GAIN     1.08
+#define WS_GEMM_FP8_WIDE_GAIN_TMA 1.15
 
 #endif

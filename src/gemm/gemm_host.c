@@ -133,8 +133,9 @@ static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   const char *env = getenv("WS_GEMM_FP8_TILE");
   if (env && *env) return atoi(env) == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_kernel_desc();
   if (sms < 1) sms = 1;
-  return fp8_cost(p, 192, sms, WS_GEMM_FP8_WIDE_GAIN) < fp8_cost(p, 128, sms, 1.0) ? gemm_fp8_wide_kernel_desc()
-                                                                                      : gemm_fp8_kernel_desc();
+  /* K-block-major activation scales reach the 192-row kernel's stages by TMA (gemm_launch.c) */
+  const double gain = p->a_scale_ld > 0 && (p->k / 128) % 4 == 0 ? WS_GEMM_FP8_WIDE_GAIN_TMA : WS_GEMM_FP8_WIDE_GAIN;
+  return fp8_cost(p, 192, sms, gain) < fp8_cost(p, 128, sms, 1.0) ? gemm_fp8_wide_kernel_desc() : gemm_fp8_kernel_desc();
 }
 
 static ws_status device_sms(int *sms) {

@@ -215,10 +215,12 @@ static void checks(void) {
 
 /* The tile ws_gemm picks (132 SMs, an H100/H200): FP8's 192-row tile where the rows per
  * group are many, 128 rows for small experts and few rows. */
+static int g_scale_ld; /* 0: row-major activation scales; else K-block-major with this ld */
 static int tile_rows(ws_gemm_type type, ws_gemm_layout layout, int m, int n, int k, int groups) {
   char *x = (char *)(uintptr_t)0x1000;
   const int off[2] = {0, 8};
   ws_gemm_problem p = {type, layout, m, n, k, groups, x, x, x, (float *)x, (float *)x, off, off, NULL, 0, 0};
+  if (type == WS_GEMM_FP8 && g_scale_ld) p.a_scale_ld = ((int)ws_gemm_rows(&p) + 3) / 4 * 4;
   int rows = 0, cols = 0;
   CHECK_STATUS(ws_gemm_tile(&p, 132, &rows, &cols), WS_OK);
   CHECK(cols == (type == WS_GEMM_FP8 ? 128 : 256));
@@ -239,6 +241,19 @@ static void tiles(void) {
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 2048, 4096, 7168, 8) == 192);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 4096, 7168, 8) == 128);
   CHECK(tile_rows(WS_GEMM_BF16, WS_GEMM_DENSE, 8192, 8192, 8192, 1) == 128);
+  /* K-block-major scales: the 192-row kernel gains more (TMA scales), measured winning at
+   * 8 x 512, 8 x 1024, 1 x 2048 and dense 4096 x 4096 x 7168, losing at 8 x 256 and below */
+  g_scale_ld = 1;
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 512, 4096, 7168, 8) == 192);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 1024, 4096, 7168, 8) == 192);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 2048, 4096, 7168, 1) == 192);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 4096, 4096, 7168, 1) == 192);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 320, 4096, 7168, 8) == 192);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 256, 4096, 7168, 8) == 128);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 64, 4096, 7168, 8) == 128);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 512, 4096, 7168, 1) == 128);
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 4096, 4096, 640, 1) == 128); /* k / 128 = 5: no TMA scales */
+  g_scale_ld = 0;
   setenv("WS_GEMM_FP8_TILE", "192", 1); /* forced, even where it pads */
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1) == 192);
   setenv("WS_GEMM_FP8_TILE", "128", 1);
