@@ -8,22 +8,25 @@
  *                          two-level sum applies the block scales and keeps the tensor
  *                          cores' limited FP8 accumulation short.
  *   LOADER (1 warp)        per 128-wide K block: acquire a stage, TMA-load the A tile
- *                          (WGS x 64 x 128 bytes) and the group's B tile, commit.
+ *                          (WGS x 64 x 128 bytes) and the group's B tile (and, 192-row
+ *                          tile with K-block-major scales, the block's scales), commit.
  * Two instances: gemm_fp8 (WGS = 2, 128-row tiles, 6 stages) and gemm_fp8_wide (WGS = 3,
  * 192-row tiles, 4 stages, setmaxnreg 160 / 32); ws_gemm_tile picks one per problem.
  * Why three (H200, docs/benchmarks.md): a warpgroup's K block is a chain of four
  * dependent wgmmas, and one chain alone keeps the tensor cores about half busy. The
  * warpgroups wait on the same stage, so their chains run together and their promotions
  * run together, with nothing in flight during the promotion; a third chain per stage
- * took 8192^3 from ~1055 to ~1160-1180 TFLOPS, where the kernel meets the board's power
- * limit (as cuBLASLt does, about 1400 MHz both).
+ * took 8192^3 from ~1055 to ~1160-1180 TFLOPS; reading the scales from the stage
+ * (K-block-major scales, one TMA box per stage) instead of three global loads per K
+ * block took it to ~1280, at the board's power limit (as cuBLASLt, about 1400 MHz both).
  * The K loop is kept lean (scale offsets pinned per tile, one descriptor word, scales
  * loaded a block ahead, the next stage probed right after the issue). Measured and not
  * kept: ordered issue (two and three warpgroups), strict turns, two accumulator chains,
  * two accumulators, a split-N software pipeline, cuBLASLt's own order, 256-row tiles,
  * CTA pairs sharing A by multicast, yield/reuse bits of the promotion FFMAs patched in
- * SASS, and the scales copied into shared memory by the loader (cp.async): all within
- * 3% or slower, the last 12-20% slower.
+ * SASS, and the scales copied into shared memory with 4-byte cp.async by the loader warp:
+ * all within 3% or slower, the last 12-20% slower. The 128-row kernel keeps the global
+ * scale loads: every shared-memory form made it ~10% slower.
  * The epilogue stores full rows through shared memory and TMA (gemm_epilogue.cuh). */
 #include "../core/internal.h"
 #include "gemm_epilogue.cuh"
