@@ -73,7 +73,7 @@ ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream);
 /* The output tile ws_gemm uses for p on a GPU with `sms` SMs (0: the current device's),
  * rows x cols. FP8 takes the 192-row tile when the rows per group are many enough that
  * its higher tensor-core use outweighs the padding of the last tile (a wave model over
- * the tiles; WS_GEMM_FP8_WIDE_GAIN in config.h), else the 128-row one.
+ * the tiles; WS_GEMM_FP8_WIDE_GAIN and _GAIN_TMA in config.h), else the 128-row one.
  * WS_GEMM_FP8_TILE=128 or 192 in the environment forces one. */
 ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *tile_cols);
 
