@@ -138,19 +138,12 @@ static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   return fp8_cost(p, 192, sms, gain) < fp8_cost(p, 128, sms, 1.0) ? gemm_fp8_wide_kernel_desc() : gemm_fp8_kernel_desc();
 }
 
-static ws_status device_sms(int *sms) {
-  int dev = 0;
-  WS_CUDA_TRY(cudaGetDevice(&dev));
-  WS_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
-  return WS_OK;
-}
-
 ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *tile_cols) {
   WS_REQUIRE(tile_rows != NULL && tile_cols != NULL, "ws_gemm_tile: tile_rows / tile_cols is NULL");
   WS_REQUIRE(sms >= 0, "ws_gemm_tile: sms %d is negative", sms);
   ws_status s = ws_gemm_check(p);
   if (s != WS_OK) return s;
-  if (sms == 0 && (s = device_sms(&sms)) != WS_OK) return s;
+  if (sms == 0 && (s = gemm_device_sms(&sms)) != WS_OK) return s;
   const gemm_kernel *k = gemm_kernel_for(p, sms);
   *tile_rows = k->bm;
   *tile_cols = k->bn;
@@ -162,8 +155,8 @@ ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream) {
   if (s != WS_OK) return s;
   if (ws_gemm_rows(p) == 0) return WS_OK; /* nothing to compute: no GPU call at all */
   int sms = 0;
-  if (p->type == WS_GEMM_FP8 && (s = device_sms(&sms)) != WS_OK) return s;
-  return gemm_launch(gemm_kernel_for(p, sms), p, stream);
+  if ((s = gemm_device_sms(&sms)) != WS_OK) return s;
+  return gemm_launch(gemm_kernel_for(p, sms), p, sms, stream);
 }
 
 ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes) {
@@ -172,8 +165,8 @@ ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes) {
   ws_status s = ws_gemm_check(p);
   if (s != WS_OK) return s;
   int sms = 0;
-  if ((s = device_sms(&sms)) != WS_OK) return s;
-  return gemm_workspace_of(gemm_kernel_for(p, sms), p, bytes);
+  if ((s = gemm_device_sms(&sms)) != WS_OK) return s;
+  return gemm_workspace_of(gemm_kernel_for(p, sms), p, sms, bytes);
 }
 
 ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan) {

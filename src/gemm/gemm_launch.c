@@ -39,20 +39,20 @@ static size_t gemm_workspace_need(const ws_gemm_problem *p, int splits) {
   return splits > 1 ? (size_t)splits * ws_gemm_rows(p) * (size_t)p->n * sizeof(float) : 0;
 }
 
-ws_status gemm_workspace_of(const gemm_kernel *k, const ws_gemm_problem *p, size_t *bytes) {
-  int dev = 0, sms = 0;
+ws_status gemm_device_sms(int *sms) {
+  int dev = 0;
   WS_CUDA_TRY(cudaGetDevice(&dev));
-  WS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  WS_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+  return WS_OK;
+}
+
+ws_status gemm_workspace_of(const gemm_kernel *k, const ws_gemm_problem *p, int sms, size_t *bytes) {
   *bytes = ws_gemm_rows(p) ? gemm_workspace_need(p, gemm_splits(k, p, sms)) : 0;
   return WS_OK;
 }
 
-ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, cudaStream_t stream) {
-  const size_t rows = ws_gemm_rows(p);
-  if (rows == 0) return WS_OK; /* nothing to compute: no GPU call at all */
-  int dev = 0, sms = 0;
-  WS_CUDA_TRY(cudaGetDevice(&dev));
-  WS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, cudaStream_t stream) {
+  const size_t rows = ws_gemm_rows(p); /* > 0: ws_gemm returns before the GPU otherwise */
   ws_plan *plan = NULL;
   ws_status s = ws_plan_cached(k->id, make_plan, k, &plan);
   if (s != WS_OK) return s;
