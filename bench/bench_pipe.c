@@ -49,6 +49,7 @@ static int time_variant(const variant *v, void *dst, const void *src, size_t byt
   cudaEvent_t a, b;
   CK(cudaEventCreate(&a));
   CK(cudaEventCreate(&b));
+  if (iters < 1) return -1;
   float *ms = (float *)calloc((size_t)iters, sizeof(float));
   if (!ms) return -1;
   for (int w = 0; w < 3; w++)

@@ -4,6 +4,7 @@
 #define WARPSPEC_TEST_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "warpspec/warpspec.h"
@@ -15,6 +16,16 @@ static int test_failures;
     if (!(cond)) {                                                                   \
       fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
       test_failures++;                                                               \
+    }                                                                                \
+  } while (0)
+
+/* A precondition the rest of the test relies on: stop here if it does not hold (also
+ * tells the compiler the range, so sizes derived from it cannot wrap). */
+#define REQUIRE(cond)                                                                \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      fprintf(stderr, "%s:%d: REQUIRE failed: %s\n", __FILE__, __LINE__, #cond);     \
+      exit(1);                                                                       \
     }                                                                                \
   } while (0)
 

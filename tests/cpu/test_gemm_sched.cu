@@ -23,8 +23,18 @@ static void check_schedule(const gemm_shape *s, int grid, const char *what) {
   }
   /* steps[g][tm][tn]: K steps covered so far; seen counts (tile, slice) visits */
   const int max_tm = 4096;
-  int *steps = (int *)calloc((size_t)s->groups * max_tm * tiles_n, sizeof(int));
-  int *slices = (int *)calloc((size_t)s->groups * max_tm * tiles_n, sizeof(int));
+  if (s->groups < 1 || tiles_n < 1) {
+    printf("FAIL %s: shape with %d groups, %d column tiles\n", what, s->groups, tiles_n);
+    test_failures++;
+    return;
+  }
+  const size_t cells = (size_t)s->groups * (size_t)max_tm * (size_t)tiles_n;
+  int *steps = (int *)calloc(cells, sizeof(int));
+  int *slices = (int *)calloc(cells, sizeof(int));
+  if (!steps || !slices) {
+    printf("FAIL %s: calloc of %zu cells\n", what, cells);
+    exit(1);
+  }
   long long visited = 0;
   int bad = 0;
   for (int cta = 0; cta < grid; cta++) {

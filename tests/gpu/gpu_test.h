@@ -30,6 +30,21 @@
     }                                                                                        \
   } while (0)
 
+/* Zeroed host memory for count x size bytes (plus `extra`), or exit with the size that failed.
+ * The product is checked: a size the compiler can prove may wrap is a bug, not a warning. */
+static inline void *host_alloc(size_t count, size_t size, size_t extra) {
+  if (size && count > (SIZE_MAX - extra) / size) {
+    fprintf(stderr, "host_alloc: %zu x %zu + %zu bytes overflows size_t\n", count, size, extra);
+    exit(1);
+  }
+  void *p = calloc(count * size + extra, 1);
+  if (!p) {
+    fprintf(stderr, "host_alloc: calloc(%zu) failed\n", count * size + extra);
+    exit(1);
+  }
+  return p;
+}
+
 /* Exit 77 (CTest: skipped) unless an sm_90 GPU is present. */
 static inline void require_hopper(void) {
   int n = 0;

@@ -102,7 +102,7 @@ int main(void) {
   uint32_t *in, *out;
   CUDA_OK(cudaMalloc(&in, n * 4));
   CUDA_OK(cudaMalloc(&out, n * 4));
-  uint32_t *h_in = (uint32_t *)malloc(n * 4), *h_out = (uint32_t *)malloc(n * 4);
+  uint32_t *h_in = (uint32_t *)host_alloc((size_t)n, 4, 0), *h_out = (uint32_t *)host_alloc((size_t)n, 4, 0);
   rng_fill(h_in, n * 4);
   CUDA_OK(cudaMemcpy(in, h_in, n * 4, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemset(out, 0xCD, n * 4));

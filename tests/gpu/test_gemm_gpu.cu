@@ -25,7 +25,8 @@ static void attach_workspace(ws_gemm_problem *p) {
 
 static void run_bf16(int m, int n, int k) {
   const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n;
-  uint16_t *ha = (uint16_t *)malloc(na * 2), *hb = (uint16_t *)malloc(nb * 2), *hd = (uint16_t *)malloc(nd * 2);
+  uint16_t *ha = (uint16_t *)host_alloc(na, 2, 0), *hb = (uint16_t *)host_alloc(nb, 2, 0),
+           *hd = (uint16_t *)host_alloc(nd, 2, 0);
   for (size_t i = 0; i < na; i++) ha[i] = ws_float_to_bf16((float)((int)(rng_u32() % 2001) - 1000) / 1000.0f);
   for (size_t i = 0; i < nb; i++) hb[i] = ws_float_to_bf16((float)((int)(rng_u32() % 2001) - 1000) / 1000.0f);
   void *a, *b, *d;
@@ -80,20 +81,24 @@ static int g_kmajor;
 /* A grouped / dense problem in both host and device memory, FP8 or BF16, checked. */
 static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, int k, int groups, const int *counts) {
   const int fp8 = type == WS_GEMM_FP8;
-  int *offsets = (int *)calloc((size_t)groups + 1, sizeof(int));
+  REQUIRE(groups >= 1 && m >= 0 && n > 0 && k > 0);
+  const size_t ngroups = (size_t)groups;
+  int *offsets = (int *)host_alloc(ngroups + 1, sizeof(int), 0);
+  memset(offsets, 0, (ngroups + 1) * sizeof(int));
   if (layout == WS_GEMM_GROUPED_CONTIGUOUS) {
     for (int g = 0; g < groups; g++) offsets[g + 1] = offsets[g] + counts[g];
     m = offsets[groups];
   }
-  const size_t rows = layout == WS_GEMM_GROUPED_MASKED ? (size_t)groups * m : (size_t)m;
-  const size_t na = rows * k, nb = (size_t)groups * n * k, nd = rows * n, es = fp8 ? 1 : 2;
-  const size_t nsa = rows * (k / 128), nsb = (size_t)groups * (n / 128) * (k / 128);
-  uint8_t *ha = (uint8_t *)malloc(na * es + 1), *hb = (uint8_t *)malloc(nb * es + 1);
-  float *hsa = (float *)malloc(nsa * sizeof(float) + 4), *hsb = (float *)malloc(nsb * sizeof(float) + 4);
-  uint16_t *hd = (uint16_t *)malloc(nd * 2 + 2);
+  REQUIRE(m >= 0);
+  const size_t rows = layout == WS_GEMM_GROUPED_MASKED ? ngroups * (size_t)m : (size_t)m;
+  const size_t na = rows * (size_t)k, nb = ngroups * (size_t)n * (size_t)k, nd = rows * (size_t)n, es = fp8 ? 1 : 2;
+  const size_t nsa = rows * (size_t)(k / 128), nsb = ngroups * (size_t)(n / 128) * (size_t)(k / 128);
+  uint8_t *ha = (uint8_t *)host_alloc(na, es, 1), *hb = (uint8_t *)host_alloc(nb, es, 1);
+  float *hsa = (float *)host_alloc(nsa, sizeof(float), 4), *hsb = (float *)host_alloc(nsb, sizeof(float), 4);
+  uint16_t *hd = (uint16_t *)host_alloc(nd, 2, 2);
   if (fp8) {
     /* quantise random floats with the host definition: realistic values and scales */
-    float *tmp = (float *)calloc((na > nb ? na : nb) + 1, sizeof(float));
+    float *tmp = (float *)host_alloc((na > nb ? na : nb) + 1, sizeof(float), 0);
     for (size_t i = 0; i < na; i++) tmp[i] = frand() * (float)(1 + (i / k) % 7);
     ws_fp8_quantize_1x128_host(tmp, rows, k, k, ha, hsa);
     for (size_t i = 0; i < nb; i++) tmp[i] = frand();
@@ -111,23 +116,27 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
   CUDA_OK(cudaMalloc(&d, nd * 2 + 256));
   CUDA_OK(cudaMemcpy(a, ha, na * es, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(b, hb, nb * es, cudaMemcpyHostToDevice));
-  const int a_scale_ld = fp8 && g_kmajor ? (int)((rows + 3) / 4 * 4 + 4) : 0;
+  /* K-block-major scales: the leading dimension in size_t (it sizes a buffer), checked to
+   * fit the int field of ws_gemm_problem */
+  const size_t scale_ld = fp8 && g_kmajor ? (rows + 3) / 4 * 4 + 4 : 0;
+  REQUIRE(scale_ld <= (size_t)INT32_MAX);
+  const int a_scale_ld = (int)scale_ld;
   if (fp8) {
-    const size_t kb = (size_t)k / 128, nsa_dev = a_scale_ld ? kb * (size_t)a_scale_ld : nsa;
-    float *tsa = (float *)malloc(nsa_dev * sizeof(float) + 4);
+    const size_t kb = (size_t)k / 128, nsa_dev = scale_ld ? kb * scale_ld : nsa;
+    float *tsa = (float *)host_alloc(nsa_dev, sizeof(float), 4);
     for (size_t i = 0; i < nsa_dev; i++) tsa[i] = NAN; /* padding columns: never read */
     for (size_t r = 0; r < rows; r++)
-      for (size_t c = 0; c < kb; c++) tsa[a_scale_ld ? c * (size_t)a_scale_ld + r : r * kb + c] = hsa[r * kb + c];
+      for (size_t c = 0; c < kb; c++) tsa[scale_ld ? c * scale_ld + r : r * kb + c] = hsa[r * kb + c];
     CUDA_OK(cudaMalloc(&sa, nsa_dev * sizeof(float) + 16));
     CUDA_OK(cudaMalloc(&sb, nsb * sizeof(float) + 16));
     CUDA_OK(cudaMemcpy(sa, tsa, nsa_dev * sizeof(float), cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(sb, hsb, nsb * sizeof(float), cudaMemcpyHostToDevice));
     free(tsa);
   }
-  CUDA_OK(cudaMalloc(&doff, ((size_t)groups + 1) * sizeof(int)));
-  CUDA_OK(cudaMalloc(&dcnt, (size_t)groups * sizeof(int)));
-  CUDA_OK(cudaMemcpy(doff, offsets, ((size_t)groups + 1) * sizeof(int), cudaMemcpyHostToDevice));
-  if (counts) CUDA_OK(cudaMemcpy(dcnt, counts, (size_t)groups * sizeof(int), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMalloc(&doff, (ngroups + 1) * sizeof(int)));
+  CUDA_OK(cudaMalloc(&dcnt, ngroups * sizeof(int)));
+  CUDA_OK(cudaMemcpy(doff, offsets, (ngroups + 1) * sizeof(int), cudaMemcpyHostToDevice));
+  if (counts) CUDA_OK(cudaMemcpy(dcnt, counts, ngroups * sizeof(int), cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
   ws_gemm_problem p = {type, layout, m, n, k, groups, a, b, d, (const float *)sa, (const float *)sb,
                        layout == WS_GEMM_GROUPED_CONTIGUOUS ? (const int *)doff : NULL,
@@ -174,15 +183,15 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
 
 static void quantize_matches_host(void) {
   const size_t rows = 300, cols = 512;
-  uint16_t *hx = (uint16_t *)malloc(rows * cols * 2);
-  float *fx = (float *)malloc(rows * cols * sizeof(float));
+  uint16_t *hx = (uint16_t *)host_alloc(rows * cols, 2, 0);
+  float *fx = (float *)host_alloc(rows * cols, sizeof(float), 0);
   for (size_t i = 0; i < rows * cols; i++) {
     hx[i] = ws_float_to_bf16(frand() * (float)(1 << (i / 128) % 5));
     fx[i] = ws_bf16_to_float(hx[i]);
   }
   for (size_t c = 0; c < 128; c++) { hx[7 * cols + c] = 0; fx[7 * cols + c] = 0; } /* an all-zero block */
-  uint8_t *hq = (uint8_t *)malloc(rows * cols), *gq = (uint8_t *)malloc(rows * cols);
-  float *hs = (float *)malloc(rows * 4 * sizeof(float)), *gs = (float *)malloc(rows * 4 * sizeof(float));
+  uint8_t *hq = (uint8_t *)host_alloc(rows, cols, 0), *gq = (uint8_t *)host_alloc(rows, cols, 0);
+  float *hs = (float *)host_alloc(rows * 4, sizeof(float), 0), *gs = (float *)host_alloc(rows * 4, sizeof(float), 0);
   void *dx, *dq, *ds;
   CUDA_OK(cudaMalloc(&dx, rows * cols * 2));
   CUDA_OK(cudaMalloc(&dq, rows * cols));
@@ -200,7 +209,7 @@ static void quantize_matches_host(void) {
       ws_fp8_quantize_128x128_host(fx, rows, cols, cols, hq, hs);
     } else { /* scale_ld = rows: hs transposed */
       WS_OK_OR_DIE(ws_fp8_quantize_1x128_kmajor(dx, rows, cols, cols, (uint8_t *)dq, (float *)ds, rows, 0));
-      float *row_major = (float *)malloc(rows * 4 * sizeof(float));
+      float *row_major = (float *)host_alloc(rows * 4, sizeof(float), 0);
       ws_fp8_quantize_1x128_host(fx, rows, cols, cols, hq, row_major);
       for (size_t r = 0; r < rows; r++)
         for (size_t c = 0; c < 4; c++) hs[c * rows + r] = row_major[r * 4 + c];

@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
   CUDA_OK(cudaMalloc(&out, out_bytes));
   CUDA_OK(cudaMalloc(&nitems, BLOCKS * sizeof(int)));
   CUDA_OK(cudaMalloc(&seen, BLOCKS * MAX_READERS * sizeof(int)));
-  uint32_t *h_in = (uint32_t *)malloc(in_bytes), *h_out = (uint32_t *)malloc(out_bytes);
+  uint32_t *h_in = (uint32_t *)host_alloc(in_bytes, 1, 0), *h_out = (uint32_t *)host_alloc(out_bytes, 1, 0);
   int h_n[BLOCKS], h_seen[BLOCKS * MAX_READERS];
 
   ws_plan plan;

@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
   uint8_t *src, *dst;
   CUDA_OK(cudaMalloc(&src, max));
   CUDA_OK(cudaMalloc(&dst, max + GUARD));
-  uint8_t *h_src = (uint8_t *)malloc(max), *h_dst = (uint8_t *)malloc(max + GUARD);
+  uint8_t *h_src = (uint8_t *)host_alloc(max, 1, 0), *h_dst = (uint8_t *)host_alloc(max, 1, GUARD);
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
   int cases = 0;
