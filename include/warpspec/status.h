@@ -5,6 +5,8 @@
 #ifndef WARPSPEC_STATUS_H
 #define WARPSPEC_STATUS_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -32,6 +34,10 @@ void ws_clear_error(void);
 
 /* Library version as "major.minor.patch". */
 const char *ws_version(void);
+
+/* sizeof a public struct by its name ("ws_gemm_problem", "ws_plan", ...), 0 if unknown:
+ * language bindings compare their mirrors of the structs with the library they load. */
+size_t ws_abi_sizeof(const char *type);
 
 #ifdef __cplusplus
 }

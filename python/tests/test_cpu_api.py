@@ -1,0 +1,258 @@
+"""The Python layer without a GPU (runs in CI): loading and ABI, version, the planner,
+and every argument check that happens before the GPU is touched, with device arrays
+described by __cuda_array_interface__ at made-up addresses."""
+
+import ctypes
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import warpspec
+from warpspec import _lib
+from conftest import hopper_count
+
+BF16, FP8, F32, I32 = "<V2", "|u1", "<f4", "<i4"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def test_version_matches_cmake():
+    cm = open(os.path.join(HERE, "..", "..", "CMakeLists.txt")).read()
+    want = re.search(r"project\(warpspec VERSION ([0-9.]+)", cm).group(1)
+    assert warpspec.__version__ == want
+
+
+def test_struct_mirrors_match_the_library():
+    for name, mirror in _lib._MIRRORS.items():
+        assert _lib.lib.ws_abi_sizeof(name.encode()) == ctypes.sizeof(mirror), name
+    assert _lib.lib.ws_abi_sizeof(b"no_such_struct") == 0
+
+
+def test_error_classes():
+    assert issubclass(warpspec.InvalidArgumentError, ValueError)
+    assert issubclass(warpspec.WarpspecTimeoutError, TimeoutError)
+    assert issubclass(warpspec.BudgetError, warpspec.WarpspecError)
+    e = _lib.error_for(_lib.WS_ERR_TIMEOUT, "role 'math' pipe 'ab' stage 2 phase 1")
+    assert isinstance(e, warpspec.WarpspecTimeoutError) and e.status == "WS_ERR_TIMEOUT"
+    assert "stage 2" in str(e)
+
+
+def test_info_without_gpu_is_a_dict():
+    i = warpspec.info()
+    assert i["version"] == warpspec.__version__
+    assert isinstance(i["devices"], list)
+
+
+def test_plan_seed_fits():
+    p = warpspec.plan(["dispatch:4:rest", ("receiver", 4, 80), {"name": "compute", "warps": 4, "regs": 184}])
+    assert p.threads == 384 and p.warpgroups == 3 and p.entry_regs == 168
+    assert [r.regs for r in p.roles] == [240, 80, 184]
+    assert [r.barrier for r in p.roles] == [1, 2, 3]
+    assert p.pool_used <= p.pool_regs
+    assert "384 threads" in str(p)
+
+
+def test_plan_seed_twin_names_registers():
+    with pytest.raises(warpspec.BudgetError) as e:
+        warpspec.plan([("dispatch", 4, "rest"), ("receiver", 4, 80), ("compute", 4, 184)], entry_regs=240)
+    assert "registers, not threads" in str(e.value) and "<= 168" in str(e.value)
+    assert e.value.status == "WS_ERR_BUDGET"
+
+
+@pytest.mark.parametrize("roles", [["producer:1:40x"], ["p:one:40"], [("p", 1)], ["a:1:24"] * 9, []])
+def test_plan_bad_specs(roles):
+    with pytest.raises(warpspec.InvalidArgumentError):
+        warpspec.plan(roles)
+
+
+def test_plan_register_pool_overflow():
+    with pytest.raises(warpspec.WarpspecError) as e:
+        warpspec.plan([("a", 4, 256), ("b", 4, 256), ("c", 4, 256)])
+    assert e.value.status in ("WS_ERR_BUDGET", "WS_ERR_INVALID")
+
+
+def test_gemm_plans():
+    assert warpspec.gemm_plan("fp8").threads == 288
+    assert warpspec.gemm_plan("bf16").threads > 0
+    with pytest.raises(warpspec.InvalidArgumentError):
+        warpspec.gemm_plan("fp16")
+
+
+# ---- gemm: checks before the GPU --------------------------------------------------------
+def _no_gpu_or_skip():
+    if hopper_count() > 0:
+        pytest.skip("a GPU is present: the call would run")
+
+
+def test_gemm_valid_problem_reaches_the_device_check(fake):
+    _no_gpu_or_skip()
+    with pytest.raises(warpspec.NoDeviceError) as e:
+        warpspec.gemm(fake((64, 128), BF16), fake((256, 128), BF16), out=fake((64, 256), BF16))
+    assert "no CUDA device" in str(e.value)
+
+
+def test_gemm_c_checks_reach_python(fake):
+    # k = 100: the library's own check, its message carried over
+    with pytest.raises(warpspec.InvalidArgumentError) as e:
+        warpspec.gemm(fake((64, 100), BF16), fake((256, 100), BF16), out=fake((64, 256), BF16))
+    assert "k 100 is not a multiple of 64" in str(e.value)
+    with pytest.raises(warpspec.InvalidArgumentError) as e:
+        warpspec.gemm(fake((64, 128), BF16), fake((250, 128), BF16), out=fake((64, 250), BF16))
+    assert "n 250 is not a multiple of 8" in str(e.value)
+
+
+@pytest.mark.parametrize("case", ["dtype_mix", "k_mismatch", "out_shape", "noncontig", "misaligned", "fp32_a",
+                                  "groups_no_offsets", "both_group_args", "offsets_dtype", "offsets_len",
+                                  "masked_2d", "scales_on_bf16"])
+def test_gemm_bad_arguments(fake, case):
+    a, b, out = fake((64, 128), BF16), fake((256, 128), BF16), fake((64, 256), BF16)
+    kw = {}
+    if case == "dtype_mix":
+        b = fake((256, 128), FP8)
+    elif case == "k_mismatch":
+        b = fake((256, 192), BF16)
+    elif case == "out_shape":
+        out = fake((64, 128), BF16)
+    elif case == "noncontig":
+        a = fake((64, 128), BF16, strides=(1, 64))
+    elif case == "misaligned":
+        a = fake((64, 128), BF16, ptr=0x7E0000000002)
+    elif case == "fp32_a":
+        a = fake((64, 128), F32)
+    elif case == "groups_no_offsets":
+        b = fake((4, 256, 128), BF16)
+    elif case == "both_group_args":
+        b = fake((4, 256, 128), BF16)
+        kw = {"group_offsets": fake((5,), I32), "group_rows": fake((4,), I32)}
+    elif case == "offsets_dtype":
+        b = fake((4, 256, 128), BF16)
+        kw = {"group_offsets": fake((5,), F32)}
+    elif case == "offsets_len":
+        b = fake((4, 256, 128), BF16)
+        kw = {"group_offsets": fake((4,), I32)}
+    elif case == "masked_2d":
+        b = fake((4, 256, 128), BF16)
+        kw = {"group_rows": fake((4,), I32)}
+    elif case == "scales_on_bf16":
+        kw = {"a_scale": fake((64, 1), F32), "b_scale": fake((2, 1), F32)}
+    with pytest.raises(warpspec.InvalidArgumentError):
+        warpspec.gemm(a, b, out=out, **kw)
+
+
+def _fp8_args(fake, m=300, n=256, k=512, scale=None):
+    kb = k // 128
+    return (fake((m, k), FP8), fake((n, k), FP8)), {
+        "a_scale": scale if scale is not None else fake((m, kb), F32), "b_scale": fake((n // 128, kb), F32),
+        "out": fake((m, n), BF16)}
+
+
+def test_gemm_fp8_scale_layouts(fake):
+    _no_gpu_or_skip()
+    m, k = 300, 512
+    kb = k // 128
+    for sa in (fake((m, kb), F32),                   # row-major
+               fake((m, kb), F32, strides=(1, 304)),  # K-block-major, ld = rows rounded up to 4
+               fake((m, kb), F32, strides=(1, 308))):
+        (a, b), kw = _fp8_args(fake, scale=sa)
+        with pytest.raises(warpspec.NoDeviceError):
+            warpspec.gemm(a, b, **kw)
+
+
+@pytest.mark.parametrize("strides,shape", [((1, 302), None), ((1, 200), None), ((8, 1), None), (None, (300, 3)),
+                                           (None, (299, 4))])
+def test_gemm_fp8_bad_scales(fake, strides, shape):
+    sa = fake(shape or (300, 4), F32, strides=strides)
+    (a, b), kw = _fp8_args(fake, scale=sa)
+    with pytest.raises(warpspec.InvalidArgumentError) as e:
+        warpspec.gemm(a, b, **kw)
+    assert "a_scale" in str(e.value)
+
+
+def test_gemm_fp8_needs_scales_and_multiples_of_128(fake):
+    (a, b), kw = _fp8_args(fake)
+    del kw["b_scale"]
+    with pytest.raises(warpspec.InvalidArgumentError, match="a_scale and b_scale"):
+        warpspec.gemm(a, b, **kw)
+    with pytest.raises(warpspec.InvalidArgumentError, match="multiples of 128"):
+        warpspec.gemm(fake((64, 192), FP8), fake((256, 192), FP8), a_scale=fake((64, 1), F32),
+                      b_scale=fake((2, 1), F32), out=fake((64, 256), BF16))
+
+
+def test_gemm_masked_shapes(fake):
+    _no_gpu_or_skip()
+    g, m, n, k = 4, 256, 256, 512
+    with pytest.raises(warpspec.NoDeviceError):
+        warpspec.gemm(fake((g, m, k), FP8), fake((g, n, k), FP8), a_scale=fake((g, m, k // 128), F32),
+                      b_scale=fake((g, n // 128, k // 128), F32), group_rows=fake((g,), I32),
+                      out=fake((g, m, n), BF16))
+    with pytest.raises(warpspec.InvalidArgumentError, match="b_scale"):
+        warpspec.gemm(fake((g, m, k), FP8), fake((g, n, k), FP8), a_scale=fake((g, m, k // 128), F32),
+                      b_scale=fake((n // 128, k // 128), F32), group_rows=fake((g,), I32),
+                      out=fake((g, m, n), BF16))
+
+
+def test_gemm_tile_needs_no_gpu_with_sms(fake):
+    (a, b), kw = _fp8_args(fake, m=8192, n=7168, k=2048)
+    kw.pop("out")
+    rows, cols = warpspec.gemm_tile(a, b, sms=132, **kw)
+    assert (rows, cols) in ((128, 128), (192, 128))
+
+
+def test_gemm_rejects_non_arrays():
+    with pytest.raises(warpspec.InvalidArgumentError, match="__cuda_array_interface__"):
+        warpspec.gemm([1, 2], [3, 4])
+
+
+def test_quantize_checks(fake):
+    with pytest.raises(warpspec.InvalidArgumentError, match="multiple of 128"):
+        warpspec.quantize_fp8(fake((64, 100), BF16))
+    with pytest.raises(warpspec.InvalidArgumentError, match="block"):
+        warpspec.quantize_fp8(fake((64, 128), BF16), block=(64, 64))
+    with pytest.raises(warpspec.InvalidArgumentError, match="kmajor"):
+        warpspec.quantize_fp8(fake((64, 128), BF16), block=(128, 128), scale_layout="kmajor")
+    with pytest.raises(warpspec.InvalidArgumentError, match="dtype"):
+        warpspec.quantize_fp8(fake((64, 128), F32))
+    with pytest.raises(warpspec.InvalidArgumentError, match="out_scale"):
+        warpspec.quantize_fp8(fake((64, 256), BF16), out=fake((64, 256), FP8), out_scale=fake((64, 3), F32))
+
+
+# ---- communication ------------------------------------------------------------------------
+def test_comm_bad_unique_id():
+    with pytest.raises(warpspec.InvalidArgumentError):
+        warpspec.Communicator(0, 2, b"short")
+    with pytest.raises(warpspec.InvalidArgumentError):
+        warpspec.Communicator(2, 2, bytes(128))
+
+
+def test_comm_available_is_a_bool():
+    assert warpspec.comm_available() in (True, False)
+
+
+def test_comm_from_process_group_needs_an_initialised_group():
+    torch = pytest.importorskip("torch")
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        pytest.skip("a process group exists")
+    with pytest.raises(warpspec.InvalidArgumentError, match="init_process_group"):
+        warpspec.Communicator.from_process_group()
+    del torch
+
+
+# ---- the command line ---------------------------------------------------------------------
+def _cli(*args):
+    from warpspec.__main__ import cli_path
+    if cli_path() is None:
+        pytest.skip("the CLI is not built here (set WARPSPEC_CLI)")
+    return subprocess.run([sys.executable, "-m", "warpspec"] + list(args), capture_output=True, text=True, timeout=120)
+
+
+def test_cli_version():
+    r = _cli("version")
+    assert r.returncode == 0 and r.stdout.strip() == warpspec.__version__
+
+
+def test_cli_plan_seed():
+    r = _cli("plan", "dispatch:4:rest", "receiver:4:80", "compute:4:184")
+    assert r.returncode == 0 and "384 threads" in r.stdout and "OK" in r.stdout

@@ -1,0 +1,196 @@
+"""GEMMs and quantisers from Python on an sm_90 GPU, against float64 references in
+PyTorch on fresh random data; outputs poisoned (NaN) before each run. Thresholds: BF16
+operands 1e-2, FP8 2e-2 against the reference on the same quantised inputs (the bf16
+rounding of D dominates), as the C tests use."""
+
+import itertools
+
+import pytest
+
+import warpspec
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+
+def rel_err(got, ref):
+    got, ref = got.double(), ref.double()
+    return ((got - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def rand_bf16(*shape, scale=1.0):
+    return ((torch.rand(*shape, device="cuda") * 2 - 1) * scale).to(torch.bfloat16)
+
+
+def poisoned(*shape):
+    return torch.full(shape, float("nan"), dtype=torch.bfloat16, device="cuda")
+
+
+def dequant_rows(q, s):
+    """q [rows, k] fp8 with s [rows, k / 128] -> float64."""
+    return q.double() * s.double().repeat_interleave(128, dim=1)
+
+
+def dequant_blocks(q, s):
+    """q [n, k] fp8 with s [ceil(n / 128), k / 128] -> float64."""
+    n = q.shape[0]
+    return q.double() * s.double().repeat_interleave(128, 0)[:n].repeat_interleave(128, 1)
+
+
+@pytest.mark.parametrize("m,n,k", [(128, 256, 64), (300, 264, 192), (1, 256, 1024), (64, 512, 2048),
+                                   (2048, 2048, 1024)])
+def test_bf16_dense(m, n, k):
+    a, b = rand_bf16(m, k), rand_bf16(n, k)
+    out = poisoned(m, n)
+    warpspec.gemm(a, b, out=out)
+    torch.cuda.synchronize()
+    assert not out.isnan().any()
+    assert rel_err(out, a.double() @ b.double().T) < 1e-2
+
+
+def test_bf16_allocates_and_uses_current_stream():
+    a, b = rand_bf16(256, 512), rand_bf16(384, 512)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        d = warpspec.gemm(a, b)
+    s.synchronize()
+    assert d.shape == (256, 384) and d.dtype == torch.bfloat16
+    assert rel_err(d, a.double() @ b.double().T) < 1e-2
+
+
+@pytest.mark.parametrize("scale_layout", ["row", "kmajor"])
+@pytest.mark.parametrize("m,n,k", [(300, 384, 1024), (1, 256, 512), (600, 256, 512), (64, 512, 2048)])
+def test_fp8_dense(m, n, k, scale_layout):
+    x, w = rand_bf16(m, k, scale=4.0), rand_bf16(n, k)
+    qa, sa = warpspec.quantize_fp8(x, block=(1, 128), scale_layout=scale_layout)
+    qb, sb = warpspec.quantize_fp8(w, block=(128, 128))
+    if scale_layout == "kmajor":
+        assert sa.shape == (m, k // 128) and sa.stride(0) == 1 and sa.stride(1) % 4 == 0
+    out = poisoned(m, n)
+    warpspec.gemm(qa, qb, a_scale=sa, b_scale=sb, out=out)
+    torch.cuda.synchronize()
+    assert not out.isnan().any()
+    ref = dequant_rows(qa, sa) @ dequant_blocks(qb, sb).T
+    assert rel_err(out, ref) < 2e-2
+    assert rel_err(out, x.double() @ w.double().T) < 6e-2  # and near the unquantised product
+
+
+def _quantize_groups(w):
+    g, n, k = w.shape
+    qs, ss = zip(*(warpspec.quantize_fp8(w[i], block=(128, 128)) for i in range(g)))
+    return torch.stack(qs), torch.stack(ss)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp8", "fp8k"])
+def test_grouped_contiguous(dtype):
+    counts = [200, 0, 1, 513, 64]
+    g, n, k = len(counts), 256, 512
+    offsets = torch.tensor([0] + list(itertools.accumulate(counts)), dtype=torch.int32, device="cuda")
+    m = sum(counts)
+    x, w = rand_bf16(m, k, scale=2.0), rand_bf16(g, n, k)
+    out = poisoned(m, n)
+    if dtype == "bf16":
+        warpspec.gemm(x, w, group_offsets=offsets, out=out)
+        A, B = x.double(), w.double()
+    else:
+        qa, sa = warpspec.quantize_fp8(x, scale_layout="kmajor" if dtype == "fp8k" else "row")
+        qb, sb = _quantize_groups(w)
+        warpspec.gemm(qa, qb, a_scale=sa, b_scale=sb, group_offsets=offsets, out=out)
+        A = dequant_rows(qa, sa)
+        B = torch.stack([dequant_blocks(qb[i], sb[i]) for i in range(g)])
+    torch.cuda.synchronize()
+    assert not out.isnan().any()
+    ref = torch.cat([A[o:o + c] @ B[i].T for i, (o, c) in enumerate(zip(offsets.tolist(), counts))])
+    assert rel_err(out, ref) < (1e-2 if dtype == "bf16" else 2e-2)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp8", "fp8k"])
+def test_grouped_masked(dtype):
+    counts = [100, 0, 256, 17]
+    g, m, n, k = len(counts), 256, 256, 512
+    rows = torch.tensor(counts, dtype=torch.int32, device="cuda")
+    x, w = rand_bf16(g, m, k, scale=2.0), rand_bf16(g, n, k)
+    out = poisoned(g, m, n)
+    if dtype == "bf16":
+        warpspec.gemm(x, w, group_rows=rows, out=out)
+        A, B = x.double(), w.double()
+    else:
+        qa, sa = warpspec.quantize_fp8(x.view(g * m, k), scale_layout="kmajor" if dtype == "fp8k" else "row")
+        qb, sb = _quantize_groups(w)
+        warpspec.gemm(qa.view(g, m, k), qb, a_scale=sa.view(g, m, k // 128) if dtype == "fp8" else sa, b_scale=sb,
+                      group_rows=rows, out=out)
+        A = dequant_rows(qa, sa).view(g, m, k)
+        B = torch.stack([dequant_blocks(qb[i], sb[i]) for i in range(g)])
+    torch.cuda.synchronize()
+    for i, c in enumerate(counts):
+        assert not out[i, :c].isnan().any(), f"group {i}: unwritten rows"
+        assert out[i, c:].isnan().all(), f"group {i}: rows past the count were written"
+        if c:
+            assert rel_err(out[i, :c], A[i, :c] @ B[i].T) < (1e-2 if dtype == "bf16" else 2e-2)
+
+
+def test_quantize_matches_definition():
+    rows, cols = 300, 512
+    x = rand_bf16(rows, cols, scale=3.0)
+    x[7, :128] = 0  # an all-zero block: scale 1
+    for layout in ("row", "kmajor"):
+        q, s = warpspec.quantize_fp8(x, scale_layout=layout)
+        torch.cuda.synchronize()
+        amax = x.float().abs().view(rows, cols // 128, 128).amax(-1)
+        want = torch.where(amax > 0, amax / 448.0, torch.ones_like(amax))
+        assert torch.equal(s, want), layout
+        deq = dequant_rows(q, s)
+        # E4M3 keeps 3 mantissa bits: each value within half a step (2^-4 relative) of x
+        assert ((deq - x.double()).abs() <= x.double().abs() * 2**-4 + s.double().repeat_interleave(128, 1) * 2**-9).all()
+    q2, s2 = warpspec.quantize_fp8(x, block=(128, 128))
+    amax2 = torch.nn.functional.pad(x.float().abs(), (0, 0, 0, 84)).view(3, 128, 4, 128).amax((1, 3))
+    assert torch.equal(s2, torch.where(amax2 > 0, amax2 / 448.0, torch.ones_like(amax2)))
+
+
+def test_quantize_strided_rows_and_preallocated():
+    big = rand_bf16(64, 512)
+    x = big[:, 128:384]  # row stride 512
+    q = torch.empty(64, 256, dtype=torch.float8_e4m3fn, device="cuda")
+    s = torch.full((64, 2), float("nan"), device="cuda")
+    warpspec.quantize_fp8(x, out=q, out_scale=s)
+    q_ref, s_ref = warpspec.quantize_fp8(x.contiguous())
+    torch.cuda.synchronize()
+    assert torch.equal(q.view(torch.uint8), q_ref.view(torch.uint8)) and torch.equal(s, s_ref)
+
+
+def test_split_k_workspace():
+    a, b = rand_bf16(1, 1024), rand_bf16(256, 1024)
+    assert warpspec.gemm_workspace_size(a, b) > 0
+    out = poisoned(1, 256)
+    warpspec.gemm(a, b, out=out)
+    torch.cuda.synchronize()
+    assert rel_err(out, a.double() @ b.double().T) < 1e-2
+
+
+def test_errors_on_gpu_arguments():
+    a = rand_bf16(64, 128)
+    with pytest.raises(warpspec.InvalidArgumentError, match="CUDA device"):
+        warpspec.gemm(a.cpu(), rand_bf16(256, 128))
+    with pytest.raises(warpspec.InvalidArgumentError, match="contiguous"):
+        warpspec.gemm(rand_bf16(128, 64).T, rand_bf16(256, 128))
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+def test_tensors_on_another_device():
+    with torch.cuda.device(1):
+        a, b = rand_bf16(128, 256), rand_bf16(256, 256)
+    assert torch.cuda.current_device() == 0
+    d = warpspec.gemm(a, b)
+    torch.cuda.synchronize(1)
+    assert d.device.index == 1 and torch.cuda.current_device() == 0
+    assert rel_err(d, a.double() @ b.double().T) < 1e-2
+    with pytest.raises(warpspec.InvalidArgumentError, match="different devices"):
+        warpspec.gemm(a, b.to("cuda:0"))
+
+
+def test_sync_and_timeout_setting():
+    warpspec.sync()
+    old = warpspec.timeout_ms()
+    warpspec.set_timeout_ms(1234)
+    assert warpspec.timeout_ms() == 1234
+    warpspec.set_timeout_ms(old)

@@ -1,0 +1,62 @@
+"""warpspec: warp-specialized GPU kernels for Hopper (sm_90a), from Python.
+
+A thin layer over the C library (ctypes): arguments are torch tensors (or anything with
+__cuda_array_interface__), checked for shape, dtype, device and layout before the C
+call; work runs on the current PyTorch stream; a failing call raises a WarpspecError
+subclass carrying the library's message (ws_last_error()).
+
+    gemm(a, b, ...)                  BF16 / FP8 GEMM, dense or grouped (MoE experts)
+    quantize_fp8(x, block=...)       FP8 E4M3 with 1x128 or 128x128 block scales
+    plan(roles), gemm_plan(dtype)    the role budget planner (no GPU needed)
+    Communicator                     NVSHMEM communicator: sendrecv, allgather, alloc
+    sync(stream)                     wait for the stream; device-side errors raise here
+"""
+
+from . import _lib
+from ._lib import (BudgetError, CudaError, InvalidArgumentError, MismatchError, NoDeviceError, OutOfMemoryError,
+                   UnsupportedError, WarpspecError, WarpspecTimeoutError)
+from .comm import Communicator, get_unique_id
+from .comm import available as comm_available
+from .gemm import gemm, gemm_tile, gemm_workspace_size, quantize_fp8
+from .plan import Plan, PlacedRole, gemm_plan, plan
+
+__version__ = _lib.lib.ws_version().decode()
+library_path = _lib.library_path
+
+
+def sync(stream=None):
+    """Wait for `stream` (default: the current PyTorch stream). A bounded wait that ran
+    out on the device raises WarpspecTimeoutError naming role / peer, stage and phase."""
+    import ctypes
+
+    from ._tensor import current_device, stream_handle
+    s = stream_handle(stream, current_device())
+    _lib.check(_lib.lib.ws_sync(ctypes.c_void_p(s)))
+
+
+def set_timeout_ms(ms):
+    """Bound of every device-side wait of this process (default 4000 ms, or
+    $WARPSPEC_TIMEOUT_MS)."""
+    _lib.check(_lib.lib.ws_set_timeout_ms(int(ms)))
+
+
+def timeout_ms():
+    return int(_lib.lib.ws_timeout_ms())
+
+
+def info():
+    """The library, its build and the GPUs it sees, as a dict."""
+    from ._tensor import device_count, device_limits
+    devices = []
+    for d in range(device_count()):
+        lim = device_limits(d)
+        devices.append({"index": d, "name": lim.name.decode(), "sm": f"{lim.cc_major}{lim.cc_minor}",
+                        "sms": lim.sm_count, "memory_gib": round(lim.global_mem / 2**30, 1),
+                        "smem_optin": lim.smem_optin, "supported": lim.cc_major == 9})
+    return {"version": __version__, "library": library_path, "nvshmem": comm_available(), "devices": devices}
+
+
+__all__ = ["gemm", "gemm_tile", "gemm_workspace_size", "quantize_fp8", "plan", "gemm_plan", "Plan", "PlacedRole",
+           "Communicator", "get_unique_id", "comm_available", "sync", "set_timeout_ms", "timeout_ms", "info",
+           "WarpspecError", "InvalidArgumentError", "BudgetError", "MismatchError", "NoDeviceError", "CudaError",
+           "WarpspecTimeoutError", "OutOfMemoryError", "UnsupportedError", "__version__"]

@@ -1,0 +1,304 @@
+"""Loading the C library and declaring its functions (ctypes).
+
+The shared library is looked for, in order: $WARPSPEC_LIBRARY (a build tree's
+libwarpspec.so, how `make test` runs these tests), the package's own lib/ folder (a
+wheel), a build/ folder beside the source package (a developer's checkout). Its CUDA
+runtime and NVSHMEM come from the nvidia-* wheels (as PyTorch installs them) through the
+library's RPATH; PyTorch, when present, is imported first so that the process holds one
+CUDA runtime, the one PyTorch uses.
+"""
+
+import ctypes
+import importlib.util
+import os
+import sys
+
+# ---- status codes (warpspec/status.h) --------------------------------------------
+WS_OK = 0
+WS_ERR_INVALID = 1
+WS_ERR_BUDGET = 2
+WS_ERR_MISMATCH = 3
+WS_ERR_NO_DEVICE = 4
+WS_ERR_CUDA = 5
+WS_ERR_TIMEOUT = 6
+WS_ERR_NOMEM = 7
+WS_ERR_UNSUPPORTED = 8
+
+
+class WarpspecError(RuntimeError):
+    """A warpspec call failed. `status` is the C status name ("WS_ERR_TIMEOUT"),
+    `code` its number; the message is the library's ws_last_error()."""
+
+    def __init__(self, message, status="WS_ERR_INVALID", code=WS_ERR_INVALID):
+        super().__init__(f"{status}: {message}" if status else message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class InvalidArgumentError(WarpspecError, ValueError):
+    """An argument is out of range, of the wrong shape, dtype or device (WS_ERR_INVALID)."""
+
+
+class BudgetError(WarpspecError):
+    """A role plan does not fit the hardware (WS_ERR_BUDGET)."""
+
+
+class MismatchError(WarpspecError):
+    """The sides of a transfer, or a kernel and its plan, disagree (WS_ERR_MISMATCH)."""
+
+
+class NoDeviceError(WarpspecError):
+    """No CUDA device, or not an sm_90 (Hopper) one (WS_ERR_NO_DEVICE)."""
+
+
+class CudaError(WarpspecError):
+    """A CUDA runtime or driver call failed (WS_ERR_CUDA)."""
+
+
+class WarpspecTimeoutError(WarpspecError, TimeoutError):
+    """A bounded wait on the device ran out (WS_ERR_TIMEOUT): the message names the
+    role, pipe or peer, the stage and the phase."""
+
+
+class OutOfMemoryError(WarpspecError, MemoryError):
+    """An allocation failed (WS_ERR_NOMEM)."""
+
+
+class UnsupportedError(WarpspecError, NotImplementedError):
+    """A valid request this build cannot serve, e.g. no NVSHMEM (WS_ERR_UNSUPPORTED)."""
+
+
+_ERRORS = {
+    WS_ERR_INVALID: InvalidArgumentError,
+    WS_ERR_BUDGET: BudgetError,
+    WS_ERR_MISMATCH: MismatchError,
+    WS_ERR_NO_DEVICE: NoDeviceError,
+    WS_ERR_CUDA: CudaError,
+    WS_ERR_TIMEOUT: WarpspecTimeoutError,
+    WS_ERR_NOMEM: OutOfMemoryError,
+    WS_ERR_UNSUPPORTED: UnsupportedError,
+}
+
+
+def error_for(code, message):
+    cls = _ERRORS.get(code, WarpspecError)
+    return cls(message, status=_status_name(code), code=code)
+
+
+def _status_name(code):
+    if lib is None:
+        return f"WS_ERR_{code}"
+    return lib.ws_strerror(code).decode()
+
+
+def check(code):
+    """Raise the exception of a failed status, carrying ws_last_error()."""
+    if code != WS_OK:
+        raise error_for(code, lib.ws_last_error().decode(errors="replace"))
+
+
+def invalid(message):
+    return InvalidArgumentError(message, status="WS_ERR_INVALID", code=WS_ERR_INVALID)
+
+
+# ---- struct mirrors (sizes checked against ws_abi_sizeof at load) -------------------
+WS_MAX_ROLES = 8
+WS_NAME_LEN = 24
+WS_MAX_USER_BARRIERS = 8
+WS_REGS_ENTRY = 0
+WS_REGS_REST = -1
+
+
+class Role(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("warps", ctypes.c_int), ("regs", ctypes.c_int), ("replicas", ctypes.c_int)]
+
+
+_R = WS_MAX_ROLES
+
+
+class Layout(ctypes.Structure):
+    _fields_ = [
+        ("error", ctypes.c_int), ("err_role", ctypes.c_int), ("nroles", ctypes.c_int), ("warps", ctypes.c_int),
+        ("threads", ctypes.c_int), ("nwarpgroups", ctypes.c_int), ("setmaxnreg", ctypes.c_int),
+        ("entry_regs", ctypes.c_int), ("pool_regs", ctypes.c_int), ("pool_used", ctypes.c_int),
+        ("nbarriers", ctypes.c_int),
+        ("role_first_warp", ctypes.c_int * _R), ("role_end_warp", ctypes.c_int * _R), ("role_warps", ctypes.c_int * _R),
+        ("role_replicas", ctypes.c_int * _R), ("role_regs", ctypes.c_int * _R), ("role_barrier", ctypes.c_int * _R),
+        ("role_name", (ctypes.c_char * WS_NAME_LEN) * _R),
+    ]
+
+
+class Plan(ctypes.Structure):
+    _fields_ = [
+        ("kernel", ctypes.c_char * (2 * WS_NAME_LEN)), ("roles", Role * _R), ("layout", Layout),
+        ("smem_bytes", ctypes.c_size_t), ("local_bytes_allowed", ctypes.c_size_t), ("nuser_barriers", ctypes.c_int),
+        ("user_barrier", (ctypes.c_char * WS_NAME_LEN) * WS_MAX_USER_BARRIERS), ("checked_func", ctypes.c_void_p),
+    ]
+
+
+class DeviceLimits(ctypes.Structure):
+    _fields_ = [
+        ("device", ctypes.c_int), ("name", ctypes.c_char * 256), ("cc_major", ctypes.c_int), ("cc_minor", ctypes.c_int),
+        ("sm_count", ctypes.c_int), ("smem_optin", ctypes.c_size_t), ("regs_per_block", ctypes.c_int),
+        ("max_threads", ctypes.c_int), ("l2_bytes", ctypes.c_size_t), ("global_mem", ctypes.c_size_t),
+    ]
+
+
+class GemmProblem(ctypes.Structure):
+    _fields_ = [
+        ("type", ctypes.c_int), ("layout", ctypes.c_int), ("m", ctypes.c_int), ("n", ctypes.c_int), ("k", ctypes.c_int),
+        ("groups", ctypes.c_int), ("a", ctypes.c_void_p), ("b", ctypes.c_void_p), ("d", ctypes.c_void_p),
+        ("a_scale", ctypes.c_void_p), ("b_scale", ctypes.c_void_p), ("group_offsets", ctypes.c_void_p),
+        ("group_rows", ctypes.c_void_p), ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_size_t),
+        ("a_scale_ld", ctypes.c_int),
+    ]
+
+
+class CommId(ctypes.Structure):
+    _fields_ = [("bytes", ctypes.c_ubyte * 128)]
+
+
+class SendrecvOpts(ctypes.Structure):
+    _fields_ = [("ctas", ctypes.c_int), ("zero_copy", ctypes.c_int), ("copy_engine", ctypes.c_int)]
+
+
+_MIRRORS = {"ws_role": Role, "ws_layout": Layout, "ws_plan": Plan, "ws_device_limits": DeviceLimits,
+            "ws_gemm_problem": GemmProblem, "ws_comm_id": CommId, "ws_sendrecv_opts": SendrecvOpts}
+
+# ---- loading -------------------------------------------------------------------------
+_here = os.path.dirname(os.path.abspath(__file__))
+lib = None
+cudart = None
+library_path = None
+
+
+def _candidates():
+    env = os.environ.get("WARPSPEC_LIBRARY")
+    if env:
+        return [env]
+    return [os.path.join(_here, "lib", "libwarpspec.so"),
+            os.path.join(os.path.dirname(os.path.dirname(_here)), "build", "libwarpspec.so")]
+
+
+def _nvidia_lib_dirs():
+    """lib/ folders of the nvidia-* wheels (nvshmem, cu13 = cudart/cuBLAS, nccl)."""
+    dirs = []
+    spec = importlib.util.find_spec("nvidia")
+    for root in (list(spec.submodule_search_locations or []) if spec else []):
+        for sub in ("nvshmem", "cu13", "nccl"):
+            d = os.path.join(root, sub, "lib")
+            if os.path.isdir(d):
+                dirs.append(d)
+    return dirs
+
+
+def _preload(name, dirs):
+    """Load `name` from the first folder that has it, so the library's DT_NEEDED entry
+    is met by soname whatever its RPATH says. Silent if none has it."""
+    for d in dirs:
+        p = os.path.join(d, name)
+        if os.path.exists(p):
+            try:
+                return ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)
+            except OSError:
+                pass
+    return None
+
+
+def _declare(L):
+    c_int, c_size_t, c_void_p, c_char_p = ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p
+    P = ctypes.POINTER
+    sigs = {
+        "ws_strerror": (c_char_p, [c_int]),
+        "ws_last_error": (c_char_p, []),
+        "ws_clear_error": (None, []),
+        "ws_version": (c_char_p, []),
+        "ws_abi_sizeof": (c_size_t, [c_char_p]),
+        "ws_device_limits_query": (c_int, [c_int, P(DeviceLimits)]),
+        "ws_plan_init": (c_int, [P(Plan), c_char_p, P(Role), c_int, c_int]),
+        "ws_plan_set_smem": (c_int, [P(Plan), c_size_t]),
+        "ws_plan_check_device": (c_int, [P(Plan), c_int]),
+        "ws_gemm_plan": (c_int, [c_int, P(Plan)]),
+        "ws_plan_print": (c_int, [P(Plan), c_void_p]),
+        "ws_set_timeout_ms": (c_int, [ctypes.c_uint]),
+        "ws_timeout_ms": (ctypes.c_uint, []),
+        "ws_sync": (c_int, [c_void_p]),
+        "ws_gemm_check": (c_int, [P(GemmProblem)]),
+        "ws_gemm": (c_int, [P(GemmProblem), c_void_p]),
+        "ws_gemm_tile": (c_int, [P(GemmProblem), c_int, P(c_int), P(c_int)]),
+        "ws_gemm_workspace_size": (c_int, [P(GemmProblem), P(c_size_t)]),
+        "ws_fp8_quantize_1x128": (c_int, [c_void_p, c_size_t, c_size_t, c_size_t, c_void_p, c_void_p, c_void_p]),
+        "ws_fp8_quantize_128x128": (c_int, [c_void_p, c_size_t, c_size_t, c_size_t, c_void_p, c_void_p, c_void_p]),
+        "ws_fp8_quantize_1x128_kmajor": (c_int, [c_void_p, c_size_t, c_size_t, c_size_t, c_void_p, c_void_p, c_size_t,
+                                                 c_void_p]),
+        "ws_comm_available": (c_int, []),
+        "ws_comm_get_unique_id": (c_int, [P(CommId)]),
+        "ws_comm_init": (c_int, [P(c_void_p), c_int, c_int, P(CommId)]),
+        "ws_comm_init_from_env": (c_int, [P(c_void_p)]),
+        "ws_comm_rank": (c_int, [c_void_p, P(c_int)]),
+        "ws_comm_size": (c_int, [c_void_p, P(c_int)]),
+        "ws_comm_device": (c_int, [c_void_p, P(c_int)]),
+        "ws_comm_alloc": (c_int, [c_void_p, c_size_t, P(c_void_p)]),
+        "ws_comm_free": (c_int, [c_void_p, c_void_p]),
+        "ws_comm_peer_ptr": (c_int, [c_void_p, c_void_p, c_int, P(c_void_p)]),
+        "ws_comm_barrier": (c_int, [c_void_p, c_void_p]),
+        "ws_comm_destroy": (c_int, [c_void_p]),
+        "ws_sendrecv": (c_int, [c_void_p, c_void_p, c_size_t, c_int, c_void_p, c_size_t, c_int, P(SendrecvOpts),
+                                c_void_p]),
+        "ws_allgather": (c_int, [c_void_p, c_void_p, c_size_t, c_void_p, c_void_p]),
+    }
+    for name, (res, args) in sigs.items():
+        f = getattr(L, name)
+        f.restype = res
+        f.argtypes = args
+
+
+def _load():
+    global lib, cudart, library_path
+    # One CUDA runtime per process: PyTorch's, when it is installed.
+    if "torch" not in sys.modules and importlib.util.find_spec("torch") is not None:
+        try:
+            import torch  # noqa: F401
+        except Exception:  # a broken torch must not hide the library's own errors
+            pass
+    dirs = _nvidia_lib_dirs()
+    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    _preload("libcudart.so.13", dirs + [os.path.join(cuda_home, "lib64")])
+    _preload("libnvshmem_host.so.3", dirs)
+    tried = []
+    for path in _candidates():
+        if not os.path.exists(path):
+            tried.append(f"{path} (absent)")
+            continue
+        try:
+            L = ctypes.CDLL(path)
+        except OSError as e:
+            tried.append(f"{path} ({e})")
+            continue
+        _declare(L)
+        lib, library_path = L, path
+        break
+    if lib is None:
+        raise ImportError("warpspec: the C library libwarpspec.so was not found or did not load; tried: " +
+                          "; ".join(tried) + ". Install the package (pip install .) or set WARPSPEC_LIBRARY to a "
+                          "build's libwarpspec.so.")
+    for name, mirror in _MIRRORS.items():
+        want = lib.ws_abi_sizeof(name.encode())
+        if want != ctypes.sizeof(mirror):
+            raise ImportError(f"warpspec: {library_path} has sizeof({name}) = {want}, the Python layer expects "
+                              f"{ctypes.sizeof(mirror)}: the package and the library are from different versions")
+    # The runtime the library links (already loaded: this finds it by soname).
+    try:
+        cudart = ctypes.CDLL("libcudart.so.13")
+    except OSError as e:
+        raise ImportError(f"warpspec: libcudart.so.13 did not load: {e}")
+    cudart.cudaGetDeviceCount.argtypes = [ctypes.POINTER(ctypes.c_int)]
+    cudart.cudaGetDevice.argtypes = [ctypes.POINTER(ctypes.c_int)]
+    cudart.cudaSetDevice.argtypes = [ctypes.c_int]
+    cudart.cudaGetErrorString.restype = ctypes.c_char_p
+    cudart.cudaGetErrorString.argtypes = [ctypes.c_int]
+    cudart.cudaGetLastError.argtypes = []
+
+
+_load()

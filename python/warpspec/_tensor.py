@@ -1,0 +1,264 @@
+"""Tensors in, pointers out: what the C API needs to know of an argument.
+
+Accepted: torch tensors, and anything with __cuda_array_interface__ (CuPy, Numba, JAX
+on one GPU). Other DLPack producers go through torch.from_dlpack when PyTorch is there.
+Every check happens here, before the C call: device (CUDA, one device for all
+arguments, sm_90), dtype, shape, strides. Outputs the caller does not give are
+allocated with PyTorch.
+"""
+
+import ctypes
+import sys
+
+from . import _lib
+from ._lib import invalid
+
+# dtype names used throughout; FP8 operands may come as raw bytes (uint8), bf16 ones as
+# raw 16-bit patterns (the CUDA array interface has no bf16 or fp8 type string).
+_TORCH_DTYPES = {
+    "torch.bfloat16": "bfloat16", "torch.float8_e4m3fn": "float8_e4m3fn", "torch.float32": "float32",
+    "torch.int32": "int32", "torch.uint8": "uint8", "torch.int8": "int8", "torch.float16": "float16",
+    "torch.int64": "int64", "torch.int16": "int16", "torch.float64": "float64",
+}
+_TYPESTR = {"f4": "float32", "i4": "int32", "u1": "uint8", "i1": "int8", "f2": "float16", "i8": "int64",
+            "u2": "bf16_bits", "i2": "bf16_bits", "V2": "bf16_bits", "f8": "float64"}
+_ITEMSIZE = {"bfloat16": 2, "bf16_bits": 2, "float8_e4m3fn": 1, "float32": 4, "int32": 4, "uint8": 1, "int8": 1,
+             "float16": 2, "int64": 8, "int16": 2, "float64": 8}
+
+# what each logical type accepts
+BF16 = ("bfloat16", "bf16_bits")
+FP8 = ("float8_e4m3fn", "uint8")
+F32 = ("float32",)
+I32 = ("int32",)
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def torch_or_raise(what):
+    t = _torch()
+    if t is None:
+        try:
+            import torch as t
+        except ImportError:
+            raise invalid(f"{what}: PyTorch is needed to allocate the result; pass it preallocated instead")
+    return t
+
+
+class View:
+    """Pointer, shape, strides (elements), dtype name and device of one argument."""
+
+    __slots__ = ("name", "ptr", "shape", "strides", "dtype", "device", "obj")
+
+    def __init__(self, obj, name):
+        self.name = name
+        self.obj = obj
+        torch = _torch()
+        if torch is not None and isinstance(obj, torch.Tensor):
+            if obj.device.type != "cuda":
+                raise invalid(f"{name}: a tensor on {obj.device}, must be on a CUDA device")
+            dt = _TORCH_DTYPES.get(str(obj.dtype))
+            if dt is None:
+                raise invalid(f"{name}: dtype {obj.dtype} is not supported here")
+            self.ptr = obj.data_ptr()
+            self.shape = tuple(obj.shape)
+            self.strides = tuple(obj.stride())
+            self.dtype = dt
+            self.device = obj.device.index if obj.device.index is not None else current_device()
+            return
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        if cai is None and hasattr(obj, "__dlpack__") and torch is not None:
+            v = View(torch.from_dlpack(obj), name)
+            for s in View.__slots__:
+                setattr(self, s, getattr(v, s))
+            return
+        if cai is None:
+            raise invalid(f"{name}: {type(obj).__name__} is neither a torch tensor nor has __cuda_array_interface__")
+        typestr = cai.get("typestr", "")
+        dt = _TYPESTR.get(typestr[1:])
+        if dt is None:
+            raise invalid(f"{name}: array type string {typestr!r} is not supported here")
+        self.ptr = int(cai["data"][0] or 0)
+        self.shape = tuple(int(s) for s in cai["shape"])
+        item = _ITEMSIZE[dt]
+        st = cai.get("strides")
+        if st is None:
+            st, acc = [], 1
+            for s in reversed(self.shape):
+                st.append(acc)
+                acc *= s
+            self.strides = tuple(reversed(st))
+        else:
+            if any(int(s) % item for s in st):
+                raise invalid(f"{name}: strides {tuple(st)} bytes are not whole {item}-byte elements")
+            self.strides = tuple(int(s) // item for s in st)
+        self.dtype = dt
+        self.device = None  # the pointer's device, asked from CUDA when the call runs
+
+    @property
+    def itemsize(self):
+        return _ITEMSIZE[self.dtype]
+
+    @property
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def nbytes(self):
+        return self.numel * self.itemsize
+
+    def contiguous(self):
+        acc = 1
+        for s, st in zip(reversed(self.shape), reversed(self.strides)):
+            if s != 1 and st != acc:
+                return False
+            acc *= s
+        return True
+
+    def expect(self, dtypes, ndim=None, shape=None, contiguous=True, what=""):
+        """Check dtype, rank, shape (None entries: any) and contiguity."""
+        if self.dtype not in dtypes:
+            raise invalid(f"{self.name}: dtype {self.dtype}, expected {' or '.join(dtypes)}{what}")
+        if ndim is not None and len(self.shape) not in (ndim if isinstance(ndim, tuple) else (ndim,)):
+            raise invalid(f"{self.name}: {len(self.shape)} dimensions {self.shape}, expected {ndim}{what}")
+        if shape is not None:
+            if len(shape) != len(self.shape) or any(w is not None and w != g for w, g in zip(shape, self.shape)):
+                want = tuple("*" if w is None else w for w in shape)
+                raise invalid(f"{self.name}: shape {self.shape}, expected {want}{what}")
+        if contiguous and not self.contiguous():
+            raise invalid(f"{self.name}: strides {self.strides} for shape {self.shape}: must be contiguous "
+                          f"(call .contiguous()){what}")
+        if self.ptr % 16 and self.numel > 0:
+            raise invalid(f"{self.name}: address 0x{self.ptr:x} is not 16-byte aligned")
+        return self
+
+
+def view(obj, name, optional=False):
+    if obj is None:
+        if optional:
+            return None
+        raise invalid(f"{name}: missing (None)")
+    return obj if isinstance(obj, View) else View(obj, name)
+
+
+# ---- devices and streams --------------------------------------------------------------
+class _PtrAttr(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("device", ctypes.c_int), ("devicePointer", ctypes.c_void_p),
+                ("hostPointer", ctypes.c_void_p), ("reserved", ctypes.c_long * 8)]
+
+
+def device_count():
+    n = ctypes.c_int(0)
+    if _lib.cudart.cudaGetDeviceCount(ctypes.byref(n)) != 0:
+        _lib.cudart.cudaGetLastError()
+        return 0
+    return n.value
+
+
+def current_device():
+    d = ctypes.c_int(0)
+    if _lib.cudart.cudaGetDevice(ctypes.byref(d)) != 0:
+        _lib.cudart.cudaGetLastError()
+        return 0
+    return d.value
+
+
+_limits_cache = {}
+
+
+def device_limits(dev):
+    if dev not in _limits_cache:
+        lim = _lib.DeviceLimits()
+        _lib.check(_lib.lib.ws_device_limits_query(dev, ctypes.byref(lim)))
+        _limits_cache[dev] = lim
+    return _limits_cache[dev]
+
+
+def _pointer_device(v):
+    attr = _PtrAttr()
+    err = _lib.cudart.cudaPointerGetAttributes(ctypes.byref(attr), ctypes.c_void_p(v.ptr))
+    if err != 0:
+        _lib.cudart.cudaGetLastError()
+        raise invalid(f"{v.name}: CUDA does not know address 0x{v.ptr:x}: "
+                      f"{_lib.cudart.cudaGetErrorString(err).decode()}")
+    if attr.type not in (2, 3):  # cudaMemoryTypeDevice, cudaMemoryTypeManaged
+        raise invalid(f"{v.name}: address 0x{v.ptr:x} is not device memory")
+    return attr.device
+
+
+def require_hopper(views, what):
+    """The one CUDA device all arguments live on, checked to be an sm_90 GPU."""
+    n = device_count()
+    if n == 0:
+        raise _lib.error_for(_lib.WS_ERR_NO_DEVICE, f"{what}: no CUDA device on this machine (warpspec's kernels "
+                                                    f"need an sm_90 GPU: H100 / H200)")
+    devs = set()
+    for v in views:
+        if v is None or v.numel == 0:
+            continue
+        if v.device is None:
+            v.device = _pointer_device(v)
+        devs.add(v.device)
+    if len(devs) > 1:
+        where = ", ".join(f"{v.name} on cuda:{v.device}" for v in views if v is not None and v.device is not None)
+        raise invalid(f"{what}: arguments on different devices ({where})")
+    dev = devs.pop() if devs else current_device()
+    lim = device_limits(dev)
+    if lim.cc_major != 9:
+        raise _lib.error_for(_lib.WS_ERR_NO_DEVICE,
+                             f"{what}: cuda:{dev} is {lim.name.decode()} (sm_{lim.cc_major}{lim.cc_minor}); warpspec's "
+                             f"kernels need an sm_90 GPU (H100 / H200)")
+    return dev
+
+
+def stream_handle(stream, dev):
+    """cudaStream_t for `stream`: None = PyTorch's current stream on dev (the default
+    stream without PyTorch); an int; a torch.cuda.Stream; anything with
+    __cuda_stream__ or .cuda_stream / .ptr."""
+    if stream is None:
+        torch = _torch()
+        if torch is not None and torch.cuda.is_available():
+            return torch.cuda.current_stream(dev).cuda_stream
+        return 0
+    if isinstance(stream, int):
+        return stream
+    if hasattr(stream, "__cuda_stream__"):
+        return int(stream.__cuda_stream__()[1])
+    for attr in ("cuda_stream", "ptr", "handle"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    raise invalid(f"stream: {type(stream).__name__} is not a CUDA stream")
+
+
+class on_device:
+    """Make `dev` the current CUDA device for the C call (the C API uses the current
+    one), and restore the previous one after."""
+
+    def __init__(self, dev):
+        self.dev = dev
+        self.prev = None
+
+    def __enter__(self):
+        self.prev = current_device()
+        if self.prev != self.dev:
+            if _lib.cudart.cudaSetDevice(self.dev) != 0:
+                _lib.cudart.cudaGetLastError()
+                raise _lib.error_for(_lib.WS_ERR_CUDA, f"cudaSetDevice({self.dev}) failed")
+        return self
+
+    def __exit__(self, *exc):
+        if self.prev is not None and self.prev != self.dev:
+            _lib.cudart.cudaSetDevice(self.prev)
+        return False
+
+
+def empty(shape, dtype, dev, what):
+    """A new torch tensor on cuda:dev (dtype: a name from this module)."""
+    torch = torch_or_raise(what)
+    tdt = {"bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn, "float32": torch.float32,
+           "uint8": torch.uint8, "int32": torch.int32}[dtype]
+    return torch.empty(shape, dtype=tdt, device=f"cuda:{dev}")

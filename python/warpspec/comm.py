@@ -1,0 +1,223 @@
+"""The communicator (warpspec/comm.h) over tensors: NVSHMEM underneath, one process per
+GPU, transfers on the current PyTorch stream.
+
+    import torch.distributed as dist, warpspec
+    dist.init_process_group("nccl")                 # or gloo: only the id travels through it
+    torch.cuda.set_device(local_rank)
+    comm = warpspec.Communicator.from_process_group()
+    comm.sendrecv(x, (rank + 1) % n, y, (rank - 1) % n)
+    warpspec.sync()                                 # transfer errors surface here
+    comm.destroy()
+
+Errors of a transfer (a peer that never comes, sizes that disagree) are found on the
+device and raised by warpspec.sync() as WarpspecTimeoutError / MismatchError naming the
+peer and the block. Keep one stream per communicator.
+"""
+
+import ctypes
+
+from . import _lib
+from ._lib import invalid
+from ._tensor import on_device, require_hopper, stream_handle, torch_or_raise, view
+
+WS_NO_PEER = -1
+
+
+def available():
+    """True if the library was built with NVSHMEM."""
+    return _lib.lib.ws_comm_available() == _lib.WS_OK
+
+
+def get_unique_id():
+    """The bootstrap id (128 bytes) rank 0 makes and hands to every rank."""
+    uid = _lib.CommId()
+    _lib.check(_lib.lib.ws_comm_get_unique_id(ctypes.byref(uid)))
+    return bytes(uid.bytes)
+
+
+class _SymmetricBuffer:
+    """Symmetric memory seen through __cuda_array_interface__ (bytes), so that torch
+    wraps it without a copy; the communicator owns it."""
+
+    def __init__(self, ptr, nbytes):
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 3,
+                                         "strides": None, "stream": None}
+
+
+class Communicator:
+    """A warpspec communicator on the current CUDA device (one rank per GPU)."""
+
+    def __init__(self, rank, nranks, unique_id, device=None):
+        """Collective over all `nranks` processes: each passes its rank and the same
+        128-byte unique_id (from get_unique_id() on rank 0). device: the CUDA device
+        of this rank (default: the current one)."""
+        if not isinstance(unique_id, (bytes, bytearray)) or len(unique_id) != 128:
+            raise invalid("Communicator: unique_id must be the 128 bytes of get_unique_id()")
+        if not (0 <= int(rank) < int(nranks)):
+            raise invalid(f"Communicator: rank {rank} out of range for {nranks} ranks")
+        if not available():
+            _lib.check(_lib.lib.ws_comm_available())
+        from ._tensor import current_device
+        dev = current_device() if device is None else int(device)
+        require_hopper([], "Communicator")
+        uid = _lib.CommId()
+        ctypes.memmove(uid.bytes, bytes(unique_id), 128)
+        handle = ctypes.c_void_p()
+        with on_device(dev):
+            _lib.check(_lib.lib.ws_comm_init(ctypes.byref(handle), int(rank), int(nranks), ctypes.byref(uid)))
+        self._h = handle
+        self.rank, self.size, self.device = int(rank), int(nranks), dev
+        self._buffers = {}
+
+    @classmethod
+    def from_process_group(cls, group=None, device=None):
+        """Collective over a torch.distributed process group (default: the world):
+        rank 0 of the group makes the unique id and broadcasts it through the group."""
+        import torch.distributed as dist
+        if not dist.is_available() or not dist.is_initialized():
+            raise invalid("Communicator.from_process_group: torch.distributed is not initialised "
+                          "(call dist.init_process_group first)")
+        rank, size = dist.get_rank(group), dist.get_world_size(group)
+        src = dist.get_global_rank(group, 0) if group is not None else 0
+        box = [get_unique_id() if rank == 0 else None]
+        dist.broadcast_object_list(box, src=src, group=group)
+        return cls(rank, size, box[0], device=device)
+
+    @classmethod
+    def from_env(cls):
+        """Collective: rank, size and device from `warpspec run` or mpirun
+        (ws_comm_init_from_env; the id travels through the rendezvous folder)."""
+        self = cls.__new__(cls)
+        handle = ctypes.c_void_p()
+        _lib.check(_lib.lib.ws_comm_init_from_env(ctypes.byref(handle)))
+        self._h = handle
+        r, n, d = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+        _lib.check(_lib.lib.ws_comm_rank(handle, ctypes.byref(r)))
+        _lib.check(_lib.lib.ws_comm_size(handle, ctypes.byref(n)))
+        _lib.check(_lib.lib.ws_comm_device(handle, ctypes.byref(d)))
+        self.rank, self.size, self.device = r.value, n.value, d.value
+        self._buffers = {}
+        return self
+
+    # ---- lifetime -------------------------------------------------------------------
+    def _handle(self):
+        if self._h is None:
+            raise invalid("Communicator: already destroyed")
+        return self._h
+
+    def destroy(self):
+        """Collective: waits for the device, frees the symmetric memory (tensors from
+        alloc() are invalid after this), finalizes NVSHMEM."""
+        if self._h is None:
+            return
+        h, self._h = self._h, None
+        self._buffers.clear()
+        with on_device(self.device):
+            _lib.check(_lib.lib.ws_comm_destroy(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+        return False
+
+    # ---- symmetric memory -------------------------------------------------------------
+    def alloc(self, shape, dtype=None):
+        """Collective: a zeroed tensor in symmetric memory (the same size on every rank),
+        which peers can write into directly (sendrecv's zero_copy). It lives until
+        free() or destroy()."""
+        torch = torch_or_raise("Communicator.alloc")
+        dtype = torch.uint8 if dtype is None else dtype
+        shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
+        numel = 1
+        for s in shape:
+            numel *= s
+        nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        if nbytes == 0:
+            raise invalid(f"Communicator.alloc: shape {shape} has no elements")
+        ptr = ctypes.c_void_p()
+        with on_device(self.device):
+            _lib.check(_lib.lib.ws_comm_alloc(self._handle(), nbytes, ctypes.byref(ptr)))
+        raw = torch.as_tensor(_SymmetricBuffer(ptr.value, nbytes), device=f"cuda:{self.device}")
+        t = raw.view(dtype).view(shape)
+        self._buffers[ptr.value] = nbytes
+        return t
+
+    def free(self, tensor):
+        """Collective: release a tensor from alloc()."""
+        ptr = tensor.data_ptr()
+        if ptr not in self._buffers:
+            raise invalid("Communicator.free: not a tensor from this communicator's alloc()")
+        del self._buffers[ptr]
+        with on_device(self.device):
+            _lib.check(_lib.lib.ws_comm_free(self._handle(), ctypes.c_void_p(ptr)))
+
+    # ---- transfers --------------------------------------------------------------------
+    def _bytes_view(self, t, name):
+        if t is None:
+            return None
+        v = view(t, name)
+        if not v.contiguous():
+            raise invalid(f"{name}: must be contiguous")
+        if v.ptr % 16 and v.nbytes:
+            raise invalid(f"{name}: address 0x{v.ptr:x} is not 16-byte aligned")
+        return v
+
+    def _peer(self, peer, name):
+        if peer is None:
+            return WS_NO_PEER
+        peer = int(peer)
+        if peer != WS_NO_PEER and not 0 <= peer < self.size:
+            raise invalid(f"{name}: {peer} out of range for {self.size} ranks (or None)")
+        return peer
+
+    def sendrecv(self, send, send_peer, recv, recv_peer, *, ctas=0, zero_copy=False, copy_engine=0, stream=None):
+        """Send `send` to send_peer and receive into `recv` from recv_peer in one kernel
+        (either side may be None). The receiver must expect exactly the bytes the
+        sender sends. zero_copy: every rank's `recv` is the same alloc() tensor, and
+        large messages are written straight into it. ctas: CTAs per direction (0 tuned)."""
+        sp, rp = self._peer(send_peer, "send_peer"), self._peer(recv_peer, "recv_peer")
+        vs = self._bytes_view(send, "send") if sp != WS_NO_PEER else None
+        vr = self._bytes_view(recv, "recv") if rp != WS_NO_PEER else None
+        if (sp != WS_NO_PEER and vs is None) or (rp != WS_NO_PEER and vr is None):
+            raise invalid("sendrecv: a peer without a tensor")
+        for v in (vs, vr):
+            if v is not None and v.device is not None and v.device != self.device:
+                raise invalid(f"{v.name}: on cuda:{v.device}, the communicator is on cuda:{self.device}")
+        opts = _lib.SendrecvOpts(int(ctas), 1 if zero_copy else 0, int(copy_engine))
+        with on_device(self.device):
+            s = stream_handle(stream, self.device)
+            _lib.check(_lib.lib.ws_sendrecv(self._handle(), vs.ptr if vs else None, vs.nbytes if vs else 0, sp,
+                                            vr.ptr if vr else None, vr.nbytes if vr else 0, rp, ctypes.byref(opts),
+                                            ctypes.c_void_p(s)))
+
+    def send(self, tensor, peer, **kw):
+        self.sendrecv(tensor, peer, None, None, **kw)
+
+    def recv(self, tensor, peer, **kw):
+        self.sendrecv(None, None, tensor, peer, **kw)
+
+    def allgather(self, tensor, out=None, *, stream=None):
+        """out[r] = rank r's tensor for every rank (ring). out: [size, *tensor.shape],
+        allocated when not given."""
+        v = self._bytes_view(tensor, "tensor")
+        if out is None:
+            torch = torch_or_raise("Communicator.allgather")
+            out = torch.empty((self.size,) + tuple(tensor.shape), dtype=tensor.dtype, device=f"cuda:{self.device}")
+        vo = self._bytes_view(out, "out")
+        if vo.nbytes != v.nbytes * self.size:
+            raise invalid(f"allgather: out has {vo.nbytes} bytes, expected {self.size} x {v.nbytes}")
+        with on_device(self.device):
+            s = stream_handle(stream, self.device)
+            _lib.check(_lib.lib.ws_allgather(self._handle(), v.ptr, v.nbytes, vo.ptr, ctypes.c_void_p(s)))
+        return out
+
+    def barrier(self, stream=None):
+        """All ranks reach this point on the stream before any goes on (device-side)."""
+        with on_device(self.device):
+            _lib.check(_lib.lib.ws_comm_barrier(self._handle(), ctypes.c_void_p(stream_handle(stream, self.device))))
+
+    def __repr__(self):
+        state = "destroyed" if self._h is None else f"cuda:{self.device}"
+        return f"Communicator(rank {self.rank} of {self.size}, {state})"

@@ -1,0 +1,21 @@
+/* abi.c - sizes of the public structs, for bindings that mirror them (the Python
+ * package checks its ctypes structs against these when it loads the library). */
+#include "warpspec/warpspec.h"
+
+#include <string.h>
+
+size_t ws_abi_sizeof(const char *type) {
+  if (!type) return 0;
+  static const struct { const char *name; size_t size; } table[] = {
+      {"ws_role", sizeof(ws_role)},
+      {"ws_layout", sizeof(ws_layout)},
+      {"ws_plan", sizeof(ws_plan)},
+      {"ws_device_limits", sizeof(ws_device_limits)},
+      {"ws_gemm_problem", sizeof(ws_gemm_problem)},
+      {"ws_comm_id", sizeof(ws_comm_id)},
+      {"ws_sendrecv_opts", sizeof(ws_sendrecv_opts)},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    if (strcmp(table[i].name, type) == 0) return table[i].size;
+  return 0;
+}
