@@ -186,6 +186,7 @@ static int setup(ctx *c, uint64_t max) {
     WK(ws_rendezvous_get(NULL, "nccl.id", &id, sizeof id));
   }
   NK(ncclCommInitRank(&c->nccl, c->nranks, id, c->rank));
+  if (c->rank == 0) WK(ws_rendezvous_cleanup(NULL, "nccl.id")); /* every rank is in: the id file can go */
   CK(cudaStreamCreateWithFlags(&c->s, cudaStreamNonBlocking));
   CK(cudaMalloc(&c->sbuf, max));
   CK(cudaMalloc(&c->rbuf, max));

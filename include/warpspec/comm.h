@@ -44,8 +44,8 @@ ws_status ws_comm_init(ws_comm **comm, int rank, int nranks, const ws_comm_id *i
 
 /* Collective. Rank, size and local rank from `warpspec run` (WS_RANK, WS_NRANKS,
  * WS_LOCAL_RANK) or Open MPI's mpirun (OMPI_COMM_WORLD_*); selects device = local rank;
- * exchanges the id through the rendezvous folder (WS_RENDEZVOUS_DIR, or one per mpirun
- * job under /tmp). Single node. */
+ * exchanges the id through the rendezvous folder (ws_rendezvous_dir) and, on rank 0,
+ * removes it again once all ranks are in. Single node. */
 ws_status ws_comm_init_from_env(ws_comm **comm);
 
 ws_status ws_comm_rank(const ws_comm *comm, int *rank);
@@ -67,11 +67,23 @@ ws_status ws_comm_barrier(ws_comm *comm, cudaStream_t stream);
 ws_status ws_comm_destroy(ws_comm *comm);
 
 /* Host-side rendezvous between the processes of one node: rank 0 puts, others get
- * (bounded by WS_RENDEZVOUS_TIMEOUT_MS). `dir` may be NULL for the default folder. */
+ * (bounded by WS_RENDEZVOUS_TIMEOUT_MS, default 60 s). `dir` may be NULL for the default
+ * folder. The folder must be a real directory of this user, not writable by group or
+ * others (created 0700 when absent; anything else is WS_ERR_INVALID naming it). A file
+ * carries the job key and its creation time: get ignores files of another job or from
+ * before this job's launcher started, and waits for the fresh one; a truncated or
+ * foreign file is WS_ERR_INVALID. Payloads up to 1 MiB. */
 ws_status ws_rendezvous_put(const char *dir, const char *name, const void *data, size_t bytes);
 ws_status ws_rendezvous_get(const char *dir, const char *name, void *data, size_t bytes);
-/* The folder ws_comm_init_from_env uses (NULL if the environment names none). */
+/* Rank 0, once every rank has read `name`: remove the file, and the folder if this
+ * process created it and it is empty. */
+ws_status ws_rendezvous_cleanup(const char *dir, const char *name);
+/* The folder ws_comm_init_from_env uses: WS_RENDEZVOUS_DIR (`warpspec run` sets it), or
+ * ${TMPDIR:-/tmp}/warpspec-rdv-<uid>-<job id> under mpirun; NULL if neither. */
 const char *ws_rendezvous_dir(void);
+/* This job's key, written into and checked in every file: WS_RENDEZVOUS_KEY (`warpspec
+ * run` sets a fresh one per launch), else mpirun's job id, else "". */
+const char *ws_rendezvous_key(void);
 
 /* ---- point to point ------------------------------------------------------------- */
 typedef struct {

@@ -3,13 +3,18 @@
  * WS_LOCAL_RANK and a fresh rendezvous folder (WS_RENDEZVOUS_DIR) in their
  * environment, NVLink multicast off (NCCL_NVLS_ENABLE=0, NVSHMEM_DISABLE_NVLS=1).
  * If one rank fails, the others get WS_RUN_GRACE_S seconds, then SIGTERM, then SIGKILL;
- * --timeout ends all of them after S seconds. Exit status: 0 if all ranks succeeded,
- * 77 if all succeeded or skipped (CTest's "skipped"), else the first failure's. */
+ * --timeout ends all of them after S seconds; SIGINT, SIGTERM or SIGHUP to the launcher
+ * ends them the same way. The folder (mode 0700, under $TMPDIR or /tmp) and a job key
+ * unique to this launch (WS_RENDEZVOUS_KEY) go to the ranks; the folder is removed on
+ * every way out: success, failure, timeout, signal. Exit status: 0 if all ranks
+ * succeeded, 77 if all succeeded or skipped (CTest's "skipped"), 128 + the signal if
+ * one stopped the launcher, else the first failure's. */
 #define _GNU_SOURCE
 #include "cli.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,19 +27,25 @@
 #define WS_RUN_MAX_RANKS 64
 #define WS_RUN_GRACE_S 10
 
+/* The files the ranks left in the folder (never following links), then the folder. */
 static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  char path[1024];
-  while ((e = readdir(d)) != NULL) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    unlink(path);
+  const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    DIR *d = fdopendir(fd);
+    if (d) {
+      struct dirent *e;
+      while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlinkat(fd, e->d_name, 0);
+      closedir(d); /* closes fd */
+    } else {
+      close(fd);
+    }
   }
-  closedir(d);
   rmdir(dir);
 }
+
+static volatile sig_atomic_t stop_signal;
+static void on_signal(int sig) { stop_signal = sig; }
 
 static double now_s(void) {
   struct timespec t;
@@ -61,8 +72,24 @@ int cli_run(int argc, char **argv) {
     fprintf(stderr, "usage: warpspec run -n N [--timeout S] [--] PROG [ARGS...]   (1 <= N <= %d)\n", WS_RUN_MAX_RANKS);
     return 2;
   }
-  char dir[] = "/tmp/warpspec-run-XXXXXX";
-  if (!mkdtemp(dir)) { perror("warpspec run: mkdtemp"); return 1; }
+  const char *base = getenv("TMPDIR");
+  if (!base || !*base) base = "/tmp";
+  char dir[1024], key[96];
+  if (snprintf(dir, sizeof dir, "%s/warpspec-run-XXXXXX", base) >= (int)sizeof dir) {
+    fprintf(stderr, "warpspec run: TMPDIR too long\n");
+    return 1;
+  }
+  if (!mkdtemp(dir)) { fprintf(stderr, "warpspec run: mkdtemp %s: %s\n", dir, strerror(errno)); return 1; }
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  snprintf(key, sizeof key, "run-%ld-%lld%09ld", (long)getpid(), (long long)now.tv_sec, now.tv_nsec);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
   pid_t pids[WS_RUN_MAX_RANKS];
   int alive[WS_RUN_MAX_RANKS] = {0}, status[WS_RUN_MAX_RANKS] = {0};
   fflush(stdout);
@@ -77,7 +104,11 @@ int cli_run(int argc, char **argv) {
       setenv("WS_LOCAL_RANK", v, 1);
       snprintf(v, sizeof v, "%d", n);
       setenv("WS_NRANKS", v, 1);
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      signal(SIGHUP, SIG_DFL);
       setenv("WS_RENDEZVOUS_DIR", dir, 1);
+      setenv("WS_RENDEZVOUS_KEY", key, 1);
       setenv("NCCL_NVLS_ENABLE", "0", 1);
       setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
       setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
@@ -91,6 +122,8 @@ int cli_run(int argc, char **argv) {
   const double start = now_s();
   double fail_at = 0;
   int left = n, first_bad = -1, timed_out = 0;
+  int stopped_by = 0;
+  double kill_at = 0;
   while (left > 0) {
     int st = 0;
     pid_t p = waitpid(-1, &st, WNOHANG);
@@ -109,7 +142,15 @@ int cli_run(int argc, char **argv) {
       continue;
     }
     const double t = now_s();
-    if (timeout > 0 && t - start > timeout) {
+    if (stop_signal && !stopped_by) {
+      stopped_by = stop_signal;
+      fprintf(stderr, "warpspec run: signal %d, stopping %d rank(s)\n", (int)stopped_by, left);
+      signal_all(pids, alive, n, SIGTERM);
+      kill_at = t + 2;
+    } else if (kill_at > 0 && t > kill_at) {
+      signal_all(pids, alive, n, SIGKILL);
+      kill_at = 0;
+    } else if (timeout > 0 && t - start > timeout) {
       fprintf(stderr, "warpspec run: timeout after %.0f s, stopping %d rank(s)\n", timeout, left);
       signal_all(pids, alive, n, SIGTERM);
       sleep(2);
@@ -126,6 +167,7 @@ int cli_run(int argc, char **argv) {
     usleep(10000);
   }
   remove_dir(dir);
+  if (stopped_by) return 128 + stopped_by;
   if (timed_out) return 124;
   if (first_bad >= 0) return status[first_bad] ? status[first_bad] : 1;
   for (int r = 0; r < n; r++)

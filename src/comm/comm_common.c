@@ -52,5 +52,16 @@ ws_status ws_comm_init_from_env(ws_comm **comm) {
   } else if ((s = ws_rendezvous_get(NULL, "nvshmem.id", &id, sizeof id)) != WS_OK) {
     return s;
   }
-  return ws_comm_init(comm, rank, nranks, &id);
+  s = ws_comm_init(comm, rank, nranks, &id);
+  /* ws_comm_init ends in a barrier of all ranks, so all have read the id by now; on a
+   * failure nobody needs it any more. Either way rank 0 leaves nothing behind. */
+  if (rank == 0) {
+    /* A file the cleanup could not remove is harmless (the next job ignores it as
+     * stale): the status and message stay the init's. */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ws_last_error());
+    (void)ws_rendezvous_cleanup(NULL, "nvshmem.id");
+    if (s != WS_OK) ws_fail(s, "%s", msg);
+  }
+  return s;
 }

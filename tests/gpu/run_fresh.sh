@@ -53,6 +53,19 @@ for t in $types; do
   [ $wrc -ne 0 ] && rc_all=1
   rm -rf "$wb"
 done
+if [ "${MPI:-0}" = 1 ] && [ "$ngpu" -ge 2 ]; then
+  # the communicator under Open MPI's launcher: the id through the default rendezvous
+  # folder (${TMPDIR:-/tmp}/warpspec-rdv-<uid>-<job id>), which rank 0 must remove again
+  t=$(echo $types | cut -d' ' -f1)
+  log="$out/fresh_mpirun.log"
+  before=$(ls -d /tmp/warpspec-rdv-* 2>/dev/null | wc -l)
+  timeout 300 mpirun --allow-run-as-root --oversubscribe -n 2 -x NCCL_NVLS_ENABLE -x NVSHMEM_DISABLE_NVLS \
+    -x LD_LIBRARY_PATH "build-fresh-$t/tests/gpu/test_sendrecv" quick >"$log" 2>&1
+  rc=$?
+  after=$(ls -d /tmp/warpspec-rdv-* 2>/dev/null | wc -l)
+  echo "mpirun -n 2 test_sendrecv quick [$t]: rc=$rc, $(grep -c 'all checks passed' "$log") rank(s) passed, rendezvous folders in /tmp before $before, after $after" | tee -a "$summary"
+  [ $rc -ne 0 ] || [ "$after" -gt "$before" ] && { tail -20 "$log"; rc_all=1; }
+fi
 if [ "${PIP:-0}" = 1 ]; then
   log="$out/fresh_pip.log"
   # no network on the GPU machine: the build backend (scikit-build-core), CMake and

@@ -247,6 +247,10 @@ int main(int argc, char **argv) {
   } else {
     WS_OK_OR_DIE(ws_rendezvous_get(NULL, "seed", &seed, sizeof seed));
   }
+  /* every rank has the seed once past a barrier: rank 0 removes the file */
+  WS_OK_OR_DIE(ws_comm_barrier(c, 0));
+  WS_OK_OR_DIE(ws_sync(0));
+  if (rank == 0) WS_OK_OR_DIE(ws_rendezvous_cleanup(NULL, "seed"));
   rng_state ^= seed; /* the same draws on every rank: both sides pick the same sizes */
   printf("rank %d of %d: seed %llu, mode %s\n", rank, nranks, (unsigned long long)seed, mode);
 

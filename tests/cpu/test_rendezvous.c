@@ -1,0 +1,352 @@
+/* test_rendezvous.c - the rendezvous folder and files against what other users, earlier
+ * jobs and crashes leave behind (no GPU). Each case ends in a clear error or in waiting
+ * for the fresh file and then success, and leaves no file behind:
+ *   folder owned by another user (as root), mode 0777, a symbolic link as the folder or
+ *   as the id file; a stale file of an earlier run and one of another job (ignored,
+ *   then the fresh one is read); truncated, short-header and oversized files; the
+ *   folder appearing late; two concurrent jobs, in one folder and in their default
+ *   folders; cleanup after success and after a rank that exits early. */
+#define _GNU_SOURCE
+#include "../test.h"
+#include "../../src/comm/rendezvous.h"
+#include "warpspec/comm.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char base[] = "/tmp/ws-test-rdv-XXXXXX"; /* everything the test makes lives here */
+static const char payload[] = "128 bytes of a unique id, more or less";
+
+static void msleep(int ms) {
+  struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&t, NULL);
+}
+
+static uint64_t realtime_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static int count_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  closedir(d);
+  return n;
+}
+
+/* A fresh sub-folder of base, mode 0700. */
+static void make_dir(char *out, size_t len, const char *name) {
+  snprintf(out, len, "%s/%s", base, name);
+  CHECK(mkdir(out, 0700) == 0);
+}
+
+/* Write a rendezvous file by hand: header fields as given, then `bytes` of payload,
+ * then `extra` more bytes; total length cut to `cut` if cut >= 0. */
+static void write_file(const char *path, const char *key, uint64_t created_ns, size_t bytes, size_t extra, long cut) {
+  ws_rdv_header h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.magic, WS_RDV_MAGIC, sizeof h.magic);
+  h.version = WS_RDV_VERSION;
+  h.header_bytes = sizeof h;
+  h.created_ns = created_ns;
+  h.payload_bytes = bytes;
+  h.writer_pid = 1;
+  snprintf(h.key, sizeof h.key, "%s", key);
+  char buf[4096];
+  memcpy(buf, &h, sizeof h);
+  memset(buf + sizeof h, 'x', bytes + extra);
+  size_t total = sizeof h + bytes + extra;
+  if (cut >= 0) total = (size_t)cut;
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  if (f) {
+    CHECK(fwrite(buf, 1, total, f) == total);
+    fclose(f);
+  }
+}
+
+/* Fork a "rank 0" that waits `delay_ms`, then puts the payload (with the key it is
+ * given, "" to keep the environment's) and exits. */
+static pid_t writer_after(const char *dir, const char *name, int delay_ms, const char *key) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t p = fork();
+  if (p == 0) {
+    if (key) setenv("WS_RENDEZVOUS_KEY", key, 1);
+    msleep(delay_ms);
+    _exit(ws_rendezvous_put(dir, name, payload, sizeof payload) == WS_OK ? 0 : 1);
+  }
+  return p;
+}
+
+static int wait_ok(pid_t p) {
+  int st = 0;
+  return waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void basic_and_cleanup(void) {
+  char dir[512], got[sizeof payload];
+  snprintf(dir, sizeof dir, "%s/made-by-put", base);
+  setenv("WS_RENDEZVOUS_KEY", "job-basic", 1);
+  /* the folder is created 0700 by put, read, then removed with the file by cleanup */
+  CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_OK);
+  struct stat st;
+  CHECK(lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
+  CHECK(memcmp(got, payload, sizeof payload) == 0);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, 8), WS_ERR_INVALID); /* another size: an error, not a hang */
+  CHECK_MSG("expected 8");
+  CHECK_STATUS(ws_rendezvous_cleanup(dir, "id"), WS_OK);
+  CHECK(lstat(dir, &st) != 0); /* gone: file and folder */
+  /* a folder made by someone else (the launcher) stays; the file goes */
+  make_dir(dir, sizeof dir, "launcher");
+  CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_OK);
+  CHECK(count_entries(dir) == 1);
+  CHECK_STATUS(ws_rendezvous_cleanup(dir, "id"), WS_OK);
+  CHECK(count_entries(dir) == 0);
+  CHECK(rmdir(dir) == 0);
+}
+
+static void unsafe_folders(void) {
+  char dir[512], got[sizeof payload];
+  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "5000", 1); /* errors must come at once, not at the bound */
+  /* mode 0777 */
+  make_dir(dir, sizeof dir, "open");
+  CHECK(chmod(dir, 0777) == 0);
+  time_t t0 = time(NULL);
+  CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_ERR_INVALID);
+  CHECK_MSG("writable by group or others");
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_INVALID);
+  CHECK_MSG("mode 777");
+  CHECK(time(NULL) - t0 < 3);
+  CHECK(count_entries(dir) == 0);
+  CHECK(rmdir(dir) == 0);
+  /* group-writable only */
+  make_dir(dir, sizeof dir, "group");
+  CHECK(chmod(dir, 0770) == 0);
+  CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_ERR_INVALID);
+  CHECK(rmdir(dir) == 0);
+  /* a symbolic link where the folder should be (pointing at a folder we own) */
+  char target[512], link[512];
+  make_dir(target, sizeof target, "target");
+  snprintf(link, sizeof link, "%s/link", base);
+  CHECK(symlink(target, link) == 0);
+  CHECK_STATUS(ws_rendezvous_put(link, "id", payload, sizeof payload), WS_ERR_INVALID);
+  CHECK_MSG("symbolic link");
+  CHECK_STATUS(ws_rendezvous_get(link, "id", got, sizeof got), WS_ERR_INVALID);
+  CHECK_MSG("symbolic link");
+  CHECK(count_entries(target) == 0);
+  unlink(link);
+  /* a regular file where the folder should be */
+  snprintf(link, sizeof link, "%s/plainfile", base);
+  write_file(link, "", 1, 1, 0, -1);
+  CHECK_STATUS(ws_rendezvous_put(link, "id", payload, sizeof payload), WS_ERR_INVALID);
+  CHECK_MSG("not a directory");
+  unlink(link);
+  /* owned by another user: only root can make one to test with */
+  if (geteuid() == 0) {
+    make_dir(dir, sizeof dir, "stranger");
+    CHECK(chown(dir, 54321, 54321) == 0);
+    CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_ERR_INVALID);
+    CHECK_MSG("owned by uid 54321");
+    CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_INVALID);
+    CHECK_MSG("another user");
+    CHECK(count_entries(dir) == 0);
+    CHECK(rmdir(dir) == 0);
+    /* the default folder under mpirun, made first by a stranger */
+    setenv("TMPDIR", base, 1);
+    setenv("OMPI_MCA_ess_base_jobid", "4242", 1);
+    unsetenv("WS_RENDEZVOUS_DIR");
+    const char *def = ws_rendezvous_dir();
+    CHECK(def != NULL && mkdir(def, 0700) == 0 && chown(def, 54321, 54321) == 0);
+    CHECK_STATUS(ws_rendezvous_put(NULL, "id", payload, sizeof payload), WS_ERR_INVALID);
+    CHECK_MSG("owned by uid 54321");
+    rmdir(def);
+    unsetenv("OMPI_MCA_ess_base_jobid");
+    unsetenv("TMPDIR");
+  } else {
+    printf("not root: the folder-of-another-user cases are not run\n");
+  }
+  rmdir(target);
+}
+
+static void bad_files(void) {
+  char dir[512], path[600], got[sizeof payload];
+  make_dir(dir, sizeof dir, "files");
+  setenv("WS_RENDEZVOUS_KEY", "job-files", 1);
+  snprintf(path, sizeof path, "%s/id.job-files", dir); /* the file of name "id" for this key */
+  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "5000", 1);
+  /* the id file as a symbolic link to a good-looking file elsewhere */
+  char elsewhere[600];
+  snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", base);
+  write_file(elsewhere, "job-files", realtime_ns(), sizeof payload, 0, -1);
+  CHECK(symlink(elsewhere, path) == 0);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_INVALID);
+  CHECK_MSG("symbolic link");
+  unlink(path);
+  unlink(elsewhere);
+  /* fresh, this job's, but cut short / too long / a header cut short */
+  write_file(path, "job-files", realtime_ns(), sizeof payload, 0, (long)(sizeof(ws_rdv_header) + 5));
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_INVALID);
+  CHECK_MSG("truncated");
+  write_file(path, "job-files", realtime_ns(), sizeof payload, 7, -1);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_INVALID);
+  CHECK_MSG("oversized");
+  write_file(path, "job-files", realtime_ns(), sizeof payload, 0, 20);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_INVALID);
+  CHECK_MSG("short header");
+  /* a stale file of an earlier run with the same job key: ignored, the fresh one read */
+  write_file(path, "job-files", realtime_ns() - 3600ull * 1000000000ull, sizeof payload, 0, -1);
+  pid_t w = writer_after(dir, "id", 150, NULL);
+  memset(got, 0, sizeof got);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
+  CHECK(memcmp(got, payload, sizeof payload) == 0);
+  CHECK(wait_ok(w));
+  /* the same without a writer: a timeout that says what was ignored */
+  write_file(path, "job-files", realtime_ns() - 3600ull * 1000000000ull, sizeof payload, 0, -1);
+  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "200", 1);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_TIMEOUT);
+  CHECK_MSG("earlier run");
+  /* an old file without any header (an older warpspec, a crash): stale as well */
+  write_file(path, "", 1, 1, 0, 10);
+  struct timespec old[2] = {{1000000, 0}, {1000000, 0}};
+  CHECK(utimensat(AT_FDCWD, path, old, 0) == 0);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_TIMEOUT);
+  CHECK_MSG("without a valid header");
+  /* a fresh file of another job under our name: ignored, then ours */
+  write_file(path, "job-other", realtime_ns(), sizeof payload, 0, -1);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_TIMEOUT);
+  CHECK_MSG("another job");
+  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "5000", 1);
+  w = writer_after(dir, "id", 100, NULL);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
+  CHECK(wait_ok(w));
+  CHECK_STATUS(ws_rendezvous_cleanup(dir, "id"), WS_OK);
+  CHECK(count_entries(dir) == 0); /* no temporary file left either */
+  CHECK(rmdir(dir) == 0);
+}
+
+/* The folder appears late (rank 0 starts after the readers); two jobs run at once. */
+static void timing_and_concurrency(void) {
+  char dir[512], got[sizeof payload];
+  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "10000", 1);
+  snprintf(dir, sizeof dir, "%s/late", base);
+  pid_t w = writer_after(dir, "id", 200, "job-late");
+  setenv("WS_RENDEZVOUS_KEY", "job-late", 1);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
+  CHECK(wait_ok(w));
+  char file[600];
+  snprintf(file, sizeof file, "%s/id.job-late", dir);
+  unlink(file);
+  rmdir(dir);
+  /* two jobs, one folder: each reader gets its own job's file */
+  make_dir(dir, sizeof dir, "shared");
+  pid_t readers[4];
+  const char *keys[2] = {"job-A", "job-B"};
+  fflush(stdout);
+  fflush(stderr);
+  for (int j = 0; j < 2; j++)
+    for (int r = 0; r < 2; r++) {
+      readers[2 * j + r] = fork();
+      if (readers[2 * j + r] == 0) {
+        setenv("WS_RENDEZVOUS_KEY", keys[j], 1);
+        char mine[64], want[64];
+        snprintf(want, sizeof want, "payload of %s", keys[j]);
+        if (r == 0) { /* rank 0 of job j */
+          msleep(50 + 30 * j);
+          _exit(ws_rendezvous_put(dir, "id", want, sizeof want) == WS_OK ? 0 : 1);
+        }
+        const ws_status s = ws_rendezvous_get(dir, "id", mine, sizeof mine);
+        _exit(s == WS_OK && !strcmp(mine, want) ? 0 : 1);
+      }
+    }
+  for (int i = 0; i < 4; i++) CHECK(wait_ok(readers[i]));
+  for (int j = 0; j < 2; j++) {
+    setenv("WS_RENDEZVOUS_KEY", keys[j], 1);
+    CHECK_STATUS(ws_rendezvous_cleanup(dir, "id"), WS_OK);
+  }
+  CHECK(count_entries(dir) == 0);
+  rmdir(dir);
+  /* two mpirun jobs: their default folders differ, and carry the user id */
+  unsetenv("WS_RENDEZVOUS_DIR");
+  unsetenv("WS_RENDEZVOUS_KEY");
+  setenv("TMPDIR", base, 1);
+  setenv("OMPI_MCA_ess_base_jobid", "777", 1);
+  char a[512];
+  snprintf(a, sizeof a, "%s", ws_rendezvous_dir());
+  CHECK(strcmp(ws_rendezvous_key(), "777") == 0);
+  setenv("OMPI_MCA_ess_base_jobid", "778", 1);
+  CHECK(strcmp(a, ws_rendezvous_dir()) != 0);
+  char uid[32];
+  snprintf(uid, sizeof uid, "-%u-", (unsigned)geteuid());
+  CHECK(strstr(a, base) == a && strstr(a, uid) != NULL);
+  unsetenv("OMPI_MCA_ess_base_jobid");
+  unsetenv("TMPDIR");
+}
+
+/* Rank 1 exits before reading; rank 0's init then fails, and its cleanup still leaves
+ * nothing behind (ws_comm_init_from_env does this on every way out). */
+static void early_exit(void) {
+  char dir[512], got[sizeof payload];
+  snprintf(dir, sizeof dir, "%s/early", base);
+  setenv("WS_RENDEZVOUS_KEY", "job-early", 1);
+  fflush(stdout);
+  pid_t r1 = fork();
+  if (r1 == 0) _exit(3); /* a rank that dies at once */
+  int st = 0;
+  waitpid(r1, &st, 0);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+  CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_OK);
+  CHECK_STATUS(ws_rendezvous_cleanup(dir, "id"), WS_OK);
+  struct stat sb;
+  CHECK(lstat(dir, &sb) != 0);
+  /* a later job with the same key and folder is not blocked by anything */
+  pid_t w = writer_after(dir, "id", 50, NULL);
+  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "5000", 1);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
+  CHECK(wait_ok(w));
+  char file[600];
+  snprintf(file, sizeof file, "%s/id.job-early", dir);
+  unlink(file);
+  rmdir(dir);
+}
+
+static void arguments(void) {
+  char got[8];
+  CHECK_STATUS(ws_rendezvous_put(base, "a/b", payload, sizeof payload), WS_ERR_INVALID);
+  CHECK_STATUS(ws_rendezvous_put(base, ".hidden", payload, sizeof payload), WS_ERR_INVALID);
+  CHECK_STATUS(ws_rendezvous_put(base, "x", NULL, 1), WS_ERR_INVALID);
+  CHECK_STATUS(ws_rendezvous_put(base, "x", payload, (2u << 20)), WS_ERR_INVALID);
+  CHECK_STATUS(ws_rendezvous_cleanup(base, ""), WS_ERR_INVALID);
+  unsetenv("WS_RENDEZVOUS_DIR");
+  unsetenv("OMPI_MCA_ess_base_jobid");
+  unsetenv("PMIX_NAMESPACE");
+  CHECK(ws_rendezvous_dir() == NULL);
+  CHECK_STATUS(ws_rendezvous_get(NULL, "id", got, sizeof got), WS_ERR_INVALID);
+  CHECK_MSG("WS_RENDEZVOUS_DIR");
+}
+
+int main(void) {
+  CHECK(mkdtemp(base) != NULL);
+  unsetenv("WS_RENDEZVOUS_DIR");
+  basic_and_cleanup();
+  unsafe_folders();
+  bad_files();
+  timing_and_concurrency();
+  early_exit();
+  arguments();
+  const int left = count_entries(base);
+  if (left != 0) printf("left behind in %s: %d entries\n", base, left);
+  CHECK(left == 0);
+  rmdir(base);
+  return test_finish("test_rendezvous");
+}
