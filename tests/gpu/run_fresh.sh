@@ -80,7 +80,7 @@ if [ "${PIP:-0}" = 1 ]; then
     (cd /tmp && python3 -c 'import warpspec, sys; print("warpspec", warpspec.__version__, "from", warpspec.__file__); print(warpspec.info())') >>"$log" 2>&1
     (cd /tmp && PYTHONUNBUFFERED=1 timeout 900 python3 -m pytest -v -rs "$OLDPWD/python/tests" -p no:cacheprovider) >>"$log" 2>&1
     rc=$?
-    grep -E "passed|failed|skipped|error" "$log" | tail -3 | tee -a "$summary"
+    grep -E "^=+ .*(passed|failed)" "$log" | tail -1 | tee -a "$summary"
     echo "pytest (installed package): rc=$rc" | tee -a "$summary"
     [ $rc -ne 0 ] && rc_all=1
     (cd /tmp && python3 -m warpspec info && python3 -m warpspec plan dispatch:4:rest receiver:4:80 compute:4:184 && command -v warpspec) >>"$log" 2>&1
