@@ -1,5 +1,5 @@
 /* test_comm.c - communication without a GPU: sendrecv chunking and stride arithmetic,
- * the rendezvous (and its timeout), argument validation and bootstrap error paths. */
+ * argument validation and bootstrap error paths (the rendezvous: test_rendezvous.c). */
 #define _GNU_SOURCE
 #include "../test.h"
 #include "warpspec/comm.h"
@@ -40,37 +40,6 @@ static void geometry(void) {
   CHECK(ws_sr_default_blocks(32) == 1);
   CHECK(ws_sr_default_blocks(1ull << 30) <= WS_SR_MAX_BLOCKS);
   for (uint64_t n = 1; n < (1ull << 32); n *= 2) CHECK(ws_sr_default_blocks(n) <= ws_sr_default_blocks(2 * n));
-}
-
-static void rendezvous(void) {
-  char dir[] = "/tmp/ws-test-rdv-XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
-  const char msg[] = "unique id bytes";
-  char got[sizeof msg] = "";
-  CHECK_STATUS(ws_rendezvous_put(dir, "id", msg, sizeof msg), WS_OK);
-  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
-  CHECK(memcmp(msg, got, sizeof msg) == 0);
-  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, 4), WS_ERR_INVALID); /* wrong size is an error, not a hang */
-  CHECK_MSG("expected 4");
-  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "50", 1);
-  CHECK_STATUS(ws_rendezvous_get(dir, "never", got, sizeof got), WS_ERR_TIMEOUT);
-  CHECK_MSG("did rank 0 start");
-  unsetenv("WS_RENDEZVOUS_TIMEOUT_MS");
-  CHECK_STATUS(ws_rendezvous_put(dir, "a/b", msg, sizeof msg), WS_ERR_INVALID);
-  CHECK_STATUS(ws_rendezvous_put(dir, "x", NULL, 1), WS_ERR_INVALID);
-  unsetenv("WS_RENDEZVOUS_DIR");
-  unsetenv("OMPI_MCA_ess_base_jobid");
-  unsetenv("PMIX_NAMESPACE");
-  CHECK(ws_rendezvous_dir() == NULL);
-  CHECK_STATUS(ws_rendezvous_get(NULL, "id", got, sizeof got), WS_ERR_INVALID);
-  CHECK_MSG("WS_RENDEZVOUS_DIR");
-  setenv("OMPI_MCA_ess_base_jobid", "1234", 1);
-  CHECK(ws_rendezvous_dir() != NULL && strstr(ws_rendezvous_dir(), "1234") != NULL);
-  unsetenv("OMPI_MCA_ess_base_jobid");
-  char path[512];
-  snprintf(path, sizeof path, "%s/id", dir);
-  unlink(path);
-  rmdir(dir);
 }
 
 static void arguments(void) {
@@ -123,7 +92,6 @@ static void arguments(void) {
 
 int main(void) {
   geometry();
-  rendezvous();
   arguments();
   return test_finish("test_comm");
 }
