@@ -60,6 +60,11 @@
 #define WS_COMM_HEAP_SPARE      (1ull << 30) /* symmetric heap beyond the staging, default  */
 #define WS_RENDEZVOUS_TIMEOUT_MS 60000 /* ranks wait this long for each other at init   */
 
+/* ---- MoE dispatch / combine ----------------------------------------------------- */
+#define WS_EP_DEFAULT_SMS       24     /* CTAs per transfer kernel unless the config says  */
+#define WS_EP_WARPS             8      /* warps per CTA of the dispatch/combine kernels    */
+#define WS_EP_LAYOUT_THREADS    1024   /* the one-CTA routing kernel                        */
+
 /* ---- GEMM ------------------------------------------------------------------------ */
 /* Split-K for dense problems with fewer output tiles than half the SMs (a few rows):
  * each tile's K range is cut into slices for more CTAs; fp32 partials, then one summing

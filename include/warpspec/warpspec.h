@@ -11,4 +11,5 @@
 #include "comm.h"
 #include "fp8.h"
 #include "gemm.h"
+#include "moe.h"
 #endif

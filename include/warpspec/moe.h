@@ -1,0 +1,120 @@
+/* warpspec/moe.h - MoE expert-parallel dispatch and combine on a communicator.
+ *
+ * E experts are spread over the ranks, E / nranks each (rank r hosts experts
+ * r * L .. r * L + L - 1, L = local experts). Dispatch sends every token once to each
+ * rank that hosts at least one of its top-k experts (not once per expert) and lays the
+ * received rows out grouped-contiguous by local expert, ready for ws_gemm's
+ * WS_GEMM_GROUPED_CONTIGUOUS layout: a token that hit two local experts appears in both
+ * groups, each group is padded to cfg.row_align rows, and the group offsets live in
+ * device memory (ws_gemm reads them there, so dispatch -> ws_gemm -> combine captures in
+ * one CUDA graph). FP8 rows arrive with their 1 x 128 scales K-block-major, the layout
+ * ws_gemm reads fastest (a_scale_ld = recv.scale_ld).
+ *
+ * Combine takes one BF16 row per received row (the expert outputs, same layout) and
+ * gives each source token sum_k weight_k * y_k: the expert side sums the rows of the
+ * token's local experts in fp32 and sends one BF16 partial per (token, rank) back; the
+ * source adds the partials of its ranks in fp32 and writes BF16.
+ *
+ * Every call is collective: all ranks call dispatch (and then combine) the same number
+ * of times, in the same order, each with its own tokens (0 is fine). Waits are bounded:
+ * a rank that does not take part shows as WS_ERR_TIMEOUT at ws_sync naming the peer,
+ * role and block. Buffers are sized for the worst case at ws_ep_create (max_tokens per
+ * rank from every rank), so no call allocates. One stream per handle; combine uses the
+ * layout of the handle's latest dispatch. */
+#ifndef WARPSPEC_MOE_H
+#define WARPSPEC_MOE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "comm.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WS_EP_MAX_TOPK 16
+#define WS_EP_MAX_EXPERTS 1024
+#define WS_EP_MAX_SMS 128
+
+typedef enum { WS_EP_BF16 = 0, WS_EP_FP8 = 1 } ws_ep_payload;
+
+typedef struct {
+  int hidden;        /* H: a multiple of 128 for FP8, of 8 for BF16                        */
+  int experts;       /* E: a multiple of the number of ranks, <= WS_EP_MAX_EXPERTS           */
+  int topk;          /* K: 1..WS_EP_MAX_TOPK                                                 */
+  int max_tokens;    /* tokens a rank may dispatch per call                                 */
+  ws_ep_payload payload;
+  int row_align;     /* pad each expert's rows to a multiple of this (1: none; e.g. 128 = ws_gemm's tile) */
+  int num_sms;       /* CTAs of each transfer kernel, 1..WS_EP_MAX_SMS; 0: WS_EP_DEFAULT_SMS. The same on
+                      * every rank. Fewer leave more SMs to compute running beside it. */
+} ws_ep_config;
+
+typedef struct ws_ep ws_ep;
+
+/* What a dispatch delivered to this rank, all in device memory owned by the handle and
+ * valid until the next dispatch. Rows beyond expert_offsets[local_experts] are unused. */
+typedef struct {
+  void *x;                    /* [max_rows][hidden] e4m3 or bf16                               */
+  float *x_scale;             /* FP8: [hidden / 128][scale_ld], K-block-major; BF16: NULL       */
+  int scale_ld;               /* >= max_rows, a multiple of 4 (ws_gemm's a_scale_ld)            */
+  int max_rows;               /* rows allocated: ws_gemm's m for this layout                    */
+  int local_experts;          /* ws_gemm's groups                                               */
+  const int *expert_offsets;  /* [local_experts + 1]: ws_gemm's group_offsets                   */
+  const int *expert_counts;   /* [local_experts]: rows received per expert, before padding      */
+  const int *src_rank;        /* [max_rows]: where each row came from (-1: padding)             */
+  const int *src_token;       /* [max_rows]: the token's index on its rank                      */
+  const int *src_slot;        /* [max_rows]: its top-k slot                                     */
+  const float *weight;        /* [max_rows]: its top-k weight                                   */
+} ws_ep_recv;
+
+/* Check a config for `nranks` ranks without a GPU (also done by ws_ep_create). */
+ws_status ws_ep_config_check(const ws_ep_config *cfg, int nranks);
+
+/* Rows the receive layout holds for this config: every rank's max_tokens, each token on
+ * min(topk, local experts) local experts, plus the padding of every expert. */
+size_t ws_ep_max_rows(const ws_ep_config *cfg, int nranks);
+
+/* Collective: a handle on `comm` (buffers from its symmetric heap; every rank must pass
+ * the same config, else WS_ERR_MISMATCH naming the field). */
+ws_status ws_ep_create(ws_ep **ep, ws_comm *comm, const ws_ep_config *cfg);
+ws_status ws_ep_destroy(ws_ep *ep); /* collective */
+
+/* Collective: dispatch `num_tokens` tokens (0..max_tokens). x: [num_tokens][hidden] bf16,
+ * or e4m3 with x_scale [num_tokens][hidden / 128] fp32 (row-major, as
+ * ws_fp8_quantize_1x128 writes them); topk_idx [num_tokens][topk] int32 expert ids
+ * (-1: no expert, the slot is skipped), topk_weights [num_tokens][topk] fp32; all device
+ * memory. recv (may be NULL) gets the layout. host_offsets: NULL for the graph-capturable
+ * call; else the call waits for the stream and copies the exact expert offsets
+ * (local_experts + 1 ints) there, and reports expert ids out of range as WS_ERR_INVALID. */
+ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_scale, const int *topk_idx, const float *topk_weights,
+                         int num_tokens, ws_ep_recv *recv, int *host_offsets, cudaStream_t stream);
+
+/* Collective: y [max_rows][hidden] bf16 in the latest dispatch's layout (rows of padding
+ * are ignored); out [num_tokens][hidden] bf16 of that dispatch gets
+ * sum_k topk_weights[t][k] * y[row of (t, k)], zero for a token without experts. */
+ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStream_t stream);
+
+/* The layout of the latest dispatch (the same as its recv). */
+ws_status ws_ep_recv_layout(const ws_ep *ep, ws_ep_recv *recv);
+
+/* Expert ids out of range seen by dispatches since the last call (they were skipped):
+ * waits for the stream; WS_ERR_INVALID naming the first one, else WS_OK. */
+ws_status ws_ep_check(ws_ep *ep, cudaStream_t stream);
+
+/* ---- host reference (tests) ----------------------------------------------------------- */
+/* What rank `me` receives, from every rank's routing (host memory): topk_idx[r] is rank
+ * r's [num_tokens[r]][topk] ids. counts[local_experts] and offsets[local_experts + 1]
+ * (padded as the config says) are filled. If rows is non-NULL it gets, per local expert
+ * in order, the (src_rank, src_token, src_slot) triples of its rows ordered by source
+ * rank then token: 3 ints per row, offsets[] indexing them (padding rows: -1). */
+ws_status ws_ep_reference_layout(const ws_ep_config *cfg, int nranks, int me, const int *const *topk_idx,
+                                 const int *num_tokens, int *counts, int *offsets, int *rows);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,152 @@
+/* combine.cu - MoE combine: weighted sums of the expert outputs back at each token's rank.
+ *
+ * Two kernels in stream order, graph-capturable; the combine epoch m = epochs[1] + 1:
+ *   reduce  (sms CTAs, REDUCER role, on the experts' side)  wait until each source has
+ *           read our previous combine (comb_ack >= m - 1); per received token, one warp
+ *           sums weight x row over the token's local experts in fp32 and pushes the BF16
+ *           partial into the source's comb_inbox (16-byte stores over NVLink); each CTA
+ *           then flags every source (comb_flag[us][cta] = m).
+ *   gather  (sms CTAs, GATHERER role, on the tokens' side)  wait for every rank's CTA
+ *           flags, add each token's partials from the ranks it went to in fp32, write
+ *           BF16 (zero for a token without experts); the last CTA acks every rank and
+ *           advances the epoch. */
+#include "ep_internal.h"
+#include "warpspec/device/warpspec.cuh"
+
+#include <cuda_bf16.h>
+
+#define REDUCE_ROLES(ROLE) ROLE(EP_REDUCER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
+WS_DECLARE_ROLES(ep_reduce, REDUCE_ROLES);
+#define GATHER_ROLES(ROLE) ROLE(EP_GATHERER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
+WS_DECLARE_ROLES(ep_gather, GATHER_ROLES);
+
+static __device__ __forceinline__ ws_site comb_site(const char *what, int edge, int peer, int rank, int block,
+                                                    uint64_t step) {
+  ws_site s = ws_site_pipe(what, edge, block, 0);
+  s.peer = peer; s.rank = rank; s.step = step;
+  return s;
+}
+
+/* 8 bf16 (one 16-byte vector) times w, added into acc. */
+static __device__ __forceinline__ void fma8(float *acc, uint4 v, float w) {
+  const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    acc[2 * i] += w * __uint_as_float(u[i] << 16);
+    acc[2 * i + 1] += w * __uint_as_float(u[i] & 0xFFFF0000u);
+  }
+}
+
+static __device__ __forceinline__ uint4 pack8(const float *acc) {
+  uint32_t u[4];
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
+    u[i] = *(const uint32_t *)&h;
+  }
+  return make_uint4(u[0], u[1], u[2], u[3]);
+}
+
+WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const uint16_t *y, ws_diag diag) {
+  ws_ctx ctx = WS_SELF(ep_reduce, diag);
+  const int N = a.nranks, K = a.topk;
+  const uint64_t m = a.epochs[1] + 1;
+  if (threadIdx.x < (unsigned)N) {
+    const int s = threadIdx.x;
+    const ws_site site = comb_site("combine ack", WS_EDGE_PEER_CREDIT, s, a.rank, blockIdx.x, m - 1);
+    ws_wait_flag_geq(&a.comb_ack[s], m - 1, &ctx, &site);
+  }
+  ws_role_sync(&ctx);
+  const int nvec = a.hidden / 8;
+  const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
+  for (int s = 0; s < N; s++) {
+    const int ntok = a.recv_ntok[s];
+    for (int i = gw; i < ntok; i += nw) {
+      const int *rows = a.comb_row + ((size_t)s * a.max_tokens + i) * K;
+      const float *ws = a.comb_w + ((size_t)s * a.max_tokens + i) * K;
+      uint4 *dst = (uint4 *)(a.peer_comb_inbox[s] + ((size_t)a.rank * a.max_tokens + i) * a.hidden);
+      for (int v = ctx.lane; v < nvec; v += 32) {
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int j = 0; j < K; j++) {
+          const int r = rows[j];
+          if (r < 0) break;
+          fma8(acc, ws_ld_global_nc_v4((const uint4 *)(y + (size_t)r * a.hidden) + v), ws[j]);
+        }
+        ws_st_global_v4(dst + v, pack8(acc));
+      }
+    }
+  }
+  ws_role_sync(&ctx);
+  if (threadIdx.x < (unsigned)N) {
+    ws_fence_acq_rel_sys();
+    ws_st_relaxed_sys_u64(a.peer_comb_flag[threadIdx.x] + (size_t)a.rank * a.sms + blockIdx.x, m);
+  }
+}
+
+WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_t *out, ws_diag diag) {
+  ws_ctx ctx = WS_SELF(ep_gather, diag);
+  __shared__ int last;
+  const int N = a.nranks, T = *a.num_tokens;
+  const uint64_t m = a.epochs[1] + 1;
+  for (int i = threadIdx.x; i < N * a.sms; i += blockDim.x) {
+    const int d = i / a.sms, b = i % a.sms;
+    const ws_site site = comb_site("combine data", WS_EDGE_PEER_DATA, d, a.rank, b, m);
+    ws_wait_flag_geq(&a.comb_flag[i], m, &ctx, &site);
+  }
+  ws_role_sync(&ctx);
+  const int nvec = a.hidden / 8;
+  const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
+  for (int t = gw; t < T; t += nw) {
+    const int *slots = a.tok_slot + (size_t)t * N;
+    for (int v = ctx.lane; v < nvec; v += 32) {
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      for (int d = 0; d < N; d++) {
+        const int slot = slots[d];
+        if (slot < 0) continue;
+        const uint4 p = ws_ld_global_cg_v4((const uint4 *)(a.comb_inbox + ((size_t)d * a.max_tokens + slot) * a.hidden) + v);
+        fma8(acc, p, 1.0f);
+      }
+      ws_st_global_v4((uint4 *)(out + (size_t)t * a.hidden) + v, pack8(acc));
+    }
+  }
+  ws_role_sync(&ctx);
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd((unsigned long long *)&a.epochs[3], 1ull) == (unsigned long long)gridDim.x - 1;
+  }
+  ws_role_sync(&ctx);
+  if (last) {
+    if (threadIdx.x < (unsigned)N) {
+      ws_fence_acq_rel_sys();
+      ws_st_relaxed_sys_u64(a.peer_comb_ack[threadIdx.x] + a.rank, m);
+    }
+    ws_role_sync(&ctx); /* every thread has read epochs[1] (m) long before; now advance it */
+    if (threadIdx.x == 0) {
+      a.epochs[3] = 0;
+      a.epochs[1] = m;
+    }
+  }
+}
+
+extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStream_t stream) {
+  WS_REQUIRE(ep != NULL, "ws_ep_combine: ep is NULL");
+  WS_REQUIRE(y != NULL && out != NULL, "ws_ep_combine: y or out is NULL");
+  WS_REQUIRE(((uintptr_t)y & 15u) == 0 && ((uintptr_t)out & 15u) == 0, "ws_ep_combine: y %p and out %p must be 16-byte "
+             "aligned", y, out);
+  ws_diag diag;
+  ws_status s;
+  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  ep_args a;
+  ep_fill_args(ep, &a);
+  {
+    const uint16_t *yy = (const uint16_t *)y;
+    void *args[] = {&a, &yy, &diag};
+    if ((s = ep_launch(ep, EP_PLAN_REDUCE, "ep_reduce", ep_reduce_roles, ep_reduce_NROLES, (const void *)ep_reduce_kernel,
+                       dim3{(unsigned)ep->sms, 1, 1}, stream, args)) != WS_OK)
+      return s;
+  }
+  uint16_t *o = (uint16_t *)out;
+  void *args[] = {&a, &o, &diag};
+  return ep_launch(ep, EP_PLAN_GATHER, "ep_gather", ep_gather_roles, ep_gather_NROLES, (const void *)ep_gather_kernel,
+                   dim3{(unsigned)ep->sms, 1, 1}, stream, args);
+}

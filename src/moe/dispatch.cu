@@ -1,0 +1,308 @@
+/* dispatch.cu - MoE dispatch: every token once to each rank hosting one of its experts,
+ * laid out there grouped-contiguous by local expert (ws_gemm's layout).
+ *
+ * Three kernels in stream order, all graph-capturable:
+ *   route   (1 CTA, ROUTER role)  the dispatch epoch n = ++epochs[0]; per token and
+ *           top-k slot: destination rank, local expert, and the token's position among
+ *           this rank's tokens for that (rank, expert) (shared-memory counters); per
+ *           destination: the token's inbox slot (once per rank, however many of its
+ *           experts live there) and the counts.
+ *   send    (sms CTAs, SENDER role)  wait until each destination has read our previous
+ *           dispatch (ack >= n - 1); CTA 0 publishes the counts (flag = n); each warp
+ *           pushes whole token rows (payload, scales, meta block) into the destination's
+ *           inbox with 16-byte stores over NVLink; each CTA then flags every destination
+ *           (data_flag[us][cta] = n, after a system fence).
+ *   expand  (sms CTAs, RECEIVER role)  wait for every source's counts, compute the
+ *           padded expert offsets, wait for every source CTA's data flag, copy each
+ *           inbox row into the rows of its local experts (payload, K-block-major scales,
+ *           source and weight), zero the padding; the last CTA acks every source.
+ * Each wait is bounded and names the peer, the role and the CTA. */
+#include "ep_internal.h"
+#include "warpspec/device/warpspec.cuh"
+
+#include <string.h>
+
+#define ROUTE_ROLES(ROLE) ROLE(EP_ROUTER, WS_EP_LAYOUT_THREADS / 32, WS_REGS_ENTRY, 1)
+WS_DECLARE_ROLES(ep_route, ROUTE_ROLES);
+#define SEND_ROLES(ROLE) ROLE(EP_SENDER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
+WS_DECLARE_ROLES(ep_send, SEND_ROLES);
+#define EXPAND_ROLES(ROLE) ROLE(EP_RECEIVER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
+WS_DECLARE_ROLES(ep_expand, EXPAND_ROLES);
+
+static __device__ __forceinline__ ws_site ep_site(const char *what, int edge, int peer, int rank, int block,
+                                                  uint64_t step) {
+  ws_site s = ws_site_pipe(what, edge, block, 0);
+  s.peer = peer; s.rank = rank; s.step = step;
+  return s;
+}
+
+/* ---- route ------------------------------------------------------------------------- */
+WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int *topk_idx, int num_tokens,
+                                    ws_diag diag) {
+  ws_ctx ctx = WS_SELF(ep_route, diag);
+  __shared__ int cnt[WS_EP_MAX_EXPERTS + WS_COMM_MAX_RANKS]; /* [rank][local] then tokens per rank */
+  const int E = a.experts, N = a.nranks, K = a.topk, L = a.L;
+  for (int i = threadIdx.x; i < E + N; i += blockDim.x) cnt[i] = 0;
+  if (threadIdx.x == 0) {
+    a.epochs[0] += 1;
+    *a.num_tokens = num_tokens;
+  }
+  ws_role_sync(&ctx);
+  for (int t = threadIdx.x; t < num_tokens; t += blockDim.x) {
+    uint64_t sent = 0; /* ranks this token already goes to */
+    for (int k = 0; k < K; k++) {
+      const int e = topk_idx[(size_t)t * K + k];
+      ep_entry en = {-1, -1, -1, 0};
+      if (e >= 0 && e < E) {
+        en.dst = e / L;
+        en.local = e % L;
+        en.pos = atomicAdd(&cnt[e], 1);
+        sent |= 1ull << en.dst;
+      } else if (e != -1) {
+        if (atomicAdd(&a.bad_id[0], 1) == 0) { a.bad_id[1] = t; a.bad_id[2] = k; a.bad_id[3] = e; }
+      }
+      a.entries[(size_t)t * K + k] = en;
+    }
+    for (int d = 0; d < N; d++)
+      a.tok_slot[(size_t)t * N + d] = (sent >> d) & 1 ? atomicAdd(&cnt[E + d], 1) : -1;
+  }
+  ws_role_sync(&ctx);
+  for (int i = threadIdx.x; i < N * (L + 1); i += blockDim.x) {
+    const int d = i / (L + 1), l = i % (L + 1);
+    a.send_counts[i] = l < L ? cnt[d * L + l] : cnt[E + d];
+  }
+}
+
+/* ---- send -------------------------------------------------------------------------- */
+/* A warp copies n bytes (a multiple of 16) with 16-byte accesses, 4 in flight per lane. */
+static __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, size_t n, int lane, int fresh) {
+  const uint4 *s = (const uint4 *)src;
+  uint4 *d = (uint4 *)dst;
+  const size_t nv = n / 16;
+  for (size_t base = 0; base < nv; base += 32 * 4) {
+    uint4 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+      const size_t i = base + (size_t)u * 32 + lane;
+      if (i < nv) v[u] = fresh ? ws_ld_global_cg_v4(s + i) : ws_ld_global_nc_v4(s + i);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+      const size_t i = base + (size_t)u * 32 + lane;
+      if (i < nv) ws_st_global_v4(d + i, v[u]);
+    }
+  }
+}
+
+WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8_t *x, const float *x_scale,
+                                  const float *topk_weights, ws_diag diag) {
+  ws_ctx ctx = WS_SELF(ep_send, diag);
+  const int N = a.nranks, K = a.topk, T = *a.num_tokens;
+  const uint64_t n = a.epochs[0];
+  /* every destination has read our previous dispatch out of its inbox */
+  if (threadIdx.x < (unsigned)N) {
+    const int d = threadIdx.x;
+    const ws_site site = ep_site("dispatch ack", WS_EDGE_PEER_CREDIT, d, a.rank, blockIdx.x, n - 1);
+    ws_wait_flag_geq(&a.ack[d], n - 1, &ctx, &site);
+  }
+  ws_role_sync(&ctx);
+  if (blockIdx.x == 0 && threadIdx.x < (unsigned)N) {
+    const int d = threadIdx.x;
+    int *dst = a.peer_counts[d] + (size_t)a.rank * (a.L + 1);
+    for (int l = 0; l <= a.L; l++) dst[l] = a.send_counts[d * (a.L + 1) + l];
+    ws_fence_acq_rel_sys();
+    ws_st_relaxed_sys_u64(a.peer_count_flag[d] + a.rank, n);
+  }
+  const size_t pay = ep_payload_bytes(a.hidden, a.fp8), sc = ep_scale_bytes(a.hidden, a.fp8);
+  const size_t meta_off = EP_ALIGN16(pay + sc);
+  const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
+  for (int t = gw; t < T; t += nw) {
+    for (int d = 0; d < N; d++) {
+      const int slot = a.tok_slot[(size_t)t * N + d];
+      if (slot < 0) continue;
+      uint8_t *row = a.peer_inbox[d] + ((size_t)a.rank * a.max_tokens + slot) * a.inbox_row;
+      warp_copy(row, x + (size_t)t * pay, pay, ctx.lane, 0);
+      if (a.fp8)
+        for (int c = ctx.lane; c < a.hidden / 128; c += 32) ((float *)(row + pay))[c] = x_scale[(size_t)t * (a.hidden / 128) + c];
+      /* meta: {token, entries} then this rank's entries, in slot order */
+      ep_meta *m = (ep_meta *)(row + meta_off);
+      int mine = 0;
+      for (int k = 0; k < K; k++) {
+        const ep_entry en = a.entries[(size_t)t * K + k];
+        if (en.dst != d) continue;
+        if (ctx.lane == 0) {
+          ep_meta e = {en.local, en.pos, k, topk_weights[(size_t)t * K + k]};
+          m[1 + mine] = e;
+        }
+        mine++;
+      }
+      if (ctx.lane == 0) {
+        ep_meta h = {t, mine, 0, 0.0f};
+        m[0] = h;
+      }
+    }
+  }
+  ws_role_sync(&ctx); /* all of this CTA's rows are written */
+  if (threadIdx.x < (unsigned)N) {
+    ws_fence_acq_rel_sys();
+    ws_st_relaxed_sys_u64(a.peer_data_flag[threadIdx.x] + (size_t)a.rank * a.sms + blockIdx.x, n);
+  }
+}
+
+/* ---- expand ------------------------------------------------------------------------ */
+WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag diag) {
+  ws_ctx ctx = WS_SELF(ep_expand, diag);
+  __shared__ int cnt[WS_EP_MAX_EXPERTS + WS_COMM_MAX_RANKS]; /* [src][local], then tokens per src */
+  __shared__ int off[WS_EP_MAX_EXPERTS + 1];                 /* padded group starts, per local expert */
+  __shared__ int last;
+  const int N = a.nranks, L = a.L, K = a.topk;
+  const uint64_t n = a.epochs[0];
+  /* every source's counts (their flag, then the counts, read past L1) */
+  if (threadIdx.x < (unsigned)N) {
+    const int s = threadIdx.x;
+    const ws_site site = ep_site("dispatch counts", WS_EDGE_PEER_DATA, s, a.rank, blockIdx.x, n);
+    ws_wait_flag_geq(&a.count_flag[s], n, &ctx, &site);
+  }
+  ws_role_sync(&ctx);
+  for (int i = threadIdx.x; i < N * (L + 1); i += blockDim.x) {
+    const int s = i / (L + 1), l = i % (L + 1);
+    const int v = *(const volatile int *)&a.counts[i];
+    if (l < L) cnt[s * L + l] = v;
+    else cnt[N * L + s] = v;
+  }
+  ws_role_sync(&ctx);
+  if (threadIdx.x == 0) {
+    int acc = 0;
+    for (int l = 0; l < L; l++) {
+      int size = 0;
+      for (int s = 0; s < N; s++) size += cnt[s * L + l];
+      off[l] = acc;
+      if (blockIdx.x == 0) a.expert_counts[l] = size;
+      acc += (size + a.row_align - 1) / a.row_align * a.row_align;
+    }
+    off[L] = acc;
+  }
+  ws_role_sync(&ctx);
+  if (blockIdx.x == 0) {
+    for (int l = threadIdx.x; l <= L; l += blockDim.x) a.offsets[l] = off[l];
+    for (int s = threadIdx.x; s < N; s += blockDim.x) a.recv_ntok[s] = cnt[N * L + s];
+  }
+  /* every source CTA's rows are in */
+  for (int i = threadIdx.x; i < N * a.sms; i += blockDim.x) {
+    const int s = i / a.sms, b = i % a.sms;
+    const ws_site site = ep_site("dispatch data", WS_EDGE_PEER_DATA, s, a.rank, b, n);
+    ws_wait_flag_geq(&a.data_flag[i], n, &ctx, &site);
+  }
+  ws_role_sync(&ctx);
+  const size_t pay = ep_payload_bytes(a.hidden, a.fp8), meta_off = EP_ALIGN16(pay + ep_scale_bytes(a.hidden, a.fp8));
+  const int kb = a.hidden / 128;
+  const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
+  for (int s = 0; s < N; s++) {
+    const int ntok = cnt[N * L + s];
+    for (int i = gw; i < ntok; i += nw) {
+      const uint8_t *row = a.inbox + ((size_t)s * a.max_tokens + i) * a.inbox_row;
+      const ep_meta *m = (const ep_meta *)(row + meta_off);
+      const int token = __ldcg(&m[0].local), entries = __ldcg(&m[0].pos);
+      int *crow = a.comb_row + ((size_t)s * a.max_tokens + i) * K;
+      float *cw = a.comb_w + ((size_t)s * a.max_tokens + i) * K;
+      for (int j = 0; j < K; j++) {
+        if (j >= entries) {
+          if (ctx.lane == 0) crow[j] = -1;
+          continue;
+        }
+        const int local = __ldcg(&m[1 + j].local), pos = __ldcg(&m[1 + j].pos), slot = __ldcg(&m[1 + j].slot);
+        const float w = __ldcg(&m[1 + j].weight);
+        int base = off[local];
+        for (int q = 0; q < s; q++) base += cnt[q * L + local];
+        const int r = base + pos;
+        warp_copy(a.x + (size_t)r * pay, row, pay, ctx.lane, 1);
+        if (a.fp8)
+          for (int c = ctx.lane; c < kb; c += 32) a.x_scale[(size_t)c * a.scale_ld + r] = __ldcg((const float *)(row + pay) + c);
+        if (ctx.lane == 0) {
+          a.src_rank[r] = s; a.src_token[r] = token; a.src_slot[r] = slot; a.weight[r] = w;
+          crow[j] = r; cw[j] = w;
+        }
+      }
+    }
+  }
+  /* padding rows: zero payload and scale, no source */
+  for (int l = 0; l < L; l++) {
+    int size = 0;
+    for (int s = 0; s < N; s++) size += cnt[s * L + l];
+    for (int r = off[l] + size + gw; r < off[l + 1]; r += nw) {
+      uint4 *d = (uint4 *)(a.x + (size_t)r * pay);
+      for (size_t v = ctx.lane; v < pay / 16; v += 32) d[v] = make_uint4(0, 0, 0, 0);
+      if (a.fp8)
+        for (int c = ctx.lane; c < kb; c += 32) a.x_scale[(size_t)c * a.scale_ld + r] = 0.0f;
+      if (ctx.lane == 0) { a.src_rank[r] = -1; a.src_token[r] = -1; a.src_slot[r] = -1; a.weight[r] = 0.0f; }
+    }
+  }
+  /* the last CTA out tells every source its inbox is free again */
+  ws_role_sync(&ctx);
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd((unsigned long long *)&a.epochs[2], 1ull) == (unsigned long long)gridDim.x - 1;
+  }
+  ws_role_sync(&ctx);
+  if (last) {
+    if (threadIdx.x < (unsigned)N) {
+      ws_fence_acq_rel_sys();
+      ws_st_relaxed_sys_u64(a.peer_ack[threadIdx.x] + a.rank, n);
+    }
+    if (threadIdx.x == 0) a.epochs[2] = 0;
+  }
+}
+
+/* ---- the call ---------------------------------------------------------------------- */
+extern "C" ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_scale, const int *topk_idx,
+                                    const float *topk_weights, int num_tokens, ws_ep_recv *recv, int *host_offsets,
+                                    cudaStream_t stream) {
+  WS_REQUIRE(ep != NULL, "ws_ep_dispatch: ep is NULL");
+  WS_REQUIRE(num_tokens >= 0 && num_tokens <= ep->cfg.max_tokens,
+             "ws_ep_dispatch: num_tokens %d, must be 0..%d (the handle's max_tokens)", num_tokens, ep->cfg.max_tokens);
+  if (num_tokens > 0) {
+    WS_REQUIRE(x != NULL && topk_idx != NULL && topk_weights != NULL, "ws_ep_dispatch: x, topk_idx or topk_weights is NULL");
+    WS_REQUIRE(((uintptr_t)x & 15u) == 0, "ws_ep_dispatch: x %p is not 16-byte aligned", x);
+    WS_REQUIRE(((uintptr_t)topk_idx & 3u) == 0 && ((uintptr_t)topk_weights & 3u) == 0,
+               "ws_ep_dispatch: topk_idx / topk_weights must be 4-byte aligned");
+    if (ep->fp8) {
+      WS_REQUIRE(x_scale != NULL, "ws_ep_dispatch: FP8 payload needs x_scale [num_tokens][hidden / 128]");
+      WS_REQUIRE(((uintptr_t)x_scale & 3u) == 0, "ws_ep_dispatch: x_scale must be 4-byte aligned");
+    } else {
+      WS_REQUIRE(x_scale == NULL, "ws_ep_dispatch: x_scale is for the FP8 payload; this handle carries BF16");
+    }
+  }
+  ws_diag diag;
+  ws_status s;
+  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  ep_args a;
+  ep_fill_args(ep, &a);
+  {
+    void *args[] = {&a, &topk_idx, &num_tokens, &diag};
+    if ((s = ep_launch(ep, EP_PLAN_LAYOUT, "ep_route", ep_route_roles, ep_route_NROLES, (const void *)ep_route_kernel,
+                       dim3{1, 1, 1}, stream, args)) != WS_OK)
+      return s;
+  }
+  {
+    const uint8_t *xb = (const uint8_t *)x;
+    void *args[] = {&a, &xb, &x_scale, &topk_weights, &diag};
+    if ((s = ep_launch(ep, EP_PLAN_SEND, "ep_send", ep_send_roles, ep_send_NROLES, (const void *)ep_send_kernel,
+                       dim3{(unsigned)ep->sms, 1, 1}, stream, args)) != WS_OK)
+      return s;
+  }
+  {
+    void *args[] = {&a, &diag};
+    if ((s = ep_launch(ep, EP_PLAN_EXPAND, "ep_expand", ep_expand_roles, ep_expand_NROLES,
+                       (const void *)ep_expand_kernel, dim3{(unsigned)ep->sms, 1, 1}, stream, args)) != WS_OK)
+      return s;
+  }
+  if (recv) ws_ep_recv_layout(ep, recv);
+  if (host_offsets) {
+    const int L = ep->local_experts;
+    WS_CUDA_TRY(cudaMemcpyAsync(ep->host_buf, ep->offsets, (L + 1) * sizeof(int), cudaMemcpyDeviceToHost, stream));
+    if ((s = ws_sync(stream)) != WS_OK) return s;
+    memcpy(host_offsets, ep->host_buf, (L + 1) * sizeof(int));
+    return ws_ep_check(ep, stream);
+  }
+  return WS_OK;
+}

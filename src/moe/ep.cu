@@ -1,0 +1,244 @@
+/* ep.cu - the dispatch/combine handle: config checks, worst-case buffers on the
+ * communicator's symmetric heap, the config compared across ranks, and the launcher
+ * the kernels share. Host code only. */
+#include "ep_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int ep_sms(const ws_ep_config *c) { return c->num_sms ? c->num_sms : WS_EP_DEFAULT_SMS; }
+
+extern "C" ws_status ws_ep_config_check(const ws_ep_config *c, int nranks) {
+  WS_REQUIRE(c != NULL, "ws_ep: config is NULL");
+  WS_REQUIRE(nranks >= 1 && nranks <= WS_COMM_MAX_RANKS, "ws_ep: %d ranks, must be 1..%d", nranks, WS_COMM_MAX_RANKS);
+  WS_REQUIRE(c->payload == WS_EP_BF16 || c->payload == WS_EP_FP8, "ws_ep: payload %d, must be WS_EP_BF16 or WS_EP_FP8",
+             (int)c->payload);
+  WS_REQUIRE(c->hidden > 0 && c->hidden % (c->payload == WS_EP_FP8 ? 128 : 8) == 0 && c->hidden <= 65536,
+             "ws_ep: hidden %d must be a positive multiple of %d (%s), at most 65536", c->hidden,
+             c->payload == WS_EP_FP8 ? 128 : 8, c->payload == WS_EP_FP8 ? "FP8 scales cover 128 columns" : "16-byte rows");
+  WS_REQUIRE(c->experts >= 1 && c->experts <= WS_EP_MAX_EXPERTS, "ws_ep: experts %d, must be 1..%d", c->experts,
+             WS_EP_MAX_EXPERTS);
+  WS_REQUIRE(c->experts % nranks == 0, "ws_ep: experts %d is not a multiple of the %d ranks", c->experts, nranks);
+  WS_REQUIRE(c->topk >= 1 && c->topk <= WS_EP_MAX_TOPK, "ws_ep: topk %d, must be 1..%d", c->topk, WS_EP_MAX_TOPK);
+  WS_REQUIRE(c->max_tokens >= 1 && c->max_tokens <= (1 << 20), "ws_ep: max_tokens %d, must be 1..%d", c->max_tokens,
+             1 << 20);
+  WS_REQUIRE(c->row_align >= 1 && c->row_align <= 1024, "ws_ep: row_align %d, must be 1..1024", c->row_align);
+  WS_REQUIRE(c->num_sms >= 0 && c->num_sms <= WS_EP_MAX_SMS, "ws_ep: num_sms %d, must be 1..%d (0: default %d)",
+             c->num_sms, WS_EP_MAX_SMS, WS_EP_DEFAULT_SMS);
+  const size_t rows = ws_ep_max_rows(c, nranks);
+  WS_REQUIRE(rows + 4 < (size_t)1 << 31, "ws_ep: %zu receive rows exceed the int range of ws_gemm", rows);
+  return WS_OK;
+}
+
+extern "C" size_t ws_ep_max_rows(const ws_ep_config *c, int nranks) {
+  if (!c || nranks < 1 || c->experts < nranks) return 0;
+  const int L = c->experts / nranks;
+  const int per_token = c->topk < L ? c->topk : L;
+  return (size_t)nranks * (size_t)c->max_tokens * (size_t)per_token + (size_t)L * (size_t)(c->row_align - 1);
+}
+
+/* One symmetric object: allocate, then resolve every peer's address of it. */
+static ws_status sym_alloc(ws_ep *ep, size_t bytes, void **mine, void *peers, size_t elt) {
+  ws_status s = ws_comm_alloc(ep->comm, bytes, mine);
+  if (s != WS_OK) return s;
+  for (int p = 0; p < ep->nranks; p++) {
+    void *q = NULL;
+    if ((s = ws_comm_peer_ptr(ep->comm, *mine, p, &q)) != WS_OK) return s;
+    memcpy((char *)peers + (size_t)p * elt, &q, sizeof q);
+  }
+  return WS_OK;
+}
+
+static void ep_release(ws_ep *ep) {
+  void *sym[] = {ep->counts, ep->count_flag, ep->inbox, ep->data_flag, ep->ack, ep->comb_inbox, ep->comb_flag, ep->comb_ack};
+  for (size_t i = 0; i < sizeof sym / sizeof sym[0]; i++)
+    if (sym[i]) ws_comm_free(ep->comm, sym[i]);
+  void *dev[] = {ep->epochs, ep->send_counts, ep->entries, ep->tok_slot, ep->bad_id, ep->num_tokens, ep->recv_ntok,
+                 ep->comb_row, ep->comb_w, ep->x, ep->x_scale, ep->offsets, ep->expert_counts, ep->src_rank,
+                 ep->src_token, ep->src_slot, ep->weight};
+  for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+    if (dev[i]) cudaFree(dev[i]);
+  if (ep->host_buf) cudaFreeHost(ep->host_buf);
+  free(ep);
+}
+
+/* Every rank's config must equal ours: each writes its own into a symmetric array,
+ * then reads the others' after a barrier. */
+static ws_status compare_configs(ws_ep *ep) {
+  const int n = ep->nranks;
+  int *box = NULL;
+  ws_status s = ws_comm_alloc(ep->comm, sizeof(ws_ep_config), (void **)&box);
+  if (s != WS_OK) return s;
+  WS_CUDA_TRY(cudaMemcpy(box, &ep->cfg, sizeof ep->cfg, cudaMemcpyHostToDevice));
+  if ((s = ws_comm_barrier(ep->comm, 0)) != WS_OK || (s = ws_sync(0)) != WS_OK) return s;
+  for (int p = 0; p < n && s == WS_OK; p++) {
+    void *q = NULL;
+    ws_ep_config theirs;
+    if ((s = ws_comm_peer_ptr(ep->comm, box, p, &q)) != WS_OK) break;
+    if (cudaMemcpy(&theirs, q, sizeof theirs, cudaMemcpyDefault) != cudaSuccess) {
+      s = ws_fail(WS_ERR_CUDA, "ws_ep_create: reading rank %d's config failed", p);
+      break;
+    }
+    const ws_ep_config *m = &ep->cfg;
+    const char *field = theirs.hidden != m->hidden ? "hidden" : theirs.experts != m->experts ? "experts"
+                        : theirs.topk != m->topk ? "topk" : theirs.max_tokens != m->max_tokens ? "max_tokens"
+                        : theirs.payload != m->payload ? "payload" : theirs.row_align != m->row_align ? "row_align"
+                        : theirs.num_sms != m->num_sms ? "num_sms" : NULL;
+    if (field)
+      s = ws_fail(WS_ERR_MISMATCH, "ws_ep_create: rank %d and rank %d disagree on the config's %s: every rank must pass "
+                  "the same config", ep->rank, p, field);
+  }
+  /* everyone has read every box before it goes */
+  ws_status b = ws_comm_barrier(ep->comm, 0);
+  if (b == WS_OK) b = ws_sync(0);
+  ws_comm_free(ep->comm, box);
+  return s != WS_OK ? s : b;
+}
+
+#define DEV_ALLOC(ptr, bytes)                                                              \
+  do {                                                                                     \
+    if (cudaMalloc((void **)&(ptr), (bytes)) != cudaSuccess) {                             \
+      ep_release(ep);                                                                      \
+      return ws_fail(WS_ERR_NOMEM, "ws_ep_create: cudaMalloc of %zu bytes failed", (size_t)(bytes)); \
+    }                                                                                      \
+    cudaMemset((ptr), 0, (bytes));                                                         \
+  } while (0)
+
+extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config *cfg) {
+  WS_REQUIRE(out != NULL && comm != NULL, "ws_ep_create: ep or comm is NULL");
+  *out = NULL;
+  ws_status s;
+  int rank = 0, n = 0;
+  if ((s = ws_comm_rank(comm, &rank)) != WS_OK || (s = ws_comm_size(comm, &n)) != WS_OK) return s;
+  if ((s = ws_ep_config_check(cfg, n)) != WS_OK) return s;
+  ws_ep *ep = (ws_ep *)calloc(1, sizeof *ep);
+  if (!ep) return ws_fail(WS_ERR_NOMEM, "ws_ep_create: out of host memory");
+  ep->comm = comm;
+  ep->cfg = *cfg;
+  ep->rank = rank;
+  ep->nranks = n;
+  ep->local_experts = cfg->experts / n;
+  ep->fp8 = cfg->payload == WS_EP_FP8;
+  ep->sms = ep_sms(cfg);
+  ep->max_rows = (int)ws_ep_max_rows(cfg, n);
+  ep->scale_ld = (ep->max_rows + 3) / 4 * 4;
+  ep->inbox_row = ep_inbox_row_bytes(cfg->hidden, ep->fp8, cfg->topk);
+  if ((s = compare_configs(ep)) != WS_OK) {
+    free(ep);
+    return s;
+  }
+  const size_t L = (size_t)ep->local_experts, T = (size_t)cfg->max_tokens, N = (size_t)n, K = (size_t)cfg->topk;
+  const size_t H = (size_t)cfg->hidden, R = (size_t)ep->max_rows, G = (size_t)ep->sms;
+  /* symmetric: every rank allocates the same sizes in the same order */
+  if ((s = sym_alloc(ep, N * (L + 1) * sizeof(int), (void **)&ep->counts, (void *)ep->peer_counts, sizeof(void *))) != WS_OK ||
+      (s = sym_alloc(ep, N * sizeof(uint64_t), (void **)&ep->count_flag, (void *)ep->peer_count_flag, sizeof(void *))) != WS_OK ||
+      (s = sym_alloc(ep, N * T * ep->inbox_row, (void **)&ep->inbox, (void *)ep->peer_inbox, sizeof(void *))) != WS_OK ||
+      (s = sym_alloc(ep, N * G * sizeof(uint64_t), (void **)&ep->data_flag, (void *)ep->peer_data_flag, sizeof(void *))) != WS_OK ||
+      (s = sym_alloc(ep, N * sizeof(uint64_t), (void **)&ep->ack, (void *)ep->peer_ack, sizeof(void *))) != WS_OK ||
+      (s = sym_alloc(ep, N * T * H * 2, (void **)&ep->comb_inbox, (void *)ep->peer_comb_inbox, sizeof(void *))) != WS_OK ||
+      (s = sym_alloc(ep, N * G * sizeof(uint64_t), (void **)&ep->comb_flag, (void *)ep->peer_comb_flag, sizeof(void *))) != WS_OK ||
+      (s = sym_alloc(ep, N * sizeof(uint64_t), (void **)&ep->comb_ack, (void *)ep->peer_comb_ack, sizeof(void *))) != WS_OK) {
+    ep_release(ep);
+    return s;
+  }
+  DEV_ALLOC(ep->epochs, 4 * sizeof(uint64_t));
+  DEV_ALLOC(ep->send_counts, N * (L + 1) * sizeof(int));
+  DEV_ALLOC(ep->entries, T * K * sizeof(ep_entry));
+  DEV_ALLOC(ep->tok_slot, T * N * sizeof(int));
+  DEV_ALLOC(ep->bad_id, 4 * sizeof(int));
+  DEV_ALLOC(ep->num_tokens, sizeof(int));
+  DEV_ALLOC(ep->recv_ntok, N * sizeof(int));
+  DEV_ALLOC(ep->comb_row, N * T * K * sizeof(int));
+  DEV_ALLOC(ep->comb_w, N * T * K * sizeof(float));
+  DEV_ALLOC(ep->x, R * ep_payload_bytes(cfg->hidden, ep->fp8) + 16);
+  if (ep->fp8) DEV_ALLOC(ep->x_scale, (H / 128) * (size_t)ep->scale_ld * sizeof(float) + 16);
+  DEV_ALLOC(ep->offsets, (L + 1) * sizeof(int));
+  DEV_ALLOC(ep->expert_counts, L * sizeof(int));
+  DEV_ALLOC(ep->src_rank, R * sizeof(int));
+  DEV_ALLOC(ep->src_token, R * sizeof(int));
+  DEV_ALLOC(ep->src_slot, R * sizeof(int));
+  DEV_ALLOC(ep->weight, R * sizeof(float));
+  if (cudaHostAlloc((void **)&ep->host_buf, (L + 1 + 4) * sizeof(int), cudaHostAllocDefault) != cudaSuccess) {
+    ep->host_buf = NULL;
+    ep_release(ep);
+    return ws_fail(WS_ERR_NOMEM, "ws_ep_create: pinned host buffer");
+  }
+  WS_CUDA_TRY(cudaDeviceSynchronize());
+  /* every rank's buffers are zeroed before any peer writes into them */
+  if ((s = ws_comm_barrier(comm, 0)) != WS_OK || (s = ws_sync(0)) != WS_OK) {
+    ep_release(ep);
+    return s;
+  }
+  *out = ep;
+  return WS_OK;
+}
+
+extern "C" ws_status ws_ep_destroy(ws_ep *ep) {
+  WS_REQUIRE(ep != NULL, "ws_ep_destroy: ep is NULL");
+  WS_CUDA_TRY(cudaDeviceSynchronize());
+  ws_status s = ws_comm_barrier(ep->comm, 0); /* no peer still writes into our buffers */
+  if (s == WS_OK) s = ws_sync(0);
+  ep_release(ep);
+  return s;
+}
+
+extern "C" ws_status ws_ep_recv_layout(const ws_ep *ep, ws_ep_recv *r) {
+  WS_REQUIRE(ep != NULL && r != NULL, "ws_ep_recv_layout: ep or recv is NULL");
+  r->x = ep->x;
+  r->x_scale = ep->x_scale;
+  r->scale_ld = ep->fp8 ? ep->scale_ld : 0;
+  r->max_rows = ep->max_rows;
+  r->local_experts = ep->local_experts;
+  r->expert_offsets = ep->offsets;
+  r->expert_counts = ep->expert_counts;
+  r->src_rank = ep->src_rank;
+  r->src_token = ep->src_token;
+  r->src_slot = ep->src_slot;
+  r->weight = ep->weight;
+  return WS_OK;
+}
+
+extern "C" ws_status ws_ep_check(ws_ep *ep, cudaStream_t stream) {
+  WS_REQUIRE(ep != NULL, "ws_ep_check: ep is NULL");
+  WS_CUDA_TRY(cudaMemcpyAsync(ep->host_buf, ep->bad_id, 4 * sizeof(int), cudaMemcpyDeviceToHost, stream));
+  ws_status s = ws_sync(stream);
+  if (s != WS_OK) return s;
+  int bad[4];
+  memcpy(bad, ep->host_buf, sizeof bad);
+  if (bad[0] == 0) return WS_OK;
+  WS_CUDA_TRY(cudaMemsetAsync(ep->bad_id, 0, 4 * sizeof(int), stream));
+  return ws_fail(WS_ERR_INVALID, "ws_ep_dispatch: %d top-k entries out of range were skipped; the first: token %d slot %d "
+                 "has expert %d (experts are 0..%d, -1 skips a slot)", bad[0], bad[1], bad[2], bad[3],
+                 ep->cfg.experts - 1);
+}
+
+extern "C" void ep_fill_args(const ws_ep *ep, ep_args *a) {
+  memset(a, 0, sizeof *a);
+  a->rank = ep->rank; a->nranks = ep->nranks; a->L = ep->local_experts; a->topk = ep->cfg.topk;
+  a->hidden = ep->cfg.hidden; a->fp8 = ep->fp8; a->sms = ep->sms; a->max_tokens = ep->cfg.max_tokens;
+  a->max_rows = ep->max_rows; a->scale_ld = ep->scale_ld; a->row_align = ep->cfg.row_align;
+  a->experts = ep->cfg.experts; a->inbox_row = ep->inbox_row;
+  a->epochs = ep->epochs; a->send_counts = ep->send_counts; a->entries = ep->entries; a->tok_slot = ep->tok_slot;
+  a->bad_id = ep->bad_id; a->num_tokens = ep->num_tokens; a->recv_ntok = ep->recv_ntok;
+  a->comb_row = ep->comb_row; a->comb_w = ep->comb_w;
+  a->counts = ep->counts; a->count_flag = ep->count_flag; a->inbox = ep->inbox; a->data_flag = ep->data_flag;
+  a->ack = ep->ack; a->comb_inbox = ep->comb_inbox; a->comb_flag = ep->comb_flag; a->comb_ack = ep->comb_ack;
+  for (int p = 0; p < ep->nranks; p++) {
+    a->peer_counts[p] = ep->peer_counts[p]; a->peer_count_flag[p] = ep->peer_count_flag[p];
+    a->peer_inbox[p] = ep->peer_inbox[p]; a->peer_data_flag[p] = ep->peer_data_flag[p]; a->peer_ack[p] = ep->peer_ack[p];
+    a->peer_comb_inbox[p] = ep->peer_comb_inbox[p]; a->peer_comb_flag[p] = ep->peer_comb_flag[p];
+    a->peer_comb_ack[p] = ep->peer_comb_ack[p];
+  }
+  a->x = (uint8_t *)ep->x; a->x_scale = ep->x_scale; a->offsets = ep->offsets; a->expert_counts = ep->expert_counts;
+  a->src_rank = ep->src_rank; a->src_token = ep->src_token; a->src_slot = ep->src_slot; a->weight = ep->weight;
+}
+
+extern "C" ws_status ep_launch(ws_ep *ep, int slot, const char *name, const ws_role *roles, int nroles, const void *func,
+                               dim3 grid, cudaStream_t stream, void **args) {
+  ws_status s;
+  if (!ep->planned[slot]) {
+    if ((s = ws_plan_init(&ep->plans[slot], name, roles, nroles, 0)) != WS_OK) return s;
+    ep->planned[slot] = 1;
+  }
+  return ws_plan_launch(&ep->plans[slot], func, grid, stream, args);
+}

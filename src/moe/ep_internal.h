@@ -1,0 +1,144 @@
+/* ep_internal.h - the dispatch/combine handle, its buffer geometry and the kernels'
+ * arguments, shared by ep.cu, dispatch.cu and combine.cu.
+ *
+ * Symmetric buffers (every rank the same layout; peers write into ours):
+ *   counts[src][L + 1]         routing counts src sends us (per local expert, then tokens)
+ *   count_flag[src]            dispatch epoch of those counts (release store by src)
+ *   inbox[src][max_tokens]     a token row src sends us: payload, FP8 scales, then the meta
+ *                              block {token, entries} + K x {local expert, pos, slot, weight}
+ *   data_flag[src][sms]        dispatch epoch each of src's sender CTAs has finished writing
+ *   ack[dst]                   dispatch epoch dst has finished reading from us (we may refill)
+ *   comb_inbox[dst][max_tokens] the BF16 partial sum dst returns for each token we sent it
+ *   comb_flag[dst][sms]        combine epoch each of dst's CTAs has finished writing
+ *   comb_ack[src]              combine epoch src has finished reading from us
+ * Epochs count calls on the device (no host counters, no resets): graph-replayable. */
+#ifndef WARPSPEC_EP_INTERNAL_H
+#define WARPSPEC_EP_INTERNAL_H
+
+#include <stdint.h>
+
+#include "../comm/comm_internal.h"
+#include "warpspec/moe.h"
+
+#define EP_META_ENTRY_BYTES 16
+#define EP_ALIGN16(x) (((x) + 15) / 16 * 16)
+
+/* Bytes of one row's payload and scales, of the meta block, of an inbox row. */
+static inline __host__ __device__ size_t ep_payload_bytes(int hidden, int fp8) {
+  return (size_t)hidden * (fp8 ? 1 : 2);
+}
+static inline __host__ __device__ size_t ep_scale_bytes(int hidden, int fp8) {
+  return fp8 ? (size_t)(hidden / 128) * 4 : 0;
+}
+static inline __host__ __device__ size_t ep_meta_bytes(int topk) { return (size_t)EP_META_ENTRY_BYTES * (1 + topk); }
+static inline __host__ __device__ size_t ep_inbox_row_bytes(int hidden, int fp8, int topk) {
+  return EP_ALIGN16(ep_payload_bytes(hidden, fp8) + ep_scale_bytes(hidden, fp8)) + ep_meta_bytes(topk);
+}
+
+/* One top-k entry of a token as the sender routes it. */
+typedef struct {
+  int dst;    /* rank, -1: skipped slot */
+  int local;  /* local expert on dst */
+  int pos;    /* the token's index among this rank's tokens for (dst, local) */
+  int pad;
+} ep_entry;
+
+/* Meta entry in an inbox row: 16 bytes. */
+typedef struct {
+  int local;
+  int pos;
+  int slot;
+  float weight;
+} ep_meta;
+
+struct ws_ep {
+  ws_comm *comm;
+  ws_ep_config cfg;
+  int rank, nranks, local_experts, fp8, sms, max_rows, scale_ld;
+  size_t inbox_row;
+  /* symmetric */
+  int *counts;
+  uint64_t *count_flag;
+  uint8_t *inbox;
+  uint64_t *data_flag;
+  uint64_t *ack;
+  uint16_t *comb_inbox;
+  uint64_t *comb_flag;
+  uint64_t *comb_ack;
+  /* the same objects on each peer, as this rank addresses them */
+  int *peer_counts[WS_COMM_MAX_RANKS];
+  uint64_t *peer_count_flag[WS_COMM_MAX_RANKS];
+  uint8_t *peer_inbox[WS_COMM_MAX_RANKS];
+  uint64_t *peer_data_flag[WS_COMM_MAX_RANKS];
+  uint64_t *peer_ack[WS_COMM_MAX_RANKS];
+  uint16_t *peer_comb_inbox[WS_COMM_MAX_RANKS];
+  uint64_t *peer_comb_flag[WS_COMM_MAX_RANKS];
+  uint64_t *peer_comb_ack[WS_COMM_MAX_RANKS];
+  /* local device state */
+  uint64_t *epochs;        /* [0] dispatch, [1] combine, [2] CTAs finished (expand), [3] (combine) */
+  int *send_counts;        /* [nranks][L + 1]: what this rank sends each peer */
+  ep_entry *entries;       /* [max_tokens][topk] */
+  int *tok_slot;           /* [max_tokens][nranks]: the token's row in peer's inbox, -1 */
+  int *bad_id;             /* [4]: count, first token, slot, value of ids out of range */
+  int *num_tokens;         /* [1]: tokens of the latest dispatch */
+  int *recv_ntok;          /* [nranks]: tokens received from each rank (latest dispatch) */
+  int *comb_row;           /* [nranks][max_tokens][topk]: received row of each entry, -1 */
+  float *comb_w;           /* [nranks][max_tokens][topk] */
+  /* the receive layout */
+  void *x;
+  float *x_scale;
+  int *offsets, *expert_counts, *src_rank, *src_token, *src_slot;
+  float *weight;
+  int *host_buf;           /* pinned: offsets and bad-id report for the host-synced calls */
+  ws_plan plans[5];
+  int planned[5];
+};
+
+/* What every kernel of a call gets: the handle's geometry and device pointers. */
+typedef struct {
+  int rank, nranks, L, topk, hidden, fp8, sms, max_tokens, max_rows, scale_ld, row_align, experts;
+  uint64_t inbox_row;
+  uint64_t *epochs;
+  int *send_counts;
+  ep_entry *entries;
+  int *tok_slot;
+  int *bad_id;
+  int *num_tokens;
+  int *recv_ntok;
+  int *comb_row;
+  float *comb_w;
+  const int *counts;
+  const uint64_t *count_flag;
+  const uint8_t *inbox;
+  const uint64_t *data_flag;
+  const uint64_t *ack;
+  const uint16_t *comb_inbox;
+  const uint64_t *comb_flag;
+  const uint64_t *comb_ack;
+  int *peer_counts[WS_COMM_MAX_RANKS];
+  uint64_t *peer_count_flag[WS_COMM_MAX_RANKS];
+  uint8_t *peer_inbox[WS_COMM_MAX_RANKS];
+  uint64_t *peer_data_flag[WS_COMM_MAX_RANKS];
+  uint64_t *peer_ack[WS_COMM_MAX_RANKS];
+  uint16_t *peer_comb_inbox[WS_COMM_MAX_RANKS];
+  uint64_t *peer_comb_flag[WS_COMM_MAX_RANKS];
+  uint64_t *peer_comb_ack[WS_COMM_MAX_RANKS];
+  uint8_t *x;
+  float *x_scale;
+  int *offsets, *expert_counts, *src_rank, *src_token, *src_slot;
+  float *weight;
+} ep_args;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+void ep_fill_args(const ws_ep *ep, ep_args *a);
+ws_status ep_launch(ws_ep *ep, int slot, const char *name, const ws_role *roles, int nroles, const void *func, dim3 grid,
+                    cudaStream_t stream, void **args);
+#ifdef __cplusplus
+}
+#endif
+
+enum { EP_PLAN_LAYOUT = 0, EP_PLAN_SEND, EP_PLAN_EXPAND, EP_PLAN_REDUCE, EP_PLAN_GATHER };
+
+#endif

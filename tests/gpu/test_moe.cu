@@ -1,0 +1,333 @@
+/* test_moe.cu - MoE dispatch and combine on N ranks (one process per GPU, `warpspec
+ * run -n N`; N = 1 works too), against host references, fresh random data each run,
+ * outputs poisoned:
+ *   dispatch: the exact expert offsets (with padding) from the host-synced call, and
+ *   per local expert the multiset of (source rank, token, slot) rows; every row's payload
+ *   bytes, FP8 scales and weight equal the source's; padding rows zeroed;
+ *   combine: y[row] = f(source rank, token, expert) on the host; each token's output
+ *   equals the same fp32 sums (fmaf, in the kernels' order) rounded to BF16 -- exactly;
+ *   cases: uniform, all tokens to one expert, all to another rank, none leave, -1 slots,
+ *   T = 0 and T = max, K = 1 and 8, FP8 and BF16, row_align 1 and 128, 100 repeated calls,
+ *   a CUDA graph of dispatch + combine replayed;
+ *   mode "missing": rank 1 never dispatches, rank 0 gets WS_ERR_TIMEOUT within the bound.
+ * Every rank draws every rank's routing and data from one shared seed, so each can
+ * compute its own reference. */
+#include "gpu_test.h"
+#include "warpspec/comm.h"
+#include "warpspec/fp8.h"
+#include "warpspec/moe.h"
+
+#include <cuda_bf16.h>
+
+#include <math.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int rank, nranks;
+static uint64_t seed;
+
+/* A small deterministic hash for the values every rank must agree on. */
+static __host__ __device__ uint32_t mix(uint64_t a) {
+  a ^= a >> 33; a *= 0xff51afd7ed558ccdull; a ^= a >> 33; a *= 0xc4ceb9fe1a85ec53ull; a ^= a >> 33;
+  return (uint32_t)a;
+}
+static __host__ __device__ float unit(uint64_t a) { return (float)(mix(a) % 2001) / 1000.0f - 1.0f; } /* [-1, 1] */
+
+/* The expert output of (rank, token, expert) at column c, as a float that is exactly a
+ * bf16 value (a multiple of 1/1000 in [-1, 1] rounded to bf16 on both sides). */
+static __host__ __device__ float y_float(uint64_t sd, int r, int t, int e, int c) {
+  return unit(sd ^ ((uint64_t)r << 56) ^ ((uint64_t)t << 32) ^ ((uint64_t)e << 20) ^ (uint64_t)c);
+}
+static uint16_t y_value(int r, int t, int e, int c) { return ws_float_to_bf16(y_float(seed, r, t, e, c)); }
+
+/* The "experts" on the GPU: y[row] = f(source rank, token, this rank's expert of the
+ * row), NaN in padding rows (combine must not read them). Independent of where the
+ * dispatch put each row, so it can run inside a replayed graph. */
+__global__ void fill_y_kernel(const int *src_rank, const int *src_token, const int *offsets, int L, int me, int H,
+                              uint64_t sd, uint16_t *y) {
+  const int r = blockIdx.x;
+  if (r >= offsets[L]) return;
+  int l = 0;
+  while (l + 1 < L && offsets[l + 1] <= r) l++;
+  const int s = src_rank[r], t = src_token[r];
+  for (int c = threadIdx.x; c < H; c += blockDim.x) {
+    const __nv_bfloat16 b = __float2bfloat16_rn(y_float(sd, s, t, me * L + l, c));
+    y[(size_t)r * H + c] = s >= 0 ? *(const uint16_t *)&b : (uint16_t)0x7FC0;
+  }
+}
+
+typedef enum { ROUTE_UNIFORM, ROUTE_ONE_EXPERT, ROUTE_OTHER_RANK, ROUTE_STAY, ROUTE_HOLES } routing;
+
+/* Rank r's routing: [T][K] ids (distinct per token), and weights. */
+static void make_routing(const ws_ep_config *cfg, int r, int T, routing how, int *idx, float *w, uint64_t salt) {
+  const int E = cfg->experts, K = cfg->topk, L = E / nranks;
+  for (int t = 0; t < T; t++)
+    for (int k = 0; k < K; k++) {
+      const uint64_t h = seed ^ salt ^ ((uint64_t)r << 48) ^ ((uint64_t)t << 8) ^ (uint64_t)k;
+      int e;
+      switch (how) {
+      case ROUTE_ONE_EXPERT: e = k == 0 ? 0 : (int)((mix(h) % (uint32_t)(E - 1)) + 1); break;
+      case ROUTE_OTHER_RANK: e = ((r + 1) % nranks) * L + (int)(mix(h) % (uint32_t)L); break;
+      case ROUTE_STAY: e = r * L + (int)(mix(h) % (uint32_t)L); break;
+      default: e = (int)(mix(h) % (uint32_t)E); break;
+      }
+      /* distinct experts per token (a token picks each expert once) */
+      for (int j = 0; j < k; j++)
+        if (idx[t * K + j] == e) { e = -2; break; }
+      if (e == -2 || (how == ROUTE_HOLES && mix(h ^ 7) % 4 == 0)) e = -1;
+      idx[t * K + k] = e;
+      w[t * K + k] = 0.25f + 0.5f * (unit(h ^ 99) + 1.0f) / 2.0f;
+    }
+}
+
+/* Rank r's input rows: FP8 bytes + row-major scales, or bf16. */
+static void make_x(const ws_ep_config *cfg, int r, int T, uint8_t *x, float *scale, uint64_t salt) {
+  const int H = cfg->hidden;
+  for (int t = 0; t < T; t++)
+    for (int c = 0; c < H; c++) {
+      const float v = unit(seed ^ salt ^ 0xABCDull ^ ((uint64_t)r << 50) ^ ((uint64_t)t << 20) ^ (uint64_t)c) * 3.0f;
+      if (cfg->payload == WS_EP_FP8) x[(size_t)t * H + c] = ws_fp8_e4m3_encode(v);
+      else ((uint16_t *)x)[(size_t)t * H + c] = ws_float_to_bf16(v);
+    }
+  if (cfg->payload == WS_EP_FP8)
+    for (int t = 0; t < T; t++)
+      for (int b = 0; b < H / 128; b++) scale[t * (H / 128) + b] = 0.5f + (float)(mix(seed ^ salt ^ (uint64_t)(t * 131 + b)) % 100) / 64.0f;
+}
+
+typedef struct {
+  const char *name;
+  ws_ep_config cfg;
+  routing how;
+  int tokens; /* -1: max_tokens */
+  int iters;  /* repeated calls (the last one checked) */
+  int graph;  /* capture dispatch + combine and replay */
+} ep_case;
+
+static int run_case(ws_comm *comm, const ep_case *tc) {
+  const ws_ep_config *cfg = &tc->cfg;
+  const int H = cfg->hidden, K = cfg->topk, E = cfg->experts, L = E / nranks, fp8 = cfg->payload == WS_EP_FP8;
+  const int T = tc->tokens < 0 ? cfg->max_tokens : tc->tokens;
+  const size_t es = fp8 ? 1 : 2, kb = (size_t)H / 128;
+  const uint64_t salt = (uint64_t)mix((uint64_t)(uintptr_t)tc->name ^ (uint64_t)tc->how) << 1;
+  ws_ep *ep = NULL;
+  WS_OK_OR_DIE(ws_ep_create(&ep, comm, cfg));
+  /* every rank's routing and rows (each rank needs all of them for its reference) */
+  int **idx = (int **)host_alloc((size_t)nranks, sizeof(int *), 0);
+  float **wts = (float **)host_alloc((size_t)nranks, sizeof(float *), 0);
+  uint8_t **xs = (uint8_t **)host_alloc((size_t)nranks, sizeof(uint8_t *), 0);
+  float **ss = (float **)host_alloc((size_t)nranks, sizeof(float *), 0);
+  int *ntok = (int *)host_alloc((size_t)nranks, sizeof(int), 0);
+  for (int r = 0; r < nranks; r++) {
+    ntok[r] = T;
+    idx[r] = (int *)host_alloc((size_t)T * K + 1, sizeof(int), 0);
+    wts[r] = (float *)host_alloc((size_t)T * K + 1, sizeof(float), 0);
+    xs[r] = (uint8_t *)host_alloc((size_t)T * H + 1, es, 0);
+    ss[r] = (float *)host_alloc((size_t)T * kb + 1, sizeof(float), 0);
+    make_routing(cfg, r, T, tc->how, idx[r], wts[r], salt);
+    make_x(cfg, r, T, xs[r], ss[r], salt);
+  }
+  void *dx, *dscale, *didx, *dw, *dy, *dout;
+  const size_t R = ws_ep_max_rows(cfg, nranks);
+  CUDA_OK(cudaMalloc(&dx, (size_t)T * H * es + 16));
+  CUDA_OK(cudaMalloc(&dscale, (size_t)T * kb * 4 + 16));
+  CUDA_OK(cudaMalloc(&didx, (size_t)T * K * 4 + 16));
+  CUDA_OK(cudaMalloc(&dw, (size_t)T * K * 4 + 16));
+  CUDA_OK(cudaMalloc(&dy, R * H * 2 + 16));
+  CUDA_OK(cudaMalloc(&dout, (size_t)T * H * 2 + 16));
+  CUDA_OK(cudaMemcpy(dx, xs[rank], (size_t)T * H * es, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dscale, ss[rank], (size_t)T * kb * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(didx, idx[rank], (size_t)T * K * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dw, wts[rank], (size_t)T * K * 4, cudaMemcpyHostToDevice));
+  ws_ep_recv rv;
+  int *offs = (int *)host_alloc((size_t)L + 1, sizeof(int), 0);
+  int fails = 0;
+  const float *xscale = fp8 ? (const float *)dscale : NULL;
+  /* repeated calls; the last dispatch is host-synced and checked */
+  for (int it = 0; it < tc->iters; it++) {
+    WS_OK_OR_DIE(ws_ep_dispatch(ep, dx, xscale, (const int *)didx, (const float *)dw, T, &rv, NULL, 0));
+    WS_OK_OR_DIE(ws_ep_combine(ep, dy, dout, 0));
+  }
+  CUDA_OK(cudaMemset(rv.x, 0x7F, R * H * es)); /* poison the receive side */
+  WS_OK_OR_DIE(ws_ep_dispatch(ep, dx, xscale, (const int *)didx, (const float *)dw, T, &rv, offs, 0));
+  /* reference layout */
+  int *rcounts = (int *)host_alloc((size_t)L, sizeof(int), 0), *roffs = (int *)host_alloc((size_t)L + 1, sizeof(int), 0);
+  WS_OK_OR_DIE(ws_ep_reference_layout(cfg, nranks, rank, (const int *const *)idx, ntok, rcounts, roffs, NULL));
+  const int total = roffs[L];
+  int *rrows = (int *)host_alloc((size_t)total * 3 + 3, sizeof(int), 0);
+  WS_OK_OR_DIE(ws_ep_reference_layout(cfg, nranks, rank, (const int *const *)idx, ntok, rcounts, roffs, rrows));
+  for (int l = 0; l <= L; l++)
+    if (offs[l] != roffs[l]) { if (fails++ < 5) printf("  offsets[%d] = %d, reference %d\n", l, offs[l], roffs[l]); }
+  /* the received rows */
+  int *sr = (int *)host_alloc(R, sizeof(int), 0), *st = (int *)host_alloc(R, sizeof(int), 0);
+  int *sl = (int *)host_alloc(R, sizeof(int), 0);
+  float *wr = (float *)host_alloc(R, sizeof(float), 0);
+  uint8_t *hx = (uint8_t *)host_alloc(R * H, es, 0);
+  float *hs = (float *)host_alloc(kb * (size_t)(rv.scale_ld ? rv.scale_ld : 1), sizeof(float), 0);
+  CUDA_OK(cudaMemcpy(sr, rv.src_rank, R * 4, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(st, rv.src_token, R * 4, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(sl, rv.src_slot, R * 4, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(wr, rv.weight, R * 4, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(hx, rv.x, (size_t)total * H * es, cudaMemcpyDeviceToHost));
+  if (fp8) CUDA_OK(cudaMemcpy(hs, rv.x_scale, kb * (size_t)rv.scale_ld * 4, cudaMemcpyDeviceToHost));
+  if (fails == 0) {
+    for (int l = 0; l < L; l++) {
+      /* same multiset of (rank, token, slot): count matches of each reference row */
+      for (int r = roffs[l]; r < roffs[l + 1]; r++) {
+        const int *want = &rrows[3 * r];
+        int found = -1;
+        for (int q = roffs[l]; q < roffs[l + 1] && found < 0; q++)
+          if (sr[q] == want[0] && st[q] == want[1] && sl[q] == want[2]) found = q;
+        if (found < 0) { if (fails++ < 5) printf("  expert %d: row (%d, %d, %d) missing\n", l, want[0], want[1], want[2]); continue; }
+        if (want[0] < 0) { /* padding: zero payload */
+          for (int c = 0; c < H * (int)es; c++)
+            if (hx[(size_t)found * H * es + c]) { if (fails++ < 5) printf("  padding row %d not zeroed\n", found); break; }
+          continue;
+        }
+        const int src = want[0], tok = want[1], k = want[2];
+        if (memcmp(hx + (size_t)found * H * es, xs[src] + (size_t)tok * H * es, (size_t)H * es) != 0)
+          if (fails++ < 5) printf("  row %d (rank %d token %d): payload differs\n", found, src, tok);
+        if (wr[found] != wts[src][tok * K + k])
+          if (fails++ < 5) printf("  row %d: weight %g, want %g\n", found, wr[found], wts[src][tok * K + k]);
+        if (fp8)
+          for (size_t b = 0; b < kb; b++)
+            if (hs[b * rv.scale_ld + found] != ss[src][tok * kb + b]) {
+              if (fails++ < 5) printf("  row %d: scale %zu differs\n", found, b);
+              break;
+            }
+      }
+    }
+  }
+  /* combine: y = f(source rank, token, expert) made on the GPU from the layout */
+  CUDA_OK(cudaMemset(dy, 0xFF, R * H * 2));
+  CUDA_OK(cudaMemset(dout, 0xFF, (size_t)T * H * 2));
+  if (R) fill_y_kernel<<<(unsigned)R, 256>>>(rv.src_rank, rv.src_token, rv.expert_offsets, L, rank, H, seed, (uint16_t *)dy);
+  CUDA_OK(cudaGetLastError());
+  if (tc->graph) {
+    cudaStream_t s;
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    WS_OK_OR_DIE(ws_ep_dispatch(ep, dx, xscale, (const int *)didx, (const float *)dw, T, NULL, NULL, s));
+    if (R) fill_y_kernel<<<(unsigned)R, 256, 0, s>>>(rv.src_rank, rv.src_token, rv.expert_offsets, L, rank, H, seed, (uint16_t *)dy);
+    WS_OK_OR_DIE(ws_ep_combine(ep, dy, dout, s));
+    CUDA_OK(cudaStreamEndCapture(s, &g));
+    CUDA_OK(cudaGraphInstantiate(&ge, g, 0));
+    for (int i = 0; i < 20; i++) CUDA_OK(cudaGraphLaunch(ge, s));
+    WS_OK_OR_DIE(ws_sync(s));
+    cudaGraphExecDestroy(ge);
+    cudaGraphDestroy(g);
+    cudaStreamDestroy(s);
+  } else {
+    WS_OK_OR_DIE(ws_ep_combine(ep, dy, dout, 0));
+    WS_OK_OR_DIE(ws_sync(0));
+  }
+  uint16_t *hout = (uint16_t *)host_alloc((size_t)T * H + 1, 2, 0);
+  CUDA_OK(cudaMemcpy(hout, dout, (size_t)T * H * 2, cudaMemcpyDeviceToHost));
+  long bad = 0;
+  for (int t = 0; t < T; t++)
+    for (int c = 0; c < H; c++) {
+      float acc = 0.0f;
+      for (int d = 0; d < nranks; d++) {
+        float part = 0.0f;
+        int any = 0;
+        for (int k = 0; k < K; k++) {
+          const int e = idx[rank][t * K + k];
+          if (e < 0 || e / L != d) continue;
+          part = fmaf(wts[rank][t * K + k], ws_bf16_to_float(y_value(rank, t, e, c)), part);
+          any = 1;
+        }
+        if (any) acc = fmaf(1.0f, ws_bf16_to_float(ws_float_to_bf16(part)), acc);
+      }
+      const uint16_t want = ws_float_to_bf16(acc), got = hout[(size_t)t * H + c];
+      if (got != want && !(fabsf(ws_bf16_to_float(got) - ws_bf16_to_float(want)) <= fabsf(ws_bf16_to_float(want)) * 1e-2f))
+        if (bad++ < 3) printf("  out[%d][%d] = %g, reference %g\n", t, c, ws_bf16_to_float(got), ws_bf16_to_float(want));
+    }
+  fails += bad > 0;
+  printf("rank %d: %-22s %s H %5d E %3d K %d T %4d align %3d sms %2d: %d rows in, %s%s\n", rank, tc->name,
+         fp8 ? "fp8 " : "bf16", H, E, K, T, cfg->row_align, cfg->num_sms, total, fails ? "FAILED" : "ok",
+         tc->graph ? " (graph replay)" : "");
+  WS_OK_OR_DIE(ws_ep_destroy(ep));
+  cudaFree(dx); cudaFree(dscale); cudaFree(didx); cudaFree(dw); cudaFree(dy); cudaFree(dout);
+  for (int r = 0; r < nranks; r++) { free(idx[r]); free(wts[r]); free(xs[r]); free(ss[r]); }
+  free(idx); free(wts); free(xs); free(ss); free(ntok); free(offs); free(rcounts); free(roffs); free(rrows);
+  free(sr); free(st); free(sl); free(wr); free(hx); free(hs); free(hout);
+  return fails == 0;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "all";
+  require_hopper();
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess) ndev = 0;
+  const char *n_env = getenv("WS_NRANKS");
+  if (!n_env) n_env = getenv("OMPI_COMM_WORLD_SIZE");
+  const int want = n_env ? atoi(n_env) : 1;
+  if (ws_comm_available() != WS_OK || ndev < want) {
+    printf("needs NVSHMEM and %d GPUs (have %d): skipped\n", want, ndev);
+    return TEST_SKIP;
+  }
+  ws_comm *comm = NULL;
+  WS_OK_OR_DIE(ws_comm_init_from_env(&comm));
+  WS_OK_OR_DIE(ws_comm_rank(comm, &rank));
+  WS_OK_OR_DIE(ws_comm_size(comm, &nranks));
+  if (rank == 0) {
+    seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
+    WS_OK_OR_DIE(ws_rendezvous_put(NULL, "moe.seed", &seed, sizeof seed));
+  } else {
+    WS_OK_OR_DIE(ws_rendezvous_get(NULL, "moe.seed", &seed, sizeof seed));
+  }
+  WS_OK_OR_DIE(ws_comm_barrier(comm, 0));
+  WS_OK_OR_DIE(ws_sync(0));
+  if (rank == 0) WS_OK_OR_DIE(ws_rendezvous_cleanup(NULL, "moe.seed"));
+  printf("rank %d of %d: seed %llu, mode %s\n", rank, nranks, (unsigned long long)seed, mode);
+  if (!strcmp(mode, "missing")) {
+    const ws_ep_config cfg = {256, 4 * nranks, 2, 64, WS_EP_BF16, 1, 4};
+    ws_ep *ep = NULL;
+    WS_OK_OR_DIE(ws_ep_create(&ep, comm, &cfg));
+    WS_OK_OR_DIE(ws_set_timeout_ms(500));
+    int *idx; float *w; void *x;
+    CUDA_OK(cudaMalloc((void **)&idx, 64 * 2 * 4));
+    CUDA_OK(cudaMalloc((void **)&w, 64 * 2 * 4));
+    CUDA_OK(cudaMalloc(&x, 64 * 256 * 2));
+    CUDA_OK(cudaMemset(idx, 0, 64 * 2 * 4));
+    ws_status s = WS_OK;
+    if (rank == 0) {
+      const double t0 = (double)clock() / CLOCKS_PER_SEC;
+      s = ws_ep_dispatch(ep, x, NULL, idx, w, 64, NULL, NULL, 0);
+      if (s == WS_OK) s = ws_sync(0);
+      printf("rank 0: %s after %.2f s CPU: %s\n", ws_strerror(s), (double)clock() / CLOCKS_PER_SEC - t0, ws_last_error());
+      CHECK(s == WS_ERR_TIMEOUT);
+      CHECK_MSG("dispatch");
+    } else {
+      usleep(3000000); /* never dispatches */
+    }
+    fflush(stdout);
+    _exit(test_finish("test_moe missing") ? 1 : 0);
+  }
+  const int quick = !strcmp(mode, "quick");
+  const int E8 = 8 * nranks;
+  const ep_case cases[] = {
+      {"uniform", {512, E8, 4, 128, WS_EP_FP8, 1, 8}, ROUTE_UNIFORM, -1, 1, 0},
+      {"uniform align 128", {512, E8, 4, 128, WS_EP_FP8, 128, 8}, ROUTE_UNIFORM, 100, 1, 0},
+      {"one hot expert", {256, E8, 2, 96, WS_EP_BF16, 1, 4}, ROUTE_ONE_EXPERT, -1, 1, 0},
+      {"all to other rank", {256, E8, 3, 64, WS_EP_FP8, 64, 4}, ROUTE_OTHER_RANK, 50, 1, 0},
+      {"none leave", {256, E8, 3, 64, WS_EP_BF16, 1, 4}, ROUTE_STAY, -1, 1, 0},
+      {"-1 slots", {384, E8, 8, 64, WS_EP_FP8, 1, 6}, ROUTE_HOLES, -1, 1, 0},
+      {"no tokens", {256, E8, 2, 32, WS_EP_BF16, 1, 2}, ROUTE_UNIFORM, 0, 1, 0},
+      {"K = 1", {256, E8, 1, 64, WS_EP_BF16, 1, 3}, ROUTE_UNIFORM, -1, 1, 0},
+      {"repeated 100", {256, E8, 4, 64, WS_EP_FP8, 1, 8}, ROUTE_UNIFORM, -1, 100, 0},
+      {"graph replay", {256, E8, 4, 64, WS_EP_FP8, 1, 8}, ROUTE_UNIFORM, -1, 2, 1},
+      {"DeepSeek-V3 shape", {7168, 256, 8, 256, WS_EP_FP8, 128, 24}, ROUTE_UNIFORM, -1, 3, 0},
+      {"DeepSeek-V3 bf16", {7168, 256, 8, 128, WS_EP_BF16, 1, 24}, ROUTE_UNIFORM, -1, 1, 0},
+  };
+  const int ncases = (int)(sizeof cases / sizeof cases[0]);
+  for (int i = 0; i < ncases; i++) {
+    if (quick && i >= 10) break;
+    if (cases[i].cfg.experts % nranks) continue;
+    CHECK(run_case(comm, &cases[i]));
+  }
+  WS_OK_OR_DIE(ws_comm_destroy(comm));
+  return test_finish("test_moe");
+}
