@@ -256,6 +256,79 @@ static int run_case(ws_comm *comm, const ep_case *tc) {
   return fails == 0;
 }
 
+static int cmp_float(const void *a, const void *b) {
+  const float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* "bench": time dispatch and combine (median of 20 after 5 warm-ups) on uniform routing;
+ * NVLink bytes = rows this rank sends to other ranks; logical = bytes received (own
+ * rank's included, as DeepEP counts) / time. A first look; `warpspec bench moe-a2a`
+ * with the NCCL and PyTorch baselines is the issue's benchmark. */
+static void bench(ws_comm *comm, int H, int E, int K, int T, ws_ep_payload payload, int sms) {
+  const ws_ep_config cfg = {H, E, K, T, payload, 1, sms};
+  const int fp8 = payload == WS_EP_FP8, L = E / nranks;
+  const size_t es = fp8 ? 1 : 2, kb = (size_t)H / 128;
+  ws_ep *ep = NULL;
+  WS_OK_OR_DIE(ws_ep_create(&ep, comm, &cfg));
+  int *idx = (int *)host_alloc((size_t)T * K, sizeof(int), 0);
+  float *w = (float *)host_alloc((size_t)T * K, sizeof(float), 0);
+  make_routing(&cfg, rank, T, ROUTE_UNIFORM, idx, w, 0x5151);
+  long rows_out = 0, rows_in_self = 0;
+  for (int t = 0; t < T; t++) {
+    uint64_t mask = 0;
+    for (int k = 0; k < K; k++)
+      if (idx[t * K + k] >= 0) mask |= 1ull << (idx[t * K + k] / L);
+    rows_out += __builtin_popcountll(mask & ~(1ull << rank));
+    rows_in_self += (mask >> rank) & 1;
+  }
+  void *x, *sc, *di, *dw, *y, *out;
+  const size_t R = ws_ep_max_rows(&cfg, nranks);
+  CUDA_OK(cudaMalloc(&x, (size_t)T * H * es));
+  CUDA_OK(cudaMalloc(&sc, (size_t)T * kb * 4 + 16));
+  CUDA_OK(cudaMalloc(&di, (size_t)T * K * 4));
+  CUDA_OK(cudaMalloc(&dw, (size_t)T * K * 4));
+  CUDA_OK(cudaMalloc(&y, R * H * 2));
+  CUDA_OK(cudaMalloc(&out, (size_t)T * H * 2));
+  CUDA_OK(cudaMemset(x, 0x3C, (size_t)T * H * es));
+  CUDA_OK(cudaMemset(sc, 0x3F, (size_t)T * kb * 4));
+  CUDA_OK(cudaMemset(y, 0x3F, R * H * 2));
+  CUDA_OK(cudaMemcpy(di, idx, (size_t)T * K * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dw, w, (size_t)T * K * 4, cudaMemcpyHostToDevice));
+  cudaEvent_t ev[3];
+  for (int i = 0; i < 3; i++) CUDA_OK(cudaEventCreate(&ev[i]));
+  float td[20], tc[20];
+  int offs[WS_EP_MAX_EXPERTS + 1];
+  WS_OK_OR_DIE(ws_ep_dispatch(ep, x, fp8 ? (const float *)sc : NULL, (const int *)di, (const float *)dw, T, NULL, offs, 0));
+  const int rows_recv = offs[L];
+  for (int it = -5; it < 20; it++) {
+    WS_OK_OR_DIE(ws_comm_barrier(comm, 0));
+    CUDA_OK(cudaEventRecord(ev[0], 0));
+    WS_OK_OR_DIE(ws_ep_dispatch(ep, x, fp8 ? (const float *)sc : NULL, (const int *)di, (const float *)dw, T, NULL, NULL, 0));
+    CUDA_OK(cudaEventRecord(ev[1], 0));
+    WS_OK_OR_DIE(ws_ep_combine(ep, y, out, 0));
+    CUDA_OK(cudaEventRecord(ev[2], 0));
+    WS_OK_OR_DIE(ws_sync(0));
+    if (it >= 0) {
+      CUDA_OK(cudaEventElapsedTime(&td[it], ev[0], ev[1]));
+      CUDA_OK(cudaEventElapsedTime(&tc[it], ev[1], ev[2]));
+    }
+  }
+  qsort(td, 20, sizeof(float), cmp_float);
+  qsort(tc, 20, sizeof(float), cmp_float);
+  const double d_us = td[10] * 1e3, c_us = tc[10] * 1e3;
+  const double row_d = (double)H * es + (fp8 ? kb * 4.0 : 0.0), row_c = (double)H * 2;
+  /* received token rows (once per rank) = rows sent to us; approximated by what we send */
+  const double tok_in = (double)(rows_out + rows_in_self);
+  printf("bench rank %d: H %d E %d K %d T %d %s sms %2d: dispatch %7.1f us (NVLink out %6.1f GB/s, logical %6.1f GB/s), "
+         "combine %7.1f us (NVLink out %6.1f GB/s, logical %6.1f GB/s); %d expert rows here\n",
+         rank, H, E, K, T, fp8 ? "fp8 " : "bf16", sms ? sms : WS_EP_DEFAULT_SMS, d_us, rows_out * row_d / d_us * 1e-3,
+         tok_in * row_d / d_us * 1e-3, c_us, rows_out * row_c / c_us * 1e-3, tok_in * row_c / c_us * 1e-3, rows_recv);
+  WS_OK_OR_DIE(ws_ep_destroy(ep));
+  cudaFree(x); cudaFree(sc); cudaFree(di); cudaFree(dw); cudaFree(y); cudaFree(out);
+  free(idx); free(w);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "all";
   require_hopper();
@@ -305,6 +378,17 @@ int main(int argc, char **argv) {
     }
     fflush(stdout);
     _exit(test_finish("test_moe missing") ? 1 : 0);
+  }
+  if (!strcmp(mode, "bench")) {
+    const int E = 256 % nranks ? 8 * nranks : 256;
+    const int sms[4] = {8, 24, 32, 64};
+    for (int i = 0; i < 4; i++) bench(comm, 7168, E, 8, 4096, WS_EP_FP8, sms[i]);
+    bench(comm, 7168, E, 8, 4096, WS_EP_BF16, 32);
+    bench(comm, 7168, E, 8, 128, WS_EP_FP8, 24);
+    bench(comm, 4096, E, 6, 512, WS_EP_FP8, 24);
+    bench(comm, 4096, E, 6, 8192, WS_EP_FP8, 32);
+    WS_OK_OR_DIE(ws_comm_destroy(comm));
+    return 0;
   }
   const int quick = !strcmp(mode, "quick");
   const int E8 = 8 * nranks;
