@@ -62,7 +62,7 @@
 
 /* ---- MoE dispatch / combine ----------------------------------------------------- */
 #define WS_EP_DEFAULT_SMS       24     /* CTAs per transfer kernel unless the config says  */
-#define WS_EP_WARPS             8      /* warps per CTA of the dispatch/combine kernels    */
+#define WS_EP_WARPS             16     /* warps per CTA of the dispatch/combine kernels    */
 #define WS_EP_LAYOUT_THREADS    1024   /* the one-CTA routing kernel                        */
 
 /* ---- GEMM ------------------------------------------------------------------------ */

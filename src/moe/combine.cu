@@ -27,6 +27,8 @@ static __device__ __forceinline__ ws_site comb_site(const char *what, int edge, 
   return s;
 }
 
+#define COMB_UNROLL 4 /* 16-byte vectors per lane in flight per row */
+
 /* 8 bf16 (one 16-byte vector) times w, added into acc. */
 static __device__ __forceinline__ void fma8(float *acc, uint4 v, float w) {
   const uint32_t u[4] = {v.x, v.y, v.z, v.w};
@@ -65,14 +67,35 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
       const int *rows = a.comb_row + ((size_t)s * a.max_tokens + i) * K;
       const float *ws = a.comb_w + ((size_t)s * a.max_tokens + i) * K;
       uint4 *dst = (uint4 *)(a.peer_comb_inbox[s] + ((size_t)a.rank * a.max_tokens + i) * a.hidden);
-      for (int v = ctx.lane; v < nvec; v += 32) {
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int j = 0; j < K; j++) {
-          const int r = rows[j];
-          if (r < 0) break;
-          fma8(acc, ws_ld_global_nc_v4((const uint4 *)(y + (size_t)r * a.hidden) + v), ws[j]);
+      const uint4 *src[WS_EP_MAX_TOPK];
+      float w[WS_EP_MAX_TOPK];
+#pragma unroll
+      for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
+        const int r = j < K ? rows[j] : -1;
+        src[j] = r >= 0 ? (const uint4 *)(y + (size_t)r * a.hidden) : NULL;
+        w[j] = j < K ? ws[j] : 0.0f;
+      }
+      /* COMB_UNROLL vectors per lane in flight per row, rows in slot order (the sum's order) */
+      for (int v0 = ctx.lane; v0 < nvec; v0 += 32 * COMB_UNROLL) {
+        float acc[COMB_UNROLL][8];
+#pragma unroll
+        for (int u = 0; u < COMB_UNROLL; u++)
+#pragma unroll
+          for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
+          if (src[j] == NULL) break;
+          uint4 p[COMB_UNROLL];
+#pragma unroll
+          for (int u = 0; u < COMB_UNROLL; u++)
+            if (v0 + 32 * u < nvec) p[u] = ws_ld_global_nc_v4(src[j] + v0 + 32 * u);
+#pragma unroll
+          for (int u = 0; u < COMB_UNROLL; u++)
+            if (v0 + 32 * u < nvec) fma8(acc[u], p[u], w[j]);
         }
-        ws_st_global_v4(dst + v, pack8(acc));
+#pragma unroll
+        for (int u = 0; u < COMB_UNROLL; u++)
+          if (v0 + 32 * u < nvec) ws_st_global_v4(dst + v0 + 32 * u, pack8(acc[u]));
       }
     }
   }
@@ -98,15 +121,27 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   for (int t = gw; t < T; t += nw) {
     const int *slots = a.tok_slot + (size_t)t * N;
-    for (int v = ctx.lane; v < nvec; v += 32) {
-      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int v0 = ctx.lane; v0 < nvec; v0 += 32 * COMB_UNROLL) {
+      float acc[COMB_UNROLL][8];
+#pragma unroll
+      for (int u = 0; u < COMB_UNROLL; u++)
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
       for (int d = 0; d < N; d++) {
         const int slot = slots[d];
         if (slot < 0) continue;
-        const uint4 p = ws_ld_global_cg_v4((const uint4 *)(a.comb_inbox + ((size_t)d * a.max_tokens + slot) * a.hidden) + v);
-        fma8(acc, p, 1.0f);
+        const uint4 *src = (const uint4 *)(a.comb_inbox + ((size_t)d * a.max_tokens + slot) * a.hidden);
+        uint4 p[COMB_UNROLL];
+#pragma unroll
+        for (int u = 0; u < COMB_UNROLL; u++)
+          if (v0 + 32 * u < nvec) p[u] = ws_ld_global_cg_v4(src + v0 + 32 * u);
+#pragma unroll
+        for (int u = 0; u < COMB_UNROLL; u++)
+          if (v0 + 32 * u < nvec) fma8(acc[u], p[u], 1.0f);
       }
-      ws_st_global_v4((uint4 *)(out + (size_t)t * a.hidden) + v, pack8(acc));
+#pragma unroll
+      for (int u = 0; u < COMB_UNROLL; u++)
+        if (v0 + 32 * u < nvec) ws_st_global_v4((uint4 *)(out + (size_t)t * a.hidden) + v0 + 32 * u, pack8(acc[u]));
     }
   }
   ws_role_sync(&ctx);

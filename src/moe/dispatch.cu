@@ -74,20 +74,21 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
 }
 
 /* ---- send -------------------------------------------------------------------------- */
-/* A warp copies n bytes (a multiple of 16) with 16-byte accesses, 4 in flight per lane. */
+/* A warp copies n bytes (a multiple of 16) with 16-byte accesses, 8 in flight per lane. */
+#define EP_COPY_UNROLL 8
 static __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, size_t n, int lane, int fresh) {
   const uint4 *s = (const uint4 *)src;
   uint4 *d = (uint4 *)dst;
   const size_t nv = n / 16;
-  for (size_t base = 0; base < nv; base += 32 * 4) {
-    uint4 v[4];
+  for (size_t base = 0; base < nv; base += 32 * EP_COPY_UNROLL) {
+    uint4 v[EP_COPY_UNROLL];
 #pragma unroll
-    for (int u = 0; u < 4; u++) {
+    for (int u = 0; u < EP_COPY_UNROLL; u++) {
       const size_t i = base + (size_t)u * 32 + lane;
       if (i < nv) v[u] = fresh ? ws_ld_global_cg_v4(s + i) : ws_ld_global_nc_v4(s + i);
     }
 #pragma unroll
-    for (int u = 0; u < 4; u++) {
+    for (int u = 0; u < EP_COPY_UNROLL; u++) {
       const size_t i = base + (size_t)u * 32 + lane;
       if (i < nv) ws_st_global_v4(d + i, v[u]);
     }

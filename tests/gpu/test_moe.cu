@@ -109,7 +109,10 @@ static int run_case(ws_comm *comm, const ep_case *tc) {
   const int H = cfg->hidden, K = cfg->topk, E = cfg->experts, L = E / nranks, fp8 = cfg->payload == WS_EP_FP8;
   const int T = tc->tokens < 0 ? cfg->max_tokens : tc->tokens;
   const size_t es = fp8 ? 1 : 2, kb = (size_t)H / 128;
-  const uint64_t salt = (uint64_t)mix((uint64_t)(uintptr_t)tc->name ^ (uint64_t)tc->how) << 1;
+  /* from the case's name, not its address: every rank (process) must draw the same */
+  uint64_t salt = (uint64_t)tc->how;
+  for (const char *c = tc->name; *c; c++) salt = salt * 131 + (unsigned char)*c;
+  salt = (uint64_t)mix(salt) << 1;
   ws_ep *ep = NULL;
   WS_OK_OR_DIE(ws_ep_create(&ep, comm, cfg));
   /* every rank's routing and rows (each rank needs all of them for its reference) */
