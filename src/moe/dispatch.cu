@@ -8,14 +8,16 @@
  *           destination: the token's inbox slot (once per rank, however many of its
  *           experts live there) and the counts.
  *   send    (sms CTAs, SENDER role)  wait until each destination has read our previous
- *           dispatch (ack >= n - 1); CTA 0 publishes the counts (flag = n); each warp
- *           pushes whole token rows (payload, scales, meta block) into the destination's
- *           inbox with 16-byte stores over NVLink; each CTA then flags every destination
+ *           dispatch (ack >= n - 1); CTA 0 publishes the counts (flag = n); a warp per
+ *           token loads its row once per chunk and stores it (then scales and the meta
+ *           block) into every destination's inbox with 16-byte stores over NVLink; each
+ *           CTA then flags every destination
  *           (data_flag[us][cta] = n, after a system fence).
  *   expand  (sms CTAs, RECEIVER role)  wait for every source's counts, compute the
- *           padded expert offsets, wait for every source CTA's data flag, copy each
- *           inbox row into the rows of its local experts (payload, K-block-major scales,
- *           source and weight), zero the padding; the last CTA acks every source.
+ *           padded expert offsets, wait for every source CTA's data flag; a warp per
+ *           inbox row loads it once per chunk and stores it into the rows of all its local
+ *           experts (payload, K-block-major scales, source and weight; lane j holds entry
+ *           j), zero the padding; the last CTA acks every source.
  * Each wait is bounded and names the peer, the role and the CTA. */
 #include "ep_internal.h"
 #include "warpspec/device/warpspec.cuh"
@@ -74,26 +76,9 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
 }
 
 /* ---- send -------------------------------------------------------------------------- */
-/* A warp copies n bytes (a multiple of 16) with 16-byte accesses, 8 in flight per lane. */
+/* 16-byte vectors per lane in flight when a warp copies a row: a row is loaded once per
+ * chunk of 32 x EP_COPY_UNROLL vectors and stored to every place it goes. */
 #define EP_COPY_UNROLL 8
-static __device__ __forceinline__ void warp_copy(uint8_t *dst, const uint8_t *src, size_t n, int lane, int fresh) {
-  const uint4 *s = (const uint4 *)src;
-  uint4 *d = (uint4 *)dst;
-  const size_t nv = n / 16;
-  for (size_t base = 0; base < nv; base += 32 * EP_COPY_UNROLL) {
-    uint4 v[EP_COPY_UNROLL];
-#pragma unroll
-    for (int u = 0; u < EP_COPY_UNROLL; u++) {
-      const size_t i = base + (size_t)u * 32 + lane;
-      if (i < nv) v[u] = fresh ? ws_ld_global_cg_v4(s + i) : ws_ld_global_nc_v4(s + i);
-    }
-#pragma unroll
-    for (int u = 0; u < EP_COPY_UNROLL; u++) {
-      const size_t i = base + (size_t)u * 32 + lane;
-      if (i < nv) ws_st_global_v4(d + i, v[u]);
-    }
-  }
-}
 
 WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8_t *x, const float *x_scale,
                                   const float *topk_weights, ws_diag diag) {
@@ -115,33 +100,64 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
     ws_st_relaxed_sys_u64(a.peer_count_flag[d] + a.rank, n);
   }
   const size_t pay = ep_payload_bytes(a.hidden, a.fp8), sc = ep_scale_bytes(a.hidden, a.fp8);
-  const size_t meta_off = EP_ALIGN16(pay + sc);
+  const size_t meta_off = EP_ALIGN16(pay + sc), nv = pay / 16;
+  const int kb = a.hidden / 128, lane = ctx.lane;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   for (int t = gw; t < T; t += nw) {
-    for (int d = 0; d < N; d++) {
-      const int slot = a.tok_slot[(size_t)t * N + d];
-      if (slot < 0) continue;
-      uint8_t *row = a.peer_inbox[d] + ((size_t)a.rank * a.max_tokens + slot) * a.inbox_row;
-      warp_copy(row, x + (size_t)t * pay, pay, ctx.lane, 0);
-      if (a.fp8)
-        for (int c = ctx.lane; c < a.hidden / 128; c += 32) ((float *)(row + pay))[c] = x_scale[(size_t)t * (a.hidden / 128) + c];
-      /* meta: {token, entries} then this rank's entries, in slot order */
-      ep_meta *m = (ep_meta *)(row + meta_off);
-      int mine = 0;
-      for (int k = 0; k < K; k++) {
-        const ep_entry en = a.entries[(size_t)t * K + k];
-        if (en.dst != d) continue;
-        if (ctx.lane == 0) {
-          ep_meta e = {en.local, en.pos, k, topk_weights[(size_t)t * K + k]};
-          m[1 + mine] = e;
-        }
-        mine++;
-      }
-      if (ctx.lane == 0) {
-        ep_meta h = {t, mine, 0, 0.0f};
-        m[0] = h;
-      }
+    /* the token's destinations, one per lane (lane d and d + 32), and its entries (lane k) */
+    uint8_t *dst_lo = NULL, *dst_hi = NULL;
+    if (lane < N) {
+      const int slot = a.tok_slot[(size_t)t * N + lane];
+      if (slot >= 0) dst_lo = a.peer_inbox[lane] + ((size_t)a.rank * a.max_tokens + slot) * a.inbox_row;
     }
+    if (lane + 32 < N) {
+      const int slot = a.tok_slot[(size_t)t * N + lane + 32];
+      if (slot >= 0) dst_hi = a.peer_inbox[lane + 32] + ((size_t)a.rank * a.max_tokens + slot) * a.inbox_row;
+    }
+    const uint32_t lo = __ballot_sync(0xffffffffu, dst_lo != NULL), hi = __ballot_sync(0xffffffffu, dst_hi != NULL);
+    ep_entry en = {-1, -1, -1, 0};
+    float w = 0.0f;
+    if (lane < K) {
+      en = a.entries[(size_t)t * K + lane];
+      w = topk_weights[(size_t)t * K + lane];
+    }
+    /* the row, loaded once per chunk and stored to every destination */
+    const uint4 *src = (const uint4 *)(x + (size_t)t * pay);
+    for (size_t base = 0; base < nv; base += 32 * EP_COPY_UNROLL) {
+      uint4 v[EP_COPY_UNROLL];
+#pragma unroll
+      for (int u = 0; u < EP_COPY_UNROLL; u++) {
+        const size_t i = base + (size_t)u * 32 + lane;
+        if (i < nv) v[u] = ws_ld_global_nc_v4(src + i);
+      }
+      for (int half = 0; half < 2; half++)
+        for (uint32_t m = half ? hi : lo; m; m &= m - 1) {
+          uint4 *d = (uint4 *)__shfl_sync(0xffffffffu, (unsigned long long)(half ? dst_hi : dst_lo), __ffs(m) - 1);
+#pragma unroll
+          for (int u = 0; u < EP_COPY_UNROLL; u++) {
+            const size_t i = base + (size_t)u * 32 + lane;
+            if (i < nv) ws_st_global_v4(d + i, v[u]);
+          }
+        }
+    }
+    /* scales, then per destination the meta block: {token, entries}, its entries in slot order */
+    for (int half = 0; half < 2; half++)
+      for (uint32_t m = half ? hi : lo; m; m &= m - 1) {
+        const int d = (__ffs(m) - 1) + 32 * half;
+        uint8_t *row = (uint8_t *)__shfl_sync(0xffffffffu, (unsigned long long)(half ? dst_hi : dst_lo), d % 32);
+        if (a.fp8)
+          for (int c = lane; c < kb; c += 32) ((float *)(row + pay))[c] = x_scale[(size_t)t * kb + c];
+        const uint32_t mine = __ballot_sync(0xffffffffu, en.dst == d);
+        ep_meta *meta = (ep_meta *)(row + meta_off);
+        if (en.dst == d) {
+          ep_meta e = {en.local, en.pos, lane, w};
+          meta[1 + __popc(mine & ((1u << lane) - 1))] = e;
+        }
+        if (lane == 0) {
+          ep_meta h = {t, __popc(mine), 0, 0.0f};
+          meta[0] = h;
+        }
+      }
   }
   ws_role_sync(&ctx); /* all of this CTA's rows are written */
   if (threadIdx.x < (unsigned)N) {
@@ -196,7 +212,8 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
   }
   ws_role_sync(&ctx);
   const size_t pay = ep_payload_bytes(a.hidden, a.fp8), meta_off = EP_ALIGN16(pay + ep_scale_bytes(a.hidden, a.fp8));
-  const int kb = a.hidden / 128;
+  const size_t nv = pay / 16;
+  const int kb = a.hidden / 128, lane = ctx.lane;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   for (int s = 0; s < N; s++) {
     const int ntok = cnt[N * L + s];
@@ -204,26 +221,49 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
       const uint8_t *row = a.inbox + ((size_t)s * a.max_tokens + i) * a.inbox_row;
       const ep_meta *m = (const ep_meta *)(row + meta_off);
       const int token = __ldcg(&m[0].local), entries = __ldcg(&m[0].pos);
-      int *crow = a.comb_row + ((size_t)s * a.max_tokens + i) * K;
-      float *cw = a.comb_w + ((size_t)s * a.max_tokens + i) * K;
-      for (int j = 0; j < K; j++) {
-        if (j >= entries) {
-          if (ctx.lane == 0) crow[j] = -1;
-          continue;
-        }
-        const int local = __ldcg(&m[1 + j].local), pos = __ldcg(&m[1 + j].pos), slot = __ldcg(&m[1 + j].slot);
-        const float w = __ldcg(&m[1 + j].weight);
+      /* lane j holds entry j: its row in the layout, slot and weight */
+      int r = -1, slot = -1;
+      float w = 0.0f;
+      if (lane < entries) {
+        const int local = __ldcg(&m[1 + lane].local), pos = __ldcg(&m[1 + lane].pos);
+        slot = __ldcg(&m[1 + lane].slot);
+        w = __ldcg(&m[1 + lane].weight);
         int base = off[local];
         for (int q = 0; q < s; q++) base += cnt[q * L + local];
-        const int r = base + pos;
-        warp_copy(a.x + (size_t)r * pay, row, pay, ctx.lane, 1);
-        if (a.fp8)
-          for (int c = ctx.lane; c < kb; c += 32) a.x_scale[(size_t)c * a.scale_ld + r] = __ldcg((const float *)(row + pay) + c);
-        if (ctx.lane == 0) {
-          a.src_rank[r] = s; a.src_token[r] = token; a.src_slot[r] = slot; a.weight[r] = w;
-          crow[j] = r; cw[j] = w;
+        r = base + pos;
+        a.src_rank[r] = s; a.src_token[r] = token; a.src_slot[r] = slot; a.weight[r] = w;
+      }
+      if (lane < K) {
+        a.comb_row[((size_t)s * a.max_tokens + i) * K + lane] = r;
+        a.comb_w[((size_t)s * a.max_tokens + i) * K + lane] = w;
+      }
+      /* the row, loaded once per chunk, stored into every entry's row */
+      const uint4 *src = (const uint4 *)row;
+      for (size_t base = 0; base < nv; base += 32 * EP_COPY_UNROLL) {
+        uint4 v[EP_COPY_UNROLL];
+#pragma unroll
+        for (int u = 0; u < EP_COPY_UNROLL; u++) {
+          const size_t q = base + (size_t)u * 32 + lane;
+          if (q < nv) v[u] = ws_ld_global_cg_v4(src + q);
+        }
+        for (int j = 0; j < entries; j++) {
+          uint4 *d = (uint4 *)(a.x + (size_t)__shfl_sync(0xffffffffu, r, j) * pay);
+#pragma unroll
+          for (int u = 0; u < EP_COPY_UNROLL; u++) {
+            const size_t q = base + (size_t)u * 32 + lane;
+            if (q < nv) ws_st_global_v4(d + q, v[u]);
+          }
         }
       }
+      if (a.fp8)
+        for (int c0 = 0; c0 < kb; c0 += 32) {
+          const int c = c0 + lane;
+          const float sv = c < kb ? __ldcg((const float *)(row + pay) + c) : 0.0f;
+          for (int j = 0; j < entries; j++) {
+            const int rj = __shfl_sync(0xffffffffu, r, j);
+            if (c < kb) a.x_scale[(size_t)c * a.scale_ld + rj] = sv;
+          }
+        }
     }
   }
   /* padding rows: zero payload and scale, no source */
