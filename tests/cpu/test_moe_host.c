@@ -1,0 +1,138 @@
+/* test_moe_host.c - MoE dispatch/combine without a GPU: config validation (every field,
+ * named in the message), the worst-case row count, the host reference layout (padded
+ * offsets, once-per-rank fan-out, -1 slots, row order) on a hand-checked example and on
+ * random routings, and argument errors before any launch. */
+#include "../test.h"
+#include "warpspec/moe.h"
+
+#include <stdlib.h>
+
+static ws_ep_config base(void) {
+  ws_ep_config c = {512, 8, 2, 16, WS_EP_FP8, 1, 0};
+  return c;
+}
+
+static void config_checks(void) {
+  ws_ep_config c = base();
+  CHECK_STATUS(ws_ep_config_check(&c, 2), WS_OK);
+  CHECK_STATUS(ws_ep_config_check(NULL, 2), WS_ERR_INVALID);
+  CHECK_STATUS(ws_ep_config_check(&c, 0), WS_ERR_INVALID);
+  c.hidden = 200; /* FP8 needs multiples of 128 */
+  CHECK_STATUS(ws_ep_config_check(&c, 2), WS_ERR_INVALID);
+  CHECK_MSG("hidden 200");
+  c.payload = WS_EP_BF16; /* BF16: multiples of 8 */
+  CHECK_STATUS(ws_ep_config_check(&c, 2), WS_OK);
+  c = base(); c.experts = 9;
+  CHECK_STATUS(ws_ep_config_check(&c, 2), WS_ERR_INVALID);
+  CHECK_MSG("not a multiple of the 2 ranks");
+  c = base(); c.experts = WS_EP_MAX_EXPERTS + 2;
+  CHECK_STATUS(ws_ep_config_check(&c, 2), WS_ERR_INVALID);
+  c = base(); c.topk = WS_EP_MAX_TOPK + 1;
+  CHECK_STATUS(ws_ep_config_check(&c, 2), WS_ERR_INVALID);
+  CHECK_MSG("topk");
+  c = base(); c.topk = 0;
+  CHECK_STATUS(ws_ep_config_check(&c, 2), WS_ERR_INVALID);
+  c = base(); c.max_tokens = 0;
+  CHECK_STATUS(ws_ep_config_check(&c, 2), WS_ERR_INVALID);
+  CHECK_MSG("max_tokens");
+  c = base(); c.row_align = 0;
+  CHECK_STATUS(ws_ep_config_check(&c, 2), WS_ERR_INVALID);
+  c = base(); c.num_sms = WS_EP_MAX_SMS + 1;
+  CHECK_STATUS(ws_ep_config_check(&c, 2), WS_ERR_INVALID);
+  CHECK_MSG("num_sms");
+  c = base(); c.payload = (ws_ep_payload)7;
+  CHECK_STATUS(ws_ep_config_check(&c, 2), WS_ERR_INVALID);
+  /* the largest config the limits allow stays inside ws_gemm's int rows */
+  c = base(); c.max_tokens = 1 << 20; c.topk = 16; c.experts = 1024; c.hidden = 128; c.row_align = 1024;
+  CHECK_STATUS(ws_ep_config_check(&c, 64), WS_OK);
+  CHECK(ws_ep_max_rows(&c, 64) < ((size_t)1 << 31));
+}
+
+static void max_rows(void) {
+  ws_ep_config c = base(); /* 8 experts, 2 ranks: 4 local; K 2; 16 tokens */
+  CHECK(ws_ep_max_rows(&c, 2) == 2 * 16 * 2);
+  c.row_align = 128;
+  CHECK(ws_ep_max_rows(&c, 2) == 2 * 16 * 2 + 4 * 127);
+  c.topk = 8; c.row_align = 1; /* a token hits at most 4 local experts */
+  CHECK(ws_ep_max_rows(&c, 2) == 2 * 16 * 4);
+  CHECK(ws_ep_max_rows(NULL, 2) == 0);
+}
+
+static void reference_example(void) {
+  /* 2 ranks, 4 experts (2 local each), top-2, align 2. Rank 0's tokens: {0, 3}, {2, -1};
+   * rank 1's: {1, 0}, {3, 2}, {-1, -1}. Rank 1 hosts experts 2, 3. */
+  ws_ep_config c = {256, 4, 2, 4, WS_EP_BF16, 2, 0};
+  const int r0[] = {0, 3, 2, -1}, r1[] = {1, 0, 3, 2, -1, -1};
+  const int *idx[2] = {r0, r1};
+  const int ntok[2] = {2, 3};
+  int counts[2], offs[3], rows[3 * 8];
+  CHECK_STATUS(ws_ep_reference_layout(&c, 2, 1, idx, ntok, counts, offs, rows), WS_OK);
+  /* expert 2: (0, 1, 0) and (1, 1, 1); expert 3: (0, 0, 1), (1, 1, 0) */
+  CHECK(counts[0] == 2 && counts[1] == 2);
+  CHECK(offs[0] == 0 && offs[1] == 2 && offs[2] == 4);
+  const int want[] = {0, 1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 0};
+  CHECK(memcmp(rows, want, sizeof want) == 0);
+  /* rank 0 hosts 0, 1: expert 0 gets (0, 0, 0), (1, 0, 1); expert 1 gets (1, 0, 0) + 1 padding row */
+  CHECK_STATUS(ws_ep_reference_layout(&c, 2, 0, idx, ntok, counts, offs, rows), WS_OK);
+  CHECK(counts[0] == 2 && counts[1] == 1 && offs[1] == 2 && offs[2] == 4);
+  CHECK(rows[3 * 2] == 1 && rows[3 * 2 + 1] == 0 && rows[3 * 2 + 2] == 0);
+  CHECK(rows[3 * 3] == -1); /* padding */
+  CHECK_STATUS(ws_ep_reference_layout(&c, 2, 2, idx, ntok, counts, offs, rows), WS_ERR_INVALID);
+}
+
+/* Random routings: every valid (token, slot) lands exactly once on its expert's rank,
+ * offsets are padded prefix sums, and no rank gets more than ws_ep_max_rows. */
+static void reference_random(void) {
+  srand(12345);
+  for (int trial = 0; trial < 50; trial++) {
+    const int n = 1 + rand() % 4, L = 1 + rand() % 6, K = 1 + rand() % 8, T = rand() % 40;
+    ws_ep_config c = {128, n * L, K, 40, WS_EP_FP8, 1 + rand() % 8, 0};
+    int *idx[4], ntok[4];
+    long valid = 0;
+    for (int r = 0; r < n; r++) {
+      ntok[r] = T;
+      idx[r] = (int *)malloc(sizeof(int) * (size_t)(T * K + 1));
+      for (int t = 0; t < T; t++)
+        for (int k = 0; k < K; k++) {
+          int e = rand() % (c.experts + 1) - 1;
+          for (int j = 0; j < k; j++)
+            if (idx[r][t * K + j] == e) e = -1;
+          idx[r][t * K + k] = e;
+          valid += e >= 0;
+        }
+    }
+    long got = 0;
+    for (int me = 0; me < n; me++) {
+      int counts[8], offs[9];
+      CHECK_STATUS(ws_ep_reference_layout(&c, n, me, (const int *const *)idx, ntok, counts, offs, NULL), WS_OK);
+      for (int l = 0; l < L; l++) {
+        got += counts[l];
+        const int padded = (counts[l] + c.row_align - 1) / c.row_align * c.row_align;
+        CHECK(offs[l + 1] - offs[l] == padded);
+      }
+      CHECK((size_t)offs[L] <= ws_ep_max_rows(&c, n));
+    }
+    CHECK(got == valid);
+    for (int r = 0; r < n; r++) free(idx[r]);
+  }
+}
+
+static void argument_errors(void) {
+  char buf[64];
+  CHECK_STATUS(ws_ep_create(NULL, NULL, NULL), WS_ERR_INVALID);
+  CHECK_STATUS(ws_ep_dispatch(NULL, buf, NULL, NULL, NULL, 1, NULL, NULL, 0), WS_ERR_INVALID);
+  CHECK_MSG("ep is NULL");
+  CHECK_STATUS(ws_ep_combine(NULL, buf, buf, 0), WS_ERR_INVALID);
+  CHECK_STATUS(ws_ep_destroy(NULL), WS_ERR_INVALID);
+  CHECK_STATUS(ws_ep_recv_layout(NULL, NULL), WS_ERR_INVALID);
+  CHECK_STATUS(ws_ep_check(NULL, 0), WS_ERR_INVALID);
+}
+
+int main(void) {
+  config_checks();
+  max_rows();
+  reference_example();
+  reference_random();
+  argument_errors();
+  return test_finish("test_moe_host");
+}
