@@ -256,3 +256,17 @@ def test_cli_version():
 def test_cli_plan_seed():
     r = _cli("plan", "dispatch:4:rest", "receiver:4:80", "compute:4:184")
     assert r.returncode == 0 and "384 threads" in r.stdout and "OK" in r.stdout
+
+
+# ---- MoE dispatcher -----------------------------------------------------------------------
+def test_moe_check_config():
+    rows = warpspec.moe_check_config(2, hidden=7168, experts=256, topk=8, max_tokens=4096, row_align=128)
+    assert rows == 2 * 4096 * 8 + 128 * 127
+    with pytest.raises(warpspec.InvalidArgumentError, match="hidden 7000"):
+        warpspec.moe_check_config(2, hidden=7000, experts=256, topk=8, max_tokens=16)
+    with pytest.raises(warpspec.InvalidArgumentError, match="multiple of the 3 ranks"):
+        warpspec.moe_check_config(3, hidden=128, experts=256, topk=8, max_tokens=16)
+    with pytest.raises(warpspec.InvalidArgumentError, match="topk"):
+        warpspec.moe_check_config(2, hidden=128, experts=256, topk=17, max_tokens=16)
+    with pytest.raises(warpspec.InvalidArgumentError, match="payload"):
+        warpspec.moe_check_config(2, hidden=128, experts=256, topk=2, max_tokens=16, payload="fp16")

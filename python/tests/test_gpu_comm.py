@@ -1,6 +1,7 @@
 """The communicator from Python on 2 GPUs: two processes (torch.multiprocessing), a
 communicator made from a torch.distributed process group, sendrecv in both directions
-(staged and zero-copy), allgather, barrier; and the same through `python -m warpspec run`
+(staged and zero-copy), allgather, barrier, a MoE dispatch -> experts -> combine round
+trip (FP8 and BF16); and the same through `python -m warpspec run`
 with Communicator.from_env. Fresh random data, receive buffers poisoned; every process
 runs under a deadline (a hang fails the test, never the CI job)."""
 
@@ -77,8 +78,47 @@ def _worker(rank, nranks, port):
     warpspec.sync()
     with pytest.raises(warpspec.InvalidArgumentError):
         comm.sendrecv(torch.zeros(16, device="cuda"), 5, None, None)
+    _moe_round_trip(comm, rank, nranks)
     comm.destroy()
     dist.destroy_process_group()
+
+
+def _moe_round_trip(comm, rank, nranks):
+    """Dispatch (FP8 and BF16), an "expert" that scales each row by (its expert + 1),
+    combine: out[t] = x[t] * sum_k w_k (e_k + 1), against PyTorch."""
+    import warpspec
+    H, E, K, T = 512, 8 * nranks, 4, 200
+    L = E // nranks
+    g = torch.Generator().manual_seed(1234 + rank)
+    x = (torch.rand(T, H, generator=g) * 2 - 1).to(torch.bfloat16).cuda()
+    idx = torch.stack([torch.randperm(E, generator=g)[:K] for _ in range(T)]).to(torch.int32)
+    idx[::7, 1] = -1
+    w = torch.rand(T, K, generator=g).cuda()
+    idx = idx.cuda()
+    for payload in ("fp8", "bf16"):
+        with warpspec.MoeDispatcher(comm, hidden=H, experts=E, topk=K, max_tokens=256, payload=payload,
+                                    row_align=64) as ep:
+            if payload == "fp8":
+                q, s = warpspec.quantize_fp8(x)
+                r = ep.dispatch(q, idx, w, x_scale=s, sync_counts=True)
+                xr = (r.x.float() * r.x_scale.repeat_interleave(128, dim=1)).to(torch.bfloat16)
+                xin = (q.float() * s.repeat_interleave(128, dim=1))
+            else:
+                r = ep.dispatch(x, idx.long(), w, sync_counts=True)
+                xr, xin = r.x, x.float()
+            offs = r.host_offsets
+            assert offs == r.expert_offsets.tolist() and len(offs) == L + 1
+            y = torch.full((r.max_rows, H), float("nan"), dtype=torch.bfloat16, device="cuda")
+            for l in range(L):
+                n = int(r.expert_counts[l])
+                y[offs[l]:offs[l] + n] = (xr[offs[l]:offs[l] + n].float() * (rank * L + l + 1)).to(torch.bfloat16)
+            out = ep.combine(y)
+            warpspec.sync()
+            valid = idx >= 0
+            factor = (w * (idx.float() + 1) * valid).sum(1, keepdim=True)
+            ref = xin.double() * factor.double()
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            assert err < 2e-2, f"rank {rank}: MoE {payload} round trip rel err {err}"
 
 
 def test_two_ranks_from_process_group():

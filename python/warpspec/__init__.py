@@ -9,6 +9,7 @@ subclass carrying the library's message (ws_last_error()).
     quantize_fp8(x, block=...)       FP8 E4M3 with 1x128 or 128x128 block scales
     plan(roles), gemm_plan(dtype)    the role budget planner (no GPU needed)
     Communicator                     NVSHMEM communicator: sendrecv, allgather, alloc
+    MoeDispatcher                    MoE dispatch / combine straight into gemm's grouped layout
     sync(stream)                     wait for the stream; device-side errors raise here
 """
 
@@ -18,6 +19,8 @@ from ._lib import (BudgetError, CudaError, InvalidArgumentError, MismatchError, 
 from .comm import Communicator, get_unique_id
 from .comm import available as comm_available
 from .gemm import gemm, gemm_tile, gemm_workspace_size, quantize_fp8
+from .moe import MoeDispatcher, MoeReceived
+from .moe import check_config as moe_check_config
 from .plan import Plan, PlacedRole, gemm_plan, plan
 
 __version__ = _lib.lib.ws_version().decode()
@@ -57,6 +60,6 @@ def info():
 
 
 __all__ = ["gemm", "gemm_tile", "gemm_workspace_size", "quantize_fp8", "plan", "gemm_plan", "Plan", "PlacedRole",
-           "Communicator", "get_unique_id", "comm_available", "sync", "set_timeout_ms", "timeout_ms", "info",
+           "Communicator", "get_unique_id", "MoeDispatcher", "MoeReceived", "moe_check_config", "comm_available", "sync", "set_timeout_ms", "timeout_ms", "info",
            "WarpspecError", "InvalidArgumentError", "BudgetError", "MismatchError", "NoDeviceError", "CudaError",
            "WarpspecTimeoutError", "OutOfMemoryError", "UnsupportedError", "__version__"]

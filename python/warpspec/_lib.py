@@ -163,8 +163,21 @@ class SendrecvOpts(ctypes.Structure):
     _fields_ = [("ctas", ctypes.c_int), ("zero_copy", ctypes.c_int), ("copy_engine", ctypes.c_int)]
 
 
+class EpConfig(ctypes.Structure):
+    _fields_ = [("hidden", ctypes.c_int), ("experts", ctypes.c_int), ("topk", ctypes.c_int), ("max_tokens", ctypes.c_int),
+                ("payload", ctypes.c_int), ("row_align", ctypes.c_int), ("num_sms", ctypes.c_int)]
+
+
+class EpRecv(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_void_p), ("x_scale", ctypes.c_void_p), ("scale_ld", ctypes.c_int),
+                ("max_rows", ctypes.c_int), ("local_experts", ctypes.c_int), ("expert_offsets", ctypes.c_void_p),
+                ("expert_counts", ctypes.c_void_p), ("src_rank", ctypes.c_void_p), ("src_token", ctypes.c_void_p),
+                ("src_slot", ctypes.c_void_p), ("weight", ctypes.c_void_p)]
+
+
 _MIRRORS = {"ws_role": Role, "ws_layout": Layout, "ws_plan": Plan, "ws_device_limits": DeviceLimits,
-            "ws_gemm_problem": GemmProblem, "ws_comm_id": CommId, "ws_sendrecv_opts": SendrecvOpts}
+            "ws_gemm_problem": GemmProblem, "ws_comm_id": CommId, "ws_sendrecv_opts": SendrecvOpts,
+            "ws_ep_config": EpConfig, "ws_ep_recv": EpRecv}
 
 # ---- loading -------------------------------------------------------------------------
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -247,6 +260,14 @@ def _declare(L):
         "ws_sendrecv": (c_int, [c_void_p, c_void_p, c_size_t, c_int, c_void_p, c_size_t, c_int, P(SendrecvOpts),
                                 c_void_p]),
         "ws_allgather": (c_int, [c_void_p, c_void_p, c_size_t, c_void_p, c_void_p]),
+        "ws_ep_config_check": (c_int, [P(EpConfig), c_int]),
+        "ws_ep_max_rows": (c_size_t, [P(EpConfig), c_int]),
+        "ws_ep_create": (c_int, [P(c_void_p), c_void_p, P(EpConfig)]),
+        "ws_ep_destroy": (c_int, [c_void_p]),
+        "ws_ep_dispatch": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, P(EpRecv), P(c_int),
+                                   c_void_p]),
+        "ws_ep_combine": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p]),
+        "ws_ep_check": (c_int, [c_void_p, c_void_p]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(L, name)

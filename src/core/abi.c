@@ -14,6 +14,8 @@ size_t ws_abi_sizeof(const char *type) {
       {"ws_gemm_problem", sizeof(ws_gemm_problem)},
       {"ws_comm_id", sizeof(ws_comm_id)},
       {"ws_sendrecv_opts", sizeof(ws_sendrecv_opts)},
+      {"ws_ep_config", sizeof(ws_ep_config)},
+      {"ws_ep_recv", sizeof(ws_ep_recv)},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (strcmp(table[i].name, type) == 0) return table[i].size;

@@ -1,0 +1,179 @@
+"""MoE expert-parallel dispatch and combine (warpspec/moe.h) over torch tensors.
+
+    ep = warpspec.MoeDispatcher(comm, hidden=7168, experts=256, topk=8, max_tokens=4096,
+                                payload="fp8", row_align=128)
+    q, s = warpspec.quantize_fp8(x)                        # [T, H] fp8, [T, H / 128] scales
+    r = ep.dispatch(q, topk_idx, topk_weights, x_scale=s)  # rows grouped by local expert
+    h = warpspec.gemm(r.x, w1, a_scale=r.x_scale, b_scale=w1_scale,
+                      group_offsets=r.expert_offsets)      # the experts, straight on the layout
+    ...
+    out = ep.combine(y)                                    # [T, H] bf16: sum_k w_k y_k
+
+Every call is collective over the communicator's ranks. The receive tensors are views of
+the handle's buffers, valid until the next dispatch; their row count is the worst case
+(max_rows) and expert_offsets (on the device) says which rows are real, so the whole
+sequence captures in a CUDA graph. sync_counts=True waits for the stream and returns
+the exact offsets on the host too (and reports expert ids out of range)."""
+
+import ctypes
+from dataclasses import dataclass
+
+from . import _lib
+from ._lib import invalid
+from ._tensor import on_device, stream_handle, torch_or_raise, view
+
+_PAYLOADS = {"bf16": 0, "bfloat16": 0, "fp8": 1, "float8_e4m3fn": 1}
+
+
+class _DeviceBuffer:
+    """Handle-owned device memory seen through __cuda_array_interface__ (no copy)."""
+
+    def __init__(self, ptr, nbytes):
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 3,
+                                         "strides": None, "stream": None}
+
+
+def _wrap(torch, ptr, nbytes, dtype, shape, dev):
+    raw = torch.as_tensor(_DeviceBuffer(ptr, nbytes), device=f"cuda:{dev}")
+    return raw.view(dtype).view(shape)
+
+
+def _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms):
+    p = _PAYLOADS.get(str(payload).replace("torch.", ""))
+    if p is None:
+        raise invalid(f"MoeDispatcher: payload {payload!r}, expected 'fp8' or 'bf16'")
+    return _lib.EpConfig(int(hidden), int(experts), int(topk), int(max_tokens), p, int(row_align), int(num_sms))
+
+
+def check_config(nranks, *, hidden, experts, topk, max_tokens, payload="fp8", row_align=1, num_sms=0):
+    """Validate a dispatcher config for `nranks` ranks without a GPU; returns the
+    worst-case receive rows (ws_gemm's m for the layout)."""
+    cfg = _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms)
+    _lib.check(_lib.lib.ws_ep_config_check(ctypes.byref(cfg), int(nranks)))
+    return int(_lib.lib.ws_ep_max_rows(ctypes.byref(cfg), int(nranks)))
+
+
+@dataclass
+class MoeReceived:
+    """What a dispatch delivered to this rank (views of the handle's buffers)."""
+    x: object               # [max_rows, hidden] fp8 or bf16
+    x_scale: object         # [max_rows, hidden / 128] fp32, K-block-major (strides (1, ld)); None for bf16
+    expert_offsets: object  # [local_experts + 1] int32 on the device: gemm's group_offsets
+    expert_counts: object   # [local_experts] int32: real rows per expert, before padding
+    src_rank: object        # [max_rows] int32 (-1: padding)
+    src_token: object       # [max_rows] int32
+    src_slot: object        # [max_rows] int32: the top-k slot
+    weight: object          # [max_rows] fp32
+    max_rows: int
+    local_experts: int
+    host_offsets: list = None  # exact offsets, with sync_counts=True
+
+
+class MoeDispatcher:
+    """A dispatch/combine handle on a Communicator (collective to create and destroy)."""
+
+    def __init__(self, comm, *, hidden, experts, topk, max_tokens, payload="fp8", row_align=1, num_sms=0):
+        self.cfg = _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms)
+        _lib.check(_lib.lib.ws_ep_config_check(ctypes.byref(self.cfg), comm.size))
+        self.comm, self.device = comm, comm.device
+        self.fp8 = self.cfg.payload == 1
+        self.local_experts = self.cfg.experts // comm.size
+        self.max_rows = int(_lib.lib.ws_ep_max_rows(ctypes.byref(self.cfg), comm.size))
+        h = ctypes.c_void_p()
+        with on_device(self.device):
+            _lib.check(_lib.lib.ws_ep_create(ctypes.byref(h), comm._handle(), ctypes.byref(self.cfg)))
+        self._h = h
+        self._recv = None
+        self._tokens = 0
+
+    def _handle(self):
+        if self._h is None:
+            raise invalid("MoeDispatcher: already destroyed")
+        return self._h
+
+    def destroy(self):
+        if self._h is not None:
+            h, self._h = self._h, None
+            with on_device(self.device):
+                _lib.check(_lib.lib.ws_ep_destroy(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+        return False
+
+    def _received(self, r):
+        torch = torch_or_raise("MoeDispatcher.dispatch")
+        R, H, L, dev = r.max_rows, self.cfg.hidden, r.local_experts, self.device
+        xdt = torch.float8_e4m3fn if self.fp8 else torch.bfloat16
+        x = _wrap(torch, r.x, R * H * (1 if self.fp8 else 2), xdt, (R, H), dev)
+        xs = None
+        if self.fp8:
+            kb = H // 128
+            xs = _wrap(torch, r.x_scale, kb * r.scale_ld * 4, torch.float32, (kb, r.scale_ld), dev).t()[:R]
+        i32 = lambda p, n: _wrap(torch, p, n * 4, torch.int32, (n,), dev)  # noqa: E731
+        return MoeReceived(x, xs, i32(r.expert_offsets, L + 1), i32(r.expert_counts, L), i32(r.src_rank, R),
+                           i32(r.src_token, R), i32(r.src_slot, R),
+                           _wrap(torch, r.weight, R * 4, torch.float32, (R,), dev), R, L)
+
+    def dispatch(self, x, topk_idx, topk_weights, *, x_scale=None, sync_counts=False, stream=None):
+        """Send each token once to every rank hosting one of its experts. x [T, hidden]
+        (bf16, or fp8 with x_scale [T, hidden / 128] row-major fp32), topk_idx [T, topk]
+        int32 (-1 skips a slot; int64 is converted), topk_weights [T, topk] fp32."""
+        torch = torch_or_raise("MoeDispatcher.dispatch")
+        H, K = self.cfg.hidden, self.cfg.topk
+        if getattr(topk_idx, "dtype", None) is torch.int64:
+            topk_idx = topk_idx.to(torch.int32)
+        vx = view(x, "x").expect(("float8_e4m3fn", "uint8") if self.fp8 else ("bfloat16",), ndim=2)
+        T = vx.shape[0]
+        if vx.shape[1] != H:
+            raise invalid(f"x: shape {vx.shape}, expected (tokens, {H})")
+        if T > self.cfg.max_tokens:
+            raise invalid(f"x: {T} tokens, the dispatcher was made for at most {self.cfg.max_tokens}")
+        vi = view(topk_idx, "topk_idx").expect(("int32",), shape=(T, K))
+        vw = view(topk_weights, "topk_weights").expect(("float32",), shape=(T, K))
+        vs = None
+        if self.fp8:
+            if x_scale is None:
+                raise invalid("dispatch: the fp8 payload needs x_scale [tokens, hidden / 128] (row-major fp32)")
+            vs = view(x_scale, "x_scale").expect(("float32",), shape=(T, H // 128))
+        elif x_scale is not None:
+            raise invalid("dispatch: x_scale is for the fp8 payload; this dispatcher carries bf16")
+        for v in (vx, vi, vw, vs):
+            if v is not None and v.device is not None and v.device != self.device:
+                raise invalid(f"{v.name}: on cuda:{v.device}, the dispatcher is on cuda:{self.device}")
+        r = _lib.EpRecv()
+        offs = (ctypes.c_int * (self.local_experts + 1))() if sync_counts else None
+        with on_device(self.device):
+            s = stream_handle(stream, self.device)
+            _lib.check(_lib.lib.ws_ep_dispatch(self._handle(), vx.ptr, vs.ptr if vs else None, vi.ptr, vw.ptr, T,
+                                               ctypes.byref(r), offs, ctypes.c_void_p(s)))
+        if self._recv is None:
+            self._recv = self._received(r)
+        self._tokens = T
+        out = MoeReceived(**{k: getattr(self._recv, k) for k in self._recv.__dataclass_fields__})
+        if sync_counts:
+            out.host_offsets = list(offs)
+        return out
+
+    def combine(self, y, out=None, *, stream=None):
+        """out[t] = sum_k topk_weights[t][k] * y[row of (t, k)] for the latest dispatch's
+        tokens. y: [max_rows, hidden] bf16 in the received layout."""
+        torch = torch_or_raise("MoeDispatcher.combine")
+        H = self.cfg.hidden
+        vy = view(y, "y").expect(("bfloat16",), shape=(self.max_rows, H))
+        if out is None:
+            out = torch.empty((self._tokens, H), dtype=torch.bfloat16, device=f"cuda:{self.device}")
+        vo = view(out, "out").expect(("bfloat16",), shape=(self._tokens, H))
+        with on_device(self.device):
+            s = stream_handle(stream, self.device)
+            _lib.check(_lib.lib.ws_ep_combine(self._handle(), vy.ptr, vo.ptr if vo.numel else vy.ptr,
+                                              ctypes.c_void_p(s)))
+        return out
+
+    def __repr__(self):
+        c = self.cfg
+        return (f"MoeDispatcher(rank {self.comm.rank} of {self.comm.size}, H {c.hidden}, E {c.experts}, "
+                f"top-{c.topk}, {'fp8' if self.fp8 else 'bf16'}, max {c.max_tokens} tokens)")
