@@ -1,0 +1,213 @@
+"""warpspec.bench_moe - MoE dispatch and combine on N GPUs (one process each): warpspec's
+MoeDispatcher against a PyTorch user's version (all_to_all_single for counts and rows,
+index_select / index_add_ for the permutations), same run, same routing and data.
+
+    python -m warpspec bench moe-a2a [--ranks 2] [--csv FILE] [--iters 20] [--sms 8,16,24,32,64]
+    (or `warpspec bench moe-a2a ...`, which runs this)
+
+Per case and implementation: median microseconds of dispatch (routing in, rows grouped by
+local expert out) and of combine (expert outputs in, weighted sums at the tokens' ranks
+out), the largest over ranks; NVLink GB/s = token rows this rank sends to other ranks
+per second (each token once per destination rank); logical GB/s = rows received, own
+rank's included, per second (DeepEP's convention). Before timing, both implementations
+run the same "experts" (y = x * (expert + 1)) and their combined outputs are compared.
+"""
+
+import argparse
+import csv
+import os
+import socket
+import statistics
+import sys
+
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
+os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+CASES = [  # name, hidden, experts, topk, tokens per rank
+    ("DeepSeek-V3, 4096 tok", 7168, 256, 8, 4096),
+    ("DeepSeek-V3, 128 tok", 7168, 256, 8, 128),
+    ("H4096 top-6, 512 tok", 4096, 256, 6, 512),
+    ("H4096 top-6, 8192 tok", 4096, 256, 6, 8192),
+]
+
+
+def timed(fn, iters, barrier):
+    """Median ms of fn() over iters runs after 3 warm-ups, each after a barrier."""
+    out = []
+    for i in range(iters + 3):
+        barrier()
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        if i >= 3:
+            out.append(a.elapsed_time(b))
+    return statistics.median(out)
+
+
+class TorchMoE:
+    """What a PyTorch user writes: counts all-to-all (to the host), rows all-to-all,
+    permutations with index_select / index_add_."""
+
+    def __init__(self, rank, nranks, experts, fp8):
+        self.rank, self.n, self.L, self.fp8 = rank, nranks, experts // nranks, fp8
+
+    def dispatch(self, x, scale, idx, w):
+        T, K = idx.shape
+        valid = idx >= 0
+        dst = torch.where(valid, idx // self.L, torch.full_like(idx, self.n))  # -1 slots: a spare column
+        hit = torch.zeros(T, self.n + 1, dtype=torch.bool, device=x.device)
+        hit.scatter_(1, dst.long(), True)  # a token goes once to each rank it needs
+        hit = hit[:, :self.n]
+        order = hit.t().nonzero()  # (rank, token), rank-major
+        tok = order[:, 1]
+        send_counts = hit.sum(0)
+        recv_counts = torch.empty_like(send_counts)
+        dist.all_to_all_single(recv_counts, send_counts)
+        sc, rc = send_counts.tolist(), recv_counts.tolist()  # the host needs the sizes
+        xs = x.view(torch.uint8) if self.fp8 else x
+        parts = [xs.index_select(0, tok), idx.index_select(0, tok), w.index_select(0, tok)]
+        if self.fp8:
+            parts.append(scale.index_select(0, tok))
+        recv = []
+        for p in parts:
+            r = torch.empty((sum(rc),) + tuple(p.shape[1:]), dtype=p.dtype, device=p.device)
+            dist.all_to_all_single(r, p, rc, sc)
+            recv.append(r)
+        rx, ridx, rw = recv[0], recv[1], recv[2]
+        local = ridx - self.rank * self.L
+        mine = (ridx >= 0) & (local >= 0) & (local < self.L)
+        rows_t, rows_k = mine.nonzero(as_tuple=True)
+        e = local[rows_t, rows_k]
+        perm = torch.argsort(e, stable=True)
+        rows = rows_t[perm]
+        gx = rx.index_select(0, rows)
+        if self.fp8:
+            gx = gx.view(torch.float8_e4m3fn)
+        gs = recv[3].index_select(0, rows) if self.fp8 else None
+        self.state = (tok, sc, rc, rows, rw[rows_t, rows_k][perm], rx.shape[0], x.shape[0])
+        return gx, gs, torch.bincount(e, minlength=self.L), e[perm]
+
+    def combine(self, y):
+        tok, sc, rc, rows, we, nrecv, T = self.state
+        acc = torch.zeros(nrecv, y.shape[1], dtype=torch.float32, device=y.device)
+        acc.index_add_(0, rows, y.float() * we[:, None])
+        back = torch.empty(sum(sc), y.shape[1], dtype=torch.bfloat16, device=y.device)
+        dist.all_to_all_single(back, acc.to(torch.bfloat16), sc, rc)
+        out = torch.zeros(T, y.shape[1], dtype=torch.float32, device=y.device)
+        out.index_add_(0, tok, back.float())
+        return out.to(torch.bfloat16)
+
+
+def worker(rank, n, port, args, queue):
+    import warpspec
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=n,
+                            device_id=torch.device("cuda", rank))
+    comm = warpspec.Communicator.from_process_group()
+    rows = []
+    sms_list = [int(s) for s in args.sms.split(",")]
+    for name, H, E, K, T in CASES:
+        L = E // n
+        g = torch.Generator(device="cuda").manual_seed(1000 + rank)
+        x = (torch.rand(T, H, device="cuda", generator=g) * 2 - 1).to(torch.bfloat16)
+        idx = torch.rand(T, E, device="cuda", generator=g).topk(K, dim=1).indices.to(torch.int32)
+        w = torch.rand(T, K, device="cuda", generator=g)
+        q, s = warpspec.quantize_fp8(x)
+        hit = torch.zeros(T, n, dtype=torch.bool, device="cuda")
+        hit.scatter_(1, (idx // L).long(), True)
+        rows_out = int(hit.sum()) - int(hit[:, rank].sum())
+        rows_in_est = int(hit.sum())  # rows this rank receives, by symmetry of the routing
+        row_d = H + H // 128 * 4  # fp8 payload + scales
+        row_c = 2 * H
+        # the reference "experts": y = x * (expert + 1); both implementations must agree
+        tm = TorchMoE(rank, n, E, fp8=True)
+        gx, gs, gcnt, gexp = tm.dispatch(q, s, idx, w)
+        y_t = ((gx.float() * gs.repeat_interleave(128, 1)) * (rank * L + gexp[:, None] + 1).float()).to(torch.bfloat16)
+        out_t = tm.combine(y_t)
+        results = []
+        for sms in sms_list:
+            ep = warpspec.MoeDispatcher(comm, hidden=H, experts=E, topk=K, max_tokens=T, payload="fp8", num_sms=sms)
+            r = ep.dispatch(q, idx, w, x_scale=s, sync_counts=True)
+            offs = r.host_offsets
+            y = torch.zeros(r.max_rows, H, dtype=torch.bfloat16, device="cuda")
+            xr = r.x.float() * r.x_scale.repeat_interleave(128, 1)
+            for l in range(L):
+                a, b = offs[l], offs[l] + int(r.expert_counts[l])
+                y[a:b] = (xr[a:b] * (rank * L + l + 1)).to(torch.bfloat16)
+            out = ep.combine(y)
+            torch.cuda.synchronize()
+            err = ((out.float() - out_t.float()).norm() / out_t.float().norm().clamp_min(1e-30)).item()
+            td = timed(lambda: ep.dispatch(q, idx, w, x_scale=s), args.iters, comm.barrier)
+            tc = timed(lambda: ep.combine(y), args.iters, comm.barrier)
+            results.append(("warpspec", sms, td, tc, err))
+            ep.destroy()
+        td = timed(lambda: tm.dispatch(q, s, idx, w), args.iters, dist.barrier)
+        tc = timed(lambda: tm.combine(y_t), args.iters, dist.barrier)
+        results.append(("pytorch", 0, td, tc, 0.0))
+        for impl, sms, td, tc, err in results:
+            rows.append({"case": name, "impl": impl, "sms": sms, "rank": rank, "dispatch_us": td * 1e3,
+                         "combine_us": tc * 1e3, "nvlink_dispatch_GBs": rows_out * row_d / (td * 1e6),
+                         "nvlink_combine_GBs": rows_out * row_c / (tc * 1e6),
+                         "logical_dispatch_GBs": rows_in_est * row_d / (td * 1e6),
+                         "logical_combine_GBs": rows_in_est * row_c / (tc * 1e6), "rel_err_vs_pytorch": err})
+    comm.destroy()
+    dist.destroy_process_group()
+    queue.put(rows)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="warpspec bench moe-a2a")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--sms", default="8,16,24,32,64")
+    ap.add_argument("--csv", default=None)
+    args = ap.parse_args(argv)
+    if torch.cuda.device_count() < args.ranks:
+        print(f"needs {args.ranks} GPUs, found {torch.cuda.device_count()}")
+        return 1
+    import torch.multiprocessing as mp
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    ctx = mp.get_context("spawn")  # workers import this module by name: warpspec.bench_moe
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(r, args.ranks, port, args, queue)) for r in range(args.ranks)]
+    for p in procs:
+        p.start()
+    rows = []
+    for _ in procs:
+        rows += queue.get(timeout=1800)
+    for p in procs:
+        p.join()
+    # the slowest rank of each (case, impl, sms)
+    worst = {}
+    for r in rows:
+        k = (r["case"], r["impl"], r["sms"])
+        if k not in worst or r["dispatch_us"] + r["combine_us"] > worst[k]["dispatch_us"] + worst[k]["combine_us"]:
+            worst[k] = r
+    print(f"{torch.cuda.get_device_name(0)} x {args.ranks}, torch {torch.__version__}")
+    print(f"{'case':24} {'impl':9} {'SMs':>4} {'dispatch us':>12} {'combine us':>11} {'NVLink d/c GB/s':>16} "
+          f"{'logical d/c GB/s':>17} {'vs torch d/c':>13} {'rel err':>8}")
+    for (case, impl, sms), r in worst.items():
+        t = worst[(case, "pytorch", 0)]
+        print(f"{case:24} {impl:9} {sms or '-':>4} {r['dispatch_us']:12.1f} {r['combine_us']:11.1f} "
+              f"{r['nvlink_dispatch_GBs']:7.1f}/{r['nvlink_combine_GBs']:<7.1f} "
+              f"{r['logical_dispatch_GBs']:8.1f}/{r['logical_combine_GBs']:<8.1f} "
+              f"{t['dispatch_us'] / r['dispatch_us']:6.2f}x/{t['combine_us'] / r['combine_us']:<5.2f}x "
+              f"{r['rel_err_vs_pytorch']:8.1e}")
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            wr = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+            wr.writeheader()
+            wr.writerows(sorted(rows, key=lambda r: (r["case"], r["impl"], r["sms"], r["rank"])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
