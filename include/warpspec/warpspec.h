@@ -12,4 +12,5 @@
 #include "fp8.h"
 #include "gemm.h"
 #include "moe.h"
+#include "attention.h"
 #endif

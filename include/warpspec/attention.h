@@ -1,0 +1,80 @@
+/* warpspec/attention.h - attention problems, their checks and float64 references.
+ *
+ * This header defines the problems the attention kernels (issue 14: flash attention
+ * forward, DeepSeek sparse MLA prefill) solve, the argument checks they share, and the
+ * host references the tests compare against. The kernels themselves are not built yet.
+ *
+ * Flash attention forward, BF16 in and out:
+ *   q [tokens_q][heads_q][dim_qk], k [tokens_k][heads_kv][dim_qk], v [tokens_k][heads_kv][dim_v],
+ *   o [tokens_q][heads_q][dim_v], lse [heads_q][tokens_q] (fp32, natural log).
+ *   Dense batches: tokens = batch x seqlen, sequence b at rows b x seqlen ([batch, seq,
+ *   heads, dim], PyTorch's layout). Variable length: cu_seqlens_q / cu_seqlens_k hold
+ *   batch + 1 cumulative offsets (0 first), sequence b at rows cu[b] .. cu[b + 1].
+ *   GQA / MQA: query head h reads kv head h / (heads_q / heads_kv).
+ *   s = softmax_scale x q . k (softmax_scale 0: 1 / sqrt(dim_qk)); o = softmax(s) v;
+ *   lse = log sum exp(s). Causal masks: WS_ATTN_CAUSAL_TOP_LEFT keeps key j <= query i
+ *   (PyTorch SDPA's is_causal); WS_ATTN_CAUSAL_BOTTOM_RIGHT keeps j <= i + len_k - len_q
+ *   (FlashAttention >= 2.1). A query row that sees no key gets o = 0 and lse = -inf.
+ *
+ * Sparse MLA prefill (DeepSeek-V3.2 DSA), BF16:
+ *   q [s_q][heads][dim_qk], kv [s_kv][dim_qk] (one latent head; its first dim_v columns are
+ *   also V), indices [s_q][topk] int32: query i attends to the kv rows indices[i][*]; an
+ *   entry of -1 or outside 0 .. s_kv - 1 is masked (never read); a duplicate counts as
+ *   often as it appears. o [s_q][heads][dim_v], lse [s_q][heads]. DeepSeek-V3.2: dim_qk 576
+ *   (512 latent + 64 rope), dim_v 512, heads 64 or 128. */
+#ifndef WARPSPEC_ATTENTION_H
+#define WARPSPEC_ATTENTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { WS_ATTN_NO_MASK = 0, WS_ATTN_CAUSAL_TOP_LEFT = 1, WS_ATTN_CAUSAL_BOTTOM_RIGHT = 2 } ws_attn_mask;
+
+typedef struct {
+  int batch;               /* sequences                                                    */
+  int seqlen_q, seqlen_k;  /* dense: every sequence's lengths; varlen: the largest          */
+  const int *cu_seqlens_q; /* varlen: [batch + 1] offsets (device for kernels, host for the */
+  const int *cu_seqlens_k; /* reference); both NULL for dense batches                      */
+  int heads_q, heads_kv;   /* heads_q a multiple of heads_kv                                */
+  int dim_qk, dim_v;       /* 64/64, 128/128, 192/128                                        */
+  ws_attn_mask mask;
+  float softmax_scale;     /* 0: 1 / sqrt(dim_qk)                                            */
+  const void *q, *k, *v;   /* bf16                                                          */
+  void *o;                 /* bf16                                                          */
+  float *lse;              /* [heads_q][tokens_q], may be NULL                              */
+} ws_attn_problem;
+
+typedef struct {
+  int s_q, heads, s_kv, topk;
+  int dim_qk, dim_v;       /* 576, 512 for DeepSeek-V3.2; dim_v <= dim_qk                    */
+  float softmax_scale;     /* 0: 1 / sqrt(dim_qk)                                            */
+  const void *q, *kv;      /* bf16                                                          */
+  const int *indices;      /* [s_q][topk]                                                   */
+  void *o;                 /* bf16                                                          */
+  float *lse;              /* [s_q][heads], may be NULL                                     */
+} ws_mla_sparse_problem;
+
+/* Argument checks without a GPU: shapes, head counts, supported dims, pointers. The
+ * varlen offsets are checked only by the reference (they are device memory for kernels). */
+ws_status ws_attn_check(const ws_attn_problem *p);
+ws_status ws_mla_sparse_check(const ws_mla_sparse_problem *p);
+
+/* Tokens of sequence b (host offsets for varlen). */
+ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q_len, int *k_begin, int *k_len);
+
+/* float64 references on the host: the problem's pointers are host memory (bf16 as 16-bit
+ * patterns); o gets [tokens_q][heads_q][dim_v] doubles and lse [heads_q][tokens_q] (sparse:
+ * o [s_q][heads][dim_v], lse [s_q][heads]); lse may be NULL. */
+ws_status ws_attn_reference(const ws_attn_problem *host_problem, double *o, double *lse);
+ws_status ws_mla_sparse_reference(const ws_mla_sparse_problem *host_problem, double *o, double *lse);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,158 @@
+/* attn_reference.c - the attention problems' checks and float64 references (the tests'
+ * ground truth for the kernels of issue 14). Softmax in float64 with the row maximum
+ * subtracted; every masked key is skipped, never read. */
+#include "../core/internal.h"
+#include "warpspec/attention.h"
+#include "warpspec/fp8.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+ws_status ws_attn_check(const ws_attn_problem *p) {
+  WS_REQUIRE(p != NULL, "ws_attn: problem is NULL");
+  WS_REQUIRE(p->batch >= 1, "ws_attn: batch %d, must be >= 1", p->batch);
+  WS_REQUIRE(p->seqlen_q >= 1 && p->seqlen_k >= 1, "ws_attn: seqlen_q %d, seqlen_k %d: both >= 1", p->seqlen_q,
+             p->seqlen_k);
+  WS_REQUIRE((p->cu_seqlens_q == NULL) == (p->cu_seqlens_k == NULL),
+             "ws_attn: cu_seqlens_q and cu_seqlens_k go together (both NULL for dense batches)");
+  WS_REQUIRE(p->heads_q >= 1 && p->heads_kv >= 1 && p->heads_q % p->heads_kv == 0,
+             "ws_attn: heads_q %d must be a positive multiple of heads_kv %d (GQA / MQA)", p->heads_q, p->heads_kv);
+  WS_REQUIRE((p->dim_qk == 64 && p->dim_v == 64) || (p->dim_qk == 128 && p->dim_v == 128) ||
+                 (p->dim_qk == 192 && p->dim_v == 128),
+             "ws_attn: head dims %d/%d (qk/v) not supported: 64/64, 128/128 or 192/128", p->dim_qk, p->dim_v);
+  WS_REQUIRE(p->mask == WS_ATTN_NO_MASK || p->mask == WS_ATTN_CAUSAL_TOP_LEFT || p->mask == WS_ATTN_CAUSAL_BOTTOM_RIGHT,
+             "ws_attn: mask %d unknown", (int)p->mask);
+  WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_attn: softmax_scale %g (0: 1/sqrt(dim_qk))",
+             (double)p->softmax_scale);
+  WS_REQUIRE(p->q && p->k && p->v && p->o, "ws_attn: q, k, v or o is NULL");
+  WS_REQUIRE(aligned16(p->q) && aligned16(p->k) && aligned16(p->v) && aligned16(p->o),
+             "ws_attn: q, k, v and o must be 16-byte aligned");
+  return WS_OK;
+}
+
+ws_status ws_mla_sparse_check(const ws_mla_sparse_problem *p) {
+  WS_REQUIRE(p != NULL, "ws_mla_sparse: problem is NULL");
+  WS_REQUIRE(p->s_q >= 1 && p->heads >= 1 && p->s_kv >= 1 && p->topk >= 1,
+             "ws_mla_sparse: s_q %d, heads %d, s_kv %d, topk %d: all >= 1", p->s_q, p->heads, p->s_kv, p->topk);
+  WS_REQUIRE(p->dim_qk >= 64 && p->dim_qk % 64 == 0 && p->dim_v >= 64 && p->dim_v % 64 == 0 && p->dim_v <= p->dim_qk,
+             "ws_mla_sparse: dims %d/%d (qk/v): multiples of 64, dim_v <= dim_qk (DeepSeek-V3.2: 576/512)", p->dim_qk,
+             p->dim_v);
+  WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_mla_sparse: softmax_scale %g",
+             (double)p->softmax_scale);
+  WS_REQUIRE(p->q && p->kv && p->indices && p->o, "ws_mla_sparse: q, kv, indices or o is NULL");
+  WS_REQUIRE(aligned16(p->q) && aligned16(p->kv) && aligned16(p->o), "ws_mla_sparse: q, kv and o must be 16-byte aligned");
+  return WS_OK;
+}
+
+ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q_len, int *k_begin, int *k_len) {
+  WS_REQUIRE(p && q_begin && q_len && k_begin && k_len, "ws_attn_sequence: a NULL argument");
+  WS_REQUIRE(b >= 0 && b < p->batch, "ws_attn_sequence: sequence %d of %d", b, p->batch);
+  if (!p->cu_seqlens_q) {
+    *q_begin = b * p->seqlen_q; *q_len = p->seqlen_q;
+    *k_begin = b * p->seqlen_k; *k_len = p->seqlen_k;
+    return WS_OK;
+  }
+  const int *cq = p->cu_seqlens_q, *ck = p->cu_seqlens_k;
+  WS_REQUIRE(cq[0] == 0 && ck[0] == 0, "ws_attn: cu_seqlens must start at 0");
+  WS_REQUIRE(cq[b + 1] >= cq[b] && ck[b + 1] >= ck[b], "ws_attn: cu_seqlens decrease at sequence %d", b);
+  WS_REQUIRE(cq[b + 1] - cq[b] <= p->seqlen_q && ck[b + 1] - ck[b] <= p->seqlen_k,
+             "ws_attn: sequence %d is %d x %d tokens, longer than seqlen_q %d / seqlen_k %d", b, cq[b + 1] - cq[b],
+             ck[b + 1] - ck[b], p->seqlen_q, p->seqlen_k);
+  *q_begin = cq[b]; *q_len = cq[b + 1] - cq[b];
+  *k_begin = ck[b]; *k_len = ck[b + 1] - ck[b];
+  return WS_OK;
+}
+
+static double bf(const uint16_t *x, size_t i) { return (double)ws_bf16_to_float(x[i]); }
+
+/* One query row against n keys (key j at krow[j], -1 skipped): o[dim_v] and lse. */
+static void softmax_row(const uint16_t *q, const uint16_t *kv_k, const uint16_t *kv_v, const long *krow, int n,
+                        size_t k_stride, size_t v_stride, int dim_qk, int dim_v, double scale, double *s, double *o,
+                        double *lse) {
+  double m = -INFINITY;
+  for (int j = 0; j < n; j++) {
+    if (krow[j] < 0) continue;
+    double d = 0;
+    const uint16_t *k = kv_k + (size_t)krow[j] * k_stride;
+    for (int c = 0; c < dim_qk; c++) d += bf(q, c) * bf(k, c);
+    s[j] = scale * d;
+    if (s[j] > m) m = s[j];
+  }
+  for (int c = 0; c < dim_v; c++) o[c] = 0;
+  if (m == -INFINITY) { /* no key: o = 0, lse = -inf */
+    if (lse) *lse = -INFINITY;
+    return;
+  }
+  double den = 0;
+  for (int j = 0; j < n; j++) {
+    if (krow[j] < 0) continue;
+    const double e = exp(s[j] - m);
+    den += e;
+    const uint16_t *v = kv_v + (size_t)krow[j] * v_stride;
+    for (int c = 0; c < dim_v; c++) o[c] += e * bf(v, c);
+  }
+  for (int c = 0; c < dim_v; c++) o[c] /= den;
+  if (lse) *lse = m + log(den);
+}
+
+static size_t tokens_q(const ws_attn_problem *p) {
+  return p->cu_seqlens_q ? (size_t)p->cu_seqlens_q[p->batch] : (size_t)p->batch * p->seqlen_q;
+}
+
+ws_status ws_attn_reference(const ws_attn_problem *p, double *o, double *lse) {
+  ws_status st = ws_attn_check(p);
+  if (st != WS_OK) return st;
+  WS_REQUIRE(o != NULL, "ws_attn_reference: o is NULL");
+  const int Hq = p->heads_q, Hk = p->heads_kv, dq = p->dim_qk, dv = p->dim_v, group = Hq / Hk;
+  const double scale = p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)dq);
+  const size_t Tq = tokens_q(p);
+  const uint16_t *Q = (const uint16_t *)p->q, *K = (const uint16_t *)p->k, *V = (const uint16_t *)p->v;
+  long *rows = (long *)malloc(sizeof(long) * (size_t)p->seqlen_k);
+  double *s = (double *)malloc(sizeof(double) * (size_t)p->seqlen_k);
+  if (!rows || !s) { free(rows); free(s); return ws_fail(WS_ERR_NOMEM, "ws_attn_reference: out of host memory"); }
+  for (int b = 0; b < p->batch && st == WS_OK; b++) {
+    int qb, lq, kb, lk;
+    if ((st = ws_attn_sequence(p, b, &qb, &lq, &kb, &lk)) != WS_OK) break;
+    for (int h = 0; h < Hq; h++) {
+      const int g = h / group;
+      for (int i = 0; i < lq; i++) {
+        /* the keys row i sees: all, j <= i (top-left), j <= i + lk - lq (bottom-right) */
+        const long last = p->mask == WS_ATTN_NO_MASK ? lk - 1
+                          : p->mask == WS_ATTN_CAUSAL_TOP_LEFT ? (long)i : (long)i + lk - lq;
+        for (int j = 0; j < lk; j++) rows[j] = j <= last ? (long)(kb + j) * Hk + g : -1;
+        const size_t t = (size_t)(qb + i);
+        softmax_row(Q + (t * Hq + h) * dq, K, V, rows, lk, (size_t)dq, (size_t)dv, dq, dv, scale, s,
+                    o + (t * Hq + h) * dv, lse ? &lse[(size_t)h * Tq + t] : NULL);
+      }
+    }
+  }
+  free(rows);
+  free(s);
+  return st;
+}
+
+ws_status ws_mla_sparse_reference(const ws_mla_sparse_problem *p, double *o, double *lse) {
+  ws_status st = ws_mla_sparse_check(p);
+  if (st != WS_OK) return st;
+  WS_REQUIRE(o != NULL, "ws_mla_sparse_reference: o is NULL");
+  const int H = p->heads, dq = p->dim_qk, dv = p->dim_v, K = p->topk;
+  const double scale = p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)dq);
+  const uint16_t *Q = (const uint16_t *)p->q, *KV = (const uint16_t *)p->kv;
+  long *rows = (long *)malloc(sizeof(long) * (size_t)K);
+  double *s = (double *)malloc(sizeof(double) * (size_t)K);
+  if (!rows || !s) { free(rows); free(s); return ws_fail(WS_ERR_NOMEM, "ws_mla_sparse_reference: out of host memory"); }
+  for (int i = 0; i < p->s_q; i++) {
+    for (int j = 0; j < K; j++) {
+      const int r = p->indices[(size_t)i * K + j];
+      rows[j] = r >= 0 && r < p->s_kv ? r : -1; /* -1 and out of range: masked, never read */
+    }
+    for (int h = 0; h < H; h++)
+      softmax_row(Q + ((size_t)i * H + h) * dq, KV, KV, rows, K, (size_t)dq, (size_t)dq, dq, dv, scale, s,
+                  o + ((size_t)i * H + h) * dv, lse ? &lse[(size_t)i * H + h] : NULL);
+  }
+  free(rows);
+  free(s);
+  return WS_OK;
+}

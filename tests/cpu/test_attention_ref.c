@@ -1,0 +1,216 @@
+/* test_attention_ref.c - the attention references hold what they promise, on cases with
+ * a known answer (no GPU): identical keys give the mean of the visible values and
+ * lse = s + log(n); one key gives its value; the three masks; rows that see no key;
+ * GQA equals the same problem with the kv heads repeated; a variable-length batch equals
+ * its sequences run alone; the default scale; sparse MLA with masked (-1, out of range)
+ * and duplicate indices, and with all indices equal to dense single-head attention.
+ * Plus the argument checks. */
+#include "../test.h"
+#include "warpspec/attention.h"
+#include "warpspec/fp8.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static uint32_t rng = 12345;
+static float frand(void) {
+  rng = rng * 1664525u + 1013904223u;
+  return (float)((rng >> 8) % 2001) / 1000.0f - 1.0f;
+}
+static uint16_t *rand_bf16(size_t n) {
+  uint16_t *x = (uint16_t *)malloc(n * 2 + 16);
+  for (size_t i = 0; i < n; i++) x[i] = ws_float_to_bf16(frand());
+  return x;
+}
+static double bf(uint16_t x) { return ws_bf16_to_float(x); }
+static int near_eq(double a, double b) { return fabs(a - b) <= 1e-9 * (1 + fabs(b)); }
+
+static ws_attn_problem problem(int B, int Sq, int Sk, int Hq, int Hk, int d, ws_attn_mask mask, const uint16_t *q,
+                               const uint16_t *k, const uint16_t *v) {
+  ws_attn_problem p = {B, Sq, Sk, NULL, NULL, Hq, Hk, d, d, mask, 0.0f, q, k, v, (void *)16, NULL};
+  return p;
+}
+
+/* All keys equal: every visible key has the same score, so o = mean of visible v rows. */
+static void identical_keys(void) {
+  const int Sq = 7, Sk = 11, d = 64;
+  uint16_t *q = rand_bf16((size_t)Sq * d), *k1 = rand_bf16(d), *v = rand_bf16((size_t)Sk * d);
+  uint16_t *k = (uint16_t *)malloc((size_t)Sk * d * 2);
+  for (int j = 0; j < Sk; j++) memcpy(k + (size_t)j * d, k1, (size_t)d * 2);
+  double *o = (double *)malloc(sizeof(double) * Sq * d), lse[Sq];
+  const ws_attn_mask masks[3] = {WS_ATTN_NO_MASK, WS_ATTN_CAUSAL_TOP_LEFT, WS_ATTN_CAUSAL_BOTTOM_RIGHT};
+  for (int mi = 0; mi < 3; mi++) {
+    ws_attn_problem p = problem(1, Sq, Sk, 1, 1, d, masks[mi], q, k, v);
+    CHECK_STATUS(ws_attn_reference(&p, o, lse), WS_OK);
+    for (int i = 0; i < Sq; i++) {
+      const int n = mi == 0 ? Sk : mi == 1 ? i + 1 : i + Sk - Sq + 1;
+      double s = 0;
+      for (int c = 0; c < d; c++) s += bf(q[i * d + c]) * bf(k1[c]);
+      s /= sqrt((double)d);
+      CHECK(near_eq(lse[i], s + log((double)n)));
+      for (int c = 0; c < d; c += 13) {
+        double mean = 0;
+        for (int j = 0; j < n; j++) mean += bf(v[(size_t)j * d + c]);
+        CHECK(near_eq(o[i * d + c], mean / n));
+      }
+    }
+  }
+  /* bottom-right with more queries than keys: the first Sq - Sk rows see nothing */
+  ws_attn_problem p = problem(1, Sk, Sq, 1, 1, d, WS_ATTN_CAUSAL_BOTTOM_RIGHT, q, k, v); /* 11 queries, 7 keys */
+  uint16_t *q2 = rand_bf16((size_t)Sk * d);
+  p.q = q2;
+  double *o2 = (double *)malloc(sizeof(double) * Sk * d), lse2[Sk];
+  CHECK_STATUS(ws_attn_reference(&p, o2, lse2), WS_OK);
+  for (int i = 0; i < Sk - Sq; i++) {
+    CHECK(isinf(lse2[i]) && lse2[i] < 0);
+    CHECK(o2[i * d] == 0.0 && o2[i * d + d - 1] == 0.0);
+  }
+  CHECK(isfinite(lse2[Sk - Sq]));
+  /* top-left causal, row 0 sees key 0 only: o = v[0] */
+  p = problem(1, Sq, Sk, 1, 1, d, WS_ATTN_CAUSAL_TOP_LEFT, q, rand_bf16((size_t)Sk * d), v);
+  CHECK_STATUS(ws_attn_reference(&p, o, lse), WS_OK);
+  for (int c = 0; c < d; c++) CHECK(near_eq(o[c], bf(v[c])));
+  free((void *)p.k);
+  free(q); free(k1); free(v); free(k); free(o); free(q2); free(o2);
+}
+
+/* GQA: 4 query heads on 2 kv heads equals 4 query heads on the kv heads repeated. */
+static void gqa_and_scale(void) {
+  const int S = 9, d = 128, Hq = 4, Hk = 2;
+  uint16_t *q = rand_bf16((size_t)S * Hq * d), *k = rand_bf16((size_t)S * Hk * d), *v = rand_bf16((size_t)S * Hk * d);
+  uint16_t *k4 = (uint16_t *)malloc((size_t)S * Hq * d * 2), *v4 = (uint16_t *)malloc((size_t)S * Hq * d * 2);
+  for (int t = 0; t < S; t++)
+    for (int h = 0; h < Hq; h++) {
+      memcpy(k4 + ((size_t)t * Hq + h) * d, k + ((size_t)t * Hk + h / 2) * d, (size_t)d * 2);
+      memcpy(v4 + ((size_t)t * Hq + h) * d, v + ((size_t)t * Hk + h / 2) * d, (size_t)d * 2);
+    }
+  const size_t n = (size_t)S * Hq * d;
+  double *o1 = (double *)malloc(n * 8), *o2 = (double *)malloc(n * 8), l1[Hq * S], l2[Hq * S];
+  ws_attn_problem a = problem(1, S, S, Hq, Hk, d, WS_ATTN_CAUSAL_TOP_LEFT, q, k, v);
+  ws_attn_problem b = problem(1, S, S, Hq, Hq, d, WS_ATTN_CAUSAL_TOP_LEFT, q, k4, v4);
+  CHECK_STATUS(ws_attn_reference(&a, o1, l1), WS_OK);
+  CHECK_STATUS(ws_attn_reference(&b, o2, l2), WS_OK);
+  CHECK(memcmp(o1, o2, n * 8) == 0 && memcmp(l1, l2, sizeof l1) == 0);
+  b.softmax_scale = (float)(1.0 / sqrt(128.0)); /* the default, given explicitly (as a float) */
+  CHECK_STATUS(ws_attn_reference(&b, o2, l2), WS_OK);
+  double worst = 0;
+  for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs(o1[i] - o2[i]));
+  CHECK(worst < 1e-6);
+  free(q); free(k); free(v); free(k4); free(v4); free(o1); free(o2);
+}
+
+/* A variable-length batch equals each of its sequences alone. */
+static void varlen(void) {
+  const int d = 64, H = 2, lq[2] = {5, 9}, lk[2] = {8, 3};
+  const int cq[3] = {0, 5, 14}, ck[3] = {0, 8, 11};
+  uint16_t *q = rand_bf16((size_t)14 * H * d), *k = rand_bf16((size_t)11 * H * d), *v = rand_bf16((size_t)11 * H * d);
+  double *o = (double *)malloc(sizeof(double) * 14 * H * d), lse[2 * 14];
+  ws_attn_problem p = problem(2, 9, 8, H, H, d, WS_ATTN_CAUSAL_BOTTOM_RIGHT, q, k, v);
+  p.cu_seqlens_q = cq;
+  p.cu_seqlens_k = ck;
+  CHECK_STATUS(ws_attn_reference(&p, o, lse), WS_OK);
+  for (int b = 0; b < 2; b++) {
+    ws_attn_problem s = problem(1, lq[b], lk[b], H, H, d, WS_ATTN_CAUSAL_BOTTOM_RIGHT, q + (size_t)cq[b] * H * d,
+                                k + (size_t)ck[b] * H * d, v + (size_t)ck[b] * H * d);
+    double *os = (double *)malloc(sizeof(double) * lq[b] * H * d), ls[2 * 9];
+    CHECK_STATUS(ws_attn_reference(&s, os, ls), WS_OK);
+    CHECK(memcmp(os, o + (size_t)cq[b] * H * d, sizeof(double) * lq[b] * H * d) == 0);
+    for (int h = 0; h < H; h++)
+      for (int i = 0; i < lq[b]; i++) {
+        const double x = ls[h * lq[b] + i], y = lse[h * 14 + cq[b] + i];
+        CHECK((isinf(x) && isinf(y)) || x == y);
+      }
+    free(os);
+  }
+  /* a sequence longer than seqlen_q is an error, not a read past the end */
+  p.seqlen_q = 8;
+  CHECK_STATUS(ws_attn_reference(&p, o, lse), WS_ERR_INVALID);
+  CHECK_MSG("longer than seqlen_q");
+  free(q); free(k); free(v); free(o);
+}
+
+/* Sparse MLA: masked entries skipped, duplicates counted, and all rows selected equals
+ * dense attention over every row. */
+static void sparse(void) {
+  const int Sq = 3, H = 2, Skv = 6, dq = 128, dv = 64;
+  uint16_t *q = rand_bf16((size_t)Sq * H * dq), *kv = rand_bf16((size_t)Skv * dq);
+  const int with_holes[3 * 4] = {1, -1, 4, 999, 0, 5, -7, 2, 3, 3, -1, -1};
+  const int compact[3 * 2] = {1, 4, 0, 5, 3, 3};
+  double o1[3 * 2 * 64], o2[3 * 2 * 64], l1[6], l2[6];
+  ws_mla_sparse_problem a = {Sq, H, Skv, 4, dq, dv, 0.0f, q, kv, with_holes, (void *)16, NULL};
+  CHECK_STATUS(ws_mla_sparse_reference(&a, o1, l1), WS_OK);
+  /* query 1 saw {0, 5, 2}; compare the compact form on queries 0 and 2 */
+  ws_mla_sparse_problem b = {Sq, H, Skv, 2, dq, dv, 0.0f, q, kv, compact, (void *)16, NULL};
+  CHECK_STATUS(ws_mla_sparse_reference(&b, o2, l2), WS_OK);
+  for (int h = 0; h < H; h++) {
+    for (int c = 0; c < dv; c++) CHECK(near_eq(o1[(0 * H + h) * dv + c], o2[(0 * H + h) * dv + c]));
+    CHECK(near_eq(l1[0 * H + h], l2[0 * H + h]));
+    /* query 2: index 3 twice = one key with twice the weight: o = v[3], lse = s + log 2 */
+    for (int c = 0; c < dv; c++) CHECK(near_eq(o1[(2 * H + h) * dv + c], bf(kv[3 * dq + c])));
+    double s = 0;
+    for (int c = 0; c < dq; c++) s += bf(q[((size_t)2 * H + h) * dq + c]) * bf(kv[3 * dq + c]);
+    CHECK(near_eq(l1[2 * H + h], s / sqrt((double)dq) + log(2.0)));
+  }
+  /* every row selected once == dense attention with one kv head (dims 128/128 here, so
+   * the dense reference takes it: V = the first 64 columns is checked on its part) */
+  int all[Sq * Skv];
+  for (int i = 0; i < Sq; i++)
+    for (int j = 0; j < Skv; j++) all[i * Skv + j] = j;
+  ws_mla_sparse_problem c = {Sq, H, Skv, Skv, dq, dq, 0.0f, q, kv, all, (void *)16, NULL};
+  double oc[3 * 2 * 128], lc[6], od[3 * 2 * 128], ld[2 * 3];
+  CHECK_STATUS(ws_mla_sparse_reference(&c, oc, lc), WS_OK);
+  ws_attn_problem d = problem(1, Sq, Skv, H, 1, dq, WS_ATTN_NO_MASK, q, kv, kv);
+  CHECK_STATUS(ws_attn_reference(&d, od, ld), WS_OK);
+  for (int i = 0; i < Sq * H * dq; i++) CHECK(near_eq(oc[i], od[i]));
+  for (int i = 0; i < Sq; i++)
+    for (int h = 0; h < H; h++) CHECK(near_eq(lc[i * H + h], ld[h * Sq + i]));
+  /* every index masked: o = 0, lse = -inf */
+  const int none[3 * 2] = {-1, 6, -1, 100, -5, -1};
+  ws_mla_sparse_problem e = {Sq, H, Skv, 2, dq, dv, 0.0f, q, kv, none, (void *)16, NULL};
+  CHECK_STATUS(ws_mla_sparse_reference(&e, o1, l1), WS_OK);
+  CHECK(o1[0] == 0.0 && isinf(l1[0]) && l1[0] < 0);
+  free(q); free(kv);
+}
+
+static void checks(void) {
+  uint16_t *x = rand_bf16(64);
+  ws_attn_problem p = problem(1, 4, 4, 2, 1, 64, WS_ATTN_NO_MASK, x, x, x);
+  CHECK_STATUS(ws_attn_check(&p), WS_OK);
+  CHECK_STATUS(ws_attn_check(NULL), WS_ERR_INVALID);
+  p.heads_q = 3; p.heads_kv = 2;
+  CHECK_STATUS(ws_attn_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("multiple of heads_kv");
+  p = problem(1, 4, 4, 2, 1, 96, WS_ATTN_NO_MASK, x, x, x);
+  CHECK_STATUS(ws_attn_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("96/96");
+  p = problem(1, 4, 4, 2, 1, 64, (ws_attn_mask)5, x, x, x);
+  CHECK_STATUS(ws_attn_check(&p), WS_ERR_INVALID);
+  p = problem(1, 0, 4, 2, 1, 64, WS_ATTN_NO_MASK, x, x, x);
+  CHECK_STATUS(ws_attn_check(&p), WS_ERR_INVALID);
+  p = problem(1, 4, 4, 2, 1, 64, WS_ATTN_NO_MASK, x, x, x);
+  p.cu_seqlens_q = (const int *)x; /* without cu_seqlens_k */
+  CHECK_STATUS(ws_attn_check(&p), WS_ERR_INVALID);
+  p = problem(1, 4, 4, 2, 1, 64, WS_ATTN_NO_MASK, x, x, x);
+  p.softmax_scale = -1.0f;
+  CHECK_STATUS(ws_attn_check(&p), WS_ERR_INVALID);
+  p = problem(1, 4, 4, 2, 1, 64, WS_ATTN_NO_MASK, (const uint16_t *)((const char *)x + 2), x, x);
+  CHECK_STATUS(ws_attn_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("aligned");
+  const int idx[1] = {0};
+  ws_mla_sparse_problem s = {1, 1, 1, 1, 576, 512, 0.0f, x, x, idx, (void *)16, NULL};
+  CHECK_STATUS(ws_mla_sparse_check(&s), WS_OK);
+  s.dim_v = 640;
+  CHECK_STATUS(ws_mla_sparse_check(&s), WS_ERR_INVALID);
+  s.dim_v = 512; s.indices = NULL;
+  CHECK_STATUS(ws_mla_sparse_check(&s), WS_ERR_INVALID);
+  free(x);
+}
+
+int main(void) {
+  identical_keys();
+  gqa_and_scale();
+  varlen();
+  sparse();
+  checks();
+  return test_finish("test_attention_ref");
+}
