@@ -42,6 +42,15 @@ extern "C" {
 
 typedef enum { WS_EP_BF16 = 0, WS_EP_FP8 = 1 } ws_ep_payload;
 
+/* WS_EP_NORMAL: the receive layout is grouped-contiguous (ws_gemm's
+ * WS_GEMM_GROUPED_CONTIGUOUS), each expert padded to row_align, FP8 rows arrive with the
+ * scales the sender gave. WS_EP_LOW_LATENCY (decode): x is always BF16; with the FP8
+ * payload the sender quantises each row to E4M3 with 1 x 128 scales on the fly (the same
+ * bits as ws_fp8_quantize_1x128); the receive layout is grouped-masked
+ * (WS_GEMM_GROUPED_MASKED): expert l owns rows l x m .. l x m + expert_counts[l] - 1 of
+ * [local experts][m = nranks x max_tokens][hidden]; row_align is ignored. */
+typedef enum { WS_EP_NORMAL = 0, WS_EP_LOW_LATENCY = 1 } ws_ep_mode;
+
 typedef struct {
   int hidden;        /* H: a multiple of 128 for FP8, of 8 for BF16                        */
   int experts;       /* E: a multiple of the number of ranks, <= WS_EP_MAX_EXPERTS           */
@@ -51,6 +60,7 @@ typedef struct {
   int row_align;     /* pad each expert's rows to a multiple of this (1: none; e.g. 128 = ws_gemm's tile) */
   int num_sms;       /* CTAs of each transfer kernel, 1..WS_EP_MAX_SMS; 0: WS_EP_DEFAULT_SMS. The same on
                       * every rank. Fewer leave more SMs to compute running beside it. */
+  ws_ep_mode mode;   /* WS_EP_NORMAL (0) or WS_EP_LOW_LATENCY                                */
 } ws_ep_config;
 
 typedef struct ws_ep ws_ep;
@@ -58,13 +68,16 @@ typedef struct ws_ep ws_ep;
 /* What a dispatch delivered to this rank, all in device memory owned by the handle and
  * valid until the next dispatch. Rows beyond expert_offsets[local_experts] are unused. */
 typedef struct {
-  void *x;                    /* [max_rows][hidden] e4m3 or bf16                               */
+  void *x;                    /* [max_rows][hidden] e4m3 or bf16 (low latency: [local_experts]
+                               * [max_rows / local_experts][hidden])                            */
   float *x_scale;             /* FP8: [hidden / 128][scale_ld], K-block-major; BF16: NULL       */
   int scale_ld;               /* >= max_rows, a multiple of 4 (ws_gemm's a_scale_ld)            */
   int max_rows;               /* rows allocated: ws_gemm's m for this layout                    */
   int local_experts;          /* ws_gemm's groups                                               */
-  const int *expert_offsets;  /* [local_experts + 1]: ws_gemm's group_offsets                   */
-  const int *expert_counts;   /* [local_experts]: rows received per expert, before padding      */
+  const int *expert_offsets;  /* [local_experts + 1]: ws_gemm's group_offsets (low latency:
+                               * l x m, the start of each expert's block)                       */
+  const int *expert_counts;   /* [local_experts]: rows received per expert, before padding (low
+                               * latency: ws_gemm's group_rows)                                 */
   const int *src_rank;        /* [max_rows]: where each row came from (-1: padding)             */
   const int *src_token;       /* [max_rows]: the token's index on its rank                      */
   const int *src_slot;        /* [max_rows]: its top-k slot                                     */
@@ -75,7 +88,8 @@ typedef struct {
 ws_status ws_ep_config_check(const ws_ep_config *cfg, int nranks);
 
 /* Rows the receive layout holds for this config: every rank's max_tokens, each token on
- * min(topk, local experts) local experts, plus the padding of every expert. */
+ * min(topk, local experts) local experts, plus the padding of every expert (low latency:
+ * local experts x nranks x max_tokens). */
 size_t ws_ep_max_rows(const ws_ep_config *cfg, int nranks);
 
 /* Collective: a handle on `comm` (buffers from its symmetric heap; every rank must pass
@@ -84,8 +98,8 @@ ws_status ws_ep_create(ws_ep **ep, ws_comm *comm, const ws_ep_config *cfg);
 ws_status ws_ep_destroy(ws_ep *ep); /* collective */
 
 /* Collective: dispatch `num_tokens` tokens (0..max_tokens). x: [num_tokens][hidden] bf16,
- * or e4m3 with x_scale [num_tokens][hidden / 128] fp32 (row-major, as
- * ws_fp8_quantize_1x128 writes them); topk_idx [num_tokens][topk] int32 expert ids
+ * or (normal mode, FP8 payload) e4m3 with x_scale [num_tokens][hidden / 128] fp32
+ * (row-major, as ws_fp8_quantize_1x128 writes them; low latency: NULL, x is bf16); topk_idx [num_tokens][topk] int32 expert ids
  * (-1: no expert, the slot is skipped), topk_weights [num_tokens][topk] fp32; all device
  * memory. recv (may be NULL) gets the layout. host_offsets: NULL for the graph-capturable
  * call; else the call waits for the stream and copies the exact expert offsets

@@ -95,9 +95,26 @@ def _moe_round_trip(comm, rank, nranks):
     idx[::7, 1] = -1
     w = torch.rand(T, K, generator=g).cuda()
     idx = idx.cuda()
-    for payload in ("fp8", "bf16"):
-        with warpspec.MoeDispatcher(comm, hidden=H, experts=E, topk=K, max_tokens=256, payload=payload,
-                                    row_align=64) as ep:
+    for payload in ("fp8", "bf16", "ll"):
+        mode = "low_latency" if payload == "ll" else "normal"
+        with warpspec.MoeDispatcher(comm, hidden=H, experts=E, topk=K, max_tokens=256,
+                                    payload="fp8" if payload == "ll" else payload, row_align=64, mode=mode) as ep:
+            if payload == "ll":  # BF16 in, quantised on the fly; the masked layout [L, m, H]
+                r = ep.dispatch(x, idx, w, sync_counts=True)
+                q, s = warpspec.quantize_fp8(x)
+                xin = q.float() * s.repeat_interleave(128, dim=1)
+                m = r.x.shape[1]
+                xs = r.x.view(L * m, H).float() * r.x_scale.repeat_interleave(128, dim=1)
+                y = torch.full((L, m, H), float("nan"), dtype=torch.bfloat16, device="cuda")
+                for l in range(L):
+                    n = int(r.expert_counts[l])
+                    y[l, :n] = (xs[l * m:l * m + n] * (rank * L + l + 1)).to(torch.bfloat16)
+                out = ep.combine(y)
+                warpspec.sync()
+                ref = xin.double() * (w * (idx.float() + 1) * (idx >= 0)).sum(1, keepdim=True).double()
+                err = ((out.double() - ref).norm() / ref.norm()).item()
+                assert err < 2e-2, f"rank {rank}: MoE low-latency round trip rel err {err}"
+                continue
             if payload == "fp8":
                 q, s = warpspec.quantize_fp8(x)
                 r = ep.dispatch(q, idx, w, x_scale=s, sync_counts=True)

@@ -165,7 +165,8 @@ class SendrecvOpts(ctypes.Structure):
 
 class EpConfig(ctypes.Structure):
     _fields_ = [("hidden", ctypes.c_int), ("experts", ctypes.c_int), ("topk", ctypes.c_int), ("max_tokens", ctypes.c_int),
-                ("payload", ctypes.c_int), ("row_align", ctypes.c_int), ("num_sms", ctypes.c_int)]
+                ("payload", ctypes.c_int), ("row_align", ctypes.c_int), ("num_sms", ctypes.c_int),
+                ("mode", ctypes.c_int)]
 
 
 class EpRecv(ctypes.Structure):

@@ -23,6 +23,7 @@ from ._lib import invalid
 from ._tensor import on_device, stream_handle, torch_or_raise, view
 
 _PAYLOADS = {"bf16": 0, "bfloat16": 0, "fp8": 1, "float8_e4m3fn": 1}
+_MODES = {"normal": 0, "low_latency": 1}
 
 
 class _DeviceBuffer:
@@ -38,17 +39,20 @@ def _wrap(torch, ptr, nbytes, dtype, shape, dev):
     return raw.view(dtype).view(shape)
 
 
-def _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms):
+def _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms, mode="normal"):
     p = _PAYLOADS.get(str(payload).replace("torch.", ""))
     if p is None:
         raise invalid(f"MoeDispatcher: payload {payload!r}, expected 'fp8' or 'bf16'")
-    return _lib.EpConfig(int(hidden), int(experts), int(topk), int(max_tokens), p, int(row_align), int(num_sms))
+    md = _MODES.get(str(mode))
+    if md is None:
+        raise invalid(f"MoeDispatcher: mode {mode!r}, expected 'normal' or 'low_latency'")
+    return _lib.EpConfig(int(hidden), int(experts), int(topk), int(max_tokens), p, int(row_align), int(num_sms), md)
 
 
-def check_config(nranks, *, hidden, experts, topk, max_tokens, payload="fp8", row_align=1, num_sms=0):
+def check_config(nranks, *, hidden, experts, topk, max_tokens, payload="fp8", row_align=1, num_sms=0, mode="normal"):
     """Validate a dispatcher config for `nranks` ranks without a GPU; returns the
     worst-case receive rows (ws_gemm's m for the layout)."""
-    cfg = _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms)
+    cfg = _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms, mode)
     _lib.check(_lib.lib.ws_ep_config_check(ctypes.byref(cfg), int(nranks)))
     return int(_lib.lib.ws_ep_max_rows(ctypes.byref(cfg), int(nranks)))
 
@@ -56,10 +60,10 @@ def check_config(nranks, *, hidden, experts, topk, max_tokens, payload="fp8", ro
 @dataclass
 class MoeReceived:
     """What a dispatch delivered to this rank (views of the handle's buffers)."""
-    x: object               # [max_rows, hidden] fp8 or bf16
+    x: object               # [max_rows, hidden] fp8 or bf16 (low latency: [local_experts, m, hidden])
     x_scale: object         # [max_rows, hidden / 128] fp32, K-block-major (strides (1, ld)); None for bf16
     expert_offsets: object  # [local_experts + 1] int32 on the device: gemm's group_offsets
-    expert_counts: object   # [local_experts] int32: real rows per expert, before padding
+    expert_counts: object   # [local_experts] int32: real rows per expert (low latency: gemm's group_rows)
     src_rank: object        # [max_rows] int32 (-1: padding)
     src_token: object       # [max_rows] int32
     src_slot: object        # [max_rows] int32: the top-k slot
@@ -72,8 +76,14 @@ class MoeReceived:
 class MoeDispatcher:
     """A dispatch/combine handle on a Communicator (collective to create and destroy)."""
 
-    def __init__(self, comm, *, hidden, experts, topk, max_tokens, payload="fp8", row_align=1, num_sms=0):
-        self.cfg = _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms)
+    def __init__(self, comm, *, hidden, experts, topk, max_tokens, payload="fp8", row_align=1, num_sms=0,
+                 mode="normal"):
+        """mode "normal": rows grouped-contiguous by local expert (gemm with group_offsets);
+        "low_latency": x is BF16 (quantised on the fly for the fp8 payload), rows in the
+        masked layout [local_experts, nranks x max_tokens, hidden] (gemm with group_rows =
+        expert_counts)."""
+        self.cfg = _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms, mode)
+        self.ll = self.cfg.mode == 1
         _lib.check(_lib.lib.ws_ep_config_check(ctypes.byref(self.cfg), comm.size))
         self.comm, self.device = comm, comm.device
         self.fp8 = self.cfg.payload == 1
@@ -109,6 +119,8 @@ class MoeDispatcher:
         R, H, L, dev = r.max_rows, self.cfg.hidden, r.local_experts, self.device
         xdt = torch.float8_e4m3fn if self.fp8 else torch.bfloat16
         x = _wrap(torch, r.x, R * H * (1 if self.fp8 else 2), xdt, (R, H), dev)
+        if self.ll:
+            x = x.view(L, R // L, H)
         xs = None
         if self.fp8:
             kb = H // 128
@@ -126,7 +138,7 @@ class MoeDispatcher:
         H, K = self.cfg.hidden, self.cfg.topk
         if getattr(topk_idx, "dtype", None) is torch.int64:
             topk_idx = topk_idx.to(torch.int32)
-        vx = view(x, "x").expect(("float8_e4m3fn", "uint8") if self.fp8 else ("bfloat16",), ndim=2)
+        vx = view(x, "x").expect(("float8_e4m3fn", "uint8") if self.fp8 and not self.ll else ("bfloat16",), ndim=2)
         T = vx.shape[0]
         if vx.shape[1] != H:
             raise invalid(f"x: shape {vx.shape}, expected (tokens, {H})")
@@ -135,12 +147,12 @@ class MoeDispatcher:
         vi = view(topk_idx, "topk_idx").expect(("int32",), shape=(T, K))
         vw = view(topk_weights, "topk_weights").expect(("float32",), shape=(T, K))
         vs = None
-        if self.fp8:
+        if self.fp8 and not self.ll:
             if x_scale is None:
                 raise invalid("dispatch: the fp8 payload needs x_scale [tokens, hidden / 128] (row-major fp32)")
             vs = view(x_scale, "x_scale").expect(("float32",), shape=(T, H // 128))
         elif x_scale is not None:
-            raise invalid("dispatch: x_scale is for the fp8 payload; this dispatcher carries bf16")
+            raise invalid("dispatch: x_scale is for the normal-mode fp8 payload (low latency quantises BF16 rows itself)")
         for v in (vx, vi, vw, vs):
             if v is not None and v.device is not None and v.device != self.device:
                 raise invalid(f"{v.name}: on cuda:{v.device}, the dispatcher is on cuda:{self.device}")
@@ -163,7 +175,11 @@ class MoeDispatcher:
         tokens. y: [max_rows, hidden] bf16 in the received layout."""
         torch = torch_or_raise("MoeDispatcher.combine")
         H = self.cfg.hidden
-        vy = view(y, "y").expect(("bfloat16",), shape=(self.max_rows, H))
+        vy = view(y, "y")
+        if self.ll and len(vy.shape) == 3:  # the masked layout as dispatch gave it
+            vy.expect(("bfloat16",), shape=(self.local_experts, self.max_rows // self.local_experts, H))
+        else:
+            vy.expect(("bfloat16",), shape=(self.max_rows, H))
         if out is None:
             out = torch.empty((self._tokens, H), dtype=torch.bfloat16, device=f"cuda:{self.device}")
         vo = view(out, "out").expect(("bfloat16",), shape=(self._tokens, H))

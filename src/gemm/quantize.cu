@@ -10,13 +10,8 @@
 #include "warpspec/fp8.h"
 
 #include <cuda_bf16.h>
-#include <cuda_fp8.h>
 
-static __device__ __forceinline__ uint16_t to_e4m3x2(float a, float b) {
-  return (uint16_t)__nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3);
-}
-
-static __device__ __forceinline__ float scale_of(float amax) { return amax > 0.0f ? amax / WS_FP8_E4M3_MAX : 1.0f; }
+#include "fp8_convert.cuh"
 
 /* scale_ld 0: scale[r][cols / 128]; else K-block-major scale[cols / 128][scale_ld]. */
 __global__ void __launch_bounds__(256) quantize_1x128_kernel(const __nv_bfloat16 *x, size_t rows, size_t cols, size_t ld,
@@ -31,8 +26,8 @@ __global__ void __launch_bounds__(256) quantize_1x128_kernel(const __nv_bfloat16
     float amax = fmaxf(fmaxf(fabsf(v0.x), fabsf(v0.y)), fmaxf(fabsf(v1.x), fabsf(v1.y)));
 #pragma unroll
     for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float s = scale_of(amax);
-    const uint32_t packed = to_e4m3x2(v0.x / s, v0.y / s) | (uint32_t)to_e4m3x2(v1.x / s, v1.y / s) << 16;
+    const float s = ws_fp8_scale_of(amax);
+    const uint32_t packed = ws_to_e4m3x2(v0.x / s, v0.y / s) | (uint32_t)ws_to_e4m3x2(v1.x / s, v1.y / s) << 16;
     *(uint32_t *)(q + r * cols + c0) = packed;
     if (lane == 0) scale[scale_ld ? (w % kb) * scale_ld + r : w] = s;
   }
@@ -56,11 +51,11 @@ __global__ void __launch_bounds__(256) quantize_128x128_kernel(const __nv_bfloat
   amax = 0.0f;
 #pragma unroll
   for (int i = 0; i < 8; i++) amax = fmaxf(amax, warp_max[i]);
-  const float s = scale_of(amax);
+  const float s = ws_fp8_scale_of(amax);
   for (size_t r = rb * 128 + threadIdx.x / 64; r < r_end; r += 4) {
     const size_t c = cb * 128 + (threadIdx.x % 64) * 2;
     const float2 f = __bfloat1622float2(*(const __nv_bfloat162 *)(x + r * ld + c));
-    *(uint16_t *)(q + r * cols + c) = to_e4m3x2(f.x / s, f.y / s);
+    *(uint16_t *)(q + r * cols + c) = ws_to_e4m3x2(f.x / s, f.y / s);
   }
   if (threadIdx.x == 0) scale[rb * kb + cb] = s;
 }

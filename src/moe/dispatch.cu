@@ -20,7 +20,10 @@
  *           j), zero the padding; the last CTA acks every source.
  * Each wait is bounded and names the peer, the role and the CTA. */
 #include "ep_internal.h"
+#include "../gemm/fp8_convert.cuh"
 #include "warpspec/device/warpspec.cuh"
+
+#include <cuda_bf16.h>
 
 #include <string.h>
 
@@ -80,6 +83,57 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
  * chunk of 32 x EP_COPY_UNROLL vectors and stored to every place it goes. */
 #define EP_COPY_UNROLL 8
 
+/* Low latency, FP8 payload: a warp quantises a BF16 row of `hidden` values as
+ * ws_fp8_quantize_1x128 does (16 lanes x 8 values per 128-block: the half-warp's |max|,
+ * scale = amax / 448, e4m3(x / scale)) and stores the bytes and the block scales into
+ * every destination's inbox row (rows: dst_lo / dst_hi of the lanes in lo / hi). */
+#define EP_QUANT_UNROLL 4
+static __device__ __forceinline__ void send_quantized(const ep_args *a, const uint16_t *xrow, size_t pay, uint32_t lo,
+                                                      uint32_t hi, uint8_t *dst_lo, uint8_t *dst_hi, int lane) {
+  const int nvx = a->hidden / 8; /* 16-byte input vectors; a multiple of 16 (hidden % 128 == 0) */
+  for (int base = 0; base < nvx; base += 32 * EP_QUANT_UNROLL) {
+    uint2 q[EP_QUANT_UNROLL];
+    float sc[EP_QUANT_UNROLL];
+#pragma unroll
+    for (int u = 0; u < EP_QUANT_UNROLL; u++) {
+      const int i = base + u * 32 + lane;
+      float f[8];
+      float amax = 0.0f;
+      if (i < nvx) {
+        const uint4 v = ws_ld_global_nc_v4((const uint4 *)xrow + i);
+        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          f[2 * e] = __uint_as_float(w[e] << 16);
+          f[2 * e + 1] = __uint_as_float(w[e] & 0xFFFF0000u);
+          amax = fmaxf(amax, fmaxf(fabsf(f[2 * e]), fabsf(f[2 * e + 1])));
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; e++) f[e] = 0.0f;
+      }
+#pragma unroll
+      for (int o = 8; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+      const float s = ws_fp8_scale_of(amax);
+      sc[u] = s;
+      q[u].x = ws_to_e4m3x2(f[0] / s, f[1] / s) | (uint32_t)ws_to_e4m3x2(f[2] / s, f[3] / s) << 16;
+      q[u].y = ws_to_e4m3x2(f[4] / s, f[5] / s) | (uint32_t)ws_to_e4m3x2(f[6] / s, f[7] / s) << 16;
+    }
+    for (int half = 0; half < 2; half++)
+      for (uint32_t m = half ? hi : lo; m; m &= m - 1) {
+        uint8_t *row = (uint8_t *)__shfl_sync(0xffffffffu, (unsigned long long)(half ? dst_hi : dst_lo), __ffs(m) - 1);
+#pragma unroll
+        for (int u = 0; u < EP_QUANT_UNROLL; u++) {
+          const int i = base + u * 32 + lane;
+          if (i < nvx) {
+            *(uint2 *)(row + (size_t)i * 8) = q[u];
+            if (lane % 16 == 0) ((float *)(row + pay))[i / 16] = sc[u];
+          }
+        }
+      }
+  }
+}
+
 WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8_t *x, const float *x_scale,
                                   const float *topk_weights, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_send, diag);
@@ -121,6 +175,9 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
       en = a.entries[(size_t)t * K + lane];
       w = topk_weights[(size_t)t * K + lane];
     }
+    if (a.ll && a.fp8) { /* low latency: BF16 in, E4M3 + 1 x 128 scales out, quantised here */
+      send_quantized(&a, (const uint16_t *)x + (size_t)t * a.hidden, pay, lo, hi, dst_lo, dst_hi, lane);
+    } else {
     /* the row, loaded once per chunk and stored to every destination */
     const uint4 *src = (const uint4 *)(x + (size_t)t * pay);
     for (size_t base = 0; base < nv; base += 32 * EP_COPY_UNROLL) {
@@ -140,12 +197,13 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
           }
         }
     }
+    }
     /* scales, then per destination the meta block: {token, entries}, its entries in slot order */
     for (int half = 0; half < 2; half++)
       for (uint32_t m = half ? hi : lo; m; m &= m - 1) {
         const int d = (__ffs(m) - 1) + 32 * half;
         uint8_t *row = (uint8_t *)__shfl_sync(0xffffffffu, (unsigned long long)(half ? dst_hi : dst_lo), d % 32);
-        if (a.fp8)
+        if (a.fp8 && !a.ll)
           for (int c = lane; c < kb; c += 32) ((float *)(row + pay))[c] = x_scale[(size_t)t * kb + c];
         const uint32_t mine = __ballot_sync(0xffffffffu, en.dst == d);
         ep_meta *meta = (ep_meta *)(row + meta_off);
@@ -195,7 +253,9 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
       for (int s = 0; s < N; s++) size += cnt[s * L + l];
       off[l] = acc;
       if (blockIdx.x == 0) a.expert_counts[l] = size;
-      acc += (size + a.row_align - 1) / a.row_align * a.row_align;
+      /* normal: padded to row_align, back to back; low latency: a block of nranks x
+       * max_tokens rows per expert (ws_gemm's masked layout) */
+      acc += a.ll ? N * a.max_tokens : (size + a.row_align - 1) / a.row_align * a.row_align;
     }
     off[L] = acc;
   }
@@ -266,14 +326,16 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
         }
     }
   }
-  /* padding rows: zero payload and scale, no source */
+  /* padding rows: no source; normal mode also zeroes their payload and scales (the GEMM
+   * reads them), low latency leaves them (the masked GEMM does not) */
   for (int l = 0; l < L; l++) {
     int size = 0;
     for (int s = 0; s < N; s++) size += cnt[s * L + l];
     for (int r = off[l] + size + gw; r < off[l + 1]; r += nw) {
       uint4 *d = (uint4 *)(a.x + (size_t)r * pay);
-      for (size_t v = ctx.lane; v < pay / 16; v += 32) d[v] = make_uint4(0, 0, 0, 0);
-      if (a.fp8)
+      if (!a.ll)
+        for (size_t v = ctx.lane; v < pay / 16; v += 32) d[v] = make_uint4(0, 0, 0, 0);
+      if (a.fp8 && !a.ll)
         for (int c = ctx.lane; c < kb; c += 32) a.x_scale[(size_t)c * a.scale_ld + r] = 0.0f;
       if (ctx.lane == 0) { a.src_rank[r] = -1; a.src_token[r] = -1; a.src_slot[r] = -1; a.weight[r] = 0.0f; }
     }
@@ -306,7 +368,10 @@ extern "C" ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_sca
     WS_REQUIRE(((uintptr_t)x & 15u) == 0, "ws_ep_dispatch: x %p is not 16-byte aligned", x);
     WS_REQUIRE(((uintptr_t)topk_idx & 3u) == 0 && ((uintptr_t)topk_weights & 3u) == 0,
                "ws_ep_dispatch: topk_idx / topk_weights must be 4-byte aligned");
-    if (ep->fp8) {
+    if (ep->cfg.mode == WS_EP_LOW_LATENCY) {
+      WS_REQUIRE(x_scale == NULL, "ws_ep_dispatch: low-latency mode takes BF16 rows and quantises them itself; "
+                 "x_scale must be NULL");
+    } else if (ep->fp8) {
       WS_REQUIRE(x_scale != NULL, "ws_ep_dispatch: FP8 payload needs x_scale [num_tokens][hidden / 128]");
       WS_REQUIRE(((uintptr_t)x_scale & 3u) == 0, "ws_ep_dispatch: x_scale must be 4-byte aligned");
     } else {

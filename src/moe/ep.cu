@@ -25,6 +25,8 @@ extern "C" ws_status ws_ep_config_check(const ws_ep_config *c, int nranks) {
   WS_REQUIRE(c->row_align >= 1 && c->row_align <= 1024, "ws_ep: row_align %d, must be 1..1024", c->row_align);
   WS_REQUIRE(c->num_sms >= 0 && c->num_sms <= WS_EP_MAX_SMS, "ws_ep: num_sms %d, must be 1..%d (0: default %d)",
              c->num_sms, WS_EP_MAX_SMS, WS_EP_DEFAULT_SMS);
+  WS_REQUIRE(c->mode == WS_EP_NORMAL || c->mode == WS_EP_LOW_LATENCY, "ws_ep: mode %d, must be WS_EP_NORMAL or "
+             "WS_EP_LOW_LATENCY", (int)c->mode);
   const size_t rows = ws_ep_max_rows(c, nranks);
   WS_REQUIRE(rows + 4 < (size_t)1 << 31, "ws_ep: %zu receive rows exceed the int range of ws_gemm", rows);
   return WS_OK;
@@ -33,6 +35,7 @@ extern "C" ws_status ws_ep_config_check(const ws_ep_config *c, int nranks) {
 extern "C" size_t ws_ep_max_rows(const ws_ep_config *c, int nranks) {
   if (!c || nranks < 1 || c->experts < nranks) return 0;
   const int L = c->experts / nranks;
+  if (c->mode == WS_EP_LOW_LATENCY) return (size_t)L * (size_t)nranks * (size_t)c->max_tokens;
   const int per_token = c->topk < L ? c->topk : L;
   return (size_t)nranks * (size_t)c->max_tokens * (size_t)per_token + (size_t)L * (size_t)(c->row_align - 1);
 }
@@ -83,7 +86,7 @@ static ws_status compare_configs(ws_ep *ep) {
     const char *field = theirs.hidden != m->hidden ? "hidden" : theirs.experts != m->experts ? "experts"
                         : theirs.topk != m->topk ? "topk" : theirs.max_tokens != m->max_tokens ? "max_tokens"
                         : theirs.payload != m->payload ? "payload" : theirs.row_align != m->row_align ? "row_align"
-                        : theirs.num_sms != m->num_sms ? "num_sms" : NULL;
+                        : theirs.num_sms != m->num_sms ? "num_sms" : theirs.mode != m->mode ? "mode" : NULL;
     if (field)
       s = ws_fail(WS_ERR_MISMATCH, "ws_ep_create: rank %d and rank %d disagree on the config's %s: every rank must pass "
                   "the same config", ep->rank, p, field);
@@ -218,6 +221,7 @@ extern "C" void ep_fill_args(const ws_ep *ep, ep_args *a) {
   a->hidden = ep->cfg.hidden; a->fp8 = ep->fp8; a->sms = ep->sms; a->max_tokens = ep->cfg.max_tokens;
   a->max_rows = ep->max_rows; a->scale_ld = ep->scale_ld; a->row_align = ep->cfg.row_align;
   a->experts = ep->cfg.experts; a->inbox_row = ep->inbox_row;
+  a->ll = ep->cfg.mode == WS_EP_LOW_LATENCY;
   a->epochs = ep->epochs; a->send_counts = ep->send_counts; a->entries = ep->entries; a->tok_slot = ep->tok_slot;
   a->bad_id = ep->bad_id; a->num_tokens = ep->num_tokens; a->recv_ntok = ep->recv_ntok;
   a->comb_row = ep->comb_row; a->comb_w = ep->comb_w;

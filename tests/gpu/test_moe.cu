@@ -8,7 +8,8 @@
  *   equals the same fp32 sums (fmaf, in the kernels' order) rounded to BF16 -- exactly;
  *   cases: uniform, all tokens to one expert, all to another rank, none leave, -1 slots,
  *   T = 0 and T = max, K = 1 and 8, FP8 and BF16, row_align 1 and 128, 100 repeated calls,
- *   a CUDA graph of dispatch + combine replayed;
+ *   a CUDA graph of dispatch + combine replayed; low-latency mode (BF16 in, quantised on
+ *   the fly to the same bits as ws_fp8_quantize_1x128_host, the masked layout);
  *   mode "missing": rank 1 never dispatches, rank 0 gets WS_ERR_TIMEOUT within the bound.
  * Every rank draws every rank's routing and data from one shared seed, so each can
  * compute its own reference. */
@@ -108,7 +109,9 @@ static int run_case(ws_comm *comm, const ep_case *tc) {
   const ws_ep_config *cfg = &tc->cfg;
   const int H = cfg->hidden, K = cfg->topk, E = cfg->experts, L = E / nranks, fp8 = cfg->payload == WS_EP_FP8;
   const int T = tc->tokens < 0 ? cfg->max_tokens : tc->tokens;
+  const int ll = cfg->mode == WS_EP_LOW_LATENCY;
   const size_t es = fp8 ? 1 : 2, kb = (size_t)H / 128;
+  const size_t in_es = ll ? 2 : es; /* low latency takes BF16 rows */
   /* from the case's name, not its address: every rank (process) must draw the same */
   uint64_t salt = (uint64_t)tc->how;
   for (const char *c = tc->name; *c; c++) salt = salt * 131 + (unsigned char)*c;
@@ -118,7 +121,8 @@ static int run_case(ws_comm *comm, const ep_case *tc) {
   /* every rank's routing and rows (each rank needs all of them for its reference) */
   int **idx = (int **)host_alloc((size_t)nranks, sizeof(int *), 0);
   float **wts = (float **)host_alloc((size_t)nranks, sizeof(float *), 0);
-  uint8_t **xs = (uint8_t **)host_alloc((size_t)nranks, sizeof(uint8_t *), 0);
+  uint8_t **xs = (uint8_t **)host_alloc((size_t)nranks, sizeof(uint8_t *), 0);  /* rows as they arrive */
+  uint8_t **xin = (uint8_t **)host_alloc((size_t)nranks, sizeof(uint8_t *), 0); /* rows as given (LL: bf16) */
   float **ss = (float **)host_alloc((size_t)nranks, sizeof(float *), 0);
   int *ntok = (int *)host_alloc((size_t)nranks, sizeof(int), 0);
   for (int r = 0; r < nranks; r++) {
@@ -128,24 +132,40 @@ static int run_case(ws_comm *comm, const ep_case *tc) {
     xs[r] = (uint8_t *)host_alloc((size_t)T * H + 1, es, 0);
     ss[r] = (float *)host_alloc((size_t)T * kb + 1, sizeof(float), 0);
     make_routing(cfg, r, T, tc->how, idx[r], wts[r], salt);
-    make_x(cfg, r, T, xs[r], ss[r], salt);
+    if (!ll) {
+      make_x(cfg, r, T, xs[r], ss[r], salt);
+      xin[r] = xs[r];
+    } else { /* BF16 in; with FP8 on the wire the rows arrive as ws_fp8_quantize_1x128_host makes them */
+      ws_ep_config b = *cfg;
+      b.payload = WS_EP_BF16;
+      xin[r] = (uint8_t *)host_alloc((size_t)T * H + 1, 2, 0);
+      make_x(&b, r, T, xin[r], NULL, salt);
+      if (fp8) {
+        float *f = (float *)host_alloc((size_t)T * H + 1, sizeof(float), 0);
+        for (size_t i = 0; i < (size_t)T * H; i++) f[i] = ws_bf16_to_float(((uint16_t *)xin[r])[i]);
+        if (T) WS_OK_OR_DIE(ws_fp8_quantize_1x128_host(f, (size_t)T, (size_t)H, (size_t)H, xs[r], ss[r]));
+        free(f);
+      } else {
+        memcpy(xs[r], xin[r], (size_t)T * H * 2);
+      }
+    }
   }
   void *dx, *dscale, *didx, *dw, *dy, *dout;
   const size_t R = ws_ep_max_rows(cfg, nranks);
-  CUDA_OK(cudaMalloc(&dx, (size_t)T * H * es + 16));
+  CUDA_OK(cudaMalloc(&dx, (size_t)T * H * in_es + 16));
   CUDA_OK(cudaMalloc(&dscale, (size_t)T * kb * 4 + 16));
   CUDA_OK(cudaMalloc(&didx, (size_t)T * K * 4 + 16));
   CUDA_OK(cudaMalloc(&dw, (size_t)T * K * 4 + 16));
   CUDA_OK(cudaMalloc(&dy, R * H * 2 + 16));
   CUDA_OK(cudaMalloc(&dout, (size_t)T * H * 2 + 16));
-  CUDA_OK(cudaMemcpy(dx, xs[rank], (size_t)T * H * es, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dx, xin[rank], (size_t)T * H * in_es, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dscale, ss[rank], (size_t)T * kb * 4, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(didx, idx[rank], (size_t)T * K * 4, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dw, wts[rank], (size_t)T * K * 4, cudaMemcpyHostToDevice));
   ws_ep_recv rv;
   int *offs = (int *)host_alloc((size_t)L + 1, sizeof(int), 0);
   int fails = 0;
-  const float *xscale = fp8 ? (const float *)dscale : NULL;
+  const float *xscale = fp8 && !ll ? (const float *)dscale : NULL;
   /* repeated calls; the last dispatch is host-synced and checked */
   for (int it = 0; it < tc->iters; it++) {
     WS_OK_OR_DIE(ws_ep_dispatch(ep, dx, xscale, (const int *)didx, (const float *)dw, T, &rv, NULL, 0));
@@ -153,14 +173,19 @@ static int run_case(ws_comm *comm, const ep_case *tc) {
   }
   CUDA_OK(cudaMemset(rv.x, 0x7F, R * H * es)); /* poison the receive side */
   WS_OK_OR_DIE(ws_ep_dispatch(ep, dx, xscale, (const int *)didx, (const float *)dw, T, &rv, offs, 0));
-  /* reference layout */
+  /* reference layout (low latency: the rows of each expert without padding, at l x m) */
+  ws_ep_config rc = *cfg;
+  if (ll) { rc.mode = WS_EP_NORMAL; rc.row_align = 1; }
   int *rcounts = (int *)host_alloc((size_t)L, sizeof(int), 0), *roffs = (int *)host_alloc((size_t)L + 1, sizeof(int), 0);
-  WS_OK_OR_DIE(ws_ep_reference_layout(cfg, nranks, rank, (const int *const *)idx, ntok, rcounts, roffs, NULL));
-  const int total = roffs[L];
-  int *rrows = (int *)host_alloc((size_t)total * 3 + 3, sizeof(int), 0);
-  WS_OK_OR_DIE(ws_ep_reference_layout(cfg, nranks, rank, (const int *const *)idx, ntok, rcounts, roffs, rrows));
-  for (int l = 0; l <= L; l++)
-    if (offs[l] != roffs[l]) { if (fails++ < 5) printf("  offsets[%d] = %d, reference %d\n", l, offs[l], roffs[l]); }
+  WS_OK_OR_DIE(ws_ep_reference_layout(&rc, nranks, rank, (const int *const *)idx, ntok, rcounts, roffs, NULL));
+  const int total = ll ? (int)R : roffs[L];
+  int *rrows = (int *)host_alloc((size_t)roffs[L] * 3 + 3, sizeof(int), 0);
+  WS_OK_OR_DIE(ws_ep_reference_layout(&rc, nranks, rank, (const int *const *)idx, ntok, rcounts, roffs, rrows));
+  const int m = nranks * cfg->max_tokens;
+  for (int l = 0; l <= L; l++) {
+    const int want = ll ? l * m : roffs[l];
+    if (offs[l] != want) { if (fails++ < 5) printf("  offsets[%d] = %d, reference %d\n", l, offs[l], want); }
+  }
   /* the received rows */
   int *sr = (int *)host_alloc(R, sizeof(int), 0), *st = (int *)host_alloc(R, sizeof(int), 0);
   int *sl = (int *)host_alloc(R, sizeof(int), 0);
@@ -175,11 +200,12 @@ static int run_case(ws_comm *comm, const ep_case *tc) {
   if (fp8) CUDA_OK(cudaMemcpy(hs, rv.x_scale, kb * (size_t)rv.scale_ld * 4, cudaMemcpyDeviceToHost));
   if (fails == 0) {
     for (int l = 0; l < L; l++) {
-      /* same multiset of (rank, token, slot): count matches of each reference row */
-      for (int r = roffs[l]; r < roffs[l + 1]; r++) {
+      /* same multiset of (rank, token, slot): find each reference row among the device's */
+      const int dbeg = ll ? l * m : roffs[l], n = ll ? rcounts[l] : roffs[l + 1] - roffs[l];
+      for (int r = roffs[l]; r < roffs[l] + n; r++) {
         const int *want = &rrows[3 * r];
         int found = -1;
-        for (int q = roffs[l]; q < roffs[l + 1] && found < 0; q++)
+        for (int q = dbeg; q < dbeg + n && found < 0; q++)
           if (sr[q] == want[0] && st[q] == want[1] && sl[q] == want[2]) found = q;
         if (found < 0) { if (fails++ < 5) printf("  expert %d: row (%d, %d, %d) missing\n", l, want[0], want[1], want[2]); continue; }
         if (want[0] < 0) { /* padding: zero payload */
@@ -253,8 +279,8 @@ static int run_case(ws_comm *comm, const ep_case *tc) {
          tc->graph ? " (graph replay)" : "");
   WS_OK_OR_DIE(ws_ep_destroy(ep));
   cudaFree(dx); cudaFree(dscale); cudaFree(didx); cudaFree(dw); cudaFree(dy); cudaFree(dout);
-  for (int r = 0; r < nranks; r++) { free(idx[r]); free(wts[r]); free(xs[r]); free(ss[r]); }
-  free(idx); free(wts); free(xs); free(ss); free(ntok); free(offs); free(rcounts); free(roffs); free(rrows);
+  for (int r = 0; r < nranks; r++) { if (xin[r] != xs[r]) free(xin[r]); free(idx[r]); free(wts[r]); free(xs[r]); free(ss[r]); }
+  free(idx); free(wts); free(xs); free(xin); free(ss); free(ntok); free(offs); free(rcounts); free(roffs); free(rrows);
   free(sr); free(st); free(sl); free(wr); free(hx); free(hs); free(hout);
   return fails == 0;
 }
@@ -269,7 +295,7 @@ static int cmp_float(const void *a, const void *b) {
  * rank's included, as DeepEP counts) / time. A first look; `warpspec bench moe-a2a`
  * with the NCCL and PyTorch baselines is the issue's benchmark. */
 static void bench(ws_comm *comm, int H, int E, int K, int T, ws_ep_payload payload, int sms) {
-  const ws_ep_config cfg = {H, E, K, T, payload, 1, sms};
+  const ws_ep_config cfg = {H, E, K, T, payload, 1, sms, WS_EP_NORMAL};
   const int fp8 = payload == WS_EP_FP8, L = E / nranks;
   const size_t es = fp8 ? 1 : 2, kb = (size_t)H / 128;
   ws_ep *ep = NULL;
@@ -359,7 +385,7 @@ int main(int argc, char **argv) {
   if (rank == 0) WS_OK_OR_DIE(ws_rendezvous_cleanup(NULL, "moe.seed"));
   printf("rank %d of %d: seed %llu, mode %s\n", rank, nranks, (unsigned long long)seed, mode);
   if (!strcmp(mode, "missing")) {
-    const ws_ep_config cfg = {256, 4 * nranks, 2, 64, WS_EP_BF16, 1, 4};
+    const ws_ep_config cfg = {256, 4 * nranks, 2, 64, WS_EP_BF16, 1, 4, WS_EP_NORMAL};
     ws_ep *ep = NULL;
     WS_OK_OR_DIE(ws_ep_create(&ep, comm, &cfg));
     WS_OK_OR_DIE(ws_set_timeout_ms(500));
@@ -396,22 +422,27 @@ int main(int argc, char **argv) {
   const int quick = !strcmp(mode, "quick");
   const int E8 = 8 * nranks;
   const ep_case cases[] = {
-      {"uniform", {512, E8, 4, 128, WS_EP_FP8, 1, 8}, ROUTE_UNIFORM, -1, 1, 0},
-      {"uniform align 128", {512, E8, 4, 128, WS_EP_FP8, 128, 8}, ROUTE_UNIFORM, 100, 1, 0},
-      {"one hot expert", {256, E8, 2, 96, WS_EP_BF16, 1, 4}, ROUTE_ONE_EXPERT, -1, 1, 0},
-      {"all to other rank", {256, E8, 3, 64, WS_EP_FP8, 64, 4}, ROUTE_OTHER_RANK, 50, 1, 0},
-      {"none leave", {256, E8, 3, 64, WS_EP_BF16, 1, 4}, ROUTE_STAY, -1, 1, 0},
-      {"-1 slots", {384, E8, 8, 64, WS_EP_FP8, 1, 6}, ROUTE_HOLES, -1, 1, 0},
-      {"no tokens", {256, E8, 2, 32, WS_EP_BF16, 1, 2}, ROUTE_UNIFORM, 0, 1, 0},
-      {"K = 1", {256, E8, 1, 64, WS_EP_BF16, 1, 3}, ROUTE_UNIFORM, -1, 1, 0},
-      {"repeated 100", {256, E8, 4, 64, WS_EP_FP8, 1, 8}, ROUTE_UNIFORM, -1, 100, 0},
-      {"graph replay", {256, E8, 4, 64, WS_EP_FP8, 1, 8}, ROUTE_UNIFORM, -1, 2, 1},
-      {"DeepSeek-V3 shape", {7168, 256, 8, 256, WS_EP_FP8, 128, 24}, ROUTE_UNIFORM, -1, 3, 0},
-      {"DeepSeek-V3 bf16", {7168, 256, 8, 128, WS_EP_BF16, 1, 24}, ROUTE_UNIFORM, -1, 1, 0},
+      {"uniform", {512, E8, 4, 128, WS_EP_FP8, 1, 8, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 1, 0},
+      {"uniform align 128", {512, E8, 4, 128, WS_EP_FP8, 128, 8, WS_EP_NORMAL}, ROUTE_UNIFORM, 100, 1, 0},
+      {"one hot expert", {256, E8, 2, 96, WS_EP_BF16, 1, 4, WS_EP_NORMAL}, ROUTE_ONE_EXPERT, -1, 1, 0},
+      {"all to other rank", {256, E8, 3, 64, WS_EP_FP8, 64, 4, WS_EP_NORMAL}, ROUTE_OTHER_RANK, 50, 1, 0},
+      {"none leave", {256, E8, 3, 64, WS_EP_BF16, 1, 4, WS_EP_NORMAL}, ROUTE_STAY, -1, 1, 0},
+      {"-1 slots", {384, E8, 8, 64, WS_EP_FP8, 1, 6, WS_EP_NORMAL}, ROUTE_HOLES, -1, 1, 0},
+      {"no tokens", {256, E8, 2, 32, WS_EP_BF16, 1, 2, WS_EP_NORMAL}, ROUTE_UNIFORM, 0, 1, 0},
+      {"K = 1", {256, E8, 1, 64, WS_EP_BF16, 1, 3, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 1, 0},
+      {"repeated 100", {256, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 100, 0},
+      {"graph replay", {256, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 2, 1},
+      {"DeepSeek-V3 shape", {7168, 256, 8, 256, WS_EP_FP8, 128, 24, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 3, 0},
+      {"DeepSeek-V3 bf16", {7168, 256, 8, 128, WS_EP_BF16, 1, 24, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 1, 0},
+      {"LL fp8", {512, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_LOW_LATENCY}, ROUTE_UNIFORM, -1, 1, 0},
+      {"LL fp8 -1 slots", {384, E8, 8, 48, WS_EP_FP8, 1, 6, WS_EP_LOW_LATENCY}, ROUTE_HOLES, 40, 1, 0},
+      {"LL bf16 one hot", {256, E8, 2, 32, WS_EP_BF16, 1, 4, WS_EP_LOW_LATENCY}, ROUTE_ONE_EXPERT, -1, 1, 0},
+      {"LL graph replay", {512, E8, 4, 32, WS_EP_FP8, 1, 8, WS_EP_LOW_LATENCY}, ROUTE_UNIFORM, -1, 2, 1},
+      {"LL DeepSeek-V3 128", {7168, 256, 8, 128, WS_EP_FP8, 1, 24, WS_EP_LOW_LATENCY}, ROUTE_UNIFORM, -1, 3, 0},
   };
   const int ncases = (int)(sizeof cases / sizeof cases[0]);
   for (int i = 0; i < ncases; i++) {
-    if (quick && i >= 10) break;
+    if (quick && i >= 10 && i < 12) continue;
     if (cases[i].cfg.experts % nranks) continue;
     CHECK(run_case(comm, &cases[i]));
   }
