@@ -1,6 +1,8 @@
 """warpspec.bench_moe - MoE dispatch and combine on N GPUs (one process each): warpspec's
-MoeDispatcher against a PyTorch user's version (all_to_all_single for counts and rows,
-index_select / index_add_ for the permutations), same run, same routing and data.
+MoeDispatcher against (a) an NCCL composite written as well as NCCL allows (counts to the
+host, one all-to-all of packed rows, Triton permutation and reduction kernels) and (b) a
+PyTorch user's version (all_to_all_single for counts and rows, index_select / index_add_
+for the permutations), same run, same routing and data.
 
     python -m warpspec bench moe-a2a [--ranks 2] [--csv FILE] [--iters 20] [--sms 8,16,24,32,64]
     (or `warpspec bench moe-a2a ...`, which runs this)
@@ -104,6 +106,118 @@ class TorchMoE:
         return out.to(torch.bfloat16)
 
 
+# ---- the NCCL composite: what NCCL allows when the permutations are written well ------
+# One packed row per (token, destination rank) carrying payload, scales, top-k ids and
+# weights (one all-to-all of rows instead of four), the counts to the host (the sizes of
+# the all-to-all), and fused Triton kernels for the permutations and the weighted sums.
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # the composite needs Triton; the rest of the bench does not
+    triton = None
+
+if triton is not None:
+    @triton.jit
+    def _pack_kernel(src_ptr, dst_ptr, send_row_ptr, n, W: tl.constexpr, BLOCK: tl.constexpr):
+        """Row t of src (W int32 words) to every destination row send_row[t][d] >= 0."""
+        t = tl.program_id(0)
+        d = tl.program_id(1)
+        r = tl.load(send_row_ptr + t * n + d)
+        if r >= 0:
+            for c in range(0, W, BLOCK):
+                cols = c + tl.arange(0, BLOCK)
+                v = tl.load(src_ptr + t * W + cols, mask=cols < W)
+                tl.store(dst_ptr + r * W + cols, v, mask=cols < W)
+
+    @triton.jit
+    def _reduce_kernel(y_ptr, rows_ptr, w_ptr, out_ptr, H: tl.constexpr, K: tl.constexpr, BLOCK: tl.constexpr):
+        """out[i] = sum_j w[i][j] y[rows[i][j]] (rows -1: none), fp32 sums, bf16 out."""
+        i = tl.program_id(0)
+        for c in range(0, H, BLOCK):
+            cols = c + tl.arange(0, BLOCK)
+            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            for j in range(K):
+                r = tl.load(rows_ptr + i * K + j)
+                wj = tl.load(w_ptr + i * K + j)
+                if r >= 0:
+                    acc += wj * tl.load(y_ptr + r * H + cols, mask=cols < H, other=0.0).to(tl.float32)
+            tl.store(out_ptr + i * H + cols, acc.to(tl.bfloat16), mask=cols < H)
+
+
+class NcclMoE:
+    """Counts all-to-all (to the host), one all-to-all of packed rows (NCCL's grouped
+    send/recv per peer), Triton permutation and reduction kernels."""
+
+    def __init__(self, rank, nranks, experts, hidden, topk):
+        if triton is None:
+            raise RuntimeError("the NCCL composite needs Triton")
+        self.rank, self.n, self.L, self.H, self.K = rank, nranks, experts // nranks, hidden, topk
+        self.kb = hidden // 128
+        w = hidden // 4 + self.kb + 2 * topk  # payload, scales, ids, weights: int32 words
+        self.W = (w + 3) // 4 * 4
+
+    def dispatch(self, q, s, idx, w):
+        T, K, n, L, W = idx.shape[0], self.K, self.n, self.L, self.W
+        valid = idx >= 0
+        dst = torch.where(valid, idx // L, torch.full_like(idx, n))
+        hit = torch.zeros(T, n + 1, dtype=torch.int32, device=q.device)
+        hit.scatter_(1, dst.long(), 1)
+        hit = hit[:, :n]
+        send_counts = hit.sum(0).long()
+        seg = torch.cumsum(send_counts, 0) - send_counts
+        pos = torch.cumsum(hit, 0) - 1
+        send_row = torch.where(hit > 0, seg[None, :] + pos, torch.full_like(pos, -1)).to(torch.int32).contiguous()
+        packed = torch.zeros(T, W, dtype=torch.int32, device=q.device)
+        c0 = self.H // 4
+        packed[:, :c0] = q.view(torch.uint8).view(T, self.H).view(torch.int32)
+        packed[:, c0:c0 + self.kb] = s.view(torch.int32)
+        packed[:, c0 + self.kb:c0 + self.kb + K] = idx
+        packed[:, c0 + self.kb + K:c0 + self.kb + 2 * K] = w.view(torch.int32)
+        nsend = int(send_counts.sum())
+        send = torch.empty(nsend, W, dtype=torch.int32, device=q.device)
+        if T:
+            _pack_kernel[(T, n)](packed, send, send_row, n, W=W, BLOCK=256)
+        recv_counts = torch.empty_like(send_counts)
+        dist.all_to_all_single(recv_counts, send_counts)
+        sc, rc = send_counts.tolist(), recv_counts.tolist()
+        recv = torch.empty(sum(rc), W, dtype=torch.int32, device=q.device)
+        dist.all_to_all_single(recv, send, rc, sc)
+        ridx = recv[:, c0 + self.kb:c0 + self.kb + K]
+        rw = recv[:, c0 + self.kb + K:c0 + self.kb + 2 * K].contiguous().view(torch.float32)
+        local = ridx - self.rank * L
+        mine = (ridx >= 0) & (local >= 0) & (local < L)
+        rows_t, rows_k = mine.nonzero(as_tuple=True)
+        e = local[rows_t, rows_k]
+        perm = torch.argsort(e, stable=True)
+        rows = rows_t[perm]
+        gx = recv[:, :c0].index_select(0, rows).view(torch.uint8).view(-1, self.H).view(torch.float8_e4m3fn)
+        gs = recv[:, c0:c0 + self.kb].index_select(0, rows).view(torch.float32)
+        # each received token's grouped rows and weights, for combine
+        nrecv = recv.shape[0]
+        tok_rows = torch.full((nrecv, K), -1, dtype=torch.int32, device=q.device)
+        tok_w = torch.zeros(nrecv, K, dtype=torch.float32, device=q.device)
+        gpos = torch.empty_like(perm)
+        gpos[perm] = torch.arange(perm.numel(), device=q.device)
+        tok_rows[rows_t, rows_k] = gpos.to(torch.int32)
+        tok_w[rows_t, rows_k] = rw[rows_t, rows_k]
+        self.state = (send_row, sc, rc, tok_rows, tok_w, T)
+        return gx, gs, torch.bincount(e, minlength=L), e[perm]
+
+    def combine(self, y):
+        send_row, sc, rc, tok_rows, tok_w, T = self.state
+        H = y.shape[1]
+        back = torch.empty(tok_rows.shape[0], H, dtype=torch.bfloat16, device=y.device)
+        if tok_rows.shape[0]:
+            _reduce_kernel[(tok_rows.shape[0],)](y, tok_rows, tok_w, back, H=H, K=self.K, BLOCK=512)
+        ret = torch.empty(sum(sc), H, dtype=torch.bfloat16, device=y.device)
+        dist.all_to_all_single(ret, back, sc, rc)
+        out = torch.empty(T, H, dtype=torch.bfloat16, device=y.device)
+        if T:  # out[t] = sum over ranks d of ret[send_row[t][d]]: the same reduction kernel, weights 1
+            _reduce_kernel[(T,)](ret, send_row, torch.ones_like(send_row, dtype=torch.float32), out, H=H, K=self.n,
+                                 BLOCK=512)
+        return out
+
+
 def worker(rank, n, port, args, queue):
     import warpspec
     torch.cuda.set_device(rank)
@@ -150,6 +264,16 @@ def worker(rank, n, port, args, queue):
         td = timed(lambda: tm.dispatch(q, s, idx, w), args.iters, dist.barrier)
         tc = timed(lambda: tm.combine(y_t), args.iters, dist.barrier)
         results.append(("pytorch", 0, td, tc, 0.0))
+        if triton is not None:
+            nm = NcclMoE(rank, n, E, H, K)
+            gx2, gs2, _, gexp2 = nm.dispatch(q, s, idx, w)
+            y2 = ((gx2.float() * gs2.repeat_interleave(128, 1)) * (rank * L + gexp2[:, None] + 1).float()).to(torch.bfloat16)
+            out2 = nm.combine(y2)
+            torch.cuda.synchronize()
+            err2 = ((out2.float() - out_t.float()).norm() / out_t.float().norm().clamp_min(1e-30)).item()
+            td = timed(lambda: nm.dispatch(q, s, idx, w), args.iters, dist.barrier)
+            tc = timed(lambda: nm.combine(y2), args.iters, dist.barrier)
+            results.append(("nccl", 0, td, tc, err2))
         for impl, sms, td, tc, err in results:
             rows.append({"case": name, "impl": impl, "sms": sms, "rank": rank, "dispatch_us": td * 1e3,
                          "combine_us": tc * 1e3, "nvlink_dispatch_GBs": rows_out * row_d / (td * 1e6),
@@ -195,7 +319,7 @@ def main(argv=None):
     print(f"{'case':24} {'impl':9} {'SMs':>4} {'dispatch us':>12} {'combine us':>11} {'NVLink d/c GB/s':>16} "
           f"{'logical d/c GB/s':>17} {'vs torch d/c':>13} {'rel err':>8}")
     for (case, impl, sms), r in worst.items():
-        t = worst[(case, "pytorch", 0)]
+        t = worst[(case, "pytorch", 0)]  # ratios against the PyTorch version; the NCCL row is beside it
         print(f"{case:24} {impl:9} {sms or '-':>4} {r['dispatch_us']:12.1f} {r['combine_us']:11.1f} "
               f"{r['nvlink_dispatch_GBs']:7.1f}/{r['nvlink_combine_GBs']:<7.1f} "
               f"{r['logical_dispatch_GBs']:8.1f}/{r['logical_combine_GBs']:<8.1f} "
