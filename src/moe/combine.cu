@@ -10,8 +10,7 @@
  *           flags, add each token's partials from the ranks it went to in fp32, write
  *           BF16 (zero for a token without experts); the last CTA acks every rank and
  *           advances the epoch. */
-#include "ep_internal.h"
-#include "warpspec/device/warpspec.cuh"
+#include "ep_device.cuh"
 
 #include <cuda_bf16.h>
 
@@ -20,12 +19,6 @@ WS_DECLARE_ROLES(ep_reduce, REDUCE_ROLES);
 #define GATHER_ROLES(ROLE) ROLE(EP_GATHERER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(ep_gather, GATHER_ROLES);
 
-static __device__ __forceinline__ ws_site comb_site(const char *what, int edge, int peer, int rank, int block,
-                                                    uint64_t step) {
-  ws_site s = ws_site_pipe(what, edge, block, 0);
-  s.peer = peer; s.rank = rank; s.step = step;
-  return s;
-}
 
 #define COMB_UNROLL 4 /* 16-byte vectors per lane in flight per row */
 
@@ -55,7 +48,7 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
   const uint64_t m = a.epochs[1] + 1;
   if (threadIdx.x < (unsigned)N) {
     const int s = threadIdx.x;
-    const ws_site site = comb_site("combine ack", WS_EDGE_PEER_CREDIT, s, a.rank, blockIdx.x, m - 1);
+    const ws_site site = ep_site("combine ack", WS_EDGE_PEER_CREDIT, s, a.rank, blockIdx.x, m - 1);
     ws_wait_flag_geq(&a.comb_ack[s], m - 1, &ctx, &site);
   }
   ws_role_sync(&ctx);
@@ -113,7 +106,7 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   const uint64_t m = a.epochs[1] + 1;
   for (int i = threadIdx.x; i < N * a.sms; i += blockDim.x) {
     const int d = i / a.sms, b = i % a.sms;
-    const ws_site site = comb_site("combine data", WS_EDGE_PEER_DATA, d, a.rank, b, m);
+    const ws_site site = ep_site("combine data", WS_EDGE_PEER_DATA, d, a.rank, b, m);
     ws_wait_flag_geq(&a.comb_flag[i], m, &ctx, &site);
   }
   ws_role_sync(&ctx);
@@ -144,17 +137,8 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
         if (v0 + 32 * u < nvec) ws_st_global_v4((uint4 *)(out + (size_t)t * a.hidden) + v0 + 32 * u, pack8(acc[u]));
     }
   }
-  ws_role_sync(&ctx);
-  if (threadIdx.x == 0) {
-    __threadfence();
-    last = atomicAdd((unsigned long long *)&a.epochs[3], 1ull) == (unsigned long long)gridDim.x - 1;
-  }
-  ws_role_sync(&ctx);
-  if (last) {
-    if (threadIdx.x < (unsigned)N) {
-      ws_fence_acq_rel_sys();
-      ws_st_relaxed_sys_u64(a.peer_comb_ack[threadIdx.x] + a.rank, m);
-    }
+  if (ep_last_cta(&ctx, &a.epochs[3], &last)) {
+    ep_ack_peers(a.peer_comb_ack, a.rank, N, m);
     ws_role_sync(&ctx); /* every thread has read epochs[1] (m) long before; now advance it */
     if (threadIdx.x == 0) {
       a.epochs[3] = 0;

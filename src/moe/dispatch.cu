@@ -19,9 +19,8 @@
  *           experts (payload, K-block-major scales, source and weight; lane j holds entry
  *           j), zero the padding; the last CTA acks every source.
  * Each wait is bounded and names the peer, the role and the CTA. */
-#include "ep_internal.h"
+#include "ep_device.cuh"
 #include "../gemm/fp8_convert.cuh"
-#include "warpspec/device/warpspec.cuh"
 
 #include <cuda_bf16.h>
 
@@ -34,12 +33,6 @@ WS_DECLARE_ROLES(ep_send, SEND_ROLES);
 #define EXPAND_ROLES(ROLE) ROLE(EP_RECEIVER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(ep_expand, EXPAND_ROLES);
 
-static __device__ __forceinline__ ws_site ep_site(const char *what, int edge, int peer, int rank, int block,
-                                                  uint64_t step) {
-  ws_site s = ws_site_pipe(what, edge, block, 0);
-  s.peer = peer; s.rank = rank; s.step = step;
-  return s;
-}
 
 /* ---- route ------------------------------------------------------------------------- */
 WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int *topk_idx, int num_tokens,
@@ -341,17 +334,8 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
     }
   }
   /* the last CTA out tells every source its inbox is free again */
-  ws_role_sync(&ctx);
-  if (threadIdx.x == 0) {
-    __threadfence();
-    last = atomicAdd((unsigned long long *)&a.epochs[2], 1ull) == (unsigned long long)gridDim.x - 1;
-  }
-  ws_role_sync(&ctx);
-  if (last) {
-    if (threadIdx.x < (unsigned)N) {
-      ws_fence_acq_rel_sys();
-      ws_st_relaxed_sys_u64(a.peer_ack[threadIdx.x] + a.rank, n);
-    }
+  if (ep_last_cta(&ctx, &a.epochs[2], &last)) {
+    ep_ack_peers(a.peer_ack, a.rank, N, n);
     if (threadIdx.x == 0) a.epochs[2] = 0;
   }
 }
