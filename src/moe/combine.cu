@@ -59,7 +59,7 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
     for (int i = gw; i < ntok; i += nw) {
       const int *rows = a.comb_row + ((size_t)s * a.max_tokens + i) * K;
       const float *ws = a.comb_w + ((size_t)s * a.max_tokens + i) * K;
-      uint4 *dst = (uint4 *)(a.peer_comb_inbox[s] + ((size_t)a.rank * a.max_tokens + i) * a.hidden);
+      uint4 *dst = (uint4 *)(EP_PEER(uint16_t, a, comb_inbox, s) + ((size_t)a.rank * a.max_tokens + i) * a.hidden);
       const uint4 *src[WS_EP_MAX_TOPK];
       float w[WS_EP_MAX_TOPK];
 #pragma unroll
@@ -95,7 +95,7 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
   ws_role_sync(&ctx);
   if (threadIdx.x < (unsigned)N) {
     ws_fence_acq_rel_sys();
-    ws_st_relaxed_sys_u64(a.peer_comb_flag[threadIdx.x] + (size_t)a.rank * a.sms + blockIdx.x, m);
+    ws_st_relaxed_sys_u64(EP_PEER(uint64_t, a, comb_flag, threadIdx.x) + (size_t)a.rank * a.sms + blockIdx.x, m);
   }
 }
 
@@ -138,7 +138,7 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
     }
   }
   if (ep_last_cta(&ctx, &a.epochs[3], &last)) {
-    ep_ack_peers(a.peer_comb_ack, a.rank, N, m);
+    ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m);
     ws_role_sync(&ctx); /* every thread has read epochs[1] (m) long before; now advance it */
     if (threadIdx.x == 0) {
       a.epochs[3] = 0;

@@ -141,10 +141,10 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
   ws_role_sync(&ctx);
   if (blockIdx.x == 0 && threadIdx.x < (unsigned)N) {
     const int d = threadIdx.x;
-    int *dst = a.peer_counts[d] + (size_t)a.rank * (a.L + 1);
+    int *dst = EP_PEER(int, a, counts, d) + (size_t)a.rank * (a.L + 1);
     for (int l = 0; l <= a.L; l++) dst[l] = a.send_counts[d * (a.L + 1) + l];
     ws_fence_acq_rel_sys();
-    ws_st_relaxed_sys_u64(a.peer_count_flag[d] + a.rank, n);
+    ws_st_relaxed_sys_u64(EP_PEER(uint64_t, a, count_flag, d) + a.rank, n);
   }
   const size_t pay = ep_payload_bytes(a.hidden, a.fp8), sc = ep_scale_bytes(a.hidden, a.fp8);
   const size_t meta_off = EP_ALIGN16(pay + sc), nv = pay / 16;
@@ -155,11 +155,11 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
     uint8_t *dst_lo = NULL, *dst_hi = NULL;
     if (lane < N) {
       const int slot = a.tok_slot[(size_t)t * N + lane];
-      if (slot >= 0) dst_lo = a.peer_inbox[lane] + ((size_t)a.rank * a.max_tokens + slot) * a.inbox_row;
+      if (slot >= 0) dst_lo = EP_PEER(uint8_t, a, inbox, lane) + ((size_t)a.rank * a.max_tokens + slot) * a.inbox_row;
     }
     if (lane + 32 < N) {
       const int slot = a.tok_slot[(size_t)t * N + lane + 32];
-      if (slot >= 0) dst_hi = a.peer_inbox[lane + 32] + ((size_t)a.rank * a.max_tokens + slot) * a.inbox_row;
+      if (slot >= 0) dst_hi = EP_PEER(uint8_t, a, inbox, lane + 32) + ((size_t)a.rank * a.max_tokens + slot) * a.inbox_row;
     }
     const uint32_t lo = __ballot_sync(0xffffffffu, dst_lo != NULL), hi = __ballot_sync(0xffffffffu, dst_hi != NULL);
     ep_entry en = {-1, -1, -1, 0};
@@ -213,7 +213,7 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
   ws_role_sync(&ctx); /* all of this CTA's rows are written */
   if (threadIdx.x < (unsigned)N) {
     ws_fence_acq_rel_sys();
-    ws_st_relaxed_sys_u64(a.peer_data_flag[threadIdx.x] + (size_t)a.rank * a.sms + blockIdx.x, n);
+    ws_st_relaxed_sys_u64(EP_PEER(uint64_t, a, data_flag, threadIdx.x) + (size_t)a.rank * a.sms + blockIdx.x, n);
   }
 }
 
@@ -335,7 +335,7 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
   }
   /* the last CTA out tells every source its inbox is free again */
   if (ep_last_cta(&ctx, &a.epochs[2], &last)) {
-    ep_ack_peers(a.peer_ack, a.rank, N, n);
+    ep_ack_peers(a.ack, a.peer_delta, a.rank, N, n);
     if (threadIdx.x == 0) a.epochs[2] = 0;
   }
 }

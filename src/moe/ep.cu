@@ -144,6 +144,21 @@ extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config
     ep_release(ep);
     return s;
   }
+  /* every symmetric object must sit at one common offset from its peer copy */
+  for (int p = 0; p < n; p++) {
+    const int64_t d = (int64_t)((const char *)ep->peer_inbox[p] - (const char *)ep->inbox);
+    ep->peer_delta[p] = d;
+    const void *mine[] = {ep->counts, ep->count_flag, ep->inbox, ep->data_flag, ep->ack, ep->comb_inbox, ep->comb_flag,
+                          ep->comb_ack};
+    const void *theirs[] = {ep->peer_counts[p], ep->peer_count_flag[p], ep->peer_inbox[p], ep->peer_data_flag[p],
+                            ep->peer_ack[p], ep->peer_comb_inbox[p], ep->peer_comb_flag[p], ep->peer_comb_ack[p]};
+    for (int i = 0; i < 8; i++)
+      if ((const char *)theirs[i] - (const char *)mine[i] != d) {
+        ep_release(ep);
+        return ws_fail(WS_ERR_UNSUPPORTED, "ws_ep_create: rank %d's symmetric objects are not at one common offset from "
+                       "ours (object %d): this NVSHMEM maps peers' heaps in pieces", p, i);
+      }
+  }
   DEV_ALLOC(ep->epochs, 4 * sizeof(uint64_t));
   DEV_ALLOC(ep->send_counts, N * (L + 1) * sizeof(int));
   DEV_ALLOC(ep->entries, T * K * sizeof(ep_entry));
@@ -227,12 +242,7 @@ extern "C" void ep_fill_args(const ws_ep *ep, ep_args *a) {
   a->comb_row = ep->comb_row; a->comb_w = ep->comb_w;
   a->counts = ep->counts; a->count_flag = ep->count_flag; a->inbox = ep->inbox; a->data_flag = ep->data_flag;
   a->ack = ep->ack; a->comb_inbox = ep->comb_inbox; a->comb_flag = ep->comb_flag; a->comb_ack = ep->comb_ack;
-  for (int p = 0; p < ep->nranks; p++) {
-    a->peer_counts[p] = ep->peer_counts[p]; a->peer_count_flag[p] = ep->peer_count_flag[p];
-    a->peer_inbox[p] = ep->peer_inbox[p]; a->peer_data_flag[p] = ep->peer_data_flag[p]; a->peer_ack[p] = ep->peer_ack[p];
-    a->peer_comb_inbox[p] = ep->peer_comb_inbox[p]; a->peer_comb_flag[p] = ep->peer_comb_flag[p];
-    a->peer_comb_ack[p] = ep->peer_comb_ack[p];
-  }
+  for (int p = 0; p < ep->nranks; p++) a->peer_delta[p] = ep->peer_delta[p];
   a->x = (uint8_t *)ep->x; a->x_scale = ep->x_scale; a->offsets = ep->offsets; a->expert_counts = ep->expert_counts;
   a->src_rank = ep->src_rank; a->src_token = ep->src_token; a->src_slot = ep->src_slot; a->weight = ep->weight;
 }

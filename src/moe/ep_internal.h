@@ -90,6 +90,7 @@ struct ws_ep {
   int *offsets, *expert_counts, *src_rank, *src_token, *src_slot;
   float *weight;
   int *host_buf;           /* pinned: offsets and bad-id report for the host-synced calls */
+  int64_t peer_delta[WS_COMM_MAX_RANKS]; /* peer p's heap minus ours (see ep_args) */
   ws_plan plans[5];
   int planned[5];
 };
@@ -116,19 +117,18 @@ typedef struct {
   const uint16_t *comb_inbox;
   const uint64_t *comb_flag;
   const uint64_t *comb_ack;
-  int *peer_counts[WS_COMM_MAX_RANKS];
-  uint64_t *peer_count_flag[WS_COMM_MAX_RANKS];
-  uint8_t *peer_inbox[WS_COMM_MAX_RANKS];
-  uint64_t *peer_data_flag[WS_COMM_MAX_RANKS];
-  uint64_t *peer_ack[WS_COMM_MAX_RANKS];
-  uint16_t *peer_comb_inbox[WS_COMM_MAX_RANKS];
-  uint64_t *peer_comb_flag[WS_COMM_MAX_RANKS];
-  uint64_t *peer_comb_ack[WS_COMM_MAX_RANKS];
+  /* Peer p's copy of any of the symmetric objects above is at the same offset in its
+   * heap: local address + peer_delta[p] (checked for every object at create). One
+   * array instead of one per object keeps the parameters of a launch under 1 KB. */
+  int64_t peer_delta[WS_COMM_MAX_RANKS];
   uint8_t *x;
   float *x_scale;
   int *offsets, *expert_counts, *src_rank, *src_token, *src_slot;
   float *weight;
 } ep_args;
+
+/* Peer p's address of the symmetric object `field` of ep_args a (a.field + delta). */
+#define EP_PEER(T, a, field, p) ((T *)((char *)(a).field + (a).peer_delta[p]))
 
 #ifdef __cplusplus
 extern "C" {
