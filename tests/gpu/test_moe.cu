@@ -297,6 +297,8 @@ static int cmp_float(const void *a, const void *b) {
  * NVLink bytes = rows this rank sends to other ranks; logical = bytes received (own
  * rank's included, as DeepEP counts) / time. A first look; `warpspec bench moe-a2a`
  * with the NCCL and PyTorch baselines is the issue's benchmark. */
+static int bench_iters = 20;
+
 static void bench(ws_comm *comm, int H, int E, int K, int T, ws_ep_payload payload, int sms) {
   const ws_ep_config cfg = {H, E, K, T, payload, 1, sms, WS_EP_NORMAL};
   const int fp8 = payload == WS_EP_FP8, L = E / nranks;
@@ -329,11 +331,12 @@ static void bench(ws_comm *comm, int H, int E, int K, int T, ws_ep_payload paylo
   CUDA_OK(cudaMemcpy(dw, w, (size_t)T * K * 4, cudaMemcpyHostToDevice));
   cudaEvent_t ev[3];
   for (int i = 0; i < 3; i++) CUDA_OK(cudaEventCreate(&ev[i]));
-  float td[20], tc[20];
+  float td[64], tc[64];
+  const int iters = bench_iters;
   int offs[WS_EP_MAX_EXPERTS + 1];
   WS_OK_OR_DIE(ws_ep_dispatch(ep, x, fp8 ? (const float *)sc : NULL, (const int *)di, (const float *)dw, T, NULL, offs, 0));
   const int rows_recv = offs[L];
-  for (int it = -5; it < 20; it++) {
+  for (int it = -5; it < iters; it++) {
     WS_OK_OR_DIE(ws_comm_barrier(comm, 0));
     CUDA_OK(cudaEventRecord(ev[0], 0));
     WS_OK_OR_DIE(ws_ep_dispatch(ep, x, fp8 ? (const float *)sc : NULL, (const int *)di, (const float *)dw, T, NULL, NULL, 0));
@@ -346,9 +349,9 @@ static void bench(ws_comm *comm, int H, int E, int K, int T, ws_ep_payload paylo
       CUDA_OK(cudaEventElapsedTime(&tc[it], ev[1], ev[2]));
     }
   }
-  qsort(td, 20, sizeof(float), cmp_float);
-  qsort(tc, 20, sizeof(float), cmp_float);
-  const double d_us = td[10] * 1e3, c_us = tc[10] * 1e3;
+  qsort(td, (size_t)iters, sizeof(float), cmp_float);
+  qsort(tc, (size_t)iters, sizeof(float), cmp_float);
+  const double d_us = td[iters / 2] * 1e3, c_us = tc[iters / 2] * 1e3;
   const double row_d = (double)H * es + (fp8 ? kb * 4.0 : 0.0), row_c = (double)H * 2;
   /* received token rows (once per rank) = rows sent to us; approximated by what we send */
   const double tok_in = (double)(rows_out + rows_in_self);
@@ -512,6 +515,14 @@ int main(int argc, char **argv) {
     }
     fflush(stdout);
     _exit(test_finish("test_moe missing") ? 1 : 0);
+  }
+  if (!strcmp(mode, "profile")) { /* few calls, for Nsight Compute: 128 and 4096 tokens at 24 SMs */
+    const int E = 256 % nranks ? 8 * nranks : 256;
+    bench_iters = 3;
+    bench(comm, 7168, E, 8, 128, WS_EP_FP8, 24);
+    bench(comm, 7168, E, 8, 4096, WS_EP_FP8, 24);
+    WS_OK_OR_DIE(ws_comm_destroy(comm));
+    return 0;
   }
   if (!strcmp(mode, "bench")) {
     const int E = 256 % nranks ? 8 * nranks : 256;
