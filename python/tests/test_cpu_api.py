@@ -270,3 +270,35 @@ def test_moe_check_config():
         warpspec.moe_check_config(2, hidden=128, experts=256, topk=17, max_tokens=16)
     with pytest.raises(warpspec.InvalidArgumentError, match="payload"):
         warpspec.moe_check_config(2, hidden=128, experts=256, topk=2, max_tokens=16, payload="fp16")
+
+
+def _stub_dispatcher(mode="normal", payload="fp8"):
+    """A MoeDispatcher without a GPU: the config and the argument checks only (no handle)."""
+    from warpspec import moe as moe_mod
+    d = warpspec.MoeDispatcher.__new__(warpspec.MoeDispatcher)
+    d.cfg = moe_mod._config(256, 8, 2, 16, payload, 1, 0, mode)
+    d.fp8, d.ll = d.cfg.payload == 1, d.cfg.mode == 1
+    d.local_experts, d.max_rows, d.device, d._h, d._recv, d._tokens = 4, 64, 0, None, None, 0
+    return d
+
+
+def test_moe_dispatch_argument_checks(fake):
+    pytest.importorskip("torch")
+    d = _stub_dispatcher()
+    idx, w = fake((16, 2), I32), fake((16, 2), F32)
+    with pytest.raises(warpspec.InvalidArgumentError, match="x_scale"):
+        d.dispatch(fake((16, 256), FP8), idx, w)  # fp8 without scales
+    with pytest.raises(warpspec.InvalidArgumentError, match="at most 16"):
+        d.dispatch(fake((17, 256), FP8), fake((17, 2), I32), fake((17, 2), F32), x_scale=fake((17, 2), F32))
+    with pytest.raises(warpspec.InvalidArgumentError, match="topk_idx"):
+        d.dispatch(fake((16, 256), FP8), fake((16, 3), I32), w, x_scale=fake((16, 2), F32))
+    with pytest.raises(warpspec.InvalidArgumentError, match="dtype"):
+        d.dispatch(fake((16, 256), BF16), idx, w, x_scale=fake((16, 2), F32))  # bf16 rows to an fp8 normal handle
+    ll = _stub_dispatcher(mode="low_latency")
+    with pytest.raises(warpspec.InvalidArgumentError, match="low latency quantises"):
+        ll.dispatch(fake((16, 256), BF16), idx, w, x_scale=fake((16, 2), F32))
+    with pytest.raises(warpspec.InvalidArgumentError, match="dtype"):
+        ll.dispatch(fake((16, 256), FP8), idx, w)  # low latency takes bf16
+    with pytest.raises(warpspec.InvalidArgumentError, match="mode"):
+        warpspec.moe_check_config(2, hidden=128, experts=8, topk=2, max_tokens=16, mode="fast")
+    assert warpspec.moe_check_config(2, hidden=128, experts=8, topk=2, max_tokens=16, mode="low_latency") == 4 * 2 * 16

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from . import _lib
 from ._lib import invalid
-from ._tensor import on_device, stream_handle, torch_or_raise, view
+from ._tensor import BF16, F32, FP8, I32, on_device, stream_handle, torch_or_raise, view
 
 _PAYLOADS = {"bf16": 0, "bfloat16": 0, "fp8": 1, "float8_e4m3fn": 1}
 _MODES = {"normal": 0, "low_latency": 1}
@@ -138,19 +138,19 @@ class MoeDispatcher:
         H, K = self.cfg.hidden, self.cfg.topk
         if getattr(topk_idx, "dtype", None) is torch.int64:
             topk_idx = topk_idx.to(torch.int32)
-        vx = view(x, "x").expect(("float8_e4m3fn", "uint8") if self.fp8 and not self.ll else ("bfloat16",), ndim=2)
+        vx = view(x, "x").expect(FP8 if self.fp8 and not self.ll else BF16, ndim=2)
         T = vx.shape[0]
         if vx.shape[1] != H:
             raise invalid(f"x: shape {vx.shape}, expected (tokens, {H})")
         if T > self.cfg.max_tokens:
             raise invalid(f"x: {T} tokens, the dispatcher was made for at most {self.cfg.max_tokens}")
-        vi = view(topk_idx, "topk_idx").expect(("int32",), shape=(T, K))
-        vw = view(topk_weights, "topk_weights").expect(("float32",), shape=(T, K))
+        vi = view(topk_idx, "topk_idx").expect(I32, shape=(T, K))
+        vw = view(topk_weights, "topk_weights").expect(F32, shape=(T, K))
         vs = None
         if self.fp8 and not self.ll:
             if x_scale is None:
                 raise invalid("dispatch: the fp8 payload needs x_scale [tokens, hidden / 128] (row-major fp32)")
-            vs = view(x_scale, "x_scale").expect(("float32",), shape=(T, H // 128))
+            vs = view(x_scale, "x_scale").expect(F32, shape=(T, H // 128))
         elif x_scale is not None:
             raise invalid("dispatch: x_scale is for the normal-mode fp8 payload (low latency quantises BF16 rows itself)")
         for v in (vx, vi, vw, vs):
@@ -177,12 +177,12 @@ class MoeDispatcher:
         H = self.cfg.hidden
         vy = view(y, "y")
         if self.ll and len(vy.shape) == 3:  # the masked layout as dispatch gave it
-            vy.expect(("bfloat16",), shape=(self.local_experts, self.max_rows // self.local_experts, H))
+            vy.expect(BF16, shape=(self.local_experts, self.max_rows // self.local_experts, H))
         else:
-            vy.expect(("bfloat16",), shape=(self.max_rows, H))
+            vy.expect(BF16, shape=(self.max_rows, H))
         if out is None:
             out = torch.empty((self._tokens, H), dtype=torch.bfloat16, device=f"cuda:{self.device}")
-        vo = view(out, "out").expect(("bfloat16",), shape=(self._tokens, H))
+        vo = view(out, "out").expect(BF16, shape=(self._tokens, H))
         with on_device(self.device):
             s = stream_handle(stream, self.device)
             _lib.check(_lib.lib.ws_ep_combine(self._handle(), vy.ptr, vo.ptr if vo.numel else vy.ptr,
