@@ -119,6 +119,33 @@ ws_status ws_ep_recv_layout(const ws_ep *ep, ws_ep_recv *recv);
  * waits for the stream; WS_ERR_INVALID naming the first one, else WS_OK. */
 ws_status ws_ep_check(ws_ep *ep, cudaStream_t stream);
 
+/* ---- the expert MLP around the transfers (the unfused MoE path) ------------------------
+ * An expert is L1 = gate and up [2 x inter][hidden] and L2 = down [hidden][inter], FP8 with
+ * 128 x 128 scales. Between them, the L1 epilogue: h [rows][2 x inter] bf16 (gate =
+ * columns 0 .. inter - 1, up = inter .. 2 inter - 1), a = silu(gate) x up in fp32, then
+ * E4M3 with one scale per 1 x 128 block of a row (what L2's ws_gemm reads; a coarser block
+ * would let one large activation flatten the 127 beside it). */
+
+/* The L1 epilogue on the GPU: q [rows][inter] e4m3, scale [rows][inter / 128] (scale_ld 0)
+ * or K-block-major [inter / 128][scale_ld]. inter a multiple of 128. Stream-ordered. */
+ws_status ws_moe_swiglu_quant(const void *h_bf16, size_t rows, size_t inter, uint8_t *q, float *scale, size_t scale_ld,
+                              cudaStream_t stream);
+
+/* The same on the host (silu in double, then the 1 x 128 quantiser), scale row-major. */
+ws_status ws_moe_swiglu_quant_host(const uint16_t *h_bf16, size_t rows, size_t inter, uint8_t *q, float *scale);
+
+/* A whole MoE layer on the host, in float64 with the unfused path's rounding points:
+ * h = bf16(x W1^T), a = quantised swiglu(h), y = bf16(a W2^T), out[t] = sum_k w[t][k] y.
+ * x: xq [tokens][hidden] e4m3 with xs [tokens][hidden / 128]; idx / w [tokens][topk] (-1:
+ * no expert); w1 [experts][2 inter][hidden], w1s [experts][2 inter / 128][hidden / 128];
+ * w2 [experts][hidden][inter], w2s [experts][hidden / 128][inter / 128]; out [tokens][hidden]. */
+typedef struct {
+  int hidden, inter, experts, topk;
+} ws_moe_shape;
+ws_status ws_moe_reference(const ws_moe_shape *shape, int tokens, const uint8_t *xq, const float *xs, const int *idx,
+                           const float *w, const uint8_t *w1, const float *w1s, const uint8_t *w2, const float *w2s,
+                           double *out);
+
 /* ---- host reference (tests) ----------------------------------------------------------- */
 /* What rank `me` receives, from every rank's routing (host memory): topk_idx[r] is rank
  * r's [num_tokens[r]][topk] ids. counts[local_experts] and offsets[local_experts + 1]

@@ -3,8 +3,10 @@
  * offsets, once-per-rank fan-out, -1 slots, row order) on a hand-checked example and on
  * random routings, and argument errors before any launch. */
 #include "../test.h"
+#include "warpspec/fp8.h"
 #include "warpspec/moe.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static ws_ep_config base(void) {
@@ -134,11 +136,100 @@ static void argument_errors(void) {
   CHECK_STATUS(ws_ep_check(NULL, 0), WS_ERR_INVALID);
 }
 
+static float urand(void) { return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; }
+
+/* The L1 epilogue's host definition: silu(gate) x up, then 1 x 128 blocks. */
+static void swiglu_host(void) {
+  const size_t rows = 3, I = 256;
+  uint16_t h[3 * 512];
+  double a[3 * 256];
+  for (size_t r = 0; r < rows; r++)
+    for (size_t c = 0; c < I; c++) {
+      const float g = r == 1 && c < 128 ? 0.0f : urand() * 4, u = urand() * 2;
+      h[r * 2 * I + c] = ws_float_to_bf16(g);
+      h[r * 2 * I + I + c] = ws_float_to_bf16(u);
+      const double gd = ws_bf16_to_float(h[r * 2 * I + c]), ud = ws_bf16_to_float(h[r * 2 * I + I + c]);
+      a[r * I + c] = gd / (1.0 + exp(-gd)) * ud;
+    }
+  uint8_t q[3 * 256];
+  float sc[3 * 2];
+  CHECK_STATUS(ws_moe_swiglu_quant_host(h, rows, I, q, sc), WS_OK);
+  CHECK(sc[1 * 2 + 0] == 1.0f); /* row 1's first block: gate 0, so silu 0: an all-zero block */
+  for (size_t r = 0; r < rows; r++)
+    for (size_t b = 0; b < 2; b++) {
+      double amax = 0;
+      for (size_t c = b * 128; c < b * 128 + 128; c++) amax = fmax(amax, fabs((double)(float)a[r * I + c]));
+      if (amax > 0) CHECK(fabs(sc[r * 2 + b] - amax / 448.0) <= 1e-6 * amax);
+      for (size_t c = b * 128; c < b * 128 + 128; c++) {
+        const double got = ws_fp8_e4m3_decode(q[r * I + c]) * sc[r * 2 + b];
+        CHECK(fabs(got - a[r * I + c]) <= fabs(a[r * I + c]) * 0.0625 + sc[r * 2 + b] * 0.002);
+      }
+    }
+  CHECK_STATUS(ws_moe_swiglu_quant_host(h, rows, 100, q, sc), WS_ERR_INVALID);
+}
+
+/* The MoE reference against a float64 layer without its rounding points (bf16 after each
+ * GEMM, the FP8 activation): close, not equal; -1 slots add nothing. */
+static void moe_reference(void) {
+  const ws_moe_shape sh = {256, 128, 4, 2};
+  const int H = 256, I = 128, E = 4, K = 2, T = 5, hb = 2, ib = 1;
+  float *xf = (float *)malloc(sizeof(float) * T * H), *w1f = (float *)malloc(sizeof(float) * E * 2 * I * H);
+  float *w2f = (float *)malloc(sizeof(float) * E * H * I);
+  for (int i = 0; i < T * H; i++) xf[i] = urand();
+  for (int i = 0; i < E * 2 * I * H; i++) w1f[i] = urand() * 0.1f;
+  for (int i = 0; i < E * H * I; i++) w2f[i] = urand() * 0.1f;
+  uint8_t *xq = (uint8_t *)malloc((size_t)T * H), *w1 = (uint8_t *)malloc((size_t)E * 2 * I * H);
+  uint8_t *w2 = (uint8_t *)malloc((size_t)E * H * I);
+  float xs[5 * 2], w1s[4 * 2 * 2], w2s[4 * 2 * 1];
+  CHECK_STATUS(ws_fp8_quantize_1x128_host(xf, T, H, H, xq, xs), WS_OK);
+  for (int e = 0; e < E; e++) {
+    CHECK_STATUS(ws_fp8_quantize_128x128_host(w1f + (size_t)e * 2 * I * H, 2 * I, H, H, w1 + (size_t)e * 2 * I * H,
+                                              w1s + e * 2 * hb), WS_OK);
+    CHECK_STATUS(ws_fp8_quantize_128x128_host(w2f + (size_t)e * H * I, H, I, I, w2 + (size_t)e * H * I, w2s + e * hb * ib),
+                 WS_OK);
+  }
+  const int idx[5 * 2] = {0, 3, 2, -1, -1, -1, 1, 1, 3, 0};
+  const float w[5 * 2] = {0.7f, 0.3f, 1.0f, 0.5f, 0.2f, 0.9f, 0.4f, 0.6f, 0.25f, 0.75f};
+  double out[5 * 256], want[5 * 256];
+  CHECK_STATUS(ws_moe_reference(&sh, T, xq, xs, idx, w, w1, w1s, w2, w2s, out), WS_OK);
+  /* the same layer in float64 throughout, from the same quantised inputs and weights */
+  for (int t = 0; t < T; t++) {
+    for (int j = 0; j < H; j++) want[t * H + j] = 0;
+    for (int k = 0; k < K; k++) {
+      const int e = idx[t * K + k];
+      if (e < 0) continue;
+      double hh[256], act[128];
+      for (int j = 0; j < 2 * I; j++) {
+        double acc = 0;
+        for (int c = 0; c < H; c++)
+          acc += ws_fp8_e4m3_decode(xq[t * H + c]) * xs[t * hb + c / 128] * ws_fp8_e4m3_decode(w1[((size_t)e * 2 * I + j) * H + c]) *
+                 w1s[e * 2 * hb + (j / 128) * hb + c / 128];
+        hh[j] = acc;
+      }
+      for (int c = 0; c < I; c++) act[c] = hh[c] / (1.0 + exp(-hh[c])) * hh[I + c];
+      for (int j = 0; j < H; j++) {
+        double acc = 0;
+        for (int c = 0; c < I; c++) acc += act[c] * ws_fp8_e4m3_decode(w2[((size_t)e * H + j) * I + c]) * w2s[e * hb * ib + (j / 128) * ib];
+        want[t * H + j] += w[t * K + k] * acc;
+      }
+    }
+  }
+  double num = 0, den = 0;
+  for (int i = 0; i < T * H; i++) { num += (out[i] - want[i]) * (out[i] - want[i]); den += want[i] * want[i]; }
+  const double rel = sqrt(num / den);
+  CHECK(rel < 3e-2 && rel > 0); /* the rounding points show, but only as rounding */
+  for (int j = 0; j < H; j++) CHECK(out[2 * H + j] == 0.0); /* token 2: no expert */
+  CHECK_STATUS(ws_moe_reference(&sh, T, xq, xs, idx, w, NULL, w1s, w2, w2s, out), WS_ERR_INVALID);
+  free(xf); free(w1f); free(w2f); free(xq); free(w1); free(w2);
+}
+
 int main(void) {
   config_checks();
   max_rows();
   reference_example();
   reference_random();
   argument_errors();
+  swiglu_host();
+  moe_reference();
   return test_finish("test_moe_host");
 }

@@ -466,6 +466,92 @@ static int moe_gemm_case(ws_comm *comm, int H, int E, int K, int T, int row_alig
   return ok;
 }
 
+/* The unfused MoE layer: dispatch, L1 ws_gemm (gate and up), ws_moe_swiglu_quant, L2
+ * ws_gemm, combine -- against ws_moe_reference on the same quantised inputs and weights
+ * (the GPU's expf may move an activation across an FP8 rounding boundary: compared by
+ * relative error, not bits). */
+static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T) {
+  const ws_ep_config cfg = {H, E, K, T, WS_EP_FP8, 128, 8, WS_EP_NORMAL};
+  const ws_moe_shape sh = {H, I, E, K};
+  const int L = E / nranks, hb = H / 128, ib = I / 128;
+  ws_ep *ep = NULL;
+  WS_OK_OR_DIE(ws_ep_create(&ep, comm, &cfg));
+  int *idx = (int *)host_alloc((size_t)T * K, sizeof(int), 0);
+  float *w = (float *)host_alloc((size_t)T * K, sizeof(float), 0);
+  make_routing(&cfg, rank, T, ROUTE_HOLES, idx, w, 0x99);
+  float *f = (float *)host_alloc((size_t)2 * I * H, sizeof(float), 0);
+  uint8_t *xq = (uint8_t *)host_alloc((size_t)T * H, 1, 0);
+  float *xs = (float *)host_alloc((size_t)T * hb, sizeof(float), 0);
+  for (size_t i = 0; i < (size_t)T * H; i++) f[i] = unit(seed ^ 0x4321ull ^ ((uint64_t)rank << 40) ^ i) * 2.0f;
+  WS_OK_OR_DIE(ws_fp8_quantize_1x128_host(f, (size_t)T, (size_t)H, (size_t)H, xq, xs));
+  uint8_t *w1 = (uint8_t *)host_alloc((size_t)E * 2 * I * H, 1, 0), *w2 = (uint8_t *)host_alloc((size_t)E * H * I, 1, 0);
+  float *w1s = (float *)host_alloc((size_t)E * 2 * ib * hb, sizeof(float), 0);
+  float *w2s = (float *)host_alloc((size_t)E * hb * ib, sizeof(float), 0);
+  for (int e = 0; e < E; e++) {
+    for (size_t i = 0; i < (size_t)2 * I * H; i++) f[i] = unit(seed ^ 0xA1ull ^ ((uint64_t)e << 40) ^ i) * 0.1f;
+    WS_OK_OR_DIE(ws_fp8_quantize_128x128_host(f, (size_t)2 * I, (size_t)H, (size_t)H, w1 + (size_t)e * 2 * I * H,
+                                              w1s + (size_t)e * 2 * ib * hb));
+    for (size_t i = 0; i < (size_t)H * I; i++) f[i] = unit(seed ^ 0xA2ull ^ ((uint64_t)e << 40) ^ i) * 0.1f;
+    WS_OK_OR_DIE(ws_fp8_quantize_128x128_host(f, (size_t)H, (size_t)I, (size_t)I, w2 + (size_t)e * H * I,
+                                              w2s + (size_t)e * hb * ib));
+  }
+  double *ref = (double *)host_alloc((size_t)T * H, sizeof(double), 0);
+  WS_OK_OR_DIE(ws_moe_reference(&sh, T, xq, xs, idx, w, w1, w1s, w2, w2s, ref));
+  const size_t R = ws_ep_max_rows(&cfg, nranks), ld = (R + 3) / 4 * 4;
+  void *dx, *dxs, *di, *dw, *dW1, *dW1s, *dW2, *dW2s, *dh, *dq, *dqs, *dy, *dout;
+  CUDA_OK(cudaMalloc(&dx, (size_t)T * H));
+  CUDA_OK(cudaMalloc(&dxs, (size_t)T * hb * 4));
+  CUDA_OK(cudaMalloc(&di, (size_t)T * K * 4));
+  CUDA_OK(cudaMalloc(&dw, (size_t)T * K * 4));
+  CUDA_OK(cudaMalloc(&dW1, (size_t)L * 2 * I * H));
+  CUDA_OK(cudaMalloc(&dW1s, (size_t)L * 2 * ib * hb * 4));
+  CUDA_OK(cudaMalloc(&dW2, (size_t)L * H * I));
+  CUDA_OK(cudaMalloc(&dW2s, (size_t)L * hb * ib * 4));
+  CUDA_OK(cudaMalloc(&dh, R * 2 * I * 2 + 256));
+  CUDA_OK(cudaMalloc(&dq, R * I + 256));
+  CUDA_OK(cudaMalloc(&dqs, (size_t)ib * ld * 4 + 256));
+  CUDA_OK(cudaMalloc(&dy, R * H * 2 + 256));
+  CUDA_OK(cudaMalloc(&dout, (size_t)T * H * 2 + 16));
+  CUDA_OK(cudaMemcpy(dx, xq, (size_t)T * H, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dxs, xs, (size_t)T * hb * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(di, idx, (size_t)T * K * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dw, w, (size_t)T * K * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dW1, w1 + (size_t)rank * L * 2 * I * H, (size_t)L * 2 * I * H, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dW1s, w1s + (size_t)rank * L * 2 * ib * hb, (size_t)L * 2 * ib * hb * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dW2, w2 + (size_t)rank * L * H * I, (size_t)L * H * I, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dW2s, w2s + (size_t)rank * L * hb * ib, (size_t)L * hb * ib * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(dout, 0xFF, (size_t)T * H * 2));
+  ws_ep_recv rv;
+  WS_OK_OR_DIE(ws_ep_dispatch(ep, dx, (const float *)dxs, (const int *)di, (const float *)dw, T, &rv, NULL, 0));
+  ws_gemm_problem l1 = {WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, rv.max_rows, 2 * I, H, L, rv.x, dW1, dh, rv.x_scale,
+                        (const float *)dW1s, rv.expert_offsets, NULL, NULL, 0, rv.scale_ld};
+  WS_OK_OR_DIE(ws_gemm(&l1, 0));
+  WS_OK_OR_DIE(ws_moe_swiglu_quant(dh, R, (size_t)I, (uint8_t *)dq, (float *)dqs, ld, 0));
+  ws_gemm_problem l2 = {WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, rv.max_rows, H, I, L, dq, dW2, dy, (const float *)dqs,
+                        (const float *)dW2s, rv.expert_offsets, NULL, NULL, 0, (int)ld};
+  WS_OK_OR_DIE(ws_gemm(&l2, 0));
+  WS_OK_OR_DIE(ws_ep_combine(ep, dy, dout, 0));
+  WS_OK_OR_DIE(ws_sync(0));
+  uint16_t *hout = (uint16_t *)host_alloc((size_t)T * H, 2, 0);
+  CUDA_OK(cudaMemcpy(hout, dout, (size_t)T * H * 2, cudaMemcpyDeviceToHost));
+  double num = 0, den = 0;
+  long nan_count = 0;
+  for (size_t i = 0; i < (size_t)T * H; i++) {
+    const double got = ws_bf16_to_float(hout[i]);
+    if (isnan(got)) { nan_count++; continue; }
+    num += (got - ref[i]) * (got - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  const double rel = sqrt(num / (den > 0 ? den : 1));
+  printf("rank %d: unfused MoE layer (dispatch, L1, swiglu + requant, L2, combine) H %d I %d E %d K %d T %d: rel err "
+         "%.2e, %ld unwritten\n", rank, H, I, E, K, T, rel, nan_count);
+  WS_OK_OR_DIE(ws_ep_destroy(ep));
+  void *bufs[] = {dx, dxs, di, dw, dW1, dW1s, dW2, dW2s, dh, dq, dqs, dy, dout};
+  for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
+  free(idx); free(w); free(f); free(xq); free(xs); free(w1); free(w2); free(w1s); free(w2s); free(ref); free(hout);
+  return rel < 2e-2 && nan_count == 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "all";
   require_hopper();
@@ -538,6 +624,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "gemm") || !strcmp(mode, "all")) {
     CHECK(moe_gemm_case(comm, 512, 8 * nranks, 4, 64, 128));
     CHECK(moe_gemm_case(comm, 256, 4 * nranks, 2, 33, 1));
+    CHECK(moe_layer_case(comm, 512, 256, 8 * nranks, 4, 48));
     if (!strcmp(mode, "gemm")) {
       WS_OK_OR_DIE(ws_comm_destroy(comm));
       return test_finish("test_moe gemm");
