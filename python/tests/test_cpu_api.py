@@ -302,3 +302,12 @@ def test_moe_dispatch_argument_checks(fake):
     with pytest.raises(warpspec.InvalidArgumentError, match="mode"):
         warpspec.moe_check_config(2, hidden=128, experts=8, topk=2, max_tokens=16, mode="fast")
     assert warpspec.moe_check_config(2, hidden=128, experts=8, topk=2, max_tokens=16, mode="low_latency") == 4 * 2 * 16
+
+
+def test_swiglu_quant_checks(fake):
+    with pytest.raises(warpspec.InvalidArgumentError, match="2 x inter"):
+        warpspec.swiglu_quant(fake((4, 300), BF16))
+    with pytest.raises(warpspec.InvalidArgumentError, match="scale_layout"):
+        warpspec.swiglu_quant(fake((4, 256), BF16), scale_layout="col")
+    with pytest.raises(warpspec.InvalidArgumentError, match="out"):
+        warpspec.swiglu_quant(fake((4, 256), BF16), out=fake((4, 256), FP8))

@@ -196,3 +196,20 @@ def test_sync_and_timeout_setting():
     warpspec.set_timeout_ms(1234)
     assert warpspec.timeout_ms() == 1234
     warpspec.set_timeout_ms(old)
+
+
+def test_swiglu_quant_matches_torch():
+    rows, inter = 300, 256
+    h = rand_bf16(rows, 2 * inter, scale=3.0)
+    for layout in ("kmajor", "row"):
+        q, s = warpspec.swiglu_quant(h, scale_layout=layout)
+        torch.cuda.synchronize()
+        g, u = h[:, :inter].double(), h[:, inter:].double()
+        a = g * torch.sigmoid(g) * u
+        sc = s.double().repeat_interleave(128, 1)
+        deq = q.double() * sc
+        # E4M3 keeps 3 mantissa bits: within half a step (2^-4 relative) of a, plus the
+        # subnormal step and the fp32 silu's own rounding
+        assert ((deq - a).abs() <= a.abs() * (2**-4 + 1e-3) + sc * 2**-9).all(), layout
+        amax = a.abs().view(rows, inter // 128, 128).amax(-1)
+        assert ((s.double() - amax / 448).abs() <= amax / 448 * 1e-3 + 1e-12).all(), layout

@@ -21,6 +21,7 @@ from .comm import available as comm_available
 from .gemm import gemm, gemm_tile, gemm_workspace_size, quantize_fp8
 from .moe import MoeDispatcher, MoeReceived
 from .moe import check_config as moe_check_config
+from .moe import swiglu_quant
 from .plan import Plan, PlacedRole, gemm_plan, plan
 
 __version__ = _lib.lib.ws_version().decode()
@@ -60,6 +61,6 @@ def info():
 
 
 __all__ = ["gemm", "gemm_tile", "gemm_workspace_size", "quantize_fp8", "plan", "gemm_plan", "Plan", "PlacedRole",
-           "Communicator", "get_unique_id", "MoeDispatcher", "MoeReceived", "moe_check_config", "comm_available", "sync", "set_timeout_ms", "timeout_ms", "info",
+           "Communicator", "get_unique_id", "MoeDispatcher", "MoeReceived", "moe_check_config", "swiglu_quant", "comm_available", "sync", "set_timeout_ms", "timeout_ms", "info",
            "WarpspecError", "InvalidArgumentError", "BudgetError", "MismatchError", "NoDeviceError", "CudaError",
            "WarpspecTimeoutError", "OutOfMemoryError", "UnsupportedError", "__version__"]

@@ -269,6 +269,7 @@ def _declare(L):
                                    c_void_p]),
         "ws_ep_combine": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p]),
         "ws_ep_check": (c_int, [c_void_p, c_void_p]),
+        "ws_moe_swiglu_quant": (c_int, [c_void_p, c_size_t, c_size_t, c_void_p, c_void_p, c_size_t, c_void_p]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(L, name)

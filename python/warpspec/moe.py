@@ -193,3 +193,41 @@ class MoeDispatcher:
         c = self.cfg
         return (f"MoeDispatcher(rank {self.comm.rank} of {self.comm.size}, H {c.hidden}, E {c.experts}, "
                 f"top-{c.topk}, {'fp8' if self.fp8 else 'bf16'}, max {c.max_tokens} tokens)")
+
+
+def swiglu_quant(h, *, scale_layout="kmajor", out=None, out_scale=None, stream=None):
+    """The L1 epilogue of an expert: h [rows, 2 x inter] bf16 (gate, then up) ->
+    silu(gate) x up in fp32 -> (q [rows, inter] float8_e4m3fn, scale [rows, inter / 128]
+    fp32), 1 x 128 blocks; scale_layout "kmajor" (strides (1, ld): what gemm reads
+    fastest) or "row"."""
+    from ._tensor import empty, require_hopper
+    vh = view(h, "h").expect(BF16, ndim=2)
+    rows, two_i = vh.shape
+    if two_i % 256:
+        raise invalid(f"swiglu_quant: h has {two_i} columns; 2 x inter with inter a multiple of 128")
+    inter, kb = two_i // 2, two_i // 256
+    if scale_layout not in ("row", "kmajor"):
+        raise invalid(f"swiglu_quant: scale_layout {scale_layout!r}, expected 'row' or 'kmajor'")
+    vq = view(out, "out", optional=True)
+    if vq is not None:
+        vq.expect(FP8, shape=(rows, inter))
+    ld = (rows + 3) // 4 * 4 if scale_layout == "kmajor" else 0
+    vs = view(out_scale, "out_scale", optional=True)
+    if vs is not None:
+        vs.expect(F32, shape=(rows, kb), contiguous=scale_layout == "row")
+        if scale_layout == "kmajor":
+            if vs.strides[0] != 1 or (kb > 1 and (vs.strides[1] < rows or vs.strides[1] % 4)):
+                raise invalid(f"out_scale: strides {vs.strides}: K-block-major scales have strides (1, ld)")
+            ld = vs.strides[1] if kb > 1 else ld
+    dev = require_hopper([vh, vq, vs], "warpspec.swiglu_quant")
+    if vq is None:
+        out = empty((rows, inter), "float8_e4m3fn", dev, "warpspec.swiglu_quant")
+        vq = view(out, "out")
+    if vs is None:
+        store = empty((kb, ld) if ld else (rows, kb), "float32", dev, "warpspec.swiglu_quant")
+        out_scale = store.t()[:rows] if ld else store
+        vs = view(store, "out_scale")
+    with on_device(dev):
+        s = stream_handle(stream, dev)
+        _lib.check(_lib.lib.ws_moe_swiglu_quant(vh.ptr, rows, inter, vq.ptr, vs.ptr, ld, ctypes.c_void_p(s)))
+    return out, out_scale
