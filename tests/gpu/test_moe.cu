@@ -364,6 +364,18 @@ static void bench(ws_comm *comm, int H, int E, int K, int T, ws_ep_payload paylo
   free(idx); free(w);
 }
 
+/* ||got - ref|| / ||ref|| over n bf16 outputs; NaNs (unwritten, poisoned) counted apart. */
+static double rel_err_bf16(const uint16_t *got, const double *ref, size_t n, long *nan_count) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double g = ws_bf16_to_float(got[i]);
+    if (isnan(g)) { (*nan_count)++; continue; }
+    num += (g - ref[i]) * (g - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return sqrt(num / (den > 0 ? den : 1));
+}
+
 /* "gemm": the MoE pipeline the layouts exist for. Dispatch FP8 tokens, ws_gemm over the
  * received layout as it stands (grouped contiguous, K-block-major scales, offsets on the
  * device) with each expert's FP8 weights, combine; against the float64 MoE on the same
@@ -444,15 +456,8 @@ static int moe_gemm_case(ws_comm *comm, int H, int E, int K, int T, int row_alig
     }
     WS_OK_OR_DIE(ws_sync(s));
     CUDA_OK(cudaMemcpy(hout, dout, (size_t)T * H * 2, cudaMemcpyDeviceToHost));
-    double num = 0, den = 0;
     long nan_count = 0;
-    for (size_t i = 0; i < (size_t)T * H; i++) {
-      const double got = ws_bf16_to_float(hout[i]);
-      if (isnan(got)) { nan_count++; continue; }
-      num += (got - ref[i]) * (got - ref[i]);
-      den += ref[i] * ref[i];
-    }
-    const double rel = sqrt(num / (den > 0 ? den : 1));
+    const double rel = rel_err_bf16(hout, ref, (size_t)T * H, &nan_count);
     printf("rank %d: dispatch -> ws_gemm -> combine, H %d E %d K %d T %d align %d%s: rel err %.2e, %ld unwritten\n",
            rank, H, E, K, T, row_align, pass ? " (graph x5)" : "", rel, nan_count);
     ok &= rel < 2e-2 && nan_count == 0;
@@ -534,15 +539,8 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T) {
   WS_OK_OR_DIE(ws_sync(0));
   uint16_t *hout = (uint16_t *)host_alloc((size_t)T * H, 2, 0);
   CUDA_OK(cudaMemcpy(hout, dout, (size_t)T * H * 2, cudaMemcpyDeviceToHost));
-  double num = 0, den = 0;
   long nan_count = 0;
-  for (size_t i = 0; i < (size_t)T * H; i++) {
-    const double got = ws_bf16_to_float(hout[i]);
-    if (isnan(got)) { nan_count++; continue; }
-    num += (got - ref[i]) * (got - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  const double rel = sqrt(num / (den > 0 ? den : 1));
+  const double rel = rel_err_bf16(hout, ref, (size_t)T * H, &nan_count);
   printf("rank %d: unfused MoE layer (dispatch, L1, swiglu + requant, L2, combine) H %d I %d E %d K %d T %d: rel err "
          "%.2e, %ld unwritten\n", rank, H, I, E, K, T, rel, nan_count);
   WS_OK_OR_DIE(ws_ep_destroy(ep));
