@@ -155,17 +155,16 @@ extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStre
   ws_diag diag;
   ws_status s;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
-  ep_args a;
-  ep_fill_args(ep, &a);
+  const ep_args *a = &ep->args;
   {
     const uint16_t *yy = (const uint16_t *)y;
-    void *args[] = {&a, &yy, &diag};
+    void *args[] = {(void *)a, &yy, &diag};
     if ((s = ep_launch(ep, EP_PLAN_REDUCE, "ep_reduce", ep_reduce_roles, ep_reduce_NROLES, (const void *)ep_reduce_kernel,
                        dim3{(unsigned)ep->sms, 1, 1}, stream, args)) != WS_OK)
       return s;
   }
   uint16_t *o = (uint16_t *)out;
-  void *args[] = {&a, &o, &diag};
+  void *args[] = {(void *)a, &o, &diag};
   return ep_launch(ep, EP_PLAN_GATHER, "ep_gather", ep_gather_roles, ep_gather_NROLES, (const void *)ep_gather_kernel,
                    dim3{(unsigned)ep->sms, 1, 1}, stream, args);
 }

@@ -171,25 +171,25 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
     if (a.ll && a.fp8) { /* low latency: BF16 in, E4M3 + 1 x 128 scales out, quantised here */
       send_quantized(&a, (const uint16_t *)x + (size_t)t * a.hidden, pay, lo, hi, dst_lo, dst_hi, lane);
     } else {
-    /* the row, loaded once per chunk and stored to every destination */
-    const uint4 *src = (const uint4 *)(x + (size_t)t * pay);
-    for (size_t base = 0; base < nv; base += 32 * EP_COPY_UNROLL) {
-      uint4 v[EP_COPY_UNROLL];
+      /* the row, loaded once per chunk and stored to every destination */
+      const uint4 *src = (const uint4 *)(x + (size_t)t * pay);
+      for (size_t base = 0; base < nv; base += 32 * EP_COPY_UNROLL) {
+        uint4 v[EP_COPY_UNROLL];
 #pragma unroll
-      for (int u = 0; u < EP_COPY_UNROLL; u++) {
-        const size_t i = base + (size_t)u * 32 + lane;
-        if (i < nv) v[u] = ws_ld_global_nc_v4(src + i);
-      }
-      for (int half = 0; half < 2; half++)
-        for (uint32_t m = half ? hi : lo; m; m &= m - 1) {
-          uint4 *d = (uint4 *)__shfl_sync(0xffffffffu, (unsigned long long)(half ? dst_hi : dst_lo), __ffs(m) - 1);
-#pragma unroll
-          for (int u = 0; u < EP_COPY_UNROLL; u++) {
-            const size_t i = base + (size_t)u * 32 + lane;
-            if (i < nv) ws_st_global_v4(d + i, v[u]);
-          }
+        for (int u = 0; u < EP_COPY_UNROLL; u++) {
+          const size_t i = base + (size_t)u * 32 + lane;
+          if (i < nv) v[u] = ws_ld_global_nc_v4(src + i);
         }
-    }
+        for (int half = 0; half < 2; half++)
+          for (uint32_t m = half ? hi : lo; m; m &= m - 1) {
+            uint4 *d = (uint4 *)__shfl_sync(0xffffffffu, (unsigned long long)(half ? dst_hi : dst_lo), __ffs(m) - 1);
+#pragma unroll
+            for (int u = 0; u < EP_COPY_UNROLL; u++) {
+              const size_t i = base + (size_t)u * 32 + lane;
+              if (i < nv) ws_st_global_v4(d + i, v[u]);
+            }
+          }
+      }
     }
     /* scales, then per destination the meta block: {token, entries}, its entries in slot order */
     for (int half = 0; half < 2; half++)
@@ -365,23 +365,22 @@ extern "C" ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_sca
   ws_diag diag;
   ws_status s;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
-  ep_args a;
-  ep_fill_args(ep, &a);
+  const ep_args *a = &ep->args;
   {
-    void *args[] = {&a, &topk_idx, &num_tokens, &diag};
+    void *args[] = {(void *)a, &topk_idx, &num_tokens, &diag};
     if ((s = ep_launch(ep, EP_PLAN_LAYOUT, "ep_route", ep_route_roles, ep_route_NROLES, (const void *)ep_route_kernel,
                        dim3{1, 1, 1}, stream, args)) != WS_OK)
       return s;
   }
   {
     const uint8_t *xb = (const uint8_t *)x;
-    void *args[] = {&a, &xb, &x_scale, &topk_weights, &diag};
+    void *args[] = {(void *)a, &xb, &x_scale, &topk_weights, &diag};
     if ((s = ep_launch(ep, EP_PLAN_SEND, "ep_send", ep_send_roles, ep_send_NROLES, (const void *)ep_send_kernel,
                        dim3{(unsigned)ep->sms, 1, 1}, stream, args)) != WS_OK)
       return s;
   }
   {
-    void *args[] = {&a, &diag};
+    void *args[] = {(void *)a, &diag};
     if ((s = ep_launch(ep, EP_PLAN_EXPAND, "ep_expand", ep_expand_roles, ep_expand_NROLES,
                        (const void *)ep_expand_kernel, dim3{(unsigned)ep->sms, 1, 1}, stream, args)) != WS_OK)
       return s;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void ep_fill_args(const ws_ep *ep, ep_args *a);
+
 static int ep_sms(const ws_ep_config *c) { return c->num_sms ? c->num_sms : WS_EP_DEFAULT_SMS; }
 
 extern "C" ws_status ws_ep_config_check(const ws_ep_config *c, int nranks) {
@@ -40,14 +42,19 @@ extern "C" size_t ws_ep_max_rows(const ws_ep_config *c, int nranks) {
   return (size_t)nranks * (size_t)c->max_tokens * (size_t)per_token + (size_t)L * (size_t)(c->row_align - 1);
 }
 
-/* One symmetric object: allocate, then resolve every peer's address of it. */
-static ws_status sym_alloc(ws_ep *ep, size_t bytes, void **mine, void *peers, size_t elt) {
+/* One symmetric object: allocate it and check that every peer's copy sits at the one
+ * offset from ours that the kernels use (ep_args.peer_delta; the first object sets it). */
+static ws_status sym_alloc(ws_ep *ep, size_t bytes, void **mine, int first) {
   ws_status s = ws_comm_alloc(ep->comm, bytes, mine);
   if (s != WS_OK) return s;
   for (int p = 0; p < ep->nranks; p++) {
     void *q = NULL;
     if ((s = ws_comm_peer_ptr(ep->comm, *mine, p, &q)) != WS_OK) return s;
-    memcpy((char *)peers + (size_t)p * elt, &q, sizeof q);
+    const int64_t d = (int64_t)((const char *)q - (const char *)*mine);
+    if (first) ep->peer_delta[p] = d;
+    else if (d != ep->peer_delta[p])
+      return ws_fail(WS_ERR_UNSUPPORTED, "ws_ep_create: rank %d's symmetric objects are not at one common offset from "
+                     "ours: this NVSHMEM maps peers' heaps in pieces", p);
   }
   return WS_OK;
 }
@@ -133,31 +140,16 @@ extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config
   const size_t L = (size_t)ep->local_experts, T = (size_t)cfg->max_tokens, N = (size_t)n, K = (size_t)cfg->topk;
   const size_t H = (size_t)cfg->hidden, R = (size_t)ep->max_rows, G = (size_t)ep->sms;
   /* symmetric: every rank allocates the same sizes in the same order */
-  if ((s = sym_alloc(ep, N * (L + 1) * sizeof(int), (void **)&ep->counts, (void *)ep->peer_counts, sizeof(void *))) != WS_OK ||
-      (s = sym_alloc(ep, N * sizeof(uint64_t), (void **)&ep->count_flag, (void *)ep->peer_count_flag, sizeof(void *))) != WS_OK ||
-      (s = sym_alloc(ep, N * T * ep->inbox_row, (void **)&ep->inbox, (void *)ep->peer_inbox, sizeof(void *))) != WS_OK ||
-      (s = sym_alloc(ep, N * G * sizeof(uint64_t), (void **)&ep->data_flag, (void *)ep->peer_data_flag, sizeof(void *))) != WS_OK ||
-      (s = sym_alloc(ep, N * sizeof(uint64_t), (void **)&ep->ack, (void *)ep->peer_ack, sizeof(void *))) != WS_OK ||
-      (s = sym_alloc(ep, N * T * H * 2, (void **)&ep->comb_inbox, (void *)ep->peer_comb_inbox, sizeof(void *))) != WS_OK ||
-      (s = sym_alloc(ep, N * G * sizeof(uint64_t), (void **)&ep->comb_flag, (void *)ep->peer_comb_flag, sizeof(void *))) != WS_OK ||
-      (s = sym_alloc(ep, N * sizeof(uint64_t), (void **)&ep->comb_ack, (void *)ep->peer_comb_ack, sizeof(void *))) != WS_OK) {
+  if ((s = sym_alloc(ep, N * (L + 1) * sizeof(int), (void **)&ep->counts, 1)) != WS_OK ||
+      (s = sym_alloc(ep, N * sizeof(uint64_t), (void **)&ep->count_flag, 0)) != WS_OK ||
+      (s = sym_alloc(ep, N * T * ep->inbox_row, (void **)&ep->inbox, 0)) != WS_OK ||
+      (s = sym_alloc(ep, N * G * sizeof(uint64_t), (void **)&ep->data_flag, 0)) != WS_OK ||
+      (s = sym_alloc(ep, N * sizeof(uint64_t), (void **)&ep->ack, 0)) != WS_OK ||
+      (s = sym_alloc(ep, N * T * H * 2, (void **)&ep->comb_inbox, 0)) != WS_OK ||
+      (s = sym_alloc(ep, N * G * sizeof(uint64_t), (void **)&ep->comb_flag, 0)) != WS_OK ||
+      (s = sym_alloc(ep, N * sizeof(uint64_t), (void **)&ep->comb_ack, 0)) != WS_OK) {
     ep_release(ep);
     return s;
-  }
-  /* every symmetric object must sit at one common offset from its peer copy */
-  for (int p = 0; p < n; p++) {
-    const int64_t d = (int64_t)((const char *)ep->peer_inbox[p] - (const char *)ep->inbox);
-    ep->peer_delta[p] = d;
-    const void *mine[] = {ep->counts, ep->count_flag, ep->inbox, ep->data_flag, ep->ack, ep->comb_inbox, ep->comb_flag,
-                          ep->comb_ack};
-    const void *theirs[] = {ep->peer_counts[p], ep->peer_count_flag[p], ep->peer_inbox[p], ep->peer_data_flag[p],
-                            ep->peer_ack[p], ep->peer_comb_inbox[p], ep->peer_comb_flag[p], ep->peer_comb_ack[p]};
-    for (int i = 0; i < 8; i++)
-      if ((const char *)theirs[i] - (const char *)mine[i] != d) {
-        ep_release(ep);
-        return ws_fail(WS_ERR_UNSUPPORTED, "ws_ep_create: rank %d's symmetric objects are not at one common offset from "
-                       "ours (object %d): this NVSHMEM maps peers' heaps in pieces", p, i);
-      }
   }
   DEV_ALLOC(ep->epochs, 4 * sizeof(uint64_t));
   DEV_ALLOC(ep->send_counts, N * (L + 1) * sizeof(int));
@@ -181,6 +173,7 @@ extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config
     ep_release(ep);
     return ws_fail(WS_ERR_NOMEM, "ws_ep_create: pinned host buffer");
   }
+  ep_fill_args(ep, &ep->args);
   WS_CUDA_TRY(cudaDeviceSynchronize());
   /* every rank's buffers are zeroed before any peer writes into them */
   if ((s = ws_comm_barrier(comm, 0)) != WS_OK || (s = ws_sync(0)) != WS_OK) {
@@ -230,7 +223,7 @@ extern "C" ws_status ws_ep_check(ws_ep *ep, cudaStream_t stream) {
                  ep->cfg.experts - 1);
 }
 
-extern "C" void ep_fill_args(const ws_ep *ep, ep_args *a) {
+static void ep_fill_args(const ws_ep *ep, ep_args *a) {
   memset(a, 0, sizeof *a);
   a->rank = ep->rank; a->nranks = ep->nranks; a->L = ep->local_experts; a->topk = ep->cfg.topk;
   a->hidden = ep->cfg.hidden; a->fp8 = ep->fp8; a->sms = ep->sms; a->max_tokens = ep->cfg.max_tokens;

@@ -51,50 +51,6 @@ typedef struct {
   float weight;
 } ep_meta;
 
-struct ws_ep {
-  ws_comm *comm;
-  ws_ep_config cfg;
-  int rank, nranks, local_experts, fp8, sms, max_rows, scale_ld;
-  size_t inbox_row;
-  /* symmetric */
-  int *counts;
-  uint64_t *count_flag;
-  uint8_t *inbox;
-  uint64_t *data_flag;
-  uint64_t *ack;
-  uint16_t *comb_inbox;
-  uint64_t *comb_flag;
-  uint64_t *comb_ack;
-  /* the same objects on each peer, as this rank addresses them */
-  int *peer_counts[WS_COMM_MAX_RANKS];
-  uint64_t *peer_count_flag[WS_COMM_MAX_RANKS];
-  uint8_t *peer_inbox[WS_COMM_MAX_RANKS];
-  uint64_t *peer_data_flag[WS_COMM_MAX_RANKS];
-  uint64_t *peer_ack[WS_COMM_MAX_RANKS];
-  uint16_t *peer_comb_inbox[WS_COMM_MAX_RANKS];
-  uint64_t *peer_comb_flag[WS_COMM_MAX_RANKS];
-  uint64_t *peer_comb_ack[WS_COMM_MAX_RANKS];
-  /* local device state */
-  uint64_t *epochs;        /* [0] dispatch, [1] combine, [2] CTAs finished (expand), [3] (combine) */
-  int *send_counts;        /* [nranks][L + 1]: what this rank sends each peer */
-  ep_entry *entries;       /* [max_tokens][topk] */
-  int *tok_slot;           /* [max_tokens][nranks]: the token's row in peer's inbox, -1 */
-  int *bad_id;             /* [4]: count, first token, slot, value of ids out of range */
-  int *num_tokens;         /* [1]: tokens of the latest dispatch */
-  int *recv_ntok;          /* [nranks]: tokens received from each rank (latest dispatch) */
-  int *comb_row;           /* [nranks][max_tokens][topk]: received row of each entry, -1 */
-  float *comb_w;           /* [nranks][max_tokens][topk] */
-  /* the receive layout */
-  void *x;
-  float *x_scale;
-  int *offsets, *expert_counts, *src_rank, *src_token, *src_slot;
-  float *weight;
-  int *host_buf;           /* pinned: offsets and bad-id report for the host-synced calls */
-  int64_t peer_delta[WS_COMM_MAX_RANKS]; /* peer p's heap minus ours (see ep_args) */
-  ws_plan plans[5];
-  int planned[5];
-};
-
 /* What every kernel of a call gets: the handle's geometry and device pointers. */
 typedef struct {
   int rank, nranks, L, topk, hidden, fp8, sms, max_tokens, max_rows, scale_ld, row_align, experts;
@@ -127,13 +83,48 @@ typedef struct {
   float *weight;
 } ep_args;
 
+struct ws_ep {
+  ws_comm *comm;
+  ws_ep_config cfg;
+  int rank, nranks, local_experts, fp8, sms, max_rows, scale_ld;
+  size_t inbox_row;
+  /* symmetric */
+  int *counts;
+  uint64_t *count_flag;
+  uint8_t *inbox;
+  uint64_t *data_flag;
+  uint64_t *ack;
+  uint16_t *comb_inbox;
+  uint64_t *comb_flag;
+  uint64_t *comb_ack;
+  /* local device state */
+  uint64_t *epochs;        /* [0] dispatch, [1] combine, [2] CTAs finished (expand), [3] (combine) */
+  int *send_counts;        /* [nranks][L + 1]: what this rank sends each peer */
+  ep_entry *entries;       /* [max_tokens][topk] */
+  int *tok_slot;           /* [max_tokens][nranks]: the token's row in peer's inbox, -1 */
+  int *bad_id;             /* [4]: count, first token, slot, value of ids out of range */
+  int *num_tokens;         /* [1]: tokens of the latest dispatch */
+  int *recv_ntok;          /* [nranks]: tokens received from each rank (latest dispatch) */
+  int *comb_row;           /* [nranks][max_tokens][topk]: received row of each entry, -1 */
+  float *comb_w;           /* [nranks][max_tokens][topk] */
+  /* the receive layout */
+  void *x;
+  float *x_scale;
+  int *offsets, *expert_counts, *src_rank, *src_token, *src_slot;
+  float *weight;
+  int *host_buf;           /* pinned: offsets and bad-id report for the host-synced calls */
+  int64_t peer_delta[WS_COMM_MAX_RANKS]; /* peer p's heap minus ours (see ep_args) */
+  ep_args args;            /* the kernels' arguments: the same for every call, built at create */
+  ws_plan plans[5];
+  int planned[5];
+};
+
 /* Peer p's address of the symmetric object `field` of ep_args a (a.field + delta). */
 #define EP_PEER(T, a, field, p) ((T *)((char *)(a).field + (a).peer_delta[p]))
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-void ep_fill_args(const ws_ep *ep, ep_args *a);
 ws_status ep_launch(ws_ep *ep, int slot, const char *name, const ws_role *roles, int nroles, const void *func, dim3 grid,
                     cudaStream_t stream, void **args);
 #ifdef __cplusplus
