@@ -262,3 +262,19 @@ def empty(shape, dtype, dev, what):
     tdt = {"bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn, "float32": torch.float32,
            "uint8": torch.uint8, "int32": torch.int32}[dtype]
     return torch.empty(shape, dtype=tdt, device=f"cuda:{dev}")
+
+
+class _DeviceBuffer:
+    """Device memory the library owns (symmetric heap, a handle's buffers), seen through
+    __cuda_array_interface__ so that torch wraps it without a copy."""
+
+    def __init__(self, ptr, nbytes):
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 3,
+                                         "strides": None, "stream": None}
+
+
+def wrap_device(ptr, nbytes, dtype, shape, dev):
+    """A torch tensor of `dtype` and `shape` over nbytes of device memory at ptr on cuda:dev."""
+    torch = torch_or_raise("wrapping device memory")
+    raw = torch.as_tensor(_DeviceBuffer(ptr, nbytes), device=f"cuda:{dev}")
+    return raw.view(dtype).view(shape)

@@ -52,6 +52,16 @@ def timed(fn, iters, barrier):
     return statistics.median(out)
 
 
+def rank_hits(idx, L, n):
+    """[tokens, n] int32, 1 where a token needs rank d: one of its experts lives there
+    (experts d L .. d L + L - 1); -1 slots need none. A token goes once to each such rank."""
+    valid = idx >= 0
+    dst = torch.where(valid, idx // L, torch.full_like(idx, n))  # -1 slots: a spare column
+    hit = torch.zeros(idx.shape[0], n + 1, dtype=torch.int32, device=idx.device)
+    hit.scatter_(1, dst.long(), 1)
+    return hit[:, :n]
+
+
 class TorchMoE:
     """What a PyTorch user writes: counts all-to-all (to the host), rows all-to-all,
     permutations with index_select / index_add_."""
@@ -60,12 +70,7 @@ class TorchMoE:
         self.rank, self.n, self.L, self.fp8 = rank, nranks, experts // nranks, fp8
 
     def dispatch(self, x, scale, idx, w):
-        T, K = idx.shape
-        valid = idx >= 0
-        dst = torch.where(valid, idx // self.L, torch.full_like(idx, self.n))  # -1 slots: a spare column
-        hit = torch.zeros(T, self.n + 1, dtype=torch.bool, device=x.device)
-        hit.scatter_(1, dst.long(), True)  # a token goes once to each rank it needs
-        hit = hit[:, :self.n]
+        hit = rank_hits(idx, self.L, self.n)
         order = hit.t().nonzero()  # (rank, token), rank-major
         tok = order[:, 1]
         send_counts = hit.sum(0)
@@ -158,11 +163,7 @@ class NcclMoE:
 
     def dispatch(self, q, s, idx, w):
         T, K, n, L, W = idx.shape[0], self.K, self.n, self.L, self.W
-        valid = idx >= 0
-        dst = torch.where(valid, idx // L, torch.full_like(idx, n))
-        hit = torch.zeros(T, n + 1, dtype=torch.int32, device=q.device)
-        hit.scatter_(1, dst.long(), 1)
-        hit = hit[:, :n]
+        hit = rank_hits(idx, L, n)
         send_counts = hit.sum(0).long()
         seg = torch.cumsum(send_counts, 0) - send_counts
         pos = torch.cumsum(hit, 0) - 1
@@ -213,8 +214,9 @@ class NcclMoE:
         dist.all_to_all_single(ret, back, sc, rc)
         out = torch.empty(T, H, dtype=torch.bfloat16, device=y.device)
         if T:  # out[t] = sum over ranks d of ret[send_row[t][d]]: the same reduction kernel, weights 1
-            _reduce_kernel[(T,)](ret, send_row, torch.ones_like(send_row, dtype=torch.float32), out, H=H, K=self.n,
-                                 BLOCK=512)
+            if getattr(self, "_ones", None) is None or self._ones.shape != send_row.shape:
+                self._ones = torch.ones_like(send_row, dtype=torch.float32)
+            _reduce_kernel[(T,)](ret, send_row, self._ones, out, H=H, K=self.n, BLOCK=512)
         return out
 
 
@@ -233,8 +235,7 @@ def worker(rank, n, port, args, queue):
         idx = torch.rand(T, E, device="cuda", generator=g).topk(K, dim=1).indices.to(torch.int32)
         w = torch.rand(T, K, device="cuda", generator=g)
         q, s = warpspec.quantize_fp8(x)
-        hit = torch.zeros(T, n, dtype=torch.bool, device="cuda")
-        hit.scatter_(1, (idx // L).long(), True)
+        hit = rank_hits(idx, L, n)
         rows_out = int(hit.sum()) - int(hit[:, rank].sum())
         rows_in_est = int(hit.sum())  # rows this rank receives, by symmetry of the routing
         row_d = H + H // 128 * 4  # fp8 payload + scales

@@ -18,7 +18,7 @@ import ctypes
 
 from . import _lib
 from ._lib import invalid
-from ._tensor import on_device, require_hopper, stream_handle, torch_or_raise, view
+from ._tensor import on_device, require_hopper, stream_handle, torch_or_raise, view, wrap_device
 
 WS_NO_PEER = -1
 
@@ -33,15 +33,6 @@ def get_unique_id():
     uid = _lib.CommId()
     _lib.check(_lib.lib.ws_comm_get_unique_id(ctypes.byref(uid)))
     return bytes(uid.bytes)
-
-
-class _SymmetricBuffer:
-    """Symmetric memory seen through __cuda_array_interface__ (bytes), so that torch
-    wraps it without a copy; the communicator owns it."""
-
-    def __init__(self, ptr, nbytes):
-        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 3,
-                                         "strides": None, "stream": None}
 
 
 class Communicator:
@@ -139,8 +130,7 @@ class Communicator:
         ptr = ctypes.c_void_p()
         with on_device(self.device):
             _lib.check(_lib.lib.ws_comm_alloc(self._handle(), nbytes, ctypes.byref(ptr)))
-        raw = torch.as_tensor(_SymmetricBuffer(ptr.value, nbytes), device=f"cuda:{self.device}")
-        t = raw.view(dtype).view(shape)
+        t = wrap_device(ptr.value, nbytes, dtype, shape, self.device)
         self._buffers[ptr.value] = nbytes
         return t
 

@@ -180,6 +180,42 @@ def gemm_tile(a, b, *, a_scale=None, b_scale=None, group_offsets=None, group_row
     return r.value, c.value
 
 
+def fp8_outputs(out, out_scale, rows, cols, s_rows, kmajor):
+    """Check the FP8 outputs a caller gave (None: to be allocated): q [rows, cols] e4m3 and
+    fp32 scales [s_rows, cols / 128], row-major or, kmajor, strides (1, ld) with ld >= s_rows
+    and a multiple of 4. Returns (vq, vs, ld); ld is 0 for row-major scales."""
+    kb = cols // 128
+    vq = view(out, "out", optional=True)
+    if vq is not None:
+        vq.expect(FP8, shape=(rows, cols))
+    ld = (s_rows + 3) // 4 * 4 if kmajor else 0
+    vs = view(out_scale, "out_scale", optional=True)
+    if vs is not None:
+        vs.expect(F32, shape=(s_rows, kb), contiguous=not kmajor)
+        if kmajor:
+            if vs.strides[0] != 1 or (kb > 1 and (vs.strides[1] < s_rows or vs.strides[1] % 4)):
+                raise invalid(f"out_scale: strides {vs.strides}: K-block-major scales have strides (1, ld), "
+                              f"ld >= {s_rows} and a multiple of 4")
+            if kb > 1:
+                ld = vs.strides[1]
+    return vq, vs, ld
+
+
+def fp8_allocate(out, out_scale, vq, vs, rows, cols, s_rows, ld, dev, what):
+    """Allocate the FP8 outputs fp8_outputs found missing; K-block-major scales (ld > 0)
+    come back as the transpose of a [cols / 128, ld] tensor. Returns (out, out_scale,
+    vq, vs), vs viewing the scales' storage."""
+    if vq is None:
+        out = empty((rows, cols), "float8_e4m3fn", dev, what)
+        vq = view(out, "out")
+    if vs is None:
+        kb = cols // 128
+        store = empty((kb, ld) if ld else (s_rows, kb), "float32", dev, what)
+        out_scale = store.t()[:s_rows] if ld else store
+        vs = view(store, "out_scale")
+    return out, out_scale, vq, vs
+
+
 def quantize_fp8(x, *, block=(1, 128), scale_layout="row", out=None, out_scale=None, stream=None):
     """FP8 E4M3 and float32 block scales of a bf16 matrix x [rows, cols] (cols a multiple
     of 128; x's rows may be strided), bit-identical to the library's host definition:
@@ -205,37 +241,12 @@ def quantize_fp8(x, *, block=(1, 128), scale_layout="row", out=None, out_scale=N
     ld = vx.strides[0] if rows > 1 else cols
     if cols % 128:
         raise invalid(f"{what}: cols = {cols} is not a multiple of 128")
-    kb = cols // 128
-    if block == (128, 128):
-        s_shape, store_shape = ((rows + 127) // 128, kb), ((rows + 127) // 128, kb)
-    elif scale_layout == "row":
-        s_shape, store_shape = (rows, kb), (rows, kb)
-    else:
-        s_ld = (rows + 3) // 4 * 4
-        s_shape, store_shape = (rows, kb), (kb, s_ld)
-    vq = view(out, "out", optional=True)
-    if vq is not None:
-        vq.expect(FP8, shape=(rows, cols))
-    vs = view(out_scale, "out_scale", optional=True)
-    if vs is not None:
-        if scale_layout == "kmajor":
-            vs.expect(F32, shape=s_shape, contiguous=False)
-            if vs.strides[0] != 1 or (kb > 1 and (vs.strides[1] < rows or vs.strides[1] % 4)):
-                raise invalid(f"out_scale: strides {vs.strides}: K-block-major scales have strides (1, ld), "
-                              f"ld >= {rows} and a multiple of 4")
-            s_ld = vs.strides[1] if kb > 1 else (rows + 3) // 4 * 4
-        else:
-            vs.expect(F32, shape=s_shape)
+    s_rows = (rows + 127) // 128 if block == (128, 128) else rows
+    vq, vs, s_ld = fp8_outputs(out, out_scale, rows, cols, s_rows, scale_layout == "kmajor")
     if rows == 0:
         raise invalid(f"{what}: x has no rows")
     dev = require_hopper([vx, vq, vs], what)
-    if vq is None:
-        out = empty((rows, cols), "float8_e4m3fn", dev, what)
-        vq = view(out, "out")
-    if vs is None:
-        store = empty(store_shape, "float32", dev, what)
-        out_scale = store.t()[:rows] if scale_layout == "kmajor" else store
-        vs = view(store, "out_scale")
+    out, out_scale, vq, vs = fp8_allocate(out, out_scale, vq, vs, rows, cols, s_rows, s_ld, dev, what)
     with on_device(dev):
         s = ctypes.c_void_p(stream_handle(stream, dev))
         L = _lib.lib

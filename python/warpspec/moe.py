@@ -20,23 +20,10 @@ from dataclasses import dataclass
 
 from . import _lib
 from ._lib import invalid
-from ._tensor import BF16, F32, FP8, I32, on_device, stream_handle, torch_or_raise, view
+from ._tensor import BF16, F32, FP8, I32, on_device, stream_handle, torch_or_raise, view, wrap_device
 
 _PAYLOADS = {"bf16": 0, "bfloat16": 0, "fp8": 1, "float8_e4m3fn": 1}
 _MODES = {"normal": 0, "low_latency": 1}
-
-
-class _DeviceBuffer:
-    """Handle-owned device memory seen through __cuda_array_interface__ (no copy)."""
-
-    def __init__(self, ptr, nbytes):
-        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 3,
-                                         "strides": None, "stream": None}
-
-
-def _wrap(torch, ptr, nbytes, dtype, shape, dev):
-    raw = torch.as_tensor(_DeviceBuffer(ptr, nbytes), device=f"cuda:{dev}")
-    return raw.view(dtype).view(shape)
 
 
 def _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms, mode="normal"):
@@ -118,17 +105,17 @@ class MoeDispatcher:
         torch = torch_or_raise("MoeDispatcher.dispatch")
         R, H, L, dev = r.max_rows, self.cfg.hidden, r.local_experts, self.device
         xdt = torch.float8_e4m3fn if self.fp8 else torch.bfloat16
-        x = _wrap(torch, r.x, R * H * (1 if self.fp8 else 2), xdt, (R, H), dev)
+        x = wrap_device(r.x, R * H * (1 if self.fp8 else 2), xdt, (R, H), dev)
         if self.ll:
             x = x.view(L, R // L, H)
         xs = None
         if self.fp8:
             kb = H // 128
-            xs = _wrap(torch, r.x_scale, kb * r.scale_ld * 4, torch.float32, (kb, r.scale_ld), dev).t()[:R]
-        i32 = lambda p, n: _wrap(torch, p, n * 4, torch.int32, (n,), dev)  # noqa: E731
+            xs = wrap_device(r.x_scale, kb * r.scale_ld * 4, torch.float32, (kb, r.scale_ld), dev).t()[:R]
+        i32 = lambda p, n: wrap_device(p, n * 4, torch.int32, (n,), dev)  # noqa: E731
         return MoeReceived(x, xs, i32(r.expert_offsets, L + 1), i32(r.expert_counts, L), i32(r.src_rank, R),
                            i32(r.src_token, R), i32(r.src_slot, R),
-                           _wrap(torch, r.weight, R * 4, torch.float32, (R,), dev), R, L)
+                           wrap_device(r.weight, R * 4, torch.float32, (R,), dev), R, L)
 
     def dispatch(self, x, topk_idx, topk_weights, *, x_scale=None, sync_counts=False, stream=None):
         """Send each token once to every rank hosting one of its experts. x [T, hidden]
@@ -200,33 +187,18 @@ def swiglu_quant(h, *, scale_layout="kmajor", out=None, out_scale=None, stream=N
     silu(gate) x up in fp32 -> (q [rows, inter] float8_e4m3fn, scale [rows, inter / 128]
     fp32), 1 x 128 blocks; scale_layout "kmajor" (strides (1, ld): what gemm reads
     fastest) or "row"."""
-    from ._tensor import empty, require_hopper
+    from ._tensor import require_hopper
+    from .gemm import fp8_allocate, fp8_outputs
     vh = view(h, "h").expect(BF16, ndim=2)
     rows, two_i = vh.shape
     if two_i % 256:
         raise invalid(f"swiglu_quant: h has {two_i} columns; 2 x inter with inter a multiple of 128")
-    inter, kb = two_i // 2, two_i // 256
+    inter = two_i // 2
     if scale_layout not in ("row", "kmajor"):
         raise invalid(f"swiglu_quant: scale_layout {scale_layout!r}, expected 'row' or 'kmajor'")
-    vq = view(out, "out", optional=True)
-    if vq is not None:
-        vq.expect(FP8, shape=(rows, inter))
-    ld = (rows + 3) // 4 * 4 if scale_layout == "kmajor" else 0
-    vs = view(out_scale, "out_scale", optional=True)
-    if vs is not None:
-        vs.expect(F32, shape=(rows, kb), contiguous=scale_layout == "row")
-        if scale_layout == "kmajor":
-            if vs.strides[0] != 1 or (kb > 1 and (vs.strides[1] < rows or vs.strides[1] % 4)):
-                raise invalid(f"out_scale: strides {vs.strides}: K-block-major scales have strides (1, ld)")
-            ld = vs.strides[1] if kb > 1 else ld
+    vq, vs, ld = fp8_outputs(out, out_scale, rows, inter, rows, scale_layout == "kmajor")
     dev = require_hopper([vh, vq, vs], "warpspec.swiglu_quant")
-    if vq is None:
-        out = empty((rows, inter), "float8_e4m3fn", dev, "warpspec.swiglu_quant")
-        vq = view(out, "out")
-    if vs is None:
-        store = empty((kb, ld) if ld else (rows, kb), "float32", dev, "warpspec.swiglu_quant")
-        out_scale = store.t()[:rows] if ld else store
-        vs = view(store, "out_scale")
+    out, out_scale, vq, vs = fp8_allocate(out, out_scale, vq, vs, rows, inter, rows, ld, dev, "warpspec.swiglu_quant")
     with on_device(dev):
         s = stream_handle(stream, dev)
         _lib.check(_lib.lib.ws_moe_swiglu_quant(vh.ptr, rows, inter, vq.ptr, vs.ptr, ld, ctypes.c_void_p(s)))
