@@ -386,12 +386,13 @@ extern "C" ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_sca
       return s;
   }
   if (recv) ws_ep_recv_layout(ep, recv);
-  if (host_offsets) {
+  if (host_offsets) { /* the offsets and the out-of-range report, one wait for both */
     const int L = ep->local_experts;
     WS_CUDA_TRY(cudaMemcpyAsync(ep->host_buf, ep->offsets, (L + 1) * sizeof(int), cudaMemcpyDeviceToHost, stream));
+    WS_CUDA_TRY(cudaMemcpyAsync(ep->host_buf + L + 1, ep->bad_id, 4 * sizeof(int), cudaMemcpyDeviceToHost, stream));
     if ((s = ws_sync(stream)) != WS_OK) return s;
     memcpy(host_offsets, ep->host_buf, (L + 1) * sizeof(int));
-    return ws_ep_check(ep, stream);
+    return ep_report_bad_ids(ep, ep->host_buf + L + 1, stream);
   }
   return WS_OK;
 }

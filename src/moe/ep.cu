@@ -214,8 +214,11 @@ extern "C" ws_status ws_ep_check(ws_ep *ep, cudaStream_t stream) {
   WS_CUDA_TRY(cudaMemcpyAsync(ep->host_buf, ep->bad_id, 4 * sizeof(int), cudaMemcpyDeviceToHost, stream));
   ws_status s = ws_sync(stream);
   if (s != WS_OK) return s;
-  int bad[4];
-  memcpy(bad, ep->host_buf, sizeof bad);
+  return ep_report_bad_ids(ep, ep->host_buf, stream);
+}
+
+/* bad: the 4 ints of ep->bad_id as the host read them (count, token, slot, expert). */
+extern "C" ws_status ep_report_bad_ids(ws_ep *ep, const int *bad, cudaStream_t stream) {
   if (bad[0] == 0) return WS_OK;
   WS_CUDA_TRY(cudaMemsetAsync(ep->bad_id, 0, 4 * sizeof(int), stream));
   return ws_fail(WS_ERR_INVALID, "ws_ep_dispatch: %d top-k entries out of range were skipped; the first: token %d slot %d "

@@ -125,6 +125,9 @@ struct ws_ep {
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* WS_OK if the copy of ep->bad_id says no id was out of range; else WS_ERR_INVALID
+ * naming the first, and the count is reset (stream-ordered). */
+ws_status ep_report_bad_ids(ws_ep *ep, const int *bad, cudaStream_t stream);
 ws_status ep_launch(ws_ep *ep, int slot, const char *name, const ws_role *roles, int nroles, const void *func, dim3 grid,
                     cudaStream_t stream, void **args);
 #ifdef __cplusplus
