@@ -63,7 +63,7 @@
 /* ---- MoE dispatch / combine ----------------------------------------------------- */
 #define WS_EP_DEFAULT_SMS       24     /* CTAs per transfer kernel unless the config says  */
 #define WS_EP_WARPS             16     /* warps per CTA of the dispatch/combine kernels    */
-#define WS_EP_LAYOUT_THREADS    1024   /* the one-CTA routing kernel                        */
+#define WS_EP_ROUTE_THREADS     256    /* tokens per CTA of the routing kernel              */
 
 /* ---- GEMM ------------------------------------------------------------------------ */
 /* Split-K for dense problems with fewer output tiles than half the SMs (a few rows):

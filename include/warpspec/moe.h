@@ -78,7 +78,10 @@ typedef struct {
                                * l x m, the start of each expert's block)                       */
   const int *expert_counts;   /* [local_experts]: rows received per expert, before padding (low
                                * latency: ws_gemm's group_rows)                                 */
-  const int *src_rank;        /* [max_rows]: where each row came from (-1: padding)             */
+  const int *src_rank;        /* [max_rows]: where each row came from (-1: padding; dispatch
+                               * does not write a padding row's payload or scales: they keep
+                               * what was there, zero after create. The GEMM's outputs for
+                               * them are ignored by combine)                                   */
   const int *src_token;       /* [max_rows]: the token's index on its rank                      */
   const int *src_slot;        /* [max_rows]: its top-k slot                                     */
   const float *weight;        /* [max_rows]: its top-k weight                                   */

@@ -2,12 +2,13 @@
  *
  * Two kernels in stream order, graph-capturable; the combine epoch m = epochs[1] + 1:
  *   reduce  (sms CTAs, REDUCER role, on the experts' side)  wait until each source has
- *           read our previous combine (comb_ack >= m - 1); per received token, one warp
- *           sums weight x row over the token's local experts in fp32 and pushes the BF16
- *           partial into the source's comb_inbox (16-byte stores over NVLink); each CTA
+ *           read our previous combine (comb_ack >= m - 1); per (received token, 2 KB chunk
+ *           of its row) one warp sums weight x row over the token's local experts in fp32
+ *           and pushes the BF16 partial into the source's comb_inbox (16-byte stores over
+ *           NVLink; chunks spread a few tokens over every warp); each CTA
  *           then flags every source (comb_flag[us][cta] = m).
  *   gather  (sms CTAs, GATHERER role, on the tokens' side)  wait for every rank's CTA
- *           flags, add each token's partials from the ranks it went to in fp32, write
+ *           flags, add each token's partials (per 2 KB chunk) from the ranks it went to in fp32, write
  *           BF16 (zero for a token without experts); the last CTA acks every rank and
  *           advances the epoch. */
 #include "ep_device.cuh"
@@ -20,7 +21,8 @@ WS_DECLARE_ROLES(ep_reduce, REDUCE_ROLES);
 WS_DECLARE_ROLES(ep_gather, GATHER_ROLES);
 
 
-#define COMB_UNROLL 4 /* 16-byte vectors per lane in flight per row */
+#define COMB_UNROLL 4                 /* 16-byte vectors per lane in flight per row   */
+#define COMB_CHUNK (32 * COMB_UNROLL) /* 16-byte vectors of a row per work item (2 KB) */
 
 /* 8 bf16 (one 16-byte vector) times w, added into acc. */
 static __device__ __forceinline__ void fma8(float *acc, uint4 v, float w) {
@@ -52,44 +54,38 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
     ws_wait_flag_geq(&a.comb_ack[s], m - 1, &ctx, &site);
   }
   ws_role_sync(&ctx);
-  const int nvec = a.hidden / 8;
+  const int nvec = a.hidden / 8, nchunk = (nvec + COMB_CHUNK - 1) / COMB_CHUNK;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   for (int s = 0; s < N; s++) {
     const int ntok = a.recv_ntok[s];
-    for (int i = gw; i < ntok; i += nw) {
+    /* work item: one chunk of one token's row (a few tokens still reach every warp) */
+    for (int item = gw; item < ntok * nchunk; item += nw) {
+      const int i = item / nchunk, v0 = (item % nchunk) * COMB_CHUNK + ctx.lane;
       const int *rows = a.comb_row + ((size_t)s * a.max_tokens + i) * K;
       const float *ws = a.comb_w + ((size_t)s * a.max_tokens + i) * K;
       uint4 *dst = (uint4 *)(EP_PEER(uint16_t, a, comb_inbox, s) + ((size_t)a.rank * a.max_tokens + i) * a.hidden);
-      const uint4 *src[WS_EP_MAX_TOPK];
-      float w[WS_EP_MAX_TOPK];
+      float acc[COMB_UNROLL][8];
 #pragma unroll
-      for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
-        const int r = j < K ? rows[j] : -1;
-        src[j] = r >= 0 ? (const uint4 *)(y + (size_t)r * a.hidden) : NULL;
-        w[j] = j < K ? ws[j] : 0.0f;
-      }
-      /* COMB_UNROLL vectors per lane in flight per row, rows in slot order (the sum's order) */
-      for (int v0 = ctx.lane; v0 < nvec; v0 += 32 * COMB_UNROLL) {
-        float acc[COMB_UNROLL][8];
+      for (int u = 0; u < COMB_UNROLL; u++)
 #pragma unroll
-        for (int u = 0; u < COMB_UNROLL; u++)
-#pragma unroll
-          for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
-#pragma unroll
-        for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
-          if (src[j] == NULL) break;
-          uint4 p[COMB_UNROLL];
-#pragma unroll
-          for (int u = 0; u < COMB_UNROLL; u++)
-            if (v0 + 32 * u < nvec) p[u] = ws_ld_global_nc_v4(src[j] + v0 + 32 * u);
-#pragma unroll
-          for (int u = 0; u < COMB_UNROLL; u++)
-            if (v0 + 32 * u < nvec) fma8(acc[u], p[u], w[j]);
-        }
+        for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+      /* rows in slot order (the sum's order); a slot without a row here is skipped */
+      for (int j = 0; j < K; j++) {
+        const int r = rows[j];
+        if (r < 0) continue;
+        const float w = ws[j];
+        const uint4 *src = (const uint4 *)(y + (size_t)r * a.hidden);
+        uint4 p[COMB_UNROLL];
 #pragma unroll
         for (int u = 0; u < COMB_UNROLL; u++)
-          if (v0 + 32 * u < nvec) ws_st_global_v4(dst + v0 + 32 * u, pack8(acc[u]));
+          if (v0 + 32 * u < nvec) p[u] = ws_ld_global_nc_v4(src + v0 + 32 * u);
+#pragma unroll
+        for (int u = 0; u < COMB_UNROLL; u++)
+          if (v0 + 32 * u < nvec) fma8(acc[u], p[u], w);
       }
+#pragma unroll
+      for (int u = 0; u < COMB_UNROLL; u++)
+        if (v0 + 32 * u < nvec) ws_st_global_v4(dst + v0 + 32 * u, pack8(acc[u]));
     }
   }
   ws_role_sync(&ctx);
@@ -110,32 +106,31 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
     ws_wait_flag_geq(&a.comb_flag[i], m, &ctx, &site);
   }
   ws_role_sync(&ctx);
-  const int nvec = a.hidden / 8;
+  const int nvec = a.hidden / 8, nchunk = (nvec + COMB_CHUNK - 1) / COMB_CHUNK;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
-  for (int t = gw; t < T; t += nw) {
+  for (int item = gw; item < T * nchunk; item += nw) {
+    const int t = item / nchunk, v0 = (item % nchunk) * COMB_CHUNK + ctx.lane;
     const int *slots = a.tok_slot + (size_t)t * N;
-    for (int v0 = ctx.lane; v0 < nvec; v0 += 32 * COMB_UNROLL) {
-      float acc[COMB_UNROLL][8];
+    float acc[COMB_UNROLL][8];
+#pragma unroll
+    for (int u = 0; u < COMB_UNROLL; u++)
+#pragma unroll
+      for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+    for (int d = 0; d < N; d++) {
+      const int slot = slots[d];
+      if (slot < 0) continue;
+      const uint4 *src = (const uint4 *)(a.comb_inbox + ((size_t)d * a.max_tokens + slot) * a.hidden);
+      uint4 p[COMB_UNROLL];
 #pragma unroll
       for (int u = 0; u < COMB_UNROLL; u++)
-#pragma unroll
-        for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
-      for (int d = 0; d < N; d++) {
-        const int slot = slots[d];
-        if (slot < 0) continue;
-        const uint4 *src = (const uint4 *)(a.comb_inbox + ((size_t)d * a.max_tokens + slot) * a.hidden);
-        uint4 p[COMB_UNROLL];
-#pragma unroll
-        for (int u = 0; u < COMB_UNROLL; u++)
-          if (v0 + 32 * u < nvec) p[u] = ws_ld_global_cg_v4(src + v0 + 32 * u);
-#pragma unroll
-        for (int u = 0; u < COMB_UNROLL; u++)
-          if (v0 + 32 * u < nvec) fma8(acc[u], p[u], 1.0f);
-      }
+        if (v0 + 32 * u < nvec) p[u] = ws_ld_global_cg_v4(src + v0 + 32 * u);
 #pragma unroll
       for (int u = 0; u < COMB_UNROLL; u++)
-        if (v0 + 32 * u < nvec) ws_st_global_v4((uint4 *)(out + (size_t)t * a.hidden) + v0 + 32 * u, pack8(acc[u]));
+        if (v0 + 32 * u < nvec) fma8(acc[u], p[u], 1.0f);
     }
+#pragma unroll
+    for (int u = 0; u < COMB_UNROLL; u++)
+      if (v0 + 32 * u < nvec) ws_st_global_v4((uint4 *)(out + (size_t)t * a.hidden) + v0 + 32 * u, pack8(acc[u]));
   }
   if (ep_last_cta(&ctx, &a.epochs[3], &last)) {
     ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m);

@@ -2,11 +2,11 @@
  * laid out there grouped-contiguous by local expert (ws_gemm's layout).
  *
  * Three kernels in stream order, all graph-capturable:
- *   route   (1 CTA, ROUTER role)  the dispatch epoch n = ++epochs[0]; per token and
- *           top-k slot: destination rank, local expert, and the token's position among
- *           this rank's tokens for that (rank, expert) (shared-memory counters); per
- *           destination: the token's inbox slot (once per rank, however many of its
- *           experts live there) and the counts.
+ *   route   (a thread per token, ROUTER role)  the dispatch epoch n = ++epochs[0]; per
+ *           token and top-k slot: destination rank, local expert, and the token's
+ *           position among this rank's tokens for that (rank, expert) (global counters,
+ *           one atomic per warp and counter); per destination: the token's inbox slot
+ *           (once per rank, however many of its experts live there) and the counts.
  *   send    (sms CTAs, SENDER role)  wait until each destination has read our previous
  *           dispatch (ack >= n - 1); CTA 0 publishes the counts (flag = n); a warp per
  *           token loads its row once per chunk and stores it (then scales and the meta
@@ -15,9 +15,10 @@
  *           (data_flag[us][cta] = n, after a system fence).
  *   expand  (sms CTAs, RECEIVER role)  wait for every source's counts, compute the
  *           padded expert offsets, wait for every source CTA's data flag; a warp per
- *           inbox row loads it once per chunk and stores it into the rows of all its local
- *           experts (payload, K-block-major scales, source and weight; lane j holds entry
- *           j), zero the padding; the last CTA acks every source.
+ *           (inbox row, 4 KB chunk) loads the chunk once and stores it into the rows of all
+ *           its local experts (payload, K-block-major scales, source and weight; lane j
+ *           holds entry j), marks the padding rows (source -1; their bytes are left); the
+ *           last CTA acks every source.
  * Each wait is bounded and names the peer, the role and the CTA. */
 #include "ep_device.cuh"
 #include "../gemm/fp8_convert.cuh"
@@ -26,7 +27,7 @@
 
 #include <string.h>
 
-#define ROUTE_ROLES(ROLE) ROLE(EP_ROUTER, WS_EP_LAYOUT_THREADS / 32, WS_REGS_ENTRY, 1)
+#define ROUTE_ROLES(ROLE) ROLE(EP_ROUTER, WS_EP_ROUTE_THREADS / 32, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(ep_route, ROUTE_ROLES);
 #define SEND_ROLES(ROLE) ROLE(EP_SENDER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(ep_send, SEND_ROLES);
@@ -35,39 +36,61 @@ WS_DECLARE_ROLES(ep_expand, EXPAND_ROLES);
 
 
 /* ---- route ------------------------------------------------------------------------- */
+/* One thread per token, as many CTAs as the tokens need. A token's position among this
+ * rank's tokens for (rank, expert) and its inbox slot per rank come from global counters
+ * (route_cnt: E experts, then N ranks), one atomic per group of lanes of a warp that hit
+ * the same counter (__match_any_sync / __ballot_sync), so a hot expert costs one atomic
+ * per warp, not one per token. The last CTA copies the counters to send_counts and
+ * zeroes them for the next call. */
 WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int *topk_idx, int num_tokens,
                                     ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_route, diag);
-  __shared__ int cnt[WS_EP_MAX_EXPERTS + WS_COMM_MAX_RANKS]; /* [rank][local] then tokens per rank */
-  const int E = a.experts, N = a.nranks, K = a.topk, L = a.L;
-  for (int i = threadIdx.x; i < E + N; i += blockDim.x) cnt[i] = 0;
-  if (threadIdx.x == 0) {
+  __shared__ int last;
+  const int E = a.experts, N = a.nranks, K = a.topk, L = a.L, lane = ctx.lane;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
     a.epochs[0] += 1;
     *a.num_tokens = num_tokens;
   }
-  ws_role_sync(&ctx);
-  for (int t = threadIdx.x; t < num_tokens; t += blockDim.x) {
-    uint64_t sent = 0; /* ranks this token already goes to */
-    for (int k = 0; k < K; k++) {
-      const int e = topk_idx[(size_t)t * K + k];
-      ep_entry en = {-1, -1, -1, 0};
-      if (e >= 0 && e < E) {
-        en.dst = e / L;
-        en.local = e % L;
-        en.pos = atomicAdd(&cnt[e], 1);
-        sent |= 1ull << en.dst;
-      } else if (e != -1) {
-        if (atomicAdd(&a.bad_id[0], 1) == 0) { a.bad_id[1] = t; a.bad_id[2] = k; a.bad_id[3] = e; }
-      }
-      a.entries[(size_t)t * K + k] = en;
+  const unsigned below = (1u << lane) - 1u; /* lanes before this one */
+  const int t = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  const int live = t < num_tokens;
+  uint64_t sent = 0; /* ranks this token already goes to */
+  for (int k = 0; k < K; k++) {
+    const int e = live ? topk_idx[(size_t)t * K + k] : -1;
+    const int ok = e >= 0 && e < E;
+    if (live && !ok && e != -1) {
+      if (atomicAdd(&a.bad_id[0], 1) == 0) { a.bad_id[1] = t; a.bad_id[2] = k; a.bad_id[3] = e; }
     }
-    for (int d = 0; d < N; d++)
-      a.tok_slot[(size_t)t * N + d] = (sent >> d) & 1 ? atomicAdd(&cnt[E + d], 1) : -1;
+    const unsigned same = __match_any_sync(0xffffffffu, ok ? e : -1);
+    ep_entry en = {-1, -1, -1, 0};
+    if (ok) { /* every lane of `same` is here: they share e */
+      const int leader = __ffs(same) - 1;
+      int base = 0;
+      if (lane == leader) base = atomicAdd(&a.route_cnt[e], __popc(same));
+      base = __shfl_sync(same, base, leader);
+      en.dst = e / L;
+      en.local = e % L;
+      en.pos = base + __popc(same & below);
+      sent |= 1ull << en.dst;
+    }
+    if (live) a.entries[(size_t)t * K + k] = en;
   }
-  ws_role_sync(&ctx);
-  for (int i = threadIdx.x; i < N * (L + 1); i += blockDim.x) {
-    const int d = i / (L + 1), l = i % (L + 1);
-    a.send_counts[i] = l < L ? cnt[d * L + l] : cnt[E + d];
+  for (int d = 0; d < N; d++) {
+    const int goes = live && ((sent >> d) & 1);
+    const unsigned m = __ballot_sync(0xffffffffu, goes);
+    int base = 0;
+    if (m && lane == __ffs(m) - 1) base = atomicAdd(&a.route_cnt[E + d], __popc(m));
+    base = __shfl_sync(0xffffffffu, base, m ? __ffs(m) - 1 : 0);
+    if (live) a.tok_slot[(size_t)t * N + d] = goes ? base + __popc(m & below) : -1;
+  }
+  if (ep_last_cta(&ctx, &a.epochs[4], &last)) {
+    for (int i = threadIdx.x; i < N * (L + 1); i += blockDim.x) {
+      const int d = i / (L + 1), l = i % (L + 1);
+      a.send_counts[i] = __ldcg(&a.route_cnt[l < L ? d * L + l : E + d]);
+    }
+    ws_role_sync(&ctx);
+    for (int i = threadIdx.x; i < E + N; i += blockDim.x) a.route_cnt[i] = 0;
+    if (threadIdx.x == 0) a.epochs[4] = 0;
   }
 }
 
@@ -218,6 +241,16 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
 }
 
 /* ---- expand ------------------------------------------------------------------------ */
+/* The layout row of an inbox entry from source s: its expert's group start, then the
+ * rows of lower sources for that expert, then its position among source s's rows. */
+static __device__ __forceinline__ int expand_row(const ep_args *a, const int *cnt, const int *off, int s,
+                                                 const ep_meta *e) {
+  const int local = __ldcg(&e->local);
+  int base = off[local] + __ldcg(&e->pos);
+  for (int q = 0; q < s; q++) base += cnt[q * a->L + local];
+  return base;
+}
+
 WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_expand, diag);
   __shared__ int cnt[WS_EP_MAX_EXPERTS + WS_COMM_MAX_RANKS]; /* [src][local], then tokens per src */
@@ -268,45 +301,24 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
   const size_t nv = pay / 16;
   const int kb = a.hidden / 128, lane = ctx.lane;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
+  /* first the bookkeeping, a warp per inbox row: lane j holds entry j (its row r in the
+   * layout, slot and weight): source arrays, combine's arrays, FP8 scales */
   for (int s = 0; s < N; s++) {
     const int ntok = cnt[N * L + s];
     for (int i = gw; i < ntok; i += nw) {
       const uint8_t *row = a.inbox + ((size_t)s * a.max_tokens + i) * a.inbox_row;
       const ep_meta *m = (const ep_meta *)(row + meta_off);
       const int token = __ldcg(&m[0].local), entries = __ldcg(&m[0].pos);
-      /* lane j holds entry j: its row in the layout, slot and weight */
-      int r = -1, slot = -1;
+      int r = -1;
       float w = 0.0f;
       if (lane < entries) {
-        const int local = __ldcg(&m[1 + lane].local), pos = __ldcg(&m[1 + lane].pos);
-        slot = __ldcg(&m[1 + lane].slot);
+        r = expand_row(&a, cnt, off, s, m + 1 + lane);
         w = __ldcg(&m[1 + lane].weight);
-        int base = off[local];
-        for (int q = 0; q < s; q++) base += cnt[q * L + local];
-        r = base + pos;
-        a.src_rank[r] = s; a.src_token[r] = token; a.src_slot[r] = slot; a.weight[r] = w;
+        a.src_rank[r] = s; a.src_token[r] = token; a.src_slot[r] = __ldcg(&m[1 + lane].slot); a.weight[r] = w;
       }
       if (lane < K) {
         a.comb_row[((size_t)s * a.max_tokens + i) * K + lane] = r;
         a.comb_w[((size_t)s * a.max_tokens + i) * K + lane] = w;
-      }
-      /* the row, loaded once per chunk, stored into every entry's row */
-      const uint4 *src = (const uint4 *)row;
-      for (size_t base = 0; base < nv; base += 32 * EP_COPY_UNROLL) {
-        uint4 v[EP_COPY_UNROLL];
-#pragma unroll
-        for (int u = 0; u < EP_COPY_UNROLL; u++) {
-          const size_t q = base + (size_t)u * 32 + lane;
-          if (q < nv) v[u] = ws_ld_global_cg_v4(src + q);
-        }
-        for (int j = 0; j < entries; j++) {
-          uint4 *d = (uint4 *)(a.x + (size_t)__shfl_sync(0xffffffffu, r, j) * pay);
-#pragma unroll
-          for (int u = 0; u < EP_COPY_UNROLL; u++) {
-            const size_t q = base + (size_t)u * 32 + lane;
-            if (q < nv) ws_st_global_v4(d + q, v[u]);
-          }
-        }
       }
       if (a.fp8)
         for (int c0 = 0; c0 < kb; c0 += 32) {
@@ -319,18 +331,42 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
         }
     }
   }
-  /* padding rows: no source; normal mode also zeroes their payload and scales (the GEMM
-   * reads them), low latency leaves them (the masked GEMM does not) */
+  /* then the payload, a warp per (inbox row, chunk of 32 x EP_COPY_UNROLL vectors: 4 KB)
+   * so that a few tokens still spread over every warp: loaded once, stored into the row
+   * of every entry */
+  const int chunk = 32 * EP_COPY_UNROLL, nchunk = (int)((nv + chunk - 1) / chunk);
+  for (int s = 0; s < N; s++) {
+    const int ntok = cnt[N * L + s];
+    for (int item = gw; item < ntok * nchunk; item += nw) {
+      const int i = item / nchunk, c = item % nchunk;
+      const uint8_t *row = a.inbox + ((size_t)s * a.max_tokens + i) * a.inbox_row;
+      const ep_meta *m = (const ep_meta *)(row + meta_off);
+      const int entries = __ldcg(&m[0].pos);
+      const int r = lane < entries ? expand_row(&a, cnt, off, s, m + 1 + lane) : 0;
+      const uint4 *src = (const uint4 *)row + (size_t)c * chunk + lane;
+      const int valid = (int)(nv - (size_t)c * chunk) - lane; /* vectors of the chunk from this lane's on */
+      uint4 v[EP_COPY_UNROLL];
+#pragma unroll
+      for (int u = 0; u < EP_COPY_UNROLL; u++)
+        if (u * 32 < valid) v[u] = ws_ld_global_cg_v4(src + u * 32);
+      for (int j = 0; j < entries; j++) {
+        uint4 *d = (uint4 *)(a.x + (size_t)__shfl_sync(0xffffffffu, r, j) * pay) + (size_t)c * chunk + lane;
+#pragma unroll
+        for (int u = 0; u < EP_COPY_UNROLL; u++)
+          if (u * 32 < valid) ws_st_global_v4(d + u * 32, v[u]);
+      }
+    }
+  }
+  /* padding rows: no source. Their payload and scales are left as they are (zero from
+   * create, or rows of an earlier call: finite values); the GEMM's outputs for them are
+   * never read, combine skips them. Zeroing them cost more than the rows themselves
+   * when experts are many and tokens few (256 experts x 127 rows of 7 KB at EP1). */
+  const int gt = blockIdx.x * blockDim.x + threadIdx.x, nt = gridDim.x * blockDim.x;
   for (int l = 0; l < L; l++) {
     int size = 0;
     for (int s = 0; s < N; s++) size += cnt[s * L + l];
-    for (int r = off[l] + size + gw; r < off[l + 1]; r += nw) {
-      uint4 *d = (uint4 *)(a.x + (size_t)r * pay);
-      if (!a.ll)
-        for (size_t v = ctx.lane; v < pay / 16; v += 32) d[v] = make_uint4(0, 0, 0, 0);
-      if (a.fp8 && !a.ll)
-        for (int c = ctx.lane; c < kb; c += 32) a.x_scale[(size_t)c * a.scale_ld + r] = 0.0f;
-      if (ctx.lane == 0) { a.src_rank[r] = -1; a.src_token[r] = -1; a.src_slot[r] = -1; a.weight[r] = 0.0f; }
+    for (int r = off[l] + size + gt; r < off[l + 1]; r += nt) {
+      a.src_rank[r] = -1; a.src_token[r] = -1; a.src_slot[r] = -1; a.weight[r] = 0.0f;
     }
   }
   /* the last CTA out tells every source its inbox is free again */
@@ -369,7 +405,8 @@ extern "C" ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_sca
   {
     void *args[] = {(void *)a, &topk_idx, &num_tokens, &diag};
     if ((s = ep_launch(ep, EP_PLAN_LAYOUT, "ep_route", ep_route_roles, ep_route_NROLES, (const void *)ep_route_kernel,
-                       dim3{1, 1, 1}, stream, args)) != WS_OK)
+                       dim3{(unsigned)(num_tokens > 0 ? (num_tokens + WS_EP_ROUTE_THREADS - 1) / WS_EP_ROUTE_THREADS : 1), 1, 1},
+                       stream, args)) != WS_OK)
       return s;
   }
   {

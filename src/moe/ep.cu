@@ -63,8 +63,8 @@ static void ep_release(ws_ep *ep) {
   void *sym[] = {ep->counts, ep->count_flag, ep->inbox, ep->data_flag, ep->ack, ep->comb_inbox, ep->comb_flag, ep->comb_ack};
   for (size_t i = 0; i < sizeof sym / sizeof sym[0]; i++)
     if (sym[i]) ws_comm_free(ep->comm, sym[i]);
-  void *dev[] = {ep->epochs, ep->send_counts, ep->entries, ep->tok_slot, ep->bad_id, ep->num_tokens, ep->recv_ntok,
-                 ep->comb_row, ep->comb_w, ep->x, ep->x_scale, ep->offsets, ep->expert_counts, ep->src_rank,
+  void *dev[] = {ep->epochs, ep->send_counts, ep->entries, ep->tok_slot, ep->bad_id, ep->route_cnt, ep->num_tokens,
+                 ep->recv_ntok, ep->comb_row, ep->comb_w, ep->x, ep->x_scale, ep->offsets, ep->expert_counts, ep->src_rank,
                  ep->src_token, ep->src_slot, ep->weight};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
     if (dev[i]) cudaFree(dev[i]);
@@ -151,11 +151,12 @@ extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config
     ep_release(ep);
     return s;
   }
-  DEV_ALLOC(ep->epochs, 4 * sizeof(uint64_t));
+  DEV_ALLOC(ep->epochs, 5 * sizeof(uint64_t));
   DEV_ALLOC(ep->send_counts, N * (L + 1) * sizeof(int));
   DEV_ALLOC(ep->entries, T * K * sizeof(ep_entry));
   DEV_ALLOC(ep->tok_slot, T * N * sizeof(int));
   DEV_ALLOC(ep->bad_id, 4 * sizeof(int));
+  DEV_ALLOC(ep->route_cnt, ((size_t)cfg->experts + N) * sizeof(int));
   DEV_ALLOC(ep->num_tokens, sizeof(int));
   DEV_ALLOC(ep->recv_ntok, N * sizeof(int));
   DEV_ALLOC(ep->comb_row, N * T * K * sizeof(int));
@@ -234,7 +235,7 @@ static void ep_fill_args(const ws_ep *ep, ep_args *a) {
   a->experts = ep->cfg.experts; a->inbox_row = ep->inbox_row;
   a->ll = ep->cfg.mode == WS_EP_LOW_LATENCY;
   a->epochs = ep->epochs; a->send_counts = ep->send_counts; a->entries = ep->entries; a->tok_slot = ep->tok_slot;
-  a->bad_id = ep->bad_id; a->num_tokens = ep->num_tokens; a->recv_ntok = ep->recv_ntok;
+  a->bad_id = ep->bad_id; a->route_cnt = ep->route_cnt; a->num_tokens = ep->num_tokens; a->recv_ntok = ep->recv_ntok;
   a->comb_row = ep->comb_row; a->comb_w = ep->comb_w;
   a->counts = ep->counts; a->count_flag = ep->count_flag; a->inbox = ep->inbox; a->data_flag = ep->data_flag;
   a->ack = ep->ack; a->comb_inbox = ep->comb_inbox; a->comb_flag = ep->comb_flag; a->comb_ack = ep->comb_ack;

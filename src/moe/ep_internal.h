@@ -61,6 +61,7 @@ typedef struct {
   ep_entry *entries;
   int *tok_slot;
   int *bad_id;
+  int *route_cnt;
   int *num_tokens;
   int *recv_ntok;
   int *comb_row;
@@ -98,11 +99,12 @@ struct ws_ep {
   uint64_t *comb_flag;
   uint64_t *comb_ack;
   /* local device state */
-  uint64_t *epochs;        /* [0] dispatch, [1] combine, [2] CTAs finished (expand), [3] (combine) */
+  uint64_t *epochs;        /* [0] dispatch, [1] combine; CTAs finished: [2] expand, [3] gather, [4] route */
   int *send_counts;        /* [nranks][L + 1]: what this rank sends each peer */
   ep_entry *entries;       /* [max_tokens][topk] */
   int *tok_slot;           /* [max_tokens][nranks]: the token's row in peer's inbox, -1 */
   int *bad_id;             /* [4]: count, first token, slot, value of ids out of range */
+  int *route_cnt;          /* [experts + nranks]: route's counters, zero between calls */
   int *num_tokens;         /* [1]: tokens of the latest dispatch */
   int *recv_ntok;          /* [nranks]: tokens received from each rank (latest dispatch) */
   int *comb_row;           /* [nranks][max_tokens][topk]: received row of each entry, -1 */
