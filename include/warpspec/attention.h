@@ -1,8 +1,9 @@
 /* warpspec/attention.h - attention problems, their checks and float64 references.
  *
  * This header defines the problems the attention kernels (issue 14: flash attention
- * forward, DeepSeek sparse MLA prefill) solve, the argument checks they share, and the
- * host references the tests compare against. The kernels themselves are not built yet.
+ * forward, DeepSeek sparse MLA prefill) solve, the argument checks they share, the host
+ * references the tests compare against, and the flash attention forward kernel
+ * (ws_attn_forward; src/attention/flash_fwd.cu). The sparse MLA kernel is not built yet.
  *
  * Flash attention forward, BF16 in and out:
  *   q [tokens_q][heads_q][dim_qk], k [tokens_k][heads_kv][dim_qk], v [tokens_k][heads_kv][dim_v],
@@ -28,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cuda_runtime_api.h>
+
 #include "status.h"
 
 #ifdef __cplusplus
@@ -48,6 +51,8 @@ typedef struct {
   const void *q, *k, *v;   /* bf16                                                          */
   void *o;                 /* bf16                                                          */
   float *lse;              /* [heads_q][tokens_q], may be NULL                              */
+  int total_q, total_k;    /* varlen: rows of q / of k and v (the tensors' first extent,    */
+                           /* >= cu_seqlens[batch]); dense: ignored (batch x seqlen)         */
 } ws_attn_problem;
 
 typedef struct {
@@ -67,6 +72,14 @@ ws_status ws_mla_sparse_check(const ws_mla_sparse_problem *p);
 
 /* Tokens of sequence b (host offsets for varlen). */
 ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q_len, int *k_begin, int *k_len);
+
+/* Flash attention forward on the GPU (sm_90a): o and lse (if non-NULL) of the problem,
+ * whose pointers are device memory (cu_seqlens too). Warp-specialized: a TMA loader
+ * warp streams K and V tiles through two pipes, two math warpgroups of 64 query rows each
+ * run S = Q K^T and O += P V on wgmma with the online softmax in registers. Dims 64/64,
+ * 128/128 and 192/128; GQA; both causal masks; dense or variable-length batches. Checks
+ * the problem before any launch (WS_ERR_INVALID / WS_ERR_UNSUPPORTED with a message). */
+ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream);
 
 /* float64 references on the host: the problem's pointers are host memory (bf16 as 16-bit
  * patterns); o gets [tokens_q][heads_q][dim_v] doubles and lse [heads_q][tokens_q] (sparse:

@@ -98,7 +98,8 @@ static void softmax_row(const uint16_t *q, const uint16_t *kv_k, const uint16_t 
 }
 
 static size_t tokens_q(const ws_attn_problem *p) {
-  return p->cu_seqlens_q ? (size_t)p->cu_seqlens_q[p->batch] : (size_t)p->batch * p->seqlen_q;
+  if (!p->cu_seqlens_q) return (size_t)p->batch * p->seqlen_q;
+  return p->total_q > 0 ? (size_t)p->total_q : (size_t)p->cu_seqlens_q[p->batch]; /* lse's row length */
 }
 
 ws_status ws_attn_reference(const ws_attn_problem *p, double *o, double *lse) {

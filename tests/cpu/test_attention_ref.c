@@ -27,7 +27,7 @@ static int near_eq(double a, double b) { return fabs(a - b) <= 1e-9 * (1 + fabs(
 
 static ws_attn_problem problem(int B, int Sq, int Sk, int Hq, int Hk, int d, ws_attn_mask mask, const uint16_t *q,
                                const uint16_t *k, const uint16_t *v) {
-  ws_attn_problem p = {B, Sq, Sk, NULL, NULL, Hq, Hk, d, d, mask, 0.0f, q, k, v, (void *)16, NULL};
+  ws_attn_problem p = {B, Sq, Sk, NULL, NULL, Hq, Hk, d, d, mask, 0.0f, q, k, v, (void *)16, NULL, 0, 0};
   return p;
 }
 

@@ -1,0 +1,339 @@
+/* flash_fwd.cu - flash attention forward (BF16) on the library's roles and pipes.
+ *
+ * One CTA per (query head, block of 128 query rows, sequence); blocks are numbered from
+ * the last so that, with a causal mask, the longest tiles start first.
+ *   A_LOADER (1 warp, 40 regs)       TMA-loads the Q tile once (q pipe, one stage), then
+ *                                    per block of 128 keys the K tile (k pipe) and the V
+ *                                    tile (v pipe), each as 64-column boxes with the
+ *                                    128-byte swizzle; bytes from the tensor maps.
+ *   A_MATH (4 warps x 2, 232 regs)   replica r owns query rows 64r .. 64r + 63. Per key
+ *                                    block: S = Q K^T (wgmma, both operands in shared
+ *                                    memory, K-major), masking (keys past the sequence,
+ *                                    the causal diagonal), the online softmax in fp32
+ *                                    registers (row max over the quad of lanes that share
+ *                                    a row, exp2 with the scale folded in, the running
+ *                                    sum, O rescaled), then O += P V with P straight from
+ *                                    registers (the S accumulator's layout is wgmma's A
+ *                                    fragment layout) and V read MN-major (no transpose).
+ *                                    At the end O / l in BF16 and lse = scale m + ln l.
+ * Both math replicas read every K and V tile: the pipes count 2 x 4 warp releases.
+ * Keys are read as 128-row boxes: rows past the sequence (the next sequence's, or the
+ * tensor's zero fill) are masked to -inf before the softmax, never summed.
+ * What FA3 adds beyond this and is not here yet: ping-pong scheduling of the two
+ * warpgroups (named barriers) and the softmax of block j overlapped with S of j + 1. */
+#include "../core/internal.h"
+#include "warpspec/attention.h"
+#include "warpspec/device/warpspec.cuh"
+#include "warpspec/device/wgmma.cuh"
+
+#include <cuda_bf16.h>
+#include <math.h>
+#include <string.h>
+
+#define FA_BM 128 /* query rows per CTA: two math warpgroups of 64     */
+#define FA_BN 128 /* keys per K / V tile                                 */
+#define FA_STAGES 2
+
+/* A 128-row tile of D bf16 columns: D / 64 boxes of [128][64], each 16 KiB, 128B-swizzled. */
+template <int D> struct __align__(1024) fa_tile { uint16_t x[128 * D]; };
+
+template <int DQK, int DV> struct fa_smem {
+  WS_PIPE_STORAGE(q_pipe, fa_tile<DQK>, 1);
+  WS_PIPE_STORAGE(k_pipe, fa_tile<DQK>, FA_STAGES);
+  WS_PIPE_STORAGE(v_pipe, fa_tile<DV>, FA_STAGES);
+  q_pipe q;
+  k_pipe k;
+  v_pipe v;
+};
+
+typedef struct {
+  int seqlen_q, seqlen_k, heads_q, group, m_blocks, mask, total_q;
+  float scale_log2;   /* softmax_scale x log2(e): exp(x scale) = exp2(x scale_log2) */
+  const int *cu_q, *cu_k;
+  uint16_t *o;
+  float *lse;
+} fa_args;
+
+#define FA_ROLES(ROLE) ROLE(A_LOADER, 1, 40, 1) ROLE(A_MATH, 4, 232, 2)
+WS_DECLARE_ROLES(flash_fwd, FA_ROLES);
+
+static __device__ __forceinline__ float fa_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+static __device__ __forceinline__ uint32_t fa_pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *(const uint32_t *)&h;
+}
+
+template <int DQK, int DV>
+WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ ws_tmap map_k,
+                                      const __grid_constant__ ws_tmap map_v, const __grid_constant__ fa_args a,
+                                      ws_diag diag) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  typedef fa_smem<DQK, DV> smem_t;
+  smem_t *sm = (smem_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+  ws_ctx ctx = WS_SELF(flash_fwd, diag);
+  const int h = (int)blockIdx.x, mb = a.m_blocks - 1 - (int)blockIdx.y, b = (int)blockIdx.z;
+  int q0, lq, k0, lk;
+  if (a.cu_q) {
+    q0 = a.cu_q[b]; lq = a.cu_q[b + 1] - q0;
+    k0 = a.cu_k[b]; lk = a.cu_k[b + 1] - k0;
+  } else {
+    q0 = b * a.seqlen_q; lq = a.seqlen_q;
+    k0 = b * a.seqlen_k; lk = a.seqlen_k;
+  }
+  if (mb * FA_BM >= lq) return; /* the whole CTA, before any barrier: a shorter sequence */
+  /* keys the tile's rows see: all of the sequence, or up to the causal limit of its last row */
+  const int diag_off = a.mask == WS_ATTN_CAUSAL_BOTTOM_RIGHT ? lk - lq : 0;
+  const int last_row = min(lq, (mb + 1) * FA_BM) - 1;
+  const int kend = a.mask == WS_ATTN_NO_MASK ? lk : max(0, min(lk, last_row + diag_off + 1));
+  const int nblocks = (kend + FA_BN - 1) / FA_BN;
+
+  const uint32_t writers = WS_ROLE_THREADS(flash_fwd, A_LOADER), readers = 2 * WS_ROLE_WARPS(flash_fwd, A_MATH);
+  ws_pipe qp = WS_PIPE_VIEW(&sm->q, "attention q", writers, readers);
+  ws_pipe kp = WS_PIPE_VIEW(&sm->k, "attention k", writers, readers);
+  ws_pipe vp = WS_PIPE_VIEW(&sm->v, "attention v", writers, readers);
+  ws_pipe_set_proxies(&qp, WS_PROXY_ASYNC, WS_PROXY_ASYNC); /* TMA in, wgmma out */
+  ws_pipe_set_proxies(&kp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
+  ws_pipe_set_proxies(&vp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
+  if (threadIdx.x == 0) {
+    ws_pipe_init(&qp);
+    ws_pipe_init(&kp);
+    ws_pipe_init(&vp);
+  }
+  ws_init_sync();
+  const ws_cursor c0 = {0, 0};
+
+  if (ctx.role == A_LOADER) {
+    WS_ENTER_ROLE(flash_fwd, A_LOADER);
+    if (ctx.spare) return;
+    if (ws_role_leader(&ctx)) {
+      ws_prefetch_tensormap(&map_q.map);
+      ws_prefetch_tensormap(&map_k.map);
+      ws_prefetch_tensormap(&map_v.map);
+    }
+    ws_pipe_acquire_at(&qp, &ctx, c0);
+#pragma unroll
+    for (int c = 0; c < DQK / 64; c++)
+      ws_pipe_load_tile_2d_at(&qp, &ctx, c0, sm->q.slot[0].x + c * FA_BM * 64, &map_q, h * DQK + c * 64,
+                              q0 + mb * FA_BM);
+    ws_pipe_commit_at(&qp, &ctx, c0);
+    const int hk = h / a.group;
+    ws_cursor k = c0;
+    for (int nb = 0; nb < nblocks; nb++, k = ws_cursor_next(k, FA_STAGES)) {
+      const int row = k0 + nb * FA_BN;
+      uint32_t s = ws_pipe_acquire_at(&kp, &ctx, k);
+#pragma unroll
+      for (int c = 0; c < DQK / 64; c++)
+        ws_pipe_load_tile_2d_at(&kp, &ctx, k, sm->k.slot[s].x + c * FA_BN * 64, &map_k, hk * DQK + c * 64, row);
+      ws_pipe_commit_at(&kp, &ctx, k);
+      s = ws_pipe_acquire_at(&vp, &ctx, k);
+#pragma unroll
+      for (int c = 0; c < DV / 64; c++)
+        ws_pipe_load_tile_2d_at(&vp, &ctx, k, sm->v.slot[s].x + c * FA_BN * 64, &map_v, hk * DV + c * 64, row);
+      ws_pipe_commit_at(&vp, &ctx, k);
+    }
+    return;
+  }
+
+  WS_ENTER_ROLE(flash_fwd, A_MATH);
+  const int lane = ctx.lane, quad = lane & 3;
+  /* this thread's two rows (of its 64 x N accumulators): r and r + 8, tile-relative */
+  const int row0 = ctx.replica * 64 + ctx.warp * 16 + (lane >> 2);
+  const int qi0 = mb * FA_BM + row0; /* query index in the sequence of the first row */
+  const float sl2 = a.scale_log2;
+  float o[DV / 2];
+#pragma unroll
+  for (int i = 0; i < DV / 2; i++) o[i] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+
+  ws_pipe_wait_at(&qp, &ctx, c0);
+  const uint16_t *qs = sm->q.slot[0].x + ctx.replica * 64 * 64;
+  ws_cursor k = c0;
+  for (int nb = 0; nb < nblocks; nb++, k = ws_cursor_next(k, FA_STAGES)) {
+    /* S = Q K^T: 64 x 128 fp32 per warpgroup, 64 per thread */
+    float s[FA_BN / 2];
+    ws_pipe_wait_at(&kp, &ctx, k);
+    const uint16_t *ks = sm->k.slot[k.stage].x;
+    ws_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < DQK / 16; kk++) {
+      const int box = kk / 4;
+      const uint32_t off = (uint32_t)(kk % 4) * 32;
+      ws_wgmma_m64n128k16_bf16(s, ws_wgmma_desc_advance(ws_wgmma_desc_k128b(qs + box * FA_BM * 64), off),
+                               ws_wgmma_desc_advance(ws_wgmma_desc_k128b(ks + box * FA_BN * 64), off), kk > 0);
+    }
+    ws_wgmma_commit_group();
+    WS_WGMMA_WAIT_GROUP(0);
+    ws_pipe_release_warp_at(&kp, &ctx, k);
+
+    /* masks: keys past the sequence; past the causal limit of the row */
+    const int kbase = nb * FA_BN;
+    const int causal = a.mask != WS_ATTN_NO_MASK;
+    if (kbase + FA_BN > lk || (causal && kbase + FA_BN - 1 > mb * FA_BM + diag_off)) {
+#pragma unroll
+      for (int x = 0; x < 2; x++) {
+        const int limit = causal ? min(lk - 1, qi0 + 8 * x + diag_off) : lk - 1;
+#pragma unroll
+        for (int j = 0; j < FA_BN / 8; j++)
+#pragma unroll
+          for (int e = 0; e < 2; e++)
+            if (kbase + 8 * j + 2 * quad + e > limit) s[4 * j + 2 * x + e] = -INFINITY;
+      }
+    }
+
+    /* online softmax: new row max (the quad of lanes holds a row), rescale, exponentiate */
+    float mx[2] = {m_run[0], m_run[1]};
+#pragma unroll
+    for (int j = 0; j < FA_BN / 8; j++) {
+      mx[0] = fmaxf(mx[0], fmaxf(s[4 * j], s[4 * j + 1]));
+      mx[1] = fmaxf(mx[1], fmaxf(s[4 * j + 2], s[4 * j + 3]));
+    }
+    float msc[2], alpha[2];
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 1));
+      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 2));
+      /* a row with no key yet keeps max -inf: exponents relative to 0 give 0, not NaN */
+      msc[x] = mx[x] == -INFINITY ? 0.0f : mx[x] * sl2;
+      alpha[x] = fa_exp2(m_run[x] * sl2 - msc[x]);
+      m_run[x] = mx[x];
+      l_run[x] *= alpha[x];
+    }
+#pragma unroll
+    for (int j = 0; j < FA_BN / 8; j++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        const int x = e >> 1;
+        const float p = fa_exp2(fmaf(s[4 * j + e], sl2, -msc[x]));
+        s[4 * j + e] = p;
+        l_run[x] += p;
+      }
+#pragma unroll
+    for (int j = 0; j < DV / 8; j++) {
+      o[4 * j] *= alpha[0]; o[4 * j + 1] *= alpha[0];
+      o[4 * j + 2] *= alpha[1]; o[4 * j + 3] *= alpha[1];
+    }
+    /* P as wgmma A fragments: keys 16t .. 16t + 15 are accumulator columns 8(2t) .. 8(2t+1)+7 */
+    uint32_t pa[FA_BN / 16][4];
+#pragma unroll
+    for (int t = 0; t < FA_BN / 16; t++) {
+      pa[t][0] = fa_pack_bf16(s[8 * t + 0], s[8 * t + 1]);
+      pa[t][1] = fa_pack_bf16(s[8 * t + 2], s[8 * t + 3]);
+      pa[t][2] = fa_pack_bf16(s[8 * t + 4], s[8 * t + 5]);
+      pa[t][3] = fa_pack_bf16(s[8 * t + 6], s[8 * t + 7]);
+    }
+
+    /* O += P V: V [keys][dv] read MN-major, 16 keys (2048 bytes) per wgmma */
+    ws_pipe_wait_at(&vp, &ctx, k);
+    const uint16_t *vs = sm->v.slot[k.stage].x;
+    ws_wgmma_fence();
+#pragma unroll
+    for (int t = 0; t < FA_BN / 16; t++) {
+      const uint64_t dv = ws_wgmma_desc_mn128b(vs + t * 16 * 64, FA_BN * 128);
+      if (DV == 128) ws_wgmma_m64n128k16_bf16_rs_tb(o, pa[t], dv, 1);
+      else ws_wgmma_m64n64k16_bf16_rs_tb(o, pa[t], dv, 1);
+    }
+    ws_wgmma_commit_group();
+    WS_WGMMA_WAIT_GROUP(0);
+    ws_pipe_release_warp_at(&vp, &ctx, k);
+  }
+  ws_pipe_release_warp_at(&qp, &ctx, c0);
+
+  /* O / l in BF16, lse = scale x m + ln l (-inf and O = 0 for a row that saw no key) */
+#pragma unroll
+  for (int x = 0; x < 2; x++) {
+    float l = l_run[x];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int qi = qi0 + 8 * x;
+    if (qi >= lq) continue;
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    uint32_t *out = (uint32_t *)(a.o + ((size_t)(q0 + qi) * a.heads_q + h) * DV);
+#pragma unroll
+    for (int j = 0; j < DV / 8; j++)
+      out[4 * j + quad] = fa_pack_bf16(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
+    if (a.lse && quad == 0)
+      a.lse[(size_t)h * a.total_q + q0 + qi] = l > 0.0f ? (m_run[x] * sl2 + log2f(l)) * 0.69314718055994531f : -INFINITY;
+  }
+}
+
+/* ---- the call ---------------------------------------------------------------------- */
+typedef struct {
+  int slot, dqk, dv;
+  const char *name;
+  const void *func;
+  size_t smem;
+} fa_variant;
+
+static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
+  const fa_variant *v = (const fa_variant *)ctx;
+  ws_status s = ws_plan_init(plan, v->name, flash_fwd_roles, flash_fwd_NROLES, 0);
+  return s != WS_OK ? s : ws_plan_set_smem(plan, v->smem);
+}
+
+static const fa_variant *fa_variant_of(int dqk, int dv) {
+  static const fa_variant v64 = {WS_PLAN_SLOT_ATTN_64, 64, 64, "flash_fwd_64", (const void *)flash_fwd_kernel<64, 64>,
+                                 sizeof(fa_smem<64, 64>) + 1024};
+  static const fa_variant v128 = {WS_PLAN_SLOT_ATTN_128, 128, 128, "flash_fwd_128",
+                                  (const void *)flash_fwd_kernel<128, 128>, sizeof(fa_smem<128, 128>) + 1024};
+  static const fa_variant v192 = {WS_PLAN_SLOT_ATTN_192, 192, 128, "flash_fwd_192_128",
+                                  (const void *)flash_fwd_kernel<192, 128>, sizeof(fa_smem<192, 128>) + 1024};
+  if (dqk == 64 && dv == 64) return &v64;
+  if (dqk == 128 && dv == 128) return &v128;
+  if (dqk == 192 && dv == 128) return &v192;
+  return NULL;
+}
+
+extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream) {
+  ws_status s = ws_attn_check(p);
+  if (s != WS_OK) return s;
+  const int varlen = p->cu_seqlens_q != NULL;
+  if (varlen)
+    WS_REQUIRE(p->total_q >= 1 && p->total_k >= 1,
+               "ws_attn_forward: variable-length batch needs total_q and total_k (rows of q and of k / v; got %d, %d)",
+               p->total_q, p->total_k);
+  const uint64_t rows_q = varlen ? (uint64_t)p->total_q : (uint64_t)p->batch * (uint64_t)p->seqlen_q;
+  const uint64_t rows_k = varlen ? (uint64_t)p->total_k : (uint64_t)p->batch * (uint64_t)p->seqlen_k;
+  WS_REQUIRE(rows_q < (1ull << 31) && rows_k < (1ull << 31), "ws_attn_forward: %llu query / %llu key rows, at most 2^31 - 1",
+             (unsigned long long)rows_q, (unsigned long long)rows_k);
+  WS_REQUIRE(((uintptr_t)p->lse & 3u) == 0, "ws_attn_forward: lse %p is not 4-byte aligned", (void *)p->lse);
+  const fa_variant *v = fa_variant_of(p->dim_qk, p->dim_v);
+  if (!v) return ws_fail(WS_ERR_UNSUPPORTED, "ws_attn_forward: head dims %d/%d", p->dim_qk, p->dim_v);
+  const int m_blocks = (p->seqlen_q + FA_BM - 1) / FA_BM;
+  WS_REQUIRE(m_blocks <= 65535 && p->batch <= 65535 && p->heads_q <= 65535,
+             "ws_attn_forward: grid of %d heads x %d query blocks x %d sequences, each at most 65535", p->heads_q, m_blocks,
+             p->batch);
+  ws_plan *plan = NULL;
+  if ((s = ws_plan_cached(v->slot, fa_make_plan, v, &plan)) != WS_OK) return s;
+  ws_tmap mq, mk, mv;
+  const uint64_t cq = (uint64_t)p->heads_q * p->dim_qk, ck = (uint64_t)p->heads_kv * p->dim_qk,
+                 cv = (uint64_t)p->heads_kv * p->dim_v;
+  if ((s = ws_tmap_2d_swizzled(&mq, p->q, WS_DTYPE_BF16, rows_q, cq, cq * 2, FA_BM, 64, WS_SWIZZLE_128B)) != WS_OK ||
+      (s = ws_tmap_2d_swizzled(&mk, p->k, WS_DTYPE_BF16, rows_k, ck, ck * 2, FA_BN, 64, WS_SWIZZLE_128B)) != WS_OK ||
+      (s = ws_tmap_2d_swizzled(&mv, p->v, WS_DTYPE_BF16, rows_k, cv, cv * 2, FA_BN, 64, WS_SWIZZLE_128B)) != WS_OK)
+    return s;
+  fa_args a;
+  memset(&a, 0, sizeof a);
+  a.seqlen_q = p->seqlen_q;
+  a.seqlen_k = p->seqlen_k;
+  a.heads_q = p->heads_q;
+  a.group = p->heads_q / p->heads_kv;
+  a.m_blocks = m_blocks;
+  a.mask = (int)p->mask;
+  a.total_q = (int)rows_q;
+  const float scale = p->softmax_scale > 0.0f ? p->softmax_scale : 1.0f / sqrtf((float)p->dim_qk);
+  a.scale_log2 = scale * 1.4426950408889634f;
+  a.cu_q = p->cu_seqlens_q;
+  a.cu_k = p->cu_seqlens_k;
+  a.o = (uint16_t *)p->o;
+  a.lse = p->lse;
+  ws_diag diag;
+  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  void *args[] = {&mq, &mk, &mv, &a, &diag};
+  const dim3 grid = {(unsigned)p->heads_q, (unsigned)m_blocks, (unsigned)p->batch};
+  return ws_plan_launch(plan, v->func, grid, stream, args);
+}

@@ -1,0 +1,231 @@
+/* test_attention.cu - ws_attn_forward against the float64 host reference
+ * (ws_attn_reference), fresh random data every run, outputs poisoned (NaN) before
+ * each launch so an unwritten element fails:
+ *   dense batches: sequence lengths 1, 17, 128, 333 x 1000, 1000, 4096, 8192; head dims
+ *   64/64, 128/128, 192/128; GQA (4 query heads per kv head) and MQA; no mask, causal
+ *   top-left and bottom-right (including rows that see no key: o = 0, lse = -inf);
+ *   variable-length batches (ragged, a sequence of 1 token, causal bottom-right).
+ * Each case: ||o - ref|| / ||ref|| and the same for lse, against 1e-2 (BF16 operands,
+ * P rounded to BF16 before P V, as every flash kernel does); every element finite
+ * except the -inf lse of rows without keys, which must match exactly.
+ *   test_attention          all cases
+ *   test_attention quick    the small ones
+ *   test_attention bench    time the issue's shapes (B x S = 16k tokens), TFLOPS */
+#include <math.h>
+#include <string.h>
+
+#include "gpu_test.h"
+#include "warpspec/warpspec.h"
+
+typedef struct {
+  const char *name;
+  int batch, sq, sk, hq, hkv, dqk, dv;
+  ws_attn_mask mask;
+  const int *lens_q, *lens_k; /* varlen: batch lengths, else NULL */
+} attn_case;
+
+static uint16_t bf16_of(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static float float_of(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+static void fill_uniform(uint16_t *x, size_t n, float amp) {
+  for (size_t i = 0; i < n; i++) x[i] = bf16_of(amp * ((float)(rng_u32() % 2000001u) / 1000000.0f - 1.0f));
+}
+
+static int run_case(const attn_case *c, int check) {
+  const int varlen = c->lens_q != NULL;
+  int *cq = (int *)host_alloc((size_t)c->batch + 1, sizeof(int), 0), *ck = (int *)host_alloc((size_t)c->batch + 1, sizeof(int), 0);
+  int max_q = 0, max_k = 0;
+  for (int b = 0; b < c->batch; b++) {
+    const int lq = varlen ? c->lens_q[b] : c->sq, lk = varlen ? c->lens_k[b] : c->sk;
+    cq[b + 1] = cq[b] + lq;
+    ck[b + 1] = ck[b] + lk;
+    if (lq > max_q) max_q = lq;
+    if (lk > max_k) max_k = lk;
+  }
+  const size_t Tq = (size_t)cq[c->batch], Tk = (size_t)ck[c->batch];
+  const size_t nq = Tq * c->hq * c->dqk, nk = Tk * c->hkv * c->dqk, nv = Tk * c->hkv * c->dv, no = Tq * c->hq * c->dv;
+  uint16_t *hq = (uint16_t *)host_alloc(nq, 2, 0), *hk = (uint16_t *)host_alloc(nk, 2, 0), *hv = (uint16_t *)host_alloc(nv, 2, 0);
+  uint16_t *ho = (uint16_t *)host_alloc(no, 2, 0);
+  float *hl = (float *)host_alloc(Tq * c->hq, sizeof(float), 0);
+  fill_uniform(hq, nq, 1.0f);
+  fill_uniform(hk, nk, 1.0f);
+  fill_uniform(hv, nv, 1.0f);
+  void *dq, *dk, *dv, *dout;
+  float *dl;
+  int *dcq = NULL, *dck = NULL;
+  CUDA_OK(cudaMalloc(&dq, nq * 2));
+  CUDA_OK(cudaMalloc(&dk, nk * 2));
+  CUDA_OK(cudaMalloc(&dv, nv * 2));
+  CUDA_OK(cudaMalloc(&dout, no * 2));
+  CUDA_OK(cudaMalloc((void **)&dl, Tq * c->hq * sizeof(float)));
+  CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dk, hk, nk * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dv, hv, nv * 2, cudaMemcpyHostToDevice));
+  if (varlen) {
+    CUDA_OK(cudaMalloc((void **)&dcq, (c->batch + 1) * sizeof(int)));
+    CUDA_OK(cudaMalloc((void **)&dck, (c->batch + 1) * sizeof(int)));
+    CUDA_OK(cudaMemcpy(dcq, cq, (c->batch + 1) * sizeof(int), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dck, ck, (c->batch + 1) * sizeof(int), cudaMemcpyHostToDevice));
+  }
+  ws_attn_problem p;
+  memset(&p, 0, sizeof p);
+  p.batch = c->batch;
+  p.seqlen_q = varlen ? max_q : c->sq;
+  p.seqlen_k = varlen ? max_k : c->sk;
+  p.cu_seqlens_q = dcq;
+  p.cu_seqlens_k = dck;
+  p.total_q = (int)Tq;
+  p.total_k = (int)Tk;
+  p.heads_q = c->hq;
+  p.heads_kv = c->hkv;
+  p.dim_qk = c->dqk;
+  p.dim_v = c->dv;
+  p.mask = c->mask;
+  p.q = dq; p.k = dk; p.v = dv; p.o = dout; p.lse = dl;
+  int fails = 0;
+  if (check) {
+    CUDA_OK(cudaMemset(dout, 0xFF, no * 2)); /* NaN */
+    CUDA_OK(cudaMemset(dl, 0xFF, Tq * c->hq * sizeof(float)));
+    WS_OK_OR_DIE(ws_attn_forward(&p, 0));
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(ho, dout, no * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(hl, dl, Tq * c->hq * sizeof(float), cudaMemcpyDeviceToHost));
+    double *ro = (double *)host_alloc(no, sizeof(double), 0), *rl = (double *)host_alloc(Tq * c->hq, sizeof(double), 0);
+    ws_attn_problem hp = p;
+    hp.q = hq; hp.k = hk; hp.v = hv; hp.o = NULL; hp.lse = NULL;
+    hp.o = ho; /* the reference writes doubles to ro; o is only checked non-NULL */
+    hp.cu_seqlens_q = varlen ? cq : NULL;
+    hp.cu_seqlens_k = varlen ? ck : NULL;
+    WS_OK_OR_DIE(ws_attn_reference(&hp, ro, rl));
+    double e2 = 0, r2 = 0, le2 = 0, lr2 = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < no; i++) {
+      const double g = float_of(ho[i]);
+      if (!isfinite(g)) { if (bad++ < 3) printf("  o[%zu] = %g (unwritten or NaN)\n", i, g); continue; }
+      e2 += (g - ro[i]) * (g - ro[i]);
+      r2 += ro[i] * ro[i];
+    }
+    for (size_t i = 0; i < Tq * c->hq; i++) {
+      const double g = hl[i], r = rl[i];
+      if (isinf(r) || isinf(g)) {
+        if (!(isinf(r) && isinf(g) && r < 0 && g < 0)) { if (bad++ < 3) printf("  lse[%zu] = %g, want %g\n", i, g, r); }
+        continue;
+      }
+      if (!isfinite(g)) { if (bad++ < 3) printf("  lse[%zu] = %g\n", i, g); continue; }
+      le2 += (g - r) * (g - r);
+      lr2 += r * r;
+    }
+    const double eo = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2), el = lr2 > 0 ? sqrt(le2 / lr2) : sqrt(le2);
+    const int ok = bad == 0 && eo <= 1e-2 && el <= 1e-2;
+    printf("%-40s o rel err %.2e, lse rel err %.2e, %zu bad: %s\n", c->name, eo, el, bad, ok ? "ok" : "FAILED");
+    fails += !ok;
+    free(ro);
+    free(rl);
+  } else {
+    /* time: 3 warm-ups, median of 20 */
+    cudaEvent_t e0, e1;
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
+    float ms[20];
+    for (int it = 0; it < 23; it++) {
+      CUDA_OK(cudaEventRecord(e0, 0));
+      WS_OK_OR_DIE(ws_attn_forward(&p, 0));
+      CUDA_OK(cudaEventRecord(e1, 0));
+      CUDA_OK(cudaEventSynchronize(e1));
+      if (it >= 3) CUDA_OK(cudaEventElapsedTime(&ms[it - 3], e0, e1));
+    }
+    for (int i = 1; i < 20; i++)
+      for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) { const float t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t; }
+    const double med = 0.5 * (ms[9] + ms[10]);
+    double flops = 0;
+    for (int b = 0; b < c->batch; b++) {
+      const double lq = cq[b + 1] - cq[b], lk = ck[b + 1] - ck[b];
+      const double pairs = c->mask == WS_ATTN_NO_MASK ? lq * lk : lq * lk - lq * (lq - 1) / 2; /* sq == sk here */
+      flops += 2.0 * pairs * c->hq * (c->dqk + c->dv);
+    }
+    printf("bench %-36s %8.3f ms  %6.1f TFLOPS\n", c->name, med, flops / (med * 1e-3) / 1e12);
+    CUDA_OK(cudaEventDestroy(e0));
+    CUDA_OK(cudaEventDestroy(e1));
+  }
+  cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dl);
+  if (dcq) cudaFree(dcq);
+  if (dck) cudaFree(dck);
+  free(hq); free(hk); free(hv); free(ho); free(hl); free(cq); free(ck);
+  return fails;
+}
+
+/* Argument checks before any launch. */
+static int check_errors(void) {
+  int fails = 0;
+  ws_attn_problem p;
+  memset(&p, 0, sizeof p);
+  p.batch = 1; p.seqlen_q = 4; p.seqlen_k = 4; p.heads_q = 3; p.heads_kv = 2; p.dim_qk = 64; p.dim_v = 64;
+  static uint4 buf[64];
+  p.q = p.k = p.v = p.o = buf;
+  fails += ws_attn_forward(&p, 0) != WS_ERR_INVALID; /* 3 heads over 2 kv heads */
+  p.heads_q = 2; p.dim_qk = 96; p.dim_v = 96;
+  fails += ws_attn_forward(&p, 0) == WS_OK;          /* dims */
+  p.dim_qk = 64; p.dim_v = 64;
+  static int cu[2] = {0, 4};
+  p.cu_seqlens_q = cu; p.cu_seqlens_k = cu;           /* varlen without totals */
+  fails += ws_attn_forward(&p, 0) != WS_ERR_INVALID;
+  printf("argument checks: %s\n", fails ? "FAILED" : "ok");
+  return fails;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "all";
+  require_hopper();
+  rng_seed_from_time();
+  static const int vq[] = {1, 200, 77, 130}, vk[] = {5, 300, 77, 129};
+  static const int wq[] = {256, 1, 513}, wk[] = {256, 64, 513};
+  const attn_case quick[] = {
+      {"1 x 1, d64", 1, 1, 1, 1, 1, 64, 64, WS_ATTN_NO_MASK, NULL, NULL},
+      {"17 x 17, d128, causal", 1, 17, 17, 2, 1, 128, 128, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
+      {"2 x 128, GQA 4/2, d128", 2, 128, 128, 4, 2, 128, 128, WS_ATTN_NO_MASK, NULL, NULL},
+      {"333 x 1000, MQA 4/1, d128, causal BR", 1, 333, 1000, 4, 1, 128, 128, WS_ATTN_CAUSAL_BOTTOM_RIGHT, NULL, NULL},
+      {"1000 x 333, d64, causal BR (empty rows)", 1, 1000, 333, 2, 2, 64, 64, WS_ATTN_CAUSAL_BOTTOM_RIGHT, NULL, NULL},
+      {"300 x 500, d192/128", 1, 300, 500, 2, 1, 192, 128, WS_ATTN_NO_MASK, NULL, NULL},
+      {"varlen 4 seqs, GQA 4/2, d128", 4, 0, 0, 4, 2, 128, 128, WS_ATTN_NO_MASK, vq, vk},
+      {"varlen 4 seqs, d64, causal BR", 4, 0, 0, 2, 1, 64, 64, WS_ATTN_CAUSAL_BOTTOM_RIGHT, vq, vk},
+      {"varlen 3 seqs, d128, causal TL", 3, 0, 0, 2, 2, 128, 128, WS_ATTN_CAUSAL_TOP_LEFT, wq, wk},
+  };
+  const attn_case full[] = {
+      {"1000 x 1000, d64, causal", 1, 1000, 1000, 2, 2, 64, 64, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
+      {"4096 x 4096, d128", 1, 4096, 4096, 1, 1, 128, 128, WS_ATTN_NO_MASK, NULL, NULL},
+      {"4096 x 4096, d128, causal", 1, 4096, 4096, 2, 1, 128, 128, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
+      {"8192 x 8192, d64, causal", 1, 8192, 8192, 1, 1, 64, 64, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
+      {"2048 x 2048, d192/128, causal", 1, 2048, 2048, 2, 2, 192, 128, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
+  };
+  const attn_case bench[] = {
+      {"B4 S4096 H16 d128", 4, 4096, 4096, 16, 16, 128, 128, WS_ATTN_NO_MASK, NULL, NULL},
+      {"B4 S4096 H16 d128 causal", 4, 4096, 4096, 16, 16, 128, 128, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
+      {"B2 S8192 H16 d128", 2, 8192, 8192, 16, 16, 128, 128, WS_ATTN_NO_MASK, NULL, NULL},
+      {"B2 S8192 H16 d128 causal", 2, 8192, 8192, 16, 16, 128, 128, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
+      {"B4 S8192 H16 d128", 4, 8192, 8192, 16, 16, 128, 128, WS_ATTN_NO_MASK, NULL, NULL},
+      {"B4 S8192 H16 d128 causal", 4, 8192, 8192, 16, 16, 128, 128, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
+      {"B8 S2048 H32 d64", 8, 2048, 2048, 32, 32, 64, 64, WS_ATTN_NO_MASK, NULL, NULL},
+      {"B8 S2048 H32 d64 causal", 8, 2048, 2048, 32, 32, 64, 64, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
+  };
+  int fails = 0;
+  if (!strcmp(mode, "bench")) {
+    for (size_t i = 0; i < sizeof bench / sizeof bench[0]; i++) run_case(&bench[i], 0);
+    return 0;
+  }
+  fails += check_errors();
+  for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
+  if (strcmp(mode, "quick"))
+    for (size_t i = 0; i < sizeof full / sizeof full[0]; i++) fails += run_case(&full[i], 1);
+  printf(fails ? "test_attention: %d FAILED\n" : "test_attention: all checks passed\n", fails);
+  return fails ? 1 : 0;
+}
