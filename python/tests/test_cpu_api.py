@@ -311,3 +311,22 @@ def test_swiglu_quant_checks(fake):
         warpspec.swiglu_quant(fake((4, 256), BF16), scale_layout="col")
     with pytest.raises(warpspec.InvalidArgumentError, match="out"):
         warpspec.swiglu_quant(fake((4, 256), BF16), out=fake((4, 256), FP8))
+
+
+def test_attention_checks(fake):
+    q, k = fake((2, 16, 4, 128), BF16), fake((2, 16, 2, 128), BF16)
+    with pytest.raises(warpspec.InvalidArgumentError, match="head dims"):
+        warpspec.attention(fake((2, 16, 4, 96), BF16), fake((2, 16, 2, 96), BF16), fake((2, 16, 2, 96), BF16))
+    with pytest.raises(warpspec.InvalidArgumentError, match="multiple of"):
+        warpspec.attention(fake((2, 16, 3, 128), BF16), k, k)
+    with pytest.raises(warpspec.InvalidArgumentError, match="share all but the last"):
+        warpspec.attention(q, k, fake((2, 17, 2, 128), BF16))
+    with pytest.raises(warpspec.InvalidArgumentError, match="dtype"):
+        warpspec.attention(fake((2, 16, 4, 128), F32), k, k)
+    with pytest.raises(warpspec.InvalidArgumentError, match="go together"):
+        warpspec.attention(fake((32, 4, 128), BF16), fake((32, 2, 128), BF16), fake((32, 2, 128), BF16),
+                           cu_seqlens_q=fake((3,), I32))
+    with pytest.raises(warpspec.InvalidArgumentError, match="causal_align"):
+        warpspec.attention(q, k, k, causal=True, causal_align="diagonal")
+    with pytest.raises(warpspec.InvalidArgumentError, match="out"):
+        warpspec.attention(q, k, k, out=fake((2, 16, 4, 64), BF16))

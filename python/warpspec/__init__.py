@@ -10,12 +10,14 @@ subclass carrying the library's message (ws_last_error()).
     plan(roles), gemm_plan(dtype)    the role budget planner (no GPU needed)
     Communicator                     NVSHMEM communicator: sendrecv, allgather, alloc
     MoeDispatcher                    MoE dispatch / combine straight into gemm's grouped layout
+    attention(q, k, v, causal=...)   flash attention forward (BF16; GQA, causal, varlen)
     sync(stream)                     wait for the stream; device-side errors raise here
 """
 
 from . import _lib
 from ._lib import (BudgetError, CudaError, InvalidArgumentError, MismatchError, NoDeviceError, OutOfMemoryError,
                    UnsupportedError, WarpspecError, WarpspecTimeoutError)
+from .attention import attention
 from .comm import Communicator, get_unique_id
 from .comm import available as comm_available
 from .gemm import gemm, gemm_tile, gemm_workspace_size, quantize_fp8

@@ -176,9 +176,18 @@ class EpRecv(ctypes.Structure):
                 ("src_slot", ctypes.c_void_p), ("weight", ctypes.c_void_p)]
 
 
+class AttnProblem(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_int), ("seqlen_q", ctypes.c_int), ("seqlen_k", ctypes.c_int),
+                ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p), ("heads_q", ctypes.c_int),
+                ("heads_kv", ctypes.c_int), ("dim_qk", ctypes.c_int), ("dim_v", ctypes.c_int), ("mask", ctypes.c_int),
+                ("softmax_scale", ctypes.c_float), ("q", ctypes.c_void_p), ("k", ctypes.c_void_p),
+                ("v", ctypes.c_void_p), ("o", ctypes.c_void_p), ("lse", ctypes.c_void_p), ("total_q", ctypes.c_int),
+                ("total_k", ctypes.c_int)]
+
+
 _MIRRORS = {"ws_role": Role, "ws_layout": Layout, "ws_plan": Plan, "ws_device_limits": DeviceLimits,
             "ws_gemm_problem": GemmProblem, "ws_comm_id": CommId, "ws_sendrecv_opts": SendrecvOpts,
-            "ws_ep_config": EpConfig, "ws_ep_recv": EpRecv}
+            "ws_ep_config": EpConfig, "ws_ep_recv": EpRecv, "ws_attn_problem": AttnProblem}
 
 # ---- loading -------------------------------------------------------------------------
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -270,6 +279,8 @@ def _declare(L):
         "ws_ep_combine": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p]),
         "ws_ep_check": (c_int, [c_void_p, c_void_p]),
         "ws_moe_swiglu_quant": (c_int, [c_void_p, c_size_t, c_size_t, c_void_p, c_void_p, c_size_t, c_void_p]),
+        "ws_attn_check": (c_int, [P(AttnProblem)]),
+        "ws_attn_forward": (c_int, [P(AttnProblem), c_void_p]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(L, name)

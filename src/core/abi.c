@@ -16,6 +16,7 @@ size_t ws_abi_sizeof(const char *type) {
       {"ws_sendrecv_opts", sizeof(ws_sendrecv_opts)},
       {"ws_ep_config", sizeof(ws_ep_config)},
       {"ws_ep_recv", sizeof(ws_ep_recv)},
+      {"ws_attn_problem", sizeof(ws_attn_problem)},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (strcmp(table[i].name, type) == 0) return table[i].size;

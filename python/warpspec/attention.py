@@ -1,0 +1,99 @@
+"""Attention over tensors: warpspec/attention.h.
+
+    attention(q, k, v, causal=False, ...)      flash attention forward, BF16
+
+Dense batches in PyTorch's [batch, seq, heads, dim] layout: q [B, Sq, Hq, Dqk],
+k [B, Sk, Hkv, Dqk], v [B, Sk, Hkv, Dv]. Variable-length batches (FlashAttention's
+varlen layout): q [Tq, Hq, Dqk], k [Tk, Hkv, Dqk], v [Tk, Hkv, Dv] with cu_seqlens_q /
+cu_seqlens_k int32 [B + 1] on the device (0 first), and max_seqlen_q / max_seqlen_k (the
+longest sequence; if None they are read from the offsets, which waits for the GPU).
+Head dims 64/64, 128/128, 192/128; Hq a multiple of Hkv (GQA, MQA). causal: keep key
+j <= query i ("top_left", PyTorch SDPA's is_causal) or j <= i + Sk - Sq
+("bottom_right", FlashAttention >= 2.1). Returns o (and lse [Hq, Tq] fp32, natural log,
+with return_lse=True).
+"""
+
+import ctypes
+
+from . import _lib
+from ._lib import invalid
+from ._tensor import BF16, I32, empty, on_device, require_hopper, stream_handle, view
+
+WS_ATTN_NO_MASK, WS_ATTN_CAUSAL_TOP_LEFT, WS_ATTN_CAUSAL_BOTTOM_RIGHT = 0, 1, 2
+
+
+def attention(q, k, v, *, causal=False, causal_align="top_left", softmax_scale=None, cu_seqlens_q=None,
+              cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, out=None, return_lse=False, lse=None,
+              stream=None):
+    varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
+    if varlen and (cu_seqlens_q is None or cu_seqlens_k is None):
+        raise invalid("attention: cu_seqlens_q and cu_seqlens_k go together")
+    nd = 3 if varlen else 4
+    vq = view(q, "q").expect(BF16, ndim=nd)
+    vk = view(k, "k").expect(BF16, ndim=nd)
+    vv = view(v, "v").expect(BF16, ndim=nd)
+    if varlen:
+        tq, hq, dqk = vq.shape
+        tk, hkv, _ = vk.shape
+        batch = None
+    else:
+        batch, sq, hq, dqk = vq.shape
+        _, sk, hkv, _ = vk.shape
+        tq, tk = batch * sq, batch * sk
+    dv = vv.shape[-1]
+    if vk.shape[:-1] != vv.shape[:-1] or vk.shape[-1] != dqk:
+        raise invalid(f"attention: k {vk.shape} and v {vv.shape} must share all but the last extent, "
+                      f"k's last = q's last ({dqk})")
+    if not varlen and vk.shape[0] != batch:
+        raise invalid(f"attention: q has batch {batch}, k {vk.shape[0]}")
+    if (dqk, dv) not in ((64, 64), (128, 128), (192, 128)):
+        raise invalid(f"attention: head dims {dqk}/{dv} (qk/v): 64/64, 128/128 or 192/128")
+    if hkv < 1 or hq % hkv:
+        raise invalid(f"attention: {hq} query heads must be a multiple of {hkv} kv heads")
+    views = [vq, vk, vv]
+    if varlen:
+        vcq = view(cu_seqlens_q, "cu_seqlens_q").expect(I32, ndim=1)
+        vck = view(cu_seqlens_k, "cu_seqlens_k").expect(I32, ndim=1)
+        if vcq.shape != vck.shape or vcq.shape[0] < 2:
+            raise invalid(f"attention: cu_seqlens_q {vcq.shape} and cu_seqlens_k {vck.shape}: both [batch + 1]")
+        batch = vcq.shape[0] - 1
+        if max_seqlen_q is None or max_seqlen_k is None:
+            dq, dk = cu_seqlens_q.diff(), cu_seqlens_k.diff()  # torch tensors; waits for the GPU
+            max_seqlen_q = int(dq.max()) if max_seqlen_q is None else max_seqlen_q
+            max_seqlen_k = int(dk.max()) if max_seqlen_k is None else max_seqlen_k
+        sq, sk = int(max_seqlen_q), int(max_seqlen_k)
+        views += [vcq, vck]
+    if causal_align not in ("top_left", "bottom_right"):
+        raise invalid(f"attention: causal_align {causal_align!r}, expected 'top_left' or 'bottom_right'")
+    mask = WS_ATTN_NO_MASK if not causal else (
+        WS_ATTN_CAUSAL_TOP_LEFT if causal_align == "top_left" else WS_ATTN_CAUSAL_BOTTOM_RIGHT)
+    oshape = (tq, hq, dv) if varlen else (batch, sq, hq, dv)
+    vo = view(out, "out", optional=True)
+    if vo is not None:
+        vo.expect(BF16, shape=oshape)
+        views.append(vo)
+    vl = view(lse, "lse", optional=True)
+    if vl is not None:
+        vl.expect(("float32",), shape=(hq, tq))
+        views.append(vl)
+    dev = require_hopper(views, "warpspec.attention")
+    if out is None:
+        out = empty(oshape, "bfloat16", dev, "warpspec.attention")
+        vo = view(out, "out")
+    if lse is None and return_lse:
+        lse = empty((hq, tq), "float32", dev, "warpspec.attention")
+        vl = view(lse, "lse")
+    p = _lib.AttnProblem()
+    p.batch, p.seqlen_q, p.seqlen_k = batch, sq, sk
+    p.cu_seqlens_q = vcq.ptr if varlen else None
+    p.cu_seqlens_k = vck.ptr if varlen else None
+    p.heads_q, p.heads_kv, p.dim_qk, p.dim_v = hq, hkv, dqk, dv
+    p.mask = mask
+    p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
+    p.q, p.k, p.v, p.o = vq.ptr, vk.ptr, vv.ptr, vo.ptr
+    p.lse = vl.ptr if vl is not None else None
+    p.total_q, p.total_k = (tq, tk) if varlen else (0, 0)
+    with on_device(dev):
+        s = stream_handle(stream, dev)
+        _lib.check(_lib.lib.ws_attn_forward(ctypes.byref(p), ctypes.c_void_p(s)))
+    return (out, lse) if (return_lse or lse is not None) else out
