@@ -18,9 +18,12 @@ def cli_path():
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:2] == ["bench", "moe-a2a"]:  # a PyTorch benchmark: it lives in Python
+    if argv[:2] == ["bench", "moe-a2a"]:  # PyTorch benchmarks: they live in Python
         from .bench_moe import main as bench_moe
         return bench_moe(argv[2:])
+    if argv[:2] == ["bench", "attention"]:
+        from .bench_attention import main as bench_attention
+        return bench_attention(argv[2:])
     exe = cli_path()
     if exe is None:
         sys.stderr.write("warpspec: the command-line tool was not found in the package (bin/warpspec); "

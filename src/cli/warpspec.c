@@ -24,6 +24,7 @@ static int usage(void) {
           "  bench nvlink                      NVLink ceilings: copy engine, SM and TMA copies\n"
           "  bench gemm [--csv FILE] [--only TYPE,G,M,N,K] [--soak S]\n"
           "  bench moe-a2a [--ranks N] [--csv FILE]   MoE dispatch/combine vs PyTorch (python -m warpspec)\n"
+          "  bench attention [--csv FILE] [--quick]   flash attention vs PyTorch SDPA (cuDNN, flash)\n"
           "                                    ws_gemm (BF16, FP8) against cuBLASLt\n"
           "  run -n N [--timeout S] -- PROG ... start N ranks of PROG, one per GPU (no MPI needed)\n"
           "  demo [--planner]                  the main job: benchmarks on the GPUs present, or the\n"
@@ -138,21 +139,23 @@ static int cmd_bench_sendrecv(int argc, char **argv) {
 #endif
 }
 
-/* `bench moe-a2a` is a PyTorch benchmark (warpspec.bench_moe): hand over to Python. */
-static int cmd_bench_moe(int argc, char **argv) {
-  char *args[64] = {(char *)"python3", (char *)"-m", (char *)"warpspec", (char *)"bench", (char *)"moe-a2a"};
+/* `bench moe-a2a` and `bench attention` are PyTorch benchmarks (warpspec.bench_moe,
+ * warpspec.bench_attention): hand over to Python. */
+static int cmd_bench_python(int argc, char **argv) {
+  char *args[64] = {(char *)"python3", (char *)"-m", (char *)"warpspec", (char *)"bench", argv[0]};
   int k = 5;
   for (int i = 1; i < argc && k < 63; i++) args[k++] = argv[i];
   args[k] = NULL;
   fflush(stdout);
   execvp(args[0], args);
-  fprintf(stderr, "bench moe-a2a: cannot start python3 (%s); it needs the warpspec Python package and PyTorch: "
-          "pip install . then python -m warpspec bench moe-a2a\n", strerror(errno));
+  fprintf(stderr, "bench %s: cannot start python3 (%s); it needs the warpspec Python package and PyTorch: "
+          "pip install . then python -m warpspec bench %s\n", argv[0], strerror(errno), argv[0]);
   return 1;
 }
 
 static int cmd_bench(int argc, char **argv) {
-  if (argc > 0 && strcmp(argv[0], "moe-a2a") == 0) return cmd_bench_moe(argc, argv);
+  if (argc > 0 && (strcmp(argv[0], "moe-a2a") == 0 || strcmp(argv[0], "attention") == 0))
+    return cmd_bench_python(argc, argv);
   if (argc > 0 && (strcmp(argv[0], "sendrecv") == 0 || strcmp(argv[0], "allgather") == 0)) return cmd_bench_sendrecv(argc, argv);
   if (argc > 0 && strcmp(argv[0], "nvlink") == 0) return bench_nvlink() == 0 ? 0 : 1;
   if (argc > 0 && strcmp(argv[0], "gemm") == 0) {
