@@ -12,5 +12,6 @@
 #include "fp8.h"
 #include "gemm.h"
 #include "moe.h"
+#include "moe_layer.h"
 #include "attention.h"
 #endif

@@ -10,6 +10,7 @@ subclass carrying the library's message (ws_last_error()).
     plan(roles), gemm_plan(dtype)    the role budget planner (no GPU needed)
     Communicator                     NVSHMEM communicator: sendrecv, allgather, alloc
     MoeDispatcher                    MoE dispatch / combine straight into gemm's grouped layout
+    MoeLayer(comm, ...)(x, idx, w)    a whole MoE layer in one call (dispatch, experts, combine)
     attention(q, k, v, causal=...)   flash attention forward (BF16; GQA, causal, varlen)
     sync(stream)                     wait for the stream; device-side errors raise here
 """
@@ -24,6 +25,7 @@ from .gemm import gemm, gemm_tile, gemm_workspace_size, quantize_fp8
 from .moe import MoeDispatcher, MoeReceived
 from .moe import check_config as moe_check_config
 from .moe import swiglu_quant
+from .moe_layer import MoeLayer
 from .plan import Plan, PlacedRole, gemm_plan, plan
 
 __version__ = _lib.lib.ws_version().decode()

@@ -185,9 +185,15 @@ class AttnProblem(ctypes.Structure):
                 ("total_k", ctypes.c_int)]
 
 
+class MoeLayerConfig(ctypes.Structure):
+    _fields_ = [("hidden", ctypes.c_int), ("inter", ctypes.c_int), ("experts", ctypes.c_int), ("topk", ctypes.c_int),
+                ("max_tokens", ctypes.c_int), ("num_sms", ctypes.c_int), ("path", ctypes.c_int)]
+
+
 _MIRRORS = {"ws_role": Role, "ws_layout": Layout, "ws_plan": Plan, "ws_device_limits": DeviceLimits,
             "ws_gemm_problem": GemmProblem, "ws_comm_id": CommId, "ws_sendrecv_opts": SendrecvOpts,
-            "ws_ep_config": EpConfig, "ws_ep_recv": EpRecv, "ws_attn_problem": AttnProblem}
+            "ws_ep_config": EpConfig, "ws_ep_recv": EpRecv, "ws_attn_problem": AttnProblem,
+            "ws_moe_layer_config": MoeLayerConfig}
 
 # ---- loading -------------------------------------------------------------------------
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -279,6 +285,9 @@ def _declare(L):
         "ws_ep_combine": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p]),
         "ws_ep_check": (c_int, [c_void_p, c_void_p]),
         "ws_moe_swiglu_quant": (c_int, [c_void_p, c_size_t, c_size_t, c_void_p, c_void_p, c_size_t, c_void_p]),
+        "ws_moe_layer_create": (c_int, [P(c_void_p), c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),
+        "ws_moe_layer_destroy": (c_int, [c_void_p]),
+        "ws_moe_layer_forward": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, c_void_p, c_void_p]),
         "ws_attn_check": (c_int, [P(AttnProblem)]),
         "ws_attn_forward": (c_int, [P(AttnProblem), c_void_p]),
     }

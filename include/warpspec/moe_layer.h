@@ -1,0 +1,64 @@
+/* warpspec/moe_layer.h - a whole MoE layer in one call (issue 13's API).
+ *
+ *   out[t] = sum_k w[t][k] x W2_e (silu(x W1g_e) * (x W1u_e)),  e = topk_idx[t][k]
+ *
+ * with FP8 E4M3 operands: x with 1 x 128 scales, the weights with 128 x 128 scales, fp32
+ * accumulation, the intermediate activation requantised per 1 x 128 block (per 128, never
+ * coarser: a block of the intermediate is one row's 128 consecutive columns, exactly the
+ * K block L2's scales index, so one scale per block costs no accuracy the GEMM could
+ * recover), BF16 out. Expert parallel over the communicator's ranks: rank r holds experts
+ * r x E / n .. (r + 1) x E / n - 1.
+ *
+ * Paths: WS_MOE_UNFUSED (what exists now) runs dispatch (ws_ep_dispatch), the L1 grouped
+ * GEMM (ws_gemm), ws_moe_swiglu_quant, the L2 grouped GEMM and combine, stream-ordered
+ * and graph-capturable (no host synchronisation). The fused persistent kernel
+ * (dispatch, both GEMMs, SwiGLU and combine in one launch per rank) is the next path
+ * behind the same call; this one stays as its baseline. */
+#ifndef WARPSPEC_MOE_LAYER_H
+#define WARPSPEC_MOE_LAYER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "comm.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { WS_MOE_UNFUSED = 0 } ws_moe_path;
+
+typedef struct {
+  int hidden;       /* H: a multiple of 128                                              */
+  int inter;        /* I: the expert's intermediate size, a multiple of 128               */
+  int experts;      /* E: a multiple of the number of ranks                               */
+  int topk;         /* K: 1..WS_EP_MAX_TOPK                                               */
+  int max_tokens;   /* tokens a rank may pass per call                                    */
+  int num_sms;      /* CTAs of the transfer kernels (0: WS_EP_DEFAULT_SMS)                */
+  ws_moe_path path; /* WS_MOE_UNFUSED                                                     */
+} ws_moe_layer_config;
+
+typedef struct ws_moe_layer ws_moe_layer;
+
+/* Collective. Weights of this rank's E / n experts, device memory, used in place (the
+ * layer keeps the pointers; they must outlive it):
+ *   w1 [E/n][2 I][H] e4m3 (gate rows 0..I-1, then up), w1_scale [E/n][2 I / 128][H / 128]
+ *   w2 [E/n][H][I] e4m3, w2_scale [E/n][H / 128][I / 128]   (128 x 128 blocks, fp32). */
+ws_status ws_moe_layer_create(ws_moe_layer **layer, ws_comm *comm, const ws_moe_layer_config *cfg, const void *w1,
+                              const float *w1_scale, const void *w2, const float *w2_scale);
+ws_status ws_moe_layer_destroy(ws_moe_layer *layer); /* collective */
+
+/* Collective, stream-ordered, graph-capturable. x: [tokens][H] e4m3 with x_scale
+ * [tokens][H / 128] fp32 (row-major, as ws_fp8_quantize_1x128 writes), or bf16 with
+ * x_scale NULL (quantised here first); topk_idx / topk_weights [tokens][K] (-1: no
+ * expert); out [tokens][H] bf16. tokens 0..max_tokens. */
+ws_status ws_moe_layer_forward(ws_moe_layer *layer, const void *x, const float *x_scale, const int *topk_idx,
+                               const float *topk_weights, int tokens, void *out, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

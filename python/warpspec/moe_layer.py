@@ -1,0 +1,91 @@
+"""A whole MoE layer in one call (warpspec/moe_layer.h) over torch tensors.
+
+    layer = warpspec.MoeLayer(comm, hidden=7168, inter=2048, experts=256, topk=8,
+                              max_tokens=4096, w1=w1, w1_scale=w1s, w2=w2, w2_scale=w2s)
+    out = layer(x, topk_idx, topk_weights)          # x bf16, or fp8 with x_scale=
+
+w1 [E/n, 2 I, H] and w2 [E/n, H, I] float8_e4m3fn with 128 x 128 block scales
+w1_scale [E/n, 2 I / 128, H / 128], w2_scale [E/n, H / 128, I / 128] fp32: this rank's
+experts (as warpspec.quantize_fp8(..., block=128) gives them per expert). The layer keeps
+references to them. Every call is collective over the communicator's ranks, stream-ordered
+and graph-capturable. The path today is the unfused one (dispatch, grouped GEMM, SwiGLU +
+FP8 requant, grouped GEMM, combine); the fused kernel will come behind the same call."""
+
+import ctypes
+
+from . import _lib
+from ._lib import invalid
+from ._tensor import BF16, F32, FP8, I32, on_device, stream_handle, torch_or_raise, view
+
+WS_MOE_UNFUSED = 0
+
+
+MoeLayerConfig = _lib.MoeLayerConfig
+
+
+class MoeLayer:
+    def __init__(self, comm, *, hidden, inter, experts, topk, max_tokens, w1, w1_scale, w2, w2_scale, num_sms=0):
+        n = comm.size
+        if experts % n:
+            raise invalid(f"MoeLayer: {experts} experts over {n} ranks: must divide")
+        L = experts // n
+        self.cfg = MoeLayerConfig(int(hidden), int(inter), int(experts), int(topk), int(max_tokens), int(num_sms),
+                                  WS_MOE_UNFUSED)
+        H, I = self.cfg.hidden, self.cfg.inter
+        if H % 128 or I % 128:
+            raise invalid(f"MoeLayer: hidden {H} and inter {I} must be multiples of 128")
+        self._w = [view(w1, "w1").expect(FP8, shape=(L, 2 * I, H)),
+                   view(w1_scale, "w1_scale").expect(F32, shape=(L, 2 * I // 128, H // 128)),
+                   view(w2, "w2").expect(FP8, shape=(L, H, I)),
+                   view(w2_scale, "w2_scale").expect(F32, shape=(L, H // 128, I // 128))]
+        self._keep = (w1, w1_scale, w2, w2_scale)  # the C layer uses them in place
+        self.comm, self.device = comm, comm.device
+        for v in self._w:
+            if v.device is not None and v.device != self.device:
+                raise invalid(f"{v.name}: on cuda:{v.device}, the communicator is on cuda:{self.device}")
+        h = ctypes.c_void_p()
+        with on_device(self.device):
+            _lib.check(_lib.lib.ws_moe_layer_create(ctypes.byref(h), comm._handle(), ctypes.byref(self.cfg),
+                                                    self._w[0].ptr, self._w[1].ptr, self._w[2].ptr, self._w[3].ptr))
+        self._h = h
+
+    def destroy(self):
+        if self._h is not None:
+            h, self._h = self._h, None
+            with on_device(self.device):
+                _lib.check(_lib.lib.ws_moe_layer_destroy(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+        return False
+
+    def __call__(self, x, topk_idx, topk_weights, *, x_scale=None, out=None, stream=None):
+        """out [T, H] bf16 = sum_k topk_weights[t, k] * expert_{topk_idx[t, k]}(x[t]).
+        x: [T, H] bf16 (quantised to FP8 1 x 128 inside), or float8_e4m3fn with x_scale
+        [T, H / 128] fp32 row-major. topk_idx int32 (int64 converted), -1 skips a slot."""
+        if self._h is None:
+            raise invalid("MoeLayer: already destroyed")
+        torch = torch_or_raise("MoeLayer")
+        H, K = self.cfg.hidden, self.cfg.topk
+        if getattr(topk_idx, "dtype", None) is torch.int64:
+            topk_idx = topk_idx.to(torch.int32)
+        vx = view(x, "x").expect(BF16 if x_scale is None else FP8, ndim=2)
+        T = vx.shape[0]
+        if vx.shape[1] != H:
+            raise invalid(f"x: shape {vx.shape}, expected (tokens, {H})")
+        if T > self.cfg.max_tokens:
+            raise invalid(f"x: {T} tokens, the layer was made for at most {self.cfg.max_tokens}")
+        vs = view(x_scale, "x_scale").expect(F32, shape=(T, H // 128)) if x_scale is not None else None
+        vi = view(topk_idx, "topk_idx").expect(I32, shape=(T, K))
+        vw = view(topk_weights, "topk_weights").expect(F32, shape=(T, K))
+        if out is None:
+            out = torch.empty((T, H), dtype=torch.bfloat16, device=f"cuda:{self.device}")
+        vo = view(out, "out").expect(BF16, shape=(T, H))
+        with on_device(self.device):
+            s = stream_handle(stream, self.device)
+            _lib.check(_lib.lib.ws_moe_layer_forward(self._h, vx.ptr, vs.ptr if vs else None, vi.ptr, vw.ptr, T,
+                                                     vo.ptr if vo.numel else vx.ptr, ctypes.c_void_p(s)))
+        return out

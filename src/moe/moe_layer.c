@@ -1,0 +1,148 @@
+/* moe_layer.c - the MoE layer in one call, unfused path: dispatch, L1 grouped GEMM,
+ * SwiGLU + per-128 requantisation, L2 grouped GEMM, combine, all stream-ordered on the
+ * handle's buffers (no host synchronisation: graph-capturable). The baseline the fused
+ * persistent kernel will be measured against, and its fallback. */
+#include "../core/internal.h"
+#include "warpspec/fp8.h"
+#include "warpspec/gemm.h"
+#include "warpspec/moe.h"
+#include "warpspec/moe_layer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct ws_moe_layer {
+  ws_moe_layer_config cfg;
+  ws_ep *ep;
+  int local_experts;
+  size_t max_rows, act_ld;
+  const void *w1, *w2;
+  const float *w1_scale, *w2_scale;
+  uint16_t *h;   /* [max_rows][2 I] bf16: L1 out                                 */
+  uint8_t *act;  /* [max_rows][I] e4m3: SwiGLU, requantised                     */
+  float *act_s;  /* [I / 128][act_ld]: its scales, K-block-major (L2 reads them) */
+  uint16_t *y;   /* [max_rows][H] bf16: L2 out                                  */
+  uint8_t *xq;   /* [max_tokens][H] e4m3: a BF16 input quantised                */
+  float *xs;     /* [max_tokens][H / 128]                                       */
+};
+
+static void layer_free(ws_moe_layer *l) {
+  void *dev[] = {l->h, l->act, l->act_s, l->y, l->xq, l->xs};
+  for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+    if (dev[i]) cudaFree(dev[i]);
+  free(l);
+}
+
+static ws_status layer_alloc(ws_moe_layer *l, void **p, size_t bytes) {
+  if (cudaMalloc(p, bytes + 256) != cudaSuccess) {
+    (void)cudaGetLastError();
+    *p = NULL;
+    return ws_fail(WS_ERR_NOMEM, "ws_moe_layer_create: cudaMalloc of %zu bytes failed", bytes + 256);
+  }
+  (void)l;
+  return cudaMemset(*p, 0, bytes + 256) == cudaSuccess ? WS_OK : ws_fail_cuda(cudaGetLastError(), "cudaMemset");
+}
+
+ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_layer_config *cfg, const void *w1,
+                              const float *w1_scale, const void *w2, const float *w2_scale) {
+  WS_REQUIRE(out != NULL && comm != NULL && cfg != NULL, "ws_moe_layer_create: layer, comm or cfg is NULL");
+  *out = NULL;
+  WS_REQUIRE(cfg->path == WS_MOE_UNFUSED, "ws_moe_layer_create: path %d unknown (WS_MOE_UNFUSED = 0)", (int)cfg->path);
+  WS_REQUIRE(cfg->hidden >= 128 && cfg->hidden % 128 == 0, "ws_moe_layer_create: hidden %d, a positive multiple of 128",
+             cfg->hidden);
+  WS_REQUIRE(cfg->inter >= 128 && cfg->inter % 128 == 0, "ws_moe_layer_create: inter %d, a positive multiple of 128",
+             cfg->inter);
+  WS_REQUIRE(w1 && w1_scale && w2 && w2_scale, "ws_moe_layer_create: a weight or weight-scale pointer is NULL");
+  WS_REQUIRE(((uintptr_t)w1 & 15u) == 0 && ((uintptr_t)w2 & 15u) == 0 && ((uintptr_t)w1_scale & 15u) == 0 &&
+                 ((uintptr_t)w2_scale & 15u) == 0,
+             "ws_moe_layer_create: weights and their scales must be 16-byte aligned");
+  ws_ep_config ec;
+  memset(&ec, 0, sizeof ec);
+  ec.hidden = cfg->hidden;
+  ec.experts = cfg->experts;
+  ec.topk = cfg->topk;
+  ec.max_tokens = cfg->max_tokens;
+  ec.payload = WS_EP_FP8;
+  ec.row_align = 128; /* ws_gemm's tile rows: no tile straddles two experts */
+  ec.num_sms = cfg->num_sms;
+  ec.mode = WS_EP_NORMAL;
+  int n = 0;
+  ws_status s;
+  if ((s = ws_comm_size(comm, &n)) != WS_OK || (s = ws_ep_config_check(&ec, n)) != WS_OK) return s;
+  ws_moe_layer *l = (ws_moe_layer *)calloc(1, sizeof *l);
+  if (!l) return ws_fail(WS_ERR_NOMEM, "ws_moe_layer_create: out of host memory");
+  l->cfg = *cfg;
+  l->local_experts = cfg->experts / n;
+  l->max_rows = ws_ep_max_rows(&ec, n);
+  l->act_ld = (l->max_rows + 3) / 4 * 4;
+  l->w1 = w1; l->w1_scale = w1_scale; l->w2 = w2; l->w2_scale = w2_scale;
+  const size_t R = l->max_rows, H = (size_t)cfg->hidden, I = (size_t)cfg->inter, T = (size_t)cfg->max_tokens;
+  if ((s = layer_alloc(l, (void **)&l->h, R * 2 * I * 2)) != WS_OK || (s = layer_alloc(l, (void **)&l->act, R * I)) != WS_OK ||
+      (s = layer_alloc(l, (void **)&l->act_s, (I / 128) * l->act_ld * 4)) != WS_OK ||
+      (s = layer_alloc(l, (void **)&l->y, R * H * 2)) != WS_OK || (s = layer_alloc(l, (void **)&l->xq, T * H)) != WS_OK ||
+      (s = layer_alloc(l, (void **)&l->xs, T * (H / 128) * 4)) != WS_OK) {
+    layer_free(l);
+    return s;
+  }
+  if ((s = ws_ep_create(&l->ep, comm, &ec)) != WS_OK) {
+    layer_free(l);
+    return s;
+  }
+  *out = l;
+  return WS_OK;
+}
+
+ws_status ws_moe_layer_destroy(ws_moe_layer *l) {
+  WS_REQUIRE(l != NULL, "ws_moe_layer_destroy: layer is NULL");
+  const ws_status s = ws_ep_destroy(l->ep);
+  layer_free(l);
+  return s;
+}
+
+ws_status ws_moe_layer_forward(ws_moe_layer *l, const void *x, const float *x_scale, const int *topk_idx,
+                               const float *topk_weights, int tokens, void *out, cudaStream_t stream) {
+  WS_REQUIRE(l != NULL, "ws_moe_layer_forward: layer is NULL");
+  WS_REQUIRE(tokens >= 0 && tokens <= l->cfg.max_tokens, "ws_moe_layer_forward: tokens %d, must be 0..%d (max_tokens)",
+             tokens, l->cfg.max_tokens);
+  WS_REQUIRE(out != NULL && (tokens == 0 || x != NULL), "ws_moe_layer_forward: x or out is NULL");
+  WS_REQUIRE(((uintptr_t)out & 15u) == 0, "ws_moe_layer_forward: out %p is not 16-byte aligned", out);
+  const size_t H = (size_t)l->cfg.hidden, I = (size_t)l->cfg.inter;
+  ws_status s;
+  if (tokens > 0 && x_scale == NULL) { /* BF16 in: the 1 x 128 quantiser first */
+    WS_REQUIRE(((uintptr_t)x & 15u) == 0, "ws_moe_layer_forward: x %p is not 16-byte aligned", x);
+    if ((s = ws_fp8_quantize_1x128(x, (size_t)tokens, H, H, l->xq, l->xs, stream)) != WS_OK) return s;
+    x = l->xq;
+    x_scale = l->xs;
+  }
+  ws_ep_recv r;
+  if ((s = ws_ep_dispatch(l->ep, x, x_scale, topk_idx, topk_weights, tokens, &r, NULL, stream)) != WS_OK) return s;
+  /* L1: [rows][H] x [2 I][H]^T per expert -> h [rows][2 I] bf16 */
+  ws_gemm_problem g;
+  memset(&g, 0, sizeof g);
+  g.type = WS_GEMM_FP8;
+  g.layout = WS_GEMM_GROUPED_CONTIGUOUS;
+  g.m = r.max_rows;
+  g.n = (int)(2 * I);
+  g.k = (int)H;
+  g.groups = r.local_experts;
+  g.a = r.x;
+  g.b = l->w1;
+  g.d = l->h;
+  g.a_scale = r.x_scale;
+  g.b_scale = l->w1_scale;
+  g.group_offsets = r.expert_offsets;
+  g.a_scale_ld = r.scale_ld;
+  if ((s = ws_gemm(&g, stream)) != WS_OK) return s;
+  if ((s = ws_moe_swiglu_quant(l->h, (size_t)r.max_rows, I, l->act, l->act_s, l->act_ld, stream)) != WS_OK) return s;
+  /* L2: [rows][I] x [H][I]^T per expert -> y [rows][H] bf16 */
+  g.n = (int)H;
+  g.k = (int)I;
+  g.a = l->act;
+  g.b = l->w2;
+  g.d = l->y;
+  g.a_scale = l->act_s;
+  g.b_scale = l->w2_scale;
+  g.a_scale_ld = (int)l->act_ld;
+  if ((s = ws_gemm(&g, stream)) != WS_OK) return s;
+  return ws_ep_combine(l->ep, l->y, out, stream);
+}
