@@ -25,8 +25,8 @@ def rnd(*s, a=1.0):
 w1f, w2f = rnd(E, 2 * I, H, a=0.1).to(torch.bfloat16), rnd(E, H, I, a=0.1).to(torch.bfloat16)
 w1q, w1s, w2q, w2s = [], [], [], []
 for e in range(E):
-    q, s = warpspec.quantize_fp8(w1f[e], block=128); w1q.append(q); w1s.append(s)
-    q, s = warpspec.quantize_fp8(w2f[e], block=128); w2q.append(q); w2s.append(s)
+    q, s = warpspec.quantize_fp8(w1f[e], block=(128, 128)); w1q.append(q); w1s.append(s)
+    q, s = warpspec.quantize_fp8(w2f[e], block=(128, 128)); w2q.append(q); w2s.append(s)
 w1q, w1s, w2q, w2s = (torch.stack(t).contiguous() for t in (w1q, w1s, w2q, w2s))
 x = rnd(T, H, a=2.0).to(torch.bfloat16)
 idx = torch.stack([torch.randperm(E, generator=g)[:K] for _ in range(T)]).to(torch.int32).cuda()

@@ -6,7 +6,7 @@
 
 w1 [E/n, 2 I, H] and w2 [E/n, H, I] float8_e4m3fn with 128 x 128 block scales
 w1_scale [E/n, 2 I / 128, H / 128], w2_scale [E/n, H / 128, I / 128] fp32: this rank's
-experts (as warpspec.quantize_fp8(..., block=128) gives them per expert). The layer keeps
+experts (as warpspec.quantize_fp8(w, block=(128, 128)) gives them per expert). The layer keeps
 references to them. Every call is collective over the communicator's ranks, stream-ordered
 and graph-capturable. The path today is the unfused one (dispatch, grouped GEMM, SwiGLU +
 FP8 requant, grouped GEMM, combine); the fused kernel will come behind the same call."""
