@@ -3,7 +3,8 @@
  * This header defines the problems the attention kernels (issue 14: flash attention
  * forward, DeepSeek sparse MLA prefill) solve, the argument checks they share, the host
  * references the tests compare against, and the flash attention forward kernel
- * (ws_attn_forward; src/attention/flash_fwd.cu). The sparse MLA kernel is not built yet.
+ * (ws_attn_forward; src/attention/flash_fwd.cu) and the sparse MLA prefill kernel
+ * (ws_mla_sparse_forward; src/attention/mla_sparse.cu).
  *
  * Flash attention forward, BF16 in and out:
  *   q [tokens_q][heads_q][dim_qk], k [tokens_k][heads_kv][dim_qk], v [tokens_k][heads_kv][dim_v],
@@ -80,6 +81,13 @@ ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q
  * 128/128 and 192/128; GQA; both causal masks; dense or variable-length batches. Checks
  * the problem before any launch (WS_ERR_INVALID / WS_ERR_UNSUPPORTED with a message). */
 ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream);
+
+/* Sparse MLA prefill on the GPU (sm_90a), DeepSeek-V3.2's shape: dim_qk 576, dim_v 512,
+ * heads a multiple of 64; pointers are device memory. A gather role fetches each query
+ * token's selected kv rows by cp.async into a pipe; two math warpgroups share every block
+ * (each computes S for half of its keys, they swap row maxima, then each accumulates half
+ * of the 512 output columns). Masked indices are never read. */
+ws_status ws_mla_sparse_forward(const ws_mla_sparse_problem *p, cudaStream_t stream);
 
 /* float64 references on the host: the problem's pointers are host memory (bf16 as 16-bit
  * patterns); o gets [tokens_q][heads_q][dim_v] doubles and lse [heads_q][tokens_q] (sparse:

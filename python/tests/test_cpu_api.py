@@ -330,3 +330,17 @@ def test_attention_checks(fake):
         warpspec.attention(q, k, k, causal=True, causal_align="diagonal")
     with pytest.raises(warpspec.InvalidArgumentError, match="out"):
         warpspec.attention(q, k, k, out=fake((2, 16, 4, 64), BF16))
+
+
+def test_mla_sparse_checks(fake):
+    q, kv, idx = fake((4, 128, 576), BF16), fake((1000, 576), BF16), fake((4, 256), I32)
+    with pytest.raises(warpspec.InvalidArgumentError, match="multiple of 64"):
+        warpspec.mla_sparse_prefill(fake((4, 96, 576), BF16), kv, idx)
+    with pytest.raises(warpspec.InvalidArgumentError, match="576"):
+        warpspec.mla_sparse_prefill(fake((4, 128, 512), BF16), fake((1000, 512), BF16), idx)
+    with pytest.raises(warpspec.InvalidArgumentError, match="one latent head"):
+        warpspec.mla_sparse_prefill(q, fake((1000, 2, 576), BF16), idx)
+    with pytest.raises(warpspec.InvalidArgumentError, match="indices"):
+        warpspec.mla_sparse_prefill(q, kv, fake((5, 256), I32))
+    with pytest.raises(warpspec.InvalidArgumentError, match="out"):
+        warpspec.mla_sparse_prefill(q, kv, idx, out=fake((4, 128, 576), BF16))

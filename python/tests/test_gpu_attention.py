@@ -87,3 +87,23 @@ def test_matches_sdpa():
     ref = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                                                            is_causal=True, scale=0.1).transpose(1, 2)
     assert rel_err(o, ref) < 1e-2
+
+
+@pytest.mark.parametrize("s_q,heads,s_kv,topk", [(3, 64, 300, 100), (4, 128, 4096, 512)])
+def test_mla_sparse_prefill(s_q, heads, s_kv, topk):
+    q, kv = rand_bf16(s_q, heads, 576), rand_bf16(s_kv, 576)
+    idx = torch.randint(0, s_kv, (s_q, topk), dtype=torch.int32, device="cuda")
+    idx[:, ::7] = -1
+    idx[:, 3::11] = s_kv + 5  # out of range: masked
+    idx[:, 5] = idx[:, 4]     # a duplicate
+    out = torch.full((s_q, heads, 512), float("nan"), dtype=torch.bfloat16, device="cuda")
+    o, lse = warpspec.mla_sparse_prefill(q, kv, idx.long(), out=out, return_lse=True)
+    scale = 1.0 / math.sqrt(576)
+    for i in range(s_q):
+        valid = (idx[i] >= 0) & (idx[i] < s_kv)
+        rows = kv[idx[i][valid].long()].double()
+        s = q[i].double() @ rows.T * scale
+        ref_lse = torch.logsumexp(s, dim=-1)
+        ref = torch.exp(s - ref_lse[:, None]) @ rows[:, :512]
+        assert rel_err(o[i], ref) < 1e-2
+        assert rel_err(lse[i], ref_lse) < 1e-2

@@ -185,6 +185,13 @@ class AttnProblem(ctypes.Structure):
                 ("total_k", ctypes.c_int)]
 
 
+class MlaSparseProblem(ctypes.Structure):
+    _fields_ = [("s_q", ctypes.c_int), ("heads", ctypes.c_int), ("s_kv", ctypes.c_int), ("topk", ctypes.c_int),
+                ("dim_qk", ctypes.c_int), ("dim_v", ctypes.c_int), ("softmax_scale", ctypes.c_float),
+                ("q", ctypes.c_void_p), ("kv", ctypes.c_void_p), ("indices", ctypes.c_void_p), ("o", ctypes.c_void_p),
+                ("lse", ctypes.c_void_p)]
+
+
 class MoeLayerConfig(ctypes.Structure):
     _fields_ = [("hidden", ctypes.c_int), ("inter", ctypes.c_int), ("experts", ctypes.c_int), ("topk", ctypes.c_int),
                 ("max_tokens", ctypes.c_int), ("num_sms", ctypes.c_int), ("path", ctypes.c_int)]
@@ -193,7 +200,7 @@ class MoeLayerConfig(ctypes.Structure):
 _MIRRORS = {"ws_role": Role, "ws_layout": Layout, "ws_plan": Plan, "ws_device_limits": DeviceLimits,
             "ws_gemm_problem": GemmProblem, "ws_comm_id": CommId, "ws_sendrecv_opts": SendrecvOpts,
             "ws_ep_config": EpConfig, "ws_ep_recv": EpRecv, "ws_attn_problem": AttnProblem,
-            "ws_moe_layer_config": MoeLayerConfig}
+            "ws_moe_layer_config": MoeLayerConfig, "ws_mla_sparse_problem": MlaSparseProblem}
 
 # ---- loading -------------------------------------------------------------------------
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -290,6 +297,7 @@ def _declare(L):
         "ws_moe_layer_forward": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, c_void_p, c_void_p]),
         "ws_attn_check": (c_int, [P(AttnProblem)]),
         "ws_attn_forward": (c_int, [P(AttnProblem), c_void_p]),
+        "ws_mla_sparse_forward": (c_int, [P(MlaSparseProblem), c_void_p]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(L, name)

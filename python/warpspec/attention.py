@@ -1,6 +1,7 @@
 """Attention over tensors: warpspec/attention.h.
 
     attention(q, k, v, causal=False, ...)      flash attention forward, BF16
+    mla_sparse_prefill(q, kv, indices, ...)    DeepSeek-V3.2 sparse MLA prefill, BF16
 
 Dense batches in PyTorch's [batch, seq, heads, dim] layout: q [B, Sq, Hq, Dqk],
 k [B, Sk, Hkv, Dqk], v [B, Sk, Hkv, Dv]. Variable-length batches (FlashAttention's
@@ -17,7 +18,7 @@ import ctypes
 
 from . import _lib
 from ._lib import invalid
-from ._tensor import BF16, I32, empty, on_device, require_hopper, stream_handle, view
+from ._tensor import BF16, I32, empty, on_device, require_hopper, stream_handle, torch_or_raise, view
 
 WS_ATTN_NO_MASK, WS_ATTN_CAUSAL_TOP_LEFT, WS_ATTN_CAUSAL_BOTTOM_RIGHT = 0, 1, 2
 
@@ -96,4 +97,56 @@ def attention(q, k, v, *, causal=False, causal_align="top_left", softmax_scale=N
     with on_device(dev):
         s = stream_handle(stream, dev)
         _lib.check(_lib.lib.ws_attn_forward(ctypes.byref(p), ctypes.c_void_p(s)))
+    return (out, lse) if (return_lse or lse is not None) else out
+
+
+def mla_sparse_prefill(q, kv, indices, *, softmax_scale=None, out=None, return_lse=False, lse=None, stream=None):
+    """q [S, H, 576] bf16 (512 latent + 64 rope), kv [S_kv, 576] bf16 (or [S_kv, 1, 576]; its
+    first 512 columns are also V), indices [S, topk] int32 (int64 converted): query i
+    attends to kv rows indices[i, :]; -1 and values outside 0 .. S_kv - 1 are masked and
+    never read, duplicates count as often as they appear. H a multiple of 64. Returns
+    o [S, H, 512] bf16 (and lse [S, H] fp32, natural log, with return_lse=True)."""
+    if str(getattr(indices, "dtype", "")) == "torch.int64":
+        indices = indices.to(dtype=torch_or_raise("warpspec.mla_sparse_prefill").int32)
+    vq = view(q, "q").expect(BF16, ndim=3)
+    s_q, heads, dqk = vq.shape
+    vkv = view(kv, "kv").expect(BF16, ndim=(2, 3))
+    if len(vkv.shape) == 3 and vkv.shape[1] != 1:
+        raise invalid(f"kv: shape {vkv.shape}: one latent head ([S_kv, 576] or [S_kv, 1, 576])")
+    s_kv, dkv = vkv.shape[0], vkv.shape[-1]
+    if dqk != dkv:
+        raise invalid(f"mla_sparse_prefill: q's last extent {dqk} and kv's {dkv} differ")
+    dv = 512
+    if dqk != 576:
+        raise invalid(f"mla_sparse_prefill: head dim {dqk}; the kernel is built for 576 (512 latent + 64 rope)")
+    if heads % 64:
+        raise invalid(f"mla_sparse_prefill: {heads} heads, a multiple of 64")
+    vi = view(indices, "indices").expect(I32, ndim=2)
+    if vi.shape[0] != s_q:
+        raise invalid(f"indices: shape {vi.shape}, expected ({s_q}, topk)")
+    topk = vi.shape[1]
+    views = [vq, vkv, vi]
+    vo = view(out, "out", optional=True)
+    if vo is not None:
+        vo.expect(BF16, shape=(s_q, heads, dv))
+        views.append(vo)
+    vl = view(lse, "lse", optional=True)
+    if vl is not None:
+        vl.expect(("float32",), shape=(s_q, heads))
+        views.append(vl)
+    dev = require_hopper(views, "warpspec.mla_sparse_prefill")
+    if out is None:
+        out = empty((s_q, heads, dv), "bfloat16", dev, "warpspec.mla_sparse_prefill")
+        vo = view(out, "out")
+    if lse is None and return_lse:
+        lse = empty((s_q, heads), "float32", dev, "warpspec.mla_sparse_prefill")
+        vl = view(lse, "lse")
+    p = _lib.MlaSparseProblem()
+    p.s_q, p.heads, p.s_kv, p.topk, p.dim_qk, p.dim_v = s_q, heads, s_kv, topk, dqk, dv
+    p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
+    p.q, p.kv, p.indices, p.o = vq.ptr, vkv.ptr, vi.ptr, vo.ptr
+    p.lse = vl.ptr if vl is not None else None
+    with on_device(dev):
+        s = stream_handle(stream, dev)
+        _lib.check(_lib.lib.ws_mla_sparse_forward(ctypes.byref(p), ctypes.c_void_p(s)))
     return (out, lse) if (return_lse or lse is not None) else out

@@ -10,7 +10,11 @@
  * except the -inf lse of rows without keys, which must match exactly.
  *   test_attention          all cases
  *   test_attention quick    the small ones
- *   test_attention bench    time the issue's shapes (B x S = 16k tokens), TFLOPS */
+ *   test_attention bench    time the issue's shapes (B x S = 16k tokens), TFLOPS
+ * Sparse MLA prefill (ws_mla_sparse_forward) the same way against
+ * ws_mla_sparse_reference: heads 64 and 128, topk 128 / 512 / 2048 (and one not a
+ * multiple of 64), s_kv from topk to 131072, indices with -1, duplicates and values out
+ * of range; bench: the seed's S 4096, H 128, topk 2048, s_kv 8192 .. 131072. */
 #include <math.h>
 #include <string.h>
 
@@ -164,6 +168,110 @@ static int run_case(const attn_case *c, int check) {
   return fails;
 }
 
+/* ---- sparse MLA prefill ------------------------------------------------------------ */
+typedef struct {
+  const char *name;
+  int s_q, heads, s_kv, topk, holes; /* holes: put -1, duplicates and out-of-range ids in */
+} mla_case;
+
+static int run_mla(const mla_case *c, int check) {
+  const int DQ = 576, DV = 512;
+  const size_t nq = (size_t)c->s_q * c->heads * DQ, nkv = (size_t)c->s_kv * DQ, no = (size_t)c->s_q * c->heads * DV;
+  uint16_t *hq = (uint16_t *)host_alloc(nq, 2, 0), *hkv = (uint16_t *)host_alloc(nkv, 2, 0), *ho = (uint16_t *)host_alloc(no, 2, 0);
+  int *hi = (int *)host_alloc((size_t)c->s_q * c->topk, sizeof(int), 0);
+  float *hl = (float *)host_alloc((size_t)c->s_q * c->heads, sizeof(float), 0);
+  fill_uniform(hq, nq, 1.0f);
+  fill_uniform(hkv, nkv, 1.0f);
+  for (int i = 0; i < c->s_q; i++)
+    for (int j = 0; j < c->topk; j++) {
+      int r = (int)(rng_u32() % (uint32_t)c->s_kv);
+      if (c->holes) {
+        const uint32_t u = rng_u32() % 16;
+        if (u == 0) r = -1;
+        else if (u == 1) r = c->s_kv + (int)(rng_u32() % 1000); /* out of range: masked */
+        else if (u == 2 && j > 0) r = hi[(size_t)i * c->topk + j - 1]; /* a duplicate */
+      }
+      hi[(size_t)i * c->topk + j] = r;
+    }
+  if (c->holes && c->s_q > 1) /* a query whose every index is masked: o = 0, lse = -inf */
+    for (int j = 0; j < c->topk; j++) hi[(size_t)(c->s_q - 1) * c->topk + j] = j % 2 ? -1 : c->s_kv;
+  void *dq, *dkv, *dout;
+  int *di;
+  float *dl;
+  CUDA_OK(cudaMalloc(&dq, nq * 2));
+  CUDA_OK(cudaMalloc(&dkv, nkv * 2));
+  CUDA_OK(cudaMalloc(&dout, no * 2));
+  CUDA_OK(cudaMalloc((void **)&di, (size_t)c->s_q * c->topk * sizeof(int)));
+  CUDA_OK(cudaMalloc((void **)&dl, (size_t)c->s_q * c->heads * sizeof(float)));
+  CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dkv, hkv, nkv * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(di, hi, (size_t)c->s_q * c->topk * sizeof(int), cudaMemcpyHostToDevice));
+  ws_mla_sparse_problem p;
+  memset(&p, 0, sizeof p);
+  p.s_q = c->s_q; p.heads = c->heads; p.s_kv = c->s_kv; p.topk = c->topk; p.dim_qk = DQ; p.dim_v = DV;
+  p.q = dq; p.kv = dkv; p.indices = di; p.o = dout; p.lse = dl;
+  int fails = 0;
+  if (check) {
+    CUDA_OK(cudaMemset(dout, 0xFF, no * 2));
+    CUDA_OK(cudaMemset(dl, 0xFF, (size_t)c->s_q * c->heads * sizeof(float)));
+    WS_OK_OR_DIE(ws_mla_sparse_forward(&p, 0));
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(ho, dout, no * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(hl, dl, (size_t)c->s_q * c->heads * sizeof(float), cudaMemcpyDeviceToHost));
+    double *ro = (double *)host_alloc(no, sizeof(double), 0), *rl = (double *)host_alloc((size_t)c->s_q * c->heads, sizeof(double), 0);
+    ws_mla_sparse_problem hp = p;
+    hp.q = hq; hp.kv = hkv; hp.indices = hi; hp.o = ho; hp.lse = NULL;
+    WS_OK_OR_DIE(ws_mla_sparse_reference(&hp, ro, rl));
+    double e2 = 0, r2 = 0, le2 = 0, lr2 = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < no; i++) {
+      const double g = float_of(ho[i]);
+      if (!isfinite(g)) { if (bad++ < 3) printf("  o[%zu] = %g\n", i, g); continue; }
+      e2 += (g - ro[i]) * (g - ro[i]);
+      r2 += ro[i] * ro[i];
+    }
+    for (size_t i = 0; i < (size_t)c->s_q * c->heads; i++) {
+      const double g = hl[i], r = rl[i];
+      if (isinf(r) || isinf(g)) {
+        if (!(isinf(r) && isinf(g) && r < 0 && g < 0)) { if (bad++ < 3) printf("  lse[%zu] = %g, want %g\n", i, g, r); }
+        continue;
+      }
+      if (!isfinite(g)) { if (bad++ < 3) printf("  lse[%zu] = %g\n", i, g); continue; }
+      le2 += (g - r) * (g - r);
+      lr2 += r * r;
+    }
+    const double eo = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2), el = lr2 > 0 ? sqrt(le2 / lr2) : sqrt(le2);
+    const int ok = bad == 0 && eo <= 1e-2 && el <= 1e-2;
+    printf("%-40s o rel err %.2e, lse rel err %.2e, %zu bad: %s\n", c->name, eo, el, bad, ok ? "ok" : "FAILED");
+    fails += !ok;
+    free(ro);
+    free(rl);
+  } else {
+    cudaEvent_t e0, e1;
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
+    float ms[10];
+    for (int it = 0; it < 12; it++) {
+      CUDA_OK(cudaEventRecord(e0, 0));
+      WS_OK_OR_DIE(ws_mla_sparse_forward(&p, 0));
+      CUDA_OK(cudaEventRecord(e1, 0));
+      CUDA_OK(cudaEventSynchronize(e1));
+      if (it >= 2) CUDA_OK(cudaEventElapsedTime(&ms[it - 2], e0, e1));
+    }
+    for (int i = 1; i < 10; i++)
+      for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) { const float t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t; }
+    const double med = 0.5 * (ms[4] + ms[5]);
+    const double flops = 2.0 * c->s_q * c->heads * (double)c->topk * (DQ + DV);
+    printf("bench %-36s %8.3f ms  %6.1f TFLOPS\n", c->name, med, flops / (med * 1e-3) / 1e12);
+    CUDA_OK(cudaEventDestroy(e0));
+    CUDA_OK(cudaEventDestroy(e1));
+  }
+  cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(di); cudaFree(dl);
+  free(hq); free(hkv); free(ho); free(hi); free(hl);
+  return fails;
+}
+
 /* Argument checks before any launch. */
 static int check_errors(void) {
   int fails = 0;
@@ -217,15 +325,36 @@ int main(int argc, char **argv) {
       {"B8 S2048 H32 d64", 8, 2048, 2048, 32, 32, 64, 64, WS_ATTN_NO_MASK, NULL, NULL},
       {"B8 S2048 H32 d64 causal", 8, 2048, 2048, 32, 32, 64, 64, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
   };
+  const mla_case mla_quick[] = {
+      {"mla 1 token, H64, topk 128", 1, 64, 128, 128, 0},
+      {"mla 5 tokens, H128, topk 512, holes", 5, 128, 4096, 512, 1},
+      {"mla 3 tokens, H64, topk 100, holes", 3, 64, 300, 100, 1},
+  };
+  const mla_case mla_full[] = {
+      {"mla 17 tokens, H64, topk 512, s_kv 131072", 17, 64, 131072, 512, 1},
+      {"mla 4 tokens, H128, topk 2048, s_kv 2048", 4, 128, 2048, 2048, 0},
+      {"mla 64 tokens, H128, topk 128, holes", 64, 128, 8192, 128, 1},
+  };
+  const mla_case mla_bench[] = {
+      {"mla S4096 H128 topk2048 s_kv 8192", 4096, 128, 8192, 2048, 0},
+      {"mla S4096 H128 topk2048 s_kv 32768", 4096, 128, 32768, 2048, 0},
+      {"mla S4096 H128 topk2048 s_kv 65536", 4096, 128, 65536, 2048, 0},
+      {"mla S4096 H128 topk2048 s_kv 98304", 4096, 128, 98304, 2048, 0},
+      {"mla S4096 H128 topk2048 s_kv 131072", 4096, 128, 131072, 2048, 0},
+  };
   int fails = 0;
   if (!strcmp(mode, "bench")) {
     for (size_t i = 0; i < sizeof bench / sizeof bench[0]; i++) run_case(&bench[i], 0);
+    for (size_t i = 0; i < sizeof mla_bench / sizeof mla_bench[0]; i++) run_mla(&mla_bench[i], 0);
     return 0;
   }
   fails += check_errors();
   for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
-  if (strcmp(mode, "quick"))
+  for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i], 1);
+  if (strcmp(mode, "quick")) {
     for (size_t i = 0; i < sizeof full / sizeof full[0]; i++) fails += run_case(&full[i], 1);
+    for (size_t i = 0; i < sizeof mla_full / sizeof mla_full[0]; i++) fails += run_mla(&mla_full[i], 1);
+  }
   printf(fails ? "test_attention: %d FAILED\n" : "test_attention: all checks passed\n", fails);
   return fails ? 1 : 0;
 }

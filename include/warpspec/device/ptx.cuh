@@ -138,6 +138,16 @@ WS_DEV void ws_cp_async_bulk_commit_group(void) {
   asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
 
+/* cp.async (the per-thread asynchronous copy, generic proxy): 16 bytes global -> shared,
+ * through L2 only; src_bytes 0 reads nothing and zero-fills the 16 bytes (a masked row). */
+WS_DEV void ws_cp_async_cg_16(void *dst, const void *src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(ws_smem_addr(dst)), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+WS_DEV void ws_cp_async_commit_group(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+/* Wait until at most N of this thread's cp.async groups are incomplete (N a constant). */
+#define WS_CP_ASYNC_WAIT_GROUP(N) asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory")
+
 /* Wait until at most N bulk groups still read their shared-memory source. */
 #define WS_CP_ASYNC_BULK_WAIT_GROUP_READ(N) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory")
 /* Wait until at most N bulk groups are still incomplete (writes visible). */

@@ -1,0 +1,300 @@
+/* mla_sparse.cu - DeepSeek-V3.2 sparse MLA prefill (BF16) on the library's roles and pipes.
+ *
+ * Every query token attends, with all its heads, to its own list of `topk` rows of one
+ * latent kv head (576 columns: 512 latent, which are also V, then 64 rope). One CTA per
+ * (query token, 64 heads); the token's kv rows stream in blocks of 64 through a pipe.
+ *   S_GATHER (4 warps, 40 regs)      the Q tile by TMA once (q pipe), then per block of 64
+ *                                    indices the 64 rows by cp.async, 16 bytes at a time,
+ *                                    placed in the 128-byte swizzle wgmma reads (nine
+ *                                    [64][64] boxes); a masked index (-1, out of range,
+ *                                    past topk) reads nothing and zero-fills its row. Two
+ *                                    blocks in flight per thread: a stage is committed
+ *                                    (fence.proxy.async, arrive) once its copies landed.
+ *   S_MATH (4 warps x 2, 232 regs)   the two warpgroups split the work of a block evenly,
+ *                                    as a seesaw: warpgroup w computes S for keys
+ *                                    32w .. 32w + 31 of the block (K = 576), they swap
+ *                                    row maxima through shared memory (named barrier), each
+ *                                    turns its half into P (bf16, written swizzled into one
+ *                                    64 x 64 tile), and after a second barrier both run
+ *                                    O[:, 256w .. 256w + 255] += P V on the whole block (V
+ *                                    = the block's first 512 columns, read MN-major). The
+ *                                    running max is the same in both (same inputs), each
+ *                                    keeps its half of the row sums; they are added at the
+ *                                    end. O / l in BF16, lse = scale m + ln l.
+ * Shared memory: Q 72 KB, two kv stages of 72 KB, the P tile 8 KB, the exchange arrays and
+ * the barriers: 225 KB of the 227 available. */
+#include "../core/internal.h"
+#include "warpspec/attention.h"
+#include "warpspec/device/warpspec.cuh"
+#include "warpspec/device/wgmma.cuh"
+
+#include <cuda_bf16.h>
+#include <math.h>
+#include <string.h>
+
+#define MLA_BH 64              /* heads per CTA                              */
+#define MLA_BN 64              /* kv rows per block (stage)                  */
+#define MLA_DQK 576
+#define MLA_DV 512
+#define MLA_BOXES (MLA_DQK / 64) /* 64-column boxes of a row: 9              */
+#define MLA_PIECES (MLA_DQK / 8) /* 16-byte pieces of a row: 72              */
+#define MLA_STAGES 2
+
+typedef struct {
+  uint16_t q[MLA_BOXES][MLA_BH * 64];               /* 1024-byte aligned boxes, 8 KB each */
+  uint16_t kv[MLA_STAGES][MLA_BOXES][MLA_BN * 64];
+  uint16_t p[MLA_BH * 64];                          /* P: [64 heads][64 keys], swizzled  */
+  float rmax[2][MLA_BH];                            /* each warpgroup's block row maxima */
+  float lsum[2][MLA_BH];                            /* each warpgroup's row sums (end)   */
+  uint64_t q_full[1], q_empty[1], kv_full[MLA_STAGES], kv_empty[MLA_STAGES];
+  int q_closed[1], kv_closed[MLA_STAGES];
+} mla_smem;
+
+typedef struct {
+  int heads, s_kv, topk, xchg_bar;
+  float scale_log2;
+  const uint16_t *kv;
+  const int *indices;
+  uint16_t *o;
+  float *lse;
+} mla_args;
+
+#define MLA_ROLES(ROLE) ROLE(S_GATHER, 4, 40, 1) ROLE(S_MATH, 4, 232, 2)
+WS_DECLARE_ROLES(mla_sparse, MLA_ROLES);
+
+static __device__ __forceinline__ float mla_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+static __device__ __forceinline__ uint32_t mla_pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+  return *(const uint32_t *)&h;
+}
+
+/* Byte offset of 16-byte piece `piece` (0..7) of row `row` in a [rows][128 B] box with
+ * the 128-byte swizzle (what TMA writes and wgmma's 128B descriptors read). */
+static __device__ __forceinline__ uint32_t mla_swizzle(int row, int piece) {
+  return (uint32_t)row * 128u + (uint32_t)((piece ^ (row & 7)) << 4);
+}
+
+WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ mla_args a,
+                                        ws_diag diag) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  mla_smem *sm = (mla_smem *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+  ws_ctx ctx = WS_SELF(mla_sparse, diag);
+  const int tok = (int)blockIdx.x, hg = (int)blockIdx.y;
+  const int nblk = (a.topk + MLA_BN - 1) / MLA_BN;
+  const int *ind = a.indices + (size_t)tok * a.topk;
+
+  const uint32_t writers = WS_ROLE_THREADS(mla_sparse, S_GATHER), readers = 2 * WS_ROLE_WARPS(mla_sparse, S_MATH);
+  ws_pipe qp = ws_pipe_view(sm->q_full, sm->q_empty, sm->q_closed, 1, writers, readers, "mla q");
+  ws_pipe kvp = ws_pipe_view(sm->kv_full, sm->kv_empty, sm->kv_closed, MLA_STAGES, writers, readers, "mla kv rows");
+  ws_pipe_set_proxies(&qp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);   /* TMA in, wgmma out                 */
+  ws_pipe_set_proxies(&kvp, WS_PROXY_GENERIC, WS_PROXY_ASYNC); /* cp.async in (fenced), wgmma out */
+  if (threadIdx.x == 0) {
+    ws_pipe_init(&qp);
+    ws_pipe_init(&kvp);
+  }
+  ws_init_sync();
+  const ws_cursor c0 = {0, 0};
+
+  if (ctx.role == S_GATHER) {
+    WS_ENTER_ROLE(mla_sparse, S_GATHER);
+    if (ws_role_leader(&ctx)) ws_prefetch_tensormap(&map_q.map);
+    ws_pipe_acquire_at(&qp, &ctx, c0);
+#pragma unroll 1
+    for (int c = 0; c < MLA_BOXES; c++)
+      ws_pipe_load_tile_2d_at(&qp, &ctx, c0, sm->q[c], &map_q, c * 64, tok * a.heads + hg * MLA_BH);
+    ws_pipe_commit_at(&qp, &ctx, c0);
+    /* two threads per row, 36 pieces each */
+    const int t = ws_role_thread(&ctx), row = t >> 1, first = (t & 1) * (MLA_PIECES / 2);
+    ws_cursor k = c0, prev = c0;
+    for (int nb = 0; nb < nblk; nb++) {
+      const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
+      const int j = nb * MLA_BN + row;
+      const int r = j < a.topk ? __ldg(ind + j) : -1;
+      const int ok = r >= 0 && r < a.s_kv;
+      const uint8_t *src = (const uint8_t *)(a.kv + (size_t)(ok ? r : 0) * MLA_DQK);
+      uint8_t *stage = (uint8_t *)sm->kv[s][0];
+#pragma unroll 4
+      for (int i = 0; i < MLA_PIECES / 2; i++) {
+        const int piece = first + i;
+        ws_cp_async_cg_16(stage + (piece >> 3) * (MLA_BN * 128) + mla_swizzle(row, piece & 7), src + piece * 16,
+                          ok ? 16u : 0u);
+      }
+      ws_cp_async_commit_group();
+      if (nb > 0) { /* the previous block's copies have landed: publish it */
+        WS_CP_ASYNC_WAIT_GROUP(1);
+        ws_pipe_commit_at(&kvp, &ctx, prev);
+      }
+      prev = k;
+      k = ws_cursor_next(k, MLA_STAGES);
+    }
+    if (nblk > 0) {
+      WS_CP_ASYNC_WAIT_GROUP(0);
+      ws_pipe_commit_at(&kvp, &ctx, prev);
+    }
+    return;
+  }
+
+  WS_ENTER_ROLE(mla_sparse, S_MATH);
+  const int w = ctx.replica, lane = ctx.lane, quad = lane & 3;
+  const int r0 = ctx.warp * 16 + (lane >> 2); /* this thread's rows (heads) r0 and r0 + 8 */
+  const float sl2 = a.scale_log2;
+  float o[MLA_DV / 4]; /* 64 heads x 256 columns per warpgroup: 128 per thread */
+#pragma unroll
+  for (int i = 0; i < MLA_DV / 4; i++) o[i] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+
+  ws_pipe_wait_at(&qp, &ctx, c0);
+  ws_cursor k = c0;
+  for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
+    ws_pipe_wait_at(&kvp, &ctx, k);
+    const uint16_t *stage = sm->kv[k.stage][0];
+    /* S for this warpgroup's 32 keys: Q [64][576] x rows 32w .. 32w + 31 */
+    float s[16];
+    ws_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < MLA_DQK / 16; kk++) {
+      const int box = kk / 4;
+      const uint32_t off = (uint32_t)(kk % 4) * 32;
+      ws_wgmma_m64n32k16_bf16(s, ws_wgmma_desc_advance(ws_wgmma_desc_k128b(sm->q[box]), off),
+                              ws_wgmma_desc_advance(ws_wgmma_desc_k128b(stage + box * MLA_BN * 64 + 32 * w * 64), off),
+                              kk > 0);
+    }
+    ws_wgmma_commit_group();
+    WS_WGMMA_WAIT_GROUP(0);
+    /* masked keys: past topk, -1, out of range (their rows were zero-filled) */
+#pragma unroll
+    for (int jj = 0; jj < 4; jj++)
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        const int key = nb * MLA_BN + 32 * w + 8 * jj + 2 * quad + e;
+        const int r = key < a.topk ? __ldg(ind + key) : -1;
+        if (r < 0 || r >= a.s_kv) { s[4 * jj + e] = -INFINITY; s[4 * jj + 2 + e] = -INFINITY; }
+      }
+    /* the block's row max: this half's, then the other warpgroup's through shared memory */
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int jj = 0; jj < 4; jj++) {
+      mx[0] = fmaxf(mx[0], fmaxf(s[4 * jj], s[4 * jj + 1]));
+      mx[1] = fmaxf(mx[1], fmaxf(s[4 * jj + 2], s[4 * jj + 3]));
+    }
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 1));
+      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 2));
+    }
+    if (quad == 0) { sm->rmax[w][r0] = mx[0]; sm->rmax[w][r0 + 8] = mx[1]; }
+    ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
+    float alpha[2], msc[2];
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+      const float m_new = fmaxf(m_run[x], fmaxf(mx[x], sm->rmax[1 - w][r0 + 8 * x]));
+      msc[x] = m_new == -INFINITY ? 0.0f : m_new * sl2;
+      alpha[x] = mla_exp2(m_run[x] * sl2 - msc[x]);
+      m_run[x] = m_new;
+      l_run[x] *= alpha[x];
+    }
+    /* P for this half, into the shared 64 x 64 tile (columns 32w ..), swizzled */
+    uint8_t *pt = (uint8_t *)sm->p;
+#pragma unroll
+    for (int jj = 0; jj < 4; jj++)
+#pragma unroll
+      for (int x = 0; x < 2; x++) {
+        const float p0 = mla_exp2(fmaf(s[4 * jj + 2 * x], sl2, -msc[x]));
+        const float p1 = mla_exp2(fmaf(s[4 * jj + 2 * x + 1], sl2, -msc[x]));
+        l_run[x] += p0 + p1;
+        const int row = r0 + 8 * x, piece = 4 * w + jj;
+        *(uint32_t *)(pt + mla_swizzle(row, piece) + 4 * quad) = mla_pack_bf16(p0, p1);
+      }
+    ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
+    ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
+#pragma unroll
+    for (int j = 0; j < MLA_DV / 32; j++) {
+      o[4 * j] *= alpha[0]; o[4 * j + 1] *= alpha[0];
+      o[4 * j + 2] *= alpha[1]; o[4 * j + 3] *= alpha[1];
+    }
+    /* O[:, 256w ..] += P [64][64 keys] x V [64 keys][256 columns: boxes 4w .. 4w + 3] */
+    ws_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < MLA_BN / 16; kk++)
+      ws_wgmma_m64n256k16_bf16_tb(o, ws_wgmma_desc_advance(ws_wgmma_desc_k128b(sm->p), (uint32_t)kk * 32),
+                                  ws_wgmma_desc_mn128b(stage + 4 * w * MLA_BN * 64 + kk * 16 * 64, MLA_BN * 128), 1);
+    ws_wgmma_commit_group();
+    WS_WGMMA_WAIT_GROUP(0);
+    ws_pipe_release_warp_at(&kvp, &ctx, k);
+  }
+  ws_pipe_release_warp_at(&qp, &ctx, c0);
+
+  /* the row sums of both halves, then O / l and lse */
+  float l[2];
+#pragma unroll
+  for (int x = 0; x < 2; x++) {
+    l[x] = l_run[x];
+    l[x] += __shfl_xor_sync(0xffffffffu, l[x], 1);
+    l[x] += __shfl_xor_sync(0xffffffffu, l[x], 2);
+  }
+  if (quad == 0) { sm->lsum[w][r0] = l[0]; sm->lsum[w][r0 + 8] = l[1]; }
+  ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
+#pragma unroll
+  for (int x = 0; x < 2; x++) {
+    const float lt = l[x] + sm->lsum[1 - w][r0 + 8 * x];
+    const float inv = lt > 0.0f ? 1.0f / lt : 0.0f;
+    const int head = hg * MLA_BH + r0 + 8 * x;
+    uint32_t *out = (uint32_t *)(a.o + ((size_t)tok * a.heads + head) * MLA_DV + 256 * w);
+#pragma unroll
+    for (int j = 0; j < MLA_DV / 32; j++) out[4 * j + quad] = mla_pack_bf16(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
+    if (a.lse && w == 0 && quad == 0)
+      a.lse[(size_t)tok * a.heads + head] = lt > 0.0f ? (m_run[x] * sl2 + log2f(lt)) * 0.69314718055994531f : -INFINITY;
+  }
+}
+
+/* ---- the call ---------------------------------------------------------------------- */
+static ws_status mla_make_plan(const void *ctx, ws_plan *plan) {
+  (void)ctx;
+  ws_status s = ws_plan_init(plan, "mla_sparse", mla_sparse_roles, mla_sparse_NROLES, 0);
+  if (s == WS_OK) s = ws_plan_set_smem(plan, sizeof(mla_smem) + 1024);
+  int id = 0;
+  if (s == WS_OK) s = ws_plan_add_barrier(plan, "mla exchange", &id);
+  return s;
+}
+
+extern "C" ws_status ws_mla_sparse_forward(const ws_mla_sparse_problem *p, cudaStream_t stream) {
+  ws_status s = ws_mla_sparse_check(p);
+  if (s != WS_OK) return s;
+  if (p->dim_qk != MLA_DQK || p->dim_v != MLA_DV)
+    return ws_fail(WS_ERR_UNSUPPORTED, "ws_mla_sparse_forward: dims %d/%d; the kernel is built for %d/%d (DeepSeek-V3.2)",
+                   p->dim_qk, p->dim_v, MLA_DQK, MLA_DV);
+  WS_REQUIRE(p->heads % MLA_BH == 0 && p->heads / MLA_BH <= 65535,
+             "ws_mla_sparse_forward: heads %d, a multiple of %d (64 or 128 in DeepSeek-V3.2)", p->heads, MLA_BH);
+  WS_REQUIRE(((uintptr_t)p->indices & 3u) == 0 && ((uintptr_t)p->lse & 3u) == 0,
+             "ws_mla_sparse_forward: indices and lse must be 4-byte aligned");
+  WS_REQUIRE((uint64_t)p->s_q * (uint64_t)p->heads < (1ull << 31), "ws_mla_sparse_forward: s_q x heads = %llu rows, "
+             "at most 2^31 - 1", (unsigned long long)p->s_q * (unsigned long long)p->heads);
+  ws_plan *plan = NULL;
+  if ((s = ws_plan_cached(WS_PLAN_SLOT_MLA_SPARSE, mla_make_plan, NULL, &plan)) != WS_OK) return s;
+  ws_tmap mq;
+  if ((s = ws_tmap_2d_swizzled(&mq, p->q, WS_DTYPE_BF16, (uint64_t)p->s_q * p->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,
+                               WS_SWIZZLE_128B)) != WS_OK)
+    return s;
+  mla_args a;
+  memset(&a, 0, sizeof a);
+  a.heads = p->heads;
+  a.s_kv = p->s_kv;
+  a.topk = p->topk;
+  a.xchg_bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mla_make_plan) */
+  const float scale = p->softmax_scale > 0.0f ? p->softmax_scale : 1.0f / sqrtf((float)p->dim_qk);
+  a.scale_log2 = scale * 1.4426950408889634f;
+  a.kv = (const uint16_t *)p->kv;
+  a.indices = p->indices;
+  a.o = (uint16_t *)p->o;
+  a.lse = p->lse;
+  ws_diag diag;
+  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  void *args[] = {&mq, &a, &diag};
+  const dim3 grid = {(unsigned)p->s_q, (unsigned)(p->heads / MLA_BH), 1};
+  return ws_plan_launch(plan, (const void *)mla_sparse_kernel, grid, stream, args);
+}
