@@ -4,7 +4,10 @@ with the cuDNN backend and with the flash backend, in the same run on the same G
     python -m warpspec bench attention [--csv FILE] [--quick] [--iters 20]
 
 Shapes (issue 14): batch x seq = 16k tokens (S 512 .. 16384), heads 16 and 32, head dim
-64 and 128, causal and not. Every backend's output is first checked against ours
+64 and 128, causal and not. Then sparse MLA prefill at the seed's shape (S 4096, H 128,
+dims 576 / 512, topk 2048, S_kv 8192 .. 131072; TFLOPS = 2 S H topk (576 + 512) / t)
+against a PyTorch composite (gather, bmm, fp32 softmax, bmm; 256 queries at a time so the
+gathered rows fit), with the seed's published H800 figures printed beside it. Every backend's output is first checked against ours
 (relative error; a backend that fails or is unavailable is reported as such). Times are
 medians of CUDA-event timings after warm-ups, with an L2 flush (a 256 MB write) before
 each. TFLOPS = 4 x B x H x Sq x Sk x D / t (halved for causal), as FlashAttention counts.
@@ -29,6 +32,64 @@ def _time(fn, iters, torch, flush):
         b.synchronize()
         ts.append(a.elapsed_time(b))
     return statistics.median(ts)
+
+
+# The seed's table (H800, another GPU; ../shared/seeds, tle.md): ms per S_kv for FlashMLA,
+# TileLang seesaw and TLE-FlashMLA-Prefill (the TLE pipe kernel).
+SEED_H800_MS = {8192: (3.850, 5.160, 4.273), 32768: (4.117, 5.577, 4.834), 65536: (4.348, 5.786, 5.305),
+                98304: (4.447, 5.873, 5.599), 131072: (4.534, 5.916, 5.887)}
+
+
+def _mla_composite(q, kv, idx, scale, torch, chunk=256):
+    """The PyTorch user's sparse MLA: per 256 queries, gather their rows, S = q K^T (bf16
+    bmm), masked fp32 softmax, O = P V (bf16 bmm)."""
+    s_q, h, _ = q.shape
+    out = torch.empty(s_q, h, 512, dtype=torch.bfloat16, device=q.device)
+    s_kv = kv.shape[0]
+    for c0 in range(0, s_q, chunk):
+        ii = idx[c0:c0 + chunk]
+        valid = (ii >= 0) & (ii < s_kv)
+        rows = kv[ii.clamp(0, s_kv - 1).long()]                       # [c, topk, 576]
+        sc = torch.bmm(q[c0:c0 + chunk], rows.transpose(1, 2)).float() * scale
+        sc.masked_fill_(~valid[:, None, :], float("-inf"))
+        p = torch.softmax(sc, dim=-1).nan_to_num_(0.0).to(torch.bfloat16)
+        out[c0:c0 + chunk] = torch.bmm(p, rows[..., :512])
+    return out
+
+
+def _bench_mla(args, torch, warpspec, flush):
+    s_q, h, topk = 4096, 128, 2048
+    rows = []
+    for s_kv in (8192, 32768) if args.quick else (8192, 32768, 65536, 98304, 131072):
+        q = (torch.rand(s_q, h, 576, device="cuda") * 2 - 1).to(torch.bfloat16)
+        kv = (torch.rand(s_kv, 576, device="cuda") * 2 - 1).to(torch.bfloat16)
+        idx = torch.stack([torch.randperm(s_kv, device="cuda")[:topk] for _ in range(s_q)]).to(torch.int32)
+        scale = 1.0 / 576 ** 0.5
+        flops = 2.0 * s_q * h * topk * (576 + 512)
+        res = {"S": s_q, "H": h, "topk": topk, "S_kv": s_kv}
+        try:
+            ours = warpspec.mla_sparse_prefill(q, kv, idx)
+            t = _time(lambda: warpspec.mla_sparse_prefill(q, kv, idx, out=ours), max(5, args.iters // 4), torch, flush)
+            res["warpspec_ms"], res["warpspec_tflops"] = t, flops / t / 1e9
+        except Exception as e:
+            res["warpspec_ms"] = res["warpspec_tflops"] = float("nan")
+            print(f"  warpspec mla failed: {type(e).__name__}: {str(e)[:200]}")
+            ours = None
+        ref = _mla_composite(q, kv, idx, scale, torch)
+        res["relerr"] = (((ours.double() - ref.double()).norm() / ref.double().norm()).item()
+                         if ours is not None else float("nan"))
+        t = _time(lambda: _mla_composite(q, kv, idx, scale, torch), 3, torch, flush)
+        res["torch_ms"], res["torch_tflops"] = t, flops / t / 1e9
+        fm, tl, tle = SEED_H800_MS[s_kv]
+        res.update({"flashmla_h800_ms": fm, "tilelang_h800_ms": tl, "tle_h800_ms": tle})
+        rows.append(res)
+        print(f"mla S{s_q} H{h} topk{topk} S_kv {s_kv:<6d}  warpspec {res['warpspec_ms']:7.3f} ms "
+              f"{res['warpspec_tflops']:6.1f} TF | PyTorch composite {res['torch_ms']:8.3f} ms "
+              f"(x{res['torch_ms'] / res['warpspec_ms']:.1f}, err {res['relerr']:.1e}) | seed's H800 table, "
+              f"another GPU: FlashMLA {fm} ms, TileLang {tl}, TLE {tle}", flush=True)
+        del q, kv, idx, ref, ours
+        torch.cuda.empty_cache()
+    return rows
 
 
 def main(argv=None):
@@ -81,6 +142,12 @@ def main(argv=None):
                   f"cuDNN {res['cudnn_ms']:8.3f} ms {res['cudnn_tflops']:6.1f} TF (x{res['cudnn_ms'] / res['warpspec_ms']:.2f}, "
                   f"err {res['cudnn_relerr']:.1e}) | flash {res['flash_ms']:8.3f} ms {res['flash_tflops']:6.1f} TF "
                   f"(x{res['flash_ms'] / res['warpspec_ms']:.2f})", flush=True)
+    mla_rows = _bench_mla(args, torch, warpspec, flush)
+    if args.csv and mla_rows:
+        with open(args.csv.replace(".csv", "_mla.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(mla_rows[0].keys()))
+            w.writeheader()
+            w.writerows(mla_rows)
     if args.csv and rows:
         with open(args.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
