@@ -7,9 +7,9 @@
  *                                    indices the 64 rows by cp.async, 16 bytes at a time,
  *                                    placed in the 128-byte swizzle wgmma reads (nine
  *                                    [64][64] boxes); a masked index (-1, out of range,
- *                                    past topk) reads nothing and zero-fills its row. Two
- *                                    blocks in flight per thread: a stage is committed
- *                                    (fence.proxy.async, arrive) once its copies landed.
+ *                                    past topk) reads nothing and zero-fills its row. A
+ *                                    stage is committed (fence.proxy.async, arrive) as
+ *                                    soon as its copies landed: double buffering.
  *   S_MATH (4 warps x 2, 232 regs)   the two warpgroups split the work of a block evenly,
  *                                    as a seesaw: warpgroup w computes S for keys
  *                                    32w .. 32w + 31 of the block (K = 576), they swap
@@ -110,8 +110,11 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     ws_pipe_commit_at(&qp, &ctx, c0);
     /* two threads per row, 36 pieces each */
     const int t = ws_role_thread(&ctx), row = t >> 1, first = (t & 1) * (MLA_PIECES / 2);
-    ws_cursor k = c0, prev = c0;
-    for (int nb = 0; nb < nblk; nb++) {
+    /* Double buffering: block nb is copied while the math warps work on nb - 1, and
+     * published as soon as it has landed, so it is ready when they finish (publishing
+     * it only after the next acquire would make every block wait for the one after). */
+    ws_cursor k = c0;
+    for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
       const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
       const int j = nb * MLA_BN + row;
       const int r = j < a.topk ? __ldg(ind + j) : -1;
@@ -125,16 +128,8 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
                           ok ? 16u : 0u);
       }
       ws_cp_async_commit_group();
-      if (nb > 0) { /* the previous block's copies have landed: publish it */
-        WS_CP_ASYNC_WAIT_GROUP(1);
-        ws_pipe_commit_at(&kvp, &ctx, prev);
-      }
-      prev = k;
-      k = ws_cursor_next(k, MLA_STAGES);
-    }
-    if (nblk > 0) {
-      WS_CP_ASYNC_WAIT_GROUP(0);
-      ws_pipe_commit_at(&kvp, &ctx, prev);
+      WS_CP_ASYNC_WAIT_GROUP(0);          /* this thread's copies have landed      */
+      ws_pipe_commit_at(&kvp, &ctx, k);   /* fence.proxy.async, then arrive        */
     }
     return;
   }
