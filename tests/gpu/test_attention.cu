@@ -44,6 +44,28 @@ static void fill_uniform(uint16_t *x, size_t n, float amp) {
   for (size_t i = 0; i < n; i++) x[i] = bf16_of(amp * ((float)(rng_u32() % 2000001u) / 1000000.0f - 1.0f));
 }
 
+/* When a case fails: where the error sits, to tell a layout bug from a numeric one in
+ * one GPU run. Relative error per block of 8 output columns (a wrong MN-major / swizzle
+ * offset shows in some column blocks only) and per 16-row slice of the CTA's tile (rows
+ * (r / div) % tile_rows: a wrong warp / warpgroup row mapping shows in some slices). */
+static void explain_errors(const uint16_t *got, const double *ref, size_t rows, int cols, size_t div, int tile_rows) {
+  double ce[64] = {0}, cr[64] = {0}, re[16] = {0}, rr[16] = {0};
+  const int cb = cols / 8 < 64 ? cols / 8 : 64;
+  for (size_t r = 0; r < rows; r++)
+    for (int c = 0; c < cols; c++) {
+      const double g = float_of(got[r * cols + c]), x = ref[r * cols + c];
+      const double d = isfinite(g) ? (g - x) * (g - x) : 1e30;
+      if (c / 8 < 64) { ce[c / 8] += d; cr[c / 8] += x * x; }
+      const int sl = (int)(((r / div) % (size_t)tile_rows) / 16) % 16;
+      re[sl] += d; rr[sl] += x * x;
+    }
+  printf("    rel err per 8-column block:");
+  for (int b = 0; b < cb; b++) printf(" %.0e", cr[b] > 0 ? sqrt(ce[b] / cr[b]) : sqrt(ce[b]));
+  printf("\n    rel err per 16-row slice of the tile:");
+  for (int b = 0; b < tile_rows / 16 && b < 16; b++) printf(" %.0e", rr[b] > 0 ? sqrt(re[b] / rr[b]) : sqrt(re[b]));
+  printf("\n");
+}
+
 static int run_case(const attn_case *c, int check) {
   const int varlen = c->lens_q != NULL;
   int *cq = (int *)host_alloc((size_t)c->batch + 1, sizeof(int), 0), *ck = (int *)host_alloc((size_t)c->batch + 1, sizeof(int), 0);
@@ -132,6 +154,8 @@ static int run_case(const attn_case *c, int check) {
     const double eo = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2), el = lr2 > 0 ? sqrt(le2 / lr2) : sqrt(le2);
     const int ok = bad == 0 && eo <= 1e-2 && el <= 1e-2;
     printf("%-40s o rel err %.2e, lse rel err %.2e, %zu bad: %s\n", c->name, eo, el, bad, ok ? "ok" : "FAILED");
+    if (!ok) /* rows of o are (token, head): a query tile's row is token % 128 for one head */
+      explain_errors(ho, ro, Tq * c->hq, c->dv, (size_t)c->hq, 128);
     fails += !ok;
     free(ro);
     free(rl);
@@ -244,6 +268,7 @@ static int run_mla(const mla_case *c, int check) {
     const double eo = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2), el = lr2 > 0 ? sqrt(le2 / lr2) : sqrt(le2);
     const int ok = bad == 0 && eo <= 1e-2 && el <= 1e-2;
     printf("%-40s o rel err %.2e, lse rel err %.2e, %zu bad: %s\n", c->name, eo, el, bad, ok ? "ok" : "FAILED");
+    if (!ok) explain_errors(ho, ro, (size_t)c->s_q * c->heads, DV, 1, 64); /* rows: (token, head), 64 heads a CTA */
     fails += !ok;
     free(ro);
     free(rl);
