@@ -9,9 +9,9 @@
  *           (once per rank, however many of its experts live there) and the counts.
  *   send    (sms CTAs, SENDER role)  wait until each destination has read our previous
  *           dispatch (ack >= n - 1); CTA 0 publishes the counts (flag = n); a warp per
- *           token loads its row once per chunk and stores it (then scales and the meta
- *           block) into every destination's inbox with 16-byte stores over NVLink; each
- *           CTA then flags every destination
+ *           (token, 4 KB chunk of its row) loads the chunk once and stores it into every
+ *           destination's inbox with 16-byte stores over NVLink (chunk 0 also the scales
+ *           and the meta block); each CTA then flags every destination
  *           (data_flag[us][cta] = n, after a system fence).
  *   expand  (sms CTAs, RECEIVER role)  wait for every source's counts, compute the
  *           padded expert offsets, wait for every source CTA's data flag; a warp per
@@ -102,12 +102,13 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
 /* Low latency, FP8 payload: a warp quantises a BF16 row of `hidden` values as
  * ws_fp8_quantize_1x128 does (16 lanes x 8 values per 128-block: the half-warp's |max|,
  * scale = amax / 448, e4m3(x / scale)) and stores the bytes and the block scales into
- * every destination's inbox row (rows: dst_lo / dst_hi of the lanes in lo / hi). */
+ * every destination's inbox row (rows: dst_lo / dst_hi of the lanes in lo / hi). One
+ * chunk: input vectors base .. base + 32 x EP_QUANT_UNROLL - 1. */
 #define EP_QUANT_UNROLL 4
 static __device__ __forceinline__ void send_quantized(const ep_args *a, const uint16_t *xrow, size_t pay, uint32_t lo,
-                                                      uint32_t hi, uint8_t *dst_lo, uint8_t *dst_hi, int lane) {
+                                                      uint32_t hi, uint8_t *dst_lo, uint8_t *dst_hi, int lane, int base) {
   const int nvx = a->hidden / 8; /* 16-byte input vectors; a multiple of 16 (hidden % 128 == 0) */
-  for (int base = 0; base < nvx; base += 32 * EP_QUANT_UNROLL) {
+  {
     uint2 q[EP_QUANT_UNROLL];
     float sc[EP_QUANT_UNROLL];
 #pragma unroll
@@ -173,7 +174,14 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
   const size_t meta_off = EP_ALIGN16(pay + sc), nv = pay / 16;
   const int kb = a.hidden / 128, lane = ctx.lane;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
-  for (int t = gw; t < T; t += nw) {
+  /* work item: one chunk of one token's row (4 KB copied, or 32 x EP_QUANT_UNROLL x 8
+   * values quantised), so that a few tokens still spread over every warp; chunk 0 also
+   * writes the scales and the meta block */
+  const int ll_q = a.ll && a.fp8;
+  const int chunk = 32 * (ll_q ? EP_QUANT_UNROLL : EP_COPY_UNROLL);
+  const int nchunk = (int)(((ll_q ? (size_t)(a.hidden / 8) : nv) + chunk - 1) / chunk);
+  for (int item = gw; item < T * nchunk; item += nw) {
+    const int t = item / nchunk, c = item % nchunk;
     /* the token's destinations, one per lane (lane d and d + 32), and its entries (lane k) */
     uint8_t *dst_lo = NULL, *dst_hi = NULL;
     if (lane < N) {
@@ -185,34 +193,34 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
       if (slot >= 0) dst_hi = EP_PEER(uint8_t, a, inbox, lane + 32) + ((size_t)a.rank * a.max_tokens + slot) * a.inbox_row;
     }
     const uint32_t lo = __ballot_sync(0xffffffffu, dst_lo != NULL), hi = __ballot_sync(0xffffffffu, dst_hi != NULL);
+    if (ll_q) { /* low latency: BF16 in, E4M3 + 1 x 128 scales out, quantised here */
+      send_quantized(&a, (const uint16_t *)x + (size_t)t * a.hidden, pay, lo, hi, dst_lo, dst_hi, lane, c * chunk);
+    } else {
+      /* the chunk, loaded once and stored to every destination */
+      const size_t base = (size_t)c * chunk;
+      const uint4 *src = (const uint4 *)(x + (size_t)t * pay);
+      uint4 v[EP_COPY_UNROLL];
+#pragma unroll
+      for (int u = 0; u < EP_COPY_UNROLL; u++) {
+        const size_t i = base + (size_t)u * 32 + lane;
+        if (i < nv) v[u] = ws_ld_global_nc_v4(src + i);
+      }
+      for (int half = 0; half < 2; half++)
+        for (uint32_t m = half ? hi : lo; m; m &= m - 1) {
+          uint4 *d = (uint4 *)__shfl_sync(0xffffffffu, (unsigned long long)(half ? dst_hi : dst_lo), __ffs(m) - 1);
+#pragma unroll
+          for (int u = 0; u < EP_COPY_UNROLL; u++) {
+            const size_t i = base + (size_t)u * 32 + lane;
+            if (i < nv) ws_st_global_v4(d + i, v[u]);
+          }
+        }
+    }
+    if (c != 0) continue;
     ep_entry en = {-1, -1, -1, 0};
     float w = 0.0f;
     if (lane < K) {
       en = a.entries[(size_t)t * K + lane];
       w = topk_weights[(size_t)t * K + lane];
-    }
-    if (a.ll && a.fp8) { /* low latency: BF16 in, E4M3 + 1 x 128 scales out, quantised here */
-      send_quantized(&a, (const uint16_t *)x + (size_t)t * a.hidden, pay, lo, hi, dst_lo, dst_hi, lane);
-    } else {
-      /* the row, loaded once per chunk and stored to every destination */
-      const uint4 *src = (const uint4 *)(x + (size_t)t * pay);
-      for (size_t base = 0; base < nv; base += 32 * EP_COPY_UNROLL) {
-        uint4 v[EP_COPY_UNROLL];
-#pragma unroll
-        for (int u = 0; u < EP_COPY_UNROLL; u++) {
-          const size_t i = base + (size_t)u * 32 + lane;
-          if (i < nv) v[u] = ws_ld_global_nc_v4(src + i);
-        }
-        for (int half = 0; half < 2; half++)
-          for (uint32_t m = half ? hi : lo; m; m &= m - 1) {
-            uint4 *d = (uint4 *)__shfl_sync(0xffffffffu, (unsigned long long)(half ? dst_hi : dst_lo), __ffs(m) - 1);
-#pragma unroll
-            for (int u = 0; u < EP_COPY_UNROLL; u++) {
-              const size_t i = base + (size_t)u * 32 + lane;
-              if (i < nv) ws_st_global_v4(d + i, v[u]);
-            }
-          }
-      }
     }
     /* scales, then per destination the meta block: {token, entries}, its entries in slot order */
     for (int half = 0; half < 2; half++)
@@ -220,7 +228,7 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
         const int d = (__ffs(m) - 1) + 32 * half;
         uint8_t *row = (uint8_t *)__shfl_sync(0xffffffffu, (unsigned long long)(half ? dst_hi : dst_lo), d % 32);
         if (a.fp8 && !a.ll)
-          for (int c = lane; c < kb; c += 32) ((float *)(row + pay))[c] = x_scale[(size_t)t * kb + c];
+          for (int cb = lane; cb < kb; cb += 32) ((float *)(row + pay))[cb] = x_scale[(size_t)t * kb + cb];
         const uint32_t mine = __ballot_sync(0xffffffffu, en.dst == d);
         ep_meta *meta = (ep_meta *)(row + meta_off);
         if (en.dst == d) {
