@@ -66,10 +66,53 @@ typedef struct {
   float *lse;              /* [s_q][heads], may be NULL                                     */
 } ws_mla_sparse_problem;
 
+/* MLA decode (DeepSeek-V3, issue 15), BF16, over a paged latent cache:
+ *   q [batch][s_q][heads][dim_qk]; the cache is pages of page_size rows of one latent head,
+ *   kv_cache [num_pages][page_size][dim_qk] (its first dim_v columns are also V);
+ *   block_table [batch][max_pages] (page ids of each sequence, in order), seqlens [batch]
+ *   (cached tokens of each sequence, >= 1 not required: 0 gives o = 0, lse = -inf).
+ *   With s_q > 1 (speculative tokens) query i of s_q is the sequence's token
+ *   seqlen - s_q + i and sees keys 0 .. seqlen - s_q + i (causal, bottom-right).
+ *   o [batch][s_q][heads][dim_v], lse [batch][s_q][heads]. DeepSeek-V3: dim_qk 576, dim_v
+ *   512, heads 128 (16 per GPU under tensor parallel), page_size 64. */
+typedef struct {
+  int batch, s_q, heads;
+  int dim_qk, dim_v;       /* 576, 512                                                      */
+  int page_size;           /* rows per page (64)                                            */
+  int num_pages, max_pages; /* pages in the cache; entries per block_table row              */
+  float softmax_scale;     /* 0: 1 / sqrt(dim_qk)                                            */
+  const void *q;           /* bf16                                                          */
+  const void *kv_cache;    /* bf16                                                          */
+  const int *block_table;  /* [batch][max_pages]                                            */
+  const int *seqlens;      /* [batch]                                                       */
+  void *o;                 /* bf16                                                          */
+  float *lse;              /* may be NULL                                                   */
+} ws_mla_decode_problem;
+
+/* NSA (native sparse attention) selected-block attention for prefill (issue 15), BF16:
+ *   q [tokens][heads_q][dim_qk], k [tokens][heads_kv][dim_qk], v [tokens][heads_kv][dim_v]
+ *   (one sequence), block_indices [tokens][heads_kv][topn] int32: query i of kv group g
+ *   attends to the keys of the listed blocks (block n = keys n x block .. n x block +
+ *   block - 1), only keys j <= i (causal); -1 or a block past the end is skipped; a block
+ *   listed twice counts twice (as the sparse MLA's indices do). GQA: query head h is in
+ *   group h / (heads_q / heads_kv), and the group shares its selection.
+ *   o [tokens][heads_q][dim_v], lse [tokens][heads_q]. NSA: block 64, heads_q / heads_kv
+ *   16, dims 128/128 or 192/128. */
+typedef struct {
+  int tokens, heads_q, heads_kv, dim_qk, dim_v, block, topn;
+  float softmax_scale;     /* 0: 1 / sqrt(dim_qk)                                            */
+  const void *q, *k, *v;   /* bf16                                                          */
+  const int *block_indices;
+  void *o;                 /* bf16                                                          */
+  float *lse;              /* may be NULL                                                   */
+} ws_nsa_problem;
+
 /* Argument checks without a GPU: shapes, head counts, supported dims, pointers. The
  * varlen offsets are checked only by the reference (they are device memory for kernels). */
 ws_status ws_attn_check(const ws_attn_problem *p);
 ws_status ws_mla_sparse_check(const ws_mla_sparse_problem *p);
+ws_status ws_mla_decode_check(const ws_mla_decode_problem *p);
+ws_status ws_nsa_check(const ws_nsa_problem *p);
 
 /* Tokens of sequence b (host offsets for varlen). */
 ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q_len, int *k_begin, int *k_len);
@@ -94,6 +137,11 @@ ws_status ws_mla_sparse_forward(const ws_mla_sparse_problem *p, cudaStream_t str
  * o [s_q][heads][dim_v], lse [s_q][heads]); lse may be NULL. */
 ws_status ws_attn_reference(const ws_attn_problem *host_problem, double *o, double *lse);
 ws_status ws_mla_sparse_reference(const ws_mla_sparse_problem *host_problem, double *o, double *lse);
+/* MLA decode: o [batch][s_q][heads][dim_v], lse [batch][s_q][heads]; page ids out of
+ * range in a sequence's used part of block_table are WS_ERR_INVALID. */
+ws_status ws_mla_decode_reference(const ws_mla_decode_problem *host_problem, double *o, double *lse);
+/* NSA: o [tokens][heads_q][dim_v], lse [tokens][heads_q]. */
+ws_status ws_nsa_reference(const ws_nsa_problem *host_problem, double *o, double *lse);
 
 #ifdef __cplusplus
 }

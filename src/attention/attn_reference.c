@@ -157,3 +157,114 @@ ws_status ws_mla_sparse_reference(const ws_mla_sparse_problem *p, double *o, dou
   free(s);
   return WS_OK;
 }
+
+/* ---- MLA decode (paged latent cache) and NSA selected-block attention ---------------- */
+ws_status ws_mla_decode_check(const ws_mla_decode_problem *p) {
+  WS_REQUIRE(p != NULL, "ws_mla_decode: problem is NULL");
+  WS_REQUIRE(p->batch >= 1 && p->s_q >= 1 && p->heads >= 1, "ws_mla_decode: batch %d, s_q %d, heads %d: all >= 1",
+             p->batch, p->s_q, p->heads);
+  WS_REQUIRE(p->dim_qk >= 64 && p->dim_qk % 64 == 0 && p->dim_v >= 64 && p->dim_v % 64 == 0 && p->dim_v <= p->dim_qk,
+             "ws_mla_decode: dims %d/%d (qk/v): multiples of 64, dim_v <= dim_qk (DeepSeek-V3: 576/512)", p->dim_qk,
+             p->dim_v);
+  WS_REQUIRE(p->page_size >= 1 && p->num_pages >= 1 && p->max_pages >= 1,
+             "ws_mla_decode: page_size %d, num_pages %d, max_pages %d: all >= 1", p->page_size, p->num_pages,
+             p->max_pages);
+  WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_mla_decode: softmax_scale %g",
+             (double)p->softmax_scale);
+  WS_REQUIRE(p->q && p->kv_cache && p->block_table && p->seqlens && p->o,
+             "ws_mla_decode: q, kv_cache, block_table, seqlens or o is NULL");
+  WS_REQUIRE(aligned16(p->q) && aligned16(p->kv_cache) && aligned16(p->o), "ws_mla_decode: q, kv_cache and o must be "
+             "16-byte aligned");
+  return WS_OK;
+}
+
+ws_status ws_nsa_check(const ws_nsa_problem *p) {
+  WS_REQUIRE(p != NULL, "ws_nsa: problem is NULL");
+  WS_REQUIRE(p->tokens >= 1 && p->topn >= 1 && p->block >= 1, "ws_nsa: tokens %d, topn %d, block %d: all >= 1",
+             p->tokens, p->topn, p->block);
+  WS_REQUIRE(p->heads_q >= 1 && p->heads_kv >= 1 && p->heads_q % p->heads_kv == 0,
+             "ws_nsa: heads_q %d must be a positive multiple of heads_kv %d", p->heads_q, p->heads_kv);
+  WS_REQUIRE((p->dim_qk == 128 && p->dim_v == 128) || (p->dim_qk == 192 && p->dim_v == 128) ||
+                 (p->dim_qk == 64 && p->dim_v == 64),
+             "ws_nsa: head dims %d/%d (qk/v): 64/64, 128/128 or 192/128", p->dim_qk, p->dim_v);
+  WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_nsa: softmax_scale %g", (double)p->softmax_scale);
+  WS_REQUIRE(p->q && p->k && p->v && p->block_indices && p->o, "ws_nsa: q, k, v, block_indices or o is NULL");
+  WS_REQUIRE(aligned16(p->q) && aligned16(p->k) && aligned16(p->v) && aligned16(p->o),
+             "ws_nsa: q, k, v and o must be 16-byte aligned");
+  return WS_OK;
+}
+
+ws_status ws_mla_decode_reference(const ws_mla_decode_problem *p, double *o, double *lse) {
+  ws_status st = ws_mla_decode_check(p);
+  if (st != WS_OK) return st;
+  WS_REQUIRE(o != NULL, "ws_mla_decode_reference: o is NULL");
+  const int H = p->heads, dq = p->dim_qk, dv = p->dim_v, S = p->s_q;
+  const double scale = p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)dq);
+  const uint16_t *Q = (const uint16_t *)p->q, *KV = (const uint16_t *)p->kv_cache;
+  int longest = 1;
+  for (int b = 0; b < p->batch; b++) {
+    const int n = p->seqlens[b];
+    WS_REQUIRE(n >= 0 && n <= p->max_pages * p->page_size, "ws_mla_decode: sequence %d has %d tokens; its block_table "
+               "row holds %d pages of %d", b, n, p->max_pages, p->page_size);
+    if (n > longest) longest = n;
+  }
+  long *rows = (long *)malloc(sizeof(long) * (size_t)longest);
+  double *s = (double *)malloc(sizeof(double) * (size_t)longest);
+  if (!rows || !s) { free(rows); free(s); return ws_fail(WS_ERR_NOMEM, "ws_mla_decode_reference: out of host memory"); }
+  for (int b = 0; b < p->batch && st == WS_OK; b++) {
+    const int n = p->seqlens[b];
+    for (int j = 0; j < n; j++) {
+      const int page = p->block_table[(size_t)b * p->max_pages + j / p->page_size];
+      if (page < 0 || page >= p->num_pages) {
+        st = ws_fail(WS_ERR_INVALID, "ws_mla_decode: sequence %d, page %d of its block_table is %d (pages 0..%d)", b,
+                     j / p->page_size, page, p->num_pages - 1);
+        break;
+      }
+      rows[j] = (long)page * p->page_size + j % p->page_size;
+    }
+    if (st != WS_OK) break;
+    for (int i = 0; i < S; i++) {
+      /* query i is token n - S + i of the sequence: keys 0 .. n - S + i */
+      const int visible = n - S + i + 1;
+      for (int h = 0; h < H; h++) {
+        const size_t qi = ((size_t)b * S + i) * H + h;
+        softmax_row(Q + qi * dq, KV, KV, rows, visible > 0 ? visible : 0, (size_t)dq, (size_t)dq, dq, dv, scale, s,
+                    o + qi * dv, lse ? &lse[qi] : NULL);
+      }
+    }
+  }
+  free(rows);
+  free(s);
+  return st;
+}
+
+ws_status ws_nsa_reference(const ws_nsa_problem *p, double *o, double *lse) {
+  ws_status st = ws_nsa_check(p);
+  if (st != WS_OK) return st;
+  WS_REQUIRE(o != NULL, "ws_nsa_reference: o is NULL");
+  const int T = p->tokens, Hq = p->heads_q, Hk = p->heads_kv, dq = p->dim_qk, dv = p->dim_v, B = p->block, N = p->topn;
+  const int group = Hq / Hk, nblocks = (T + B - 1) / B;
+  const double scale = p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)dq);
+  const uint16_t *Q = (const uint16_t *)p->q, *K = (const uint16_t *)p->k, *V = (const uint16_t *)p->v;
+  const size_t most = (size_t)N * B;
+  long *rows = (long *)malloc(sizeof(long) * most);
+  double *s = (double *)malloc(sizeof(double) * most);
+  if (!rows || !s) { free(rows); free(s); return ws_fail(WS_ERR_NOMEM, "ws_nsa_reference: out of host memory"); }
+  for (int i = 0; i < T; i++)
+    for (int g = 0; g < Hk; g++) {
+      const int *sel = p->block_indices + ((size_t)i * Hk + g) * N;
+      for (int t = 0; t < N; t++)
+        for (int u = 0; u < B; u++) {
+          const long key = (long)sel[t] * B + u;
+          rows[(size_t)t * B + u] = sel[t] >= 0 && sel[t] < nblocks && key < T && key <= i ? key * Hk + g : -1;
+        }
+      for (int h = g * group; h < (g + 1) * group; h++) {
+        const size_t qi = (size_t)i * Hq + h;
+        softmax_row(Q + qi * dq, K, V, rows, (int)most, (size_t)dq, (size_t)dv, dq, dv, scale, s, o + qi * dv,
+                    lse ? &lse[qi] : NULL);
+      }
+    }
+  free(rows);
+  free(s);
+  return WS_OK;
+}

@@ -172,6 +172,89 @@ static void sparse(void) {
   free(q); free(kv);
 }
 
+/* MLA decode over a shuffled paged cache equals the sparse reference over the same
+ * physical rows (the paging is only addressing); with s_q = 2 the first query sees one
+ * key fewer; a sequence of 0 tokens gives o = 0 and lse = -inf; a page id out of range
+ * in the used part of the table is an error. */
+static void mla_decode(void) {
+  const int B = 3, S = 2, H = 2, dq = 128, dv = 64, P = 4, pages = 9, maxp = 3;
+  const int lens[3] = {5, 12, 0};
+  const int table[3][3] = {{7, 0, 0}, {2, 8, 5}, {0, 0, 0}};
+  uint16_t *q = rand_bf16((size_t)B * S * H * dq), *kv = rand_bf16((size_t)pages * P * dq);
+  ws_mla_decode_problem p = {B, S, H, dq, dv, P, pages, maxp, 0.0f, q, kv, &table[0][0], lens, (void *)16, NULL};
+  double *o = (double *)malloc(sizeof(double) * B * S * H * dv), lse[3 * 2 * 2];
+  CHECK_STATUS(ws_mla_decode_reference(&p, o, lse), WS_OK);
+  for (int b = 0; b < B; b++)
+    for (int i = 0; i < S; i++) {
+      const int visible = lens[b] - S + i + 1;
+      int idx[16];
+      for (int j = 0; j < visible; j++) idx[j] = table[b][j / P] * P + j % P;
+      if (visible <= 0) {
+        for (int h = 0; h < H; h++) CHECK(isinf(lse[(b * S + i) * H + h]) && o[((b * S + i) * H) * dv] == 0.0);
+        continue;
+      }
+      double os[2 * 64], ls[2];
+      ws_mla_sparse_problem sp = {1, H, pages * P, visible, dq, dv, 0.0f, q + (size_t)(b * S + i) * H * dq, kv, idx,
+                                  (void *)16, NULL};
+      CHECK_STATUS(ws_mla_sparse_reference(&sp, os, ls), WS_OK);
+      for (int h = 0; h < H; h++) {
+        CHECK(near_eq(lse[(b * S + i) * H + h], ls[h]));
+        for (int c = 0; c < dv; c++) CHECK(near_eq(o[((size_t)(b * S + i) * H + h) * dv + c], os[h * dv + c]));
+      }
+    }
+  int bad[3][3] = {{7, 0, 0}, {2, 9, 5}, {0, 0, 0}}; /* page 9 of 9 */
+  p.block_table = &bad[0][0];
+  CHECK_STATUS(ws_mla_decode_reference(&p, o, lse), WS_ERR_INVALID);
+  CHECK_MSG("page 1 of its block_table is 9");
+  p.block_table = &table[0][0];
+  p.dim_v = 96;
+  CHECK_STATUS(ws_mla_decode_check(&p), WS_ERR_INVALID);
+  free(q); free(kv); free(o);
+}
+
+/* NSA: every block selected is causal attention; a block listed twice leaves o as it is
+ * and adds ln 2 to lse; -1 and past-the-end entries are skipped. */
+static void nsa(void) {
+  const int T = 150, Hq = 4, Hk = 2, d = 64, blk = 64, nb = 3; /* 150 tokens: blocks 0..2 */
+  uint16_t *q = rand_bf16((size_t)T * Hq * d), *k = rand_bf16((size_t)T * Hk * d), *v = rand_bf16((size_t)T * Hk * d);
+  int *all = (int *)malloc(sizeof(int) * T * Hk * (nb + 2));
+  for (int i = 0; i < T * Hk; i++) {
+    all[i * (nb + 2) + 0] = 2; /* any order */
+    all[i * (nb + 2) + 1] = -1;
+    all[i * (nb + 2) + 2] = 0;
+    all[i * (nb + 2) + 3] = 7; /* past the end: skipped */
+    all[i * (nb + 2) + 4] = 1;
+  }
+  ws_nsa_problem p = {T, Hq, Hk, d, d, blk, nb + 2, 0.0f, q, k, v, all, (void *)16, NULL};
+  double *o = (double *)malloc(sizeof(double) * T * Hq * d), *lse = (double *)malloc(sizeof(double) * T * Hq);
+  double *od = (double *)malloc(sizeof(double) * T * Hq * d), *ld = (double *)malloc(sizeof(double) * T * Hq);
+  CHECK_STATUS(ws_nsa_reference(&p, o, lse), WS_OK);
+  ws_attn_problem a = problem(1, T, T, Hq, Hk, d, WS_ATTN_CAUSAL_TOP_LEFT, q, k, v);
+  CHECK_STATUS(ws_attn_reference(&a, od, ld), WS_OK);
+  int same = 1;
+  for (size_t i = 0; i < (size_t)T * Hq * d; i++) same &= near_eq(o[i], od[i]);
+  for (int i = 0; i < T; i++)
+    for (int h = 0; h < Hq; h++) same &= near_eq(lse[i * Hq + h], ld[(size_t)h * T + i]); /* lse layouts differ */
+  CHECK(same);
+  /* block 0 twice against once */
+  int *once = (int *)malloc(sizeof(int) * T * Hk), *twice = (int *)malloc(sizeof(int) * T * Hk * 2);
+  for (int i = 0; i < T * Hk; i++) { once[i] = 0; twice[2 * i] = 0; twice[2 * i + 1] = 0; }
+  ws_nsa_problem p1 = p, p2 = p;
+  p1.topn = 1; p1.block_indices = once;
+  p2.topn = 2; p2.block_indices = twice;
+  CHECK_STATUS(ws_nsa_reference(&p1, o, lse), WS_OK);
+  CHECK_STATUS(ws_nsa_reference(&p2, od, ld), WS_OK);
+  same = 1;
+  for (size_t i = 0; i < (size_t)T * Hq * d; i++) same &= fabs(o[i] - od[i]) <= 1e-12 * (1 + fabs(o[i]));
+  for (int i = 0; i < T * Hq; i++) same &= near_eq(ld[i], lse[i] + log(2.0));
+  CHECK(same);
+  p.dim_qk = 96;
+  CHECK_STATUS(ws_nsa_check(&p), WS_ERR_INVALID);
+  p.dim_qk = 64; p.heads_q = 3;
+  CHECK_STATUS(ws_nsa_check(&p), WS_ERR_INVALID);
+  free(q); free(k); free(v); free(all); free(o); free(lse); free(od); free(ld); free(once); free(twice);
+}
+
 static void checks(void) {
   uint16_t *x = rand_bf16(64);
   ws_attn_problem p = problem(1, 4, 4, 2, 1, 64, WS_ATTN_NO_MASK, x, x, x);
@@ -211,6 +294,8 @@ int main(void) {
   gqa_and_scale();
   varlen();
   sparse();
+  mla_decode();
+  nsa();
   checks();
   return test_finish("test_attention_ref");
 }
