@@ -80,6 +80,8 @@ typedef struct {
   int dim_qk, dim_v;       /* 576, 512                                                      */
   int page_size;           /* rows per page (64)                                            */
   int num_pages, max_pages; /* pages in the cache; entries per block_table row              */
+  int max_seqlen;          /* an upper bound of seqlens (host-side, so that the split of the */
+                           /* keys over CTAs needs no device read); 0: max_pages x page_size */
   float softmax_scale;     /* 0: 1 / sqrt(dim_qk)                                            */
   const void *q;           /* bf16                                                          */
   const void *kv_cache;    /* bf16                                                          */
@@ -131,6 +133,16 @@ ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream);
  * (each computes S for half of its keys, they swap row maxima, then each accumulates half
  * of the 512 output columns). Masked indices are never read. */
 ws_status ws_mla_sparse_forward(const ws_mla_sparse_problem *p, cudaStream_t stream);
+
+/* MLA decode on the GPU: the sparse kernel's structure with the rows taken from the page
+ * table, the keys of a sequence split over CTAs when the batch is too small to fill the
+ * GPU, partial results merged by their lse in a second kernel. The split needs a
+ * workspace: ws_mla_decode_workspace_size says how much (0: none needed); pass it with
+ * its size. Graph-capturable (the split is decided from max_seqlen on the host). Shapes as
+ * the sparse kernel: dim 576/512, heads a multiple of 64. */
+ws_status ws_mla_decode_workspace_size(const ws_mla_decode_problem *p, size_t *bytes);
+ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void *workspace, size_t workspace_bytes,
+                                cudaStream_t stream);
 
 /* float64 references on the host: the problem's pointers are host memory (bf16 as 16-bit
  * patterns); o gets [tokens_q][heads_q][dim_v] doubles and lse [heads_q][tokens_q] (sparse:

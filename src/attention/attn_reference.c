@@ -171,6 +171,9 @@ ws_status ws_mla_decode_check(const ws_mla_decode_problem *p) {
              p->max_pages);
   WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_mla_decode: softmax_scale %g",
              (double)p->softmax_scale);
+  WS_REQUIRE(p->max_seqlen >= 0 && p->max_seqlen <= p->max_pages * p->page_size,
+             "ws_mla_decode: max_seqlen %d, must be 0..max_pages x page_size = %d", p->max_seqlen,
+             p->max_pages * p->page_size);
   WS_REQUIRE(p->q && p->kv_cache && p->block_table && p->seqlens && p->o,
              "ws_mla_decode: q, kv_cache, block_table, seqlens or o is NULL");
   WS_REQUIRE(aligned16(p->q) && aligned16(p->kv_cache) && aligned16(p->o), "ws_mla_decode: q, kv_cache and o must be "
@@ -206,6 +209,8 @@ ws_status ws_mla_decode_reference(const ws_mla_decode_problem *p, double *o, dou
     const int n = p->seqlens[b];
     WS_REQUIRE(n >= 0 && n <= p->max_pages * p->page_size, "ws_mla_decode: sequence %d has %d tokens; its block_table "
                "row holds %d pages of %d", b, n, p->max_pages, p->page_size);
+    WS_REQUIRE(p->max_seqlen == 0 || n <= p->max_seqlen, "ws_mla_decode: sequence %d has %d tokens, more than max_seqlen "
+               "%d", b, n, p->max_seqlen);
     if (n > longest) longest = n;
   }
   long *rows = (long *)malloc(sizeof(long) * (size_t)longest);

@@ -50,14 +50,45 @@ typedef struct {
   int q_closed[1], kv_closed[MLA_STAGES];
 } mla_smem;
 
+/* Where a CTA's keys come from. Sparse prefill: indices[tok][0 .. topk). Decode (indices
+ * NULL): keys kbeg .. kend of sequence b = tok / s_q through its page table, kbeg from the
+ * CTA's split; query tok % s_q sees keys up to seqlen - s_q + tok % s_q. */
 typedef struct {
   int heads, s_kv, topk, xchg_bar;
   float scale_log2;
   const uint16_t *kv;
   const int *indices;
+  const int *block_table, *seqlens;
+  int s_q, page_size, max_pages, chunk; /* decode: queries per sequence, keys per split */
   uint16_t *o;
   float *lse;
+  float *o_part, *lse_part;             /* splits > 1: [split][row][512] and [split][row] */
+  int rows;                             /* query rows x heads (the partials' stride)      */
 } mla_args;
+
+/* This CTA's keys: the first key's index and the count. */
+static __device__ __forceinline__ void mla_keys(const mla_args *a, int tok, int *kbeg, int *nkeys) {
+  if (a->indices) { *kbeg = 0; *nkeys = a->topk; return; }
+  const int n = a->seqlens[tok / a->s_q];
+  const int last = n - a->s_q + tok % a->s_q; /* causal: the query's own position */
+  const int b0 = (int)blockIdx.z * a->chunk;
+  *kbeg = b0;
+  *nkeys = max(0, min(min(n, last + 1), b0 + a->chunk) - b0);
+}
+
+/* The kv row of key kk (0 .. nkeys - 1) of this CTA, or -1 when masked (never read). */
+static __device__ __forceinline__ int mla_row(const mla_args *a, int tok, int kbeg, int nkeys, int kk) {
+  if (kk >= nkeys) return -1;
+  int r;
+  if (a->indices) {
+    r = __ldg(a->indices + (size_t)tok * a->topk + kk);
+  } else {
+    const int j = kbeg + kk;
+    const int page = __ldg(a->block_table + (size_t)(tok / a->s_q) * a->max_pages + j / a->page_size);
+    r = page >= 0 ? page * a->page_size + j % a->page_size : -1;
+  }
+  return r >= 0 && r < a->s_kv ? r : -1;
+}
 
 #define MLA_ROLES(ROLE) ROLE(S_GATHER, 4, 40, 1) ROLE(S_MATH, 4, 232, 2)
 WS_DECLARE_ROLES(mla_sparse, MLA_ROLES);
@@ -85,8 +116,9 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   mla_smem *sm = (mla_smem *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
   ws_ctx ctx = WS_SELF(mla_sparse, diag);
   const int tok = (int)blockIdx.x, hg = (int)blockIdx.y;
-  const int nblk = (a.topk + MLA_BN - 1) / MLA_BN;
-  const int *ind = a.indices + (size_t)tok * a.topk;
+  int kbeg, nkeys;
+  mla_keys(&a, tok, &kbeg, &nkeys);
+  const int nblk = (nkeys + MLA_BN - 1) / MLA_BN;
 
   const uint32_t writers = WS_ROLE_THREADS(mla_sparse, S_GATHER), readers = 2 * WS_ROLE_WARPS(mla_sparse, S_MATH);
   ws_pipe qp = ws_pipe_view(sm->q_full, sm->q_empty, sm->q_closed, 1, writers, readers, "mla q");
@@ -116,9 +148,8 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     ws_cursor k = c0;
     for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
       const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
-      const int j = nb * MLA_BN + row;
-      const int r = j < a.topk ? __ldg(ind + j) : -1;
-      const int ok = r >= 0 && r < a.s_kv;
+      const int r = mla_row(&a, tok, kbeg, nkeys, nb * MLA_BN + row);
+      const int ok = r >= 0;
       const uint8_t *src = (const uint8_t *)(a.kv + (size_t)(ok ? r : 0) * MLA_DQK);
       uint8_t *stage = (uint8_t *)sm->kv[s][0];
 #pragma unroll 4
@@ -166,9 +197,10 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     for (int jj = 0; jj < 4; jj++)
 #pragma unroll
       for (int e = 0; e < 2; e++) {
-        const int key = nb * MLA_BN + 32 * w + 8 * jj + 2 * quad + e;
-        const int r = key < a.topk ? __ldg(ind + key) : -1;
-        if (r < 0 || r >= a.s_kv) { s[4 * jj + e] = -INFINITY; s[4 * jj + 2 + e] = -INFINITY; }
+        if (mla_row(&a, tok, kbeg, nkeys, nb * MLA_BN + 32 * w + 8 * jj + 2 * quad + e) < 0) {
+          s[4 * jj + e] = -INFINITY;
+          s[4 * jj + 2 + e] = -INFINITY;
+        }
       }
     /* the block's row max: this half's, then the other warpgroup's through shared memory */
     float mx[2] = {-INFINITY, -INFINITY};
@@ -239,12 +271,54 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     const float lt = l[x] + sm->lsum[1 - w][r0 + 8 * x];
     const float inv = lt > 0.0f ? 1.0f / lt : 0.0f;
     const int head = hg * MLA_BH + r0 + 8 * x;
-    uint32_t *out = (uint32_t *)(a.o + ((size_t)tok * a.heads + head) * MLA_DV + 256 * w);
+    const size_t row = (size_t)tok * a.heads + head;
+    const float lse = lt > 0.0f ? (m_run[x] * sl2 + log2f(lt)) * 0.69314718055994531f : -INFINITY;
+    if (a.o_part) { /* a split of the keys: normalised partial O and its lse, merged later */
+      float2 *out = (float2 *)(a.o_part + ((size_t)blockIdx.z * a.rows + row) * MLA_DV + 256 * w);
+#pragma unroll
+      for (int j = 0; j < MLA_DV / 32; j++) out[4 * j + quad] = make_float2(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
+      if (w == 0 && quad == 0) a.lse_part[(size_t)blockIdx.z * a.rows + row] = lse;
+      continue;
+    }
+    uint32_t *out = (uint32_t *)(a.o + row * MLA_DV + 256 * w);
 #pragma unroll
     for (int j = 0; j < MLA_DV / 32; j++) out[4 * j + quad] = mla_pack_bf16(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
-    if (a.lse && w == 0 && quad == 0)
-      a.lse[(size_t)tok * a.heads + head] = lt > 0.0f ? (m_run[x] * sl2 + log2f(lt)) * 0.69314718055994531f : -INFINITY;
+    if (a.lse && w == 0 && quad == 0) a.lse[row] = lse;
   }
+}
+
+/* Split-KV merge: one warp per (query row, head): lse = log sum_z exp(lse_z), o = sum_z
+ * exp(lse_z - lse) o_z (an empty split has lse -inf and weighs 0). */
+__global__ void mla_merge_kernel(const float *o_part, const float *lse_part, int splits, int rows, uint16_t *o,
+                                 float *lse) {
+  const int row = (int)(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32), lane = (int)(threadIdx.x % 32);
+  if (row >= rows) return;
+  float mx = -INFINITY;
+  for (int z = 0; z < splits; z++) mx = fmaxf(mx, lse_part[(size_t)z * rows + row]);
+  float acc[MLA_DV / 32];
+#pragma unroll
+  for (int i = 0; i < MLA_DV / 32; i++) acc[i] = 0.0f;
+  float den = 0.0f;
+  if (mx != -INFINITY)
+    for (int z = 0; z < splits; z++) {
+      const float lz = lse_part[(size_t)z * rows + row];
+      if (lz == -INFINITY) continue;
+      const float wz = expf(lz - mx);
+      den += wz;
+      const float4 *src = (const float4 *)(o_part + ((size_t)z * rows + row) * MLA_DV);
+#pragma unroll
+      for (int i = 0; i < MLA_DV / 128; i++) {
+        const float4 v = src[i * 32 + lane];
+        acc[4 * i] += wz * v.x; acc[4 * i + 1] += wz * v.y; acc[4 * i + 2] += wz * v.z; acc[4 * i + 3] += wz * v.w;
+      }
+    }
+  const float inv = den > 0.0f ? 1.0f / den : 0.0f;
+  uint2 *dst = (uint2 *)(o + (size_t)row * MLA_DV);
+#pragma unroll
+  for (int i = 0; i < MLA_DV / 128; i++)
+    dst[i * 32 + lane] = make_uint2(mla_pack_bf16(acc[4 * i] * inv, acc[4 * i + 1] * inv),
+                                    mla_pack_bf16(acc[4 * i + 2] * inv, acc[4 * i + 3] * inv));
+  if (lse && lane == 0) lse[row] = den > 0.0f ? mx + logf(den) : -INFINITY;
 }
 
 /* ---- the call ---------------------------------------------------------------------- */
@@ -257,39 +331,130 @@ static ws_status mla_make_plan(const void *ctx, ws_plan *plan) {
   return s;
 }
 
+/* Checks shared by both calls, then the tensor map of q ([tokens x heads][576]), the plan
+ * and the launch over tokens x head groups x splits. */
+static ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float softmax_scale, cudaStream_t stream) {
+  WS_REQUIRE((uint64_t)tokens * (uint64_t)a->heads < (1ull << 31), "mla: %d query rows x %d heads, at most 2^31 - 1",
+             tokens, a->heads);
+  ws_plan *plan = NULL;
+  ws_status s;
+  if ((s = ws_plan_cached(WS_PLAN_SLOT_MLA_SPARSE, mla_make_plan, NULL, &plan)) != WS_OK) return s;
+  ws_tmap mq;
+  if ((s = ws_tmap_2d_swizzled(&mq, q, WS_DTYPE_BF16, (uint64_t)tokens * a->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,
+                               WS_SWIZZLE_128B)) != WS_OK)
+    return s;
+  a->xchg_bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mla_make_plan) */
+  const float scale = softmax_scale > 0.0f ? softmax_scale : 1.0f / sqrtf((float)MLA_DQK);
+  a->scale_log2 = scale * 1.4426950408889634f;
+  a->rows = tokens * a->heads;
+  ws_diag diag;
+  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  void *args[] = {&mq, a, &diag};
+  const dim3 grid = {(unsigned)tokens, (unsigned)(a->heads / MLA_BH), (unsigned)splits};
+  return ws_plan_launch(plan, (const void *)mla_sparse_kernel, grid, stream, args);
+}
+
+static ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads) {
+  if (dim_qk != MLA_DQK || dim_v != MLA_DV)
+    return ws_fail(WS_ERR_UNSUPPORTED, "%s: dims %d/%d; the kernel is built for %d/%d (DeepSeek-V3 / V3.2)", what, dim_qk,
+                   dim_v, MLA_DQK, MLA_DV);
+  WS_REQUIRE(heads % MLA_BH == 0 && heads / MLA_BH <= 65535, "%s: heads %d, a multiple of %d", what, heads, MLA_BH);
+  return WS_OK;
+}
+
 extern "C" ws_status ws_mla_sparse_forward(const ws_mla_sparse_problem *p, cudaStream_t stream) {
   ws_status s = ws_mla_sparse_check(p);
   if (s != WS_OK) return s;
-  if (p->dim_qk != MLA_DQK || p->dim_v != MLA_DV)
-    return ws_fail(WS_ERR_UNSUPPORTED, "ws_mla_sparse_forward: dims %d/%d; the kernel is built for %d/%d (DeepSeek-V3.2)",
-                   p->dim_qk, p->dim_v, MLA_DQK, MLA_DV);
-  WS_REQUIRE(p->heads % MLA_BH == 0 && p->heads / MLA_BH <= 65535,
-             "ws_mla_sparse_forward: heads %d, a multiple of %d (64 or 128 in DeepSeek-V3.2)", p->heads, MLA_BH);
+  if ((s = mla_shape_check("ws_mla_sparse_forward", p->dim_qk, p->dim_v, p->heads)) != WS_OK) return s;
   WS_REQUIRE(((uintptr_t)p->indices & 3u) == 0 && ((uintptr_t)p->lse & 3u) == 0,
              "ws_mla_sparse_forward: indices and lse must be 4-byte aligned");
-  WS_REQUIRE((uint64_t)p->s_q * (uint64_t)p->heads < (1ull << 31), "ws_mla_sparse_forward: s_q x heads = %llu rows, "
-             "at most 2^31 - 1", (unsigned long long)p->s_q * (unsigned long long)p->heads);
-  ws_plan *plan = NULL;
-  if ((s = ws_plan_cached(WS_PLAN_SLOT_MLA_SPARSE, mla_make_plan, NULL, &plan)) != WS_OK) return s;
-  ws_tmap mq;
-  if ((s = ws_tmap_2d_swizzled(&mq, p->q, WS_DTYPE_BF16, (uint64_t)p->s_q * p->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,
-                               WS_SWIZZLE_128B)) != WS_OK)
-    return s;
   mla_args a;
   memset(&a, 0, sizeof a);
   a.heads = p->heads;
   a.s_kv = p->s_kv;
   a.topk = p->topk;
-  a.xchg_bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mla_make_plan) */
-  const float scale = p->softmax_scale > 0.0f ? p->softmax_scale : 1.0f / sqrtf((float)p->dim_qk);
-  a.scale_log2 = scale * 1.4426950408889634f;
   a.kv = (const uint16_t *)p->kv;
   a.indices = p->indices;
   a.o = (uint16_t *)p->o;
   a.lse = p->lse;
-  ws_diag diag;
-  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
-  void *args[] = {&mq, &a, &diag};
-  const dim3 grid = {(unsigned)p->s_q, (unsigned)(p->heads / MLA_BH), 1};
-  return ws_plan_launch(plan, (const void *)mla_sparse_kernel, grid, stream, args);
+  return mla_launch(p->q, p->s_q, &a, 1, p->softmax_scale, stream);
+}
+
+/* ---- MLA decode: the same kernel over page-table rows, split-KV, merge --------------- */
+/* Splits of each sequence's keys: enough CTAs for one wave of the GPU, each at least one
+ * block of keys; chunk = keys per split (a multiple of the block). */
+static int mla_decode_splits(const ws_mla_decode_problem *p, int sms, int *chunk) {
+  const int maxlen = p->max_seqlen > 0 ? p->max_seqlen : p->max_pages * p->page_size;
+  const long long ctas = (long long)p->batch * p->s_q * (p->heads / MLA_BH);
+  int splits = ctas >= sms ? 1 : (int)((sms + ctas - 1) / ctas);
+  const int blocks = (maxlen + MLA_BN - 1) / MLA_BN;
+  if (splits > blocks) splits = blocks > 0 ? blocks : 1;
+  if (splits > 65535) splits = 65535;
+  *chunk = ((maxlen + splits - 1) / splits + MLA_BN - 1) / MLA_BN * MLA_BN;
+  if (*chunk < MLA_BN) *chunk = MLA_BN;
+  return (maxlen + *chunk - 1) / *chunk > 0 ? (maxlen + *chunk - 1) / *chunk : 1;
+}
+
+static size_t mla_decode_need(const ws_mla_decode_problem *p, int splits) {
+  const size_t rows = (size_t)p->batch * p->s_q * p->heads;
+  return splits > 1 ? (size_t)splits * rows * (MLA_DV + 1) * sizeof(float) + 256 : 0;
+}
+
+static ws_status mla_device_sms(int *sms) {
+  int dev = 0;
+  WS_CUDA_TRY(cudaGetDevice(&dev));
+  WS_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+  return WS_OK;
+}
+
+extern "C" ws_status ws_mla_decode_workspace_size(const ws_mla_decode_problem *p, size_t *bytes) {
+  WS_REQUIRE(bytes != NULL, "ws_mla_decode_workspace_size: bytes is NULL");
+  ws_status s = ws_mla_decode_check(p);
+  if (s != WS_OK) return s;
+  int sms = 0, chunk = 0;
+  if ((s = mla_device_sms(&sms)) != WS_OK) return s;
+  *bytes = mla_decode_need(p, mla_decode_splits(p, sms, &chunk));
+  return WS_OK;
+}
+
+extern "C" ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void *workspace, size_t workspace_bytes,
+                                           cudaStream_t stream) {
+  ws_status s = ws_mla_decode_check(p);
+  if (s != WS_OK) return s;
+  if ((s = mla_shape_check("ws_mla_decode_forward", p->dim_qk, p->dim_v, p->heads)) != WS_OK) return s;
+  WS_REQUIRE(((uintptr_t)p->block_table & 3u) == 0 && ((uintptr_t)p->seqlens & 3u) == 0 && ((uintptr_t)p->lse & 3u) == 0,
+             "ws_mla_decode_forward: block_table, seqlens and lse must be 4-byte aligned");
+  WS_REQUIRE((uint64_t)p->num_pages * p->page_size < (1ull << 31), "ws_mla_decode_forward: %d pages of %d rows, at most "
+             "2^31 - 1 rows", p->num_pages, p->page_size);
+  WS_REQUIRE((uint64_t)p->batch * p->s_q <= 0x7FFFFFFFull, "ws_mla_decode_forward: batch x s_q too large");
+  int sms = 0, chunk = 0;
+  if ((s = mla_device_sms(&sms)) != WS_OK) return s;
+  const int splits = mla_decode_splits(p, sms, &chunk);
+  const size_t need = mla_decode_need(p, splits);
+  WS_REQUIRE(workspace_bytes >= need && (need == 0 || workspace != NULL),
+             "ws_mla_decode_forward: the key split (%d ways) needs a workspace of %zu bytes, got %zu "
+             "(ws_mla_decode_workspace_size)", splits, need, workspace_bytes);
+  WS_REQUIRE(((uintptr_t)workspace & 15u) == 0, "ws_mla_decode_forward: workspace %p is not 16-byte aligned", workspace);
+  const int tokens = p->batch * p->s_q, rows = tokens * p->heads;
+  mla_args a;
+  memset(&a, 0, sizeof a);
+  a.heads = p->heads;
+  a.s_kv = p->num_pages * p->page_size;
+  a.kv = (const uint16_t *)p->kv_cache;
+  a.block_table = p->block_table;
+  a.seqlens = p->seqlens;
+  a.s_q = p->s_q;
+  a.page_size = p->page_size;
+  a.max_pages = p->max_pages;
+  a.chunk = splits > 1 ? chunk : 0x7FFFFFFF / 2;
+  a.o = (uint16_t *)p->o;
+  a.lse = p->lse;
+  if (splits > 1) {
+    a.o_part = (float *)workspace;
+    a.lse_part = a.o_part + (size_t)splits * rows * MLA_DV;
+  }
+  if ((s = mla_launch(p->q, tokens, &a, splits, p->softmax_scale, stream)) != WS_OK || splits == 1) return s;
+  mla_merge_kernel<<<(unsigned)((rows + 7) / 8), 256, 0, stream>>>(a.o_part, a.lse_part, splits, rows, a.o, a.lse);
+  WS_CUDA_TRY(cudaGetLastError());
+  return WS_OK;
 }

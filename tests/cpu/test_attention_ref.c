@@ -181,7 +181,7 @@ static void mla_decode(void) {
   const int lens[3] = {5, 12, 0};
   const int table[3][3] = {{7, 0, 0}, {2, 8, 5}, {0, 0, 0}};
   uint16_t *q = rand_bf16((size_t)B * S * H * dq), *kv = rand_bf16((size_t)pages * P * dq);
-  ws_mla_decode_problem p = {B, S, H, dq, dv, P, pages, maxp, 0.0f, q, kv, &table[0][0], lens, (void *)16, NULL};
+  ws_mla_decode_problem p = {B, S, H, dq, dv, P, pages, maxp, 0, 0.0f, q, kv, &table[0][0], lens, (void *)16, NULL};
   double *o = (double *)malloc(sizeof(double) * B * S * H * dv), lse[3 * 2 * 2];
   CHECK_STATUS(ws_mla_decode_reference(&p, o, lse), WS_OK);
   for (int b = 0; b < B; b++)

@@ -297,6 +297,123 @@ static int run_mla(const mla_case *c, int check) {
   return fails;
 }
 
+/* ---- MLA decode (paged cache, split-KV) ------------------------------------------- */
+typedef struct {
+  const char *name;
+  int batch, s_q, heads, max_len; /* lens: random 0 .. max_len (the first = max_len) unless `fixed` */
+  int fixed;
+} dec_case;
+
+static int run_decode(const dec_case *c, int check) {
+  const int DQ = 576, DV = 512, P = 64;
+  int *lens = (int *)host_alloc((size_t)c->batch, sizeof(int), 0);
+  for (int b = 0; b < c->batch; b++) lens[b] = c->fixed || b == 0 ? c->max_len : (int)(rng_u32() % (uint32_t)(c->max_len + 1));
+  const int maxp = (c->max_len + P - 1) / P;
+  int pages = 0;
+  for (int b = 0; b < c->batch; b++) pages += (lens[b] + P - 1) / P;
+  pages += 3; /* pages no sequence uses */
+  int *table = (int *)host_alloc((size_t)c->batch * maxp, sizeof(int), 0), *perm = (int *)host_alloc((size_t)pages, sizeof(int), 0);
+  for (int i = 0; i < pages; i++) perm[i] = i;
+  for (int i = pages - 1; i > 0; i--) { const int j = (int)(rng_u32() % (uint32_t)(i + 1)), t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
+  int next = 0;
+  for (int b = 0; b < c->batch; b++)
+    for (int g = 0; g < maxp; g++) table[(size_t)b * maxp + g] = g < (lens[b] + P - 1) / P ? perm[next++] : -1;
+  const size_t rows = (size_t)c->batch * c->s_q * c->heads, nq = rows * DQ, nkv = (size_t)pages * P * DQ, no = rows * DV;
+  uint16_t *hq = (uint16_t *)host_alloc(nq, 2, 0), *hkv = (uint16_t *)host_alloc(nkv, 2, 0), *ho = (uint16_t *)host_alloc(no, 2, 0);
+  float *hl = (float *)host_alloc(rows, sizeof(float), 0);
+  fill_uniform(hq, nq, 1.0f);
+  fill_uniform(hkv, nkv, 1.0f);
+  void *dq, *dkv, *dout, *ws = NULL;
+  int *dt, *dlen;
+  float *dl;
+  CUDA_OK(cudaMalloc(&dq, nq * 2));
+  CUDA_OK(cudaMalloc(&dkv, nkv * 2));
+  CUDA_OK(cudaMalloc(&dout, no * 2));
+  CUDA_OK(cudaMalloc((void **)&dl, rows * sizeof(float)));
+  CUDA_OK(cudaMalloc((void **)&dt, (size_t)c->batch * maxp * sizeof(int)));
+  CUDA_OK(cudaMalloc((void **)&dlen, (size_t)c->batch * sizeof(int)));
+  CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dkv, hkv, nkv * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dt, table, (size_t)c->batch * maxp * sizeof(int), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dlen, lens, (size_t)c->batch * sizeof(int), cudaMemcpyHostToDevice));
+  ws_mla_decode_problem p;
+  memset(&p, 0, sizeof p);
+  p.batch = c->batch; p.s_q = c->s_q; p.heads = c->heads; p.dim_qk = DQ; p.dim_v = DV; p.page_size = P;
+  p.num_pages = pages; p.max_pages = maxp; p.max_seqlen = c->max_len;
+  p.q = dq; p.kv_cache = dkv; p.block_table = dt; p.seqlens = dlen; p.o = dout; p.lse = dl;
+  size_t wsb = 0;
+  WS_OK_OR_DIE(ws_mla_decode_workspace_size(&p, &wsb));
+  if (wsb) CUDA_OK(cudaMalloc(&ws, wsb));
+  int fails = 0;
+  if (check) {
+    CUDA_OK(cudaMemset(dout, 0xFF, no * 2));
+    CUDA_OK(cudaMemset(dl, 0xFF, rows * sizeof(float)));
+    if (ws) CUDA_OK(cudaMemset(ws, 0xFF, wsb));
+    WS_OK_OR_DIE(ws_mla_decode_forward(&p, ws, wsb, 0));
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(ho, dout, no * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(hl, dl, rows * sizeof(float), cudaMemcpyDeviceToHost));
+    double *ro = (double *)host_alloc(no, sizeof(double), 0), *rl = (double *)host_alloc(rows, sizeof(double), 0);
+    ws_mla_decode_problem hp = p;
+    hp.q = hq; hp.kv_cache = hkv; hp.block_table = table; hp.seqlens = lens; hp.o = ho; hp.lse = NULL;
+    WS_OK_OR_DIE(ws_mla_decode_reference(&hp, ro, rl));
+    double e2 = 0, r2 = 0, le2 = 0, lr2 = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < no; i++) {
+      const double g = float_of(ho[i]);
+      if (!isfinite(g)) { if (bad++ < 3) printf("  o[%zu] = %g\n", i, g); continue; }
+      e2 += (g - ro[i]) * (g - ro[i]);
+      r2 += ro[i] * ro[i];
+    }
+    for (size_t i = 0; i < rows; i++) {
+      const double g = hl[i], r = rl[i];
+      if (isinf(r) || isinf(g)) {
+        if (!(isinf(r) && isinf(g) && r < 0 && g < 0)) { if (bad++ < 3) printf("  lse[%zu] = %g, want %g\n", i, g, r); }
+        continue;
+      }
+      if (!isfinite(g)) { if (bad++ < 3) printf("  lse[%zu] = %g\n", i, g); continue; }
+      le2 += (g - r) * (g - r);
+      lr2 += r * r;
+    }
+    const double eo = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2), el = lr2 > 0 ? sqrt(le2 / lr2) : sqrt(le2);
+    const int ok = bad == 0 && eo <= 1e-2 && el <= 1e-2;
+    printf("%-40s o rel err %.2e, lse rel err %.2e, %zu bad, workspace %zu B: %s\n", c->name, eo, el, bad, wsb,
+           ok ? "ok" : "FAILED");
+    if (!ok) explain_errors(ho, ro, rows, DV, 1, 64);
+    fails += !ok;
+    free(ro);
+    free(rl);
+  } else {
+    cudaEvent_t e0, e1;
+    CUDA_OK(cudaEventCreate(&e0));
+    CUDA_OK(cudaEventCreate(&e1));
+    float ms[20];
+    for (int it = 0; it < 23; it++) {
+      CUDA_OK(cudaEventRecord(e0, 0));
+      WS_OK_OR_DIE(ws_mla_decode_forward(&p, ws, wsb, 0));
+      CUDA_OK(cudaEventRecord(e1, 0));
+      CUDA_OK(cudaEventSynchronize(e1));
+      if (it >= 3) CUDA_OK(cudaEventElapsedTime(&ms[it - 3], e0, e1));
+    }
+    for (int i = 1; i < 20; i++)
+      for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) { const float t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t; }
+    const double med = 0.5 * (ms[9] + ms[10]);
+    double keys = 0, bytes = 0;
+    for (int b = 0; b < c->batch; b++) { keys += lens[b]; bytes += (double)lens[b] * DQ * 2; }
+    bytes += (double)nq * 2 + (double)no * 2;
+    const double flops = 2.0 * keys * c->s_q * c->heads * (DQ + DV);
+    printf("bench %-36s %8.3f ms  %6.1f TFLOPS  %6.0f GB/s (kv cache + q + o)\n", c->name, med, flops / (med * 1e-3) / 1e12,
+           bytes / (med * 1e-3) / 1e9);
+    CUDA_OK(cudaEventDestroy(e0));
+    CUDA_OK(cudaEventDestroy(e1));
+  }
+  cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(dl); cudaFree(dt); cudaFree(dlen);
+  if (ws) cudaFree(ws);
+  free(lens); free(table); free(perm); free(hq); free(hkv); free(ho); free(hl);
+  return fails;
+}
+
 /* Argument checks before any launch. */
 static int check_errors(void) {
   int fails = 0;
@@ -367,8 +484,24 @@ int main(int argc, char **argv) {
       {"mla S4096 H128 topk2048 s_kv 98304", 4096, 128, 98304, 2048, 0},
       {"mla S4096 H128 topk2048 s_kv 131072", 4096, 128, 131072, 2048, 0},
   };
+  const dec_case dec_quick[] = {
+      {"decode B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1},
+      {"decode B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0},
+  };
+  const dec_case dec_full[] = {
+      {"decode B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0},
+      {"decode B2 s_q2 H128 len 32768 (split)", 2, 2, 128, 32768, 1},
+  };
+  const dec_case dec_bench[] = {
+      {"decode B64 s_q1 H128 len 4096", 64, 1, 128, 4096, 1},
+      {"decode B128 s_q1 H128 len 4096", 128, 1, 128, 4096, 1},
+      {"decode B128 s_q2 H128 len 8192", 128, 2, 128, 8192, 1},
+      {"decode B8 s_q1 H128 len 32768", 8, 1, 128, 32768, 1},
+      {"decode B1 s_q1 H128 len 65536", 1, 1, 128, 65536, 1},
+  };
   int fails = 0;
   if (!strcmp(mode, "bench")) {
+    for (size_t i = 0; i < sizeof dec_bench / sizeof dec_bench[0]; i++) run_decode(&dec_bench[i], 0);
     for (size_t i = 0; i < sizeof bench / sizeof bench[0]; i++) run_case(&bench[i], 0);
     for (size_t i = 0; i < sizeof mla_bench / sizeof mla_bench[0]; i++) run_mla(&mla_bench[i], 0);
     return 0;
@@ -376,9 +509,11 @@ int main(int argc, char **argv) {
   fails += check_errors();
   for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
   for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i], 1);
+  for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i], 1);
   if (strcmp(mode, "quick")) {
     for (size_t i = 0; i < sizeof full / sizeof full[0]; i++) fails += run_case(&full[i], 1);
     for (size_t i = 0; i < sizeof mla_full / sizeof mla_full[0]; i++) fails += run_mla(&mla_full[i], 1);
+    for (size_t i = 0; i < sizeof dec_full / sizeof dec_full[0]; i++) fails += run_decode(&dec_full[i], 1);
   }
   printf(fails ? "test_attention: %d FAILED\n" : "test_attention: all checks passed\n", fails);
   return fails ? 1 : 0;
