@@ -107,3 +107,35 @@ def test_mla_sparse_prefill(s_q, heads, s_kv, topk):
         ref = torch.exp(s - ref_lse[:, None]) @ rows[:, :512]
         assert rel_err(o[i], ref) < 1e-2
         assert rel_err(lse[i], ref_lse) < 1e-2
+
+
+def test_mla_decode_paged():
+    b, s_q, h, page = 3, 2, 64, 64
+    lens = [1, 700, 130]
+    maxp = max((n + page - 1) // page for n in lens)
+    pages = sum((n + page - 1) // page for n in lens) + 2
+    perm = torch.randperm(pages).tolist()
+    table = torch.full((b, maxp), -1, dtype=torch.int32)
+    k = 0
+    for i, n in enumerate(lens):
+        for g in range((n + page - 1) // page):
+            table[i, g] = perm[k]
+            k += 1
+    cache = rand_bf16(pages, page, 576)
+    q = rand_bf16(b, s_q, h, 576)
+    o, lse = warpspec.mla_decode(q, cache, table.cuda(), torch.tensor(lens, dtype=torch.int32, device="cuda"),
+                                 max_seqlen=max(lens), return_lse=True)
+    flat = cache.view(pages * page, 576).double()
+    for i, n in enumerate(lens):
+        rows = torch.tensor([int(table[i, j // page]) * page + j % page for j in range(n)], device="cuda")
+        kv = flat[rows]
+        for t in range(s_q):
+            vis = n - s_q + t + 1
+            if vis <= 0:
+                assert torch.isinf(lse[i, t]).all() and (o[i, t] == 0).all()
+                continue
+            s = q[i, t].double() @ kv[:vis].T / math.sqrt(576)
+            rl = torch.logsumexp(s, dim=-1)
+            ref = torch.exp(s - rl[:, None]) @ kv[:vis, :512]
+            assert rel_err(o[i, t], ref) < 1e-2
+            assert rel_err(lse[i, t], rl) < 1e-2

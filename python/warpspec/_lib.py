@@ -192,6 +192,14 @@ class MlaSparseProblem(ctypes.Structure):
                 ("lse", ctypes.c_void_p)]
 
 
+class MlaDecodeProblem(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_int), ("s_q", ctypes.c_int), ("heads", ctypes.c_int), ("dim_qk", ctypes.c_int),
+                ("dim_v", ctypes.c_int), ("page_size", ctypes.c_int), ("num_pages", ctypes.c_int),
+                ("max_pages", ctypes.c_int), ("max_seqlen", ctypes.c_int), ("softmax_scale", ctypes.c_float),
+                ("q", ctypes.c_void_p), ("kv_cache", ctypes.c_void_p), ("block_table", ctypes.c_void_p),
+                ("seqlens", ctypes.c_void_p), ("o", ctypes.c_void_p), ("lse", ctypes.c_void_p)]
+
+
 class MoeLayerConfig(ctypes.Structure):
     _fields_ = [("hidden", ctypes.c_int), ("inter", ctypes.c_int), ("experts", ctypes.c_int), ("topk", ctypes.c_int),
                 ("max_tokens", ctypes.c_int), ("num_sms", ctypes.c_int), ("path", ctypes.c_int)]
@@ -200,7 +208,8 @@ class MoeLayerConfig(ctypes.Structure):
 _MIRRORS = {"ws_role": Role, "ws_layout": Layout, "ws_plan": Plan, "ws_device_limits": DeviceLimits,
             "ws_gemm_problem": GemmProblem, "ws_comm_id": CommId, "ws_sendrecv_opts": SendrecvOpts,
             "ws_ep_config": EpConfig, "ws_ep_recv": EpRecv, "ws_attn_problem": AttnProblem,
-            "ws_moe_layer_config": MoeLayerConfig, "ws_mla_sparse_problem": MlaSparseProblem}
+            "ws_moe_layer_config": MoeLayerConfig, "ws_mla_sparse_problem": MlaSparseProblem,
+            "ws_mla_decode_problem": MlaDecodeProblem}
 
 # ---- loading -------------------------------------------------------------------------
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -298,6 +307,8 @@ def _declare(L):
         "ws_attn_check": (c_int, [P(AttnProblem)]),
         "ws_attn_forward": (c_int, [P(AttnProblem), c_void_p]),
         "ws_mla_sparse_forward": (c_int, [P(MlaSparseProblem), c_void_p]),
+        "ws_mla_decode_workspace_size": (c_int, [P(MlaDecodeProblem), P(c_size_t)]),
+        "ws_mla_decode_forward": (c_int, [P(MlaDecodeProblem), c_void_p, c_size_t, c_void_p]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(L, name)

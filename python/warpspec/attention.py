@@ -2,6 +2,7 @@
 
     attention(q, k, v, causal=False, ...)      flash attention forward, BF16
     mla_sparse_prefill(q, kv, indices, ...)    DeepSeek-V3.2 sparse MLA prefill, BF16
+    mla_decode(q, kv_cache, block_table, seqlens, ...)   DeepSeek-V3 MLA decode, paged cache
 
 Dense batches in PyTorch's [batch, seq, heads, dim] layout: q [B, Sq, Hq, Dqk],
 k [B, Sk, Hkv, Dqk], v [B, Sk, Hkv, Dv]. Variable-length batches (FlashAttention's
@@ -149,4 +150,62 @@ def mla_sparse_prefill(q, kv, indices, *, softmax_scale=None, out=None, return_l
     with on_device(dev):
         s = stream_handle(stream, dev)
         _lib.check(_lib.lib.ws_mla_sparse_forward(ctypes.byref(p), ctypes.c_void_p(s)))
+    return (out, lse) if (return_lse or lse is not None) else out
+
+
+def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_scale=None, out=None, return_lse=False,
+               lse=None, stream=None):
+    """MLA decode over a paged latent cache (FlashMLA's and vLLM's layout).
+    q [B, s_q, H, 576] bf16; kv_cache [pages, page_size, 576] (or [pages, page_size, 1,
+    576]) bf16, its first 512 columns also V; block_table [B, max_pages] int32 page ids;
+    seqlens [B] int32 cached tokens (query i of s_q sees keys 0 .. seqlen - s_q + i).
+    max_seqlen: an upper bound of seqlens known on the host (None: max_pages x page_size;
+    a tight bound lets the keys split over more CTAs). Returns o [B, s_q, H, 512] bf16
+    (and lse [B, s_q, H] fp32). A split-KV workspace is allocated with PyTorch when
+    needed."""
+    vq = view(q, "q").expect(BF16, ndim=4)
+    b, s_q, heads, dqk = vq.shape
+    vc = view(kv_cache, "kv_cache").expect(BF16, ndim=(3, 4))
+    if len(vc.shape) == 4 and vc.shape[2] != 1:
+        raise invalid(f"kv_cache: shape {vc.shape}: one latent head ([pages, page_size, 576])")
+    pages, page_size, dkv = vc.shape[0], vc.shape[1], vc.shape[-1]
+    if dqk != 576 or dkv != 576:
+        raise invalid(f"mla_decode: head dims q {dqk}, cache {dkv}; the kernel is built for 576 (512 + 64 rope)")
+    if heads % 64:
+        raise invalid(f"mla_decode: {heads} heads, a multiple of 64")
+    vt = view(block_table, "block_table").expect(I32, ndim=2)
+    if vt.shape[0] != b:
+        raise invalid(f"block_table: shape {vt.shape}, expected ({b}, max_pages)")
+    vs = view(seqlens, "seqlens").expect(I32, shape=(b,))
+    max_pages = vt.shape[1]
+    views = [vq, vc, vt, vs]
+    vo = view(out, "out", optional=True)
+    if vo is not None:
+        vo.expect(BF16, shape=(b, s_q, heads, 512))
+        views.append(vo)
+    vl = view(lse, "lse", optional=True)
+    if vl is not None:
+        vl.expect(("float32",), shape=(b, s_q, heads))
+        views.append(vl)
+    dev = require_hopper(views, "warpspec.mla_decode")
+    if out is None:
+        out = empty((b, s_q, heads, 512), "bfloat16", dev, "warpspec.mla_decode")
+        vo = view(out, "out")
+    if lse is None and return_lse:
+        lse = empty((b, s_q, heads), "float32", dev, "warpspec.mla_decode")
+        vl = view(lse, "lse")
+    p = _lib.MlaDecodeProblem()
+    p.batch, p.s_q, p.heads, p.dim_qk, p.dim_v = b, s_q, heads, 576, 512
+    p.page_size, p.num_pages, p.max_pages = page_size, pages, max_pages
+    p.max_seqlen = 0 if max_seqlen is None else int(max_seqlen)
+    p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
+    p.q, p.kv_cache, p.block_table, p.seqlens, p.o = vq.ptr, vc.ptr, vt.ptr, vs.ptr, vo.ptr
+    p.lse = vl.ptr if vl is not None else None
+    with on_device(dev):
+        need = ctypes.c_size_t()
+        _lib.check(_lib.lib.ws_mla_decode_workspace_size(ctypes.byref(p), ctypes.byref(need)))
+        ws = empty((need.value,), "uint8", dev, "warpspec.mla_decode") if need.value else None
+        s = stream_handle(stream, dev)
+        _lib.check(_lib.lib.ws_mla_decode_forward(ctypes.byref(p), ws.data_ptr() if ws is not None else None,
+                                                  need.value, ctypes.c_void_p(s)))
     return (out, lse) if (return_lse or lse is not None) else out
