@@ -7,7 +7,9 @@ Shapes (issue 14): batch x seq = 16k tokens (S 512 .. 16384), heads 16 and 32, h
 64 and 128, causal and not. Then sparse MLA prefill at the seed's shape (S 4096, H 128,
 dims 576 / 512, topk 2048, S_kv 8192 .. 131072; TFLOPS = 2 S H topk (576 + 512) / t)
 against a PyTorch composite (gather, bmm, fp32 softmax, bmm; 256 queries at a time so the
-gathered rows fit), with the seed's published H800 figures printed beside it. Every backend's output is first checked against ours
+gathered rows fit), with the seed's published H800 figures printed beside it. Then MLA
+decode (128 heads, pages of 64) against a PyTorch composite, with the bytes moved per
+second next to a 1 GiB device-to-device copy measured in the same run. Every backend's output is first checked against ours
 (relative error; a backend that fails or is unavailable is reported as such). Times are
 medians of CUDA-event timings after warm-ups, with an L2 flush (a 256 MB write) before
 each. TFLOPS = 4 x B x H x Sq x Sk x D / t (halved for causal), as FlashAttention counts.
@@ -92,6 +94,77 @@ def _bench_mla(args, torch, warpspec, flush):
     return rows
 
 
+def _decode_composite(q, cache, table, lens, torch, scale):
+    """The PyTorch user's MLA decode: per sequence, gather its pages, S = q K^T, softmax
+    (causal over the s_q speculative tokens), O = P V."""
+    b, s_q, h, _ = q.shape
+    page = cache.shape[1]
+    out = torch.empty(b, s_q, h, 512, dtype=torch.bfloat16, device=q.device)
+    for i in range(b):
+        n = int(lens[i])
+        kv = cache[table[i, :(n + page - 1) // page].long()].reshape(-1, 576)[:n]      # [n, 576]
+        sc = torch.matmul(q[i].reshape(s_q * h, 576), kv.T).float().view(s_q, h, n) * scale
+        if s_q > 1:
+            j = torch.arange(n, device=q.device)
+            lim = n - s_q + torch.arange(s_q, device=q.device)
+            sc.masked_fill_((j[None, :] > lim[:, None])[:, None, :], float("-inf"))
+        p = torch.softmax(sc, dim=-1).to(torch.bfloat16)
+        out[i] = torch.matmul(p.view(s_q * h, n), kv[:, :512]).view(s_q, h, 512)
+    return out
+
+
+def _bench_decode(args, torch, warpspec, flush):
+    """MLA decode (DeepSeek-V3: 128 heads, 576 / 512, pages of 64) against a PyTorch
+    composite, and the HBM bandwidth of a device-to-device copy in the same run."""
+    big = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(big)
+    t = _time(lambda: dst.copy_(big), 10, torch, flush)
+    copy_gbs = 2 * big.numel() / t / 1e6
+    del big, dst
+    print(f"HBM: device-to-device copy of 1 GiB {copy_gbs:.0f} GB/s (read + write)")
+    rows = []
+    page = 64
+    for (b, s_q, n) in ((64, 1, 4096), (128, 1, 4096), (128, 2, 8192), (8, 1, 32768), (1, 1, 65536)):
+        if args.quick and b * n > 128 * 4096:
+            continue
+        h = 128
+        pages = b * ((n + page - 1) // page)
+        cache = (torch.rand(pages, page, 576, device="cuda") * 2 - 1).to(torch.bfloat16)
+        table = torch.randperm(pages, device="cuda").to(torch.int32).view(b, -1)
+        lens = torch.full((b,), n, dtype=torch.int32, device="cuda")
+        q = (torch.rand(b, s_q, h, 576, device="cuda") * 2 - 1).to(torch.bfloat16)
+        scale = 1.0 / 576 ** 0.5
+        res = {"B": b, "s_q": s_q, "len": n, "H": h, "copy_gbs": copy_gbs}
+        moved = b * n * 576 * 2 + q.numel() * 2 + b * s_q * h * 512 * 2
+        flops = 2.0 * b * n * s_q * h * (576 + 512)
+        try:
+            ours = warpspec.mla_decode(q, cache, table, lens, max_seqlen=n)
+            t = _time(lambda: warpspec.mla_decode(q, cache, table, lens, max_seqlen=n, out=ours), args.iters, torch, flush)
+            res.update(warpspec_ms=t, warpspec_gbs=moved / t / 1e6, warpspec_tflops=flops / t / 1e9)
+        except Exception as e:
+            ours = None
+            res.update(warpspec_ms=float("nan"), warpspec_gbs=float("nan"), warpspec_tflops=float("nan"))
+            print(f"  warpspec mla_decode failed: {type(e).__name__}: {str(e)[:200]}")
+        ref = _decode_composite(q, cache, table, lens, torch, scale)
+        res["relerr"] = (((ours.double() - ref.double()).norm() / ref.double().norm()).item()
+                         if ours is not None else float("nan"))
+        t = _time(lambda: _decode_composite(q, cache, table, lens, torch, scale), 3, torch, flush)
+        res.update(torch_ms=t, torch_gbs=moved / t / 1e6)
+        rows.append(res)
+        print(f"decode B{b:<4d} s_q{s_q} len {n:<6d} warpspec {res['warpspec_ms']:7.3f} ms "
+              f"{res['warpspec_gbs']:6.0f} GB/s ({100 * res['warpspec_gbs'] / copy_gbs:.0f}% of the copy) "
+              f"{res['warpspec_tflops']:5.1f} TF | PyTorch composite {res['torch_ms']:8.3f} ms "
+              f"(x{res['torch_ms'] / res['warpspec_ms']:.1f}, err {res['relerr']:.1e})", flush=True)
+        del cache, table, q, ref, ours
+        torch.cuda.empty_cache()
+    try:
+        import flashinfer  # noqa: F401  (its MLA decode would be the second baseline)
+        print("flashinfer is installed; its MLA decode baseline is not wired in yet")
+    except ImportError:
+        print("flashinfer: not installed on this machine (no baseline from it)")
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="warpspec bench attention")
     ap.add_argument("--csv", default=None)
@@ -143,6 +216,12 @@ def main(argv=None):
                   f"err {res['cudnn_relerr']:.1e}) | flash {res['flash_ms']:8.3f} ms {res['flash_tflops']:6.1f} TF "
                   f"(x{res['flash_ms'] / res['warpspec_ms']:.2f})", flush=True)
     mla_rows = _bench_mla(args, torch, warpspec, flush)
+    dec_rows = _bench_decode(args, torch, warpspec, flush)
+    if args.csv and dec_rows:
+        with open(args.csv.replace(".csv", "_decode.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(dec_rows[0].keys()))
+            w.writeheader()
+            w.writerows(dec_rows)
     if args.csv and mla_rows:
         with open(args.csv.replace(".csv", "_mla.csv"), "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(mla_rows[0].keys()))
