@@ -25,6 +25,7 @@
 #include "warpspec/attention.h"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
+#include "attn_device.cuh"
 
 #include <cuda_bf16.h>
 #include <math.h>
@@ -56,17 +57,6 @@ typedef struct {
 
 #define FA_ROLES(ROLE) ROLE(A_LOADER, 1, 40, 1) ROLE(A_MATH, 4, 232, 2)
 WS_DECLARE_ROLES(flash_fwd, FA_ROLES);
-
-static __device__ __forceinline__ float fa_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-static __device__ __forceinline__ uint32_t fa_pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-  return *(const uint32_t *)&h;
-}
 
 template <int DQK, int DV>
 WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ ws_tmap map_k,
@@ -199,7 +189,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
       mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 2));
       /* a row with no key yet keeps max -inf: exponents relative to 0 give 0, not NaN */
       msc[x] = mx[x] == -INFINITY ? 0.0f : mx[x] * sl2;
-      alpha[x] = fa_exp2(m_run[x] * sl2 - msc[x]);
+      alpha[x] = attn_exp2(m_run[x] * sl2 - msc[x]);
       m_run[x] = mx[x];
       l_run[x] *= alpha[x];
     }
@@ -208,7 +198,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
 #pragma unroll
       for (int e = 0; e < 4; e++) {
         const int x = e >> 1;
-        const float p = fa_exp2(fmaf(s[4 * j + e], sl2, -msc[x]));
+        const float p = attn_exp2(fmaf(s[4 * j + e], sl2, -msc[x]));
         s[4 * j + e] = p;
         l_run[x] += p;
       }
@@ -221,10 +211,10 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
     uint32_t pa[FA_BN / 16][4];
 #pragma unroll
     for (int t = 0; t < FA_BN / 16; t++) {
-      pa[t][0] = fa_pack_bf16(s[8 * t + 0], s[8 * t + 1]);
-      pa[t][1] = fa_pack_bf16(s[8 * t + 2], s[8 * t + 3]);
-      pa[t][2] = fa_pack_bf16(s[8 * t + 4], s[8 * t + 5]);
-      pa[t][3] = fa_pack_bf16(s[8 * t + 6], s[8 * t + 7]);
+      pa[t][0] = attn_pack_bf16(s[8 * t + 0], s[8 * t + 1]);
+      pa[t][1] = attn_pack_bf16(s[8 * t + 2], s[8 * t + 3]);
+      pa[t][2] = attn_pack_bf16(s[8 * t + 4], s[8 * t + 5]);
+      pa[t][3] = attn_pack_bf16(s[8 * t + 6], s[8 * t + 7]);
     }
 
     /* O += P V: V [keys][dv] read MN-major, 16 keys (2048 bytes) per wgmma */
@@ -255,9 +245,9 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
     uint32_t *out = (uint32_t *)(a.o + ((size_t)(q0 + qi) * a.heads_q + h) * DV);
 #pragma unroll
     for (int j = 0; j < DV / 8; j++)
-      out[4 * j + quad] = fa_pack_bf16(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
+      out[4 * j + quad] = attn_pack_bf16(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
     if (a.lse && quad == 0)
-      a.lse[(size_t)h * a.total_q + q0 + qi] = l > 0.0f ? (m_run[x] * sl2 + log2f(l)) * 0.69314718055994531f : -INFINITY;
+      a.lse[(size_t)h * a.total_q + q0 + qi] = l > 0.0f ? (m_run[x] * sl2 + log2f(l)) * ATTN_LN2 : -INFINITY;
   }
 }
 
@@ -326,7 +316,7 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   a.mask = (int)p->mask;
   a.total_q = (int)rows_q;
   const float scale = p->softmax_scale > 0.0f ? p->softmax_scale : 1.0f / sqrtf((float)p->dim_qk);
-  a.scale_log2 = scale * 1.4426950408889634f;
+  a.scale_log2 = scale * ATTN_LOG2E;
   a.cu_q = p->cu_seqlens_q;
   a.cu_k = p->cu_seqlens_k;
   a.o = (uint16_t *)p->o;

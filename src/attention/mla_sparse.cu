@@ -27,6 +27,7 @@
 #include "warpspec/attention.h"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
+#include "attn_device.cuh"
 
 #include <cuda_bf16.h>
 #include <math.h>
@@ -92,17 +93,6 @@ static __device__ __forceinline__ int mla_row(const mla_args *a, int tok, int kb
 
 #define MLA_ROLES(ROLE) ROLE(S_GATHER, 4, 40, 1) ROLE(S_MATH, 4, 232, 2)
 WS_DECLARE_ROLES(mla_sparse, MLA_ROLES);
-
-static __device__ __forceinline__ float mla_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-static __device__ __forceinline__ uint32_t mla_pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-  return *(const uint32_t *)&h;
-}
 
 /* Byte offset of 16-byte piece `piece` (0..7) of row `row` in a [rows][128 B] box with
  * the 128-byte swizzle (what TMA writes and wgmma's 128B descriptors read). */
@@ -221,7 +211,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     for (int x = 0; x < 2; x++) {
       const float m_new = fmaxf(m_run[x], fmaxf(mx[x], sm->rmax[1 - w][r0 + 8 * x]));
       msc[x] = m_new == -INFINITY ? 0.0f : m_new * sl2;
-      alpha[x] = mla_exp2(m_run[x] * sl2 - msc[x]);
+      alpha[x] = attn_exp2(m_run[x] * sl2 - msc[x]);
       m_run[x] = m_new;
       l_run[x] *= alpha[x];
     }
@@ -231,11 +221,11 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     for (int jj = 0; jj < 4; jj++)
 #pragma unroll
       for (int x = 0; x < 2; x++) {
-        const float p0 = mla_exp2(fmaf(s[4 * jj + 2 * x], sl2, -msc[x]));
-        const float p1 = mla_exp2(fmaf(s[4 * jj + 2 * x + 1], sl2, -msc[x]));
+        const float p0 = attn_exp2(fmaf(s[4 * jj + 2 * x], sl2, -msc[x]));
+        const float p1 = attn_exp2(fmaf(s[4 * jj + 2 * x + 1], sl2, -msc[x]));
         l_run[x] += p0 + p1;
         const int row = r0 + 8 * x, piece = 4 * w + jj;
-        *(uint32_t *)(pt + mla_swizzle(row, piece) + 4 * quad) = mla_pack_bf16(p0, p1);
+        *(uint32_t *)(pt + mla_swizzle(row, piece) + 4 * quad) = attn_pack_bf16(p0, p1);
       }
     ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
     ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
@@ -272,7 +262,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     const float inv = lt > 0.0f ? 1.0f / lt : 0.0f;
     const int head = hg * MLA_BH + r0 + 8 * x;
     const size_t row = (size_t)tok * a.heads + head;
-    const float lse = lt > 0.0f ? (m_run[x] * sl2 + log2f(lt)) * 0.69314718055994531f : -INFINITY;
+    const float lse = lt > 0.0f ? (m_run[x] * sl2 + log2f(lt)) * ATTN_LN2 : -INFINITY;
     if (a.o_part) { /* a split of the keys: normalised partial O and its lse, merged later */
       float2 *out = (float2 *)(a.o_part + ((size_t)blockIdx.z * a.rows + row) * MLA_DV + 256 * w);
 #pragma unroll
@@ -282,7 +272,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     }
     uint32_t *out = (uint32_t *)(a.o + row * MLA_DV + 256 * w);
 #pragma unroll
-    for (int j = 0; j < MLA_DV / 32; j++) out[4 * j + quad] = mla_pack_bf16(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
+    for (int j = 0; j < MLA_DV / 32; j++) out[4 * j + quad] = attn_pack_bf16(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
     if (a.lse && w == 0 && quad == 0) a.lse[row] = lse;
   }
 }
@@ -316,8 +306,8 @@ __global__ void mla_merge_kernel(const float *o_part, const float *lse_part, int
   uint2 *dst = (uint2 *)(o + (size_t)row * MLA_DV);
 #pragma unroll
   for (int i = 0; i < MLA_DV / 128; i++)
-    dst[i * 32 + lane] = make_uint2(mla_pack_bf16(acc[4 * i] * inv, acc[4 * i + 1] * inv),
-                                    mla_pack_bf16(acc[4 * i + 2] * inv, acc[4 * i + 3] * inv));
+    dst[i * 32 + lane] = make_uint2(attn_pack_bf16(acc[4 * i] * inv, acc[4 * i + 1] * inv),
+                                    attn_pack_bf16(acc[4 * i + 2] * inv, acc[4 * i + 3] * inv));
   if (lse && lane == 0) lse[row] = den > 0.0f ? mx + logf(den) : -INFINITY;
 }
 
@@ -345,7 +335,7 @@ static ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, 
     return s;
   a->xchg_bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mla_make_plan) */
   const float scale = softmax_scale > 0.0f ? softmax_scale : 1.0f / sqrtf((float)MLA_DQK);
-  a->scale_log2 = scale * 1.4426950408889634f;
+  a->scale_log2 = scale * ATTN_LOG2E;
   a->rows = tokens * a->heads;
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;

@@ -70,6 +70,37 @@ static void explain_errors(const uint16_t *got, const double *ref, size_t rows, 
   printf("\n");
 }
 
+/* The case's verdict: ||o - ref|| / ||ref|| and the same over the finite lse entries,
+ * both <= 1e-2; an unwritten (NaN) element, or an lse of -inf where the reference has
+ * none (or the reverse), is bad. Prints one line; on a failure, where the error sits
+ * (explain_errors with rows (r / div) % tile_rows of `cols` columns). */
+static int compare(const char *name, const char *extra, const uint16_t *ho, const double *ro, size_t no, int cols,
+                   const float *hl, const double *rl, size_t nl, size_t div, int tile_rows) {
+  double e2 = 0, r2 = 0, le2 = 0, lr2 = 0;
+  size_t bad = 0;
+  for (size_t i = 0; i < no; i++) {
+    const double g = float_of(ho[i]);
+    if (!isfinite(g)) { if (bad++ < 3) printf("  o[%zu] = %g (unwritten or NaN)\n", i, g); continue; }
+    e2 += (g - ro[i]) * (g - ro[i]);
+    r2 += ro[i] * ro[i];
+  }
+  for (size_t i = 0; i < nl; i++) {
+    const double g = hl[i], r = rl[i];
+    if (isinf(r) || isinf(g)) {
+      if (!(isinf(r) && isinf(g) && r < 0 && g < 0)) { if (bad++ < 3) printf("  lse[%zu] = %g, want %g\n", i, g, r); }
+      continue;
+    }
+    if (!isfinite(g)) { if (bad++ < 3) printf("  lse[%zu] = %g\n", i, g); continue; }
+    le2 += (g - r) * (g - r);
+    lr2 += r * r;
+  }
+  const double eo = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2), el = lr2 > 0 ? sqrt(le2 / lr2) : sqrt(le2);
+  const int ok = bad == 0 && eo <= 1e-2 && el <= 1e-2;
+  printf("%-40s o rel err %.2e, lse rel err %.2e, %zu bad%s: %s\n", name, eo, el, bad, extra, ok ? "ok" : "FAILED");
+  if (!ok) explain_errors(ho, ro, no / (size_t)cols, cols, div, tile_rows);
+  return ok;
+}
+
 static int run_case(const attn_case *c, int check) {
   const int varlen = c->lens_q != NULL;
   int *cq = (int *)host_alloc((size_t)c->batch + 1, sizeof(int), 0), *ck = (int *)host_alloc((size_t)c->batch + 1, sizeof(int), 0);
@@ -137,30 +168,7 @@ static int run_case(const attn_case *c, int check) {
     hp.cu_seqlens_q = varlen ? cq : NULL;
     hp.cu_seqlens_k = varlen ? ck : NULL;
     WS_OK_OR_DIE(ws_attn_reference(&hp, ro, rl));
-    double e2 = 0, r2 = 0, le2 = 0, lr2 = 0;
-    size_t bad = 0;
-    for (size_t i = 0; i < no; i++) {
-      const double g = float_of(ho[i]);
-      if (!isfinite(g)) { if (bad++ < 3) printf("  o[%zu] = %g (unwritten or NaN)\n", i, g); continue; }
-      e2 += (g - ro[i]) * (g - ro[i]);
-      r2 += ro[i] * ro[i];
-    }
-    for (size_t i = 0; i < Tq * c->hq; i++) {
-      const double g = hl[i], r = rl[i];
-      if (isinf(r) || isinf(g)) {
-        if (!(isinf(r) && isinf(g) && r < 0 && g < 0)) { if (bad++ < 3) printf("  lse[%zu] = %g, want %g\n", i, g, r); }
-        continue;
-      }
-      if (!isfinite(g)) { if (bad++ < 3) printf("  lse[%zu] = %g\n", i, g); continue; }
-      le2 += (g - r) * (g - r);
-      lr2 += r * r;
-    }
-    const double eo = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2), el = lr2 > 0 ? sqrt(le2 / lr2) : sqrt(le2);
-    const int ok = bad == 0 && eo <= 1e-2 && el <= 1e-2;
-    printf("%-40s o rel err %.2e, lse rel err %.2e, %zu bad: %s\n", c->name, eo, el, bad, ok ? "ok" : "FAILED");
-    if (!ok) /* rows of o are (token, head): a query tile's row is token % 128 for one head */
-      explain_errors(ho, ro, Tq * c->hq, c->dv, (size_t)c->hq, 128);
-    fails += !ok;
+    fails += !compare(c->name, "", ho, ro, no, c->dv, hl, rl, Tq * c->hq, (size_t)c->hq, 128);
     free(ro);
     free(rl);
   } else {
@@ -251,29 +259,7 @@ static int run_mla(const mla_case *c, int check) {
     ws_mla_sparse_problem hp = p;
     hp.q = hq; hp.kv = hkv; hp.indices = hi; hp.o = ho; hp.lse = NULL;
     WS_OK_OR_DIE(ws_mla_sparse_reference(&hp, ro, rl));
-    double e2 = 0, r2 = 0, le2 = 0, lr2 = 0;
-    size_t bad = 0;
-    for (size_t i = 0; i < no; i++) {
-      const double g = float_of(ho[i]);
-      if (!isfinite(g)) { if (bad++ < 3) printf("  o[%zu] = %g\n", i, g); continue; }
-      e2 += (g - ro[i]) * (g - ro[i]);
-      r2 += ro[i] * ro[i];
-    }
-    for (size_t i = 0; i < (size_t)c->s_q * c->heads; i++) {
-      const double g = hl[i], r = rl[i];
-      if (isinf(r) || isinf(g)) {
-        if (!(isinf(r) && isinf(g) && r < 0 && g < 0)) { if (bad++ < 3) printf("  lse[%zu] = %g, want %g\n", i, g, r); }
-        continue;
-      }
-      if (!isfinite(g)) { if (bad++ < 3) printf("  lse[%zu] = %g\n", i, g); continue; }
-      le2 += (g - r) * (g - r);
-      lr2 += r * r;
-    }
-    const double eo = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2), el = lr2 > 0 ? sqrt(le2 / lr2) : sqrt(le2);
-    const int ok = bad == 0 && eo <= 1e-2 && el <= 1e-2;
-    printf("%-40s o rel err %.2e, lse rel err %.2e, %zu bad: %s\n", c->name, eo, el, bad, ok ? "ok" : "FAILED");
-    if (!ok) explain_errors(ho, ro, (size_t)c->s_q * c->heads, DV, 1, 64); /* rows: (token, head), 64 heads a CTA */
-    fails += !ok;
+    fails += !compare(c->name, "", ho, ro, no, DV, hl, rl, (size_t)c->s_q * c->heads, 1, 64);
     free(ro);
     free(rl);
   } else {
@@ -362,30 +348,9 @@ static int run_decode(const dec_case *c, int check) {
     ws_mla_decode_problem hp = p;
     hp.q = hq; hp.kv_cache = hkv; hp.block_table = table; hp.seqlens = lens; hp.o = ho; hp.lse = NULL;
     WS_OK_OR_DIE(ws_mla_decode_reference(&hp, ro, rl));
-    double e2 = 0, r2 = 0, le2 = 0, lr2 = 0;
-    size_t bad = 0;
-    for (size_t i = 0; i < no; i++) {
-      const double g = float_of(ho[i]);
-      if (!isfinite(g)) { if (bad++ < 3) printf("  o[%zu] = %g\n", i, g); continue; }
-      e2 += (g - ro[i]) * (g - ro[i]);
-      r2 += ro[i] * ro[i];
-    }
-    for (size_t i = 0; i < rows; i++) {
-      const double g = hl[i], r = rl[i];
-      if (isinf(r) || isinf(g)) {
-        if (!(isinf(r) && isinf(g) && r < 0 && g < 0)) { if (bad++ < 3) printf("  lse[%zu] = %g, want %g\n", i, g, r); }
-        continue;
-      }
-      if (!isfinite(g)) { if (bad++ < 3) printf("  lse[%zu] = %g\n", i, g); continue; }
-      le2 += (g - r) * (g - r);
-      lr2 += r * r;
-    }
-    const double eo = r2 > 0 ? sqrt(e2 / r2) : sqrt(e2), el = lr2 > 0 ? sqrt(le2 / lr2) : sqrt(le2);
-    const int ok = bad == 0 && eo <= 1e-2 && el <= 1e-2;
-    printf("%-40s o rel err %.2e, lse rel err %.2e, %zu bad, workspace %zu B: %s\n", c->name, eo, el, bad, wsb,
-           ok ? "ok" : "FAILED");
-    if (!ok) explain_errors(ho, ro, rows, DV, 1, 64);
-    fails += !ok;
+    char extra[64];
+    snprintf(extra, sizeof extra, ", workspace %zu B", wsb);
+    fails += !compare(c->name, extra, ho, ro, no, DV, hl, rl, rows, 1, 64);
     free(ro);
     free(rl);
   } else {
