@@ -45,8 +45,9 @@ static ws_status layer_alloc(ws_moe_layer *l, void **p, size_t bytes) {
 
 ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_layer_config *cfg, const void *w1,
                               const float *w1_scale, const void *w2, const float *w2_scale) {
-  WS_REQUIRE(out != NULL && comm != NULL && cfg != NULL, "ws_moe_layer_create: layer, comm or cfg is NULL");
-  *out = NULL;
+  WS_REQUIRE(out != NULL, "ws_moe_layer_create: layer is NULL");
+  *out = NULL; /* a failed create leaves no stale handle behind */
+  WS_REQUIRE(comm != NULL && cfg != NULL, "ws_moe_layer_create: comm or cfg is NULL");
   WS_REQUIRE(cfg->path == WS_MOE_UNFUSED, "ws_moe_layer_create: path %d unknown (WS_MOE_UNFUSED = 0)", (int)cfg->path);
   WS_REQUIRE(cfg->hidden >= 128 && cfg->hidden % 128 == 0, "ws_moe_layer_create: hidden %d, a positive multiple of 128",
              cfg->hidden);

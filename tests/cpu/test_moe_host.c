@@ -1,10 +1,12 @@
 /* test_moe_host.c - MoE dispatch/combine without a GPU: config validation (every field,
  * named in the message), the worst-case row count, the host reference layout (padded
  * offsets, once-per-rank fan-out, -1 slots, row order) on a hand-checked example and on
- * random routings, and argument errors before any launch. */
+ * random routings, and argument errors before any launch (dispatch/combine and the
+ * whole-layer call). */
 #include "../test.h"
 #include "warpspec/fp8.h"
 #include "warpspec/moe.h"
+#include "warpspec/moe_layer.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -223,6 +225,35 @@ static void moe_reference(void) {
   free(xf); free(w1f); free(w2f); free(xq); free(w1); free(w2);
 }
 
+/* The layer's config and weight checks come before the communicator is touched (a
+ * dummy pointer stands for it here), each naming what is wrong. */
+static void layer_arguments(void) {
+  ws_moe_layer *l = (ws_moe_layer *)1;
+  ws_comm *comm = (ws_comm *)16; /* never dereferenced by the failing checks */
+  static uint4 w[4];
+  ws_moe_layer_config c = {512, 256, 8, 2, 64, 0, WS_MOE_UNFUSED};
+  CHECK_STATUS(ws_moe_layer_create(NULL, comm, &c, w, (const float *)w, w, (const float *)w), WS_ERR_INVALID);
+  CHECK_STATUS(ws_moe_layer_create(&l, NULL, &c, w, (const float *)w, w, (const float *)w), WS_ERR_INVALID);
+  CHECK(l == NULL);
+  c.hidden = 500;
+  CHECK_STATUS(ws_moe_layer_create(&l, comm, &c, w, (const float *)w, w, (const float *)w), WS_ERR_INVALID);
+  CHECK_MSG("hidden 500");
+  c.hidden = 512; c.inter = 0;
+  CHECK_STATUS(ws_moe_layer_create(&l, comm, &c, w, (const float *)w, w, (const float *)w), WS_ERR_INVALID);
+  CHECK_MSG("inter 0");
+  c.inter = 256; c.path = (ws_moe_path)3;
+  CHECK_STATUS(ws_moe_layer_create(&l, comm, &c, w, (const float *)w, w, (const float *)w), WS_ERR_INVALID);
+  CHECK_MSG("path 3");
+  c.path = WS_MOE_UNFUSED;
+  CHECK_STATUS(ws_moe_layer_create(&l, comm, &c, w, NULL, w, (const float *)w), WS_ERR_INVALID);
+  CHECK_MSG("weight-scale pointer is NULL");
+  CHECK_STATUS(ws_moe_layer_create(&l, comm, &c, (const char *)w + 4, (const float *)w, w, (const float *)w),
+               WS_ERR_INVALID);
+  CHECK_MSG("16-byte aligned");
+  CHECK_STATUS(ws_moe_layer_forward(NULL, w, NULL, NULL, NULL, 0, w, 0), WS_ERR_INVALID);
+  CHECK_STATUS(ws_moe_layer_destroy(NULL), WS_ERR_INVALID);
+}
+
 int main(void) {
   config_checks();
   max_rows();
@@ -231,5 +262,6 @@ int main(void) {
   argument_errors();
   swiglu_host();
   moe_reference();
+  layer_arguments();
   return test_finish("test_moe_host");
 }
