@@ -24,6 +24,28 @@ from ._tensor import BF16, I32, empty, on_device, require_hopper, stream_handle,
 WS_ATTN_NO_MASK, WS_ATTN_CAUSAL_TOP_LEFT, WS_ATTN_CAUSAL_BOTTOM_RIGHT = 0, 1, 2
 
 
+def _outputs(views, out, lse, oshape, lshape, return_lse, what):
+    """Check the given out (bf16 oshape) and lse (fp32 lshape), find the device of all the
+    arguments, allocate what is missing: (dev, out, view of out, lse, view of lse)."""
+    vo = view(out, "out", optional=True)
+    if vo is not None:
+        vo.expect(BF16, shape=oshape)
+        views.append(vo)
+    vl = view(lse, "lse", optional=True)
+    if vl is not None:
+        vl.expect(("float32",), shape=lshape)
+        views.append(vl)
+    dev = require_hopper(views, what)
+    if out is None:
+        out = empty(oshape, "bfloat16", dev, what)
+        vo = view(out, "out")
+    if lse is None and return_lse:
+        lse = empty(lshape, "float32", dev, what)
+        vl = view(lse, "lse")
+    return dev, out, vo, lse, vl
+
+
+
 def attention(q, k, v, *, causal=False, causal_align="top_left", softmax_scale=None, cu_seqlens_q=None,
               cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, out=None, return_lse=False, lse=None,
               stream=None):
@@ -70,21 +92,7 @@ def attention(q, k, v, *, causal=False, causal_align="top_left", softmax_scale=N
     mask = WS_ATTN_NO_MASK if not causal else (
         WS_ATTN_CAUSAL_TOP_LEFT if causal_align == "top_left" else WS_ATTN_CAUSAL_BOTTOM_RIGHT)
     oshape = (tq, hq, dv) if varlen else (batch, sq, hq, dv)
-    vo = view(out, "out", optional=True)
-    if vo is not None:
-        vo.expect(BF16, shape=oshape)
-        views.append(vo)
-    vl = view(lse, "lse", optional=True)
-    if vl is not None:
-        vl.expect(("float32",), shape=(hq, tq))
-        views.append(vl)
-    dev = require_hopper(views, "warpspec.attention")
-    if out is None:
-        out = empty(oshape, "bfloat16", dev, "warpspec.attention")
-        vo = view(out, "out")
-    if lse is None and return_lse:
-        lse = empty((hq, tq), "float32", dev, "warpspec.attention")
-        vl = view(lse, "lse")
+    dev, out, vo, lse, vl = _outputs(views, out, lse, oshape, (hq, tq), return_lse, "warpspec.attention")
     p = _lib.AttnProblem()
     p.batch, p.seqlen_q, p.seqlen_k = batch, sq, sk
     p.cu_seqlens_q = vcq.ptr if varlen else None
@@ -127,21 +135,8 @@ def mla_sparse_prefill(q, kv, indices, *, softmax_scale=None, out=None, return_l
         raise invalid(f"indices: shape {vi.shape}, expected ({s_q}, topk)")
     topk = vi.shape[1]
     views = [vq, vkv, vi]
-    vo = view(out, "out", optional=True)
-    if vo is not None:
-        vo.expect(BF16, shape=(s_q, heads, dv))
-        views.append(vo)
-    vl = view(lse, "lse", optional=True)
-    if vl is not None:
-        vl.expect(("float32",), shape=(s_q, heads))
-        views.append(vl)
-    dev = require_hopper(views, "warpspec.mla_sparse_prefill")
-    if out is None:
-        out = empty((s_q, heads, dv), "bfloat16", dev, "warpspec.mla_sparse_prefill")
-        vo = view(out, "out")
-    if lse is None and return_lse:
-        lse = empty((s_q, heads), "float32", dev, "warpspec.mla_sparse_prefill")
-        vl = view(lse, "lse")
+    dev, out, vo, lse, vl = _outputs(views, out, lse, (s_q, heads, dv), (s_q, heads), return_lse,
+                                     "warpspec.mla_sparse_prefill")
     p = _lib.MlaSparseProblem()
     p.s_q, p.heads, p.s_kv, p.topk, p.dim_qk, p.dim_v = s_q, heads, s_kv, topk, dqk, dv
     p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
@@ -179,21 +174,8 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
     vs = view(seqlens, "seqlens").expect(I32, shape=(b,))
     max_pages = vt.shape[1]
     views = [vq, vc, vt, vs]
-    vo = view(out, "out", optional=True)
-    if vo is not None:
-        vo.expect(BF16, shape=(b, s_q, heads, 512))
-        views.append(vo)
-    vl = view(lse, "lse", optional=True)
-    if vl is not None:
-        vl.expect(("float32",), shape=(b, s_q, heads))
-        views.append(vl)
-    dev = require_hopper(views, "warpspec.mla_decode")
-    if out is None:
-        out = empty((b, s_q, heads, 512), "bfloat16", dev, "warpspec.mla_decode")
-        vo = view(out, "out")
-    if lse is None and return_lse:
-        lse = empty((b, s_q, heads), "float32", dev, "warpspec.mla_decode")
-        vl = view(lse, "lse")
+    dev, out, vo, lse, vl = _outputs(views, out, lse, (b, s_q, heads, 512), (b, s_q, heads), return_lse,
+                                     "warpspec.mla_decode")
     p = _lib.MlaDecodeProblem()
     p.batch, p.s_q, p.heads, p.dim_qk, p.dim_v = b, s_q, heads, 576, 512
     p.page_size, p.num_pages, p.max_pages = page_size, pages, max_pages
