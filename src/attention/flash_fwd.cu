@@ -19,8 +19,9 @@
  * Both math replicas read every K and V tile: the pipes count 2 x 4 warp releases.
  * Keys are read as 128-row boxes: rows past the sequence (the next sequence's, or the
  * tensor's zero fill) are masked to -inf before the softmax, never summed.
- * What FA3 adds beyond this and is not here yet: ping-pong scheduling of the two
- * warpgroups (named barriers) and the softmax of block j overlapped with S of j + 1. */
+ * WARPSPEC_ATTN_SCHEDULE=pingpong selects FA3's alternation of the two math warpgroups
+ * (two named barriers from the plan). Not here yet: the softmax of block j overlapped
+ * with S of block j + 1 inside a warpgroup, persistent scheduling. */
 #include "../core/internal.h"
 #include "warpspec/attention.h"
 #include "warpspec/device/warpspec.cuh"
@@ -29,6 +30,7 @@
 
 #include <cuda_bf16.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define FA_BM 128 /* query rows per CTA: two math warpgroups of 64     */
@@ -49,6 +51,7 @@ template <int DQK, int DV> struct fa_smem {
 
 typedef struct {
   int seqlen_q, seqlen_k, heads_q, group, m_blocks, mask, total_q;
+  int turn_bar;       /* ping-pong: named barriers turn_bar (replica 0's turn), + 1 (1's) */
   float scale_log2;   /* softmax_scale x log2(e): exp(x scale) = exp2(x scale_log2) */
   const int *cu_q, *cu_k;
   uint16_t *o;
@@ -58,7 +61,7 @@ typedef struct {
 #define FA_ROLES(ROLE) ROLE(A_LOADER, 1, 40, 1) ROLE(A_MATH, 4, 232, 2)
 WS_DECLARE_ROLES(flash_fwd, FA_ROLES);
 
-template <int DQK, int DV>
+template <int DQK, int DV, int PINGPONG>
 WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ ws_tmap map_k,
                                       const __grid_constant__ ws_tmap map_v, const __grid_constant__ fa_args a,
                                       ws_diag diag) {
@@ -142,12 +145,21 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
 
   ws_pipe_wait_at(&qp, &ctx, c0);
   const uint16_t *qs = sm->q.slot[0].x + ctx.replica * 64 * 64;
+  /* Ping-pong (FA3's inter-warpgroup schedule): the two math warpgroups take turns to
+   * issue their wgmmas, so that one's softmax runs while the other's matrix products do.
+   * Replica r waits on barrier turn_bar + r (its turn), issues, then arrives on the
+   * other's; replica 1 lets replica 0 go first, and skips its very last hand-over so that
+   * every barrier ends with as many arrivals as waits. */
+  const uint32_t my_turn = (uint32_t)(a.turn_bar + ctx.replica), other_turn = (uint32_t)(a.turn_bar + 1 - ctx.replica);
+  const uint32_t both = 2 * WS_ROLE_THREADS(flash_fwd, A_MATH);
+  if (PINGPONG && ctx.replica == 1 && nblocks > 0) ws_bar_arrive(other_turn, both);
   ws_cursor k = c0;
   for (int nb = 0; nb < nblocks; nb++, k = ws_cursor_next(k, FA_STAGES)) {
     /* S = Q K^T: 64 x 128 fp32 per warpgroup, 64 per thread */
     float s[FA_BN / 2];
     ws_pipe_wait_at(&kp, &ctx, k);
     const uint16_t *ks = sm->k.slot[k.stage].x;
+    if (PINGPONG) ws_bar_sync(my_turn, both);
     ws_wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < DQK / 16; kk++) {
@@ -157,6 +169,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
                                ws_wgmma_desc_advance(ws_wgmma_desc_k128b(ks + box * FA_BN * 64), off), kk > 0);
     }
     ws_wgmma_commit_group();
+    if (PINGPONG) ws_bar_arrive(other_turn, both);
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(&kp, &ctx, k);
 
@@ -220,6 +233,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
     /* O += P V: V [keys][dv] read MN-major, 16 keys (2048 bytes) per wgmma */
     ws_pipe_wait_at(&vp, &ctx, k);
     const uint16_t *vs = sm->v.slot[k.stage].x;
+    if (PINGPONG) ws_bar_sync(my_turn, both);
     ws_wgmma_fence();
 #pragma unroll
     for (int t = 0; t < FA_BN / 16; t++) {
@@ -228,6 +242,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
       else ws_wgmma_m64n64k16_bf16_rs_tb(o, pa[t], dv, 1);
     }
     ws_wgmma_commit_group();
+    if (PINGPONG && !(ctx.replica == 1 && nb == nblocks - 1)) ws_bar_arrive(other_turn, both);
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(&vp, &ctx, k);
   }
@@ -253,28 +268,41 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
 
 /* ---- the call ---------------------------------------------------------------------- */
 typedef struct {
-  int slot, dqk, dv;
+  int slot, dqk, dv, pingpong;
   const char *name;
   const void *func;
   size_t smem;
 } fa_variant;
 
+/* The ping-pong variants reserve two more named barriers (the turns), after the roles'. */
 static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
   const fa_variant *v = (const fa_variant *)ctx;
   ws_status s = ws_plan_init(plan, v->name, flash_fwd_roles, flash_fwd_NROLES, 0);
-  return s != WS_OK ? s : ws_plan_set_smem(plan, v->smem);
+  if (s == WS_OK) s = ws_plan_set_smem(plan, v->smem);
+  int id = 0;
+  if (s == WS_OK && v->pingpong) s = ws_plan_add_barrier(plan, "turn of math 0", &id);
+  if (s == WS_OK && v->pingpong) s = ws_plan_add_barrier(plan, "turn of math 1", &id);
+  return s;
 }
 
+#define FA_VARIANT(SLOT, DQK, DV, PP, NAME) \
+  {SLOT, DQK, DV, PP, NAME, (const void *)flash_fwd_kernel<DQK, DV, PP>, sizeof(fa_smem<DQK, DV>) + 1024}
+
+/* The schedule: plain by default; WARPSPEC_ATTN_SCHEDULE=pingpong selects FA3's
+ * alternation of the two math warpgroups (measured against each other by the bench). */
 static const fa_variant *fa_variant_of(int dqk, int dv) {
-  static const fa_variant v64 = {WS_PLAN_SLOT_ATTN_64, 64, 64, "flash_fwd_64", (const void *)flash_fwd_kernel<64, 64>,
-                                 sizeof(fa_smem<64, 64>) + 1024};
-  static const fa_variant v128 = {WS_PLAN_SLOT_ATTN_128, 128, 128, "flash_fwd_128",
-                                  (const void *)flash_fwd_kernel<128, 128>, sizeof(fa_smem<128, 128>) + 1024};
-  static const fa_variant v192 = {WS_PLAN_SLOT_ATTN_192, 192, 128, "flash_fwd_192_128",
-                                  (const void *)flash_fwd_kernel<192, 128>, sizeof(fa_smem<192, 128>) + 1024};
-  if (dqk == 64 && dv == 64) return &v64;
-  if (dqk == 128 && dv == 128) return &v128;
-  if (dqk == 192 && dv == 128) return &v192;
+  static const fa_variant v[] = {
+      FA_VARIANT(WS_PLAN_SLOT_ATTN_64, 64, 64, 0, "flash_fwd_64"),
+      FA_VARIANT(WS_PLAN_SLOT_ATTN_128, 128, 128, 0, "flash_fwd_128"),
+      FA_VARIANT(WS_PLAN_SLOT_ATTN_192, 192, 128, 0, "flash_fwd_192_128"),
+      FA_VARIANT(WS_PLAN_SLOT_ATTN_64_PP, 64, 64, 1, "flash_fwd_64_pingpong"),
+      FA_VARIANT(WS_PLAN_SLOT_ATTN_128_PP, 128, 128, 1, "flash_fwd_128_pingpong"),
+      FA_VARIANT(WS_PLAN_SLOT_ATTN_192_PP, 192, 128, 1, "flash_fwd_192_128_pingpong"),
+  };
+  const char *env = getenv("WARPSPEC_ATTN_SCHEDULE");
+  const int pp = env != NULL && strcmp(env, "pingpong") == 0;
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (v[i].dqk == dqk && v[i].dv == dv && v[i].pingpong == pp) return &v[i];
   return NULL;
 }
 
@@ -315,6 +343,7 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   a.m_blocks = m_blocks;
   a.mask = (int)p->mask;
   a.total_q = (int)rows_q;
+  a.turn_bar = plan->layout.nbarriers + 1; /* the ping-pong variants' first user barrier */
   const float scale = p->softmax_scale > 0.0f ? p->softmax_scale : 1.0f / sqrtf((float)p->dim_qk);
   a.scale_log2 = scale * ATTN_LOG2E;
   a.cu_q = p->cu_seqlens_q;

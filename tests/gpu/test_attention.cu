@@ -471,12 +471,22 @@ int main(int argc, char **argv) {
   int fails = 0;
   if (!strcmp(mode, "bench")) {
     for (size_t i = 0; i < sizeof dec_bench / sizeof dec_bench[0]; i++) run_decode(&dec_bench[i], 0);
-    for (size_t i = 0; i < sizeof bench / sizeof bench[0]; i++) run_case(&bench[i], 0);
+    for (int pp = 0; pp < 2; pp++) { /* both schedules of the flash kernel */
+      if (pp) setenv("WARPSPEC_ATTN_SCHEDULE", "pingpong", 1);
+      printf("flash schedule: %s\n", pp ? "pingpong" : "plain");
+      for (size_t i = 0; i < sizeof bench / sizeof bench[0]; i++) run_case(&bench[i], 0);
+    }
+    unsetenv("WARPSPEC_ATTN_SCHEDULE");
     for (size_t i = 0; i < sizeof mla_bench / sizeof mla_bench[0]; i++) run_mla(&mla_bench[i], 0);
     return 0;
   }
   fails += check_errors();
   for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
+  setenv("WARPSPEC_ATTN_SCHEDULE", "pingpong", 1); /* the ping-pong schedule on the same cases */
+  printf("flash schedule: pingpong\n");
+  for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
+  if (strcmp(mode, "quick")) fails += run_case(&full[2], 1);
+  unsetenv("WARPSPEC_ATTN_SCHEDULE");
   for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i], 1);
   for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i], 1);
   if (strcmp(mode, "quick")) {
