@@ -124,7 +124,9 @@ ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q
  * warp streams K and V tiles through two pipes, two math warpgroups of 64 query rows each
  * run S = Q K^T and O += P V on wgmma with the online softmax in registers. Dims 64/64,
  * 128/128 and 192/128; GQA; both causal masks; dense or variable-length batches. Checks
- * the problem before any launch (WS_ERR_INVALID / WS_ERR_UNSUPPORTED with a message). */
+ * the problem before any launch (WS_ERR_INVALID / WS_ERR_UNSUPPORTED with a message).
+ * WARPSPEC_ATTN_SCHEDULE=pingpong (read at each call) makes the two math warpgroups take
+ * turns issuing their matrix products (FA3's schedule); the default lets them run freely. */
 ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream);
 
 /* Sparse MLA prefill on the GPU (sm_90a), DeepSeek-V3.2's shape: dim_qk 576, dim_v 512,
