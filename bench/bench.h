@@ -38,6 +38,17 @@ int bench_sendrecv(const bench_sr_opts *o);
 /* Under `warpspec run -n N`: ws_allgather (ring) against ncclAllGather. 0 or -1. */
 int bench_allgather(const bench_sr_opts *o);
 
+typedef struct {
+  const char *csv;   /* rank 0 writes the CSV (NULL: none)                       */
+  const char *shape; /* "DeepSeekV3" or "Flash" only (NULL: both)                */
+  int quick;         /* 1, 8 and 128 tokens only                                  */
+  int ranks;         /* outside the launcher: ranks to start (0: 1, EP1)          */
+} bench_moe_opts;
+
+/* Under `warpspec run -n N`: the whole MoE layer (ws_moe_layer_forward) and its stages'
+ * time split at the issue's shapes. 0 or -1. */
+int bench_moe(const bench_moe_opts *o);
+
 /* ws_gemm (BF16 dense) against cuBLASLt; csv may be NULL. 0 or -1. */
 int bench_gemm(const char *csv, const char *only, double soak_seconds);
 

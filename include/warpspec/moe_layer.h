@@ -58,6 +58,12 @@ ws_status ws_moe_layer_destroy(ws_moe_layer *layer); /* collective */
 ws_status ws_moe_layer_forward(ws_moe_layer *layer, const void *x, const float *x_scale, const int *topk_idx,
                                const float *topk_weights, int tokens, void *out, cudaStream_t stream);
 
+/* The same call, then waits for the stream and gives each stage's time in ms: [0]
+ * dispatch (and the BF16 input's quantiser), [1] L1 GEMM, [2] SwiGLU + requant, [3] L2
+ * GEMM, [4] combine. For benchmarks and users who want to see where the time goes. */
+ws_status ws_moe_layer_profile(ws_moe_layer *layer, const void *x, const float *x_scale, const int *topk_idx,
+                               const float *topk_weights, int tokens, void *out, cudaStream_t stream, float ms[5]);
+
 #ifdef __cplusplus
 }
 #endif

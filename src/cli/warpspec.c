@@ -24,6 +24,8 @@ static int usage(void) {
           "  bench nvlink                      NVLink ceilings: copy engine, SM and TMA copies\n"
           "  bench gemm [--csv FILE] [--only TYPE,G,M,N,K] [--soak S]\n"
           "                                    ws_gemm (BF16, FP8) against cuBLASLt\n"
+          "  bench moe [--ranks N] [--csv FILE] [--quick] [--shape DeepSeekV3|Flash]\n"
+          "                                    the whole MoE layer per rank and its time split\n"
           "  bench moe-a2a [--ranks N] [--csv FILE]   MoE dispatch/combine vs PyTorch (python -m warpspec)\n"
           "  bench attention [--csv FILE] [--quick]   flash attention vs PyTorch SDPA (cuDNN, flash)\n"
           "  run -n N [--timeout S] -- PROG ... start N ranks of PROG, one per GPU (no MPI needed)\n"
@@ -139,6 +141,32 @@ static int cmd_bench_sendrecv(int argc, char **argv) {
 #endif
 }
 
+/* `bench moe` runs one process per rank (default 1: EP1 on one GPU): outside the
+ * launcher, start it. */
+static int cmd_bench_moe_layer(int argc, char **argv) {
+  bench_moe_opts o = {NULL, NULL, 0, 0};
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
+    else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) o.shape = argv[++i];
+    else if (strcmp(argv[i], "--quick") == 0) o.quick = 1;
+    else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) o.ranks = atoi(argv[++i]);
+    else return usage();
+  }
+  if (getenv("WS_RANK") == NULL) {
+    const int n = gpu_count(), want = o.ranks ? o.ranks : 1;
+    if (n < want || want < 1) { fprintf(stderr, "bench moe: needs %d GPUs, found %d\n", want, n); return 1; }
+    char nbuf[16];
+    snprintf(nbuf, sizeof nbuf, "%d", want);
+    char *args[64] = {(char *)"-n", nbuf, (char *)"--timeout", (char *)"1800", (char *)"--", (char *)"/proc/self/exe",
+                      (char *)"bench"};
+    int k = 7;
+    for (int i = 0; i < argc && k < 63; i++) args[k++] = argv[i];
+    args[k] = NULL;
+    return cli_run(k, args);
+  }
+  return bench_moe(&o) == 0 ? 0 : 1;
+}
+
 /* `bench moe-a2a` and `bench attention` are PyTorch benchmarks (warpspec.bench_moe,
  * warpspec.bench_attention): hand over to Python. */
 static int cmd_bench_python(int argc, char **argv) {
@@ -154,6 +182,7 @@ static int cmd_bench_python(int argc, char **argv) {
 }
 
 static int cmd_bench(int argc, char **argv) {
+  if (argc > 0 && strcmp(argv[0], "moe") == 0) return cmd_bench_moe_layer(argc, argv);
   if (argc > 0 && (strcmp(argv[0], "moe-a2a") == 0 || strcmp(argv[0], "attention") == 0))
     return cmd_bench_python(argc, argv);
   if (argc > 0 && (strcmp(argv[0], "sendrecv") == 0 || strcmp(argv[0], "allgather") == 0)) return cmd_bench_sendrecv(argc, argv);

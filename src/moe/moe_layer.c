@@ -100,8 +100,11 @@ ws_status ws_moe_layer_destroy(ws_moe_layer *l) {
   return s;
 }
 
-ws_status ws_moe_layer_forward(ws_moe_layer *l, const void *x, const float *x_scale, const int *topk_idx,
-                               const float *topk_weights, int tokens, void *out, cudaStream_t stream) {
+/* The call; with `ev` (6 events) also an event before the call and after each of its five
+ * stages (dispatch with the input quantiser, L1, SwiGLU + requant, L2, combine). */
+static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale, const int *topk_idx,
+                           const float *topk_weights, int tokens, void *out, cudaStream_t stream, cudaEvent_t *ev) {
+#define STAGE_DONE(i) do { if (ev) WS_CUDA_TRY(cudaEventRecord(ev[i], stream)); } while (0)
   WS_REQUIRE(l != NULL, "ws_moe_layer_forward: layer is NULL");
   WS_REQUIRE(tokens >= 0 && tokens <= l->cfg.max_tokens, "ws_moe_layer_forward: tokens %d, must be 0..%d (max_tokens)",
              tokens, l->cfg.max_tokens);
@@ -109,6 +112,7 @@ ws_status ws_moe_layer_forward(ws_moe_layer *l, const void *x, const float *x_sc
   WS_REQUIRE(((uintptr_t)out & 15u) == 0, "ws_moe_layer_forward: out %p is not 16-byte aligned", out);
   const size_t H = (size_t)l->cfg.hidden, I = (size_t)l->cfg.inter;
   ws_status s;
+  STAGE_DONE(0);
   if (tokens > 0 && x_scale == NULL) { /* BF16 in: the 1 x 128 quantiser first */
     WS_REQUIRE(((uintptr_t)x & 15u) == 0, "ws_moe_layer_forward: x %p is not 16-byte aligned", x);
     if ((s = ws_fp8_quantize_1x128(x, (size_t)tokens, H, H, l->xq, l->xs, stream)) != WS_OK) return s;
@@ -117,6 +121,7 @@ ws_status ws_moe_layer_forward(ws_moe_layer *l, const void *x, const float *x_sc
   }
   ws_ep_recv r;
   if ((s = ws_ep_dispatch(l->ep, x, x_scale, topk_idx, topk_weights, tokens, &r, NULL, stream)) != WS_OK) return s;
+  STAGE_DONE(1);
   /* L1: [rows][H] x [2 I][H]^T per expert -> h [rows][2 I] bf16 */
   ws_gemm_problem g;
   memset(&g, 0, sizeof g);
@@ -134,7 +139,9 @@ ws_status ws_moe_layer_forward(ws_moe_layer *l, const void *x, const float *x_sc
   g.group_offsets = r.expert_offsets;
   g.a_scale_ld = r.scale_ld;
   if ((s = ws_gemm(&g, stream)) != WS_OK) return s;
+  STAGE_DONE(2);
   if ((s = ws_moe_swiglu_quant(l->h, (size_t)r.max_rows, I, l->act, l->act_s, l->act_ld, stream)) != WS_OK) return s;
+  STAGE_DONE(3);
   /* L2: [rows][I] x [H][I]^T per expert -> y [rows][H] bf16 */
   g.n = (int)H;
   g.k = (int)I;
@@ -145,5 +152,33 @@ ws_status ws_moe_layer_forward(ws_moe_layer *l, const void *x, const float *x_sc
   g.b_scale = l->w2_scale;
   g.a_scale_ld = (int)l->act_ld;
   if ((s = ws_gemm(&g, stream)) != WS_OK) return s;
-  return ws_ep_combine(l->ep, l->y, out, stream);
+  STAGE_DONE(4);
+  if ((s = ws_ep_combine(l->ep, l->y, out, stream)) != WS_OK) return s;
+  STAGE_DONE(5);
+  return WS_OK;
+#undef STAGE_DONE
+}
+
+ws_status ws_moe_layer_forward(ws_moe_layer *l, const void *x, const float *x_scale, const int *topk_idx,
+                               const float *topk_weights, int tokens, void *out, cudaStream_t stream) {
+  return layer_run(l, x, x_scale, topk_idx, topk_weights, tokens, out, stream, NULL);
+}
+
+ws_status ws_moe_layer_profile(ws_moe_layer *l, const void *x, const float *x_scale, const int *topk_idx,
+                               const float *topk_weights, int tokens, void *out, cudaStream_t stream, float ms[5]) {
+  WS_REQUIRE(ms != NULL, "ws_moe_layer_profile: ms is NULL");
+  cudaEvent_t ev[6];
+  int made = 0;
+  ws_status s = WS_OK;
+  for (; made < 6; made++)
+    if (cudaEventCreate(&ev[made]) != cudaSuccess) {
+      s = ws_fail_cuda(cudaGetLastError(), "cudaEventCreate");
+      break;
+    }
+  if (s == WS_OK) s = layer_run(l, x, x_scale, topk_idx, topk_weights, tokens, out, stream, ev);
+  if (s == WS_OK) s = ws_sync(stream);
+  for (int i = 0; s == WS_OK && i < 5; i++)
+    if (cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]) != cudaSuccess) s = ws_fail_cuda(cudaGetLastError(), "cudaEventElapsedTime");
+  for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
+  return s;
 }

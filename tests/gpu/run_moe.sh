@@ -4,8 +4,9 @@
 # dispatch -> ws_gemm -> combine pipeline, a missing rank), the Python multi-GPU tests,
 # compute-sanitizer on a small case, Nsight Compute on each kernel at 128 tokens (what
 # the fixed cost is), test_moe's own timing and `warpspec bench moe-a2a` against the NCCL
-# composite and PyTorch. Logs go to $OUT (or ./results); at most 8 files come back:
-# moe_tests.log moe_sanitizer.log moe_ncu.txt moe_bench.txt moe_a2a.txt moe_a2a.csv
+# composite and PyTorch (2+ GPUs), `warpspec bench moe` (the whole layer). Logs go to $OUT
+# (or ./results); at most 8 files come back: moe_tests.log moe_sanitizer.log moe_ncu.txt
+# moe_bench.txt moe_layer.txt moe_layer.csv (+ moe_a2a.txt moe_a2a.csv with 2 GPUs)
 set -u
 build=${1:-build}
 out=${OUT:-results}
@@ -41,6 +42,11 @@ WARPSPEC_TIMEOUT_MS=60000 timeout 300 "$ws" run -n $nr --timeout 280 -- sh -c \
 echo "ncu rc=$?"; grep -E "ep_[a-z]+_kernel|gpu__time_duration" "$out/moe_ncu.txt" | head -30
 timeout 200 "$ws" run -n $nr --timeout 190 -- "$t" bench >"$out/moe_bench.txt" 2>&1
 echo "bench rc=$?"; grep "bench rank 0" "$out/moe_bench.txt"
-PYTHONUNBUFFERED=1 WARPSPEC_LIBRARY=$PWD/$build/libwarpspec.so WARPSPEC_CLI=$PWD/$build/warpspec PYTHONPATH=$PWD/python \
-  timeout 500 python3 -m warpspec bench moe-a2a --csv "$out/moe_a2a.csv" >"$out/moe_a2a.txt" 2>&1
-echo "bench moe-a2a rc=$?"; tail -30 "$out/moe_a2a.txt"
+# the whole layer (unfused path) and its time split, on every rank the machine has
+timeout 500 "$ws" bench moe --ranks $nr ${QUICK:+--quick} --csv "$out/moe_layer.csv" >"$out/moe_layer.txt" 2>&1
+echo "bench moe rc=$?"; grep "rank 0" "$out/moe_layer.txt"
+if [ $nr -ge 2 ]; then
+  PYTHONUNBUFFERED=1 WARPSPEC_LIBRARY=$PWD/$build/libwarpspec.so WARPSPEC_CLI=$PWD/$build/warpspec PYTHONPATH=$PWD/python \
+    timeout 500 python3 -m warpspec bench moe-a2a --csv "$out/moe_a2a.csv" >"$out/moe_a2a.txt" 2>&1
+  echo "bench moe-a2a rc=$?"; tail -30 "$out/moe_a2a.txt"
+fi

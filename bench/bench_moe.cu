@@ -1,0 +1,174 @@
+/* bench_moe.cu - `warpspec bench moe`: the whole MoE layer (ws_moe_layer_forward) per
+ * rank under `warpspec run -n N` (N = 1: EP1 on one GPU), at the issue's two shapes
+ * (DeepSeek-V3: H 7168, I 2048, 256 experts, top-8; the Flash shape: H 4096, I 2048, 256
+ * experts, top-6) and 1 .. 8192 tokens per rank, with the time split of the stages.
+ *
+ * Weights are random BF16 quantised by ws_fp8_quantize_128x128 (realistic scales, never
+ * zeros), x random BF16 quantised 1 x 128, routing uniform over distinct experts with
+ * random weights. Medians of 10 calls after 3 warm-ups, a communicator barrier before
+ * each; TFLOPS = 2 x (token, expert) pairs received x H x I x 3 / t (the layer's
+ * FLOPs: L1 is 2 I x H, L2 H x I). The fused kernel and the NCCL + cuBLASLt composite
+ * are still to come: this is the unfused path, the baseline they will be measured by. */
+#include "bench.h"
+#include "bench_check.h"
+#include "warpspec/comm.h"
+#include "warpspec/fp8.h"
+#include "warpspec/moe.h"
+#include "warpspec/moe_layer.h"
+#include "warpspec/warpspec.h"
+
+#include <cuda_bf16.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+__global__ void moe_fill_bf16(uint16_t *p, size_t n, uint64_t seed, float amp) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    uint64_t x = (seed + i) * 0x9E3779B97F4A7C15ull;
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 32;
+    const float v = amp * ((float)((x >> 40) & 0xFFFF) / 32768.0f - 1.0f);
+    const __nv_bfloat16 b = __float2bfloat16(v);
+    p[i] = *(const uint16_t *)&b;
+  }
+}
+
+typedef struct {
+  const char *name;
+  int hidden, inter, experts, topk;
+} moe_shape;
+
+static int cmp_float(const void *a, const void *b) {
+  const float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, const int *tokens, int ntok, FILE *csv) {
+  const int H = sh->hidden, I = sh->inter, E = sh->experts, K = sh->topk, L = E / n;
+  int tmax = 0;
+  for (int i = 0; i < ntok; i++) tmax = tokens[i] > tmax ? tokens[i] : tmax;
+  /* weights of this rank's experts, quantised per expert from random BF16 */
+  uint8_t *w1, *w2;
+  float *w1s, *w2s;
+  uint16_t *tmp;
+  const size_t n1 = (size_t)2 * I * H, n2 = (size_t)H * I;
+  CK(cudaMalloc((void **)&w1, (size_t)L * n1));
+  CK(cudaMalloc((void **)&w2, (size_t)L * n2));
+  CK(cudaMalloc((void **)&w1s, (size_t)L * (2 * I / 128) * (H / 128) * 4));
+  CK(cudaMalloc((void **)&w2s, (size_t)L * (H / 128) * (I / 128) * 4));
+  CK(cudaMalloc((void **)&tmp, n1 * 2));
+  for (int e = 0; e < L; e++) {
+    moe_fill_bf16<<<1024, 256>>>(tmp, n1, 0xA100u + (uint64_t)(rank * L + e) * 7919u, 0.05f);
+    WK(ws_fp8_quantize_128x128(tmp, (size_t)2 * I, (size_t)H, (size_t)H, w1 + (size_t)e * n1,
+                                w1s + (size_t)e * (2 * I / 128) * (H / 128), 0));
+    moe_fill_bf16<<<1024, 256>>>(tmp, n2, 0xB200u + (uint64_t)(rank * L + e) * 7919u, 0.05f);
+    WK(ws_fp8_quantize_128x128(tmp, (size_t)H, (size_t)I, (size_t)I, w2 + (size_t)e * n2,
+                                w2s + (size_t)e * (H / 128) * (I / 128), 0));
+  }
+  CK(cudaGetLastError());
+  cudaFree(tmp);
+  /* input, routing */
+  uint16_t *x, *out;
+  uint8_t *xq;
+  float *xs, *w;
+  int *idx;
+  CK(cudaMalloc((void **)&x, (size_t)tmax * H * 2));
+  CK(cudaMalloc((void **)&out, (size_t)tmax * H * 2));
+  CK(cudaMalloc((void **)&xq, (size_t)tmax * H));
+  CK(cudaMalloc((void **)&xs, (size_t)tmax * (H / 128) * 4));
+  CK(cudaMalloc((void **)&idx, (size_t)tmax * K * 4));
+  CK(cudaMalloc((void **)&w, (size_t)tmax * K * 4));
+  moe_fill_bf16<<<1024, 256>>>(x, (size_t)tmax * H, 0xC300u + (uint64_t)rank, 2.0f);
+  CK(cudaGetLastError());
+  WK(ws_fp8_quantize_1x128(x, (size_t)tmax, (size_t)H, (size_t)H, xq, xs, 0));
+  int *hidx = (int *)malloc((size_t)tmax * K * sizeof(int));
+  float *hw = (float *)malloc((size_t)tmax * K * sizeof(float));
+  if (!hidx || !hw) BENCH_FAIL("malloc", "routing");
+  uint64_t st = 0x2545F4914F6CDD1Dull ^ (uint64_t)(rank + 1) * 0x9E3779B97F4A7C15ull;
+  for (int t = 0; t < tmax; t++)
+    for (int k = 0; k < K; k++) {
+      int e, dup;
+      do { /* distinct experts per token */
+        st ^= st << 13; st ^= st >> 7; st ^= st << 17;
+        e = (int)(st % (uint64_t)E);
+        dup = 0;
+        for (int j = 0; j < k; j++) dup |= hidx[(size_t)t * K + j] == e;
+      } while (dup);
+      hidx[(size_t)t * K + k] = e;
+      hw[(size_t)t * K + k] = (float)((st >> 40) & 0xFFFF) / 65536.0f;
+    }
+  CK(cudaMemcpy(idx, hidx, (size_t)tmax * K * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(w, hw, (size_t)tmax * K * 4, cudaMemcpyHostToDevice));
+  free(hidx);
+  free(hw);
+  ws_moe_layer_config cfg = {H, I, E, K, tmax, 0, WS_MOE_UNFUSED};
+  ws_moe_layer *layer = NULL;
+  WK(ws_moe_layer_create(&layer, comm, &cfg, w1, w1s, w2, w2s));
+  for (int i = 0; i < ntok; i++) {
+    const int T = tokens[i];
+    float tot[10], part[10][5];
+    for (int it = 0; it < 13; it++) {
+      WK(ws_comm_barrier(comm, 0));
+      float ms[5];
+      WK(ws_moe_layer_profile(layer, xq, xs, idx, w, T, out, 0, ms));
+      if (it < 3) continue;
+      tot[it - 3] = ms[0] + ms[1] + ms[2] + ms[3] + ms[4];
+      for (int j = 0; j < 5; j++) part[it - 3][j] = ms[j];
+    }
+    float sorted[10];
+    memcpy(sorted, tot, sizeof sorted);
+    qsort(sorted, 10, sizeof(float), cmp_float);
+    const float med = 0.5f * (sorted[4] + sorted[5]);
+    float split[5];
+    for (int j = 0; j < 5; j++) {
+      float v[10];
+      for (int r = 0; r < 10; r++) v[r] = part[r][j];
+      qsort(v, 10, sizeof(float), cmp_float);
+      split[j] = 0.5f * (v[4] + v[5]);
+    }
+    /* (token, expert) pairs this rank computes: at EP1 all T x K; at EP n about T x K on average */
+    const double pairs = (double)T * K;
+    const double tflops = 2.0 * pairs * H * I * 3 / (med * 1e-3) / 1e12;
+    printf("bench moe rank %d: %-9s T %5d: layer %9.1f us %6.1f TFLOPS | dispatch %8.1f  L1 %8.1f  swiglu %7.1f  L2 %8.1f  "
+           "combine %8.1f us\n", rank, sh->name, T, med * 1e3, tflops, split[0] * 1e3, split[1] * 1e3, split[2] * 1e3,
+           split[3] * 1e3, split[4] * 1e3);
+    fflush(stdout);
+    if (csv && rank == 0)
+      fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", sh->name, n, H, I, E, K, T, med * 1e3,
+              tflops, split[0] * 1e3, split[1] * 1e3, split[2] * 1e3, split[3] * 1e3, split[4] * 1e3);
+  }
+  WK(ws_moe_layer_destroy(layer));
+  cudaFree(w1); cudaFree(w2); cudaFree(w1s); cudaFree(w2s);
+  cudaFree(x); cudaFree(out); cudaFree(xq); cudaFree(xs); cudaFree(idx); cudaFree(w);
+  return 0;
+}
+
+extern "C" int bench_moe(const bench_moe_opts *o) {
+  ws_comm *comm = NULL;
+  WK(ws_comm_init_from_env(&comm));
+  int rank = 0, n = 1;
+  WK(ws_comm_rank(comm, &rank));
+  WK(ws_comm_size(comm, &n));
+  cudaDeviceProp prop;
+  int dev = 0;
+  CK(cudaGetDevice(&dev));
+  CK(cudaGetDeviceProperties(&prop, dev));
+  if (rank == 0) printf("bench moe: %d rank(s) (EP%d), %s, unfused path (ws_moe_layer_forward)\n", n, n, prop.name);
+  static const moe_shape shapes[] = {{"DeepSeekV3", 7168, 2048, 256, 8}, {"Flash", 4096, 2048, 256, 6}};
+  static const int all_tokens[] = {1, 8, 128, 512, 4096, 8192};
+  FILE *csv = NULL;
+  if (o->csv && rank == 0) {
+    csv = fopen(o->csv, "w");
+    if (!csv) BENCH_FAIL("fopen", o->csv);
+    fprintf(csv, "shape,ranks,hidden,inter,experts,topk,tokens,layer_us,tflops,dispatch_us,l1_us,swiglu_us,l2_us,combine_us\n");
+  }
+  int rc = 0;
+  for (int s = 0; s < 2 && rc == 0; s++) {
+    if (o->shape && strcmp(o->shape, shapes[s].name) != 0) continue;
+    rc = bench_shape(comm, rank, n, &shapes[s], all_tokens, o->quick ? 3 : 6, csv);
+  }
+  if (csv) fclose(csv);
+  ws_comm_destroy(comm);
+  return rc;
+}
