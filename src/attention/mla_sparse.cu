@@ -40,6 +40,7 @@
 #define MLA_BOXES (MLA_DQK / 64) /* 64-column boxes of a row: 9              */
 #define MLA_PIECES (MLA_DQK / 8) /* 16-byte pieces of a row: 72              */
 #define MLA_STAGES 2
+#define MLA_WG_CHUNKS (MLA_DV / 2 / 8) /* 8-column chunks of a warpgroup's 256 output columns: 32 */
 
 typedef struct {
   uint16_t q[MLA_BOXES][MLA_BH * 64];               /* 1024-byte aligned boxes, 8 KB each */
@@ -230,7 +231,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
     ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
 #pragma unroll
-    for (int j = 0; j < MLA_DV / 32; j++) {
+    for (int j = 0; j < MLA_WG_CHUNKS; j++) {
       o[4 * j] *= alpha[0]; o[4 * j + 1] *= alpha[0];
       o[4 * j + 2] *= alpha[1]; o[4 * j + 3] *= alpha[1];
     }
@@ -266,13 +267,13 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     if (a.o_part) { /* a split of the keys: normalised partial O and its lse, merged later */
       float2 *out = (float2 *)(a.o_part + ((size_t)blockIdx.z * a.rows + row) * MLA_DV + 256 * w);
 #pragma unroll
-      for (int j = 0; j < MLA_DV / 32; j++) out[4 * j + quad] = make_float2(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
+      for (int j = 0; j < MLA_WG_CHUNKS; j++) out[4 * j + quad] = make_float2(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
       if (w == 0 && quad == 0) a.lse_part[(size_t)blockIdx.z * a.rows + row] = lse;
       continue;
     }
     uint32_t *out = (uint32_t *)(a.o + row * MLA_DV + 256 * w);
 #pragma unroll
-    for (int j = 0; j < MLA_DV / 32; j++) out[4 * j + quad] = attn_pack_bf16(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
+    for (int j = 0; j < MLA_WG_CHUNKS; j++) out[4 * j + quad] = attn_pack_bf16(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
     if (a.lse && w == 0 && quad == 0) a.lse[row] = lse;
   }
 }
