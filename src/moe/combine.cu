@@ -64,24 +64,32 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
       const int *rows = a.comb_row + ((size_t)s * a.max_tokens + i) * K;
       const float *ws = a.comb_w + ((size_t)s * a.max_tokens + i) * K;
       uint4 *dst = (uint4 *)(EP_PEER(uint16_t, a, comb_inbox, s) + ((size_t)a.rank * a.max_tokens + i) * a.hidden);
+      /* the token's rows and weights first, all loads in flight at once: reading each
+       * slot's row index just before its data made a chain of dependent loads */
+      const uint4 *src[WS_EP_MAX_TOPK];
+      float w[WS_EP_MAX_TOPK];
+#pragma unroll
+      for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
+        const int r = j < K ? rows[j] : -1;
+        src[j] = r >= 0 ? (const uint4 *)(y + (size_t)r * a.hidden) : NULL;
+        w[j] = j < K ? ws[j] : 0.0f;
+      }
       float acc[COMB_UNROLL][8];
 #pragma unroll
       for (int u = 0; u < COMB_UNROLL; u++)
 #pragma unroll
         for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
       /* rows in slot order (the sum's order); a slot without a row here is skipped */
-      for (int j = 0; j < K; j++) {
-        const int r = rows[j];
-        if (r < 0) continue;
-        const float w = ws[j];
-        const uint4 *src = (const uint4 *)(y + (size_t)r * a.hidden);
+#pragma unroll
+      for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
+        if (src[j] == NULL) continue;
         uint4 p[COMB_UNROLL];
 #pragma unroll
         for (int u = 0; u < COMB_UNROLL; u++)
-          if (v0 + 32 * u < nvec) p[u] = ws_ld_global_nc_v4(src + v0 + 32 * u);
+          if (v0 + 32 * u < nvec) p[u] = ws_ld_global_nc_v4(src[j] + v0 + 32 * u);
 #pragma unroll
         for (int u = 0; u < COMB_UNROLL; u++)
-          if (v0 + 32 * u < nvec) fma8(acc[u], p[u], w);
+          if (v0 + 32 * u < nvec) fma8(acc[u], p[u], w[j]);
       }
 #pragma unroll
       for (int u = 0; u < COMB_UNROLL; u++)
