@@ -249,6 +249,20 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
 }
 
 /* ---- expand ------------------------------------------------------------------------ */
+/* Rows expert l receives from all sources, and the rows its group takes: padded to
+ * row_align (normal), or a block of nranks x max_tokens (low latency: ws_gemm's masked
+ * layout). */
+static __device__ __forceinline__ int expand_size(const ep_args *a, const int *cnt, int l) {
+  int size = 0;
+  for (int s = 0; s < a->nranks; s++) size += cnt[s * a->L + l];
+  return size;
+}
+static __device__ __forceinline__ int expand_padded(const ep_args *a, const int *cnt, int l) {
+  if (a->ll) return a->nranks * a->max_tokens;
+  const int size = expand_size(a, cnt, l);
+  return (size + a->row_align - 1) / a->row_align * a->row_align;
+}
+
 /* The layout row of an inbox entry from source s: its expert's group start, then the
  * rows of lower sources for that expert, then its position among source s's rows. */
 static __device__ __forceinline__ int expand_row(const ep_args *a, const int *cnt, const int *off, int s,
@@ -280,18 +294,26 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
     else cnt[N * L + s] = v;
   }
   ws_role_sync(&ctx);
-  if (threadIdx.x == 0) {
-    int acc = 0;
-    for (int l = 0; l < L; l++) {
-      int size = 0;
-      for (int s = 0; s < N; s++) size += cnt[s * L + l];
-      off[l] = acc;
-      if (blockIdx.x == 0) a.expert_counts[l] = size;
-      /* normal: padded to row_align, back to back; low latency: a block of nranks x
-       * max_tokens rows per expert (ws_gemm's masked layout) */
-      acc += a.ll ? N * a.max_tokens : (size + a.row_align - 1) / a.row_align * a.row_align;
+  /* the padded group starts, by warp 0: lane j sums the padded sizes of its run of
+   * experts, a shuffle scan gives each run's start (one thread walking all experts was
+   * most of this kernel's time at few tokens: every other warp waited for it) */
+  if (ctx.warp == 0) {
+    const int per = (L + 31) / 32, l0 = min(L, ctx.lane * per), l1 = min(L, l0 + per);
+    int sum = 0;
+    for (int l = l0; l < l1; l++) sum += expand_padded(&a, cnt, l);
+    int incl = sum;
+#pragma unroll
+    for (int o = 1; o < 32; o *= 2) {
+      const int v = __shfl_up_sync(0xffffffffu, incl, o);
+      if (ctx.lane >= o) incl += v;
     }
-    off[L] = acc;
+    int acc = incl - sum;
+    for (int l = l0; l < l1; l++) {
+      off[l] = acc;
+      if (blockIdx.x == 0) a.expert_counts[l] = expand_size(&a, cnt, l);
+      acc += expand_padded(&a, cnt, l);
+    }
+    if (ctx.lane == 31) off[L] = incl; /* lanes past the last expert add nothing */
   }
   ws_role_sync(&ctx);
   if (blockIdx.x == 0) {
@@ -369,14 +391,10 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
    * create, or rows of an earlier call: finite values); the GEMM's outputs for them are
    * never read, combine skips them. Zeroing them cost more than the rows themselves
    * when experts are many and tokens few (256 experts x 127 rows of 7 KB at EP1). */
-  const int gt = blockIdx.x * blockDim.x + threadIdx.x, nt = gridDim.x * blockDim.x;
-  for (int l = 0; l < L; l++) {
-    int size = 0;
-    for (int s = 0; s < N; s++) size += cnt[s * L + l];
-    for (int r = off[l] + size + gt; r < off[l + 1]; r += nt) {
+  for (int l = gw; l < L; l += nw) /* a warp per expert */
+    for (int r = off[l] + expand_size(&a, cnt, l) + lane; r < off[l + 1]; r += 32) {
       a.src_rank[r] = -1; a.src_token[r] = -1; a.src_slot[r] = -1; a.weight[r] = 0.0f;
     }
-  }
   /* the last CTA out tells every source its inbox is free again */
   if (ep_last_cta(&ctx, &a.epochs[2], &last)) {
     ep_ack_peers(a.ack, a.peer_delta, a.rank, N, n);
