@@ -116,8 +116,12 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   ws_role_sync(&ctx);
   const int nvec = a.hidden / 8, nchunk = (nvec + COMB_CHUNK - 1) / COMB_CHUNK;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
-  for (int item = gw; item < T * nchunk; item += nw) {
-    const int t = item / nchunk, v0 = (item % nchunk) * COMB_CHUNK + ctx.lane;
+  /* whole rows when the tokens outnumber the warps (as many CTAs as SMs allowed), else
+   * chunks, so that a few tokens still reach every warp */
+  const int split = T >= nw ? 1 : nchunk, per = (nchunk + split - 1) / split;
+  for (int item = gw; item < T * split; item += nw)
+  for (int c = (item % split) * per, c1 = min(nchunk, c + per); c < c1; c++) {
+    const int t = item / split, v0 = c * COMB_CHUNK + ctx.lane;
     const int *slots = a.tok_slot + (size_t)t * N;
     float acc[COMB_UNROLL][8];
 #pragma unroll

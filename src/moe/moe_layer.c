@@ -7,6 +7,7 @@
 #include "warpspec/gemm.h"
 #include "warpspec/moe.h"
 #include "warpspec/moe_layer.h"
+#include "swiglu_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -140,7 +141,10 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
   g.a_scale_ld = r.scale_ld;
   if ((s = ws_gemm(&g, stream)) != WS_OK) return s;
   STAGE_DONE(2);
-  if ((s = ws_moe_swiglu_quant(l->h, (size_t)r.max_rows, I, l->act, l->act_s, l->act_ld, stream)) != WS_OK) return s;
+  /* only the rows in use: expert_offsets[local experts], on the device */
+  if ((s = moe_swiglu_quant_live(l->h, (size_t)r.max_rows, r.expert_offsets + r.local_experts, I, l->act, l->act_s,
+                                 l->act_ld, stream)) != WS_OK)
+    return s;
   STAGE_DONE(3);
   /* L2: [rows][I] x [H][I]^T per expert -> y [rows][H] bf16 */
   g.n = (int)H;

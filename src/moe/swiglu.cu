@@ -5,6 +5,7 @@
  * every value e4m3(a / scale) -- the quantiser's own conversion (fp8_convert.cuh). */
 #include "../core/internal.h"
 #include "../gemm/fp8_convert.cuh"
+#include "swiglu_internal.h"
 #include "warpspec/moe.h"
 
 #include <cuda_bf16.h>
@@ -12,8 +13,9 @@
 
 static __device__ __forceinline__ float silu_mul(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 
-__global__ void __launch_bounds__(256) swiglu_quant_kernel(const __nv_bfloat16 *h, size_t rows, size_t inter, uint8_t *q,
-                                                           float *scale, size_t scale_ld) {
+__global__ void __launch_bounds__(256) swiglu_quant_kernel(const __nv_bfloat16 *h, size_t rows, const int *live_rows,
+                                                           size_t inter, uint8_t *q, float *scale, size_t scale_ld) {
+  if (live_rows) rows = min(rows, (size_t)max(0, *live_rows)); /* rows past it are unused */
   const size_t kb = inter / 128, blocks = rows * kb;
   const size_t warp = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
@@ -33,8 +35,8 @@ __global__ void __launch_bounds__(256) swiglu_quant_kernel(const __nv_bfloat16 *
   }
 }
 
-extern "C" ws_status ws_moe_swiglu_quant(const void *h, size_t rows, size_t inter, uint8_t *q, float *scale,
-                                         size_t scale_ld, cudaStream_t stream) {
+extern "C" ws_status moe_swiglu_quant_live(const void *h, size_t rows, const int *live_rows, size_t inter, uint8_t *q,
+                                           float *scale, size_t scale_ld, cudaStream_t stream) {
   WS_REQUIRE(h && q && scale, "ws_moe_swiglu_quant: h, q or scale is NULL");
   WS_REQUIRE(inter > 0 && inter % 128 == 0, "ws_moe_swiglu_quant: inter %zu is not a positive multiple of 128", inter);
   WS_REQUIRE(scale_ld == 0 || (scale_ld >= rows && scale_ld % 4 == 0),
@@ -42,9 +44,16 @@ extern "C" ws_status ws_moe_swiglu_quant(const void *h, size_t rows, size_t inte
   WS_REQUIRE(((uintptr_t)h & 7u) == 0 && ((uintptr_t)q & 3u) == 0, "ws_moe_swiglu_quant: h must be 8-byte and q "
              "4-byte aligned");
   if (rows == 0) return WS_OK;
+  /* a grid-stride loop over warps of 8 per CTA, at most 4096 CTAs: with a device-side
+   * row count most of a worst-case grid would only launch and leave */
   const size_t warps = rows * (inter / 128);
-  const unsigned grid = (unsigned)((warps + 7) / 8 < 65535 * 8 ? (warps + 7) / 8 : 65535 * 8);
-  swiglu_quant_kernel<<<grid, 256, 0, stream>>>((const __nv_bfloat16 *)h, rows, inter, q, scale, scale_ld);
+  const unsigned grid = (unsigned)((warps + 7) / 8 < 4096 ? (warps + 7) / 8 : 4096);
+  swiglu_quant_kernel<<<grid, 256, 0, stream>>>((const __nv_bfloat16 *)h, rows, live_rows, inter, q, scale, scale_ld);
   WS_CUDA_TRY(cudaGetLastError());
   return WS_OK;
+}
+
+extern "C" ws_status ws_moe_swiglu_quant(const void *h, size_t rows, size_t inter, uint8_t *q, float *scale,
+                                         size_t scale_ld, cudaStream_t stream) {
+  return moe_swiglu_quant_live(h, rows, NULL, inter, q, scale, scale_ld, stream);
 }
