@@ -391,19 +391,12 @@ static size_t mla_decode_need(const ws_mla_decode_problem *p, int splits) {
   return splits > 1 ? (size_t)splits * rows * (MLA_DV + 1) * sizeof(float) + 256 : 0;
 }
 
-static ws_status mla_device_sms(int *sms) {
-  int dev = 0;
-  WS_CUDA_TRY(cudaGetDevice(&dev));
-  WS_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
-  return WS_OK;
-}
-
 extern "C" ws_status ws_mla_decode_workspace_size(const ws_mla_decode_problem *p, size_t *bytes) {
   WS_REQUIRE(bytes != NULL, "ws_mla_decode_workspace_size: bytes is NULL");
   ws_status s = ws_mla_decode_check(p);
   if (s != WS_OK) return s;
   int sms = 0, chunk = 0;
-  if ((s = mla_device_sms(&sms)) != WS_OK) return s;
+  if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   *bytes = mla_decode_need(p, mla_decode_splits(p, sms, &chunk));
   return WS_OK;
 }
@@ -419,7 +412,7 @@ extern "C" ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void 
              "2^31 - 1 rows", p->num_pages, p->page_size);
   WS_REQUIRE((uint64_t)p->batch * p->s_q <= 0x7FFFFFFFull, "ws_mla_decode_forward: batch x s_q too large");
   int sms = 0, chunk = 0;
-  if ((s = mla_device_sms(&sms)) != WS_OK) return s;
+  if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   const int splits = mla_decode_splits(p, sms, &chunk);
   const size_t need = mla_decode_need(p, splits);
   WS_REQUIRE(workspace_bytes >= need && (need == 0 || workspace != NULL),

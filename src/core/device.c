@@ -4,6 +4,13 @@
 #include <stdio.h>
 #include <string.h>
 
+ws_status ws_device_sms(int *sms) {
+  int dev = 0;
+  WS_CUDA_TRY(cudaGetDevice(&dev));
+  WS_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
+  return WS_OK;
+}
+
 ws_status ws_device_limits_query(int device, ws_device_limits *lim) {
   WS_REQUIRE(lim != NULL, "ws_device_limits_query: lim is NULL");
   int n = 0;

@@ -16,6 +16,9 @@ extern "C" {
 ws_status ws_fail(ws_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 ws_status ws_fail_cuda(int err, const char *what);
 
+/* SMs of the current device (persistent grids, split-K and split-KV choices use it). */
+ws_status ws_device_sms(int *sms);
+
 /* The library's own kernels, each with a slot in the per-thread plan cache. */
 enum { WS_PLAN_SLOT_STREAM_TMA, WS_PLAN_SLOT_STREAM_THREADS, WS_PLAN_SLOT_GEMM_BF16, WS_PLAN_SLOT_GEMM_FP8, WS_PLAN_SLOT_GEMM_FP8_WIDE,
        WS_PLAN_SLOT_ATTN_64, WS_PLAN_SLOT_ATTN_128, WS_PLAN_SLOT_ATTN_192, WS_PLAN_SLOT_ATTN_64_PP, WS_PLAN_SLOT_ATTN_128_PP,

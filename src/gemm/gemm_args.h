@@ -59,8 +59,6 @@ const gemm_kernel *gemm_fp8_wide_kernel_desc(void);
 
 /* Tensor maps, arguments, plan check (once per thread, device and kernel), launch. */
 ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, cudaStream_t stream);
-/* SMs of the current device (the persistent grid, split-K and the tile choice use it). */
-ws_status gemm_device_sms(int *sms);
 ws_status gemm_plan_of(const gemm_kernel *k, ws_plan *plan);
 /* Split-K workspace the launch would use for p (0: no split). */
 ws_status gemm_workspace_of(const gemm_kernel *k, const ws_gemm_problem *p, int sms, size_t *bytes);

@@ -143,7 +143,7 @@ ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *t
   WS_REQUIRE(sms >= 0, "ws_gemm_tile: sms %d is negative", sms);
   ws_status s = ws_gemm_check(p);
   if (s != WS_OK) return s;
-  if (sms == 0 && (s = gemm_device_sms(&sms)) != WS_OK) return s;
+  if (sms == 0 && (s = ws_device_sms(&sms)) != WS_OK) return s;
   const gemm_kernel *k = gemm_kernel_for(p, sms);
   *tile_rows = k->bm;
   *tile_cols = k->bn;
@@ -155,7 +155,7 @@ ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream) {
   if (s != WS_OK) return s;
   if (ws_gemm_rows(p) == 0) return WS_OK; /* nothing to compute: no GPU call at all */
   int sms = 0;
-  if ((s = gemm_device_sms(&sms)) != WS_OK) return s;
+  if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   return gemm_launch(gemm_kernel_for(p, sms), p, sms, stream);
 }
 
@@ -165,7 +165,7 @@ ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes) {
   ws_status s = ws_gemm_check(p);
   if (s != WS_OK) return s;
   int sms = 0;
-  if ((s = gemm_device_sms(&sms)) != WS_OK) return s;
+  if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   return gemm_workspace_of(gemm_kernel_for(p, sms), p, sms, bytes);
 }
 

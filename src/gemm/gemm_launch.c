@@ -39,13 +39,6 @@ static size_t gemm_workspace_need(const ws_gemm_problem *p, int splits) {
   return splits > 1 ? (size_t)splits * ws_gemm_rows(p) * (size_t)p->n * sizeof(float) : 0;
 }
 
-ws_status gemm_device_sms(int *sms) {
-  int dev = 0;
-  WS_CUDA_TRY(cudaGetDevice(&dev));
-  WS_CUDA_TRY(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev));
-  return WS_OK;
-}
-
 ws_status gemm_workspace_of(const gemm_kernel *k, const ws_gemm_problem *p, int sms, size_t *bytes) {
   *bytes = ws_gemm_rows(p) ? gemm_workspace_need(p, gemm_splits(k, p, sms)) : 0;
   return WS_OK;

@@ -190,9 +190,9 @@ extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, co
   WS_REQUIRE(d8 + bytes <= s8 || s8 + bytes <= d8, "ws_stream_copy: source and destination overlap");
   const int stages = o.stages ? o.stages : WS_STREAM_STAGES;
 
-  int dev = 0, sms = 0;
-  WS_CUDA_TRY(cudaGetDevice(&dev));
-  WS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  int sms = 0;
+  ws_status sm_st = ws_device_sms(&sms);
+  if (sm_st != WS_OK) return sm_st;
   /* Plans are made and checked once per thread, device and mode; the depth is per call. */
   ws_plan *plan = NULL;
   ws_status st = ws_plan_cached(o.mode == WS_STREAM_STORE_TMA ? WS_PLAN_SLOT_STREAM_TMA : WS_PLAN_SLOT_STREAM_THREADS,
