@@ -109,6 +109,21 @@ static int cmd_plan(int argc, char **argv) {
   return 0;
 }
 
+/* Outside the launcher, a multi-rank benchmark starts itself again as `want` ranks (one
+ * per GPU) under `warpspec run`, with the same arguments; at least `least` ranks. */
+static int bench_under_launcher(int want, int least, int argc, char **argv) {
+  const int n = gpu_count();
+  if (n < want || want < least) { fprintf(stderr, "bench %s: needs %d GPUs, found %d\n", argv[0], want, n); return 1; }
+  char nbuf[16];
+  snprintf(nbuf, sizeof nbuf, "%d", want);
+  char *args[64] = {(char *)"-n", nbuf, (char *)"--timeout", (char *)"1800", (char *)"--", (char *)"/proc/self/exe",
+                    (char *)"bench"};
+  int k = 7;
+  for (int i = 0; i < argc && k < 63; i++) args[k++] = argv[i];
+  args[k] = NULL;
+  return cli_run(k, args);
+}
+
 /* `bench sendrecv` needs one process per GPU: outside the launcher, start it. */
 static int cmd_bench_sendrecv(int argc, char **argv) {
   bench_sr_opts o = {1ull << 30, NULL, 0, 0, strcmp(argv[0], "allgather") == 0};
@@ -119,18 +134,7 @@ static int cmd_bench_sendrecv(int argc, char **argv) {
     else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) o.ranks = atoi(argv[++i]);
     else return usage();
   }
-  if (getenv("WS_RANK") == NULL) {
-    const int n = gpu_count(), want = o.ranks ? o.ranks : 2;
-    if (n < want || want < 2) { fprintf(stderr, "bench %s: needs %d GPUs, found %d\n", argv[0], want, n); return 1; }
-    char nbuf[16];
-    snprintf(nbuf, sizeof nbuf, "%d", want);
-    char *args[64] = {(char *)"-n", nbuf, (char *)"--timeout", (char *)"1800", (char *)"--", (char *)"/proc/self/exe",
-                      (char *)"bench"};
-    int k = 7;
-    for (int i = 0; i < argc && k < 63; i++) args[k++] = argv[i];
-    args[k] = NULL;
-    return cli_run(k, args);
-  }
+  if (getenv("WS_RANK") == NULL) return bench_under_launcher(o.ranks ? o.ranks : 2, 2, argc, argv);
 #ifdef WS_HAVE_NCCL
   if (o.allgather) return bench_allgather(&o) == 0 ? 0 : 1;
   return bench_sendrecv(&o) == 0 ? 0 : 1;
@@ -152,18 +156,7 @@ static int cmd_bench_moe_layer(int argc, char **argv) {
     else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) o.ranks = atoi(argv[++i]);
     else return usage();
   }
-  if (getenv("WS_RANK") == NULL) {
-    const int n = gpu_count(), want = o.ranks ? o.ranks : 1;
-    if (n < want || want < 1) { fprintf(stderr, "bench moe: needs %d GPUs, found %d\n", want, n); return 1; }
-    char nbuf[16];
-    snprintf(nbuf, sizeof nbuf, "%d", want);
-    char *args[64] = {(char *)"-n", nbuf, (char *)"--timeout", (char *)"1800", (char *)"--", (char *)"/proc/self/exe",
-                      (char *)"bench"};
-    int k = 7;
-    for (int i = 0; i < argc && k < 63; i++) args[k++] = argv[i];
-    args[k] = NULL;
-    return cli_run(k, args);
-  }
+  if (getenv("WS_RANK") == NULL) return bench_under_launcher(o.ranks ? o.ranks : 1, 1, argc, argv);
   return bench_moe(&o) == 0 ? 0 : 1;
 }
 
