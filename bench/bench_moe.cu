@@ -39,11 +39,6 @@ typedef struct {
   int hidden, inter, experts, topk;
 } moe_shape;
 
-static int cmp_float(const void *a, const void *b) {
-  const float x = *(const float *)a, y = *(const float *)b;
-  return (x > y) - (x < y);
-}
-
 static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, const int *tokens, int ntok, FILE *csv) {
   const int H = sh->hidden, I = sh->inter, E = sh->experts, K = sh->topk, L = E / n;
   int tmax = 0;
@@ -116,15 +111,14 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
       tot[it - 3] = ms[0] + ms[1] + ms[2] + ms[3] + ms[4];
       for (int j = 0; j < 5; j++) part[it - 3][j] = ms[j];
     }
-    float sorted[10];
-    memcpy(sorted, tot, sizeof sorted);
-    qsort(sorted, 10, sizeof(float), cmp_float);
-    const float med = 0.5f * (sorted[4] + sorted[5]);
+    /* medians of the 10 calls, the mean of the two middle ones */
+    qsort(tot, 10, sizeof(float), bench_cmp_float_);
+    const float med = 0.5f * (tot[4] + tot[5]);
     float split[5];
     for (int j = 0; j < 5; j++) {
       float v[10];
       for (int r = 0; r < 10; r++) v[r] = part[r][j];
-      qsort(v, 10, sizeof(float), cmp_float);
+      qsort(v, 10, sizeof(float), bench_cmp_float_);
       split[j] = 0.5f * (v[4] + v[5]);
     }
     /* (token, expert) pairs this rank computes: at EP1 all T x K; at EP n about T x K on average */

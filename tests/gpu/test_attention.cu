@@ -101,6 +101,39 @@ static int compare(const char *name, const char *extra, const uint16_t *ho, cons
   return ok;
 }
 
+/* The median in ms (mean of the two middle ones) of `runs` calls of launch(ctx), each
+ * between two CUDA events, after `warm` calls not counted. runs <= 32, even. */
+typedef ws_status (*launch_fn)(const void *ctx);
+static double median_ms(launch_fn launch, const void *ctx, int warm, int runs) {
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  float ms[32];
+  for (int it = 0; it < warm + runs; it++) {
+    CUDA_OK(cudaEventRecord(e0, 0));
+    WS_OK_OR_DIE(launch(ctx));
+    CUDA_OK(cudaEventRecord(e1, 0));
+    CUDA_OK(cudaEventSynchronize(e1));
+    if (it >= warm) CUDA_OK(cudaEventElapsedTime(&ms[it - warm], e0, e1));
+  }
+  for (int i = 1; i < runs; i++)
+    for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) { const float t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t; }
+  CUDA_OK(cudaEventDestroy(e0));
+  CUDA_OK(cudaEventDestroy(e1));
+  return 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);
+}
+static ws_status launch_attn(const void *p) { return ws_attn_forward((const ws_attn_problem *)p, 0); }
+static ws_status launch_mla(const void *p) { return ws_mla_sparse_forward((const ws_mla_sparse_problem *)p, 0); }
+typedef struct {
+  const ws_mla_decode_problem *p;
+  void *ws;
+  size_t bytes;
+} decode_call;
+static ws_status launch_decode(const void *c) {
+  const decode_call *d = (const decode_call *)c;
+  return ws_mla_decode_forward(d->p, d->ws, d->bytes, 0);
+}
+
 static int run_case(const attn_case *c, int check) {
   const int varlen = c->lens_q != NULL;
   int *cq = (int *)host_alloc((size_t)c->batch + 1, sizeof(int), 0), *ck = (int *)host_alloc((size_t)c->batch + 1, sizeof(int), 0);
@@ -173,20 +206,7 @@ static int run_case(const attn_case *c, int check) {
     free(rl);
   } else {
     /* time: 3 warm-ups, median of 20 */
-    cudaEvent_t e0, e1;
-    CUDA_OK(cudaEventCreate(&e0));
-    CUDA_OK(cudaEventCreate(&e1));
-    float ms[20];
-    for (int it = 0; it < 23; it++) {
-      CUDA_OK(cudaEventRecord(e0, 0));
-      WS_OK_OR_DIE(ws_attn_forward(&p, 0));
-      CUDA_OK(cudaEventRecord(e1, 0));
-      CUDA_OK(cudaEventSynchronize(e1));
-      if (it >= 3) CUDA_OK(cudaEventElapsedTime(&ms[it - 3], e0, e1));
-    }
-    for (int i = 1; i < 20; i++)
-      for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) { const float t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t; }
-    const double med = 0.5 * (ms[9] + ms[10]);
+    const double med = median_ms(launch_attn, &p, 3, 20);
     double flops = 0;
     for (int b = 0; b < c->batch; b++) {
       const double lq = cq[b + 1] - cq[b], lk = ck[b + 1] - ck[b];
@@ -194,8 +214,6 @@ static int run_case(const attn_case *c, int check) {
       flops += 2.0 * pairs * c->hq * (c->dqk + c->dv);
     }
     printf("bench %-36s %8.3f ms  %6.1f TFLOPS\n", c->name, med, flops / (med * 1e-3) / 1e12);
-    CUDA_OK(cudaEventDestroy(e0));
-    CUDA_OK(cudaEventDestroy(e1));
   }
   cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dl);
   if (dcq) cudaFree(dcq);
@@ -263,24 +281,9 @@ static int run_mla(const mla_case *c, int check) {
     free(ro);
     free(rl);
   } else {
-    cudaEvent_t e0, e1;
-    CUDA_OK(cudaEventCreate(&e0));
-    CUDA_OK(cudaEventCreate(&e1));
-    float ms[10];
-    for (int it = 0; it < 12; it++) {
-      CUDA_OK(cudaEventRecord(e0, 0));
-      WS_OK_OR_DIE(ws_mla_sparse_forward(&p, 0));
-      CUDA_OK(cudaEventRecord(e1, 0));
-      CUDA_OK(cudaEventSynchronize(e1));
-      if (it >= 2) CUDA_OK(cudaEventElapsedTime(&ms[it - 2], e0, e1));
-    }
-    for (int i = 1; i < 10; i++)
-      for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) { const float t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t; }
-    const double med = 0.5 * (ms[4] + ms[5]);
+    const double med = median_ms(launch_mla, &p, 2, 10);
     const double flops = 2.0 * c->s_q * c->heads * (double)c->topk * (DQ + DV);
     printf("bench %-36s %8.3f ms  %6.1f TFLOPS\n", c->name, med, flops / (med * 1e-3) / 1e12);
-    CUDA_OK(cudaEventDestroy(e0));
-    CUDA_OK(cudaEventDestroy(e1));
   }
   cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(di); cudaFree(dl);
   free(hq); free(hkv); free(ho); free(hi); free(hl);
@@ -354,28 +357,14 @@ static int run_decode(const dec_case *c, int check) {
     free(ro);
     free(rl);
   } else {
-    cudaEvent_t e0, e1;
-    CUDA_OK(cudaEventCreate(&e0));
-    CUDA_OK(cudaEventCreate(&e1));
-    float ms[20];
-    for (int it = 0; it < 23; it++) {
-      CUDA_OK(cudaEventRecord(e0, 0));
-      WS_OK_OR_DIE(ws_mla_decode_forward(&p, ws, wsb, 0));
-      CUDA_OK(cudaEventRecord(e1, 0));
-      CUDA_OK(cudaEventSynchronize(e1));
-      if (it >= 3) CUDA_OK(cudaEventElapsedTime(&ms[it - 3], e0, e1));
-    }
-    for (int i = 1; i < 20; i++)
-      for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) { const float t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t; }
-    const double med = 0.5 * (ms[9] + ms[10]);
+    const decode_call call = {&p, ws, wsb};
+    const double med = median_ms(launch_decode, &call, 3, 20);
     double keys = 0, bytes = 0;
     for (int b = 0; b < c->batch; b++) { keys += lens[b]; bytes += (double)lens[b] * DQ * 2; }
     bytes += (double)nq * 2 + (double)no * 2;
     const double flops = 2.0 * keys * c->s_q * c->heads * (DQ + DV);
     printf("bench %-36s %8.3f ms  %6.1f TFLOPS  %6.0f GB/s (kv cache + q + o)\n", c->name, med, flops / (med * 1e-3) / 1e12,
            bytes / (med * 1e-3) / 1e9);
-    CUDA_OK(cudaEventDestroy(e0));
-    CUDA_OK(cudaEventDestroy(e1));
   }
   cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(dl); cudaFree(dt); cudaFree(dlen);
   if (ws) cudaFree(ws);
