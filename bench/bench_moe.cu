@@ -7,8 +7,10 @@
  * zeros), x random BF16 quantised 1 x 128, routing uniform over distinct experts with
  * random weights. Medians of 10 calls after 3 warm-ups, a communicator barrier before
  * each; TFLOPS = 2 x (token, expert) pairs received x H x I x 3 / t (the layer's
- * FLOPs: L1 is 2 I x H, L2 H x I). The fused kernel and the NCCL + cuBLASLt composite
- * are still to come: this is the unfused path, the baseline they will be measured by. */
+ * FLOPs: L1 is 2 I x H, L2 H x I). Both paths of the layer in the same run, on the same
+ * data: unfused (dispatch, L1 ws_gemm, SwiGLU pass, L2 ws_gemm, combine) and fused
+ * experts (one persistent kernel between dispatch and combine); their outputs are
+ * compared bit for bit. The NCCL + cuBLASLt composite is still to come. */
 #include "bench.h"
 #include "bench_check.h"
 #include "warpspec/comm.h"
@@ -97,42 +99,62 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
   CK(cudaMemcpy(w, hw, (size_t)tmax * K * 4, cudaMemcpyHostToDevice));
   free(hidx);
   free(hw);
-  ws_moe_layer_config cfg = {H, I, E, K, tmax, 0, WS_MOE_UNFUSED};
-  ws_moe_layer *layer = NULL;
-  WK(ws_moe_layer_create(&layer, comm, &cfg, w1, w1s, w2, w2s));
+  static const char *const path_name[2] = {"unfused", "fused"};
+  ws_moe_layer *layer[2] = {NULL, NULL};
+  for (int p = 0; p < 2; p++) {
+    ws_moe_layer_config cfg = {H, I, E, K, tmax, 0, (ws_moe_path)p};
+    WK(ws_moe_layer_create(&layer[p], comm, &cfg, w1, w1s, w2, w2s));
+  }
+  uint16_t *host_out[2];
+  for (int p = 0; p < 2; p++)
+    if (!(host_out[p] = (uint16_t *)malloc((size_t)tmax * H * 2))) BENCH_FAIL("malloc", "outputs");
   for (int i = 0; i < ntok; i++) {
     const int T = tokens[i];
-    float tot[10], part[10][5];
-    for (int it = 0; it < 13; it++) {
-      WK(ws_comm_barrier(comm, 0));
-      float ms[5];
-      WK(ws_moe_layer_profile(layer, xq, xs, idx, w, T, out, 0, ms));
-      if (it < 3) continue;
-      tot[it - 3] = ms[0] + ms[1] + ms[2] + ms[3] + ms[4];
-      for (int j = 0; j < 5; j++) part[it - 3][j] = ms[j];
+    float med[2];
+    for (int p = 0; p < 2; p++) {
+      float tot[10], part[10][5];
+      for (int it = 0; it < 13; it++) {
+        WK(ws_comm_barrier(comm, 0));
+        float ms[5];
+        WK(ws_moe_layer_profile(layer[p], xq, xs, idx, w, T, out, 0, ms));
+        if (it < 3) continue;
+        tot[it - 3] = ms[0] + ms[1] + ms[2] + ms[3] + ms[4];
+        for (int j = 0; j < 5; j++) part[it - 3][j] = ms[j];
+      }
+      CK(cudaMemcpy(host_out[p], out, (size_t)T * H * 2, cudaMemcpyDeviceToHost));
+      /* medians of the 10 calls, the mean of the two middle ones */
+      qsort(tot, 10, sizeof(float), bench_cmp_float_);
+      med[p] = 0.5f * (tot[4] + tot[5]);
+      float split[5];
+      for (int j = 0; j < 5; j++) {
+        float v[10];
+        for (int r = 0; r < 10; r++) v[r] = part[r][j];
+        qsort(v, 10, sizeof(float), bench_cmp_float_);
+        split[j] = 0.5f * (v[4] + v[5]);
+      }
+      /* (token, expert) pairs this rank computes: at EP1 all T x K; at EP n about T x K on average */
+      const double pairs = (double)T * K;
+      const double tflops = 2.0 * pairs * H * I * 3 / (med[p] * 1e-3) / 1e12;
+      if (p == 0)
+        printf("bench moe rank %d: %-10s T %5d %-7s: layer %9.1f us %6.1f TFLOPS | dispatch %8.1f  L1 %8.1f  swiglu %7.1f  "
+               "L2 %8.1f  combine %8.1f us\n", rank, sh->name, T, path_name[p], med[p] * 1e3, tflops, split[0] * 1e3,
+               split[1] * 1e3, split[2] * 1e3, split[3] * 1e3, split[4] * 1e3);
+      else
+        printf("bench moe rank %d: %-10s T %5d %-7s: layer %9.1f us %6.1f TFLOPS | dispatch %8.1f  experts %8.1f  "
+               "combine %8.1f us | %.2fx unfused, %s\n", rank, sh->name, T, path_name[p], med[p] * 1e3, tflops,
+               split[0] * 1e3, split[1] * 1e3, split[4] * 1e3, med[0] / med[1],
+               memcmp(host_out[0], host_out[1], (size_t)T * H * 2) ? "outputs DIFFER" : "same bits");
+      fflush(stdout);
+      if (csv && rank == 0)
+        fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", sh->name, path_name[p], n, H, I, E, K,
+                T, med[p] * 1e3, tflops, split[0] * 1e3, split[1] * 1e3, split[2] * 1e3, split[3] * 1e3, split[4] * 1e3);
     }
-    /* medians of the 10 calls, the mean of the two middle ones */
-    qsort(tot, 10, sizeof(float), bench_cmp_float_);
-    const float med = 0.5f * (tot[4] + tot[5]);
-    float split[5];
-    for (int j = 0; j < 5; j++) {
-      float v[10];
-      for (int r = 0; r < 10; r++) v[r] = part[r][j];
-      qsort(v, 10, sizeof(float), bench_cmp_float_);
-      split[j] = 0.5f * (v[4] + v[5]);
-    }
-    /* (token, expert) pairs this rank computes: at EP1 all T x K; at EP n about T x K on average */
-    const double pairs = (double)T * K;
-    const double tflops = 2.0 * pairs * H * I * 3 / (med * 1e-3) / 1e12;
-    printf("bench moe rank %d: %-9s T %5d: layer %9.1f us %6.1f TFLOPS | dispatch %8.1f  L1 %8.1f  swiglu %7.1f  L2 %8.1f  "
-           "combine %8.1f us\n", rank, sh->name, T, med * 1e3, tflops, split[0] * 1e3, split[1] * 1e3, split[2] * 1e3,
-           split[3] * 1e3, split[4] * 1e3);
-    fflush(stdout);
-    if (csv && rank == 0)
-      fprintf(csv, "%s,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", sh->name, n, H, I, E, K, T, med * 1e3,
-              tflops, split[0] * 1e3, split[1] * 1e3, split[2] * 1e3, split[3] * 1e3, split[4] * 1e3);
+    if (memcmp(host_out[0], host_out[1], (size_t)T * H * 2) != 0) BENCH_FAIL("fused experts", "output differs from the unfused path");
   }
-  WK(ws_moe_layer_destroy(layer));
+  for (int p = 0; p < 2; p++) {
+    WK(ws_moe_layer_destroy(layer[p]));
+    free(host_out[p]);
+  }
   cudaFree(w1); cudaFree(w2); cudaFree(w1s); cudaFree(w2s);
   cudaFree(x); cudaFree(out); cudaFree(xq); cudaFree(xs); cudaFree(idx); cudaFree(w);
   return 0;
@@ -148,14 +170,14 @@ extern "C" int bench_moe(const bench_moe_opts *o) {
   int dev = 0;
   CK(cudaGetDevice(&dev));
   CK(cudaGetDeviceProperties(&prop, dev));
-  if (rank == 0) printf("bench moe: %d rank(s) (EP%d), %s, unfused path (ws_moe_layer_forward)\n", n, n, prop.name);
+  if (rank == 0) printf("bench moe: %d rank(s) (EP%d), %s, ws_moe_layer_forward, unfused and fused-experts paths\n", n, n, prop.name);
   static const moe_shape shapes[] = {{"DeepSeekV3", 7168, 2048, 256, 8}, {"Flash", 4096, 2048, 256, 6}};
   static const int all_tokens[] = {1, 8, 128, 512, 4096, 8192};
   FILE *csv = NULL;
   if (o->csv && rank == 0) {
     csv = fopen(o->csv, "w");
     if (!csv) BENCH_FAIL("fopen", o->csv);
-    fprintf(csv, "shape,ranks,hidden,inter,experts,topk,tokens,layer_us,tflops,dispatch_us,l1_us,swiglu_us,l2_us,combine_us\n");
+    fprintf(csv, "shape,path,ranks,hidden,inter,experts,topk,tokens,layer_us,tflops,dispatch_us,l1_us,swiglu_us,l2_us,combine_us\n");
   }
   int rc = 0;
   for (int s = 0; s < 2 && rc == 0; s++) {

@@ -9,11 +9,11 @@
  * recover), BF16 out. Expert parallel over the communicator's ranks: rank r holds experts
  * r x E / n .. (r + 1) x E / n - 1.
  *
- * Paths: WS_MOE_UNFUSED (what exists now) runs dispatch (ws_ep_dispatch), the L1 grouped
- * GEMM (ws_gemm), ws_moe_swiglu_quant, the L2 grouped GEMM and combine, stream-ordered
- * and graph-capturable (no host synchronisation). The fused persistent kernel
- * (dispatch, both GEMMs, SwiGLU and combine in one launch per rank) is the next path
- * behind the same call; this one stays as its baseline. */
+ * Paths, both stream-ordered and graph-capturable (no host synchronisation), both giving
+ * the same bits: WS_MOE_UNFUSED runs dispatch (ws_ep_dispatch), the L1 grouped GEMM
+ * (ws_gemm), ws_moe_swiglu_quant, the L2 grouped GEMM and combine; WS_MOE_FUSED_EXPERTS
+ * runs the experts (both GEMMs and the SwiGLU epilogue) as one persistent kernel between
+ * dispatch and combine. Dispatch and combine inside the same kernel are the next step. */
 #ifndef WARPSPEC_MOE_LAYER_H
 #define WARPSPEC_MOE_LAYER_H
 
@@ -29,7 +29,11 @@
 extern "C" {
 #endif
 
-typedef enum { WS_MOE_UNFUSED = 0 } ws_moe_path;
+typedef enum {
+  WS_MOE_UNFUSED = 0,       /* dispatch, L1 ws_gemm, SwiGLU pass, L2 ws_gemm, combine       */
+  WS_MOE_FUSED_EXPERTS = 1  /* dispatch, one persistent kernel for L1 + SwiGLU + requant + L2
+                             * (L2 tiles start as their rows' L1 tiles finish), combine    */
+} ws_moe_path;
 
 typedef struct {
   int hidden;       /* H: a multiple of 128                                              */
@@ -38,7 +42,7 @@ typedef struct {
   int topk;         /* K: 1..WS_EP_MAX_TOPK                                               */
   int max_tokens;   /* tokens a rank may pass per call                                    */
   int num_sms;      /* CTAs of the transfer kernels (0: WS_EP_DEFAULT_SMS)                */
-  ws_moe_path path; /* WS_MOE_UNFUSED                                                     */
+  ws_moe_path path; /* WS_MOE_UNFUSED or WS_MOE_FUSED_EXPERTS                              */
 } ws_moe_layer_config;
 
 typedef struct ws_moe_layer ws_moe_layer;
@@ -60,7 +64,8 @@ ws_status ws_moe_layer_forward(ws_moe_layer *layer, const void *x, const float *
 
 /* The same call, then waits for the stream and gives each stage's time in ms: [0]
  * dispatch (and the BF16 input's quantiser), [1] L1 GEMM, [2] SwiGLU + requant, [3] L2
- * GEMM, [4] combine. For benchmarks and users who want to see where the time goes. */
+ * GEMM, [4] combine (WS_MOE_FUSED_EXPERTS: [1] is the experts kernel, [2] and [3] are
+ * 0). For benchmarks and users who want to see where the time goes. */
 ws_status ws_moe_layer_profile(ws_moe_layer *layer, const void *x, const float *x_scale, const int *topk_idx,
                                const float *topk_weights, int tokens, void *out, cudaStream_t stream, float ms[5]);
 

@@ -31,6 +31,7 @@
 #include "../core/internal.h"
 #include "gemm_epilogue.cuh"
 #include "gemm_loader.cuh"
+#include "fp8_mma.cuh"
 #include "warpspec/device/wgmma.cuh"
 
 #include <cuda_bf16.h>
@@ -108,21 +109,6 @@ static __device__ __forceinline__ fp8_scales fp8_load_scales(const gemm_args *ar
   s.a1 = __ldg(args->a_scale + (p.a1 + ka));
   s.b = __ldg(args->b_scale + (p.b + (uint32_t)kb));
   return s;
-}
-
-/* Wait for the stage at cursor k (unless the probe already saw it full) and issue its 4
- * wgmmas into acc (overwriting it). */
-static __device__ __forceinline__ void fp8_issue(float *acc, const ws_pipe *pipe, const ws_ctx *ctx, uint64_t da0,
-                                                 uint64_t db0, uint32_t stage_bytes, ws_cursor k, uint32_t full) {
-  ws_pipe_wait_probed_at(pipe, ctx, k, full);
-  const uint32_t stage_off = k.stage * stage_bytes;
-  const uint64_t da = ws_wgmma_desc_advance(da0, stage_off), db = ws_wgmma_desc_advance(db0, stage_off);
-  ws_wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < FP8_BK / 32; kk++) {
-    ws_wgmma_m64n128k32_e4m3(acc, ws_wgmma_desc_advance(da, kk * 32), ws_wgmma_desc_advance(db, kk * 32), kk > 0);
-  }
-  ws_wgmma_commit_group();
 }
 
 /* total += acc x a_scale x b_scale; registers 4j, 4j+1 are row r0, 4j+2, 4j+3 row r0 + 8. */

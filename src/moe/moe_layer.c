@@ -1,12 +1,13 @@
-/* moe_layer.c - the MoE layer in one call, unfused path: dispatch, L1 grouped GEMM,
- * SwiGLU + per-128 requantisation, L2 grouped GEMM, combine, all stream-ordered on the
- * handle's buffers (no host synchronisation: graph-capturable). The baseline the fused
- * persistent kernel will be measured against, and its fallback. */
+/* moe_layer.c - the MoE layer in one call: dispatch, the experts (unfused: L1 grouped
+ * GEMM, SwiGLU + per-128 requantisation, L2 grouped GEMM; fused: one persistent kernel,
+ * moe_experts.cu), combine, all stream-ordered on the handle's buffers (no host
+ * synchronisation: graph-capturable). */
 #include "../core/internal.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
 #include "warpspec/moe.h"
 #include "warpspec/moe_layer.h"
+#include "moe_experts.h"
 #include "swiglu_internal.h"
 
 #include <stdlib.h>
@@ -19,16 +20,17 @@ struct ws_moe_layer {
   size_t max_rows, act_ld;
   const void *w1, *w2;
   const float *w1_scale, *w2_scale;
-  uint16_t *h;   /* [max_rows][2 I] bf16: L1 out                                 */
+  uint16_t *h;   /* [max_rows][2 I] bf16: L1 out (unfused path only)               */
   uint8_t *act;  /* [max_rows][I] e4m3: SwiGLU, requantised                     */
   float *act_s;  /* [I / 128][act_ld]: its scales, K-block-major (L2 reads them) */
   uint16_t *y;   /* [max_rows][H] bf16: L2 out                                  */
   uint8_t *xq;   /* [max_tokens][H] e4m3: a BF16 input quantised                */
   float *xs;     /* [max_tokens][H / 128]                                       */
+  uint32_t *counters; /* fused experts: per 64-row block, zero between calls          */
 };
 
 static void layer_free(ws_moe_layer *l) {
-  void *dev[] = {l->h, l->act, l->act_s, l->y, l->xq, l->xs};
+  void *dev[] = {l->h, l->act, l->act_s, l->y, l->xq, l->xs, l->counters};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
     if (dev[i]) cudaFree(dev[i]);
   free(l);
@@ -49,7 +51,8 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   WS_REQUIRE(out != NULL, "ws_moe_layer_create: layer is NULL");
   *out = NULL; /* a failed create leaves no stale handle behind */
   WS_REQUIRE(comm != NULL && cfg != NULL, "ws_moe_layer_create: comm or cfg is NULL");
-  WS_REQUIRE(cfg->path == WS_MOE_UNFUSED, "ws_moe_layer_create: path %d unknown (WS_MOE_UNFUSED = 0)", (int)cfg->path);
+  WS_REQUIRE(cfg->path == WS_MOE_UNFUSED || cfg->path == WS_MOE_FUSED_EXPERTS,
+             "ws_moe_layer_create: path %d unknown (WS_MOE_UNFUSED = 0, WS_MOE_FUSED_EXPERTS = 1)", (int)cfg->path);
   WS_REQUIRE(cfg->hidden >= 128 && cfg->hidden % 128 == 0, "ws_moe_layer_create: hidden %d, a positive multiple of 128",
              cfg->hidden);
   WS_REQUIRE(cfg->inter >= 128 && cfg->inter % 128 == 0, "ws_moe_layer_create: inter %d, a positive multiple of 128",
@@ -65,7 +68,8 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   ec.topk = cfg->topk;
   ec.max_tokens = cfg->max_tokens;
   ec.payload = WS_EP_FP8;
-  ec.row_align = 128; /* ws_gemm's tile rows: no tile straddles two experts */
+  /* the tile rows: no tile straddles two experts */
+  ec.row_align = cfg->path == WS_MOE_FUSED_EXPERTS ? MOE_EXPERTS_BM : 128;
   ec.num_sms = cfg->num_sms;
   ec.mode = WS_EP_NORMAL;
   int n = 0;
@@ -79,7 +83,10 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   l->act_ld = (l->max_rows + 3) / 4 * 4;
   l->w1 = w1; l->w1_scale = w1_scale; l->w2 = w2; l->w2_scale = w2_scale;
   const size_t R = l->max_rows, H = (size_t)cfg->hidden, I = (size_t)cfg->inter, T = (size_t)cfg->max_tokens;
-  if ((s = layer_alloc(l, (void **)&l->h, R * 2 * I * 2)) != WS_OK || (s = layer_alloc(l, (void **)&l->act, R * I)) != WS_OK ||
+  const int fused = cfg->path == WS_MOE_FUSED_EXPERTS;
+  if ((!fused && (s = layer_alloc(l, (void **)&l->h, R * 2 * I * 2)) != WS_OK) ||
+      (fused && (s = layer_alloc(l, (void **)&l->counters, moe_experts_counter_words((int)R) * 4)) != WS_OK) ||
+      (s = layer_alloc(l, (void **)&l->act, R * I)) != WS_OK ||
       (s = layer_alloc(l, (void **)&l->act_s, (I / 128) * l->act_ld * 4)) != WS_OK ||
       (s = layer_alloc(l, (void **)&l->y, R * H * 2)) != WS_OK || (s = layer_alloc(l, (void **)&l->xq, T * H)) != WS_OK ||
       (s = layer_alloc(l, (void **)&l->xs, T * (H / 128) * 4)) != WS_OK) {
@@ -123,40 +130,66 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
   ws_ep_recv r;
   if ((s = ws_ep_dispatch(l->ep, x, x_scale, topk_idx, topk_weights, tokens, &r, NULL, stream)) != WS_OK) return s;
   STAGE_DONE(1);
-  /* L1: [rows][H] x [2 I][H]^T per expert -> h [rows][2 I] bf16 */
-  ws_gemm_problem g;
-  memset(&g, 0, sizeof g);
-  g.type = WS_GEMM_FP8;
-  g.layout = WS_GEMM_GROUPED_CONTIGUOUS;
-  g.m = r.max_rows;
-  g.n = (int)(2 * I);
-  g.k = (int)H;
-  g.groups = r.local_experts;
-  g.a = r.x;
-  g.b = l->w1;
-  g.d = l->h;
-  g.a_scale = r.x_scale;
-  g.b_scale = l->w1_scale;
-  g.group_offsets = r.expert_offsets;
-  g.a_scale_ld = r.scale_ld;
-  if ((s = ws_gemm(&g, stream)) != WS_OK) return s;
-  STAGE_DONE(2);
-  /* only the rows in use: expert_offsets[local experts], on the device */
-  if ((s = moe_swiglu_quant_live(l->h, (size_t)r.max_rows, r.expert_offsets + r.local_experts, I, l->act, l->act_s,
-                                 l->act_ld, stream)) != WS_OK)
-    return s;
-  STAGE_DONE(3);
-  /* L2: [rows][I] x [H][I]^T per expert -> y [rows][H] bf16 */
-  g.n = (int)H;
-  g.k = (int)I;
-  g.a = l->act;
-  g.b = l->w2;
-  g.d = l->y;
-  g.a_scale = l->act_s;
-  g.b_scale = l->w2_scale;
-  g.a_scale_ld = (int)l->act_ld;
-  if ((s = ws_gemm(&g, stream)) != WS_OK) return s;
-  STAGE_DONE(4);
+  if (l->cfg.path == WS_MOE_FUSED_EXPERTS) {
+    moe_experts_problem p;
+    memset(&p, 0, sizeof p);
+    p.hidden = (int)H;
+    p.inter = (int)I;
+    p.groups = r.local_experts;
+    p.max_rows = r.max_rows;
+    p.offsets = r.expert_offsets;
+    p.x = r.x;
+    p.x_scale = r.x_scale;
+    p.x_scale_ld = r.scale_ld;
+    p.w1 = l->w1;
+    p.w1_scale = l->w1_scale;
+    p.w2 = l->w2;
+    p.w2_scale = l->w2_scale;
+    p.act = l->act;
+    p.act_scale = l->act_s;
+    p.act_ld = (int)l->act_ld;
+    p.y = l->y;
+    p.counters = l->counters;
+    if ((s = moe_experts_launch(&p, stream)) != WS_OK) return s;
+    STAGE_DONE(2);
+    STAGE_DONE(3);
+    STAGE_DONE(4);
+  } else {
+    /* L1: [rows][H] x [2 I][H]^T per expert -> h [rows][2 I] bf16 */
+    ws_gemm_problem g;
+    memset(&g, 0, sizeof g);
+    g.type = WS_GEMM_FP8;
+    g.layout = WS_GEMM_GROUPED_CONTIGUOUS;
+    g.m = r.max_rows;
+    g.n = (int)(2 * I);
+    g.k = (int)H;
+    g.groups = r.local_experts;
+    g.a = r.x;
+    g.b = l->w1;
+    g.d = l->h;
+    g.a_scale = r.x_scale;
+    g.b_scale = l->w1_scale;
+    g.group_offsets = r.expert_offsets;
+    g.a_scale_ld = r.scale_ld;
+    if ((s = ws_gemm(&g, stream)) != WS_OK) return s;
+    STAGE_DONE(2);
+    /* only the rows in use: expert_offsets[local experts], on the device */
+    if ((s = moe_swiglu_quant_live(l->h, (size_t)r.max_rows, r.expert_offsets + r.local_experts, I, l->act, l->act_s,
+                                   l->act_ld, stream)) != WS_OK)
+      return s;
+    STAGE_DONE(3);
+    /* L2: [rows][I] x [H][I]^T per expert -> y [rows][H] bf16 */
+    g.n = (int)H;
+    g.k = (int)I;
+    g.a = l->act;
+    g.b = l->w2;
+    g.d = l->y;
+    g.a_scale = l->act_s;
+    g.b_scale = l->w2_scale;
+    g.a_scale_ld = (int)l->act_ld;
+    if ((s = ws_gemm(&g, stream)) != WS_OK) return s;
+    STAGE_DONE(4);
+  }
   if ((s = ws_ep_combine(l->ep, l->y, out, stream)) != WS_OK) return s;
   STAGE_DONE(5);
   return WS_OK;

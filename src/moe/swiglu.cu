@@ -5,13 +5,11 @@
  * every value e4m3(a / scale) -- the quantiser's own conversion (fp8_convert.cuh). */
 #include "../core/internal.h"
 #include "../gemm/fp8_convert.cuh"
+#include "swiglu.cuh"
 #include "swiglu_internal.h"
 #include "warpspec/moe.h"
 
 #include <cuda_bf16.h>
-#include <math.h>
-
-static __device__ __forceinline__ float silu_mul(float g, float u) { return g / (1.0f + expf(-g)) * u; }
 
 __global__ void __launch_bounds__(256) swiglu_quant_kernel(const __nv_bfloat16 *h, size_t rows, const int *live_rows,
                                                            size_t inter, uint8_t *q, float *scale, size_t scale_ld) {
@@ -25,7 +23,7 @@ __global__ void __launch_bounds__(256) swiglu_quant_kernel(const __nv_bfloat16 *
     const __nv_bfloat162 *u2 = (const __nv_bfloat162 *)(h + r * 2 * inter + inter + c0);
     const float2 g0 = __bfloat1622float2(g2[0]), g1 = __bfloat1622float2(g2[1]);
     const float2 u0 = __bfloat1622float2(u2[0]), u1 = __bfloat1622float2(u2[1]);
-    const float a0 = silu_mul(g0.x, u0.x), a1 = silu_mul(g0.y, u0.y), a2 = silu_mul(g1.x, u1.x), a3 = silu_mul(g1.y, u1.y);
+    const float a0 = moe_silu_mul(g0.x, u0.x), a1 = moe_silu_mul(g0.y, u0.y), a2 = moe_silu_mul(g1.x, u1.x), a3 = moe_silu_mul(g1.y, u1.y);
     float amax = fmaxf(fmaxf(fabsf(a0), fabsf(a1)), fmaxf(fabsf(a2), fabsf(a3)));
 #pragma unroll
     for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));

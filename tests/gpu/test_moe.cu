@@ -541,12 +541,9 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T) {
   const double rel = rel_err_bf16(hout, ref, (size_t)T * H, &nan_count);
   printf("rank %d: unfused MoE layer (dispatch, L1, swiglu + requant, L2, combine) H %d I %d E %d K %d T %d: rel err "
          "%.2e, %ld unwritten\n", rank, H, I, E, K, T, rel, nan_count);
-  /* the same layer through the one-call API (ws_moe_layer_forward), FP8 in and then BF16
-   * in (quantised by the layer: the host quantiser gives the same bits), twice each: the
-   * same kernels on the same data, so the output must equal the parts' bit for bit */
-  const ws_moe_layer_config lc = {H, I, E, K, T, 8, WS_MOE_UNFUSED};
-  ws_moe_layer *layer = NULL;
-  WS_OK_OR_DIE(ws_moe_layer_create(&layer, comm, &lc, dW1, (const float *)dW1s, dW2, (const float *)dW2s));
+  /* the same layer through the one-call API (ws_moe_layer_forward), both paths, FP8 in
+   * and then BF16 in (quantised by the layer: the host quantiser gives the same bits): the
+   * same math on the same data, so the output must equal the parts' bit for bit */
   uint16_t *hapi = (uint16_t *)host_alloc((size_t)T * H, 2, 0);
   uint16_t *xb = (uint16_t *)host_alloc((size_t)T * H, 2, 0);
   for (size_t i = 0; i < (size_t)T * H; i++) xb[i] = ws_float_to_bf16(unit(seed ^ 0x4321ull ^ ((uint64_t)rank << 40) ^ i) * 2.0f);
@@ -566,23 +563,51 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T) {
     free(fb); free(xqb); free(xsb);
   }
   int api_same = 1;
-  for (int it = 0; it < 4; it++) {
-    const int bf16_in = it >= 2;
-    CUDA_OK(cudaMemset(dout, 0xFF, (size_t)T * H * 2));
-    WS_OK_OR_DIE(ws_moe_layer_forward(layer, bf16_in ? dxb : dx, bf16_in ? NULL : (const float *)dxs, (const int *)di,
-                                      (const float *)dw, T, dout, 0));
-    WS_OK_OR_DIE(ws_sync(0));
-    CUDA_OK(cudaMemcpy(hapi, dout, (size_t)T * H * 2, cudaMemcpyDeviceToHost));
-    /* FP8 in: bit for bit the parts' output; both: within FP8's bound of their reference */
-    if (!bf16_in && memcmp(hapi, hout, (size_t)T * H * 2) != 0) api_same = 0;
-    long nan_api = 0;
-    const double rel_api = rel_err_bf16(hapi, bf16_in ? ref_b : ref, (size_t)T * H, &nan_api);
-    if (rel_api >= 2e-2 || nan_api) api_same = 0;
-    if (it % 2 == 0)
-      printf("rank %d: ws_moe_layer_forward (%s in): rel err %.2e, %ld unwritten%s\n", rank, bf16_in ? "BF16" : "FP8",
-             rel_api, nan_api, bf16_in ? "" : (api_same ? ", equal to the parts" : ", DIFFERS from the parts"));
+  /* both paths; the fused one also replayed as a graph (the kernel's counters must come
+   * back to zero after every call) and with no tokens at all */
+  for (int path = WS_MOE_UNFUSED; path <= WS_MOE_FUSED_EXPERTS; path++) {
+    const char *pname = path == WS_MOE_UNFUSED ? "unfused" : "fused experts";
+    const ws_moe_layer_config lc = {H, I, E, K, T, 8, (ws_moe_path)path};
+    ws_moe_layer *layer = NULL;
+    WS_OK_OR_DIE(ws_moe_layer_create(&layer, comm, &lc, dW1, (const float *)dW1s, dW2, (const float *)dW2s));
+    cudaStream_t st;
+    CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t gexec = NULL;
+    for (int it = 0; it < 6; it++) {
+      const int bf16_in = it == 2 || it == 3, replay = it >= 4;
+      CUDA_OK(cudaMemset(dout, 0xFF, (size_t)T * H * 2));
+      if (it == 1 && path == WS_MOE_FUSED_EXPERTS) /* a call with no tokens between two with tokens */
+        WS_OK_OR_DIE(ws_moe_layer_forward(layer, dx, (const float *)dxs, (const int *)di, (const float *)dw, 0, dout, st));
+      if (!replay) {
+        WS_OK_OR_DIE(ws_moe_layer_forward(layer, bf16_in ? dxb : dx, bf16_in ? NULL : (const float *)dxs, (const int *)di,
+                                          (const float *)dw, T, dout, st));
+      } else {
+        if (!gexec) {
+          CUDA_OK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+          WS_OK_OR_DIE(ws_moe_layer_forward(layer, dx, (const float *)dxs, (const int *)di, (const float *)dw, T, dout, st));
+          CUDA_OK(cudaStreamEndCapture(st, &graph));
+          CUDA_OK(cudaGraphInstantiate(&gexec, graph, 0));
+        }
+        for (int r = 0; r < 5; r++) CUDA_OK(cudaGraphLaunch(gexec, st));
+      }
+      WS_OK_OR_DIE(ws_sync(st));
+      CUDA_OK(cudaMemcpy(hapi, dout, (size_t)T * H * 2, cudaMemcpyDeviceToHost));
+      /* FP8 in: bit for bit the parts' output; both: within FP8's bound of their reference */
+      const int same = bf16_in || memcmp(hapi, hout, (size_t)T * H * 2) == 0;
+      long nan_api = 0;
+      const double rel_api = rel_err_bf16(hapi, bf16_in ? ref_b : ref, (size_t)T * H, &nan_api);
+      if (!same || rel_api >= 2e-2 || nan_api) api_same = 0;
+      if (it % 2 == 0)
+        printf("rank %d: ws_moe_layer_forward %s (%s in%s): rel err %.2e, %ld unwritten%s\n", rank, pname,
+               bf16_in ? "BF16" : "FP8", replay ? ", graph x5" : "", rel_api, nan_api,
+               bf16_in ? "" : (same ? ", equal to the parts" : ", DIFFERS from the parts"));
+    }
+    if (gexec) cudaGraphExecDestroy(gexec);
+    if (graph) cudaGraphDestroy(graph);
+    cudaStreamDestroy(st);
+    WS_OK_OR_DIE(ws_moe_layer_destroy(layer));
   }
-  WS_OK_OR_DIE(ws_moe_layer_destroy(layer));
   free(ref_b);
   cudaFree(dxb);
   free(hapi);
@@ -667,6 +692,11 @@ int main(int argc, char **argv) {
     CHECK(moe_gemm_case(comm, 512, 8 * nranks, 4, 64, 128));
     CHECK(moe_gemm_case(comm, 256, 4 * nranks, 2, 33, 1));
     CHECK(moe_layer_case(comm, 512, 256, 8 * nranks, 4, 48));
+    /* the seeds' toy shapes (H 128, I 128, 2 experts, top-1, 2 tokens; H 256, 16 experts,
+     * top-8, 1 token), then one with many rows per expert and an odd H / 128 */
+    if (2 % nranks == 0) CHECK(moe_layer_case(comm, 128, 128, 2, 1, 2));
+    if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 1));
+    CHECK(moe_layer_case(comm, 1152, 384, 4 * nranks, 2, 300));
     if (!strcmp(mode, "gemm")) {
       WS_OK_OR_DIE(ws_comm_destroy(comm));
       return test_finish("test_moe gemm");

@@ -174,6 +174,21 @@ WS_DEV void ws_st_relaxed_sys_u64(uint64_t *p, uint64_t v) {
   asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
+/* ---- GPU-scope hand-over between CTAs of one kernel ------------------------------- */
+WS_DEV uint32_t ws_ld_acquire_gpu_u32(const uint32_t *p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+WS_DEV void ws_red_release_gpu_add_u32(uint32_t *p, uint32_t v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+/* Generic-proxy writes to global memory and async-proxy (TMA) reads of them: the writer
+ * fences after its stores, the reader after it acquired them, before its TMA loads. */
+WS_DEV void ws_fence_proxy_async_global(void) { asm volatile("fence.proxy.async.global;" ::: "memory"); }
+
 /* ---- 16-byte global accesses ----------------------------------------------------- */
 /* Past L1 (the line may have been rewritten by a peer since it was last read); the
  * memory clobber keeps it after the wait and barrier that order it. */

@@ -106,4 +106,10 @@ WS_DEV void ws_wait_flag_geq(const uint64_t *flag, uint64_t target, const ws_ctx
   WS_POLL_BOUNDED(ws_ld_acquire_sys_u64(flag) >= target, c, *site);
 }
 
+/* Wait until *count >= target (GPU-scope acquire loads: another CTA of the same kernel
+ * releases it), or raise a timeout fault. */
+WS_DEV void ws_wait_count_geq(const uint32_t *count, uint32_t target, const ws_ctx *c, const ws_site *site) {
+  WS_POLL_BOUNDED(ws_ld_acquire_gpu_u32(count) >= target, c, *site);
+}
+
 #endif

@@ -1,0 +1,380 @@
+/* moe_experts.cu - a rank's MoE experts in one persistent kernel:
+ *
+ *   act = requant_1x128(silu(x W1g^T) * (x W1u^T)),   y = act W2^T     (per local expert)
+ *
+ * on the grouped receive layout of a dispatch (rows of each expert padded to 64). It
+ * replaces three launches of the unfused path (L1 GEMM, the SwiGLU pass, L2 GEMM) and the
+ * bf16 round trip of h through memory, and lets L2 tiles start while L1 tiles still run.
+ *
+ * Work items, numbered the same way in every role (gemm_sched.cuh), CTA b taking items
+ * b, b + grid, ...: first every L1 tile (expert, 64-row block, 128 act columns), then
+ * every L2 tile (expert, 64-row block, 256 output columns). A tile's two math warpgroups
+ * share its 64 rows of A and each takes half of its 256 B rows:
+ *   L1: warpgroup r gets gate columns c + 64r .. c + 64r + 63 and the same up columns
+ *       (loaded as four 64-row boxes), so each thread holds gate and up of the same act
+ *       column and SwiGLU needs no exchange; a row's amax over the 128 act columns of the
+ *       block (the K block L2 reads) is one exchange of 64 floats through shared memory.
+ *   L2: warpgroup r gets output columns 128r .. 128r + 127 (the FP8 GEMM's own tile).
+ * The act rows go out through shared memory as 16-byte stores; each warp then releases
+ * its part (proxy fence, GPU fence, one red.release per warp) on the block's counter.
+ * An L2 tile's loader issues the first stage's weights, then waits (bounded) until all
+ * 8 x I / 128 warp releases of its block are in, fences the async proxy and loads act
+ * by TMA. The last of the block's H / 256 L2 tiles to pass the wait zeroes its two
+ * counters, so every call starts from zero with no host work (graph replay included).
+ * Deadlock freedom: every CTA takes all its L1 items before any L2 item, and the grid is
+ * at most one CTA per SM (206 KiB of shared memory), all resident together.
+ *
+ * The math is the FP8 GEMM's (fp8_mma.cuh, the same promotion order and rounding) and
+ * the SwiGLU is swiglu.cuh's: the layer's output equals the unfused path's bit for bit. */
+#include "../core/internal.h"
+#include "../gemm/fp8_convert.cuh"
+#include "../gemm/fp8_mma.cuh"
+#include "../gemm/gemm_epilogue.cuh"
+#include "../gemm/gemm_loader.cuh"
+#include "moe_experts.h"
+#include "swiglu.cuh"
+
+#include <cuda_bf16.h>
+
+#define MX_BM MOE_EXPERTS_BM
+#define MX_BK 128
+#define MX_BN 256 /* B rows of a stage: 128 per math warpgroup */
+#ifndef MX_STAGES
+#define MX_STAGES 4 /* 4 x 41 KiB; a fifth stage does not fit beside the epilogue buffers */
+#endif
+#define MX_ACT_LD (128 + 16) /* a row of the act tile in shared memory, padded: no bank conflicts */
+
+typedef struct __align__(1024) {
+  uint8_t a[MX_BM * MX_BK]; /* 8 KiB: x (L1) or act (L2) rows       */
+  uint8_t b[MX_BN * MX_BK]; /* 32 KiB: W1 or W2 rows                 */
+  float a_scale[MX_BM];     /* the K block's scales of the 64 rows   */
+} mx_stage;
+
+WS_PIPE_STORAGE(mx_pipe, mx_stage, MX_STAGES);
+
+typedef struct {
+  mx_pipe pipe;
+  __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES]; /* L2: per warpgroup two 64 x 64 bf16 chunks */
+  __align__(16) uint8_t act[MX_BM * MX_ACT_LD];          /* L1: the 64 x 128 e4m3 act tile          */
+  float amax[2][MX_BM];                                  /* L1: each warpgroup's half-row amax      */
+} mx_smem;
+
+/* Two math warpgroups, then one loader warp: 288 threads at the entry cap (168 registers,
+ * as the FP8 GEMM, whose math loop this is). */
+#define MX_ROLES(ROLE) ROLE(X_MATH, 4, WS_REGS_ENTRY, 2) ROLE(X_LOADER, 1, WS_REGS_ENTRY, 1)
+WS_DECLARE_ROLES(moe_experts, MX_ROLES);
+
+typedef struct {
+  gemm_shape l1;          /* rows x I act columns, tiles 64 x 128, K = H                   */
+  gemm_args l2;           /* y: rows x H, tiles 64 x 256, K = I (what the store reads)     */
+  ws_tmap map_xs, map_as; /* x_scale, act_scale as [K / 128][rows] fp32, box 64 x 1         */
+  const float *w1_scale, *w2_scale;
+  uint8_t *act;
+  float *act_scale;
+  uint32_t act_ld;
+  uint32_t *ready;        /* [blocks]: warp releases of the block's L1 tiles                */
+  uint32_t *seen;         /* [blocks]: L2 tiles past their wait (the last one cleans up)     */
+  int hidden, inter;
+  int bar;                /* the plan's user barrier: a tile's two math warpgroups         */
+} mx_args;
+
+/* ---- LOADER ------------------------------------------------------------------------ */
+/* An L2 tile's wait for its rows of act (lane 0; TMA is issued by the same lane). */
+WS_DEV void mx_wait_rows(const ws_ctx *c, const mx_args *a, int blk) {
+  if (c->lane == 0) {
+    const uint32_t target = 8u * (uint32_t)(a->inter / 128), readers = (uint32_t)((a->hidden + MX_BN - 1) / MX_BN);
+    const ws_site site = ws_site_pipe("moe experts L1 rows", WS_EDGE_FULL, blk, 0);
+    ws_wait_count_geq(a->ready + blk, target, c, &site);
+    ws_fence_proxy_async_global(); /* the generic stores of act, read next by TMA */
+    if (atomicAdd(a->seen + blk, 1u) == readers - 1u) { /* no other reader or writer of blk is left */
+      a->ready[blk] = 0u;
+      a->seen[blk] = 0u;
+    }
+  }
+  __syncwarp();
+}
+
+WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_smem *sm, const ws_tmap *map_x,
+                    const ws_tmap *map_w1, const ws_tmap *map_act, const ws_tmap *map_w2) {
+  if (ws_role_leader(c)) {
+    ws_prefetch_tensormap(&map_x->map);
+    ws_prefetch_tensormap(&map_w1->map);
+    ws_prefetch_tensormap(&map_act->map);
+    ws_prefetch_tensormap(&map_w2->map);
+    ws_prefetch_tensormap(&a->map_xs.map);
+    ws_prefetch_tensormap(&a->map_as.map);
+  }
+  const int H = a->hidden, I = a->inter;
+  ws_cursor k = {0, 0};
+  gemm_tile tile;
+  gemm_cursor cur = gemm_cursor_start(&a->l1);
+  int t = (int)blockIdx.x;
+  for (; gemm_tile_at(&a->l1, &cur, t, &tile); t += (int)gridDim.x) {
+    const int row = tile.row0 + tile.tm * MX_BM, gate = tile.g * 2 * I + tile.tn * 128;
+    for (int ks = 0; ks < H / MX_BK; ks++, k = ws_cursor_next(k, pipe->stages)) {
+      mx_stage *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->a, map_x, ks * MX_BK, row);
+      /* B rows 128r ..: gate c + 64r .. c + 64r + 63, then up (gate + I) of the same columns */
+#pragma unroll
+      for (int q = 0; q < 4; q++)
+        ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, ks * MX_BK, gate + (q / 2) * 64 + (q % 2) * I);
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, &a->map_xs, row, ks);
+      ws_pipe_commit_at(pipe, c, k);
+    }
+  }
+  int t2 = t - cur.base; /* past the last L1 item: cur.base is their count */
+  gemm_cursor cur2 = gemm_cursor_start(&a->l2.shape);
+  for (; gemm_tile_at(&a->l2.shape, &cur2, t2, &tile); t2 += (int)gridDim.x) {
+    const int row = tile.row0 + tile.tm * MX_BM, down = tile.g * H + tile.tn * MX_BN;
+    for (int ks = 0; ks < I / MX_BK; ks++, k = ws_cursor_next(k, pipe->stages)) {
+      mx_stage *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
+#pragma unroll
+      for (int q = 0; q < 4; q++) ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w2, ks * MX_BK, down + q * 64);
+      if (ks == 0) mx_wait_rows(c, a, row / MX_BM); /* the weights are already on their way */
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->a, map_act, ks * MX_BK, row);
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, &a->map_as, row, ks);
+      ws_pipe_commit_at(pipe, c, k);
+    }
+  }
+}
+
+/* ---- MATH -------------------------------------------------------------------------- */
+/* total += acc x a_scale x b_scale, columns 0..63 of the warpgroup's 128 with b0 and
+ * 64..127 with b1 (L1: gate and up blocks; L2: b0 = b1). Registers 4j, 4j + 1 are row
+ * lr, 4j + 2, 4j + 3 row lr + 8; the products as the FP8 GEMM forms them (same bits). */
+WS_DEV void mx_promote(float *total, const float *acc, float a0, float a1, float b0, float b1) {
+  const float f00 = a0 * b0, f10 = a1 * b0, f01 = a0 * b1, f11 = a1 * b1;
+#pragma unroll
+  for (int j = 0; j < 16; j++) {
+    const float f0 = j < 8 ? f00 : f01, f1 = j < 8 ? f10 : f11;
+    total[4 * j + 0] += acc[4 * j + 0] * f0;
+    total[4 * j + 1] += acc[4 * j + 1] * f0;
+    total[4 * j + 2] += acc[4 * j + 2] * f1;
+    total[4 * j + 3] += acc[4 * j + 3] * f1;
+  }
+}
+
+/* One tile's K loop for this warpgroup; the B scales (weights: read-only, __ldg) one K
+ * block ahead, the rows' scales from the stage. Returns the pipe cursor after it. */
+WS_DEV ws_cursor mx_tile(float *total, float *acc, const ws_pipe *pipe, const ws_ctx *ctx, mx_smem *sm, uint64_t da0,
+                         uint64_t db0, int kblocks, const float *bs0, const float *bs1, int lr, ws_cursor c) {
+  const uint32_t stage_bytes = (uint32_t)sizeof(sm->pipe.slot[0]);
+#pragma unroll
+  for (int i = 0; i < 64; i++) total[i] = 0.0f;
+  float b0 = __ldg(bs0), b1 = __ldg(bs1);
+  uint32_t full = ws_pipe_probe_at(pipe, c);
+  for (int kb = 0; kb < kblocks; kb++, c = ws_cursor_next(c, pipe->stages)) {
+    const int kn = min(kb + 1, kblocks - 1);
+    const float nb0 = __ldg(bs0 + kn), nb1 = __ldg(bs1 + kn);
+    fp8_issue(acc, pipe, ctx, da0, db0, stage_bytes, c, full);
+    const float *as = sm->pipe.slot[c.stage].a_scale;
+    const float a0 = ws_ld_shared_f32(as + lr), a1 = ws_ld_shared_f32(as + lr + 8);
+    full = kb + 1 < kblocks ? ws_pipe_probe_at(pipe, ws_cursor_next(c, pipe->stages)) : 0u;
+    WS_WGMMA_WAIT_GROUP(0);
+    ws_pipe_release_warp_at(pipe, ctx, c);
+    mx_promote(total, acc, a0, a1, b0, b1);
+    b0 = nb0;
+    b1 = nb1;
+  }
+  return c;
+}
+
+WS_DEV float mx_bf16_round(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
+
+/* L1's epilogue: this warpgroup's 64 act columns of the tile's rows, SwiGLU on the
+ * bf16-rounded gate and up (what the unfused path reads back from h), the row's amax over
+ * both warpgroups' columns, e4m3 into the shared tile, then 16-byte stores and the
+ * release of this warp's part on the block's counter. */
+WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem *sm, const gemm_tile *tile, int wg, int lr,
+                           const float *total) {
+  const int q = ctx->lane % 4, row0 = tile->row0 + tile->tm * MX_BM;
+  float v[2][16], amax[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int h = 0; h < 2; h++)
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        const float g = mx_bf16_round(total[4 * j + 2 * h + e]), u = mx_bf16_round(total[4 * (j + 8) + 2 * h + e]);
+        v[h][2 * j + e] = moe_silu_mul(g, u);
+        amax[h] = fmaxf(amax[h], fabsf(v[h][2 * j + e]));
+      }
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 1));
+    amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 2));
+    if (q == 0) sm->amax[wg][lr + 8 * h] = amax[h];
+  }
+  ws_named_sync((uint32_t)a->bar, 2 * 128);
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const int r = lr + 8 * h;
+    const float s = ws_fp8_scale_of(fmaxf(amax[h], sm->amax[wg ^ 1][r]));
+    uint8_t *dst = sm->act + r * MX_ACT_LD + wg * 64 + 2 * q;
+#pragma unroll
+    for (int j = 0; j < 8; j++) *(uint16_t *)(dst + 8 * j) = ws_to_e4m3x2(v[h][2 * j] / s, v[h][2 * j + 1] / s);
+    if (wg == 0 && q == 0) a->act_scale[(size_t)tile->tn * a->act_ld + (size_t)(row0 + r)] = s;
+  }
+  ws_named_sync((uint32_t)a->bar, 2 * 128);
+  const int i = wg * 128 + ctx->warp * 32 + ctx->lane; /* 256 threads, 512 chunks of 16 bytes */
+#pragma unroll
+  for (int p = 0; p < 2; p++) {
+    const int ch = i + 256 * p, r = ch / 8, col = (ch % 8) * 16;
+    const uint4 val = *(const uint4 *)(sm->act + r * MX_ACT_LD + col);
+    ws_st_global_v4(a->act + (size_t)(row0 + r) * (size_t)a->inter + (size_t)tile->tn * 128 + col, val);
+  }
+  ws_fence_proxy_async_global(); /* L2's loaders read these rows by TMA */
+  __threadfence();
+  __syncwarp();
+  if (ctx->lane == 0) ws_red_release_gpu_add_u32(a->ready + row0 / MX_BM, 1u);
+}
+
+WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, const mx_args *args_in,
+                    const ws_tmap *map_y) {
+  const ws_pipe pipe = *pipe_in;
+  const ws_ctx ctx = *ctx_in;
+  const mx_args &a = *args_in;
+  const int wg = __shfl_sync(0xffffffffu, ctx.replica, 0);
+  const uint64_t da0 = ws_wgmma_desc_k128b(sm->pipe.slot[0].a);
+  const uint64_t db0 = ws_wgmma_desc_k128b(sm->pipe.slot[0].b + wg * 128 * MX_BK);
+  const int lr = ctx.warp * 16 + ctx.lane / 4; /* this thread's rows: lr and lr + 8 */
+  const int hb = a.hidden / 128, ib = a.inter / 128;
+  float acc[64], total[64];
+  ws_cursor c = {0, 0};
+  gemm_tile tile;
+  gemm_cursor cur = gemm_cursor_start(&a.l1);
+  int t = (int)blockIdx.x;
+  for (; gemm_tile_at(&a.l1, &cur, t, &tile); t += (int)gridDim.x) {
+    const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
+    c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, lr, c);
+    mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
+  }
+  int t2 = t - cur.base;
+  gemm_cursor cur2 = gemm_cursor_start(&a.l2.shape);
+  for (; gemm_tile_at(&a.l2.shape, &cur2, t2, &tile); t2 += (int)gridDim.x) {
+    /* this warpgroup's 128 columns; past H (H an odd multiple of 128) computed, not stored */
+    const int nb = min(2 * tile.tn + wg, hb - 1);
+    const float *bs = a.w2_scale + ((size_t)tile.g * hb + (size_t)nb) * ib;
+    c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, ib, bs, bs, lr, c);
+    gemm_tile out = tile;
+    out.tn = 2 * tile.tn + wg;
+    gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * MX_BM, total, sm->out[wg], map_y);
+  }
+  ws_store_drain(&ctx);
+}
+
+WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x, const __grid_constant__ ws_tmap map_w1,
+                                          const __grid_constant__ ws_tmap map_act,
+                                          const __grid_constant__ ws_tmap map_w2,
+                                          const __grid_constant__ ws_tmap map_y, const __grid_constant__ mx_args args,
+                                          ws_diag diag) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  mx_smem *sm = (mx_smem *)gemm_smem_base(smem_raw);
+  ws_ctx ctx = WS_SELF(moe_experts, diag);
+  /* both math warpgroups read every stage, released once per warp */
+  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "moe experts", WS_ROLE_THREADS(moe_experts, X_LOADER),
+                              2 * WS_ROLE_WARPS(moe_experts, X_MATH));
+  ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
+  if (threadIdx.x == 0) ws_pipe_init(&pipe);
+  ws_init_sync();
+  if (ctx.role == X_LOADER) {
+    WS_ENTER_ROLE(moe_experts, X_LOADER);
+    if (ctx.spare) return;
+    mx_load(&pipe, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
+    return;
+  }
+  WS_ENTER_ROLE(moe_experts, X_MATH);
+  if (ctx.spare) return;
+  mx_math(sm, &pipe, &ctx, &args, &map_y);
+}
+
+/* ---- host -------------------------------------------------------------------------- */
+static int mx_blocks(int max_rows) { return (max_rows + MX_BM - 1) / MX_BM; }
+
+extern "C" size_t moe_experts_counter_words(int max_rows) { return 2 * (size_t)mx_blocks(max_rows); }
+
+static ws_status mx_make_plan(const void *ctx, ws_plan *plan) {
+  (void)ctx;
+  ws_status s = ws_plan_init(plan, "moe_experts", moe_experts_roles, moe_experts_NROLES, 0);
+  if (s == WS_OK) s = ws_plan_set_smem(plan, sizeof(mx_smem) + 1024);
+  int id = 0;
+  if (s == WS_OK) s = ws_plan_add_barrier(plan, "moe experts tile", &id);
+  return s;
+}
+
+static gemm_shape mx_shape(const moe_experts_problem *p, int n, int bn, int k) {
+  gemm_shape s;
+  memset(&s, 0, sizeof s);
+  s.layout = WS_GEMM_GROUPED_CONTIGUOUS;
+  s.groups = p->groups;
+  s.m = p->max_rows;
+  s.n = n;
+  s.bm = MX_BM;
+  s.bn = bn;
+  s.splits = 1;
+  s.ksteps = k / MX_BK;
+  s.offsets = p->offsets;
+  return s;
+}
+
+extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream_t stream) {
+  WS_REQUIRE(p != NULL, "moe experts: problem is NULL");
+  const int H = p->hidden, I = p->inter;
+  WS_REQUIRE(H >= 128 && H % 128 == 0 && I >= 128 && I % 128 == 0, "moe experts: hidden %d and inter %d must be "
+             "positive multiples of 128", H, I);
+  WS_REQUIRE(p->groups > 0 && p->max_rows > 0 && (long long)p->groups * 2 * I < (1ll << 31) &&
+                 (long long)p->groups * H < (1ll << 31),
+             "moe experts: %d experts, %d rows", p->groups, p->max_rows);
+  WS_REQUIRE(p->offsets && p->x && p->x_scale && p->w1 && p->w1_scale && p->w2 && p->w2_scale && p->act &&
+                 p->act_scale && p->y && p->counters,
+             "moe experts: a pointer is NULL");
+  WS_REQUIRE(p->x_scale_ld >= p->max_rows && p->x_scale_ld % 4 == 0 && p->act_ld >= p->max_rows && p->act_ld % 4 == 0,
+             "moe experts: scale strides %d / %d must be >= rows %d and multiples of 4", p->x_scale_ld, p->act_ld,
+             p->max_rows);
+  const void *ptrs[] = {p->x, p->x_scale, p->w1, p->w2, p->act, p->act_scale, p->y};
+  for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
+    WS_REQUIRE(((uintptr_t)ptrs[i] & 15u) == 0, "moe experts: operand %zu (%p) is not 16-byte aligned", i, ptrs[i]);
+  ws_plan *plan = NULL;
+  ws_status s;
+  if ((s = ws_plan_cached(WS_PLAN_SLOT_MOE_EXPERTS, mx_make_plan, NULL, &plan)) != WS_OK) return s;
+  const uint64_t R = (uint64_t)p->max_rows;
+  ws_tmap mx, mw1, mact, mw2, my;
+  if ((s = ws_tmap_2d_swizzled(&mx, p->x, WS_DTYPE_U8, R, (uint64_t)H, (uint64_t)H, MX_BM, MX_BK, WS_SWIZZLE_128B)) != WS_OK ||
+      (s = ws_tmap_2d_swizzled(&mw1, p->w1, WS_DTYPE_U8, (uint64_t)p->groups * 2 * I, (uint64_t)H, (uint64_t)H, 64, MX_BK,
+                               WS_SWIZZLE_128B)) != WS_OK ||
+      (s = ws_tmap_2d_swizzled(&mact, p->act, WS_DTYPE_U8, R, (uint64_t)I, (uint64_t)I, MX_BM, MX_BK, WS_SWIZZLE_128B)) != WS_OK ||
+      (s = ws_tmap_2d_swizzled(&mw2, p->w2, WS_DTYPE_U8, (uint64_t)p->groups * H, (uint64_t)I, (uint64_t)I, 64, MX_BK,
+                               WS_SWIZZLE_128B)) != WS_OK ||
+      (s = ws_tmap_2d_swizzled(&my, p->y, WS_DTYPE_BF16, R, (uint64_t)H, (uint64_t)H * 2, 64, 64, WS_SWIZZLE_128B)) != WS_OK)
+    return s;
+  mx_args a;
+  memset(&a, 0, sizeof a);
+  if ((s = ws_tmap_2d(&a.map_xs, p->x_scale, WS_DTYPE_F32, (uint64_t)(H / 128), R, (uint64_t)p->x_scale_ld * 4, 1, MX_BM)) != WS_OK ||
+      (s = ws_tmap_2d(&a.map_as, p->act_scale, WS_DTYPE_F32, (uint64_t)(I / 128), R, (uint64_t)p->act_ld * 4, 1, MX_BM)) != WS_OK)
+    return s;
+  a.l1 = mx_shape(p, I, 128, H);
+  a.l2.shape = mx_shape(p, H, MX_BN, I);
+  a.l2.d = (uint16_t *)p->y;
+  a.l2.k = I;
+  a.l2.rows = (long long)R;
+  a.w1_scale = p->w1_scale;
+  a.w2_scale = p->w2_scale;
+  a.act = p->act;
+  a.act_scale = p->act_scale;
+  a.act_ld = (uint32_t)p->act_ld;
+  a.ready = p->counters;
+  a.seen = p->counters + mx_blocks(p->max_rows);
+  a.hidden = H;
+  a.inter = I;
+  a.bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mx_make_plan) */
+  /* one CTA per SM at most: an L2 tile waits for L1 tiles of other CTAs, which must all
+   * be resident (shared memory allows one per SM) */
+  int sms = 0;
+  if ((s = ws_device_sms(&sms)) != WS_OK) return s;
+  if (p->sms > 0 && p->sms < sms) sms = p->sms;
+  ws_diag diag;
+  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  void *args[] = {&mx, &mw1, &mact, &mw2, &my, &a, &diag};
+  const dim3 grid = {(unsigned)sms, 1, 1};
+  return ws_plan_launch(plan, (const void *)moe_experts_kernel, grid, stream, args);
+}
