@@ -43,6 +43,7 @@ typedef struct {
   const char *shape; /* "DeepSeekV3" or "Flash" only (NULL: both)                */
   int quick;         /* 1, 8 and 128 tokens only                                  */
   int ranks;         /* outside the launcher: ranks to start (0: 1, EP1)          */
+  int tokens;        /* one token count per rank only (0: the list)       */
 } bench_moe_opts;
 
 /* Under `warpspec run -n N`: the whole MoE layer (ws_moe_layer_forward) and its stages'

@@ -182,7 +182,8 @@ extern "C" int bench_moe(const bench_moe_opts *o) {
   int rc = 0;
   for (int s = 0; s < 2 && rc == 0; s++) {
     if (o->shape && strcmp(o->shape, shapes[s].name) != 0) continue;
-    rc = bench_shape(comm, rank, n, &shapes[s], all_tokens, o->quick ? 3 : 6, csv);
+    if (o->tokens > 0) rc = bench_shape(comm, rank, n, &shapes[s], &o->tokens, 1, csv);
+    else rc = bench_shape(comm, rank, n, &shapes[s], all_tokens, o->quick ? 3 : 6, csv);
   }
   if (csv) fclose(csv);
   ws_comm_destroy(comm);

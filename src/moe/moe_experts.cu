@@ -42,7 +42,13 @@
 #ifndef MX_STAGES
 #define MX_STAGES 4 /* 4 x 41 KiB; a fifth stage does not fit beside the epilogue buffers */
 #endif
-#define MX_ACT_LD (128 + 16) /* a row of the act tile in shared memory, padded: no bank conflicts */
+#define MX_ACT_LD (128 + 16)
+/* An L1 tile's release of its act rows: one per warp after its own GPU fence, or (0) one
+ * by thread 0 after a barrier of the tile's 256 math threads. */
+#ifndef MX_RELEASE_PER_WARP
+#define MX_RELEASE_PER_WARP 0
+#endif
+#define MX_RELEASES_PER_TILE (MX_RELEASE_PER_WARP ? 8u : 1u) /* a row of the act tile in shared memory, padded: no bank conflicts */
 
 typedef struct __align__(1024) {
   uint8_t a[MX_BM * MX_BK]; /* 8 KiB: x (L1) or act (L2) rows       */
@@ -82,7 +88,7 @@ typedef struct {
 /* An L2 tile's wait for its rows of act (lane 0; TMA is issued by the same lane). */
 WS_DEV void mx_wait_rows(const ws_ctx *c, const mx_args *a, int blk) {
   if (c->lane == 0) {
-    const uint32_t target = 8u * (uint32_t)(a->inter / 128), readers = (uint32_t)((a->hidden + MX_BN - 1) / MX_BN);
+    const uint32_t target = MX_RELEASES_PER_TILE * (uint32_t)(a->inter / 128), readers = (uint32_t)((a->hidden + MX_BN - 1) / MX_BN);
     const ws_site site = ws_site_pipe("moe experts L1 rows", WS_EDGE_FULL, blk, 0);
     ws_wait_count_geq(a->ready + blk, target, c, &site);
     ws_fence_proxy_async_global(); /* the generic stores of act, read next by TMA */
@@ -224,9 +230,15 @@ WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem *sm, con
     ws_st_global_v4(a->act + (size_t)(row0 + r) * (size_t)a->inter + (size_t)tile->tn * 128 + col, val);
   }
   ws_fence_proxy_async_global(); /* L2's loaders read these rows by TMA */
+#if MX_RELEASE_PER_WARP
   __threadfence();
   __syncwarp();
   if (ctx->lane == 0) ws_red_release_gpu_add_u32(a->ready + row0 / MX_BM, 1u);
+#else
+  /* the tile's stores ordered before thread 0 by the barrier; its release is cumulative */
+  ws_named_sync((uint32_t)a->bar, 2 * 128);
+  if (i == 0) ws_red_release_gpu_add_u32(a->ready + row0 / MX_BM, 1u);
+#endif
 }
 
 WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, const mx_args *args_in,
