@@ -102,7 +102,7 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
   static const char *const path_name[2] = {"unfused", "fused"};
   ws_moe_layer *layer[2] = {NULL, NULL};
   for (int p = 0; p < 2; p++) {
-    ws_moe_layer_config cfg = {H, I, E, K, tmax, 0, (ws_moe_path)p};
+    ws_moe_layer_config cfg = {H, I, E, K, tmax, 0, p == 0 ? WS_MOE_UNFUSED : WS_MOE_FUSED_EXPERTS};
     WK(ws_moe_layer_create(&layer[p], comm, &cfg, w1, w1s, w2, w2s));
   }
   uint16_t *host_out[2];

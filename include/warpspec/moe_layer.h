@@ -10,7 +10,7 @@
  * r x E / n .. (r + 1) x E / n - 1.
  *
  * Paths, both stream-ordered and graph-capturable (no host synchronisation), both giving
- * the same bits: WS_MOE_UNFUSED runs dispatch (ws_ep_dispatch), the L1 grouped GEMM
+ * the same bits (WS_MOE_AUTO, the default, picks one per call): WS_MOE_UNFUSED runs dispatch (ws_ep_dispatch), the L1 grouped GEMM
  * (ws_gemm), ws_moe_swiglu_quant, the L2 grouped GEMM and combine; WS_MOE_FUSED_EXPERTS
  * runs the experts (both GEMMs and the SwiGLU epilogue) as one persistent kernel between
  * dispatch and combine. Dispatch and combine inside the same kernel are the next step. */
@@ -30,8 +30,10 @@ extern "C" {
 #endif
 
 typedef enum {
-  WS_MOE_UNFUSED = 0,       /* dispatch, L1 ws_gemm, SwiGLU pass, L2 ws_gemm, combine       */
-  WS_MOE_FUSED_EXPERTS = 1  /* dispatch, one persistent kernel for L1 + SwiGLU + requant + L2
+  WS_MOE_AUTO = 0,          /* per call, from the expected rows per local expert
+                             * (WS_MOE_AUTO_FUSED_ROWS in config.h)                         */
+  WS_MOE_UNFUSED = 1,       /* dispatch, L1 ws_gemm, SwiGLU pass, L2 ws_gemm, combine       */
+  WS_MOE_FUSED_EXPERTS = 2  /* dispatch, one persistent kernel for L1 + SwiGLU + requant + L2
                              * (L2 tiles start as their rows' L1 tiles finish), combine    */
 } ws_moe_path;
 
@@ -42,7 +44,7 @@ typedef struct {
   int topk;         /* K: 1..WS_EP_MAX_TOPK                                               */
   int max_tokens;   /* tokens a rank may pass per call                                    */
   int num_sms;      /* CTAs of the transfer kernels (0: WS_EP_DEFAULT_SMS)                */
-  ws_moe_path path; /* WS_MOE_UNFUSED or WS_MOE_FUSED_EXPERTS                              */
+  ws_moe_path path; /* WS_MOE_AUTO (0), WS_MOE_UNFUSED or WS_MOE_FUSED_EXPERTS               */
 } ws_moe_layer_config;
 
 typedef struct ws_moe_layer ws_moe_layer;

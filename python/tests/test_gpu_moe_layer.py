@@ -3,7 +3,8 @@ MoE layer in one call against a float64 PyTorch reference of the same FP8 inputs
 weights (x quantised 1 x 128, weights 128 x 128, SwiGLU in fp32). The reference does not
 requantise the intermediate activation to FP8 as the layer does, so the bound is 4e-2
 rather than FP8's usual 2e-2 (test_moe checks the exact rounding points in C). Output
-poisoned first; run twice (BF16 in, then FP8 in with the scales)."""
+poisoned first; run twice (BF16 in, then FP8 in with the scales) on each path (unfused,
+fused experts, auto), which must agree bit for bit."""
 
 import os
 import subprocess
@@ -46,19 +47,25 @@ for e in range(E):
     a = torch.nn.functional.silu(h[:, :I]) * h[:, I:]
     y = (a @ deq(w2q[e], w2s[e], (128, 128)).T).to(torch.bfloat16).double()
     ref.index_add_(0, t, y * w[t, k].double()[:, None])
-with warpspec.MoeLayer(comm, hidden=H, inter=I, experts=E, topk=K, max_tokens=512,
-                       w1=w1q, w1_scale=w1s, w2=w2q, w2_scale=w2s) as layer:
-    for fp8_in in (False, True):
-        out = torch.full((T, H), float("nan"), dtype=torch.bfloat16, device="cuda")
-        if fp8_in:
-            layer(xq, idx, w, x_scale=xs, out=out)
-        else:
-            layer(x, idx.long(), w, out=out)
-        warpspec.sync()
-        assert not torch.isnan(out).any(), "unwritten rows"
-        err = ((out.double() - ref).norm() / ref.norm()).item()
-        print("fp8 in" if fp8_in else "bf16 in", "rel err", err)
-        assert err < 4e-2, err
+outs = {}
+for path in ("unfused", "fused_experts", "auto"):
+    with warpspec.MoeLayer(comm, hidden=H, inter=I, experts=E, topk=K, max_tokens=512,
+                           w1=w1q, w1_scale=w1s, w2=w2q, w2_scale=w2s, path=path) as layer:
+        for fp8_in in (False, True):
+            out = torch.full((T, H), float("nan"), dtype=torch.bfloat16, device="cuda")
+            if fp8_in:
+                layer(xq, idx, w, x_scale=xs, out=out)
+            else:
+                layer(x, idx.long(), w, out=out)
+            warpspec.sync()
+            assert not torch.isnan(out).any(), "unwritten rows"
+            err = ((out.double() - ref).norm() / ref.norm()).item()
+            print(path, "fp8 in" if fp8_in else "bf16 in", "rel err", err)
+            assert err < 4e-2, err
+            outs[path, fp8_in] = out
+for fp8_in in (False, True):  # the paths compute the same bits
+    assert torch.equal(outs["unfused", fp8_in], outs["fused_experts", fp8_in]), "fused differs from unfused"
+    assert torch.equal(outs["unfused", fp8_in], outs["auto", fp8_in]), "auto differs from unfused"
 comm.destroy()
 print("ok")
 """

@@ -8,8 +8,9 @@ w1 [E/n, 2 I, H] and w2 [E/n, H, I] float8_e4m3fn with 128 x 128 block scales
 w1_scale [E/n, 2 I / 128, H / 128], w2_scale [E/n, H / 128, I / 128] fp32: this rank's
 experts (as warpspec.quantize_fp8(w, block=(128, 128)) gives them per expert). The layer keeps
 references to them. Every call is collective over the communicator's ranks, stream-ordered
-and graph-capturable. The path today is the unfused one (dispatch, grouped GEMM, SwiGLU +
-FP8 requant, grouped GEMM, combine); the fused kernel will come behind the same call."""
+and graph-capturable. path: "unfused" (dispatch, grouped GEMM, SwiGLU + FP8 requant, grouped
+GEMM, combine), "fused_experts" (dispatch, one persistent kernel for both GEMMs and the SwiGLU,
+combine) or "auto" (the default: fused while an expert gets few rows); all give the same bits."""
 
 import ctypes
 
@@ -17,20 +18,23 @@ from . import _lib
 from ._lib import invalid
 from ._tensor import BF16, F32, FP8, I32, on_device, stream_handle, torch_or_raise, view
 
-WS_MOE_UNFUSED = 0
+PATHS = {"auto": 0, "unfused": 1, "fused_experts": 2}  # ws_moe_path
 
 
 MoeLayerConfig = _lib.MoeLayerConfig
 
 
 class MoeLayer:
-    def __init__(self, comm, *, hidden, inter, experts, topk, max_tokens, w1, w1_scale, w2, w2_scale, num_sms=0):
+    def __init__(self, comm, *, hidden, inter, experts, topk, max_tokens, w1, w1_scale, w2, w2_scale, num_sms=0,
+                 path="auto"):
         n = comm.size
+        if path not in PATHS:
+            raise invalid(f"MoeLayer: path {path!r}, one of {sorted(PATHS)}")
         if experts % n:
             raise invalid(f"MoeLayer: {experts} experts over {n} ranks: must divide")
         L = experts // n
         self.cfg = MoeLayerConfig(int(hidden), int(inter), int(experts), int(topk), int(max_tokens), int(num_sms),
-                                  WS_MOE_UNFUSED)
+                                  PATHS[path])
         H, I = self.cfg.hidden, self.cfg.inter
         if H % 128 or I % 128:
             raise invalid(f"MoeLayer: hidden {H} and inter {I} must be multiples of 128")

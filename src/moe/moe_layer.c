@@ -51,8 +51,9 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   WS_REQUIRE(out != NULL, "ws_moe_layer_create: layer is NULL");
   *out = NULL; /* a failed create leaves no stale handle behind */
   WS_REQUIRE(comm != NULL && cfg != NULL, "ws_moe_layer_create: comm or cfg is NULL");
-  WS_REQUIRE(cfg->path == WS_MOE_UNFUSED || cfg->path == WS_MOE_FUSED_EXPERTS,
-             "ws_moe_layer_create: path %d unknown (WS_MOE_UNFUSED = 0, WS_MOE_FUSED_EXPERTS = 1)", (int)cfg->path);
+  WS_REQUIRE(cfg->path == WS_MOE_AUTO || cfg->path == WS_MOE_UNFUSED || cfg->path == WS_MOE_FUSED_EXPERTS,
+             "ws_moe_layer_create: path %d unknown (WS_MOE_AUTO = 0, WS_MOE_UNFUSED = 1, WS_MOE_FUSED_EXPERTS = 2)",
+             (int)cfg->path);
   WS_REQUIRE(cfg->hidden >= 128 && cfg->hidden % 128 == 0, "ws_moe_layer_create: hidden %d, a positive multiple of 128",
              cfg->hidden);
   WS_REQUIRE(cfg->inter >= 128 && cfg->inter % 128 == 0, "ws_moe_layer_create: inter %d, a positive multiple of 128",
@@ -69,7 +70,7 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   ec.max_tokens = cfg->max_tokens;
   ec.payload = WS_EP_FP8;
   /* the tile rows: no tile straddles two experts */
-  ec.row_align = cfg->path == WS_MOE_FUSED_EXPERTS ? MOE_EXPERTS_BM : 128;
+  ec.row_align = cfg->path == WS_MOE_UNFUSED ? 128 : MOE_EXPERTS_BM;
   ec.num_sms = cfg->num_sms;
   ec.mode = WS_EP_NORMAL;
   int n = 0;
@@ -83,8 +84,8 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   l->act_ld = (l->max_rows + 3) / 4 * 4;
   l->w1 = w1; l->w1_scale = w1_scale; l->w2 = w2; l->w2_scale = w2_scale;
   const size_t R = l->max_rows, H = (size_t)cfg->hidden, I = (size_t)cfg->inter, T = (size_t)cfg->max_tokens;
-  const int fused = cfg->path == WS_MOE_FUSED_EXPERTS;
-  if ((!fused && (s = layer_alloc(l, (void **)&l->h, R * 2 * I * 2)) != WS_OK) ||
+  const int fused = cfg->path != WS_MOE_UNFUSED, unfused = cfg->path != WS_MOE_FUSED_EXPERTS;
+  if ((unfused && (s = layer_alloc(l, (void **)&l->h, R * 2 * I * 2)) != WS_OK) ||
       (fused && (s = layer_alloc(l, (void **)&l->counters, moe_experts_counter_words((int)R) * 4)) != WS_OK) ||
       (s = layer_alloc(l, (void **)&l->act, R * I)) != WS_OK ||
       (s = layer_alloc(l, (void **)&l->act_s, (I / 128) * l->act_ld * 4)) != WS_OK ||
@@ -106,6 +107,13 @@ ws_status ws_moe_layer_destroy(ws_moe_layer *l) {
   const ws_status s = ws_ep_destroy(l->ep);
   layer_free(l);
   return s;
+}
+
+/* Which path a call takes: WS_MOE_AUTO by the rows a local expert is expected to get
+ * (every rank passing about as many tokens as this one, routing about uniform). */
+static int layer_fused(const ws_moe_layer *l, int tokens) {
+  if (l->cfg.path != WS_MOE_AUTO) return l->cfg.path == WS_MOE_FUSED_EXPERTS;
+  return (double)tokens * l->cfg.topk / l->local_experts < WS_MOE_AUTO_FUSED_ROWS; /* T K n / E */
 }
 
 /* The call; with `ev` (6 events) also an event before the call and after each of its five
@@ -130,7 +138,7 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
   ws_ep_recv r;
   if ((s = ws_ep_dispatch(l->ep, x, x_scale, topk_idx, topk_weights, tokens, &r, NULL, stream)) != WS_OK) return s;
   STAGE_DONE(1);
-  if (l->cfg.path == WS_MOE_FUSED_EXPERTS) {
+  if (layer_fused(l, tokens)) {
     moe_experts_problem p;
     memset(&p, 0, sizeof p);
     p.hidden = (int)H;

@@ -565,10 +565,10 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T) {
     free(fb); free(xqb); free(xsb);
   }
   int api_same = 1;
-  /* both paths; the fused one also replayed as a graph (the kernel's counters must come
+  /* every path (auto picks fused at these sizes); each also replayed as a graph (the kernel's counters must come
    * back to zero after every call) and with no tokens at all */
-  for (int path = WS_MOE_UNFUSED; path <= WS_MOE_FUSED_EXPERTS; path++) {
-    const char *pname = path == WS_MOE_UNFUSED ? "unfused" : "fused experts";
+  for (int path = WS_MOE_AUTO; path <= WS_MOE_FUSED_EXPERTS; path++) {
+    const char *pname = path == WS_MOE_AUTO ? "auto" : path == WS_MOE_UNFUSED ? "unfused" : "fused experts";
     const ws_moe_layer_config lc = {H, I, E, K, T, 8, (ws_moe_path)path};
     ws_moe_layer *layer = NULL;
     WS_OK_OR_DIE(ws_moe_layer_create(&layer, comm, &lc, dW1, (const float *)dW1s, dW2, (const float *)dW2s));
