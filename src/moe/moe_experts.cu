@@ -6,9 +6,15 @@
  * replaces three launches of the unfused path (L1 GEMM, the SwiGLU pass, L2 GEMM) and the
  * bf16 round trip of h through memory, and lets L2 tiles start while L1 tiles still run.
  *
- * Work items, numbered the same way in every role (gemm_sched.cuh), CTA b taking items
- * b, b + grid, ...: first every L1 tile (expert, 64-row block, 128 act columns), then
- * every L2 tile (expert, 64-row block, 256 output columns). A tile's two math warpgroups
+ * Work items (gemm_sched.cuh's numbering): first every L1 tile (expert, 64-row block, 128
+ * act columns), then every L2 tile (expert, 64-row block, 256 output columns). A CTA's
+ * loader claims the next item from a global counter when it starts loading one, and
+ * tells the math warpgroups which one through the item's first stage. Claimed in order,
+ * the tiles that read the same weights (an expert's row blocks, numbered next to each
+ * other) run at the same time on whichever CTAs are free, and read them once from DRAM
+ * between them; a static CTA-strided walk let the CTAs drift apart and read the weights
+ * once per row block (ncu, DeepSeek-V3 at 4096 tokens: 29.4 GB from DRAM for 11.3 GB of
+ * weights). A tile's two math warpgroups
  * share its 64 rows of A and each takes half of its 256 B rows:
  *   L1: warpgroup r gets gate columns c + 64r .. c + 64r + 63 and the same up columns
  *       (loaded as four 64-row boxes), so each thread holds gate and up of the same act
@@ -21,8 +27,8 @@
  * 8 x I / 128 warp releases of its block are in, fences the async proxy and loads act
  * by TMA. The last of the block's H / 256 L2 tiles to pass the wait zeroes its two
  * counters, so every call starts from zero with no host work (graph replay included).
- * Deadlock freedom: every CTA takes all its L1 items before any L2 item, and the grid is
- * at most one CTA per SM (206 KiB of shared memory), all resident together.
+ * Deadlock freedom: an L2 item is claimed after every L1 item, each of which a running
+ * CTA has claimed and loads without waiting on anything; no residency assumption.
  *
  * The math is the FP8 GEMM's (fp8_mma.cuh, the same promotion order and rounding) and
  * the SwiGLU is swiglu.cuh's: the layer's output equals the unfused path's bit for bit. */
@@ -63,11 +69,13 @@ typedef struct {
   __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES]; /* L2: per warpgroup two 64 x 64 bf16 chunks */
   __align__(16) uint8_t act[MX_BM * MX_ACT_LD];          /* L1: the 64 x 128 e4m3 act tile          */
   float amax[2][MX_BM];                                  /* L1: each warpgroup's half-row amax      */
+  int item[MX_STAGES];                                   /* the item whose first stage this is      */
 } mx_smem;
 
-/* Two math warpgroups, then one loader warp: 288 threads at the entry cap (168 registers,
- * as the FP8 GEMM, whose math loop this is). */
-#define MX_ROLES(ROLE) ROLE(X_MATH, 4, WS_REGS_ENTRY, 2) ROLE(X_LOADER, 1, WS_REGS_ENTRY, 1)
+/* Two math warpgroups at 224 registers, then a loader warpgroup (one working warp) at 56:
+ * 384 threads, 2 x 128 x 224 + 128 x 56 = 64512 of the 65536. The loader, which walks
+ * both phases' cursors, spilled at 40. */
+#define MX_ROLES(ROLE) ROLE(X_MATH, 4, 224, 2) ROLE(X_LOADER, 1, 56, 1)
 WS_DECLARE_ROLES(moe_experts, MX_ROLES);
 
 typedef struct {
@@ -80,6 +88,7 @@ typedef struct {
   uint32_t act_ld;
   uint32_t *ready;        /* [blocks]: warp releases of the block's L1 tiles                */
   uint32_t *seen;         /* [blocks]: L2 tiles past their wait (the last one cleans up)     */
+  uint32_t *next_item;    /* [2]: the next item to claim, CTAs finished (the last resets)   */
   int hidden, inter;
   int bar;                /* the plan's user barrier: a tile's two math warpgroups         */
 } mx_args;
@@ -100,6 +109,28 @@ WS_DEV void mx_wait_rows(const ws_ctx *c, const mx_args *a, int blk) {
   __syncwarp();
 }
 
+/* Which tile item t is, in either phase. `l1_done` and the cursors belong to the caller
+ * and only move forward (every role sees its CTA's items in increasing order). 0 past
+ * the last item. */
+WS_DEV int mx_item(const mx_args *a, gemm_cursor *c1, gemm_cursor *c2, int *l1_done, int t, gemm_tile *tile, int *l2) {
+  if (!*l1_done) {
+    if (gemm_tile_at(&a->l1, c1, t, tile)) {
+      *l2 = 0;
+      return 1;
+    }
+    *l1_done = 1; /* c1->base is now the number of L1 items */
+  }
+  *l2 = 1;
+  return gemm_tile_at(&a->l2.shape, c2, t - c1->base, tile);
+}
+
+/* Lane 0 claims the next item for the CTA; the whole warp gets it. */
+WS_DEV int mx_claim(const ws_ctx *c, uint32_t *next) {
+  uint32_t t = 0;
+  if (c->lane == 0) t = atomicAdd(next, 1u);
+  return (int)__shfl_sync(0xffffffffu, t, 0);
+}
+
 WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_smem *sm, const ws_tmap *map_x,
                     const ws_tmap *map_w1, const ws_tmap *map_act, const ws_tmap *map_w2) {
   if (ws_role_leader(c)) {
@@ -113,34 +144,32 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
   const int H = a->hidden, I = a->inter;
   ws_cursor k = {0, 0};
   gemm_tile tile;
-  gemm_cursor cur = gemm_cursor_start(&a->l1);
-  int t = (int)blockIdx.x;
-  for (; gemm_tile_at(&a->l1, &cur, t, &tile); t += (int)gridDim.x) {
-    const int row = tile.row0 + tile.tm * MX_BM, gate = tile.g * 2 * I + tile.tn * 128;
-    for (int ks = 0; ks < H / MX_BK; ks++, k = ws_cursor_next(k, pipe->stages)) {
+  gemm_cursor c1 = gemm_cursor_start(&a->l1), c2 = gemm_cursor_start(&a->l2.shape);
+  int l1_done = 0, l2 = 0;
+  for (int t = mx_claim(c, a->next_item); mx_item(a, &c1, &c2, &l1_done, t, &tile, &l2); t = mx_claim(c, a->next_item)) {
+    const int row = tile.row0 + tile.tm * MX_BM, ksteps = (l2 ? I : H) / MX_BK;
+    /* L1: B rows 128r ..: gate c + 64r .. c + 64r + 63, then up (gate + I) of the same
+     * columns; L2: the 256 output columns' rows of W2 */
+    const int gate = tile.g * 2 * I + tile.tn * 128, down = tile.g * H + tile.tn * MX_BN;
+    for (int ks = 0; ks < ksteps; ks++, k = ws_cursor_next(k, pipe->stages)) {
       mx_stage *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
-      ws_pipe_load_tile_2d_at(pipe, c, k, st->a, map_x, ks * MX_BK, row);
-      /* B rows 128r ..: gate c + 64r .. c + 64r + 63, then up (gate + I) of the same columns */
+      if (ks == 0 && c->lane == 0) sm->item[k.stage] = t; /* published by the commit */
 #pragma unroll
-      for (int q = 0; q < 4; q++)
-        ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, ks * MX_BK, gate + (q / 2) * 64 + (q % 2) * I);
-      ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, &a->map_xs, row, ks);
+      for (int q = 0; q < 4; q++) {
+        if (l2) ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w2, ks * MX_BK, down + q * 64);
+        else ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, ks * MX_BK, gate + (q / 2) * 64 + (q % 2) * I);
+      }
+      if (l2 && ks == 0) mx_wait_rows(c, a, row / MX_BM); /* the weights are already on their way */
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, ks * MX_BK, row);
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, ks);
       ws_pipe_commit_at(pipe, c, k);
     }
   }
-  int t2 = t - cur.base; /* past the last L1 item: cur.base is their count */
-  gemm_cursor cur2 = gemm_cursor_start(&a->l2.shape);
-  for (; gemm_tile_at(&a->l2.shape, &cur2, t2, &tile); t2 += (int)gridDim.x) {
-    const int row = tile.row0 + tile.tm * MX_BM, down = tile.g * H + tile.tn * MX_BN;
-    for (int ks = 0; ks < I / MX_BK; ks++, k = ws_cursor_next(k, pipe->stages)) {
-      mx_stage *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
-#pragma unroll
-      for (int q = 0; q < 4; q++) ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w2, ks * MX_BK, down + q * 64);
-      if (ks == 0) mx_wait_rows(c, a, row / MX_BM); /* the weights are already on their way */
-      ws_pipe_load_tile_2d_at(pipe, c, k, st->a, map_act, ks * MX_BK, row);
-      ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, &a->map_as, row, ks);
-      ws_pipe_commit_at(pipe, c, k);
-    }
+  ws_pipe_close_at(pipe, c, k); /* the math warpgroups stop there */
+  /* the last CTA to run out of items resets the claim counter for the next call */
+  if (c->lane == 0 && atomicAdd(a->next_item + 1, 1u) == gridDim.x - 1) {
+    a->next_item[0] = 0u;
+    a->next_item[1] = 0u;
   }
 }
 
@@ -254,23 +283,23 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
   float acc[64], total[64];
   ws_cursor c = {0, 0};
   gemm_tile tile;
-  gemm_cursor cur = gemm_cursor_start(&a.l1);
-  int t = (int)blockIdx.x;
-  for (; gemm_tile_at(&a.l1, &cur, t, &tile); t += (int)gridDim.x) {
-    const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
-    c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, lr, c);
-    mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
-  }
-  int t2 = t - cur.base;
-  gemm_cursor cur2 = gemm_cursor_start(&a.l2.shape);
-  for (; gemm_tile_at(&a.l2.shape, &cur2, t2, &tile); t2 += (int)gridDim.x) {
-    /* this warpgroup's 128 columns; past H (H an odd multiple of 128) computed, not stored */
-    const int nb = min(2 * tile.tn + wg, hb - 1);
-    const float *bs = a.w2_scale + ((size_t)tile.g * hb + (size_t)nb) * ib;
-    c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, ib, bs, bs, lr, c);
-    gemm_tile out = tile;
-    out.tn = 2 * tile.tn + wg;
-    gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * MX_BM, total, sm->out[wg], map_y);
+  gemm_cursor c1 = gemm_cursor_start(&a.l1), c2 = gemm_cursor_start(&a.l2.shape);
+  int l1_done = 0, l2 = 0;
+  /* each item's first stage names it; the closed pipe ends the loop */
+  while (!ws_pipe_wait_at(&pipe, &ctx, c) && mx_item(&a, &c1, &c2, &l1_done, sm->item[c.stage], &tile, &l2)) {
+    if (!l2) {
+      const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
+      c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, lr, c);
+      mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
+    } else {
+      /* this warpgroup's 128 columns; past H (H an odd multiple of 128) computed, not stored */
+      const int nb = min(2 * tile.tn + wg, hb - 1);
+      const float *bs = a.w2_scale + ((size_t)tile.g * hb + (size_t)nb) * ib;
+      c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, ib, bs, bs, lr, c);
+      gemm_tile out = tile;
+      out.tn = 2 * tile.tn + wg;
+      gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * MX_BM, total, sm->out[wg], map_y);
+    }
   }
   ws_store_drain(&ctx);
 }
@@ -303,7 +332,7 @@ WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x,
 /* ---- host -------------------------------------------------------------------------- */
 static int mx_blocks(int max_rows) { return (max_rows + MX_BM - 1) / MX_BM; }
 
-extern "C" size_t moe_experts_counter_words(int max_rows) { return 2 * (size_t)mx_blocks(max_rows); }
+extern "C" size_t moe_experts_counter_words(int max_rows) { return 2 * (size_t)mx_blocks(max_rows) + 2; }
 
 static ws_status mx_make_plan(const void *ctx, ws_plan *plan) {
   (void)ctx;
@@ -376,12 +405,11 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   a.act_ld = (uint32_t)p->act_ld;
   a.ready = p->counters;
   a.seen = p->counters + mx_blocks(p->max_rows);
+  a.next_item = p->counters + 2 * mx_blocks(p->max_rows);
   a.hidden = H;
   a.inter = I;
   a.bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mx_make_plan) */
-  /* one CTA per SM at most: an L2 tile waits for L1 tiles of other CTAs, which must all
-   * be resident (shared memory allows one per SM) */
-  int sms = 0;
+  int sms = 0; /* one CTA per SM (shared memory allows no more) */
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   if (p->sms > 0 && p->sms < sms) sms = p->sms;
   ws_diag diag;
