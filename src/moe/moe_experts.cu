@@ -91,6 +91,7 @@ typedef struct {
   uint32_t *next_item;    /* [2]: the next item to claim, CTAs finished (the last resets)   */
   int hidden, inter;
   int bar;                /* the plan's user barrier: a tile's two math warpgroups         */
+  int static_walk;        /* CTA-strided items instead of claims (WARPSPEC_MOE_SCHED=static) */
 } mx_args;
 
 /* ---- LOADER ------------------------------------------------------------------------ */
@@ -124,10 +125,12 @@ WS_DEV int mx_item(const mx_args *a, gemm_cursor *c1, gemm_cursor *c2, int *l1_d
   return gemm_tile_at(&a->l2.shape, c2, t - c1->base, tile);
 }
 
-/* Lane 0 claims the next item for the CTA; the whole warp gets it. */
-WS_DEV int mx_claim(const ws_ctx *c, uint32_t *next) {
+/* The CTA's next item: claimed from the global counter (lane 0; the whole warp gets it),
+ * or (a->static_walk) the i-th of the CTA-strided walk. */
+WS_DEV int mx_claim(const ws_ctx *c, const mx_args *a, int *i) {
+  if (a->static_walk) return (int)blockIdx.x + (*i)++ * (int)gridDim.x;
   uint32_t t = 0;
-  if (c->lane == 0) t = atomicAdd(next, 1u);
+  if (c->lane == 0) t = atomicAdd(a->next_item, 1u);
   return (int)__shfl_sync(0xffffffffu, t, 0);
 }
 
@@ -145,8 +148,8 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
   ws_cursor k = {0, 0};
   gemm_tile tile;
   gemm_cursor c1 = gemm_cursor_start(&a->l1), c2 = gemm_cursor_start(&a->l2.shape);
-  int l1_done = 0, l2 = 0;
-  for (int t = mx_claim(c, a->next_item); mx_item(a, &c1, &c2, &l1_done, t, &tile, &l2); t = mx_claim(c, a->next_item)) {
+  int l1_done = 0, l2 = 0, walk = 0;
+  for (int t = mx_claim(c, a, &walk); mx_item(a, &c1, &c2, &l1_done, t, &tile, &l2); t = mx_claim(c, a, &walk)) {
     const int row = tile.row0 + tile.tm * MX_BM, ksteps = (l2 ? I : H) / MX_BK;
     /* L1: B rows 128r ..: gate c + 64r .. c + 64r + 63, then up (gate + I) of the same
      * columns; L2: the 256 output columns' rows of W2 */
@@ -409,6 +412,8 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   a.hidden = H;
   a.inter = I;
   a.bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mx_make_plan) */
+  const char *sched = getenv("WARPSPEC_MOE_SCHED"); /* for measurements: static or claimed (default) */
+  a.static_walk = sched && !strcmp(sched, "static");
   int sms = 0; /* one CTA per SM (shared memory allows no more) */
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   if (p->sms > 0 && p->sms < sms) sms = p->sms;
