@@ -105,12 +105,19 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
     ws_moe_layer_config cfg = {H, I, E, K, tmax, 0, p == 0 ? WS_MOE_UNFUSED : WS_MOE_FUSED_EXPERTS};
     WK(ws_moe_layer_create(&layer[p], comm, &cfg, w1, w1s, w2, w2s));
   }
+  ws_moe_layer *auto_layer = NULL; /* only asked which path it would take */
+  {
+    ws_moe_layer_config cfg = {H, I, E, K, 1, 0, WS_MOE_AUTO};
+    WK(ws_moe_layer_create(&auto_layer, comm, &cfg, w1, w1s, w2, w2s));
+  }
   uint16_t *host_out[2];
   for (int p = 0; p < 2; p++)
     if (!(host_out[p] = (uint16_t *)malloc((size_t)tmax * H * 2))) BENCH_FAIL("malloc", "outputs");
   for (int i = 0; i < ntok; i++) {
     const int T = tokens[i];
     float med[2];
+    ws_moe_path auto_path = WS_MOE_UNFUSED;
+    WK(ws_moe_layer_path_for(auto_layer, T, &auto_path));
     for (int p = 0; p < 2; p++) {
       float tot[10], part[10][5];
       for (int it = 0; it < 13; it++) {
@@ -141,9 +148,10 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
                split[1] * 1e3, split[2] * 1e3, split[3] * 1e3, split[4] * 1e3);
       else
         printf("bench moe rank %d: %-10s T %5d %-7s: layer %9.1f us %6.1f TFLOPS | dispatch %8.1f  experts %8.1f  "
-               "combine %8.1f us | %.2fx unfused, %s\n", rank, sh->name, T, path_name[p], med[p] * 1e3, tflops,
-               split[0] * 1e3, split[1] * 1e3, split[4] * 1e3, med[0] / med[1],
-               memcmp(host_out[0], host_out[1], (size_t)T * H * 2) ? "outputs DIFFER" : "same bits");
+               "combine %8.1f us | %.2fx unfused, %s, auto: %s\n", rank, sh->name, T, path_name[p], med[p] * 1e3,
+               tflops, split[0] * 1e3, split[1] * 1e3, split[4] * 1e3, med[0] / med[1],
+               memcmp(host_out[0], host_out[1], (size_t)T * H * 2) ? "outputs DIFFER" : "same bits",
+               auto_path == WS_MOE_FUSED_EXPERTS ? "fused" : "unfused");
       fflush(stdout);
       if (csv && rank == 0)
         fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", sh->name, path_name[p], n, H, I, E, K,
@@ -151,6 +159,7 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
     }
     if (memcmp(host_out[0], host_out[1], (size_t)T * H * 2) != 0) BENCH_FAIL("fused experts", "output differs from the unfused path");
   }
+  WK(ws_moe_layer_destroy(auto_layer));
   for (int p = 0; p < 2; p++) {
     WK(ws_moe_layer_destroy(layer[p]));
     free(host_out[p]);

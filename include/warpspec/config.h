@@ -64,12 +64,17 @@
 #define WS_EP_DEFAULT_SMS       24     /* CTAs per transfer kernel unless the config says  */
 #define WS_EP_WARPS             16     /* warps per CTA of the dispatch/combine kernels    */
 #define WS_EP_ROUTE_THREADS     256    /* tokens per CTA of the routing kernel              */
-/* MoE layer, WS_MOE_AUTO: the fused experts kernel (64-row tiles) while a local expert is
- * expected to get fewer rows than this (tokens x topk x ranks / experts), the unfused
- * path (128- and 192-row GEMM tiles) from there. On one H200 the fused one was 1.26-1.40x
- * faster up to 24 rows per expert and 0.73-0.89x at 96-128 (it reads each expert's
- * weights once per 64-row block; docs/benchmarks.md). */
-#define WS_MOE_AUTO_FUSED_ROWS  64
+/* MoE layer, WS_MOE_AUTO picks the fused experts kernel (64-row tiles) when
+ *  - a local expert is expected to get fewer rows than WS_MOE_AUTO_FUSED_ROWS
+ *    (tokens x topk x ranks / experts): from there the unfused GEMMs' 128- and 192-row
+ *    tiles read the weights fewer times, and
+ *  - its L1 items (touched experts x inter / 128) give every SM at least
+ *    WS_MOE_AUTO_FUSED_MIN_WAVES of them: with one each (1 token, 8 experts) the L2 tiles
+ *    wait for the whole L1 phase and nothing hides the hand-off.
+ * Measured on one H200 (docs/benchmarks.md): fused 1.11-1.35x at 8 .. 2048 tokens
+ * (DeepSeek-V3), 0.90-0.99x at 96-128 rows per expert, 0.91x at 1 token. */
+#define WS_MOE_AUTO_FUSED_ROWS      96
+#define WS_MOE_AUTO_FUSED_MIN_WAVES 2
 
 /* ---- GEMM ------------------------------------------------------------------------ */
 /* Split-K for dense problems with fewer output tiles than half the SMs (a few rows):

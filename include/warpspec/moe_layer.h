@@ -64,6 +64,10 @@ ws_status ws_moe_layer_destroy(ws_moe_layer *layer); /* collective */
 ws_status ws_moe_layer_forward(ws_moe_layer *layer, const void *x, const float *x_scale, const int *topk_idx,
                                const float *topk_weights, int tokens, void *out, cudaStream_t stream);
 
+/* The path a call with `tokens` tokens takes (WS_MOE_UNFUSED or WS_MOE_FUSED_EXPERTS;
+ * WS_MOE_AUTO decides per call). */
+ws_status ws_moe_layer_path_for(const ws_moe_layer *layer, int tokens, ws_moe_path *path);
+
 /* The same call, then waits for the stream and gives each stage's time in ms: [0]
  * dispatch (and the BF16 input's quantiser), [1] L1 GEMM, [2] SwiGLU + requant, [3] L2
  * GEMM, [4] combine (WS_MOE_FUSED_EXPERTS: [1] is the experts kernel, [2] and [3] are

@@ -63,6 +63,9 @@ for path in ("unfused", "fused_experts", "auto"):
             print(path, "fp8 in" if fp8_in else "bf16 in", "rel err", err)
             assert err < 4e-2, err
             outs[path, fp8_in] = out
+        assert layer.path_for(T) in ("unfused", "fused_experts")
+        if path != "auto":
+            assert layer.path_for(T) == path
 for fp8_in in (False, True):  # the paths compute the same bits
     assert torch.equal(outs["unfused", fp8_in], outs["fused_experts", fp8_in]), "fused differs from unfused"
     assert torch.equal(outs["unfused", fp8_in], outs["auto", fp8_in]), "auto differs from unfused"

@@ -304,6 +304,7 @@ def _declare(L):
         "ws_moe_layer_create": (c_int, [P(c_void_p), c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),
         "ws_moe_layer_destroy": (c_int, [c_void_p]),
         "ws_moe_layer_forward": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, c_void_p, c_void_p]),
+        "ws_moe_layer_path_for": (c_int, [c_void_p, c_int, P(c_int)]),
         "ws_attn_check": (c_int, [P(AttnProblem)]),
         "ws_attn_forward": (c_int, [P(AttnProblem), c_void_p]),
         "ws_mla_sparse_forward": (c_int, [P(MlaSparseProblem), c_void_p]),

@@ -10,7 +10,7 @@ experts (as warpspec.quantize_fp8(w, block=(128, 128)) gives them per expert). T
 references to them. Every call is collective over the communicator's ranks, stream-ordered
 and graph-capturable. path: "unfused" (dispatch, grouped GEMM, SwiGLU + FP8 requant, grouped
 GEMM, combine), "fused_experts" (dispatch, one persistent kernel for both GEMMs and the SwiGLU,
-combine) or "auto" (the default: fused while an expert gets few rows); all give the same bits."""
+combine) or "auto" (the default: ws_moe_layer_path_for's rule, config.h); all give the same bits."""
 
 import ctypes
 
@@ -65,6 +65,14 @@ class MoeLayer:
     def __exit__(self, *exc):
         self.destroy()
         return False
+
+    def path_for(self, tokens):
+        """The path a call with `tokens` tokens takes: "unfused" or "fused_experts"."""
+        if self._h is None:
+            raise invalid("MoeLayer: already destroyed")
+        p = ctypes.c_int()
+        _lib.check(_lib.lib.ws_moe_layer_path_for(self._h, int(tokens), ctypes.byref(p)))
+        return {v: k for k, v in PATHS.items()}[p.value]
 
     def __call__(self, x, topk_idx, topk_weights, *, x_scale=None, out=None, stream=None):
         """out [T, H] bf16 = sum_k topk_weights[t, k] * expert_{topk_idx[t, k]}(x[t]).

@@ -17,6 +17,7 @@ struct ws_moe_layer {
   ws_moe_layer_config cfg;
   ws_ep *ep;
   int local_experts;
+  int sms;            /* the device's, for WS_MOE_AUTO                                  */
   size_t max_rows, act_ld;
   const void *w1, *w2;
   const float *w1_scale, *w2_scale;
@@ -80,6 +81,10 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   if (!l) return ws_fail(WS_ERR_NOMEM, "ws_moe_layer_create: out of host memory");
   l->cfg = *cfg;
   l->local_experts = cfg->experts / n;
+  if ((s = ws_device_sms(&l->sms)) != WS_OK) {
+    free(l);
+    return s;
+  }
   l->max_rows = ws_ep_max_rows(&ec, n);
   l->act_ld = (l->max_rows + 3) / 4 * 4;
   l->w1 = w1; l->w1_scale = w1_scale; l->w2 = w2; l->w2_scale = w2_scale;
@@ -109,11 +114,21 @@ ws_status ws_moe_layer_destroy(ws_moe_layer *l) {
   return s;
 }
 
-/* Which path a call takes: WS_MOE_AUTO by the rows a local expert is expected to get
- * (every rank passing about as many tokens as this one, routing about uniform). */
+/* Which path a call takes. WS_MOE_AUTO: config.h's rule, with every rank passing about
+ * as many tokens as this one and routing about uniform: T K (token, expert) pairs land on
+ * each rank, T K / L rows per local expert, min(L, T K) experts touched. */
 static int layer_fused(const ws_moe_layer *l, int tokens) {
   if (l->cfg.path != WS_MOE_AUTO) return l->cfg.path == WS_MOE_FUSED_EXPERTS;
-  return (double)tokens * l->cfg.topk / l->local_experts < WS_MOE_AUTO_FUSED_ROWS; /* T K n / E */
+  const double pairs = (double)tokens * l->cfg.topk, touched = pairs < l->local_experts ? pairs : l->local_experts;
+  return pairs / l->local_experts < WS_MOE_AUTO_FUSED_ROWS &&
+         touched * (l->cfg.inter / 128) >= (double)WS_MOE_AUTO_FUSED_MIN_WAVES * l->sms;
+}
+
+ws_status ws_moe_layer_path_for(const ws_moe_layer *l, int tokens, ws_moe_path *path) {
+  WS_REQUIRE(l != NULL && path != NULL, "ws_moe_layer_path_for: layer or path is NULL");
+  WS_REQUIRE(tokens >= 0, "ws_moe_layer_path_for: tokens %d < 0", tokens);
+  *path = layer_fused(l, tokens) ? WS_MOE_FUSED_EXPERTS : WS_MOE_UNFUSED;
+  return WS_OK;
 }
 
 /* The call; with `ev` (6 events) also an event before the call and after each of its five

@@ -565,7 +565,7 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T) {
     free(fb); free(xqb); free(xsb);
   }
   int api_same = 1;
-  /* every path (auto picks fused at these sizes); each also replayed as a graph (the kernel's counters must come
+  /* every path (auto picks one per call); each also replayed as a graph (the kernel's counters must come
    * back to zero after every call) and with no tokens at all */
   for (int path = WS_MOE_AUTO; path <= WS_MOE_FUSED_EXPERTS; path++) {
     const char *pname = path == WS_MOE_AUTO ? "auto" : path == WS_MOE_UNFUSED ? "unfused" : "fused experts";
