@@ -69,7 +69,7 @@ typedef struct {
   __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES]; /* L2: per warpgroup two 64 x 64 bf16 chunks */
   __align__(16) uint8_t act[MX_BM * MX_ACT_LD];          /* L1: the 64 x 128 e4m3 act tile          */
   float amax[2][MX_BM];                                  /* L1: each warpgroup's half-row amax      */
-  int item[MX_STAGES];                                   /* the item whose first stage this is      */
+  int item[MX_STAGES];                                   /* the item whose first stage this is, -1: none left */
 } mx_smem;
 
 /* Two math warpgroups at 224 registers, then a loader warpgroup (one working warp) at 56:
@@ -168,7 +168,10 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
       ws_pipe_commit_at(pipe, c, k);
     }
   }
-  ws_pipe_close_at(pipe, c, k); /* the math warpgroups stop there */
+  /* the end, as an item of its own: index -1 in a committed stage (the math stops there) */
+  ws_pipe_acquire_at(pipe, c, k);
+  if (c->lane == 0) sm->item[k.stage] = -1;
+  ws_pipe_commit_at(pipe, c, k);
   /* the last CTA to run out of items resets the claim counter for the next call */
   if (c->lane == 0 && atomicAdd(a->next_item + 1, 1u) == gridDim.x - 1) {
     a->next_item[0] = 0u;
@@ -288,8 +291,13 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
   gemm_tile tile;
   gemm_cursor c1 = gemm_cursor_start(&a.l1), c2 = gemm_cursor_start(&a.l2.shape);
   int l1_done = 0, l2 = 0;
-  /* each item's first stage names it; the closed pipe ends the loop */
-  while (!ws_pipe_wait_at(&pipe, &ctx, c) && mx_item(&a, &c1, &c2, &l1_done, sm->item[c.stage], &tile, &l2)) {
+  /* each item's first stage names it; -1 ends the loop. (Not the pipe's close: its flag,
+   * read by every lane at every wait and released once per warp, reads as a race to
+   * compute-sanitizer's racecheck.) */
+  for (;;) {
+    ws_pipe_wait_at(&pipe, &ctx, c);
+    const int t = sm->item[c.stage];
+    if (t < 0 || !mx_item(&a, &c1, &c2, &l1_done, t, &tile, &l2)) break;
     if (!l2) {
       const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
       c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, lr, c);
