@@ -291,12 +291,15 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
   gemm_tile tile;
   gemm_cursor c1 = gemm_cursor_start(&a.l1), c2 = gemm_cursor_start(&a.l2.shape);
   int l1_done = 0, l2 = 0;
-  /* each item's first stage names it; -1 ends the loop. (Not the pipe's close: its flag,
-   * read by every lane at every wait and released once per warp, reads as a race to
-   * compute-sanitizer's racecheck.) */
+  /* each item's first stage names it; -1 ends the loop. Lane 0 reads it (the lane that
+   * releases the stage: racecheck does not count __syncwarp as ordering the other lanes'
+   * reads before that release) and hands it to the warp. Not the pipe's close, whose flag
+   * every lane reads. */
   for (;;) {
     ws_pipe_wait_at(&pipe, &ctx, c);
-    const int t = sm->item[c.stage];
+    int t = 0;
+    if (ctx.lane == 0) t = sm->item[c.stage];
+    t = __shfl_sync(0xffffffffu, t, 0);
     if (t < 0 || !mx_item(&a, &c1, &c2, &l1_done, t, &tile, &l2)) break;
     if (!l2) {
       const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
