@@ -304,6 +304,16 @@ def test_moe_dispatch_argument_checks(fake):
     assert warpspec.moe_check_config(2, hidden=128, experts=8, topk=2, max_tokens=16, mode="low_latency") == 4 * 2 * 16
 
 
+def test_moe_layer_path_checks():
+    import types
+    comm = types.SimpleNamespace(size=1, device=0)  # the path is checked before anything else
+    with pytest.raises(warpspec.InvalidArgumentError, match="path 'fast'"):
+        warpspec.MoeLayer(comm, hidden=128, inter=128, experts=2, topk=1, max_tokens=2, w1=None, w1_scale=None,
+                          w2=None, w2_scale=None, path="fast")
+    from warpspec.moe_layer import PATHS
+    assert PATHS == {"auto": 0, "unfused": 1, "fused_experts": 2}
+
+
 def test_swiglu_quant_checks(fake):
     with pytest.raises(warpspec.InvalidArgumentError, match="2 x inter"):
         warpspec.swiglu_quant(fake((4, 300), BF16))

@@ -7,6 +7,7 @@
 #include "warpspec/fp8.h"
 #include "warpspec/moe.h"
 #include "warpspec/moe_layer.h"
+#include "../../src/moe/moe_experts.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -252,6 +253,35 @@ static void layer_arguments(void) {
   CHECK_MSG("16-byte aligned");
   CHECK_STATUS(ws_moe_layer_forward(NULL, w, NULL, NULL, NULL, 0, w, 0), WS_ERR_INVALID);
   CHECK_STATUS(ws_moe_layer_destroy(NULL), WS_ERR_INVALID);
+  ws_moe_path path;
+  CHECK_STATUS(ws_moe_layer_path_for(NULL, 1, &path), WS_ERR_INVALID);
+}
+
+/* The fused experts kernel's launcher checks its problem before any GPU call. */
+static void experts_arguments(void) {
+  static uint4 buf[64];
+  uint32_t counters[8];
+  moe_experts_problem p;
+  memset(&p, 0, sizeof p);
+  p.hidden = 256; p.inter = 128; p.groups = 2; p.max_rows = 128;
+  p.offsets = (const int *)buf; p.x = buf; p.x_scale = (const float *)buf; p.x_scale_ld = 128;
+  p.w1 = buf; p.w1_scale = (const float *)buf; p.w2 = buf; p.w2_scale = (const float *)buf;
+  p.act = (uint8_t *)buf; p.act_scale = (float *)buf; p.act_ld = 128; p.y = buf; p.counters = counters;
+  CHECK(moe_experts_counter_words(128) == 2 * 2 + 2);
+  CHECK(moe_experts_counter_words(129) == 2 * 3 + 2);
+  CHECK_STATUS(moe_experts_launch(NULL, 0), WS_ERR_INVALID);
+  p.hidden = 200;
+  CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
+  CHECK_MSG("hidden 200");
+  p.hidden = 256; p.y = NULL;
+  CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
+  CHECK_MSG("NULL");
+  p.y = buf; p.act_ld = 100;
+  CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
+  CHECK_MSG("scale strides");
+  p.act_ld = 128; p.act = (uint8_t *)buf + 8;
+  CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
+  CHECK_MSG("16-byte aligned");
 }
 
 int main(void) {
@@ -263,5 +293,6 @@ int main(void) {
   swiglu_host();
   moe_reference();
   layer_arguments();
+  experts_arguments();
   return test_finish("test_moe_host");
 }
