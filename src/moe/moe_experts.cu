@@ -92,6 +92,7 @@ typedef struct {
   int hidden, inter;
   int bar;                /* the plan's user barrier: a tile's two math warpgroups         */
   int static_walk;        /* CTA-strided items instead of claims (WARPSPEC_MOE_SCHED=static) */
+  int drop_release;       /* tests: no L1 release (the L2 wait's timeout path)             */
 } mx_args;
 
 /* ---- LOADER ------------------------------------------------------------------------ */
@@ -272,7 +273,7 @@ WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem *sm, con
 #else
   /* the tile's stores ordered before thread 0 by the barrier; its release is cumulative */
   ws_named_sync((uint32_t)a->bar, 2 * 128);
-  if (i == 0) ws_red_release_gpu_add_u32(a->ready + row0 / MX_BM, 1u);
+  if (i == 0 && !a->drop_release) ws_red_release_gpu_add_u32(a->ready + row0 / MX_BM, 1u);
 #endif
 }
 
@@ -425,6 +426,7 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   a.bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mx_make_plan) */
   const char *sched = getenv("WARPSPEC_MOE_SCHED"); /* for measurements: static or claimed (default) */
   a.static_walk = sched && !strcmp(sched, "static");
+  a.drop_release = p->drop_l1_release;
   int sms = 0; /* one CTA per SM (shared memory allows no more) */
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   if (p->sms > 0 && p->sms < sms) sms = p->sms;

@@ -38,6 +38,8 @@ typedef struct {
   uint32_t *counters;           /* moe_experts_counter_words(max_rows), zero before the first
                                  * call; every call leaves them zero again                    */
   int sms;                      /* CTAs (0: every SM)                                        */
+  int drop_l1_release;          /* tests only: L1 tiles never release their rows, so the
+                                 * first L2 tile's bounded wait must time out               */
 } moe_experts_problem;
 
 size_t moe_experts_counter_words(int max_rows);

@@ -22,6 +22,7 @@
 #include "warpspec/gemm.h"
 #include "warpspec/moe.h"
 #include "warpspec/moe_layer.h"
+#include "../../src/moe/moe_experts.h"
 
 #include <cuda_bf16.h>
 
@@ -469,6 +470,12 @@ static int moe_gemm_case(ws_comm *comm, int H, int E, int K, int T, int row_alig
   return ok;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int layer_long = 1; /* 0 (mode "layer", for compute-sanitizer): no 1000-call runs */
 
 /* The unfused MoE layer: dispatch, L1 ws_gemm (gate and up), ws_moe_swiglu_quant, L2
@@ -679,6 +686,47 @@ int main(int argc, char **argv) {
     }
     fflush(stdout);
     _exit(test_finish("test_moe missing") ? 1 : 0);
+  }
+  if (!strcmp(mode, "experts_timeout")) {
+    /* the fused experts kernel with its L1 releases dropped: the L2 loader's wait for its
+     * rows must end in WS_ERR_TIMEOUT naming it, within the bound, never a hang */
+    const int H = 256, I = 128, R = 64;
+    moe_experts_problem p;
+    memset(&p, 0, sizeof p);
+    p.hidden = H; p.inter = I; p.groups = 1; p.max_rows = R;
+    void *buf[10];
+    const size_t bytes[10] = {2 * 4, (size_t)R * H, (size_t)(H / 128) * R * 4, (size_t)2 * I * H, (size_t)(2 * I / 128) * (H / 128) * 4,
+                              (size_t)H * I, (size_t)(H / 128) * (I / 128) * 4, (size_t)R * I, (size_t)(I / 128) * R * 4,
+                              (size_t)R * H * 2};
+    for (int i = 0; i < 10; i++) {
+      CUDA_OK(cudaMalloc(&buf[i], bytes[i]));
+      CUDA_OK(cudaMemset(buf[i], 0x11, bytes[i])); /* small finite FP8 values and scales */
+    }
+    const int offs[2] = {0, R};
+    CUDA_OK(cudaMemcpy(buf[0], offs, sizeof offs, cudaMemcpyHostToDevice));
+    uint32_t *counters;
+    CUDA_OK(cudaMalloc((void **)&counters, moe_experts_counter_words(R) * 4));
+    CUDA_OK(cudaMemset(counters, 0, moe_experts_counter_words(R) * 4));
+    p.offsets = (const int *)buf[0]; p.x = buf[1]; p.x_scale = (const float *)buf[2]; p.x_scale_ld = R;
+    p.w1 = buf[3]; p.w1_scale = (const float *)buf[4]; p.w2 = buf[5]; p.w2_scale = (const float *)buf[6];
+    p.act = (uint8_t *)buf[7]; p.act_scale = (float *)buf[8]; p.act_ld = R; p.y = buf[9]; p.counters = counters;
+    WS_OK_OR_DIE(moe_experts_launch(&p, 0)); /* first as it should run */
+    WS_OK_OR_DIE(ws_sync(0));
+    WS_OK_OR_DIE(ws_set_timeout_ms(500));
+    p.drop_l1_release = 1;
+    const double t0 = now_s();
+    ws_status s = moe_experts_launch(&p, 0);
+    if (s == WS_OK) s = ws_sync(0);
+    const double waited = now_s() - t0;
+    printf("rank %d: fused experts with no L1 releases: %s after %.2f s: %s\n", rank, ws_strerror(s), waited,
+           ws_last_error());
+    CHECK(s == WS_ERR_TIMEOUT);
+    /* the loader's wait ("moe experts L1 rows") starts first; the math warpgroups' wait
+     * on the pipe ("moe experts") runs into the same bound a little later */
+    CHECK_MSG("moe experts");
+    CHECK(waited < 10.0);
+    fflush(stdout);
+    _exit(test_finish("test_moe experts_timeout") ? 1 : 0);
   }
   if (!strcmp(mode, "profile")) { /* few calls, for Nsight Compute: 128 and 4096 tokens at 24 SMs */
     const int E = 256 % nranks ? 8 * nranks : 256;
