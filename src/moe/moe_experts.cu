@@ -38,13 +38,14 @@
 #include "../gemm/gemm_epilogue.cuh"
 #include "../gemm/gemm_loader.cuh"
 #include "moe_experts.h"
+#include "moe_experts_sched.cuh"
 #include "swiglu.cuh"
 
 #include <cuda_bf16.h>
 
 #define MX_BM MOE_EXPERTS_BM
 #define MX_BK 128
-#define MX_BN 256 /* B rows of a stage: 128 per math warpgroup */
+#define MX_BN MOE_EXPERTS_L2_BN /* B rows of a stage: 128 per math warpgroup */
 #ifndef MX_STAGES
 #define MX_STAGES 4 /* 4 x 41 KiB; a fifth stage does not fit beside the epilogue buffers */
 #endif
@@ -111,19 +112,8 @@ WS_DEV void mx_wait_rows(const ws_ctx *c, const mx_args *a, int blk) {
   __syncwarp();
 }
 
-/* Which tile item t is, in either phase. `l1_done` and the cursors belong to the caller
- * and only move forward (every role sees its CTA's items in increasing order). 0 past
- * the last item. */
 WS_DEV int mx_item(const mx_args *a, gemm_cursor *c1, gemm_cursor *c2, int *l1_done, int t, gemm_tile *tile, int *l2) {
-  if (!*l1_done) {
-    if (gemm_tile_at(&a->l1, c1, t, tile)) {
-      *l2 = 0;
-      return 1;
-    }
-    *l1_done = 1; /* c1->base is now the number of L1 items */
-  }
-  *l2 = 1;
-  return gemm_tile_at(&a->l2.shape, c2, t - c1->base, tile);
+  return moe_experts_item(&a->l1, &a->l2.shape, c1, c2, l1_done, t, tile, l2);
 }
 
 /* The CTA's next item: claimed from the global counter (lane 0; the whole warp gets it),
@@ -358,21 +348,6 @@ static ws_status mx_make_plan(const void *ctx, ws_plan *plan) {
   return s;
 }
 
-static gemm_shape mx_shape(const moe_experts_problem *p, int n, int bn, int k) {
-  gemm_shape s;
-  memset(&s, 0, sizeof s);
-  s.layout = WS_GEMM_GROUPED_CONTIGUOUS;
-  s.groups = p->groups;
-  s.m = p->max_rows;
-  s.n = n;
-  s.bm = MX_BM;
-  s.bn = bn;
-  s.splits = 1;
-  s.ksteps = k / MX_BK;
-  s.offsets = p->offsets;
-  return s;
-}
-
 extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream_t stream) {
   WS_REQUIRE(p != NULL, "moe experts: problem is NULL");
   const int H = p->hidden, I = p->inter;
@@ -408,8 +383,8 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   if ((s = ws_tmap_2d(&a.map_xs, p->x_scale, WS_DTYPE_F32, (uint64_t)(H / 128), R, (uint64_t)p->x_scale_ld * 4, 1, MX_BM)) != WS_OK ||
       (s = ws_tmap_2d(&a.map_as, p->act_scale, WS_DTYPE_F32, (uint64_t)(I / 128), R, (uint64_t)p->act_ld * 4, 1, MX_BM)) != WS_OK)
     return s;
-  a.l1 = mx_shape(p, I, 128, H);
-  a.l2.shape = mx_shape(p, H, MX_BN, I);
+  a.l1 = moe_experts_shape(p->groups, p->max_rows, p->offsets, I, MOE_EXPERTS_L1_BN, H);
+  a.l2.shape = moe_experts_shape(p->groups, p->max_rows, p->offsets, H, MOE_EXPERTS_L2_BN, I);
   a.l2.d = (uint16_t *)p->y;
   a.l2.k = I;
   a.l2.rows = (long long)R;
