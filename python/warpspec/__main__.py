@@ -21,6 +21,9 @@ def main(argv=None):
     if argv[:2] == ["bench", "moe-a2a"]:  # PyTorch benchmarks: they live in Python
         from .bench_moe import main as bench_moe
         return bench_moe(argv[2:])
+    if argv[:2] == ["bench", "moe-layer"]:
+        from .bench_moe_layer import main as bench_moe_layer
+        return bench_moe_layer(argv[2:])
     if argv[:2] == ["bench", "attention"]:
         from .bench_attention import main as bench_attention
         return bench_attention(argv[2:])

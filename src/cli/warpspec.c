@@ -27,6 +27,8 @@ static int usage(void) {
           "  bench moe [--ranks N] [--csv FILE] [--quick] [--shape DeepSeekV3|Flash] [--tokens T]\n"
           "                                    the whole MoE layer per rank and its time split\n"
           "  bench moe-a2a [--ranks N] [--csv FILE]   MoE dispatch/combine vs PyTorch (python -m warpspec)\n"
+          "  bench moe-layer [--ranks N] [--shape S] [--tokens T,T] [--csv FILE]\n"
+          "                                    the MoE layer vs the NCCL + cuBLASLt composite (Python)\n"
           "  bench attention [--csv FILE] [--quick]   flash attention vs PyTorch SDPA (cuDNN, flash)\n"
           "  run -n N [--timeout S] -- PROG ... start N ranks of PROG, one per GPU (no MPI needed)\n"
           "  demo [--planner]                  the main job: benchmarks on the GPUs present, or the\n"
@@ -161,8 +163,9 @@ static int cmd_bench_moe_layer(int argc, char **argv) {
   return bench_moe(&o) == 0 ? 0 : 1;
 }
 
-/* `bench moe-a2a` and `bench attention` are PyTorch benchmarks (warpspec.bench_moe,
- * warpspec.bench_attention): hand over to Python. */
+/* `bench moe-a2a`, `bench moe-layer` and `bench attention` are PyTorch benchmarks
+ * (warpspec.bench_moe, warpspec.bench_moe_layer, warpspec.bench_attention): hand over to
+ * Python. */
 static int cmd_bench_python(int argc, char **argv) {
   char *args[64] = {(char *)"python3", (char *)"-m", (char *)"warpspec", (char *)"bench", argv[0]};
   int k = 5;
@@ -177,7 +180,7 @@ static int cmd_bench_python(int argc, char **argv) {
 
 static int cmd_bench(int argc, char **argv) {
   if (argc > 0 && strcmp(argv[0], "moe") == 0) return cmd_bench_moe_layer(argc, argv);
-  if (argc > 0 && (strcmp(argv[0], "moe-a2a") == 0 || strcmp(argv[0], "attention") == 0))
+  if (argc > 0 && (strcmp(argv[0], "moe-a2a") == 0 || strcmp(argv[0], "moe-layer") == 0 || strcmp(argv[0], "attention") == 0))
     return cmd_bench_python(argc, argv);
   if (argc > 0 && (strcmp(argv[0], "sendrecv") == 0 || strcmp(argv[0], "allgather") == 0)) return cmd_bench_sendrecv(argc, argv);
   if (argc > 0 && strcmp(argv[0], "nvlink") == 0) return bench_nvlink() == 0 ? 0 : 1;
