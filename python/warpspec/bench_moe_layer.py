@@ -22,7 +22,6 @@ import argparse
 import csv
 import os
 import socket
-import statistics
 import sys
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
