@@ -89,7 +89,25 @@ typedef struct {
   const int *seqlens;      /* [batch]                                                       */
   void *o;                 /* bf16                                                          */
   float *lse;              /* may be NULL                                                   */
+  int kv_fp8;              /* 0: kv_cache rows are dim_qk bf16; 1: WS_MLA_FP8_ROW_BYTES rows */
+                           /* (below; the reference takes them, the kernel not yet)         */
 } ws_mla_decode_problem;
+
+/* The FP8 latent cache (kv_fp8 = 1): each row is WS_MLA_FP8_ROW_BYTES = 656 bytes, the
+ * row FlashMLA's FP8 decode reads:
+ *   bytes   0 .. 511  latent dims 0 .. 511 (also V) as E4M3, four tiles of 128;
+ *   bytes 512 .. 527  four fp32 scales: a value of tile t is e4m3 x scale[t]. Each scale is
+ *                     a power of two, 2^ceil(log2(amax / 448)) (1 for an all-zero tile),
+ *                     so every dequantised value is exact in BF16;
+ *   bytes 528 .. 655  the 64 rope dims 512 .. 575 as BF16, not quantised.
+ * 1.76x fewer bytes than BF16 rows (1152): decode is bound by reading them. */
+#define WS_MLA_FP8_ROW_BYTES 656
+#define WS_MLA_FP8_TILES 4
+
+/* Host: BF16 rows [rows][576] into FP8 rows [rows][656], nearest even and saturating (the
+ * library's E4M3 conversion), and back (exact). */
+ws_status ws_mla_kv_quantize_fp8_host(const uint16_t *kv, size_t rows, uint8_t *out);
+ws_status ws_mla_kv_dequantize_fp8_host(const uint8_t *in, size_t rows, uint16_t *kv);
 
 /* NSA (native sparse attention) selected-block attention for prefill (issue 15), BF16:
  *   q [tokens][heads_q][dim_qk], k [tokens][heads_kv][dim_qk], v [tokens][heads_kv][dim_v]

@@ -197,7 +197,8 @@ class MlaDecodeProblem(ctypes.Structure):
                 ("dim_v", ctypes.c_int), ("page_size", ctypes.c_int), ("num_pages", ctypes.c_int),
                 ("max_pages", ctypes.c_int), ("max_seqlen", ctypes.c_int), ("softmax_scale", ctypes.c_float),
                 ("q", ctypes.c_void_p), ("kv_cache", ctypes.c_void_p), ("block_table", ctypes.c_void_p),
-                ("seqlens", ctypes.c_void_p), ("o", ctypes.c_void_p), ("lse", ctypes.c_void_p)]
+                ("seqlens", ctypes.c_void_p), ("o", ctypes.c_void_p), ("lse", ctypes.c_void_p),
+                ("kv_fp8", ctypes.c_int)]
 
 
 class MoeLayerConfig(ctypes.Structure):

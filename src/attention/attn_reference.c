@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
@@ -178,6 +179,51 @@ ws_status ws_mla_decode_check(const ws_mla_decode_problem *p) {
              "ws_mla_decode: q, kv_cache, block_table, seqlens or o is NULL");
   WS_REQUIRE(aligned16(p->q) && aligned16(p->kv_cache) && aligned16(p->o), "ws_mla_decode: q, kv_cache and o must be "
              "16-byte aligned");
+  WS_REQUIRE(p->kv_fp8 == 0 || p->kv_fp8 == 1, "ws_mla_decode: kv_fp8 %d, 0 (bf16 rows) or 1 (FP8 rows)", p->kv_fp8);
+  WS_REQUIRE(!p->kv_fp8 || (p->dim_qk == 576 && p->dim_v == 512), "ws_mla_decode: the FP8 cache rows hold dims 576/512 "
+             "(512 latent + 64 rope), not %d/%d", p->dim_qk, p->dim_v);
+  return WS_OK;
+}
+
+/* ---- the FP8 latent cache (WS_MLA_FP8_ROW_BYTES rows) ------------------------------- */
+/* 2^ceil(log2(amax / 448)), 1 for a zero tile: a power of two, so x / scale is exact
+ * before the rounding to E4M3 and e4m3 x scale is exact in BF16. */
+static float pow2_scale(float amax) {
+  if (!(amax > 0.0f)) return 1.0f;
+  int e = 0;
+  const float m = frexpf(amax / WS_FP8_E4M3_MAX, &e); /* amax / 448 = m 2^e, m in [0.5, 1) */
+  return ldexpf(1.0f, m == 0.5f ? e - 1 : e);
+}
+
+ws_status ws_mla_kv_quantize_fp8_host(const uint16_t *kv, size_t rows, uint8_t *out) {
+  WS_REQUIRE(rows == 0 || (kv != NULL && out != NULL), "ws_mla_kv_quantize_fp8_host: kv or out is NULL");
+  for (size_t r = 0; r < rows; r++) {
+    const uint16_t *x = kv + r * 576;
+    uint8_t *o = out + r * WS_MLA_FP8_ROW_BYTES;
+    for (int t = 0; t < WS_MLA_FP8_TILES; t++) {
+      float amax = 0.0f;
+      for (int i = 0; i < 128; i++) amax = fmaxf(amax, fabsf(ws_bf16_to_float(x[t * 128 + i])));
+      const float sc = pow2_scale(amax);
+      for (int i = 0; i < 128; i++) o[t * 128 + i] = ws_fp8_e4m3_encode(ws_bf16_to_float(x[t * 128 + i]) / sc);
+      memcpy(o + 512 + 4 * t, &sc, 4);
+    }
+    memcpy(o + 528, x + 512, 64 * sizeof(uint16_t));
+  }
+  return WS_OK;
+}
+
+ws_status ws_mla_kv_dequantize_fp8_host(const uint8_t *in, size_t rows, uint16_t *kv) {
+  WS_REQUIRE(rows == 0 || (kv != NULL && in != NULL), "ws_mla_kv_dequantize_fp8_host: in or kv is NULL");
+  for (size_t r = 0; r < rows; r++) {
+    const uint8_t *x = in + r * WS_MLA_FP8_ROW_BYTES;
+    uint16_t *o = kv + r * 576;
+    for (int t = 0; t < WS_MLA_FP8_TILES; t++) {
+      float sc;
+      memcpy(&sc, x + 512 + 4 * t, 4);
+      for (int i = 0; i < 128; i++) o[t * 128 + i] = ws_float_to_bf16((float)(ws_fp8_e4m3_decode(x[t * 128 + i]) * sc));
+    }
+    memcpy(o + 512, x + 528, 64 * sizeof(uint16_t));
+  }
   return WS_OK;
 }
 
@@ -201,6 +247,18 @@ ws_status ws_mla_decode_reference(const ws_mla_decode_problem *p, double *o, dou
   ws_status st = ws_mla_decode_check(p);
   if (st != WS_OK) return st;
   WS_REQUIRE(o != NULL, "ws_mla_decode_reference: o is NULL");
+  if (p->kv_fp8) { /* dequantised to BF16 (exact: power-of-two scales), then the BF16 reference */
+    const size_t rows = (size_t)p->num_pages * (size_t)p->page_size;
+    uint16_t *kv = (uint16_t *)malloc(rows * 576 * sizeof(uint16_t));
+    if (!kv) return ws_fail(WS_ERR_NOMEM, "ws_mla_decode_reference: out of host memory");
+    ws_mla_decode_problem b = *p;
+    b.kv_fp8 = 0;
+    b.kv_cache = kv;
+    st = ws_mla_kv_dequantize_fp8_host((const uint8_t *)p->kv_cache, rows, kv);
+    if (st == WS_OK) st = ws_mla_decode_reference(&b, o, lse);
+    free(kv);
+    return st;
+  }
   const int H = p->heads, dq = p->dim_qk, dv = p->dim_v, S = p->s_q;
   const double scale = p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)dq);
   const uint16_t *Q = (const uint16_t *)p->q, *KV = (const uint16_t *)p->kv_cache;

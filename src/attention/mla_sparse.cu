@@ -406,6 +406,9 @@ extern "C" ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void 
   ws_status s = ws_mla_decode_check(p);
   if (s != WS_OK) return s;
   if ((s = mla_shape_check("ws_mla_decode_forward", p->dim_qk, p->dim_v, p->heads)) != WS_OK) return s;
+  if (p->kv_fp8)
+    return ws_fail(WS_ERR_UNSUPPORTED, "ws_mla_decode_forward: the FP8 cache (kv_fp8) has its row format, quantiser "
+                   "and reference (ws_mla_kv_quantize_fp8_host, ws_mla_decode_reference); its kernel is not written yet");
   WS_REQUIRE(((uintptr_t)p->block_table & 3u) == 0 && ((uintptr_t)p->seqlens & 3u) == 0 && ((uintptr_t)p->lse & 3u) == 0,
              "ws_mla_decode_forward: block_table, seqlens and lse must be 4-byte aligned");
   WS_REQUIRE((uint64_t)p->num_pages * p->page_size < (1ull << 31), "ws_mla_decode_forward: %d pages of %d rows, at most "

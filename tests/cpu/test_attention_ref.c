@@ -181,7 +181,7 @@ static void mla_decode(void) {
   const int lens[3] = {5, 12, 0};
   const int table[3][3] = {{7, 0, 0}, {2, 8, 5}, {0, 0, 0}};
   uint16_t *q = rand_bf16((size_t)B * S * H * dq), *kv = rand_bf16((size_t)pages * P * dq);
-  ws_mla_decode_problem p = {B, S, H, dq, dv, P, pages, maxp, 0, 0.0f, q, kv, &table[0][0], lens, (void *)16, NULL};
+  ws_mla_decode_problem p = {B, S, H, dq, dv, P, pages, maxp, 0, 0.0f, q, kv, &table[0][0], lens, (void *)16, NULL, 0};
   double *o = (double *)malloc(sizeof(double) * B * S * H * dv), lse[3 * 2 * 2];
   CHECK_STATUS(ws_mla_decode_reference(&p, o, lse), WS_OK);
   for (int b = 0; b < B; b++)
@@ -210,6 +210,76 @@ static void mla_decode(void) {
   p.dim_v = 96;
   CHECK_STATUS(ws_mla_decode_check(&p), WS_ERR_INVALID);
   free(q); free(kv); free(o);
+}
+
+/* The FP8 latent cache: scales are powers of two, each value within E4M3's rounding of the
+ * BF16 one, the rope dims untouched, a zero tile gives scale 1 and zero bytes,
+ * quantising the dequantised rows gives the same bytes; decode over FP8 rows equals decode
+ * over their (exact) BF16 dequantisation and stays within FP8's error of the BF16 cache. */
+static void mla_fp8_cache(void) {
+  const int rows = 40;
+  uint16_t *kv = rand_bf16((size_t)rows * 576);
+  for (int i = 0; i < 576; i++) kv[5 * 576 + i] = ws_float_to_bf16(300.0f * frand()); /* a row of large values */
+  for (int i = 128; i < 256; i++) kv[6 * 576 + i] = 0;                                 /* a zero tile */
+  for (int i = 0; i < 128; i++) kv[7 * 576 + i] = ws_float_to_bf16(1e-6f * frand());   /* tiny values */
+  uint8_t *f8 = (uint8_t *)malloc((size_t)rows * WS_MLA_FP8_ROW_BYTES + 16), *f8b = (uint8_t *)malloc((size_t)rows * WS_MLA_FP8_ROW_BYTES + 16);
+  uint16_t *deq = (uint16_t *)malloc((size_t)rows * 576 * 2 + 16);
+  CHECK_STATUS(ws_mla_kv_quantize_fp8_host(kv, rows, f8), WS_OK);
+  CHECK_STATUS(ws_mla_kv_dequantize_fp8_host(f8, rows, deq), WS_OK);
+  int pow2 = 1, close = 1, rope = 1;
+  for (int r = 0; r < rows; r++) {
+    const uint8_t *row = f8 + (size_t)r * WS_MLA_FP8_ROW_BYTES;
+    for (int t = 0; t < WS_MLA_FP8_TILES; t++) {
+      float sc;
+      memcpy(&sc, row + 512 + 4 * t, 4);
+      int e = 0;
+      pow2 &= sc > 0.0f && frexpf(sc, &e) == 0.5f;
+      for (int i = 0; i < 128; i++) {
+        const double x = bf(kv[r * 576 + t * 128 + i]), y = bf(deq[r * 576 + t * 128 + i]);
+        close &= fabs(x - y) <= fabs(x) / 16.0 + sc * ldexp(1.0, -10) && fabs(y) <= 448.0 * sc;
+      }
+    }
+    rope &= memcmp(kv + r * 576 + 512, deq + r * 576 + 512, 128) == 0 && memcmp(row + 528, kv + r * 576 + 512, 128) == 0;
+  }
+  CHECK(pow2);
+  CHECK(close);
+  CHECK(rope);
+  float sc6;
+  memcpy(&sc6, f8 + 6 * WS_MLA_FP8_ROW_BYTES + 512 + 4, 4);
+  CHECK(sc6 == 1.0f && f8[6 * WS_MLA_FP8_ROW_BYTES + 128] == 0 && f8[6 * WS_MLA_FP8_ROW_BYTES + 255] == 0);
+  CHECK_STATUS(ws_mla_kv_quantize_fp8_host(deq, rows, f8b), WS_OK);
+  CHECK(memcmp(f8, f8b, (size_t)rows * WS_MLA_FP8_ROW_BYTES) == 0);
+  /* decode: 2 sequences over 5 pages of 8 rows */
+  const int B = 2, S = 1, H = 2, P = 8, pages = 5, maxp = 3, lens[2] = {13, 24}, table[2][3] = {{4, 1, 0}, {0, 2, 3}};
+  uint16_t *q = rand_bf16((size_t)B * S * H * 576);
+  ws_mla_decode_problem p = {B, S, H, 576, 512, P, pages, maxp, 0, 0.0f, q, f8, &table[0][0], lens, (void *)16, NULL, 1};
+  double *o8 = (double *)malloc(sizeof(double) * B * S * H * 512), *od = (double *)malloc(sizeof(double) * B * S * H * 512);
+  double *ob = (double *)malloc(sizeof(double) * B * S * H * 512), l8[4], ld[4], lb[4];
+  CHECK_STATUS(ws_mla_decode_reference(&p, o8, l8), WS_OK);
+  p.kv_fp8 = 0;
+  p.kv_cache = deq;
+  CHECK_STATUS(ws_mla_decode_reference(&p, od, ld), WS_OK);
+  p.kv_cache = kv;
+  CHECK_STATUS(ws_mla_decode_reference(&p, ob, lb), WS_OK);
+  double num = 0, den = 0;
+  int same = 1;
+  for (int i = 0; i < B * S * H * 512; i++) {
+    same &= o8[i] == od[i];
+    num += (o8[i] - ob[i]) * (o8[i] - ob[i]);
+    den += ob[i] * ob[i];
+  }
+  for (int i = 0; i < B * S * H; i++) same &= l8[i] == ld[i];
+  CHECK(same);
+  CHECK(sqrt(num / den) < 5e-2);
+  /* the checks: kv_fp8 is 0 or 1, FP8 rows only for 576/512 */
+  p.kv_fp8 = 2;
+  CHECK_STATUS(ws_mla_decode_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("kv_fp8 2");
+  p.kv_fp8 = 1;
+  p.dim_qk = 512;
+  CHECK_STATUS(ws_mla_decode_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("FP8 cache rows");
+  free(kv); free(f8); free(f8b); free(deq); free(q); free(o8); free(od); free(ob);
 }
 
 /* NSA: every block selected is causal attention; a block listed twice leaves o as it is
@@ -295,6 +365,7 @@ int main(void) {
   varlen();
   sparse();
   mla_decode();
+  mla_fp8_cache();
   nsa();
   checks();
   return test_finish("test_attention_ref");
