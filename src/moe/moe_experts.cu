@@ -267,6 +267,21 @@ WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem *sm, con
 #endif
 }
 
+/* Wait for the next item's first stage and decode it: 1 (L1), 2 (L2) or 0 (none left).
+ * The stage names the item; -1 ends the work. Lane 0 reads it (the lane that releases the
+ * stage: racecheck does not count __syncwarp as ordering the other lanes' reads before
+ * that release) and hands it to the warp. Not the pipe's close, whose flag every lane
+ * reads. */
+WS_DEV int mx_next(const ws_pipe *pipe, const ws_ctx *ctx, const mx_smem *sm, const mx_args *a, ws_cursor c,
+                   gemm_cursor *c1, gemm_cursor *c2, int *l1_done, gemm_tile *tile) {
+  ws_pipe_wait_at(pipe, ctx, c);
+  int t = 0, l2 = 0;
+  if (ctx->lane == 0) t = sm->item[c.stage];
+  t = __shfl_sync(0xffffffffu, t, 0);
+  if (t < 0 || !mx_item(a, c1, c2, l1_done, t, tile, &l2)) return 0;
+  return l2 ? 2 : 1;
+}
+
 WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, const mx_args *args_in,
                     const ws_tmap *map_y) {
   const ws_pipe pipe = *pipe_in;
@@ -281,30 +296,27 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
   ws_cursor c = {0, 0};
   gemm_tile tile;
   gemm_cursor c1 = gemm_cursor_start(&a.l1), c2 = gemm_cursor_start(&a.l2.shape);
-  int l1_done = 0, l2 = 0;
-  /* each item's first stage names it; -1 ends the loop. Lane 0 reads it (the lane that
-   * releases the stage: racecheck does not count __syncwarp as ordering the other lanes'
-   * reads before that release) and hands it to the warp. Not the pipe's close, whose flag
-   * every lane reads. */
-  for (;;) {
-    ws_pipe_wait_at(&pipe, &ctx, c);
-    int t = 0;
-    if (ctx.lane == 0) t = sm->item[c.stage];
-    t = __shfl_sync(0xffffffffu, t, 0);
-    if (t < 0 || !mx_item(&a, &c1, &c2, &l1_done, t, &tile, &l2)) break;
-    if (!l2) {
-      const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
-      c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, lr, c);
-      mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
-    } else {
-      /* this warpgroup's 128 columns; past H (H an odd multiple of 128) computed, not stored */
-      const int nb = min(2 * tile.tn + wg, hb - 1);
-      const float *bs = a.w2_scale + ((size_t)tile.g * hb + (size_t)nb) * ib;
-      c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, ib, bs, bs, lr, c);
-      gemm_tile out = tile;
-      out.tn = 2 * tile.tn + wg;
-      gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * MX_BM, total, sm->out[wg], map_y);
-    }
+  int l1_done = 0;
+  /* Two loops, L1 items then L2 items (the order they come in), each with one tile body:
+   * one loop with both bodies behind a branch merged the cursor from two paths, and ptxas
+   * then kept the wgmma descriptors in ordinary registers (an R2UR move before every
+   * wgmma instead of uniform-datapath arithmetic). */
+  int phase = mx_next(&pipe, &ctx, sm, &a, c, &c1, &c2, &l1_done, &tile);
+  while (phase == 1) {
+    const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
+    c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, lr, c);
+    mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
+    phase = mx_next(&pipe, &ctx, sm, &a, c, &c1, &c2, &l1_done, &tile);
+  }
+  while (phase == 2) {
+    /* this warpgroup's 128 columns; past H (H an odd multiple of 128) computed, not stored */
+    const int nb = min(2 * tile.tn + wg, hb - 1);
+    const float *bs = a.w2_scale + ((size_t)tile.g * hb + (size_t)nb) * ib;
+    c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, ib, bs, bs, lr, c);
+    gemm_tile out = tile;
+    out.tn = 2 * tile.tn + wg;
+    gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * MX_BM, total, sm->out[wg], map_y);
+    phase = mx_next(&pipe, &ctx, sm, &a, c, &c1, &c2, &l1_done, &tile);
   }
   ws_store_drain(&ctx);
 }
