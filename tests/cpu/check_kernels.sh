@@ -54,7 +54,19 @@ for bin in "$@"; do
       check_sass gemm_fp8_wide_kernel UTMASTG 1
       check_sass gemm_bf16_kernel UTMASTG 1
       check_sass gemm_fp8_kernel UTMASTG 1
+      check_sass moe_experts_kernel QGMMA.64x128x32 1
+      check_sass moe_experts_kernel USETMAXREG 2
+      check_sass moe_experts_kernel UTMALDG 2
+      check_sass moe_experts_kernel UTMASTG 1
       ;;
   esac
+  # A report, not a check: per kernel, the wgmmas whose descriptors come from ordinary
+  # registers (an R2UR move in the 6 instructions before), where uniform-datapath
+  # arithmetic is what the kernels were tuned with (docs/benchmarks.md, the MoE layer).
+  awk '/Function : /{if (f != "" && g > 0) printf "info %s: %d of %d wgmma after R2UR\n", f, r, g; f = $3; g = 0; r = 0; n = 0; next}
+       !/\/\*[0-9a-f]+\*\/ /{next}
+       /GMMA/{g++; for (i = 1; i <= 6; i++) if (h[(n - i + 64) % 64] ~ /R2UR/) {r++; break}}
+       {h[n % 64] = $0; n++}
+       END{if (f != "" && g > 0) printf "info %s: %d of %d wgmma after R2UR\n", f, r, g}' <<<"$sass"
 done
 exit $fail
