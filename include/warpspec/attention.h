@@ -107,6 +107,8 @@ typedef struct {
 /* Host: BF16 rows [rows][576] into FP8 rows [rows][656], nearest even and saturating (the
  * library's E4M3 conversion), and back (exact). */
 ws_status ws_mla_kv_quantize_fp8_host(const uint16_t *kv, size_t rows, uint8_t *out);
+/* The same on the GPU (device memory, 16-byte aligned; stream-ordered), bit for bit. */
+ws_status ws_mla_kv_quantize_fp8(const void *kv, size_t rows, void *out, cudaStream_t stream);
 ws_status ws_mla_kv_dequantize_fp8_host(const uint8_t *in, size_t rows, uint16_t *kv);
 
 /* NSA (native sparse attention) selected-block attention for prefill (issue 15), BF16:

@@ -139,3 +139,24 @@ def test_mla_decode_paged():
             ref = torch.exp(s - rl[:, None]) @ kv[:vis, :512]
             assert rel_err(o[i, t], ref) < 1e-2
             assert rel_err(lse[i, t], rl) < 1e-2
+
+
+def test_mla_kv_quantize_fp8():
+    """The FP8 cache rows against the format written out in PyTorch: power-of-two scales
+    per 128-column tile, e4m3 of x / scale (nearest even), the rope dims as they were."""
+    kv = rand_bf16(3, 64, 576) * 7
+    kv[0, 1, 128:256] = 0  # a zero tile: scale 1
+    rows = warpspec.mla_kv_quantize_fp8(kv)
+    warpspec.sync()
+    assert rows.shape == (3, 64, 656) and rows.dtype == torch.uint8
+    x = kv.float().view(-1, 576)
+    tiles = x[:, :512].view(-1, 4, 128)
+    amax = tiles.abs().amax(-1)
+    m, e = torch.frexp(amax / 448.0)  # amax / 448 = m 2^e, m in [0.5, 1): the scale is 2^e, 2^(e-1) if m = 0.5
+    scale = torch.ldexp(torch.ones_like(amax), torch.where(m == 0.5, e - 1, e))
+    scale = torch.where(amax > 0, scale, torch.ones_like(amax))
+    q = (tiles / scale[..., None]).to(torch.float8_e4m3fn).view(torch.uint8).view(-1, 512)
+    r = rows.view(-1, 656)
+    assert torch.equal(r[:, 512:528].contiguous().view(torch.float32).view(-1, 4), scale)
+    assert torch.equal(r[:, :512], q)
+    assert torch.equal(r[:, 528:].contiguous().view(torch.bfloat16), kv.view(-1, 576)[:, 512:])

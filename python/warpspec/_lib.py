@@ -311,6 +311,7 @@ def _declare(L):
         "ws_mla_sparse_forward": (c_int, [P(MlaSparseProblem), c_void_p]),
         "ws_mla_decode_workspace_size": (c_int, [P(MlaDecodeProblem), P(c_size_t)]),
         "ws_mla_decode_forward": (c_int, [P(MlaDecodeProblem), c_void_p, c_size_t, c_void_p]),
+        "ws_mla_kv_quantize_fp8": (c_int, [c_void_p, c_size_t, c_void_p, c_void_p]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(L, name)

@@ -191,3 +191,27 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
         _lib.check(_lib.lib.ws_mla_decode_forward(ctypes.byref(p), ws.data_ptr() if ws is not None else None,
                                                   need.value, ctypes.c_void_p(s)))
     return (out, lse) if (return_lse or lse is not None) else out
+
+
+MLA_FP8_ROW_BYTES = 656  # warpspec/attention.h: WS_MLA_FP8_ROW_BYTES
+
+
+def mla_kv_quantize_fp8(kv, *, out=None, stream=None):
+    """BF16 latent cache rows [..., 576] into the FP8 rows FlashMLA's FP8 decode reads,
+    uint8 [..., 656]: 512 E4M3 in four tiles of 128, four fp32 power-of-two scales (a
+    value is e4m3 x scale), the 64 rope dims as BF16 (warpspec/attention.h). On the GPU,
+    bit for bit the host quantiser's bytes."""
+    vk = view(kv, "kv").expect(BF16)
+    if not vk.shape or vk.shape[-1] != 576:
+        raise invalid(f"kv: shape {vk.shape}, expected (..., 576)")
+    rows = 1
+    for d in vk.shape[:-1]:
+        rows *= d
+    dev = vk.device
+    if out is None:
+        out = empty(tuple(vk.shape[:-1]) + (MLA_FP8_ROW_BYTES,), "uint8", dev, "warpspec.mla_kv_quantize_fp8")
+    vo = view(out, "out").expect(("uint8",), shape=tuple(vk.shape[:-1]) + (MLA_FP8_ROW_BYTES,))
+    with on_device(dev):
+        s = stream_handle(stream, dev)
+        _lib.check(_lib.lib.ws_mla_kv_quantize_fp8(vk.ptr, ctypes.c_size_t(rows), vo.ptr, ctypes.c_void_p(s)))
+    return out
