@@ -21,11 +21,11 @@
  *       column and SwiGLU needs no exchange; a row's amax over the 128 act columns of the
  *       block (the K block L2 reads) is one exchange of 64 floats through shared memory.
  *   L2: warpgroup r gets output columns 128r .. 128r + 127 (the FP8 GEMM's own tile).
- * The act rows go out through shared memory as 16-byte stores; each warp then releases
- * its part (proxy fence, GPU fence, one red.release per warp) on the block's counter.
- * An L2 tile's loader issues the first stage's weights, then waits (bounded) until all
- * 8 x I / 128 warp releases of its block are in, fences the async proxy and loads act
- * by TMA. The last of the block's H / 256 L2 tiles to pass the wait zeroes its two
+ * The act rows go out through shared memory as 16-byte stores; every thread fences the
+ * async proxy, and after the tile's barrier thread 0 does one red.release on the block's
+ * counter (one release per warp, each after its own GPU fence, measured the same). An
+ * L2 tile's loader issues the first stage's weights, then waits (bounded) until all
+ * I / 128 L1 releases of its block are in, fences the async proxy and loads act by TMA. The last of the block's H / 256 L2 tiles to pass the wait zeroes its two
  * counters, so every call starts from zero with no host work (graph replay included).
  * Deadlock freedom: an L2 item is claimed after every L1 item, each of which a running
  * CTA has claimed and loads without waiting on anything; no residency assumption.
@@ -49,13 +49,7 @@
 #ifndef MX_STAGES
 #define MX_STAGES 4 /* 4 x 41 KiB; a fifth stage does not fit beside the epilogue buffers */
 #endif
-#define MX_ACT_LD (128 + 16)
-/* An L1 tile's release of its act rows: one per warp after its own GPU fence, or (0) one
- * by thread 0 after a barrier of the tile's 256 math threads. */
-#ifndef MX_RELEASE_PER_WARP
-#define MX_RELEASE_PER_WARP 0
-#endif
-#define MX_RELEASES_PER_TILE (MX_RELEASE_PER_WARP ? 8u : 1u) /* a row of the act tile in shared memory, padded: no bank conflicts */
+#define MX_ACT_LD (128 + 16) /* a row of the act tile in shared memory, padded: no bank conflicts */
 
 typedef struct __align__(1024) {
   uint8_t a[MX_BM * MX_BK]; /* 8 KiB: x (L1) or act (L2) rows       */
@@ -87,7 +81,7 @@ typedef struct {
   uint8_t *act;
   float *act_scale;
   uint32_t act_ld;
-  uint32_t *ready;        /* [blocks]: warp releases of the block's L1 tiles                */
+  uint32_t *ready;        /* [blocks]: releases of the block's L1 tiles, one per tile       */
   uint32_t *seen;         /* [blocks]: L2 tiles past their wait (the last one cleans up)     */
   uint32_t *next_item;    /* [2]: the next item to claim, CTAs finished (the last resets)   */
   int hidden, inter;
@@ -100,7 +94,7 @@ typedef struct {
 /* An L2 tile's wait for its rows of act (lane 0; TMA is issued by the same lane). */
 WS_DEV void mx_wait_rows(const ws_ctx *c, const mx_args *a, int blk) {
   if (c->lane == 0) {
-    const uint32_t target = MX_RELEASES_PER_TILE * (uint32_t)(a->inter / 128), readers = (uint32_t)((a->hidden + MX_BN - 1) / MX_BN);
+    const uint32_t target = (uint32_t)(a->inter / 128), readers = (uint32_t)((a->hidden + MX_BN - 1) / MX_BN);
     const ws_site site = ws_site_pipe("moe experts L1 rows", WS_EDGE_FULL, blk, 0);
     ws_wait_count_geq(a->ready + blk, target, c, &site);
     ws_fence_proxy_async_global(); /* the generic stores of act, read next by TMA */
@@ -215,8 +209,8 @@ WS_DEV float mx_bf16_round(float v) { return __bfloat162float(__float2bfloat16_r
 
 /* L1's epilogue: this warpgroup's 64 act columns of the tile's rows, SwiGLU on the
  * bf16-rounded gate and up (what the unfused path reads back from h), the row's amax over
- * both warpgroups' columns, e4m3 into the shared tile, then 16-byte stores and the
- * release of this warp's part on the block's counter. */
+ * both warpgroups' columns, e4m3 into the shared tile, then 16-byte stores and one
+ * release of the tile on the block's counter. */
 WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem *sm, const gemm_tile *tile, int wg, int lr,
                            const float *total) {
   const int q = ctx->lane % 4, row0 = tile->row0 + tile->tm * MX_BM;
@@ -256,15 +250,9 @@ WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem *sm, con
     ws_st_global_v4(a->act + (size_t)(row0 + r) * (size_t)a->inter + (size_t)tile->tn * 128 + col, val);
   }
   ws_fence_proxy_async_global(); /* L2's loaders read these rows by TMA */
-#if MX_RELEASE_PER_WARP
-  __threadfence();
-  __syncwarp();
-  if (ctx->lane == 0) ws_red_release_gpu_add_u32(a->ready + row0 / MX_BM, 1u);
-#else
   /* the tile's stores ordered before thread 0 by the barrier; its release is cumulative */
   ws_named_sync((uint32_t)a->bar, 2 * 128);
   if (i == 0 && !a->drop_release) ws_red_release_gpu_add_u32(a->ready + row0 / MX_BM, 1u);
-#endif
 }
 
 /* Wait for the next item's first stage and decode it: 1 (L1), 2 (L2) or 0 (none left).
