@@ -2,6 +2,7 @@
  * ground truth for the kernels of issue 14). Softmax in float64 with the row maximum
  * subtracted; every masked key is skipped, never read. */
 #include "../core/internal.h"
+#include "mla_fp8_scale.h"
 #include "warpspec/attention.h"
 #include "warpspec/fp8.h"
 
@@ -186,15 +187,6 @@ ws_status ws_mla_decode_check(const ws_mla_decode_problem *p) {
 }
 
 /* ---- the FP8 latent cache (WS_MLA_FP8_ROW_BYTES rows) ------------------------------- */
-/* 2^ceil(log2(amax / 448)), 1 for a zero tile: a power of two, so x / scale is exact
- * before the rounding to E4M3 and e4m3 x scale is exact in BF16. */
-static float pow2_scale(float amax) {
-  if (!(amax > 0.0f)) return 1.0f;
-  int e = 0;
-  const float m = frexpf(amax / WS_FP8_E4M3_MAX, &e); /* amax / 448 = m 2^e, m in [0.5, 1) */
-  return ldexpf(1.0f, m == 0.5f ? e - 1 : e);
-}
-
 ws_status ws_mla_kv_quantize_fp8_host(const uint16_t *kv, size_t rows, uint8_t *out) {
   WS_REQUIRE(rows == 0 || (kv != NULL && out != NULL), "ws_mla_kv_quantize_fp8_host: kv or out is NULL");
   for (size_t r = 0; r < rows; r++) {
@@ -203,7 +195,7 @@ ws_status ws_mla_kv_quantize_fp8_host(const uint16_t *kv, size_t rows, uint8_t *
     for (int t = 0; t < WS_MLA_FP8_TILES; t++) {
       float amax = 0.0f;
       for (int i = 0; i < 128; i++) amax = fmaxf(amax, fabsf(ws_bf16_to_float(x[t * 128 + i])));
-      const float sc = pow2_scale(amax);
+      const float sc = mla_fp8_tile_scale(amax);
       for (int i = 0; i < 128; i++) o[t * 128 + i] = ws_fp8_e4m3_encode(ws_bf16_to_float(x[t * 128 + i]) / sc);
       memcpy(o + 512 + 4 * t, &sc, 4);
     }

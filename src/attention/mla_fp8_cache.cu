@@ -7,16 +7,10 @@
  * warp reduces the tile's amax, and lanes 0..7 copy the 128 bytes of rope. */
 #include "../core/internal.h"
 #include "../gemm/fp8_convert.cuh"
+#include "mla_fp8_scale.h"
 #include "warpspec/attention.h"
 
 #include <cuda_bf16.h>
-
-static __device__ __forceinline__ float mla_pow2_scale(float amax) {
-  if (!(amax > 0.0f)) return 1.0f;
-  int e = 0;
-  const float m = frexpf(amax / WS_FP8_E4M3_MAX, &e);
-  return ldexpf(1.0f, m == 0.5f ? e - 1 : e);
-}
 
 __global__ void __launch_bounds__(256) mla_kv_quantize_fp8_kernel(const uint16_t *kv, size_t rows, uint8_t *out) {
   const int lane = threadIdx.x % 32;
@@ -31,7 +25,7 @@ __global__ void __launch_bounds__(256) mla_kv_quantize_fp8_kernel(const uint16_t
       float amax = fmaxf(fmaxf(fabsf(v01.x), fabsf(v01.y)), fmaxf(fabsf(v23.x), fabsf(v23.y)));
 #pragma unroll
       for (int d = 16; d > 0; d /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, d));
-      const float sc = mla_pow2_scale(amax);
+      const float sc = mla_fp8_tile_scale(amax);
       *(uint32_t *)(o + t * 128 + 4 * lane) =
           ws_to_e4m3x2(v01.x / sc, v01.y / sc) | (uint32_t)ws_to_e4m3x2(v23.x / sc, v23.y / sc) << 16;
       if (lane == 0) *(float *)(o + 512 + 4 * t) = sc;
