@@ -286,6 +286,30 @@ def worker(rank, n, port, args, queue):
     queue.put(rows)
 
 
+def run_ranks(worker, ranks, args, timeout):
+    """worker(rank, ranks, port, args, queue) in one process per GPU (spawned: the worker
+    is imported by its module's name); the rows every rank put on the queue, or None
+    (said why) without enough GPUs."""
+    if torch.cuda.device_count() < ranks:
+        print(f"needs {ranks} GPUs, found {torch.cuda.device_count()}")
+        return None
+    import torch.multiprocessing as mp
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(r, ranks, port, args, queue)) for r in range(ranks)]
+    for p in procs:
+        p.start()
+    rows = []
+    for _ in procs:
+        rows += queue.get(timeout=timeout)
+    for p in procs:
+        p.join()
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="warpspec bench moe-a2a")
     ap.add_argument("--ranks", type=int, default=2)
@@ -293,23 +317,9 @@ def main(argv=None):
     ap.add_argument("--sms", default="8,16,24,32,64")
     ap.add_argument("--csv", default=None)
     args = ap.parse_args(argv)
-    if torch.cuda.device_count() < args.ranks:
-        print(f"needs {args.ranks} GPUs, found {torch.cuda.device_count()}")
+    rows = run_ranks(worker, args.ranks, args, 1800)
+    if rows is None:
         return 1
-    import torch.multiprocessing as mp
-    with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
-        port = so.getsockname()[1]
-    ctx = mp.get_context("spawn")  # workers import this module by name: warpspec.bench_moe
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, args.ranks, port, args, queue)) for r in range(args.ranks)]
-    for p in procs:
-        p.start()
-    rows = []
-    for _ in procs:
-        rows += queue.get(timeout=1800)
-    for p in procs:
-        p.join()
     # the slowest rank of each (case, impl, sms)
     worst = {}
     for r in rows:

@@ -21,7 +21,6 @@ outputs (they round differently: cuBLASLt's accumulation is not ours).
 import argparse
 import csv
 import os
-import socket
 import sys
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
@@ -31,7 +30,7 @@ os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from .bench_moe import NcclMoE, TorchMoE, timed, triton  # noqa: E402
+from .bench_moe import NcclMoE, TorchMoE, run_ranks, timed, triton  # noqa: E402
 
 SHAPES = {"DeepSeekV3": (7168, 2048, 256, 8), "Flash": (4096, 2048, 256, 6)}  # H, I, E, topk
 
@@ -162,23 +161,9 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--csv", default=None)
     args = ap.parse_args(argv)
-    if torch.cuda.device_count() < args.ranks:
-        print(f"needs {args.ranks} GPUs, found {torch.cuda.device_count()}")
+    rows = run_ranks(worker, args.ranks, args, 3600)
+    if rows is None:
         return 1
-    import torch.multiprocessing as mp
-    with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
-        port = so.getsockname()[1]
-    ctx = mp.get_context("spawn")  # workers import this module by name: warpspec.bench_moe_layer
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(r, args.ranks, port, args, queue)) for r in range(args.ranks)]
-    for p in procs:
-        p.start()
-    rows = []
-    for _ in procs:
-        rows += queue.get(timeout=3600)
-    for p in procs:
-        p.join()
     worst = {}  # the slowest rank of each point, for each implementation
     for r in rows:
         k = (r["shape"], r["tokens"])
