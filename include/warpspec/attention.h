@@ -90,7 +90,7 @@ typedef struct {
   void *o;                 /* bf16                                                          */
   float *lse;              /* may be NULL                                                   */
   int kv_fp8;              /* 0: kv_cache rows are dim_qk bf16; 1: WS_MLA_FP8_ROW_BYTES rows */
-                           /* (below; the reference takes them, the kernel not yet)         */
+                           /* (below), dequantised to BF16 as they are gathered             */
 } ws_mla_decode_problem;
 
 /* The FP8 latent cache (kv_fp8 = 1): each row is WS_MLA_FP8_ROW_BYTES = 656 bytes, the
@@ -161,7 +161,9 @@ ws_status ws_mla_sparse_forward(const ws_mla_sparse_problem *p, cudaStream_t str
  * GPU, partial results merged by their lse in a second kernel. The split needs a
  * workspace: ws_mla_decode_workspace_size says how much (0: none needed); pass it with
  * its size. Graph-capturable (the split is decided from max_seqlen on the host). Shapes as
- * the sparse kernel: dim 576/512, heads a multiple of 64. */
+ * the sparse kernel: dim 576/512, heads a multiple of 64. kv_fp8 = 1: the gather role
+ * dequantises the FP8 rows into the BF16 tiles the math reads (same math, 1.76x fewer
+ * cache bytes). kv_cache must be 16-byte aligned. */
 ws_status ws_mla_decode_workspace_size(const ws_mla_decode_problem *p, size_t *bytes);
 ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void *workspace, size_t workspace_bytes,
                                 cudaStream_t stream);

@@ -354,3 +354,13 @@ def test_mla_sparse_checks(fake):
         warpspec.mla_sparse_prefill(q, kv, fake((5, 256), I32))
     with pytest.raises(warpspec.InvalidArgumentError, match="out"):
         warpspec.mla_sparse_prefill(q, kv, idx, out=fake((4, 128, 576), BF16))
+
+
+def test_mla_decode_checks(fake):
+    q, table, lens = fake((2, 1, 128, 576), BF16), fake((2, 4), I32), fake((2,), I32)
+    with pytest.raises(warpspec.InvalidArgumentError, match="656"):  # FP8 rows of the wrong size
+        warpspec.mla_decode(q, fake((8, 64, 576), FP8), table, lens)
+    with pytest.raises(warpspec.InvalidArgumentError, match="dtype"):
+        warpspec.mla_decode(q, fake((8, 64, 576), F32), table, lens)
+    with pytest.raises(warpspec.InvalidArgumentError, match="multiple of 64"):
+        warpspec.mla_decode(fake((2, 1, 100, 576), BF16), fake((8, 64, 656), FP8), table, lens)

@@ -109,7 +109,8 @@ def test_mla_sparse_prefill(s_q, heads, s_kv, topk):
         assert rel_err(lse[i], ref_lse) < 1e-2
 
 
-def test_mla_decode_paged():
+@pytest.mark.parametrize("fp8", [False, True])
+def test_mla_decode_paged(fp8):
     b, s_q, h, page = 3, 2, 64, 64
     lens = [1, 700, 130]
     maxp = max((n + page - 1) // page for n in lens)
@@ -123,9 +124,18 @@ def test_mla_decode_paged():
             k += 1
     cache = rand_bf16(pages, page, 576)
     q = rand_bf16(b, s_q, h, 576)
-    o, lse = warpspec.mla_decode(q, cache, table.cuda(), torch.tensor(lens, dtype=torch.int32, device="cuda"),
+    if fp8:  # the FP8 rows, and as the reference their exact BF16 values
+        rows8 = warpspec.mla_kv_quantize_fp8(cache * 5)
+        r = rows8.view(-1, 656)
+        scale = r[:, 512:528].contiguous().view(torch.float32).repeat_interleave(128, dim=1)
+        lat = r[:, :512].contiguous().view(torch.float8_e4m3fn).float() * scale
+        rope = r[:, 528:].contiguous().view(torch.bfloat16).float()
+        cache, call_cache = torch.cat([lat, rope], 1).view(pages, page, 576), rows8
+    else:
+        call_cache = cache
+    o, lse = warpspec.mla_decode(q, call_cache, table.cuda(), torch.tensor(lens, dtype=torch.int32, device="cuda"),
                                  max_seqlen=max(lens), return_lse=True)
-    flat = cache.view(pages * page, 576).double()
+    flat = cache.reshape(pages * page, 576).double()
     for i, n in enumerate(lens):
         rows = torch.tensor([int(table[i, j // page]) * page + j % page for j in range(n)], device="cuda")
         kv = flat[rows]

@@ -148,11 +148,15 @@ def mla_sparse_prefill(q, kv, indices, *, softmax_scale=None, out=None, return_l
     return (out, lse) if (return_lse or lse is not None) else out
 
 
+MLA_FP8_ROW_BYTES = 656  # warpspec/attention.h: WS_MLA_FP8_ROW_BYTES
+
+
 def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_scale=None, out=None, return_lse=False,
                lse=None, stream=None):
     """MLA decode over a paged latent cache (FlashMLA's and vLLM's layout).
     q [B, s_q, H, 576] bf16; kv_cache [pages, page_size, 576] (or [pages, page_size, 1,
-    576]) bf16, its first 512 columns also V; block_table [B, max_pages] int32 page ids;
+    576]) bf16, its first 512 columns also V, or the FP8 cache: uint8 [pages, page_size,
+    656] rows from mla_kv_quantize_fp8 (dequantised as they are read); block_table [B, max_pages] int32 page ids;
     seqlens [B] int32 cached tokens (query i of s_q sees keys 0 .. seqlen - s_q + i).
     max_seqlen: an upper bound of seqlens known on the host (None: max_pages x page_size;
     a tight bound lets the keys split over more CTAs). Returns o [B, s_q, H, 512] bf16
@@ -160,11 +164,16 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
     needed."""
     vq = view(q, "q").expect(BF16, ndim=4)
     b, s_q, heads, dqk = vq.shape
-    vc = view(kv_cache, "kv_cache").expect(BF16, ndim=(3, 4))
+    vc = view(kv_cache, "kv_cache").expect(BF16 + ("uint8",), ndim=(3, 4))
+    fp8 = vc.dtype == "uint8"
+    row = MLA_FP8_ROW_BYTES if fp8 else 576
     if len(vc.shape) == 4 and vc.shape[2] != 1:
-        raise invalid(f"kv_cache: shape {vc.shape}: one latent head ([pages, page_size, 576])")
+        raise invalid(f"kv_cache: shape {vc.shape}: one latent head ([pages, page_size, {row}])")
     pages, page_size, dkv = vc.shape[0], vc.shape[1], vc.shape[-1]
-    if dqk != 576 or dkv != 576:
+    if fp8 and dkv != MLA_FP8_ROW_BYTES:
+        raise invalid(f"kv_cache: uint8 rows of {dkv} bytes; the FP8 cache has rows of {MLA_FP8_ROW_BYTES} "
+                      "(warpspec.mla_kv_quantize_fp8)")
+    if dqk != 576 or (not fp8 and dkv != 576):
         raise invalid(f"mla_decode: head dims q {dqk}, cache {dkv}; the kernel is built for 576 (512 + 64 rope)")
     if heads % 64:
         raise invalid(f"mla_decode: {heads} heads, a multiple of 64")
@@ -183,6 +192,7 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
     p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
     p.q, p.kv_cache, p.block_table, p.seqlens, p.o = vq.ptr, vc.ptr, vt.ptr, vs.ptr, vo.ptr
     p.lse = vl.ptr if vl is not None else None
+    p.kv_fp8 = 1 if fp8 else 0
     with on_device(dev):
         need = ctypes.c_size_t()
         _lib.check(_lib.lib.ws_mla_decode_workspace_size(ctypes.byref(p), ctypes.byref(need)))
@@ -191,9 +201,6 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
         _lib.check(_lib.lib.ws_mla_decode_forward(ctypes.byref(p), ws.data_ptr() if ws is not None else None,
                                                   need.value, ctypes.c_void_p(s)))
     return (out, lse) if (return_lse or lse is not None) else out
-
-
-MLA_FP8_ROW_BYTES = 656  # warpspec/attention.h: WS_MLA_FP8_ROW_BYTES
 
 
 def mla_kv_quantize_fp8(kv, *, out=None, stream=None):

@@ -22,12 +22,16 @@
  *                                    keeps its half of the row sums; they are added at the
  *                                    end. O / l in BF16, lse = scale m + ln l.
  * Shared memory: Q 72 KB, two kv stages of 72 KB, the P tile 8 KB, the exchange arrays and
- * the barriers: 225 KB of the 227 available. */
+ * the barriers: 225 KB of the 227 available.
+ * MLA decode with the FP8 cache (kv_fp8) runs the same kernel with FP8 = 1: the gather
+ * dequantises each row into the BF16 stage the math warps read (mla_gather_fp8), so the
+ * math is unchanged and the BF16 values are exact (power-of-two tile scales). */
 #include "../core/internal.h"
 #include "warpspec/attention.h"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
 #include "attn_device.cuh"
+#include "../gemm/fp8_convert.cuh"
 
 #include <cuda_bf16.h>
 #include <math.h>
@@ -59,6 +63,7 @@ typedef struct {
   int heads, s_kv, topk, xchg_bar;
   float scale_log2;
   const uint16_t *kv;
+  const uint8_t *kv8;                   /* FP8 = 1: WS_MLA_FP8_ROW_BYTES rows instead of kv */
   const int *indices;
   const int *block_table, *seqlens;
   int s_q, page_size, max_pages, chunk; /* decode: queries per sequence, keys per split */
@@ -101,6 +106,98 @@ static __device__ __forceinline__ uint32_t mla_swizzle(int row, int piece) {
   return (uint32_t)row * 128u + (uint32_t)((piece ^ (row & 7)) << 4);
 }
 
+/* ---- FP8 rows: dequantised in place, inside the stage ------------------------------
+ * There is no shared memory left for a staging buffer, so the raw bytes land in the part
+ * of the stage that is written last. The 512 e4m3 bytes of each row go by cp.async to the
+ * stage's boxes 4..7, as eight raw chunks of 4 KB (chunk c: latent columns 64c .. 64c + 63
+ * of all 64 rows); the rope's BF16 goes straight to box 8. Then the gather converts raw
+ * chunk c into box c in four steps, each step writing only over raw chunks that every
+ * thread has finished reading (a role barrier between steps):
+ *   boxes 0-3 (below the raw area) | 4, 5 (over chunks 0-3) | 6 (over 4, 5) | 7 (over 6
+ *   and its own chunk 7, which is read into registers before the barrier).
+ * Inside a chunk two rows share a 128-byte line, the pieces XOR-swizzled by the line, so
+ * that eight consecutive rows touch eight different bank groups, as the boxes do. */
+#define MLA_RAW_OFFSET (4 * MLA_BN * 128) /* bytes: box 4 of a stage                       */
+#define MLA_RAW_CHUNK (MLA_BN * 64)       /* bytes of a raw chunk: 64 rows x 64 e4m3       */
+#define MLA_FP8_SCALES_AT 512             /* an FP8 row: 512 e4m3, the 4 fp32 tile scales,  */
+#define MLA_FP8_ROPE_AT 528               /* then the 64 BF16 rope dims (warpspec/attention.h) */
+
+static __device__ __forceinline__ uint32_t mla_raw_offset(int chunk, int row, int piece) {
+  const int line = row >> 1, q = 4 * (row & 1) + piece;
+  return MLA_RAW_OFFSET + (uint32_t)chunk * MLA_RAW_CHUNK + (uint32_t)line * 128u + (uint32_t)((q ^ (line & 7)) << 4);
+}
+
+/* 16 e4m3 (raw piece `piece` of a row in chunk `chunk`) times the tile's scale, stored as
+ * 16 BF16: pieces 2 piece and 2 piece + 1 of the row in box `chunk`. Addresses are
+ * shared-window addresses. */
+static __device__ __forceinline__ void mla_dequant_store(uint32_t stage, int chunk, int row, int piece, uint4 raw,
+                                                         float scale) {
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+  uint32_t v[8];
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const float2 f0 = ws_from_e4m3x2((uint16_t)(w[i] & 0xFFFFu)), f1 = ws_from_e4m3x2((uint16_t)(w[i] >> 16));
+    v[2 * i] = attn_pack_bf16(f0.x * scale, f0.y * scale);
+    v[2 * i + 1] = attn_pack_bf16(f1.x * scale, f1.y * scale);
+  }
+  const uint32_t box = stage + (uint32_t)chunk * MLA_BN * 128;
+  ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece), make_uint4(v[0], v[1], v[2], v[3]));
+  ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece + 1), make_uint4(v[4], v[5], v[6], v[7]));
+}
+
+static __device__ __forceinline__ uint4 mla_raw_load(uint32_t stage, int chunk, int row, int piece) {
+  return ws_ld_shared_v4_u32(stage + mla_raw_offset(chunk, row, piece));
+}
+
+/* Both pieces of this thread's 32 columns in chunk `chunk`, converted and stored. */
+static __device__ __forceinline__ void mla_dequant_chunk(uint32_t stage, int chunk, int row, int half, float scale) {
+  const uint4 r0 = mla_raw_load(stage, chunk, row, 2 * half), r1 = mla_raw_load(stage, chunk, row, 2 * half + 1);
+  mla_dequant_store(stage, chunk, row, 2 * half, r0, scale);
+  mla_dequant_store(stage, chunk, row, 2 * half + 1, r1, scale);
+}
+
+/* Row `row` (0..63) of the stage, half `half`: this thread copies latent bytes
+ * 256 half .. + 255 and rope pieces 4 half .. + 3, and later converts, in every chunk,
+ * the row's 32 columns 32 half .. + 31 (two raw pieces). r < 0: a masked row, zeros. */
+static __device__ __forceinline__ void mla_gather_fp8(const ws_ctx *ctx, void *stage_ptr, const uint8_t *kv8, int r,
+                                                      int row, int half) {
+  /* row and half through an opaque move: otherwise the compiler keeps every address below
+   * (loop invariants of the block loop) live across it, and 40 registers do not hold them */
+  asm volatile("mov.b32 %0, %0;" : "+r"(row));
+  asm volatile("mov.b32 %0, %0;" : "+r"(half));
+  const int ok = r >= 0;
+  const uint8_t *src = kv8 + (size_t)(ok ? r : 0) * WS_MLA_FP8_ROW_BYTES;
+  const uint32_t stage = ws_smem_addr(stage_ptr), bytes = ok ? 16u : 0u;
+#pragma unroll
+  for (int i = 0; i < 16; i++) {
+    const int q = 16 * half + i; /* 16-byte piece of the row's 512 e4m3 bytes */
+    ws_cp_async_cg_16_to(stage + mla_raw_offset(q >> 2, row, q & 3), src + 16 * q, bytes);
+  }
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const int piece = 4 * half + i;
+    ws_cp_async_cg_16_to(stage + 8 * MLA_BN * 128 + mla_swizzle(row, piece), src + MLA_FP8_ROPE_AT + 16 * piece, bytes);
+  }
+  ws_cp_async_commit_group();
+  const float4 sc = ok ? __ldg((const float4 *)(src + MLA_FP8_SCALES_AT)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  WS_CP_ASYNC_WAIT_GROUP(0);
+  ws_role_sync(ctx); /* every thread's raw bytes have landed */
+  mla_dequant_chunk(stage, 0, row, half, sc.x);
+  mla_dequant_chunk(stage, 1, row, half, sc.x);
+  mla_dequant_chunk(stage, 2, row, half, sc.y);
+  mla_dequant_chunk(stage, 3, row, half, sc.y);
+  ws_role_sync(ctx); /* raw chunks 0-3 read: boxes 4, 5 may go over them */
+  mla_dequant_chunk(stage, 4, row, half, sc.z);
+  mla_dequant_chunk(stage, 5, row, half, sc.z);
+  ws_role_sync(ctx); /* raw chunks 4, 5 read: box 6 */
+  mla_dequant_chunk(stage, 6, row, half, sc.w);
+  const uint4 last0 = mla_raw_load(stage, 7, row, 2 * half), last1 = mla_raw_load(stage, 7, row, 2 * half + 1);
+  ws_role_sync(ctx); /* raw chunks 6, 7 read: box 7 */
+  mla_dequant_store(stage, 7, row, 2 * half, last0, sc.w);
+  mla_dequant_store(stage, 7, row, 2 * half + 1, last1, sc.w);
+}
+
+template <int FP8>
 WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ mla_args a,
                                         ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -131,8 +228,8 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     for (int c = 0; c < MLA_BOXES; c++)
       ws_pipe_load_tile_2d_at(&qp, &ctx, c0, sm->q[c], &map_q, c * 64, tok * a.heads + hg * MLA_BH);
     ws_pipe_commit_at(&qp, &ctx, c0);
-    /* two threads per row, 36 pieces each */
-    const int t = ws_role_thread(&ctx), row = t >> 1, first = (t & 1) * (MLA_PIECES / 2);
+    /* BF16: two threads per row, 36 pieces each; FP8: rows t % 64, halves t / 64 */
+    const int t = ws_role_thread(&ctx), row = FP8 ? t & 63 : t >> 1, first = (t & 1) * (MLA_PIECES / 2);
     /* Double buffering: block nb is copied while the math warps work on nb - 1, and
      * published as soon as it has landed, so it is ready when they finish (publishing
      * it only after the next acquire would make every block wait for the one after). */
@@ -140,6 +237,11 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
       const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
       const int r = mla_row(&a, tok, kbeg, nkeys, nb * MLA_BN + row);
+      if (FP8) {
+        mla_gather_fp8(&ctx, sm->kv[s][0], a.kv8, r, row, t >> 6);
+        ws_pipe_commit_at(&kvp, &ctx, k); /* fence.proxy.async (the generic stores), then arrive */
+        continue;
+      }
       const int ok = r >= 0;
       const uint8_t *src = (const uint8_t *)(a.kv + (size_t)(ok ? r : 0) * MLA_DQK);
       uint8_t *stage = (uint8_t *)sm->kv[s][0];
@@ -314,8 +416,7 @@ __global__ void mla_merge_kernel(const float *o_part, const float *lse_part, int
 
 /* ---- the call ---------------------------------------------------------------------- */
 static ws_status mla_make_plan(const void *ctx, ws_plan *plan) {
-  (void)ctx;
-  ws_status s = ws_plan_init(plan, "mla_sparse", mla_sparse_roles, mla_sparse_NROLES, 0);
+  ws_status s = ws_plan_init(plan, (const char *)ctx, mla_sparse_roles, mla_sparse_NROLES, 0);
   if (s == WS_OK) s = ws_plan_set_smem(plan, sizeof(mla_smem) + 1024);
   int id = 0;
   if (s == WS_OK) s = ws_plan_add_barrier(plan, "mla exchange", &id);
@@ -323,13 +424,16 @@ static ws_status mla_make_plan(const void *ctx, ws_plan *plan) {
 }
 
 /* Checks shared by both calls, then the tensor map of q ([tokens x heads][576]), the plan
- * and the launch over tokens x head groups x splits. */
+ * and the launch over tokens x head groups x splits; a->kv8 set: the FP8 kernel. */
 static ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float softmax_scale, cudaStream_t stream) {
   WS_REQUIRE((uint64_t)tokens * (uint64_t)a->heads < (1ull << 31), "mla: %d query rows x %d heads, at most 2^31 - 1",
              tokens, a->heads);
   ws_plan *plan = NULL;
   ws_status s;
-  if ((s = ws_plan_cached(WS_PLAN_SLOT_MLA_SPARSE, mla_make_plan, NULL, &plan)) != WS_OK) return s;
+  const int fp8 = a->kv8 != NULL;
+  if ((s = ws_plan_cached(fp8 ? WS_PLAN_SLOT_MLA_FP8 : WS_PLAN_SLOT_MLA_SPARSE, mla_make_plan,
+                          fp8 ? "mla_decode_fp8" : "mla_sparse", &plan)) != WS_OK)
+    return s;
   ws_tmap mq;
   if ((s = ws_tmap_2d_swizzled(&mq, q, WS_DTYPE_BF16, (uint64_t)tokens * a->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,
                                WS_SWIZZLE_128B)) != WS_OK)
@@ -342,7 +446,8 @@ static ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, 
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mq, a, &diag};
   const dim3 grid = {(unsigned)tokens, (unsigned)(a->heads / MLA_BH), (unsigned)splits};
-  return ws_plan_launch(plan, (const void *)mla_sparse_kernel, grid, stream, args);
+  return ws_plan_launch(plan, fp8 ? (const void *)mla_sparse_kernel<1> : (const void *)mla_sparse_kernel<0>, grid,
+                        stream, args);
 }
 
 static ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads) {
@@ -406,9 +511,8 @@ extern "C" ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void 
   ws_status s = ws_mla_decode_check(p);
   if (s != WS_OK) return s;
   if ((s = mla_shape_check("ws_mla_decode_forward", p->dim_qk, p->dim_v, p->heads)) != WS_OK) return s;
-  if (p->kv_fp8)
-    return ws_fail(WS_ERR_UNSUPPORTED, "ws_mla_decode_forward: the FP8 cache (kv_fp8) has its row format, quantiser "
-                   "and reference (ws_mla_kv_quantize_fp8_host, ws_mla_decode_reference); its kernel is not written yet");
+  WS_REQUIRE(((uintptr_t)p->kv_cache & 15u) == 0, "ws_mla_decode_forward: kv_cache %p is not 16-byte aligned",
+             p->kv_cache);
   WS_REQUIRE(((uintptr_t)p->block_table & 3u) == 0 && ((uintptr_t)p->seqlens & 3u) == 0 && ((uintptr_t)p->lse & 3u) == 0,
              "ws_mla_decode_forward: block_table, seqlens and lse must be 4-byte aligned");
   WS_REQUIRE((uint64_t)p->num_pages * p->page_size < (1ull << 31), "ws_mla_decode_forward: %d pages of %d rows, at most "
@@ -427,7 +531,8 @@ extern "C" ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void 
   memset(&a, 0, sizeof a);
   a.heads = p->heads;
   a.s_kv = p->num_pages * p->page_size;
-  a.kv = (const uint16_t *)p->kv_cache;
+  if (p->kv_fp8) a.kv8 = (const uint8_t *)p->kv_cache;
+  else a.kv = (const uint16_t *)p->kv_cache;
   a.block_table = p->block_table;
   a.seqlens = p->seqlens;
   a.s_q = p->s_q;

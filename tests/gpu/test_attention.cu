@@ -295,6 +295,7 @@ typedef struct {
   const char *name;
   int batch, s_q, heads, max_len; /* lens: random 0 .. max_len (the first = max_len) unless `fixed` */
   int fixed;
+  int fp8;                        /* the FP8 cache (kv_fp8): rows quantised on the host */
 } dec_case;
 
 static int run_decode(const dec_case *c, int check) {
@@ -316,17 +317,24 @@ static int run_decode(const dec_case *c, int check) {
   float *hl = (float *)host_alloc(rows, sizeof(float), 0);
   fill_uniform(hq, nq, 1.0f);
   fill_uniform(hkv, nkv, 1.0f);
+  const size_t kv_rows = (size_t)pages * P, kv_bytes = c->fp8 ? kv_rows * WS_MLA_FP8_ROW_BYTES : nkv * 2;
+  uint8_t *hkv8 = NULL;
+  if (c->fp8) { /* rows of several magnitudes, so that the tile scales differ */
+    for (size_t r = 0; r < kv_rows; r += 5) fill_uniform(hkv + r * DQ, DQ, r % 3 ? 8.0f : 0.01f);
+    hkv8 = (uint8_t *)host_alloc(kv_bytes, 1, 0);
+    WS_OK_OR_DIE(ws_mla_kv_quantize_fp8_host(hkv, kv_rows, hkv8));
+  }
   void *dq, *dkv, *dout, *ws = NULL;
   int *dt, *dlen;
   float *dl;
   CUDA_OK(cudaMalloc(&dq, nq * 2));
-  CUDA_OK(cudaMalloc(&dkv, nkv * 2));
+  CUDA_OK(cudaMalloc(&dkv, kv_bytes));
   CUDA_OK(cudaMalloc(&dout, no * 2));
   CUDA_OK(cudaMalloc((void **)&dl, rows * sizeof(float)));
   CUDA_OK(cudaMalloc((void **)&dt, (size_t)c->batch * maxp * sizeof(int)));
   CUDA_OK(cudaMalloc((void **)&dlen, (size_t)c->batch * sizeof(int)));
   CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dkv, hkv, nkv * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dkv, c->fp8 ? (const void *)hkv8 : (const void *)hkv, kv_bytes, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dt, table, (size_t)c->batch * maxp * sizeof(int), cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(dlen, lens, (size_t)c->batch * sizeof(int), cudaMemcpyHostToDevice));
   ws_mla_decode_problem p;
@@ -334,6 +342,7 @@ static int run_decode(const dec_case *c, int check) {
   p.batch = c->batch; p.s_q = c->s_q; p.heads = c->heads; p.dim_qk = DQ; p.dim_v = DV; p.page_size = P;
   p.num_pages = pages; p.max_pages = maxp; p.max_seqlen = c->max_len;
   p.q = dq; p.kv_cache = dkv; p.block_table = dt; p.seqlens = dlen; p.o = dout; p.lse = dl;
+  p.kv_fp8 = c->fp8;
   size_t wsb = 0;
   WS_OK_OR_DIE(ws_mla_decode_workspace_size(&p, &wsb));
   if (wsb) CUDA_OK(cudaMalloc(&ws, wsb));
@@ -349,7 +358,7 @@ static int run_decode(const dec_case *c, int check) {
     CUDA_OK(cudaMemcpy(hl, dl, rows * sizeof(float), cudaMemcpyDeviceToHost));
     double *ro = (double *)host_alloc(no, sizeof(double), 0), *rl = (double *)host_alloc(rows, sizeof(double), 0);
     ws_mla_decode_problem hp = p;
-    hp.q = hq; hp.kv_cache = hkv; hp.block_table = table; hp.seqlens = lens; hp.o = ho; hp.lse = NULL;
+    hp.q = hq; hp.kv_cache = c->fp8 ? (const void *)hkv8 : (const void *)hkv; hp.block_table = table; hp.seqlens = lens; hp.o = ho; hp.lse = NULL;
     WS_OK_OR_DIE(ws_mla_decode_reference(&hp, ro, rl));
     char extra[64];
     snprintf(extra, sizeof extra, ", workspace %zu B", wsb);
@@ -360,7 +369,8 @@ static int run_decode(const dec_case *c, int check) {
     const decode_call call = {&p, ws, wsb};
     const double med = median_ms(launch_decode, &call, 3, 20);
     double keys = 0, bytes = 0;
-    for (int b = 0; b < c->batch; b++) { keys += lens[b]; bytes += (double)lens[b] * DQ * 2; }
+    for (int b = 0; b < c->batch; b++) keys += lens[b];
+    bytes += keys * (c->fp8 ? WS_MLA_FP8_ROW_BYTES : DQ * 2);
     bytes += (double)nq * 2 + (double)no * 2;
     const double flops = 2.0 * keys * c->s_q * c->heads * (DQ + DV);
     printf("bench %-36s %8.3f ms  %6.1f TFLOPS  %6.0f GB/s (kv cache + q + o)\n", c->name, med, flops / (med * 1e-3) / 1e12,
@@ -368,7 +378,7 @@ static int run_decode(const dec_case *c, int check) {
   }
   cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(dl); cudaFree(dt); cudaFree(dlen);
   if (ws) cudaFree(ws);
-  free(lens); free(table); free(perm); free(hq); free(hkv); free(ho); free(hl);
+  free(lens); free(table); free(perm); free(hq); free(hkv); free(hkv8); free(ho); free(hl);
   return fails;
 }
 
@@ -467,19 +477,28 @@ int main(int argc, char **argv) {
       {"mla S4096 H128 topk2048 s_kv 131072", 4096, 128, 131072, 2048, 0},
   };
   const dec_case dec_quick[] = {
-      {"decode B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1},
-      {"decode B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0},
+      {"decode B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1, 0},
+      {"decode B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 0},
+      {"decode fp8 B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1, 1},
+      {"decode fp8 B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 1},
   };
   const dec_case dec_full[] = {
-      {"decode B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0},
-      {"decode B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1},
+      {"decode B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 0},
+      {"decode B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 0},
+      {"decode fp8 B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 1},
+      {"decode fp8 B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 1},
   };
   const dec_case dec_bench[] = {
-      {"decode B64 s_q1 H128 len 4096", 64, 1, 128, 4096, 1},
-      {"decode B128 s_q1 H128 len 4096", 128, 1, 128, 4096, 1},
-      {"decode B128 s_q2 H128 len 8192", 128, 2, 128, 8192, 1},
-      {"decode B8 s_q1 H128 len 32768", 8, 1, 128, 32768, 1},
-      {"decode B1 s_q1 H128 len 65536", 1, 1, 128, 65536, 1},
+      {"decode B64 s_q1 H128 len 4096", 64, 1, 128, 4096, 1, 0},
+      {"decode B128 s_q1 H128 len 4096", 128, 1, 128, 4096, 1, 0},
+      {"decode B128 s_q2 H128 len 8192", 128, 2, 128, 8192, 1, 0},
+      {"decode B8 s_q1 H128 len 32768", 8, 1, 128, 32768, 1, 0},
+      {"decode B1 s_q1 H128 len 65536", 1, 1, 128, 65536, 1, 0},
+      {"decode fp8 B64 s_q1 H128 len 4096", 64, 1, 128, 4096, 1, 1},
+      {"decode fp8 B128 s_q1 H128 len 4096", 128, 1, 128, 4096, 1, 1},
+      {"decode fp8 B128 s_q2 H128 len 8192", 128, 2, 128, 8192, 1, 1},
+      {"decode fp8 B8 s_q1 H128 len 32768", 8, 1, 128, 32768, 1, 1},
+      {"decode fp8 B1 s_q1 H128 len 65536", 1, 1, 128, 65536, 1, 1},
   };
   int fails = 0;
   if (!strcmp(mode, "bench")) {

@@ -92,6 +92,17 @@ WS_DEV float ws_ld_shared_f32(const void *p) {
   return v;
 }
 
+/* 16 bytes at a shared-window address (ws_smem_addr): LDS.128 / STS.128 with 32-bit
+ * addresses, where a loop over many pieces would otherwise keep 64-bit pointers live. */
+WS_DEV uint4 ws_ld_shared_v4_u32(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+  return v;
+}
+WS_DEV void ws_st_shared_v4_u32(uint32_t addr, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
 /* ---- bulk copies (TMA engine) ---------------------------------------------------- */
 WS_DEV void ws_cp_async_bulk_global_to_shared(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
@@ -143,6 +154,10 @@ WS_DEV void ws_cp_async_bulk_commit_group(void) {
 WS_DEV void ws_cp_async_cg_16(void *dst, const void *src, uint32_t src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(ws_smem_addr(dst)), "l"(src), "r"(src_bytes)
                : "memory");
+}
+/* The same to a shared-window address. */
+WS_DEV void ws_cp_async_cg_16_to(uint32_t dst, const void *src, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 WS_DEV void ws_cp_async_commit_group(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
 /* Wait until at most N of this thread's cp.async groups are incomplete (N a constant). */
