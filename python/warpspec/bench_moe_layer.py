@@ -10,8 +10,10 @@ The composite (issue 13's baseline): dispatch and combine as bench_moe.py's NCCL
 (counts to the host, one all-to-all of packed rows, Triton permutation and reduction
 kernels; PyTorch's index_select / index_add_ version without Triton), and between them a
 loop over the local experts of cuBLASLt block-scaled FP8 GEMMs (torch._scaled_mm with
-1 x 128 activation and 128 x 128 weight scales, DeepSeek's recipe, CUDA 12.9+), SwiGLU in
-fp32 and the 1 x 128 requantisation in PyTorch. If this PyTorch build refuses the
+1 x 128 activation and 128 x 128 weight scales, DeepSeek's recipe, CUDA 12.9+) for L1, SwiGLU
+in fp32 and the 1 x 128 requantisation in PyTorch once over all rows, and a second loop for
+L2. At small token counts it is bound by launching two GEMMs per expert from Python (the
+counts come to the host, so it cannot be one CUDA graph); the table says so. If this PyTorch build refuses the
 block-scaled recipe, the experts fall back to dequantised BF16 matmuls and the table says
 so. Per point: median ms per layer call (the slowest rank), TFLOPS = 2 x T x K x H x I x 3
 / t, the ratio, which path warpspec's auto took, and the relative error between the two
@@ -77,16 +79,23 @@ class Experts:
         return out[:m]
 
     def __call__(self, gx, gs, counts):
-        y = torch.empty(gx.shape[0], self.w2.shape[1], dtype=torch.bfloat16, device=gx.device)
+        """The grouped rows through L1 (one GEMM per expert), SwiGLU and the requantisation
+        once over all rows (they are row-wise), then L2 (one GEMM per expert)."""
+        rows = gx.shape[0]
+        h = torch.empty(rows, 2 * self.I, dtype=torch.bfloat16, device=gx.device)
+        y = torch.empty(rows, self.w2.shape[1], dtype=torch.bfloat16, device=gx.device)
+        spans = []
         off = 0
         for e, m in enumerate(counts.tolist()):  # the host needs every expert's rows
-            if m == 0:
-                continue
-            h = self._mm(gx[off:off + m], gs[off:off + m], self.w1[e], self.w1s[e])
-            act = torch.nn.functional.silu(h[:, :self.I].float()) * h[:, self.I:].float()
-            aq, as_ = quant_1x128(act)
-            y[off:off + m] = self._mm(aq, as_, self.w2[e], self.w2s[e])
+            if m:
+                spans.append((e, off, m))
             off += m
+        for e, o, m in spans:
+            h[o:o + m] = self._mm(gx[o:o + m], gs[o:o + m], self.w1[e], self.w1s[e])
+        act = torch.nn.functional.silu(h[:off, :self.I].float()) * h[:off, self.I:].float()
+        aq, as_ = quant_1x128(act)
+        for e, o, m in spans:
+            y[o:o + m] = self._mm(aq[o:o + m], as_[o:o + m], self.w2[e], self.w2s[e])
         return y
 
 

@@ -144,7 +144,15 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
 
   ws_pipe_wait_at(&qp, &ctx, c0);
-  const uint16_t *qs = sm->q.slot[0].x + ctx.replica * 64 * 64;
+  /* The warpgroup from lane 0 and the descriptors' bases made once: the loop adds
+   * constants (box, k step) and the stage's offset to them, which ptxas keeps on the
+   * uniform datapath; with the replica from ctx it moved every descriptor there with an
+   * R2UR before each wgmma at d 64 and 128. */
+  const int wg = __shfl_sync(0xffffffffu, ctx.replica, 0);
+  const uint64_t dq0 = ws_wgmma_desc_k128b(sm->q.slot[0].x + wg * 64 * 64);
+  const uint64_t dk0 = ws_wgmma_desc_k128b(sm->k.slot[0].x);
+  const uint64_t dv0 = ws_wgmma_desc_mn128b(sm->v.slot[0].x, FA_BN * 128);
+  const uint32_t k_stage_bytes = (uint32_t)sizeof(sm->k.slot[0]), v_stage_bytes = (uint32_t)sizeof(sm->v.slot[0]);
   /* Ping-pong (FA3's inter-warpgroup schedule): the two math warpgroups take turns to
    * issue their wgmmas, so that one's softmax runs while the other's matrix products do.
    * Replica r waits on barrier turn_bar + r (its turn), issues, then arrives on the
@@ -158,15 +166,15 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
     /* S = Q K^T: 64 x 128 fp32 per warpgroup, 64 per thread */
     float s[FA_BN / 2];
     ws_pipe_wait_at(&kp, &ctx, k);
-    const uint16_t *ks = sm->k.slot[k.stage].x;
+    const uint64_t dk = ws_wgmma_desc_advance(dk0, k.stage * k_stage_bytes);
     if (PINGPONG) ws_bar_sync(my_turn, both);
     ws_wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < DQK / 16; kk++) {
       const int box = kk / 4;
       const uint32_t off = (uint32_t)(kk % 4) * 32;
-      ws_wgmma_m64n128k16_bf16(s, ws_wgmma_desc_advance(ws_wgmma_desc_k128b(qs + box * FA_BM * 64), off),
-                               ws_wgmma_desc_advance(ws_wgmma_desc_k128b(ks + box * FA_BN * 64), off), kk > 0);
+      ws_wgmma_m64n128k16_bf16(s, ws_wgmma_desc_advance(dq0, box * FA_BM * 128 + off),
+                               ws_wgmma_desc_advance(dk, box * FA_BN * 128 + off), kk > 0);
     }
     ws_wgmma_commit_group();
     if (PINGPONG) ws_bar_arrive(other_turn, both);
@@ -232,14 +240,14 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
 
     /* O += P V: V [keys][dv] read MN-major, 16 keys (2048 bytes) per wgmma */
     ws_pipe_wait_at(&vp, &ctx, k);
-    const uint16_t *vs = sm->v.slot[k.stage].x;
+    const uint64_t dv = ws_wgmma_desc_advance(dv0, k.stage * v_stage_bytes);
     if (PINGPONG) ws_bar_sync(my_turn, both);
     ws_wgmma_fence();
 #pragma unroll
     for (int t = 0; t < FA_BN / 16; t++) {
-      const uint64_t dv = ws_wgmma_desc_mn128b(vs + t * 16 * 64, FA_BN * 128);
-      if (DV == 128) ws_wgmma_m64n128k16_bf16_rs_tb(o, pa[t], dv, 1);
-      else ws_wgmma_m64n64k16_bf16_rs_tb(o, pa[t], dv, 1);
+      const uint64_t dvt = ws_wgmma_desc_advance(dv, t * 16 * 128);
+      if (DV == 128) ws_wgmma_m64n128k16_bf16_rs_tb(o, pa[t], dvt, 1);
+      else ws_wgmma_m64n64k16_bf16_rs_tb(o, pa[t], dvt, 1);
     }
     ws_wgmma_commit_group();
     if (PINGPONG && !(ctx.replica == 1 && nb == nblocks - 1)) ws_bar_arrive(other_turn, both);

@@ -11,6 +11,7 @@
  *   test_attention          all cases
  *   test_attention quick    the small ones
  *   test_attention bench    time the issue's shapes (B x S = 16k tokens), TFLOPS
+ *   test_attention fp8      the FP8 MLA cache only (quantiser, decode): for compute-sanitizer
  * Sparse MLA prefill (ws_mla_sparse_forward) the same way against
  * ws_mla_sparse_reference: heads 64 and 128, topk 128 / 512 / 2048 (and one not a
  * multiple of 64), s_kv from topk to 131072, indices with -1, duplicates and values out
@@ -511,6 +512,13 @@ int main(int argc, char **argv) {
     unsetenv("WARPSPEC_ATTN_SCHEDULE");
     for (size_t i = 0; i < sizeof mla_bench / sizeof mla_bench[0]; i++) run_mla(&mla_bench[i], 0);
     return 0;
+  }
+  if (!strcmp(mode, "fp8")) { /* the FP8 cache alone: small enough for compute-sanitizer */
+    fails += check_fp8_cache();
+    for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++)
+      if (dec_quick[i].fp8) fails += run_decode(&dec_quick[i], 1);
+    printf(fails ? "test_attention fp8: %d FAILED\n" : "test_attention fp8: all checks passed\n", fails);
+    return fails ? 1 : 0;
   }
   fails += check_errors();
   fails += check_fp8_cache();
