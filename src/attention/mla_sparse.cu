@@ -7,7 +7,10 @@
  *                                    indices the 64 rows by cp.async, 16 bytes at a time,
  *                                    placed in the 128-byte swizzle wgmma reads (nine
  *                                    [64][64] boxes); a masked index (-1, out of range,
- *                                    past topk) reads nothing and zero-fills its row. A
+ *                                    past topk) reads nothing and zero-fills its row, and
+ *                                    each row's validity goes into the stage as a byte
+ *                                    (the math warps mask by it: looking the indices up
+ *                                    themselves cost them half their time in decode). A
  *                                    stage is committed (fence.proxy.async, arrive) as
  *                                    soon as its copies landed: double buffering.
  *   S_MATH (4 warps x 2, 232 regs)   the two warpgroups split the work of a block evenly,
@@ -52,6 +55,7 @@ typedef struct {
   uint16_t p[MLA_BH * 64];                          /* P: [64 heads][64 keys], swizzled  */
   float rmax[2][MLA_BH];                            /* each warpgroup's block row maxima */
   float lsum[2][MLA_BH];                            /* each warpgroup's row sums (end)   */
+  uint8_t valid[MLA_STAGES][MLA_BN];                /* the stage's rows: 1 read, 0 masked */
   uint64_t q_full[1], q_empty[1], kv_full[MLA_STAGES], kv_empty[MLA_STAGES];
   int q_closed[1], kv_closed[MLA_STAGES];
 } mla_smem;
@@ -233,10 +237,16 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     /* Double buffering: block nb is copied while the math warps work on nb - 1, and
      * published as soon as it has landed, so it is ready when they finish (publishing
      * it only after the next acquire would make every block wait for the one after). */
+    /* The row of the next block is looked up (page table / indices: a global load) while
+     * this block is copied, and each block's rows are published as valid flags in the
+     * stage: the math warps mask by them and never touch the indices themselves. */
     ws_cursor k = c0;
+    int r_next = nblk > 0 ? mla_row(&a, tok, kbeg, nkeys, row) : -1;
     for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
       const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
-      const int r = mla_row(&a, tok, kbeg, nkeys, nb * MLA_BN + row);
+      const int r = r_next;
+      if (nb + 1 < nblk) r_next = mla_row(&a, tok, kbeg, nkeys, (nb + 1) * MLA_BN + row);
+      if ((FP8 ? t >> 6 : t & 1) == 0) sm->valid[s][row] = r >= 0;
       if (FP8) {
         mla_gather_fp8(&ctx, sm->kv[s][0], a.kv8, r, row, t >> 6);
         ws_pipe_commit_at(&kvp, &ctx, k); /* fence.proxy.async (the generic stores), then arrive */
@@ -284,13 +294,17 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
                               kk > 0);
     }
     ws_wgmma_commit_group();
+    /* masked keys (past topk, -1, out of range; their rows were zero-filled): the
+     * gather's flags for this thread's 8 keys, read while the wgmmas run */
+    uint32_t valid[4];
+#pragma unroll
+    for (int jj = 0; jj < 4; jj++) valid[jj] = *(const uint16_t *)(sm->valid[k.stage] + 32 * w + 8 * jj + 2 * quad);
     WS_WGMMA_WAIT_GROUP(0);
-    /* masked keys: past topk, -1, out of range (their rows were zero-filled) */
 #pragma unroll
     for (int jj = 0; jj < 4; jj++)
 #pragma unroll
       for (int e = 0; e < 2; e++) {
-        if (mla_row(&a, tok, kbeg, nkeys, nb * MLA_BN + 32 * w + 8 * jj + 2 * quad + e) < 0) {
+        if (((valid[jj] >> (8 * e)) & 0xFFu) == 0) {
           s[4 * jj + e] = -INFINITY;
           s[4 * jj + 2 + e] = -INFINITY;
         }
