@@ -164,6 +164,16 @@ ws_status ws_mla_sparse_forward(const ws_mla_sparse_problem *p, cudaStream_t str
  * the sparse kernel: dim 576/512, heads a multiple of 64. kv_fp8 = 1: the gather role
  * dequantises the FP8 rows into the BF16 tiles the math reads (same math, 1.76x fewer
  * cache bytes). kv_cache must be 16-byte aligned. */
+/* NSA selected-block attention on the GPU (sm_90a): the flash kernel's roles over a block
+ * list. A CTA takes the heads of one kv group for 128 / group tokens; its loader builds
+ * the union of those tokens' selections (each block loaded once, masked per token, a
+ * block listed twice by a token counted twice) and TMA-loads two blocks per 128-key
+ * tile. Block 64; heads_q / heads_kv 16, 32, 64 or 128; dims 64/64, 128/128 (tokens up
+ * to 131072) and 192/128 (up to 65536); topn <= 64. Tokens that select the same blocks
+ * (NSA's neighbours mostly do) share the work; disjoint selections cost up to
+ * 128 / group times the useful work. Pointers are device memory. */
+ws_status ws_nsa_forward(const ws_nsa_problem *p, cudaStream_t stream);
+
 ws_status ws_mla_decode_workspace_size(const ws_mla_decode_problem *p, size_t *bytes);
 ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void *workspace, size_t workspace_bytes,
                                 cudaStream_t stream);

@@ -364,3 +364,13 @@ def test_mla_decode_checks(fake):
         warpspec.mla_decode(q, fake((8, 64, 576), F32), table, lens)
     with pytest.raises(warpspec.InvalidArgumentError, match="multiple of 64"):
         warpspec.mla_decode(fake((2, 1, 100, 576), BF16), fake((8, 64, 656), FP8), table, lens)
+
+
+def test_nsa_checks(fake):
+    q, k, v, sel = fake((64, 32, 128), BF16), fake((64, 2, 128), BF16), fake((64, 2, 128), BF16), fake((64, 2, 8), I32)
+    with pytest.raises(warpspec.InvalidArgumentError, match="kv heads"):
+        warpspec.nsa_attention(fake((64, 31, 128), BF16), k, v, sel)
+    with pytest.raises(warpspec.InvalidArgumentError, match="block_indices"):
+        warpspec.nsa_attention(q, k, v, fake((64, 4, 8), I32))
+    with pytest.raises(warpspec.InvalidArgumentError, match="expected k"):
+        warpspec.nsa_attention(q, fake((63, 2, 128), BF16), v, sel)

@@ -170,3 +170,33 @@ def test_mla_kv_quantize_fp8():
     assert torch.equal(r[:, 512:528].contiguous().view(torch.float32).view(-1, 4), scale)
     assert torch.equal(r[:, :512], q)
     assert torch.equal(r[:, 528:].contiguous().view(torch.bfloat16), kv.view(-1, 576)[:, 512:])
+
+
+@pytest.mark.parametrize("dims", [(128, 128), (192, 128)])
+def test_nsa_attention(dims):
+    """Against a float64 PyTorch reference: per token and kv group the selected blocks'
+    keys up to the token, -1 / past-the-end skipped, duplicates counted twice."""
+    dqk, dv = dims
+    t, hq, hkv, topn, blk = 333, 32, 2, 6, 64
+    q, k, v = rand_bf16(t, hq, dqk), rand_bf16(t, hkv, dqk), rand_bf16(t, hkv, dv)
+    nb = (t + blk - 1) // blk
+    sel = torch.randint(-1, nb + 1, (t, hkv, topn), dtype=torch.int32)
+    sel[:, :, 0] = 0
+    sel[:, :, 1] = (torch.arange(t) // blk)[:, None]
+    sel[:, :, 2] = sel[:, :, 1]  # a duplicate
+    o, lse = warpspec.nsa_attention(q, k, v, sel.cuda(), return_lse=True)
+    qd, kd, vd = q.double(), k.double(), v.double()
+    scale = 1.0 / math.sqrt(dqk)
+    grp = hq // hkv
+    for i in range(0, t, 37):
+        for g in range(hkv):
+            keys = [b * blk + u for b in sel[i, g].tolist() if 0 <= b < nb for u in range(blk)
+                    if b * blk + u <= i and b * blk + u < t]
+            if not keys:
+                continue
+            idx = torch.tensor(keys, device="cuda")
+            s = qd[i, g * grp:(g + 1) * grp] @ kd[idx, g].T * scale
+            rl = torch.logsumexp(s, dim=-1)
+            ref = torch.exp(s - rl[:, None]) @ vd[idx, g]
+            assert rel_err(o[i, g * grp:(g + 1) * grp], ref) < 1e-2
+            assert rel_err(lse[i, g * grp:(g + 1) * grp], rl) < 1e-2

@@ -15,13 +15,14 @@ subclass carrying the library's message (ws_last_error()).
     mla_sparse_prefill(q, kv, idx)   DeepSeek-V3.2 sparse MLA prefill (BF16)
     mla_decode(q, cache, table, lens) DeepSeek-V3 MLA decode over a paged cache
     mla_kv_quantize_fp8(kv)           BF16 latent cache rows into FlashMLA-style FP8 rows
+    nsa_attention(q, k, v, sel)       NSA selected-block attention, forward (BF16)
     sync(stream)                     wait for the stream; device-side errors raise here
 """
 
 from . import _lib
 from ._lib import (BudgetError, CudaError, InvalidArgumentError, MismatchError, NoDeviceError, OutOfMemoryError,
                    UnsupportedError, WarpspecError, WarpspecTimeoutError)
-from .attention import attention, mla_decode, mla_kv_quantize_fp8, mla_sparse_prefill
+from .attention import attention, mla_decode, mla_kv_quantize_fp8, mla_sparse_prefill, nsa_attention
 from .comm import Communicator, get_unique_id
 from .comm import available as comm_available
 from .gemm import gemm, gemm_tile, gemm_workspace_size, quantize_fp8

@@ -201,6 +201,14 @@ class MlaDecodeProblem(ctypes.Structure):
                 ("kv_fp8", ctypes.c_int)]
 
 
+class NsaProblem(ctypes.Structure):
+    _fields_ = [("tokens", ctypes.c_int), ("heads_q", ctypes.c_int), ("heads_kv", ctypes.c_int),
+                ("dim_qk", ctypes.c_int), ("dim_v", ctypes.c_int), ("block", ctypes.c_int), ("topn", ctypes.c_int),
+                ("softmax_scale", ctypes.c_float), ("q", ctypes.c_void_p), ("k", ctypes.c_void_p),
+                ("v", ctypes.c_void_p), ("block_indices", ctypes.c_void_p), ("o", ctypes.c_void_p),
+                ("lse", ctypes.c_void_p)]
+
+
 class MoeLayerConfig(ctypes.Structure):
     _fields_ = [("hidden", ctypes.c_int), ("inter", ctypes.c_int), ("experts", ctypes.c_int), ("topk", ctypes.c_int),
                 ("max_tokens", ctypes.c_int), ("num_sms", ctypes.c_int), ("path", ctypes.c_int)]
@@ -312,6 +320,7 @@ def _declare(L):
         "ws_mla_decode_workspace_size": (c_int, [P(MlaDecodeProblem), P(c_size_t)]),
         "ws_mla_decode_forward": (c_int, [P(MlaDecodeProblem), c_void_p, c_size_t, c_void_p]),
         "ws_mla_kv_quantize_fp8": (c_int, [c_void_p, c_size_t, c_void_p, c_void_p]),
+        "ws_nsa_forward": (c_int, [P(NsaProblem), c_void_p]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(L, name)

@@ -222,3 +222,41 @@ def mla_kv_quantize_fp8(kv, *, out=None, stream=None):
         s = stream_handle(stream, dev)
         _lib.check(_lib.lib.ws_mla_kv_quantize_fp8(vk.ptr, ctypes.c_size_t(rows), vo.ptr, ctypes.c_void_p(s)))
     return out
+
+
+def nsa_attention(q, k, v, block_indices, *, block=64, softmax_scale=None, out=None, return_lse=False, lse=None,
+                  stream=None):
+    """NSA selected-block attention, forward (one sequence): q [T, Hq, Dqk], k [T, Hkv, Dqk],
+    v [T, Hkv, Dv] bf16, block_indices [T, Hkv, topn] int32 (int64 converted): query i of
+    kv group g attends to the keys of blocks block_indices[i, g, :] (block b = keys
+    b x block .. b x block + block - 1), only keys <= i; -1 and blocks past the end are
+    skipped, a block listed twice counts twice. Hq / Hkv query heads share a selection
+    (16, 32, 64 or 128 of them); dims 64/64, 128/128, 192/128; block 64. Returns
+    o [T, Hq, Dv] bf16 (and lse [T, Hq] fp32, natural log, with return_lse=True)."""
+    if str(getattr(block_indices, "dtype", "")) == "torch.int64":
+        block_indices = block_indices.to(dtype=torch_or_raise("warpspec.nsa_attention").int32)
+    vq = view(q, "q").expect(BF16, ndim=3)
+    t, hq, dqk = vq.shape
+    vk = view(k, "k").expect(BF16, ndim=3)
+    vv = view(v, "v").expect(BF16, ndim=3)
+    if vk.shape[0] != t or vv.shape[0] != t or vk.shape[1] != vv.shape[1] or vk.shape[2] != dqk:
+        raise invalid(f"nsa_attention: q {vq.shape}, k {vk.shape}, v {vv.shape}: expected k [T, Hkv, {dqk}] and "
+                      f"v [T, Hkv, Dv] with T = {t}")
+    hkv, dv = vk.shape[1], vv.shape[2]
+    if hq % hkv:
+        raise invalid(f"nsa_attention: {hq} query heads over {hkv} kv heads")
+    vi = view(block_indices, "block_indices").expect(I32, ndim=3)
+    if vi.shape[0] != t or vi.shape[1] != hkv:
+        raise invalid(f"block_indices: shape {vi.shape}, expected ({t}, {hkv}, topn)")
+    views = [vq, vk, vv, vi]
+    dev, out, vo, lse, vl = _outputs(views, out, lse, (t, hq, dv), (t, hq), return_lse, "warpspec.nsa_attention")
+    p = _lib.NsaProblem()
+    p.tokens, p.heads_q, p.heads_kv, p.dim_qk, p.dim_v = t, hq, hkv, dqk, dv
+    p.block, p.topn = int(block), vi.shape[2]
+    p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
+    p.q, p.k, p.v, p.block_indices, p.o = vq.ptr, vk.ptr, vv.ptr, vi.ptr, vo.ptr
+    p.lse = vl.ptr if vl is not None else None
+    with on_device(dev):
+        s = stream_handle(stream, dev)
+        _lib.check(_lib.lib.ws_nsa_forward(ctypes.byref(p), ctypes.c_void_p(s)))
+    return (out, lse) if (return_lse or lse is not None) else out

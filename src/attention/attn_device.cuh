@@ -3,6 +3,7 @@
 #define WARPSPEC_ATTN_DEVICE_CUH
 
 #include <cuda_bf16.h>
+#include <math.h>
 #include <stdint.h>
 
 /* 2^x on the SFU (ex2.approx, flush-to-zero): the softmax's exponent with the scale and
@@ -21,5 +22,84 @@ static __device__ __forceinline__ uint32_t attn_pack_bf16(float lo, float hi) {
 
 #define ATTN_LN2 0.69314718055994531f
 #define ATTN_LOG2E 1.4426950408889634f
+
+/* ---- the online softmax of one key block, shared by the flash and NSA kernels ---------
+ * A thread holds two rows (x = 0, 1) of a warpgroup's 64 x BN S accumulator in wgmma's
+ * layout: s[4j + 2x + e] is row x, column 8j + 2 quad + e; the four lanes of a quad share
+ * the rows. */
+
+/* New row maxima (over the quad), alpha = exp2 of each max's change (the factor for O and
+ * the running sums), s turned into p = exp2(s sl2 - m sl2) in place, the sums updated. A
+ * row with no key yet keeps max -inf: exponents taken relative to 0 give 0, not NaN. */
+template <int BN>
+static __device__ __forceinline__ void attn_softmax_block(float *s, float *m_run, float *l_run, float *alpha, float sl2) {
+  float mx[2] = {m_run[0], m_run[1]};
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++) {
+    mx[0] = fmaxf(mx[0], fmaxf(s[4 * j], s[4 * j + 1]));
+    mx[1] = fmaxf(mx[1], fmaxf(s[4 * j + 2], s[4 * j + 3]));
+  }
+  float msc[2];
+#pragma unroll
+  for (int x = 0; x < 2; x++) {
+    mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 1));
+    mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 2));
+    msc[x] = mx[x] == -INFINITY ? 0.0f : mx[x] * sl2;
+    alpha[x] = attn_exp2(m_run[x] * sl2 - msc[x]);
+    m_run[x] = mx[x];
+    l_run[x] *= alpha[x];
+  }
+#pragma unroll
+  for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int x = e >> 1;
+      const float p = attn_exp2(fmaf(s[4 * j + e], sl2, -msc[x]));
+      s[4 * j + e] = p;
+      l_run[x] += p;
+    }
+}
+
+/* O (64 x DV accumulator, same layout) times each row's alpha. */
+template <int DV>
+static __device__ __forceinline__ void attn_rescale(float *o, const float *alpha) {
+#pragma unroll
+  for (int j = 0; j < DV / 8; j++) {
+    o[4 * j] *= alpha[0]; o[4 * j + 1] *= alpha[0];
+    o[4 * j + 2] *= alpha[1]; o[4 * j + 3] *= alpha[1];
+  }
+}
+
+/* P as wgmma A fragments (bf16): keys 16t .. 16t + 15 are accumulator columns
+ * 8(2t) .. 8(2t + 1) + 7. */
+template <int BN>
+static __device__ __forceinline__ void attn_p_fragments(const float *s, uint32_t (*pa)[4]) {
+#pragma unroll
+  for (int t = 0; t < BN / 16; t++) {
+    pa[t][0] = attn_pack_bf16(s[8 * t + 0], s[8 * t + 1]);
+    pa[t][1] = attn_pack_bf16(s[8 * t + 2], s[8 * t + 3]);
+    pa[t][2] = attn_pack_bf16(s[8 * t + 4], s[8 * t + 5]);
+    pa[t][3] = attn_pack_bf16(s[8 * t + 6], s[8 * t + 7]);
+  }
+}
+
+/* A row's sum over the four lanes of its quad (every lane of the warp must call it). */
+static __device__ __forceinline__ float attn_quad_sum(float l) {
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  return l + __shfl_xor_sync(0xffffffffu, l, 2);
+}
+
+/* The end of row x, given its full sum l (attn_quad_sum): O / l in BF16 into `out` (the
+ * row's DV columns) and its lse into *lse if lse is not NULL (-inf and O = 0 for a row
+ * that saw no key). */
+template <int DV>
+static __device__ __forceinline__ void attn_store_row(const float *o, int x, float l, float m, float sl2, int quad,
+                                                      uint16_t *out, float *lse) {
+  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  uint32_t *dst = (uint32_t *)out;
+#pragma unroll
+  for (int j = 0; j < DV / 8; j++) dst[4 * j + quad] = attn_pack_bf16(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
+  if (lse && quad == 0) *lse = l > 0.0f ? (m * sl2 + log2f(l)) * ATTN_LN2 : -INFINITY;
+}
 
 #endif

@@ -196,47 +196,12 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
       }
     }
 
-    /* online softmax: new row max (the quad of lanes holds a row), rescale, exponentiate */
-    float mx[2] = {m_run[0], m_run[1]};
-#pragma unroll
-    for (int j = 0; j < FA_BN / 8; j++) {
-      mx[0] = fmaxf(mx[0], fmaxf(s[4 * j], s[4 * j + 1]));
-      mx[1] = fmaxf(mx[1], fmaxf(s[4 * j + 2], s[4 * j + 3]));
-    }
-    float msc[2], alpha[2];
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 1));
-      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 2));
-      /* a row with no key yet keeps max -inf: exponents relative to 0 give 0, not NaN */
-      msc[x] = mx[x] == -INFINITY ? 0.0f : mx[x] * sl2;
-      alpha[x] = attn_exp2(m_run[x] * sl2 - msc[x]);
-      m_run[x] = mx[x];
-      l_run[x] *= alpha[x];
-    }
-#pragma unroll
-    for (int j = 0; j < FA_BN / 8; j++)
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        const int x = e >> 1;
-        const float p = attn_exp2(fmaf(s[4 * j + e], sl2, -msc[x]));
-        s[4 * j + e] = p;
-        l_run[x] += p;
-      }
-#pragma unroll
-    for (int j = 0; j < DV / 8; j++) {
-      o[4 * j] *= alpha[0]; o[4 * j + 1] *= alpha[0];
-      o[4 * j + 2] *= alpha[1]; o[4 * j + 3] *= alpha[1];
-    }
-    /* P as wgmma A fragments: keys 16t .. 16t + 15 are accumulator columns 8(2t) .. 8(2t+1)+7 */
+    /* online softmax (attn_device.cuh): new row max, rescale, exponentiate; P as A fragments */
+    float alpha[2];
+    attn_softmax_block<FA_BN>(s, m_run, l_run, alpha, sl2);
+    attn_rescale<DV>(o, alpha);
     uint32_t pa[FA_BN / 16][4];
-#pragma unroll
-    for (int t = 0; t < FA_BN / 16; t++) {
-      pa[t][0] = attn_pack_bf16(s[8 * t + 0], s[8 * t + 1]);
-      pa[t][1] = attn_pack_bf16(s[8 * t + 2], s[8 * t + 3]);
-      pa[t][2] = attn_pack_bf16(s[8 * t + 4], s[8 * t + 5]);
-      pa[t][3] = attn_pack_bf16(s[8 * t + 6], s[8 * t + 7]);
-    }
+    attn_p_fragments<FA_BN>(s, pa);
 
     /* O += P V: V [keys][dv] read MN-major, 16 keys (2048 bytes) per wgmma */
     ws_pipe_wait_at(&vp, &ctx, k);
@@ -259,18 +224,11 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
   /* O / l in BF16, lse = scale x m + ln l (-inf and O = 0 for a row that saw no key) */
 #pragma unroll
   for (int x = 0; x < 2; x++) {
-    float l = l_run[x];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
     const int qi = qi0 + 8 * x;
+    const float l = attn_quad_sum(l_run[x]);
     if (qi >= lq) continue;
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    uint32_t *out = (uint32_t *)(a.o + ((size_t)(q0 + qi) * a.heads_q + h) * DV);
-#pragma unroll
-    for (int j = 0; j < DV / 8; j++)
-      out[4 * j + quad] = attn_pack_bf16(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
-    if (a.lse && quad == 0)
-      a.lse[(size_t)h * a.total_q + q0 + qi] = l > 0.0f ? (m_run[x] * sl2 + log2f(l)) * ATTN_LN2 : -INFINITY;
+    attn_store_row<DV>(o, x, l, m_run[x], sl2, quad, a.o + ((size_t)(q0 + qi) * a.heads_q + h) * DV,
+                       a.lse ? a.lse + (size_t)h * a.total_q + q0 + qi : NULL);
   }
 }
 

@@ -12,6 +12,7 @@
  *   test_attention quick    the small ones
  *   test_attention bench    time the issue's shapes (B x S = 16k tokens), TFLOPS
  *   test_attention fp8      the FP8 MLA cache only (quantiser, decode): for compute-sanitizer
+ *   test_attention nsa      NSA selected-block attention only: tests, then its bench
  * Sparse MLA prefill (ws_mla_sparse_forward) the same way against
  * ws_mla_sparse_reference: heads 64 and 128, topk 128 / 512 / 2048 (and one not a
  * multiple of 64), s_kv from topk to 131072, indices with -1, duplicates and values out
@@ -383,6 +384,114 @@ static int run_decode(const dec_case *c, int check) {
   return fails;
 }
 
+/* ---- NSA selected-block attention ------------------------------------------------- */
+typedef struct {
+  const char *name;
+  int tokens, heads_q, heads_kv, dim_qk, dim_v, topn;
+  int shared; /* 1: the tokens of each 64-token block share one selection (as NSA's
+               * neighbours mostly do); 0: every token its own random one, with -1,
+               * out-of-range and future blocks and duplicates */
+} nsa_case;
+static ws_status launch_nsa(const void *p) { return ws_nsa_forward((const ws_nsa_problem *)p, 0); }
+
+/* Selections: always the first block and the token's own (last) block, then random
+ * earlier ones; unshared ones also get -1, past-the-end and future entries. */
+static void nsa_select(const nsa_case *c, int *sel) {
+  const int nb = (c->tokens + 63) / 64;
+  for (int i = 0; i < c->tokens; i++)
+    for (int g = 0; g < c->heads_kv; g++) {
+      int *e = sel + ((size_t)i * c->heads_kv + g) * c->topn;
+      const int own = i / 64;
+      if (c->shared && i % 64 != 0) { /* as the block's first token (its own block is the same) */
+        memcpy(e, sel + ((size_t)(i - i % 64) * c->heads_kv + g) * c->topn, (size_t)c->topn * sizeof(int));
+        continue;
+      }
+      for (int n = 0; n < c->topn; n++) {
+        const uint32_t r = rng_u32();
+        if (n == 0) e[n] = 0;
+        else if (n == 1) e[n] = own;
+        else if (c->shared || r % 8 < 5) e[n] = (int)(rng_u32() % (uint32_t)(own + 1)); /* earlier (duplicates happen) */
+        else if (r % 8 == 5) e[n] = -1;
+        else if (r % 8 == 6) e[n] = nb + (int)(rng_u32() % 3u); /* past the end */
+        else e[n] = (int)(rng_u32() % (uint32_t)nb);             /* any, possibly in the future */
+      }
+    }
+}
+
+static int run_nsa(const nsa_case *c, int check) {
+  const size_t nq = (size_t)c->tokens * c->heads_q * c->dim_qk, nk = (size_t)c->tokens * c->heads_kv * c->dim_qk,
+               nv = (size_t)c->tokens * c->heads_kv * c->dim_v, no = (size_t)c->tokens * c->heads_q * c->dim_v,
+               rows = (size_t)c->tokens * c->heads_q, nsel = (size_t)c->tokens * c->heads_kv * c->topn;
+  uint16_t *hq = (uint16_t *)host_alloc(nq, 2, 0), *hk = (uint16_t *)host_alloc(nk, 2, 0), *hv = (uint16_t *)host_alloc(nv, 2, 0),
+           *ho = (uint16_t *)host_alloc(no, 2, 0);
+  float *hl = (float *)host_alloc(rows, sizeof(float), 0);
+  int *hs = (int *)host_alloc(nsel, sizeof(int), 0);
+  fill_uniform(hq, nq, 1.0f);
+  fill_uniform(hk, nk, 1.0f);
+  fill_uniform(hv, nv, 1.0f);
+  nsa_select(c, hs);
+  void *dq, *dk, *dv, *dout;
+  int *ds;
+  float *dl;
+  CUDA_OK(cudaMalloc(&dq, nq * 2));
+  CUDA_OK(cudaMalloc(&dk, nk * 2));
+  CUDA_OK(cudaMalloc(&dv, nv * 2));
+  CUDA_OK(cudaMalloc(&dout, no * 2));
+  CUDA_OK(cudaMalloc((void **)&dl, rows * sizeof(float)));
+  CUDA_OK(cudaMalloc((void **)&ds, nsel * sizeof(int)));
+  CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dk, hk, nk * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dv, hv, nv * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(ds, hs, nsel * sizeof(int), cudaMemcpyHostToDevice));
+  ws_nsa_problem p;
+  memset(&p, 0, sizeof p);
+  p.tokens = c->tokens; p.heads_q = c->heads_q; p.heads_kv = c->heads_kv; p.dim_qk = c->dim_qk; p.dim_v = c->dim_v;
+  p.block = 64; p.topn = c->topn;
+  p.q = dq; p.k = dk; p.v = dv; p.block_indices = ds; p.o = dout; p.lse = dl;
+  int fails = 0;
+  if (check) {
+    CUDA_OK(cudaMemset(dout, 0xFF, no * 2));
+    CUDA_OK(cudaMemset(dl, 0xFF, rows * sizeof(float)));
+    WS_OK_OR_DIE(ws_nsa_forward(&p, 0));
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(ho, dout, no * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(hl, dl, rows * sizeof(float), cudaMemcpyDeviceToHost));
+    double *ro = (double *)host_alloc(no, sizeof(double), 0), *rl = (double *)host_alloc(rows, sizeof(double), 0);
+    ws_nsa_problem hp = p;
+    hp.q = hq; hp.k = hk; hp.v = hv; hp.block_indices = hs; hp.o = ho; hp.lse = NULL;
+    WS_OK_OR_DIE(ws_nsa_reference(&hp, ro, rl));
+    fails += !compare(c->name, "", ho, ro, no, c->dim_v, hl, rl, rows, 1, 16);
+    free(ro);
+    free(rl);
+  } else {
+    /* the work: every query row times the valid keys it selected (a block listed twice counts twice) */
+    double keys = 0;
+    const int nb = (c->tokens + 63) / 64;
+    for (int i = 0; i < c->tokens; i++)
+      for (int g = 0; g < c->heads_kv; g++)
+        for (int n = 0; n < c->topn; n++) {
+          const int b = hs[((size_t)i * c->heads_kv + g) * c->topn + n];
+          if (b >= 0 && b < nb && b * 64 <= i) keys += (double)(c->heads_q / c->heads_kv) * (i - b * 64 + 1 < 64 ? i - b * 64 + 1 : 64);
+        }
+    const double flops = 2.0 * keys * (c->dim_qk + c->dim_v);
+    const double med = median_ms(launch_nsa, &p, 3, 20);
+    /* the dense flash kernel, causal, on the same q, k, v: its TFLOPS on its own work */
+    ws_attn_problem d;
+    memset(&d, 0, sizeof d);
+    d.batch = 1; d.seqlen_q = c->tokens; d.seqlen_k = c->tokens; d.heads_q = c->heads_q; d.heads_kv = c->heads_kv;
+    d.dim_qk = c->dim_qk; d.dim_v = c->dim_v; d.mask = WS_ATTN_CAUSAL_TOP_LEFT; d.q = dq; d.k = dk; d.v = dv; d.o = dout;
+    const double dmed = median_ms(launch_attn, &d, 3, 20);
+    const double dflops = 2.0 * c->heads_q * ((double)c->tokens * (c->tokens + 1) / 2) * (c->dim_qk + c->dim_v);
+    const double tf = flops / (med * 1e-3) / 1e12, dtf = dflops / (dmed * 1e-3) / 1e12;
+    printf("bench %-44s %8.3f ms %6.1f TFLOPS | dense causal flash %8.3f ms %6.1f TFLOPS | %.0f%% of dense\n", c->name, med,
+           tf, dmed, dtf, 100.0 * tf / dtf);
+  }
+  cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dl); cudaFree(ds);
+  free(hq); free(hk); free(hv); free(ho); free(hl); free(hs);
+  return fails;
+}
+
 /* Argument checks before any launch. */
 static int check_errors(void) {
   int fails = 0;
@@ -501,7 +610,31 @@ int main(int argc, char **argv) {
       {"decode fp8 B8 s_q1 H128 len 32768", 8, 1, 128, 32768, 1, 1},
       {"decode fp8 B1 s_q1 H128 len 65536", 1, 1, 128, 65536, 1, 1},
   };
+  const nsa_case nsa_quick[] = {
+      {"nsa T 300 Hq 32 Hkv 2 d128 topn 6", 300, 32, 2, 128, 128, 6, 0},
+      {"nsa T 257 Hq 16 Hkv 1 d64 topn 5", 257, 16, 1, 64, 64, 5, 0},
+      {"nsa T 1000 Hq 32 Hkv 2 d192/128 topn 8 shared", 1000, 32, 2, 192, 128, 8, 1},
+  };
+  const nsa_case nsa_full[] = {
+      {"nsa T 1024 Hq 64 Hkv 4 d128 topn 16", 1024, 64, 4, 128, 128, 16, 0},
+      {"nsa T 2000 Hq 16 Hkv 1 d128 topn 16 shared", 2000, 16, 1, 128, 128, 16, 1},
+      {"nsa T 700 Hq 64 Hkv 2 d128 topn 12 (group 32)", 700, 64, 2, 128, 128, 12, 0},
+  };
+  const nsa_case nsa_bench[] = {
+      {"nsa T 16384 Hq 64 Hkv 4 d128 topn 16 shared", 16384, 64, 4, 128, 128, 16, 1},
+      {"nsa T 16384 Hq 64 Hkv 4 d128 topn 16 random", 16384, 64, 4, 128, 128, 16, 0},
+      {"nsa T 65536 Hq 64 Hkv 4 d128 topn 16 shared", 65536, 64, 4, 128, 128, 16, 1},
+      {"nsa T 16384 Hq 64 Hkv 4 d192/128 topn 16 shared", 16384, 64, 4, 192, 128, 16, 1},
+  };
   int fails = 0;
+  if (!strcmp(mode, "nsa")) { /* NSA alone: its tests, then its bench */
+    for (size_t i = 0; i < sizeof nsa_quick / sizeof nsa_quick[0]; i++) fails += run_nsa(&nsa_quick[i], 1);
+    for (size_t i = 0; i < sizeof nsa_full / sizeof nsa_full[0]; i++) fails += run_nsa(&nsa_full[i], 1);
+    if (!fails)
+      for (size_t i = 0; i < sizeof nsa_bench / sizeof nsa_bench[0]; i++) run_nsa(&nsa_bench[i], 0);
+    printf(fails ? "test_attention nsa: %d FAILED\n" : "test_attention nsa: all checks passed\n", fails);
+    return fails ? 1 : 0;
+  }
   if (!strcmp(mode, "bench")) {
     for (size_t i = 0; i < sizeof dec_bench / sizeof dec_bench[0]; i++) run_decode(&dec_bench[i], 0);
     for (int pp = 0; pp < 2; pp++) { /* both schedules of the flash kernel */
@@ -511,6 +644,7 @@ int main(int argc, char **argv) {
     }
     unsetenv("WARPSPEC_ATTN_SCHEDULE");
     for (size_t i = 0; i < sizeof mla_bench / sizeof mla_bench[0]; i++) run_mla(&mla_bench[i], 0);
+    for (size_t i = 0; i < sizeof nsa_bench / sizeof nsa_bench[0]; i++) run_nsa(&nsa_bench[i], 0);
     return 0;
   }
   if (!strcmp(mode, "fp8")) { /* the FP8 cache alone: small enough for compute-sanitizer */
@@ -530,7 +664,9 @@ int main(int argc, char **argv) {
   unsetenv("WARPSPEC_ATTN_SCHEDULE");
   for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i], 1);
   for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i], 1);
+  for (size_t i = 0; i < sizeof nsa_quick / sizeof nsa_quick[0]; i++) fails += run_nsa(&nsa_quick[i], 1);
   if (strcmp(mode, "quick")) {
+    for (size_t i = 0; i < sizeof nsa_full / sizeof nsa_full[0]; i++) fails += run_nsa(&nsa_full[i], 1);
     for (size_t i = 0; i < sizeof full / sizeof full[0]; i++) fails += run_case(&full[i], 1);
     for (size_t i = 0; i < sizeof mla_full / sizeof mla_full[0]; i++) fails += run_mla(&mla_full[i], 1);
     for (size_t i = 0; i < sizeof dec_full / sizeof dec_full[0]; i++) fails += run_decode(&dec_full[i], 1);

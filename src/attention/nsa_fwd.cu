@@ -1,0 +1,337 @@
+/* nsa_fwd.cu - NSA (native sparse attention) selected-block attention, forward, BF16, on
+ * the library's roles and pipes: the flash kernel's structure over a list of key blocks.
+ *
+ * Query i of kv group g attends to the keys of its own top-n blocks of 64 (block_indices
+ * [i][g][0 .. topn)), causally (keys <= i). The group's heads_q / heads_kv query heads share
+ * the selection, so a CTA takes all the heads of group g for 128 / group consecutive
+ * tokens: 128 query rows, row r = (token r / group, head g x group + r % group). Every warp's
+ * 16 rows belong to one token (group is a multiple of 16).
+ *   N_LOADER (1 warp, 40 regs)      builds the CTA's block list, then TMA-loads the Q rows
+ *                                   (one box per token and 64 columns) and, per tile of
+ *                                   128 keys, the K and V rows of two listed blocks.
+ *                                   The list is the union of the tokens' selections,
+ *                                   with each token's count of each block: a block the
+ *                                   tokens share is loaded once; a token that did not
+ *                                   select it masks it; a block listed twice by a token
+ *                                   counts twice (its scores get + ln 2, as the reference's
+ *                                   duplicate rows do).
+ *   N_MATH (4 warps x 2, 232 regs)  per warpgroup 64 rows (4 tokens of 16 heads): S = Q K^T,
+ *                                   the mask from the counts and the causal limit, the
+ *                                   online softmax (attn_device.cuh), O += P V with P from
+ *                                   registers, as the flash kernel.
+ * Neighbouring tokens select mostly the same blocks in NSA (the selection comes from the
+ * compressed attention, and the first and local blocks are always in it), so the union
+ * is close to one token's top-n. The worst case, disjoint random selections, computes
+ * up to 128 / group times the useful work: the bench measures both. */
+#include "../core/internal.h"
+#include "warpspec/attention.h"
+#include "warpspec/device/warpspec.cuh"
+#include "warpspec/device/wgmma.cuh"
+#include "attn_device.cuh"
+
+#include <cuda_bf16.h>
+#include <math.h>
+#include <string.h>
+
+#define NSA_BM 128        /* query rows per CTA: two math warpgroups of 64           */
+#define NSA_BN 128        /* keys per K / V tile: two blocks                          */
+#define NSA_BLOCK 64      /* keys per NSA block (the kernel's only block size)        */
+#define NSA_STAGES 2
+#define NSA_MAX_TOPN 64   /* the list holds up to 8 tokens x 64 blocks                */
+#define NSA_MAX_LIST (8 * NSA_MAX_TOPN)
+
+template <int D> struct __align__(1024) nsa_tile { uint16_t x[128 * D]; };
+
+/* counts[b]: the CTA's tokens' selections of block b, one byte per token (two words);
+ * claimed: one bit per block (the first lane to count a block appends it to `list`). */
+template <int DQK, int DV, int MAXB> struct nsa_smem {
+  WS_PIPE_STORAGE(q_pipe, nsa_tile<DQK>, 1);
+  WS_PIPE_STORAGE(k_pipe, nsa_tile<DQK>, NSA_STAGES);
+  WS_PIPE_STORAGE(v_pipe, nsa_tile<DV>, NSA_STAGES);
+  q_pipe q;
+  k_pipe k;
+  v_pipe v;
+  uint32_t counts[MAXB][2];
+  uint32_t claimed[MAXB / 32];
+  int list[NSA_MAX_LIST];
+  int nlist;
+};
+
+typedef struct {
+  int tokens, heads_q, heads_kv, group, topn, nblocks;
+  float scale_log2;
+  const int *sel; /* [tokens][heads_kv][topn] */
+  uint16_t *o;
+  float *lse;
+} nsa_args;
+
+#define NSA_ROLES(ROLE) ROLE(N_LOADER, 1, 40, 1) ROLE(N_MATH, 4, 232, 2)
+WS_DECLARE_ROLES(nsa_fwd, NSA_ROLES);
+
+/* The union of the CTA's tokens' selections (one warp): counts, claim bits and the list
+ * of distinct blocks, in no particular order (the softmax does not care). Blocks past
+ * the end, negative, or after a token (its keys all in the future) are skipped. */
+template <int DQK, int DV, int MAXB>
+static __device__ __forceinline__ void nsa_build_list(nsa_smem<DQK, DV, MAXB> *sm, const nsa_args *a, int g, int t0,
+                                                      int toks, int lane) {
+  const int last = min(a->tokens, t0 + toks) - 1;
+  const int nb = min(a->nblocks, last / NSA_BLOCK + 1); /* blocks any token here can see */
+  for (int i = lane; i < nb; i += 32) { sm->counts[i][0] = 0u; sm->counts[i][1] = 0u; }
+  for (int i = lane; i < (nb + 31) / 32; i += 32) sm->claimed[i] = 0u;
+  if (lane == 0) sm->nlist = 0;
+  __syncwarp();
+  for (int j = 0; j < toks; j++) {
+    const int t = t0 + j;
+    if (t >= a->tokens) break;
+    const int *sel = a->sel + ((size_t)t * a->heads_kv + g) * a->topn;
+    for (int e = lane; e < a->topn; e += 32) {
+      const int b = __ldg(sel + e);
+      if (b < 0 || b >= nb || b * NSA_BLOCK > t) continue;
+      atomicAdd(&sm->counts[b][j >> 2], 1u << (8 * (j & 3)));
+      const uint32_t bit = 1u << (b & 31);
+      if ((atomicOr(&sm->claimed[b >> 5], bit) & bit) == 0) sm->list[atomicAdd(&sm->nlist, 1)] = b;
+    }
+  }
+  __threadfence_block();
+  __syncwarp();
+}
+
+template <int DQK, int DV, int MAXB>
+WS_KERNEL(nsa_fwd) nsa_fwd_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ ws_tmap map_k,
+                                  const __grid_constant__ ws_tmap map_v, const __grid_constant__ nsa_args a, ws_diag diag) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  typedef nsa_smem<DQK, DV, MAXB> smem_t;
+  smem_t *sm = (smem_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+  ws_ctx ctx = WS_SELF(nsa_fwd, diag);
+  const int g = (int)blockIdx.x, toks = NSA_BM / a.group, t0 = (int)blockIdx.y * toks;
+
+  const uint32_t writers = WS_ROLE_THREADS(nsa_fwd, N_LOADER), readers = 2 * WS_ROLE_WARPS(nsa_fwd, N_MATH);
+  ws_pipe qp = WS_PIPE_VIEW(&sm->q, "nsa q", writers, readers);
+  ws_pipe kp = WS_PIPE_VIEW(&sm->k, "nsa k", writers, readers);
+  ws_pipe vp = WS_PIPE_VIEW(&sm->v, "nsa v", writers, readers);
+  ws_pipe_set_proxies(&qp, WS_PROXY_ASYNC, WS_PROXY_ASYNC); /* TMA in, wgmma out */
+  ws_pipe_set_proxies(&kp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
+  ws_pipe_set_proxies(&vp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
+  if (threadIdx.x == 0) {
+    ws_pipe_init(&qp);
+    ws_pipe_init(&kp);
+    ws_pipe_init(&vp);
+  }
+  ws_init_sync();
+  const ws_cursor c0 = {0, 0};
+
+  if (ctx.role == N_LOADER) {
+    WS_ENTER_ROLE(nsa_fwd, N_LOADER);
+    if (ctx.spare) return;
+    if (ws_role_leader(&ctx)) {
+      ws_prefetch_tensormap(&map_q.map);
+      ws_prefetch_tensormap(&map_k.map);
+      ws_prefetch_tensormap(&map_v.map);
+    }
+    /* the list first: the q pipe's commit publishes it with the Q tile */
+    nsa_build_list(sm, &a, g, t0, toks, ctx.lane);
+    ws_pipe_acquire_at(&qp, &ctx, c0);
+#pragma unroll 1
+    for (int c = 0; c < DQK / 64; c++)
+      for (int j = 0; j < toks; j++) /* the group's heads of token t0 + j: rows past the end read as zeros */
+        ws_pipe_load_tile_2d_at(&qp, &ctx, c0, sm->q.slot[0].x + c * NSA_BM * 64 + j * a.group * 64, &map_q, c * 64,
+                                (t0 + j) * a.heads_q + g * a.group);
+    ws_pipe_commit_at(&qp, &ctx, c0);
+    const int n = sm->nlist, tiles = (n + 1) / 2;
+    ws_cursor k = c0;
+    for (int i = 0; i < tiles; i++, k = ws_cursor_next(k, NSA_STAGES)) {
+      /* a lone last block is loaded twice (its second copy masked): no stale rows in the tile */
+      const int b0 = sm->list[2 * i], b1 = 2 * i + 1 < n ? sm->list[2 * i + 1] : b0;
+      uint32_t s = ws_pipe_acquire_at(&kp, &ctx, k);
+#pragma unroll
+      for (int c = 0; c < DQK / 64; c++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+          ws_pipe_load_tile_2d_at(&kp, &ctx, k, sm->k.slot[s].x + c * NSA_BN * 64 + h * NSA_BLOCK * 64, &map_k,
+                                  g * DQK + c * 64, (h ? b1 : b0) * NSA_BLOCK);
+      ws_pipe_commit_at(&kp, &ctx, k);
+      s = ws_pipe_acquire_at(&vp, &ctx, k);
+#pragma unroll
+      for (int c = 0; c < DV / 64; c++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+          ws_pipe_load_tile_2d_at(&vp, &ctx, k, sm->v.slot[s].x + c * NSA_BN * 64 + h * NSA_BLOCK * 64, &map_v,
+                                  g * DV + c * 64, (h ? b1 : b0) * NSA_BLOCK);
+      ws_pipe_commit_at(&vp, &ctx, k);
+    }
+    return;
+  }
+
+  WS_ENTER_ROLE(nsa_fwd, N_MATH);
+  const int lane = ctx.lane, quad = lane & 3;
+  const int wg = __shfl_sync(0xffffffffu, ctx.replica, 0);
+  const int row0 = wg * 64 + ctx.warp * 16 + (lane >> 2); /* rows row0 and row0 + 8: one token */
+  const int tok = row0 / a.group, t = t0 + tok;
+  const float sl2 = a.scale_log2;
+  float o[DV / 2];
+#pragma unroll
+  for (int i = 0; i < DV / 2; i++) o[i] = 0.0f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+
+  ws_pipe_wait_at(&qp, &ctx, c0);
+  const int n = sm->nlist, tiles = (n + 1) / 2;
+  const uint64_t dq0 = ws_wgmma_desc_k128b(sm->q.slot[0].x + wg * 64 * 64);
+  const uint64_t dk0 = ws_wgmma_desc_k128b(sm->k.slot[0].x);
+  const uint64_t dv0 = ws_wgmma_desc_mn128b(sm->v.slot[0].x, NSA_BN * 128);
+  const uint32_t k_stage_bytes = (uint32_t)sizeof(sm->k.slot[0]), v_stage_bytes = (uint32_t)sizeof(sm->v.slot[0]);
+  ws_cursor k = c0;
+  for (int i = 0; i < tiles; i++, k = ws_cursor_next(k, NSA_STAGES)) {
+    float s[NSA_BN / 2];
+    ws_pipe_wait_at(&kp, &ctx, k);
+    const uint64_t dk = ws_wgmma_desc_advance(dk0, k.stage * k_stage_bytes);
+    ws_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < DQK / 16; kk++) {
+      const int box = kk / 4;
+      const uint32_t off = (uint32_t)(kk % 4) * 32;
+      ws_wgmma_m64n128k16_bf16(s, ws_wgmma_desc_advance(dq0, box * NSA_BM * 128 + off),
+                               ws_wgmma_desc_advance(dk, box * NSA_BN * 128 + off), kk > 0);
+    }
+    ws_wgmma_commit_group();
+    /* this token's count of the tile's two blocks, read while the wgmmas run */
+    int blk[2], cnt[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int u = 2 * i + h;
+      blk[h] = sm->list[u < n ? u : 2 * i];
+      cnt[h] = u < n && t < a.tokens ? (int)((sm->counts[blk[h]][tok >> 2] >> (8 * (tok & 3))) & 0xFFu) : 0;
+    }
+    WS_WGMMA_WAIT_GROUP(0);
+    ws_pipe_release_warp_at(&kp, &ctx, k);
+
+    /* mask: blocks this token did not select, keys after it; a block selected c times
+     * gets log2(c) / sl2 added to its scores, i.e. its probabilities times c */
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      const int first = blk[h] * NSA_BLOCK;
+      const float bonus = cnt[h] > 1 ? log2f((float)cnt[h]) / sl2 : 0.0f;
+      if (cnt[h] == 0 || first + NSA_BLOCK - 1 > t || cnt[h] > 1) {
+#pragma unroll
+        for (int j = 8 * h; j < 8 * h + 8; j++)
+#pragma unroll
+          for (int e = 0; e < 2; e++) {
+            const int key = first + 8 * (j - 8 * h) + 2 * quad + e;
+            const int ok = cnt[h] > 0 && key <= t;
+            s[4 * j + e] = ok ? s[4 * j + e] + bonus : -INFINITY;
+            s[4 * j + 2 + e] = ok ? s[4 * j + 2 + e] + bonus : -INFINITY;
+          }
+      }
+    }
+
+    float alpha[2];
+    attn_softmax_block<NSA_BN>(s, m_run, l_run, alpha, sl2);
+    attn_rescale<DV>(o, alpha);
+    uint32_t pa[NSA_BN / 16][4];
+    attn_p_fragments<NSA_BN>(s, pa);
+
+    ws_pipe_wait_at(&vp, &ctx, k);
+    const uint64_t dv = ws_wgmma_desc_advance(dv0, k.stage * v_stage_bytes);
+    ws_wgmma_fence();
+#pragma unroll
+    for (int tt = 0; tt < NSA_BN / 16; tt++) {
+      const uint64_t dvt = ws_wgmma_desc_advance(dv, tt * 16 * 128);
+      if (DV == 128) ws_wgmma_m64n128k16_bf16_rs_tb(o, pa[tt], dvt, 1);
+      else ws_wgmma_m64n64k16_bf16_rs_tb(o, pa[tt], dvt, 1);
+    }
+    ws_wgmma_commit_group();
+    WS_WGMMA_WAIT_GROUP(0);
+    ws_pipe_release_warp_at(&vp, &ctx, k);
+  }
+  ws_pipe_release_warp_at(&qp, &ctx, c0);
+
+#pragma unroll
+  for (int x = 0; x < 2; x++) {
+    const float l = attn_quad_sum(l_run[x]);
+    if (t >= a.tokens) continue;
+    const size_t row = (size_t)t * a.heads_q + (size_t)g * a.group + (row0 + 8 * x) % a.group;
+    attn_store_row<DV>(o, x, l, m_run[x], sl2, quad, a.o + row * DV, a.lse ? a.lse + row : NULL);
+  }
+}
+
+/* ---- the call ---------------------------------------------------------------------- */
+typedef struct {
+  int slot, dqk, dv, max_blocks;
+  const char *name;
+  const void *func;
+  size_t smem;
+} nsa_variant;
+
+static ws_status nsa_make_plan(const void *ctx, ws_plan *plan) {
+  const nsa_variant *v = (const nsa_variant *)ctx;
+  ws_status s = ws_plan_init(plan, v->name, nsa_fwd_roles, nsa_fwd_NROLES, 0);
+  if (s == WS_OK) s = ws_plan_set_smem(plan, v->smem);
+  return s;
+}
+
+/* MAXB: the blocks the counts can hold, i.e. the longest sequence / 64 (shared memory). */
+#define NSA_VARIANT(SLOT, DQK, DV, MAXB, NAME) \
+  {SLOT, DQK, DV, MAXB, NAME, (const void *)nsa_fwd_kernel<DQK, DV, MAXB>, sizeof(nsa_smem<DQK, DV, MAXB>) + 1024}
+
+static const nsa_variant *nsa_variant_of(int dqk, int dv) {
+  static const nsa_variant v[] = {
+      NSA_VARIANT(WS_PLAN_SLOT_NSA_64, 64, 64, 2048, "nsa_fwd_64"),
+      NSA_VARIANT(WS_PLAN_SLOT_NSA_128, 128, 128, 2048, "nsa_fwd_128"),
+      NSA_VARIANT(WS_PLAN_SLOT_NSA_192, 192, 128, 1024, "nsa_fwd_192_128"),
+  };
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (v[i].dqk == dqk && v[i].dv == dv) return &v[i];
+  return NULL;
+}
+
+extern "C" ws_status ws_nsa_forward(const ws_nsa_problem *p, cudaStream_t stream) {
+  ws_status s = ws_nsa_check(p);
+  if (s != WS_OK) return s;
+  const int group = p->heads_q / p->heads_kv;
+  if (p->block != NSA_BLOCK)
+    return ws_fail(WS_ERR_UNSUPPORTED, "ws_nsa_forward: block %d; the kernel is built for blocks of %d keys", p->block,
+                   NSA_BLOCK);
+  if (group % 16 != 0 || NSA_BM % group != 0)
+    return ws_fail(WS_ERR_UNSUPPORTED, "ws_nsa_forward: %d query heads per kv head; the kernel takes 16, 32, 64 or 128 "
+                   "(a warp's 16 rows are one token's heads)", group);
+  WS_REQUIRE(p->topn <= NSA_MAX_TOPN, "ws_nsa_forward: topn %d, at most %d", p->topn, NSA_MAX_TOPN);
+  const nsa_variant *v = nsa_variant_of(p->dim_qk, p->dim_v);
+  if (!v) return ws_fail(WS_ERR_UNSUPPORTED, "ws_nsa_forward: head dims %d/%d", p->dim_qk, p->dim_v);
+  const int nblocks = (p->tokens + NSA_BLOCK - 1) / NSA_BLOCK;
+  if (nblocks > v->max_blocks)
+    return ws_fail(WS_ERR_UNSUPPORTED, "ws_nsa_forward: %d tokens (%d blocks); dims %d/%d take at most %d tokens",
+                   p->tokens, nblocks, p->dim_qk, p->dim_v, v->max_blocks * NSA_BLOCK);
+  WS_REQUIRE((uint64_t)p->tokens * p->heads_q < (1ull << 31), "ws_nsa_forward: %d tokens x %d heads, at most 2^31 - 1",
+             p->tokens, p->heads_q);
+  WS_REQUIRE(((uintptr_t)p->lse & 3u) == 0 && ((uintptr_t)p->block_indices & 3u) == 0,
+             "ws_nsa_forward: lse and block_indices must be 4-byte aligned");
+  const int ctas_y = (p->tokens + NSA_BM / group - 1) / (NSA_BM / group);
+  WS_REQUIRE(ctas_y <= 65535 && p->heads_kv <= 65535, "ws_nsa_forward: grid of %d kv heads x %d token groups, each at "
+             "most 65535", p->heads_kv, ctas_y);
+  ws_plan *plan = NULL;
+  if ((s = ws_plan_cached(v->slot, nsa_make_plan, v, &plan)) != WS_OK) return s;
+  ws_tmap mq, mk, mv;
+  const uint64_t ck = (uint64_t)p->heads_kv * p->dim_qk, cv = (uint64_t)p->heads_kv * p->dim_v;
+  if ((s = ws_tmap_2d_swizzled(&mq, p->q, WS_DTYPE_BF16, (uint64_t)p->tokens * p->heads_q, p->dim_qk,
+                               (uint64_t)p->dim_qk * 2, group, 64, WS_SWIZZLE_128B)) != WS_OK ||
+      (s = ws_tmap_2d_swizzled(&mk, p->k, WS_DTYPE_BF16, p->tokens, ck, ck * 2, NSA_BLOCK, 64, WS_SWIZZLE_128B)) != WS_OK ||
+      (s = ws_tmap_2d_swizzled(&mv, p->v, WS_DTYPE_BF16, p->tokens, cv, cv * 2, NSA_BLOCK, 64, WS_SWIZZLE_128B)) != WS_OK)
+    return s;
+  nsa_args a;
+  memset(&a, 0, sizeof a);
+  a.tokens = p->tokens;
+  a.heads_q = p->heads_q;
+  a.heads_kv = p->heads_kv;
+  a.group = group;
+  a.topn = p->topn;
+  a.nblocks = nblocks;
+  const float scale = p->softmax_scale > 0.0f ? p->softmax_scale : 1.0f / sqrtf((float)p->dim_qk);
+  a.scale_log2 = scale * ATTN_LOG2E;
+  a.sel = p->block_indices;
+  a.o = (uint16_t *)p->o;
+  a.lse = p->lse;
+  ws_diag diag;
+  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  void *args[] = {&mq, &mk, &mv, &a, &diag};
+  const dim3 grid = {(unsigned)p->heads_kv, (unsigned)ctas_y, 1};
+  return ws_plan_launch(plan, v->func, grid, stream, args);
+}
