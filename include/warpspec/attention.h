@@ -168,7 +168,8 @@ ws_status ws_mla_sparse_forward(const ws_mla_sparse_problem *p, cudaStream_t str
  * list. A CTA takes the heads of one kv group for 128 / group tokens; its loader builds
  * the union of those tokens' selections (each block loaded once, masked per token, a
  * block listed twice by a token counted twice) and TMA-loads two blocks per 128-key
- * tile. Block 64; heads_q / heads_kv 16, 32, 64 or 128; dims 64/64, 128/128 (tokens up
+ * tile, persistent (the next item's list and Q are prepared while the math finishes the
+ * current one). Block 64; heads_q / heads_kv 16, 32, 64 or 128; dims 128/128 (tokens up
  * to 131072) and 192/128 (up to 65536); topn <= 64. Tokens that select the same blocks
  * (NSA's neighbours mostly do) share the work; disjoint selections cost up to
  * 128 / group times the useful work. Pointers are device memory. */

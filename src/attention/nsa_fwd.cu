@@ -3,10 +3,11 @@
  *
  * Query i of kv group g attends to the keys of its own top-n blocks of 64 (block_indices
  * [i][g][0 .. topn)), causally (keys <= i). The group's heads_q / heads_kv query heads share
- * the selection, so a CTA takes all the heads of group g for 128 / group consecutive
+ * the selection, so a work item is all the heads of group g for 128 / group consecutive
  * tokens: 128 query rows, row r = (token r / group, head g x group + r % group). Every warp's
- * 16 rows belong to one token (group is a multiple of 16).
- *   N_LOADER (1 warp, 40 regs)      builds the CTA's block list, then TMA-loads the Q rows
+ * 16 rows belong to one token (group is a multiple of 16). The grid is persistent: a CTA
+ * takes items c, c + grid, ...
+ *   N_LOADER (1 warp, 40 regs)      builds the item's block list, then TMA-loads the Q rows
  *                                   (one box per token and 64 columns) and, per tile of
  *                                   128 keys, the K and V rows of two listed blocks.
  *                                   The list is the union of the tokens' selections,
@@ -18,7 +19,11 @@
  *   N_MATH (4 warps x 2, 232 regs)  per warpgroup 64 rows (4 tokens of 16 heads): S = Q K^T,
  *                                   the mask from the counts and the causal limit, the
  *                                   online softmax (attn_device.cuh), O += P V with P from
- *                                   registers, as the flash kernel.
+ *                                   registers, as the flash kernel. They take the
+ *                                   item's tile count and the tiles' blocks and counts
+ *                                   from shared memory (written with Q and K), release Q
+ *                                   after their last S: the loader prepares the next item
+ *                                   (list, Q) while they finish this one.
  * Neighbouring tokens select mostly the same blocks in NSA (the selection comes from the
  * compressed attention, and the first and local blocks are always in it), so the union
  * is close to one token's top-n. The worst case, disjoint random selections, computes
@@ -42,8 +47,15 @@
 
 template <int D> struct __align__(1024) nsa_tile { uint16_t x[128 * D]; };
 
-/* counts[b]: the CTA's tokens' selections of block b, one byte per token (two words);
- * claimed: one bit per block (the first lane to count a block appends it to `list`). */
+/* What the math warps need of a K tile, written by the loader with it: the two blocks
+ * and each token's count of them (0: not selected, masked). */
+typedef struct {
+  int blk[2];
+  uint8_t cnt[2][8];
+} nsa_tile_info;
+
+/* The loader's own state: counts[b], one byte per token of the item (two words), and
+ * one claim bit per block (the first lane to count a block appends it to `list`). */
 template <int DQK, int DV, int MAXB> struct nsa_smem {
   WS_PIPE_STORAGE(q_pipe, nsa_tile<DQK>, 1);
   WS_PIPE_STORAGE(k_pipe, nsa_tile<DQK>, NSA_STAGES);
@@ -51,6 +63,9 @@ template <int DQK, int DV, int MAXB> struct nsa_smem {
   q_pipe q;
   k_pipe k;
   v_pipe v;
+  nsa_tile_info info[NSA_STAGES]; /* with the K stage of the same index                     */
+  int ntiles;                     /* with the Q tile: tiles of the item (-1: no more items) */
+  int item_g, item_t0;            /* with the Q tile: its kv group and first token          */
   uint32_t counts[MAXB][2];
   uint32_t claimed[MAXB / 32];
   int list[NSA_MAX_LIST];
@@ -58,7 +73,7 @@ template <int DQK, int DV, int MAXB> struct nsa_smem {
 };
 
 typedef struct {
-  int tokens, heads_q, heads_kv, group, topn, nblocks;
+  int tokens, heads_q, heads_kv, group, topn, nblocks, items;
   float scale_log2;
   const int *sel; /* [tokens][heads_kv][topn] */
   uint16_t *o;
@@ -68,7 +83,14 @@ typedef struct {
 #define NSA_ROLES(ROLE) ROLE(N_LOADER, 1, 40, 1) ROLE(N_MATH, 4, 232, 2)
 WS_DECLARE_ROLES(nsa_fwd, NSA_ROLES);
 
-/* The union of the CTA's tokens' selections (one warp): counts, claim bits and the list
+/* Item `it` (kv group g, first token t0): items are numbered group-major within a token
+ * range, so that the CTAs running together share the tokens' K / V rows in L2. */
+static __device__ __forceinline__ void nsa_item(const nsa_args *a, int it, int *g, int *t0) {
+  *g = it % a->heads_kv;
+  *t0 = it / a->heads_kv * (NSA_BM / a->group);
+}
+
+/* The union of the item's tokens' selections (one warp): counts, claim bits and the list
  * of distinct blocks, in no particular order (the softmax does not care). Blocks past
  * the end, negative, or after a token (its keys all in the future) are skipped. */
 template <int DQK, int DV, int MAXB>
@@ -92,10 +114,13 @@ static __device__ __forceinline__ void nsa_build_list(nsa_smem<DQK, DV, MAXB> *s
       if ((atomicOr(&sm->claimed[b >> 5], bit) & bit) == 0) sm->list[atomicAdd(&sm->nlist, 1)] = b;
     }
   }
-  __threadfence_block();
   __syncwarp();
 }
 
+/* Persistent: CTA c takes items c, c + grid, ... The loader builds the next item's list
+ * while the math warps finish the current one, and its Q tile as soon as they have
+ * issued their last S (they release Q then); the K / V tiles of consecutive items flow
+ * through the same pipes. */
 template <int DQK, int DV, int MAXB>
 WS_KERNEL(nsa_fwd) nsa_fwd_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ ws_tmap map_k,
                                   const __grid_constant__ ws_tmap map_v, const __grid_constant__ nsa_args a, ws_diag diag) {
@@ -103,7 +128,7 @@ WS_KERNEL(nsa_fwd) nsa_fwd_kernel(const __grid_constant__ ws_tmap map_q, const _
   typedef nsa_smem<DQK, DV, MAXB> smem_t;
   smem_t *sm = (smem_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
   ws_ctx ctx = WS_SELF(nsa_fwd, diag);
-  const int g = (int)blockIdx.x, toks = NSA_BM / a.group, t0 = (int)blockIdx.y * toks;
+  const int toks = NSA_BM / a.group;
 
   const uint32_t writers = WS_ROLE_THREADS(nsa_fwd, N_LOADER), readers = 2 * WS_ROLE_WARPS(nsa_fwd, N_MATH);
   ws_pipe qp = WS_PIPE_VIEW(&sm->q, "nsa q", writers, readers);
@@ -118,138 +143,170 @@ WS_KERNEL(nsa_fwd) nsa_fwd_kernel(const __grid_constant__ ws_tmap map_q, const _
     ws_pipe_init(&vp);
   }
   ws_init_sync();
-  const ws_cursor c0 = {0, 0};
 
   if (ctx.role == N_LOADER) {
     WS_ENTER_ROLE(nsa_fwd, N_LOADER);
     if (ctx.spare) return;
+    ctx.role = N_LOADER;
+    ctx.warp = 0; /* one warp: the leader is lane 0 (a constant less to keep) */
     if (ws_role_leader(&ctx)) {
       ws_prefetch_tensormap(&map_q.map);
       ws_prefetch_tensormap(&map_k.map);
       ws_prefetch_tensormap(&map_v.map);
     }
-    /* the list first: the q pipe's commit publishes it with the Q tile */
-    nsa_build_list(sm, &a, g, t0, toks, ctx.lane);
-    ws_pipe_acquire_at(&qp, &ctx, c0);
+    /* only two counters cross the loops (items done, tiles done): 40 registers */
+    int kt = 0;
+    for (int ni = 0;; ni++) {
+      /* sm through an opaque move each item: otherwise ptxas hoists every shared address
+       * of the loop out of it and spills them (40 registers) */
+      smem_t *lsm = sm;
+      asm volatile("" : "+l"(lsm));
+      ws_pipe qp = WS_PIPE_VIEW(&lsm->q, "nsa q", writers, readers), kp = WS_PIPE_VIEW(&lsm->k, "nsa k", writers, readers),
+              vp = WS_PIPE_VIEW(&lsm->v, "nsa v", writers, readers);
+      ws_pipe_set_proxies(&qp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
+      ws_pipe_set_proxies(&kp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
+      ws_pipe_set_proxies(&vp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
+      const int it = (int)blockIdx.x + ni * (int)gridDim.x;
+      const ws_cursor qc = ws_cursor_at((uint32_t)ni, 1);
+      int g = 0, t0 = 0;
+      const int more = it < a.items;
+      if (more) {
+        nsa_item(&a, it, &g, &t0);
+        nsa_build_list(lsm, &a, g, t0, toks, ctx.lane);
+      }
+      const int n = more ? lsm->nlist : 0, tiles = (n + 1) / 2;
+      /* the Q tile and the item's tile count (-1: the end), published by the q pipe */
+      ws_pipe_acquire_at(&qp, &ctx, qc);
+      if (ws_role_leader(&ctx)) {
+        lsm->ntiles = more ? tiles : -1;
+        lsm->item_g = g;
+        lsm->item_t0 = t0;
+      }
+      if (more)
 #pragma unroll 1
-    for (int c = 0; c < DQK / 64; c++)
-      for (int j = 0; j < toks; j++) /* the group's heads of token t0 + j: rows past the end read as zeros */
-        ws_pipe_load_tile_2d_at(&qp, &ctx, c0, sm->q.slot[0].x + c * NSA_BM * 64 + j * a.group * 64, &map_q, c * 64,
-                                (t0 + j) * a.heads_q + g * a.group);
-    ws_pipe_commit_at(&qp, &ctx, c0);
-    const int n = sm->nlist, tiles = (n + 1) / 2;
-    ws_cursor k = c0;
-    for (int i = 0; i < tiles; i++, k = ws_cursor_next(k, NSA_STAGES)) {
-      /* a lone last block is loaded twice (its second copy masked): no stale rows in the tile */
-      const int b0 = sm->list[2 * i], b1 = 2 * i + 1 < n ? sm->list[2 * i + 1] : b0;
-      uint32_t s = ws_pipe_acquire_at(&kp, &ctx, k);
+        for (int c = 0; c < DQK / 64; c++)
+          for (int j = 0; j < toks; j++) /* the group's heads of token t0 + j: rows past the end read as zeros */
+            ws_pipe_load_tile_2d_at(&qp, &ctx, qc, lsm->q.slot[0].x + c * NSA_BM * 64 + j * a.group * 64, &map_q, c * 64,
+                                    (t0 + j) * a.heads_q + g * a.group);
+      ws_pipe_commit_at(&qp, &ctx, qc);
+      if (!more) break;
+      for (int i = 0; i < tiles; i++, kt++) {
+        const ws_cursor k = ws_cursor_at((uint32_t)kt, NSA_STAGES);
+        /* a lone last block is loaded twice (its second copy masked): no stale rows in the tile */
+        const int b0 = lsm->list[2 * i], b1 = 2 * i + 1 < n ? lsm->list[2 * i + 1] : b0;
+        uint32_t s = ws_pipe_acquire_at(&kp, &ctx, k);
+        if (ctx.lane < 16) { /* the tile's blocks and each token's count of them */
+          const int h = ctx.lane >> 3, j = ctx.lane & 7;
+          const int valid = h == 0 || 2 * i + 1 < n;
+          lsm->info[s].cnt[h][j] = (uint8_t)(valid && j < toks ? (lsm->counts[h ? b1 : b0][j >> 2] >> (8 * (j & 3))) & 0xFFu : 0u);
+          if (j == 0) lsm->info[s].blk[h] = h ? b1 : b0;
+        }
+        __syncwarp();
+#pragma unroll 1
+        for (int c = 0; c < DQK / 64; c++)
 #pragma unroll
-      for (int c = 0; c < DQK / 64; c++)
+          for (int h = 0; h < 2; h++)
+            ws_pipe_load_tile_2d_at(&kp, &ctx, k, lsm->k.slot[s].x + c * NSA_BN * 64 + h * NSA_BLOCK * 64, &map_k,
+                                    g * DQK + c * 64, (h ? b1 : b0) * NSA_BLOCK);
+        ws_pipe_commit_at(&kp, &ctx, k);
+        s = ws_pipe_acquire_at(&vp, &ctx, k);
+#pragma unroll 1
+        for (int c = 0; c < DV / 64; c++)
 #pragma unroll
-        for (int h = 0; h < 2; h++)
-          ws_pipe_load_tile_2d_at(&kp, &ctx, k, sm->k.slot[s].x + c * NSA_BN * 64 + h * NSA_BLOCK * 64, &map_k,
-                                  g * DQK + c * 64, (h ? b1 : b0) * NSA_BLOCK);
-      ws_pipe_commit_at(&kp, &ctx, k);
-      s = ws_pipe_acquire_at(&vp, &ctx, k);
-#pragma unroll
-      for (int c = 0; c < DV / 64; c++)
-#pragma unroll
-        for (int h = 0; h < 2; h++)
-          ws_pipe_load_tile_2d_at(&vp, &ctx, k, sm->v.slot[s].x + c * NSA_BN * 64 + h * NSA_BLOCK * 64, &map_v,
-                                  g * DV + c * 64, (h ? b1 : b0) * NSA_BLOCK);
-      ws_pipe_commit_at(&vp, &ctx, k);
+          for (int h = 0; h < 2; h++)
+            ws_pipe_load_tile_2d_at(&vp, &ctx, k, lsm->v.slot[s].x + c * NSA_BN * 64 + h * NSA_BLOCK * 64, &map_v,
+                                    g * DV + c * 64, (h ? b1 : b0) * NSA_BLOCK);
+        ws_pipe_commit_at(&vp, &ctx, k);
+      }
     }
     return;
   }
 
   WS_ENTER_ROLE(nsa_fwd, N_MATH);
+  ctx.role = N_MATH; /* a constant from here: the timeout reports no longer keep it in a register */
   const int lane = ctx.lane, quad = lane & 3;
   const int wg = __shfl_sync(0xffffffffu, ctx.replica, 0);
-  const int row0 = wg * 64 + ctx.warp * 16 + (lane >> 2); /* rows row0 and row0 + 8: one token */
-  const int tok = row0 / a.group, t = t0 + tok;
+  const int tok = (wg * 64 + ctx.warp * 16) / a.group; /* this warp's 16 rows: one token's heads */
   const float sl2 = a.scale_log2;
-  float o[DV / 2];
-#pragma unroll
-  for (int i = 0; i < DV / 2; i++) o[i] = 0.0f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
-
-  ws_pipe_wait_at(&qp, &ctx, c0);
-  const int n = sm->nlist, tiles = (n + 1) / 2;
   const uint64_t dq0 = ws_wgmma_desc_k128b(sm->q.slot[0].x + wg * 64 * 64);
   const uint64_t dk0 = ws_wgmma_desc_k128b(sm->k.slot[0].x);
   const uint64_t dv0 = ws_wgmma_desc_mn128b(sm->v.slot[0].x, NSA_BN * 128);
   const uint32_t k_stage_bytes = (uint32_t)sizeof(sm->k.slot[0]), v_stage_bytes = (uint32_t)sizeof(sm->v.slot[0]);
-  ws_cursor k = c0;
-  for (int i = 0; i < tiles; i++, k = ws_cursor_next(k, NSA_STAGES)) {
-    float s[NSA_BN / 2];
-    ws_pipe_wait_at(&kp, &ctx, k);
-    const uint64_t dk = ws_wgmma_desc_advance(dk0, k.stage * k_stage_bytes);
-    ws_wgmma_fence();
+  ws_cursor qc = {0, 0}, k = {0, 0};
+  for (;; qc = ws_cursor_next(qc, 1)) {
+    ws_pipe_wait_at(&qp, &ctx, qc);
+    const int tiles = sm->ntiles;
+    if (tiles < 0) break; /* the loader's end mark; the Q stage is left as it is */
+    const int g = sm->item_g, t = sm->item_t0 + tok;
+    float o[DV / 2];
 #pragma unroll
-    for (int kk = 0; kk < DQK / 16; kk++) {
-      const int box = kk / 4;
-      const uint32_t off = (uint32_t)(kk % 4) * 32;
-      ws_wgmma_m64n128k16_bf16(s, ws_wgmma_desc_advance(dq0, box * NSA_BM * 128 + off),
-                               ws_wgmma_desc_advance(dk, box * NSA_BN * 128 + off), kk > 0);
-    }
-    ws_wgmma_commit_group();
-    /* this token's count of the tile's two blocks, read while the wgmmas run */
-    int blk[2], cnt[2];
+    for (int i = 0; i < DV / 2; i++) o[i] = 0.0f;
+    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+    for (int i = 0; i < tiles; i++, k = ws_cursor_next(k, NSA_STAGES)) {
+      float s[NSA_BN / 2];
+      ws_pipe_wait_at(&kp, &ctx, k);
+      const uint64_t dk = ws_wgmma_desc_advance(dk0, k.stage * k_stage_bytes);
+      ws_wgmma_fence();
 #pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const int u = 2 * i + h;
-      blk[h] = sm->list[u < n ? u : 2 * i];
-      cnt[h] = u < n && t < a.tokens ? (int)((sm->counts[blk[h]][tok >> 2] >> (8 * (tok & 3))) & 0xFFu) : 0;
-    }
-    WS_WGMMA_WAIT_GROUP(0);
-    ws_pipe_release_warp_at(&kp, &ctx, k);
-
-    /* mask: blocks this token did not select, keys after it; a block selected c times
-     * gets log2(c) / sl2 added to its scores, i.e. its probabilities times c */
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-      const int first = blk[h] * NSA_BLOCK;
-      const float bonus = cnt[h] > 1 ? log2f((float)cnt[h]) / sl2 : 0.0f;
-      if (cnt[h] == 0 || first + NSA_BLOCK - 1 > t || cnt[h] > 1) {
-#pragma unroll
-        for (int j = 8 * h; j < 8 * h + 8; j++)
-#pragma unroll
-          for (int e = 0; e < 2; e++) {
-            const int key = first + 8 * (j - 8 * h) + 2 * quad + e;
-            const int ok = cnt[h] > 0 && key <= t;
-            s[4 * j + e] = ok ? s[4 * j + e] + bonus : -INFINITY;
-            s[4 * j + 2 + e] = ok ? s[4 * j + 2 + e] + bonus : -INFINITY;
-          }
+      for (int kk = 0; kk < DQK / 16; kk++) {
+        const int box = kk / 4;
+        const uint32_t off = (uint32_t)(kk % 4) * 32;
+        ws_wgmma_m64n128k16_bf16(s, ws_wgmma_desc_advance(dq0, box * NSA_BM * 128 + off),
+                                 ws_wgmma_desc_advance(dk, box * NSA_BN * 128 + off), kk > 0);
       }
-    }
-
-    float alpha[2];
-    attn_softmax_block<NSA_BN>(s, m_run, l_run, alpha, sl2);
-    attn_rescale<DV>(o, alpha);
-    uint32_t pa[NSA_BN / 16][4];
-    attn_p_fragments<NSA_BN>(s, pa);
-
-    ws_pipe_wait_at(&vp, &ctx, k);
-    const uint64_t dv = ws_wgmma_desc_advance(dv0, k.stage * v_stage_bytes);
-    ws_wgmma_fence();
+      ws_wgmma_commit_group();
+      WS_WGMMA_WAIT_GROUP(0);
+      /* mask: blocks this token did not select, keys after it; a block selected c times
+       * gets log2(c) / sl2 added to its scores, i.e. its probabilities times c. Per block
+       * half: keys first .. first + lim are valid (lim < 0: none). */
 #pragma unroll
-    for (int tt = 0; tt < NSA_BN / 16; tt++) {
-      const uint64_t dvt = ws_wgmma_desc_advance(dv, tt * 16 * 128);
-      if (DV == 128) ws_wgmma_m64n128k16_bf16_rs_tb(o, pa[tt], dvt, 1);
-      else ws_wgmma_m64n64k16_bf16_rs_tb(o, pa[tt], dvt, 1);
+      for (int h = 0; h < 2; h++) {
+        const int cnt = sm->info[k.stage].cnt[h][tok];
+        const int lim = cnt > 0 ? t - sm->info[k.stage].blk[h] * NSA_BLOCK : -1;
+        if (lim < NSA_BLOCK - 1 || cnt > 1) {
+          const float bonus = cnt > 1 ? log2f((float)cnt) / sl2 : 0.0f;
+#pragma unroll
+          for (int j = 8 * h; j < 8 * h + 8; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+              const int ok = 8 * (j - 8 * h) + 2 * quad + e <= lim;
+              s[4 * j + e] = ok ? s[4 * j + e] + bonus : -INFINITY;
+              s[4 * j + 2 + e] = ok ? s[4 * j + 2 + e] + bonus : -INFINITY;
+            }
+        }
+      }
+      ws_pipe_release_warp_at(&kp, &ctx, k); /* the tile info read, K no longer needed */
+      if (i == tiles - 1) ws_pipe_release_warp_at(&qp, &ctx, qc); /* its last S: the next Q may come */
+
+      float alpha[2];
+      attn_softmax_block<NSA_BN>(s, m_run, l_run, alpha, sl2);
+      attn_rescale<DV>(o, alpha);
+      uint32_t pa[NSA_BN / 16][4];
+      attn_p_fragments<NSA_BN>(s, pa);
+
+      ws_pipe_wait_at(&vp, &ctx, k);
+      const uint64_t dv = ws_wgmma_desc_advance(dv0, k.stage * v_stage_bytes);
+      ws_wgmma_fence();
+#pragma unroll
+      for (int tt = 0; tt < NSA_BN / 16; tt++) {
+        const uint64_t dvt = ws_wgmma_desc_advance(dv, tt * 16 * 128);
+        if (DV == 128) ws_wgmma_m64n128k16_bf16_rs_tb(o, pa[tt], dvt, 1);
+        else ws_wgmma_m64n64k16_bf16_rs_tb(o, pa[tt], dvt, 1);
+      }
+      ws_wgmma_commit_group();
+      WS_WGMMA_WAIT_GROUP(0);
+      ws_pipe_release_warp_at(&vp, &ctx, k);
     }
-    ws_wgmma_commit_group();
-    WS_WGMMA_WAIT_GROUP(0);
-    ws_pipe_release_warp_at(&vp, &ctx, k);
-  }
-  ws_pipe_release_warp_at(&qp, &ctx, c0);
+    if (tiles == 0) ws_pipe_release_warp_at(&qp, &ctx, qc); /* an item with no key: Q unread */
 
 #pragma unroll
-  for (int x = 0; x < 2; x++) {
-    const float l = attn_quad_sum(l_run[x]);
-    if (t >= a.tokens) continue;
-    const size_t row = (size_t)t * a.heads_q + (size_t)g * a.group + (row0 + 8 * x) % a.group;
-    attn_store_row<DV>(o, x, l, m_run[x], sl2, quad, a.o + row * DV, a.lse ? a.lse + row : NULL);
+    for (int x = 0; x < 2; x++) {
+      const float l = attn_quad_sum(l_run[x]);
+      if (t >= a.tokens) continue;
+      const int r = wg * 64 + ctx.warp * 16 + (lane >> 2) + 8 * x; /* the row in the CTA's 128 */
+      const size_t row = (size_t)t * a.heads_q + (size_t)g * a.group + r % a.group;
+      attn_store_row<DV>(o, x, l, m_run[x], sl2, quad, a.o + row * DV, a.lse ? a.lse + row : NULL);
+    }
   }
 }
 
@@ -274,7 +331,6 @@ static ws_status nsa_make_plan(const void *ctx, ws_plan *plan) {
 
 static const nsa_variant *nsa_variant_of(int dqk, int dv) {
   static const nsa_variant v[] = {
-      NSA_VARIANT(WS_PLAN_SLOT_NSA_64, 64, 64, 2048, "nsa_fwd_64"),
       NSA_VARIANT(WS_PLAN_SLOT_NSA_128, 128, 128, 2048, "nsa_fwd_128"),
       NSA_VARIANT(WS_PLAN_SLOT_NSA_192, 192, 128, 1024, "nsa_fwd_192_128"),
   };
@@ -295,7 +351,8 @@ extern "C" ws_status ws_nsa_forward(const ws_nsa_problem *p, cudaStream_t stream
                    "(a warp's 16 rows are one token's heads)", group);
   WS_REQUIRE(p->topn <= NSA_MAX_TOPN, "ws_nsa_forward: topn %d, at most %d", p->topn, NSA_MAX_TOPN);
   const nsa_variant *v = nsa_variant_of(p->dim_qk, p->dim_v);
-  if (!v) return ws_fail(WS_ERR_UNSUPPORTED, "ws_nsa_forward: head dims %d/%d", p->dim_qk, p->dim_v);
+  if (!v) return ws_fail(WS_ERR_UNSUPPORTED, "ws_nsa_forward: head dims %d/%d; the kernel takes NSA's 128/128 and 192/128",
+                         p->dim_qk, p->dim_v);
   const int nblocks = (p->tokens + NSA_BLOCK - 1) / NSA_BLOCK;
   if (nblocks > v->max_blocks)
     return ws_fail(WS_ERR_UNSUPPORTED, "ws_nsa_forward: %d tokens (%d blocks); dims %d/%d take at most %d tokens",
@@ -304,9 +361,10 @@ extern "C" ws_status ws_nsa_forward(const ws_nsa_problem *p, cudaStream_t stream
              p->tokens, p->heads_q);
   WS_REQUIRE(((uintptr_t)p->lse & 3u) == 0 && ((uintptr_t)p->block_indices & 3u) == 0,
              "ws_nsa_forward: lse and block_indices must be 4-byte aligned");
-  const int ctas_y = (p->tokens + NSA_BM / group - 1) / (NSA_BM / group);
-  WS_REQUIRE(ctas_y <= 65535 && p->heads_kv <= 65535, "ws_nsa_forward: grid of %d kv heads x %d token groups, each at "
-             "most 65535", p->heads_kv, ctas_y);
+  const long long items = (long long)(p->tokens + NSA_BM / group - 1) / (NSA_BM / group) * p->heads_kv;
+  WS_REQUIRE(items < (1ll << 31), "ws_nsa_forward: %lld work items (kv heads x token groups), at most 2^31 - 1", items);
+  int sms = 0;
+  if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   ws_plan *plan = NULL;
   if ((s = ws_plan_cached(v->slot, nsa_make_plan, v, &plan)) != WS_OK) return s;
   ws_tmap mq, mk, mv;
@@ -324,6 +382,7 @@ extern "C" ws_status ws_nsa_forward(const ws_nsa_problem *p, cudaStream_t stream
   a.group = group;
   a.topn = p->topn;
   a.nblocks = nblocks;
+  a.items = (int)items;
   const float scale = p->softmax_scale > 0.0f ? p->softmax_scale : 1.0f / sqrtf((float)p->dim_qk);
   a.scale_log2 = scale * ATTN_LOG2E;
   a.sel = p->block_indices;
@@ -332,6 +391,6 @@ extern "C" ws_status ws_nsa_forward(const ws_nsa_problem *p, cudaStream_t stream
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mq, &mk, &mv, &a, &diag};
-  const dim3 grid = {(unsigned)p->heads_kv, (unsigned)ctas_y, 1};
+  const dim3 grid = {(unsigned)(items < sms ? items : sms), 1, 1}; /* persistent */
   return ws_plan_launch(plan, v->func, grid, stream, args);
 }

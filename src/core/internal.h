@@ -23,7 +23,7 @@ ws_status ws_device_sms(int *sms);
 enum { WS_PLAN_SLOT_STREAM_TMA, WS_PLAN_SLOT_STREAM_THREADS, WS_PLAN_SLOT_GEMM_BF16, WS_PLAN_SLOT_GEMM_FP8, WS_PLAN_SLOT_GEMM_FP8_WIDE,
        WS_PLAN_SLOT_ATTN_64, WS_PLAN_SLOT_ATTN_128, WS_PLAN_SLOT_ATTN_192, WS_PLAN_SLOT_ATTN_64_PP, WS_PLAN_SLOT_ATTN_128_PP,
        WS_PLAN_SLOT_ATTN_192_PP, WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_FP8, WS_PLAN_SLOT_MOE_EXPERTS,
-       WS_PLAN_SLOT_NSA_64, WS_PLAN_SLOT_NSA_128, WS_PLAN_SLOT_NSA_192,
+       WS_PLAN_SLOT_NSA_128, WS_PLAN_SLOT_NSA_192,
        WS_PLAN_SLOTS };
 /* The plan of kernel `slot` on the current device: made by make(ctx, plan) the first
  * time this thread asks on this device, then reused (the plan remembers the kernel it

@@ -612,7 +612,7 @@ int main(int argc, char **argv) {
   };
   const nsa_case nsa_quick[] = {
       {"nsa T 300 Hq 32 Hkv 2 d128 topn 6", 300, 32, 2, 128, 128, 6, 0},
-      {"nsa T 257 Hq 16 Hkv 1 d64 topn 5", 257, 16, 1, 64, 64, 5, 0},
+      {"nsa T 257 Hq 16 Hkv 1 d128 topn 5", 257, 16, 1, 128, 128, 5, 0},
       {"nsa T 1000 Hq 32 Hkv 2 d192/128 topn 8 shared", 1000, 32, 2, 192, 128, 8, 1},
   };
   const nsa_case nsa_full[] = {
