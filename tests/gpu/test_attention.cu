@@ -13,6 +13,7 @@
  *   test_attention bench    time the issue's shapes (B x S = 16k tokens), TFLOPS
  *   test_attention fp8      the FP8 MLA cache only (quantiser, decode): for compute-sanitizer
  *   test_attention nsa      NSA selected-block attention only: tests, then its bench
+ *   test_attention nsa-quick the small NSA tests (for compute-sanitizer)
  * Sparse MLA prefill (ws_mla_sparse_forward) the same way against
  * ws_mla_sparse_reference: heads 64 and 128, topk 128 / 512 / 2048 (and one not a
  * multiple of 64), s_kv from topk to 131072, indices with -1, duplicates and values out
@@ -627,10 +628,11 @@ int main(int argc, char **argv) {
       {"nsa T 16384 Hq 64 Hkv 4 d192/128 topn 16 shared", 16384, 64, 4, 192, 128, 16, 1},
   };
   int fails = 0;
-  if (!strcmp(mode, "nsa")) { /* NSA alone: its tests, then its bench */
+  if (!strcmp(mode, "nsa") || !strcmp(mode, "nsa-quick")) { /* NSA alone: its tests, then its bench */
     for (size_t i = 0; i < sizeof nsa_quick / sizeof nsa_quick[0]; i++) fails += run_nsa(&nsa_quick[i], 1);
-    for (size_t i = 0; i < sizeof nsa_full / sizeof nsa_full[0]; i++) fails += run_nsa(&nsa_full[i], 1);
-    if (!fails)
+    if (!strcmp(mode, "nsa"))
+      for (size_t i = 0; i < sizeof nsa_full / sizeof nsa_full[0]; i++) fails += run_nsa(&nsa_full[i], 1);
+    if (!fails && !strcmp(mode, "nsa"))
       for (size_t i = 0; i < sizeof nsa_bench / sizeof nsa_bench[0]; i++) run_nsa(&nsa_bench[i], 0);
     printf(fails ? "test_attention nsa: %d FAILED\n" : "test_attention nsa: all checks passed\n", fails);
     return fails ? 1 : 0;
