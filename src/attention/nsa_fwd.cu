@@ -235,9 +235,15 @@ WS_KERNEL(nsa_fwd) nsa_fwd_kernel(const __grid_constant__ ws_tmap map_q, const _
   ws_cursor qc = {0, 0}, k = {0, 0};
   for (;; qc = ws_cursor_next(qc, 1)) {
     ws_pipe_wait_at(&qp, &ctx, qc);
-    const int tiles = sm->ntiles;
+    /* Shared values the loader rewrites after the warp's release are read by lane 0 and
+     * broadcast: the release (one arrive per warp after __syncwarp) then orders a single
+     * reader, which compute-sanitizer's racecheck can follow. */
+    int tiles = 0, g = 0, t = 0;
+    if (lane == 0) { tiles = sm->ntiles; g = sm->item_g; t = sm->item_t0 + tok; }
+    tiles = __shfl_sync(0xffffffffu, tiles, 0);
     if (tiles < 0) break; /* the loader's end mark; the Q stage is left as it is */
-    const int g = sm->item_g, t = sm->item_t0 + tok;
+    g = __shfl_sync(0xffffffffu, g, 0);
+    t = __shfl_sync(0xffffffffu, t, 0);
     float o[DV / 2];
 #pragma unroll
     for (int i = 0; i < DV / 2; i++) o[i] = 0.0f;
@@ -259,10 +265,14 @@ WS_KERNEL(nsa_fwd) nsa_fwd_kernel(const __grid_constant__ ws_tmap map_q, const _
       /* mask: blocks this token did not select, keys after it; a block selected c times
        * gets log2(c) / sl2 added to its scores, i.e. its probabilities times c. Per block
        * half: keys first .. first + lim are valid (lim < 0: none). */
+      int info[2] = {0, 0}; /* per half: this token's count | first key << 8 (lane 0 reads, as above) */
+      if (lane == 0)
+#pragma unroll
+        for (int h = 0; h < 2; h++) info[h] = sm->info[k.stage].cnt[h][tok] | sm->info[k.stage].blk[h] * NSA_BLOCK << 8;
 #pragma unroll
       for (int h = 0; h < 2; h++) {
-        const int cnt = sm->info[k.stage].cnt[h][tok];
-        const int lim = cnt > 0 ? t - sm->info[k.stage].blk[h] * NSA_BLOCK : -1;
+        const int v = __shfl_sync(0xffffffffu, info[h], 0), cnt = v & 0xFF;
+        const int lim = cnt > 0 ? t - (v >> 8) : -1;
         if (lim < NSA_BLOCK - 1 || cnt > 1) {
           const float bonus = cnt > 1 ? log2f((float)cnt) / sl2 : 0.0f;
 #pragma unroll
