@@ -6,6 +6,9 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "warpspec/device/warpspec.cuh"
+#include "warpspec/device/wgmma.cuh"
+
 /* 2^x on the SFU (ex2.approx, flush-to-zero): the softmax's exponent with the scale and
  * log2(e) folded into one FMA before it; 2^-inf = +0. */
 static __device__ __forceinline__ float attn_exp2(float x) {
@@ -22,6 +25,65 @@ static __device__ __forceinline__ uint32_t attn_pack_bf16(float lo, float hi) {
 
 #define ATTN_LN2 0.69314718055994531f
 #define ATTN_LOG2E 1.4426950408889634f
+
+/* ---- the q, k and v pipes of the flash and NSA kernels: TMA in, wgmma out ---------- */
+static __device__ __forceinline__ void attn_pipes_setup(ws_pipe *q, ws_pipe *k, ws_pipe *v) {
+  ws_pipe_set_proxies(q, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
+  ws_pipe_set_proxies(k, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
+  ws_pipe_set_proxies(v, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
+}
+
+/* Thread 0 initialises the barriers, then the whole CTA syncs (ws_init_sync). */
+static __device__ __forceinline__ void attn_pipes_init(const ws_pipe *q, const ws_pipe *k, const ws_pipe *v) {
+  if (threadIdx.x == 0) {
+    ws_pipe_init(q);
+    ws_pipe_init(k);
+    ws_pipe_init(v);
+  }
+  ws_init_sync();
+}
+
+/* The loader's leader prefetches the three tensor maps' descriptors. */
+static __device__ __forceinline__ void attn_prefetch_maps(const ws_ctx *c, const ws_tmap *q, const ws_tmap *k,
+                                                          const ws_tmap *v) {
+  if (ws_role_leader(c)) {
+    ws_prefetch_tensormap(&q->map);
+    ws_prefetch_tensormap(&k->map);
+    ws_prefetch_tensormap(&v->map);
+  }
+}
+
+/* ---- the two matrix products of a key block, shared by the flash and NSA kernels ------
+ * Q and K tiles are [rows][D] in 64-column boxes with the 128-byte swizzle (TMA's), the
+ * descriptors made once by the caller (dq0: this warpgroup's 64 rows; dk: the stage).
+ * S [64][BN] = Q K^T, issued and committed (the caller waits). */
+template <int DQK, int BM, int BN>
+static __device__ __forceinline__ void attn_qk_wgmma(float *s, uint64_t dq0, uint64_t dk) {
+  static_assert(BN == 128, "S is one m64n128 accumulator");
+  ws_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < DQK / 16; kk++) {
+    const int box = kk / 4;
+    const uint32_t off = (uint32_t)(kk % 4) * 32;
+    ws_wgmma_m64n128k16_bf16(s, ws_wgmma_desc_advance(dq0, box * BM * 128 + off), ws_wgmma_desc_advance(dk, box * BN * 128 + off),
+                             kk > 0);
+  }
+  ws_wgmma_commit_group();
+}
+
+/* O [64][DV] += P V with P from registers (attn_p_fragments) and V [BN keys][DV] read
+ * MN-major through dv (the stage's descriptor, lbo = BN x 128 bytes); committed. */
+template <int DV, int BN>
+static __device__ __forceinline__ void attn_pv_wgmma(float *o, uint32_t (*pa)[4], uint64_t dv) {
+  ws_wgmma_fence();
+#pragma unroll
+  for (int t = 0; t < BN / 16; t++) {
+    const uint64_t dvt = ws_wgmma_desc_advance(dv, t * 16 * 128);
+    if (DV == 128) ws_wgmma_m64n128k16_bf16_rs_tb(o, pa[t], dvt, 1);
+    else ws_wgmma_m64n64k16_bf16_rs_tb(o, pa[t], dvt, 1);
+  }
+  ws_wgmma_commit_group();
+}
 
 /* ---- the online softmax of one key block, shared by the flash and NSA kernels ---------
  * A thread holds two rows (x = 0, 1) of a warpgroup's 64 x BN S accumulator in wgmma's

@@ -89,25 +89,14 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
   ws_pipe qp = WS_PIPE_VIEW(&sm->q, "attention q", writers, readers);
   ws_pipe kp = WS_PIPE_VIEW(&sm->k, "attention k", writers, readers);
   ws_pipe vp = WS_PIPE_VIEW(&sm->v, "attention v", writers, readers);
-  ws_pipe_set_proxies(&qp, WS_PROXY_ASYNC, WS_PROXY_ASYNC); /* TMA in, wgmma out */
-  ws_pipe_set_proxies(&kp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
-  ws_pipe_set_proxies(&vp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
-  if (threadIdx.x == 0) {
-    ws_pipe_init(&qp);
-    ws_pipe_init(&kp);
-    ws_pipe_init(&vp);
-  }
-  ws_init_sync();
+  attn_pipes_setup(&qp, &kp, &vp); /* TMA in, wgmma out */
+  attn_pipes_init(&qp, &kp, &vp);
   const ws_cursor c0 = {0, 0};
 
   if (ctx.role == A_LOADER) {
     WS_ENTER_ROLE(flash_fwd, A_LOADER);
     if (ctx.spare) return;
-    if (ws_role_leader(&ctx)) {
-      ws_prefetch_tensormap(&map_q.map);
-      ws_prefetch_tensormap(&map_k.map);
-      ws_prefetch_tensormap(&map_v.map);
-    }
+    attn_prefetch_maps(&ctx, &map_q, &map_k, &map_v);
     ws_pipe_acquire_at(&qp, &ctx, c0);
 #pragma unroll
     for (int c = 0; c < DQK / 64; c++)
@@ -168,15 +157,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
     ws_pipe_wait_at(&kp, &ctx, k);
     const uint64_t dk = ws_wgmma_desc_advance(dk0, k.stage * k_stage_bytes);
     if (PINGPONG) ws_bar_sync(my_turn, both);
-    ws_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < DQK / 16; kk++) {
-      const int box = kk / 4;
-      const uint32_t off = (uint32_t)(kk % 4) * 32;
-      ws_wgmma_m64n128k16_bf16(s, ws_wgmma_desc_advance(dq0, box * FA_BM * 128 + off),
-                               ws_wgmma_desc_advance(dk, box * FA_BN * 128 + off), kk > 0);
-    }
-    ws_wgmma_commit_group();
+    attn_qk_wgmma<DQK, FA_BM, FA_BN>(s, dq0, dk);
     if (PINGPONG) ws_bar_arrive(other_turn, both);
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(&kp, &ctx, k);
@@ -207,14 +188,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
     ws_pipe_wait_at(&vp, &ctx, k);
     const uint64_t dv = ws_wgmma_desc_advance(dv0, k.stage * v_stage_bytes);
     if (PINGPONG) ws_bar_sync(my_turn, both);
-    ws_wgmma_fence();
-#pragma unroll
-    for (int t = 0; t < FA_BN / 16; t++) {
-      const uint64_t dvt = ws_wgmma_desc_advance(dv, t * 16 * 128);
-      if (DV == 128) ws_wgmma_m64n128k16_bf16_rs_tb(o, pa[t], dvt, 1);
-      else ws_wgmma_m64n64k16_bf16_rs_tb(o, pa[t], dvt, 1);
-    }
-    ws_wgmma_commit_group();
+    attn_pv_wgmma<DV, FA_BN>(o, pa, dv);
     if (PINGPONG && !(ctx.replica == 1 && nb == nblocks - 1)) ws_bar_arrive(other_turn, both);
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(&vp, &ctx, k);

@@ -117,6 +117,19 @@ static __device__ __forceinline__ void nsa_build_list(nsa_smem<DQK, DV, MAXB> *s
   __syncwarp();
 }
 
+/* The rows of blocks b0 and b1 (64 each) of one kv head (columns col0 .. col0 + D - 1)
+ * into the two halves of a [128][D] tile, one 64-column box at a time. */
+template <int D>
+static __device__ __forceinline__ void nsa_load_blocks(const ws_pipe *p, const ws_ctx *ctx, ws_cursor k, uint16_t *tile,
+                                                       const ws_tmap *map, int col0, int b0, int b1) {
+#pragma unroll 1
+  for (int c = 0; c < D / 64; c++)
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+      ws_pipe_load_tile_2d_at(p, ctx, k, tile + c * NSA_BN * 64 + h * NSA_BLOCK * 64, map, col0 + c * 64,
+                              (h ? b1 : b0) * NSA_BLOCK);
+}
+
 /* Persistent: CTA c takes items c, c + grid, ... The loader builds the next item's list
  * while the math warps finish the current one, and its Q tile as soon as they have
  * issued their last S (they release Q then); the K / V tiles of consecutive items flow
@@ -134,26 +147,15 @@ WS_KERNEL(nsa_fwd) nsa_fwd_kernel(const __grid_constant__ ws_tmap map_q, const _
   ws_pipe qp = WS_PIPE_VIEW(&sm->q, "nsa q", writers, readers);
   ws_pipe kp = WS_PIPE_VIEW(&sm->k, "nsa k", writers, readers);
   ws_pipe vp = WS_PIPE_VIEW(&sm->v, "nsa v", writers, readers);
-  ws_pipe_set_proxies(&qp, WS_PROXY_ASYNC, WS_PROXY_ASYNC); /* TMA in, wgmma out */
-  ws_pipe_set_proxies(&kp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
-  ws_pipe_set_proxies(&vp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
-  if (threadIdx.x == 0) {
-    ws_pipe_init(&qp);
-    ws_pipe_init(&kp);
-    ws_pipe_init(&vp);
-  }
-  ws_init_sync();
+  attn_pipes_setup(&qp, &kp, &vp); /* TMA in, wgmma out */
+  attn_pipes_init(&qp, &kp, &vp);
 
   if (ctx.role == N_LOADER) {
     WS_ENTER_ROLE(nsa_fwd, N_LOADER);
     if (ctx.spare) return;
     ctx.role = N_LOADER;
     ctx.warp = 0; /* one warp: the leader is lane 0 (a constant less to keep) */
-    if (ws_role_leader(&ctx)) {
-      ws_prefetch_tensormap(&map_q.map);
-      ws_prefetch_tensormap(&map_k.map);
-      ws_prefetch_tensormap(&map_v.map);
-    }
+    attn_prefetch_maps(&ctx, &map_q, &map_k, &map_v);
     /* only two counters cross the loops (items done, tiles done): 40 registers */
     int kt = 0;
     for (int ni = 0;; ni++) {
@@ -163,9 +165,7 @@ WS_KERNEL(nsa_fwd) nsa_fwd_kernel(const __grid_constant__ ws_tmap map_q, const _
       asm volatile("" : "+l"(lsm));
       ws_pipe qp = WS_PIPE_VIEW(&lsm->q, "nsa q", writers, readers), kp = WS_PIPE_VIEW(&lsm->k, "nsa k", writers, readers),
               vp = WS_PIPE_VIEW(&lsm->v, "nsa v", writers, readers);
-      ws_pipe_set_proxies(&qp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
-      ws_pipe_set_proxies(&kp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
-      ws_pipe_set_proxies(&vp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
+      attn_pipes_setup(&qp, &kp, &vp);
       const int it = (int)blockIdx.x + ni * (int)gridDim.x;
       const ws_cursor qc = ws_cursor_at((uint32_t)ni, 1);
       int g = 0, t0 = 0;
@@ -202,20 +202,10 @@ WS_KERNEL(nsa_fwd) nsa_fwd_kernel(const __grid_constant__ ws_tmap map_q, const _
           if (j == 0) lsm->info[s].blk[h] = h ? b1 : b0;
         }
         __syncwarp();
-#pragma unroll 1
-        for (int c = 0; c < DQK / 64; c++)
-#pragma unroll
-          for (int h = 0; h < 2; h++)
-            ws_pipe_load_tile_2d_at(&kp, &ctx, k, lsm->k.slot[s].x + c * NSA_BN * 64 + h * NSA_BLOCK * 64, &map_k,
-                                    g * DQK + c * 64, (h ? b1 : b0) * NSA_BLOCK);
+        nsa_load_blocks<DQK>(&kp, &ctx, k, lsm->k.slot[s].x, &map_k, g * DQK, b0, b1);
         ws_pipe_commit_at(&kp, &ctx, k);
         s = ws_pipe_acquire_at(&vp, &ctx, k);
-#pragma unroll 1
-        for (int c = 0; c < DV / 64; c++)
-#pragma unroll
-          for (int h = 0; h < 2; h++)
-            ws_pipe_load_tile_2d_at(&vp, &ctx, k, lsm->v.slot[s].x + c * NSA_BN * 64 + h * NSA_BLOCK * 64, &map_v,
-                                    g * DV + c * 64, (h ? b1 : b0) * NSA_BLOCK);
+        nsa_load_blocks<DV>(&vp, &ctx, k, lsm->v.slot[s].x, &map_v, g * DV, b0, b1);
         ws_pipe_commit_at(&vp, &ctx, k);
       }
     }
@@ -252,15 +242,7 @@ WS_KERNEL(nsa_fwd) nsa_fwd_kernel(const __grid_constant__ ws_tmap map_q, const _
       float s[NSA_BN / 2];
       ws_pipe_wait_at(&kp, &ctx, k);
       const uint64_t dk = ws_wgmma_desc_advance(dk0, k.stage * k_stage_bytes);
-      ws_wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < DQK / 16; kk++) {
-        const int box = kk / 4;
-        const uint32_t off = (uint32_t)(kk % 4) * 32;
-        ws_wgmma_m64n128k16_bf16(s, ws_wgmma_desc_advance(dq0, box * NSA_BM * 128 + off),
-                                 ws_wgmma_desc_advance(dk, box * NSA_BN * 128 + off), kk > 0);
-      }
-      ws_wgmma_commit_group();
+      attn_qk_wgmma<DQK, NSA_BM, NSA_BN>(s, dq0, dk);
       WS_WGMMA_WAIT_GROUP(0);
       /* mask: blocks this token did not select, keys after it; a block selected c times
        * gets log2(c) / sl2 added to its scores, i.e. its probabilities times c. Per block
@@ -296,14 +278,7 @@ WS_KERNEL(nsa_fwd) nsa_fwd_kernel(const __grid_constant__ ws_tmap map_q, const _
 
       ws_pipe_wait_at(&vp, &ctx, k);
       const uint64_t dv = ws_wgmma_desc_advance(dv0, k.stage * v_stage_bytes);
-      ws_wgmma_fence();
-#pragma unroll
-      for (int tt = 0; tt < NSA_BN / 16; tt++) {
-        const uint64_t dvt = ws_wgmma_desc_advance(dv, tt * 16 * 128);
-        if (DV == 128) ws_wgmma_m64n128k16_bf16_rs_tb(o, pa[tt], dvt, 1);
-        else ws_wgmma_m64n64k16_bf16_rs_tb(o, pa[tt], dvt, 1);
-      }
-      ws_wgmma_commit_group();
+      attn_pv_wgmma<DV, NSA_BN>(o, pa, dv);
       WS_WGMMA_WAIT_GROUP(0);
       ws_pipe_release_warp_at(&vp, &ctx, k);
     }
