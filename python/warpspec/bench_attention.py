@@ -9,7 +9,13 @@ dims 576 / 512, topk 2048, S_kv 8192 .. 131072; TFLOPS = 2 S H topk (576 + 512) 
 against a PyTorch composite (gather, bmm, fp32 softmax, bmm; 256 queries at a time so the
 gathered rows fit), with the seed's published H800 figures printed beside it. Then MLA
 decode (128 heads, pages of 64) against a PyTorch composite, with the bytes moved per
-second next to a 1 GiB device-to-device copy measured in the same run. Every backend's output is first checked against ours
+second next to a 1 GiB device-to-device copy measured in the same run, with the BF16
+cache and with the FP8 one (656-byte rows, mla_kv_quantize_fp8). Then NSA selected-block
+attention (T 16384, 64 / 4 heads, d 128, top-16 blocks of 64, selections shared by the 64
+tokens of a block, and random per token) against a PyTorch composite (gather the selected
+keys, bmm, masked fp32 softmax, bmm; 256 tokens at a time) and the dense causal flash kernel
+on the same q, k, v (TFLOPS on the useful work). --only picks one part (flash, mla, decode,
+nsa). Every backend's output is first checked against ours
 (relative error; a backend that fails or is unavailable is reported as such). Times are
 medians of CUDA-event timings after warm-ups, with an L2 flush (a 256 MB write) before
 each. TFLOPS = 4 x B x H x Sq x Sk x D / t (halved for causal), as FlashAttention counts.
@@ -125,7 +131,8 @@ def _bench_decode(args, torch, warpspec, flush):
     print(f"HBM: device-to-device copy of 1 GiB {copy_gbs:.0f} GB/s (read + write)")
     rows = []
     page = 64
-    for (b, s_q, n) in ((64, 1, 4096), (128, 1, 4096), (128, 2, 8192), (8, 1, 32768), (1, 1, 65536)):
+    for (b, s_q, n, fp8) in ((64, 1, 4096, 0), (128, 1, 4096, 0), (128, 2, 8192, 0), (8, 1, 32768, 0),
+                             (1, 1, 65536, 0), (128, 1, 4096, 1), (128, 2, 8192, 1), (8, 1, 32768, 1)):
         if args.quick and b * n > 128 * 4096:
             continue
         h = 128
@@ -135,12 +142,22 @@ def _bench_decode(args, torch, warpspec, flush):
         lens = torch.full((b,), n, dtype=torch.int32, device="cuda")
         q = (torch.rand(b, s_q, h, 576, device="cuda") * 2 - 1).to(torch.bfloat16)
         scale = 1.0 / 576 ** 0.5
-        res = {"B": b, "s_q": s_q, "len": n, "H": h, "copy_gbs": copy_gbs}
-        moved = b * n * 576 * 2 + q.numel() * 2 + b * s_q * h * 512 * 2
+        res = {"B": b, "s_q": s_q, "len": n, "H": h, "cache": "fp8" if fp8 else "bf16", "copy_gbs": copy_gbs}
+        moved = b * n * (656 if fp8 else 576 * 2) + q.numel() * 2 + b * s_q * h * 512 * 2
+        call_cache = cache
+        if fp8:  # the FP8 rows; the composite gets their exact BF16 values
+            call_cache = warpspec.mla_kv_quantize_fp8(cache)
+            r = call_cache.view(-1, 656)
+            sc8 = r[:, 512:528].contiguous().view(torch.float32).repeat_interleave(128, dim=1)
+            lat = r[:, :512].contiguous().view(torch.float8_e4m3fn).float() * sc8
+            cache = torch.cat([lat, r[:, 528:].contiguous().view(torch.bfloat16).float()], 1).to(torch.bfloat16)
+            cache = cache.view(pages, page, 576)
+            del r, sc8, lat
         flops = 2.0 * b * n * s_q * h * (576 + 512)
         try:
-            ours = warpspec.mla_decode(q, cache, table, lens, max_seqlen=n)
-            t = _time(lambda: warpspec.mla_decode(q, cache, table, lens, max_seqlen=n, out=ours), args.iters, torch, flush)
+            ours = warpspec.mla_decode(q, call_cache, table, lens, max_seqlen=n)
+            t = _time(lambda: warpspec.mla_decode(q, call_cache, table, lens, max_seqlen=n, out=ours), args.iters, torch,
+                      flush)
             res.update(warpspec_ms=t, warpspec_gbs=moved / t / 1e6, warpspec_tflops=flops / t / 1e9)
         except Exception as e:
             ours = None
@@ -152,11 +169,11 @@ def _bench_decode(args, torch, warpspec, flush):
         t = _time(lambda: _decode_composite(q, cache, table, lens, torch, scale), 3, torch, flush)
         res.update(torch_ms=t, torch_gbs=moved / t / 1e6)
         rows.append(res)
-        print(f"decode B{b:<4d} s_q{s_q} len {n:<6d} warpspec {res['warpspec_ms']:7.3f} ms "
+        print(f"decode {res['cache']} B{b:<4d} s_q{s_q} len {n:<6d} warpspec {res['warpspec_ms']:7.3f} ms "
               f"{res['warpspec_gbs']:6.0f} GB/s ({100 * res['warpspec_gbs'] / copy_gbs:.0f}% of the copy) "
               f"{res['warpspec_tflops']:5.1f} TF | PyTorch composite {res['torch_ms']:8.3f} ms "
               f"(x{res['torch_ms'] / res['warpspec_ms']:.1f}, err {res['relerr']:.1e})", flush=True)
-        del cache, table, q, ref, ours
+        del cache, call_cache, table, q, ref, ours
         torch.cuda.empty_cache()
     try:
         import flashinfer  # noqa: F401  (its MLA decode would be the second baseline)
@@ -166,11 +183,80 @@ def _bench_decode(args, torch, warpspec, flush):
     return rows
 
 
+def _nsa_select(t, hkv, topn, shared, torch):
+    """Top-n blocks of 64 per token and kv head: the first and the own block, then earlier
+    ones; shared: one selection per 64-token block (NSA's neighbours mostly agree)."""
+    own = torch.arange(t, device="cuda") // 64
+    draw = own * 64 if shared else torch.arange(t, device="cuda")  # whose random numbers a token uses
+    g = torch.Generator(device="cuda").manual_seed(5)
+    r = torch.rand(t, hkv, topn, device="cuda", generator=g)[draw]
+    sel = (r * (own[:, None, None] + 1).float()).long().clamp(max=own[:, None, None])  # an earlier or the own block
+    sel[:, :, 0] = 0
+    sel[:, :, 1] = own[:, None]
+    return sel.to(torch.int32)
+
+
+def _nsa_composite(q, k, v, sel, torch, scale, chunk=256):
+    """The PyTorch user's NSA selected-block attention: per 256 tokens, gather each token's
+    selected keys (topn x 64 per kv head), S = q K^T (bf16 bmm), masked fp32 softmax
+    (blocks past the end, keys after the token), O = P V."""
+    t, hq, d = q.shape
+    hkv, topn = k.shape[1], sel.shape[2]
+    grp = hq // hkv
+    out = torch.empty(t, hq, v.shape[2], dtype=torch.bfloat16, device=q.device)
+    u = torch.arange(64, device=q.device)
+    for c0 in range(0, t, chunk):
+        c = min(chunk, t - c0)
+        keys = (sel[c0:c0 + c].long()[..., None] * 64 + u).view(c, hkv, topn * 64)        # [c, hkv, n]
+        tok = torch.arange(c0, c0 + c, device=q.device)[:, None, None]
+        valid = (sel[c0:c0 + c].long()[..., None] >= 0).expand(-1, -1, -1, 64).reshape(c, hkv, -1) & (keys <= tok)
+        kk = keys.clamp(0, t - 1)
+        head = torch.arange(hkv, device=q.device)[None, :, None]
+        kr, vr = k[kk, head], v[kk, head]                                                  # [c, hkv, n, d]
+        qq = q[c0:c0 + c].view(c, hkv, grp, d)
+        sc = torch.matmul(qq, kr.transpose(-1, -2)).float() * scale                         # [c, hkv, grp, n]
+        sc.masked_fill_(~valid[:, :, None, :], float("-inf"))
+        p = torch.softmax(sc, dim=-1).nan_to_num_(0.0).to(torch.bfloat16)
+        out[c0:c0 + c] = torch.matmul(p, vr).view(c, hq, -1)
+    return out
+
+
+def _bench_nsa(args, torch, warpspec, flush):
+    rows = []
+    t, hq, hkv, d, topn = 16384, 64, 4, 128, 16
+    q = (torch.rand(t, hq, d, device="cuda") * 2 - 1).to(torch.bfloat16)
+    k = (torch.rand(t, hkv, d, device="cuda") * 2 - 1).to(torch.bfloat16)
+    v = (torch.rand(t, hkv, d, device="cuda") * 2 - 1).to(torch.bfloat16)
+    scale = 1.0 / d ** 0.5
+    dense_flops = 4.0 * hq * t * t * d / 2
+    dense = warpspec.attention(q[None], k[None], v[None], causal=True)
+    t_dense = _time(lambda: warpspec.attention(q[None], k[None], v[None], causal=True, out=dense), args.iters, torch, flush)
+    for shared in (True, False):
+        sel = _nsa_select(t, hkv, topn, shared, torch)
+        kv_len = torch.clamp(torch.arange(t, device="cuda")[:, None, None] - sel.long() * 64 + 1, 0, 64)
+        useful = 2.0 * (hq // hkv) * kv_len.sum().item() * (d + d)
+        ours = warpspec.nsa_attention(q, k, v, sel)
+        tw = _time(lambda: warpspec.nsa_attention(q, k, v, sel, out=ours), args.iters, torch, flush)
+        ref = _nsa_composite(q, k, v, sel, torch, scale)
+        err = ((ours.double() - ref.double()).norm() / ref.double().norm()).item()
+        tc = _time(lambda: _nsa_composite(q, k, v, sel, torch, scale), 3, torch, flush)
+        res = {"T": t, "Hq": hq, "Hkv": hkv, "D": d, "topn": topn, "selection": "shared" if shared else "random",
+               "warpspec_ms": tw, "warpspec_tflops": useful / tw / 1e9, "torch_ms": tc, "relerr": err,
+               "dense_flash_ms": t_dense, "dense_flash_tflops": dense_flops / t_dense / 1e9}
+        rows.append(res)
+        print(f"nsa T {t} Hq {hq}/{hkv} d{d} top-{topn} {res['selection']:6s}: warpspec {tw:7.3f} ms "
+              f"{res['warpspec_tflops']:6.1f} TF ({100 * res['warpspec_tflops'] / res['dense_flash_tflops']:.0f}% of "
+              f"dense causal flash {res['dense_flash_tflops']:.1f} TF) | PyTorch composite {tc:8.3f} ms "
+              f"(x{tc / tw:.1f}, err {err:.1e})", flush=True)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="warpspec bench attention")
     ap.add_argument("--csv", default=None)
     ap.add_argument("--quick", action="store_true", help="only S 4096 and 8192, d 128")
     ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--only", choices=("flash", "mla", "decode", "nsa"), default=None)
     args = ap.parse_args(argv)
     import torch
     import torch.nn.functional as F
@@ -189,6 +275,8 @@ def main(argv=None):
             for h in (16,) if args.quick else (16, 32):
                 shapes.append((16384 // s, s, h, d))
     rows = []
+    if args.only not in (None, "flash"):
+        shapes = []
     for (b, s, h, d) in shapes:
         q, k, v = ((torch.rand(b, s, h, d, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
         qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))  # SDPA's [B, H, S, D] views of the same data
@@ -225,8 +313,14 @@ def main(argv=None):
                   f"cuDNN {res['cudnn_ms']:8.3f} ms {res['cudnn_tflops']:6.1f} TF (x{res['cudnn_ms'] / res['warpspec_ms']:.2f}, "
                   f"err {res['cudnn_relerr']:.1e}) | flash {res['flash_ms']:8.3f} ms {res['flash_tflops']:6.1f} TF "
                   f"(x{res['flash_ms'] / res['warpspec_ms']:.2f})", flush=True)
-    mla_rows = _bench_mla(args, torch, warpspec, flush)
-    dec_rows = _bench_decode(args, torch, warpspec, flush)
+    mla_rows = _bench_mla(args, torch, warpspec, flush) if args.only in (None, "mla") else []
+    dec_rows = _bench_decode(args, torch, warpspec, flush) if args.only in (None, "decode") else []
+    nsa_rows = _bench_nsa(args, torch, warpspec, flush) if args.only in (None, "nsa") else []
+    if args.csv and nsa_rows:
+        with open(args.csv.replace(".csv", "_nsa.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(nsa_rows[0].keys()))
+            w.writeheader()
+            w.writerows(nsa_rows)
     if args.csv and dec_rows:
         with open(args.csv.replace(".csv", "_decode.csv"), "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(dec_rows[0].keys()))
