@@ -359,13 +359,46 @@ static int run_decode(const dec_case *c, int check) {
     CUDA_OK(cudaDeviceSynchronize());
     CUDA_OK(cudaMemcpy(ho, dout, no * 2, cudaMemcpyDeviceToHost));
     CUDA_OK(cudaMemcpy(hl, dl, rows * sizeof(float), cudaMemcpyDeviceToHost));
-    double *ro = (double *)host_alloc(no, sizeof(double), 0), *rl = (double *)host_alloc(rows, sizeof(double), 0);
+    /* a large batch: the float64 reference on 6 of its sequences (the first, the last, the
+     * middle one and 3 at random), the kernel's rows of those gathered to compare */
+    int pick[8], np = 0;
+    if (c->batch > 32) {
+      const int fixed_picks[3] = {0, c->batch / 2, c->batch - 1};
+      for (int i = 0; i < 3; i++) pick[np++] = fixed_picks[i];
+      while (np < 6) pick[np++] = 1 + (int)(rng_u32() % (uint32_t)(c->batch - 2));
+    } else {
+      for (int b = 0; b < c->batch && b < 8; b++) pick[np++] = b;
+    }
+    const int nb = c->batch > 32 ? np : c->batch;
+    const size_t srows = (size_t)nb * c->s_q * c->heads, per_seq = (size_t)c->s_q * c->heads;
+    uint16_t *sq = hq, *so = ho;
+    float *sl = hl;
+    int *stab = table, *slen = lens;
+    if (c->batch > 32) { /* the picked sequences' q, table, lengths and kernel output */
+      sq = (uint16_t *)host_alloc(srows * DQ, 2, 0);
+      so = (uint16_t *)host_alloc(srows * DV, 2, 0);
+      sl = (float *)host_alloc(srows, sizeof(float), 0);
+      stab = (int *)host_alloc((size_t)nb * maxp, sizeof(int), 0);
+      slen = (int *)host_alloc((size_t)nb, sizeof(int), 0);
+      for (int i = 0; i < nb; i++) {
+        const int b = pick[i];
+        memcpy(sq + i * per_seq * DQ, hq + b * per_seq * DQ, per_seq * DQ * 2);
+        memcpy(so + i * per_seq * DV, ho + b * per_seq * DV, per_seq * DV * 2);
+        memcpy(sl + i * per_seq, hl + b * per_seq, per_seq * sizeof(float));
+        memcpy(stab + (size_t)i * maxp, table + (size_t)b * maxp, (size_t)maxp * sizeof(int));
+        slen[i] = lens[b];
+      }
+    }
+    double *ro = (double *)host_alloc(srows * DV, sizeof(double), 0), *rl = (double *)host_alloc(srows, sizeof(double), 0);
     ws_mla_decode_problem hp = p;
-    hp.q = hq; hp.kv_cache = c->fp8 ? (const void *)hkv8 : (const void *)hkv; hp.block_table = table; hp.seqlens = lens; hp.o = ho; hp.lse = NULL;
+    hp.batch = nb;
+    hp.q = sq; hp.kv_cache = c->fp8 ? (const void *)hkv8 : (const void *)hkv; hp.block_table = stab; hp.seqlens = slen;
+    hp.o = so; hp.lse = NULL;
     WS_OK_OR_DIE(ws_mla_decode_reference(&hp, ro, rl));
-    char extra[64];
-    snprintf(extra, sizeof extra, ", workspace %zu B", wsb);
-    fails += !compare(c->name, extra, ho, ro, no, DV, hl, rl, rows, 1, 64);
+    char extra[96];
+    snprintf(extra, sizeof extra, ", workspace %zu B%s", wsb, c->batch > 32 ? ", 6 sequences checked" : "");
+    fails += !compare(c->name, extra, so, ro, srows * DV, DV, sl, rl, srows, 1, 64);
+    if (c->batch > 32) { free(sq); free(so); free(sl); free(stab); free(slen); }
     free(ro);
     free(rl);
   } else {
@@ -598,6 +631,8 @@ int main(int argc, char **argv) {
       {"decode B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 0},
       {"decode fp8 B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 1},
       {"decode fp8 B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 1},
+      {"decode B128 s_q1 H128 lens 0..32768", 128, 1, 128, 32768, 0, 0},
+      {"decode fp8 B128 s_q2 H128 lens 0..32768", 128, 2, 128, 32768, 0, 1},
   };
   const dec_case dec_bench[] = {
       {"decode B64 s_q1 H128 len 4096", 64, 1, 128, 4096, 1, 0},
