@@ -38,6 +38,7 @@
 
 #include <cuda_bf16.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MLA_BH 64              /* heads per CTA                              */
@@ -201,7 +202,121 @@ static __device__ __forceinline__ void mla_gather_fp8(const ws_ctx *ctx, void *s
   mla_dequant_store(stage, 7, row, 2 * half + 1, last1, sc.w);
 }
 
-template <int FP8>
+/* ---- the seesaw schedule (WARPSPEC_MLA_SCHEDULE=seesaw), FlashMLA's ------------------
+ * Blocks in pairs: block 2i in stage 0 (A), 2i + 1 in stage 1 (B). Warpgroup w computes S
+ * for all 64 keys of its block (A for 0, B for 1: m64n64, Q read once per block, not once
+ * per warpgroup), they swap row maxima, each writes its P into its stage's rope box (box
+ * 8: dead once S is done, so P needs no shared memory of its own), and after a second
+ * barrier each accumulates its 256 columns over both blocks: O_w += P_A V_A + P_B V_B.
+ * Two named barriers per 128 keys instead of four. A lone last block (odd count): B is
+ * absent, warpgroup 1 only takes part in the exchanges and in P_A V_A. */
+/* O_w += P_h V_h over the first NB stages (P in each stage's rope box), committed and
+ * waited for. */
+template <int NB>
+static __device__ __forceinline__ void mla_seesaw_pv(mla_smem *sm, int w, float *o) {
+  ws_wgmma_fence();
+#pragma unroll
+  for (int h = 0; h < NB; h++) {
+    const uint16_t *stage = sm->kv[h][0];
+#pragma unroll
+    for (int kk = 0; kk < MLA_BN / 16; kk++)
+      ws_wgmma_m64n256k16_bf16_tb(o, ws_wgmma_desc_advance(ws_wgmma_desc_k128b(sm->kv[h][8]), (uint32_t)kk * 32),
+                                  ws_wgmma_desc_mn128b(stage + 4 * w * MLA_BN * 64 + kk * 16 * 64, MLA_BN * 128), 1);
+  }
+  ws_wgmma_commit_group();
+  WS_WGMMA_WAIT_GROUP(0);
+}
+
+static __device__ __forceinline__ void mla_seesaw_blocks(mla_smem *sm, const ws_pipe *kvp, const ws_ctx *ctx,
+                                                         const mla_args *a, int nblk, float *o, float *m_run,
+                                                         float *l_run) {
+  const int w = ctx->replica, quad = ctx->lane & 3;
+  const int r0 = ctx->warp * 16 + (ctx->lane >> 2);
+  const float sl2 = a->scale_log2;
+  const uint32_t both = 2 * WS_ROLE_THREADS(mla_sparse, S_MATH);
+  for (int pb = 0; pb < nblk; pb += 2) {
+    const int has_b = pb + 1 < nblk, mine_here = w == 0 || has_b;
+    const ws_cursor ka = ws_cursor_at((uint32_t)pb, MLA_STAGES), kb = ws_cursor_at((uint32_t)pb + 1, MLA_STAGES);
+    const ws_cursor km = w ? kb : ka;
+    float s[32];
+    float mx[2] = {-INFINITY, -INFINITY};
+    if (mine_here) {
+      ws_pipe_wait_at(kvp, ctx, km);
+      const uint16_t *stage = sm->kv[km.stage][0];
+      ws_wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < MLA_DQK / 16; kk++) {
+        const int box = kk / 4;
+        const uint32_t off = (uint32_t)(kk % 4) * 32;
+        ws_wgmma_m64n64k16_bf16(s, ws_wgmma_desc_advance(ws_wgmma_desc_k128b(sm->q[box]), off),
+                                ws_wgmma_desc_advance(ws_wgmma_desc_k128b(stage + box * MLA_BN * 64), off), kk > 0);
+      }
+      ws_wgmma_commit_group();
+      uint32_t valid[8]; /* the gather's flags of this thread's 16 keys, read while the wgmmas run */
+#pragma unroll
+      for (int j = 0; j < 8; j++) valid[j] = *(const uint16_t *)(sm->valid[km.stage] + 8 * j + 2 * quad);
+      WS_WGMMA_WAIT_GROUP(0);
+#pragma unroll
+      for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++)
+          if (((valid[j] >> (8 * e)) & 0xFFu) == 0) {
+            s[4 * j + e] = -INFINITY;
+            s[4 * j + 2 + e] = -INFINITY;
+          }
+#pragma unroll
+      for (int j = 0; j < 8; j++) {
+        mx[0] = fmaxf(mx[0], fmaxf(s[4 * j], s[4 * j + 1]));
+        mx[1] = fmaxf(mx[1], fmaxf(s[4 * j + 2], s[4 * j + 3]));
+      }
+    }
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 1));
+      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 2));
+    }
+    if (quad == 0) { sm->rmax[w][r0] = mx[0]; sm->rmax[w][r0 + 8] = mx[1]; }
+    ws_named_sync((uint32_t)a->xchg_bar, both);
+    float alpha[2], msc[2];
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+      const float m_new = fmaxf(m_run[x], fmaxf(mx[x], sm->rmax[1 - w][r0 + 8 * x]));
+      msc[x] = m_new == -INFINITY ? 0.0f : m_new * sl2;
+      alpha[x] = attn_exp2(m_run[x] * sl2 - msc[x]);
+      m_run[x] = m_new;
+      l_run[x] *= alpha[x];
+    }
+    if (mine_here) { /* P of this warpgroup's block into its stage's rope box */
+      uint8_t *pt = (uint8_t *)(sm->kv[km.stage][8]);
+#pragma unroll
+      for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int x = 0; x < 2; x++) {
+          const float p0 = attn_exp2(fmaf(s[4 * j + 2 * x], sl2, -msc[x]));
+          const float p1 = attn_exp2(fmaf(s[4 * j + 2 * x + 1], sl2, -msc[x]));
+          l_run[x] += p0 + p1;
+          *(uint32_t *)(pt + mla_swizzle(r0 + 8 * x, j) + 4 * quad) = attn_pack_bf16(p0, p1);
+        }
+    }
+    ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
+    ws_named_sync((uint32_t)a->xchg_bar, both);
+#pragma unroll
+    for (int j = 0; j < MLA_WG_CHUNKS; j++) {
+      o[4 * j] *= alpha[0]; o[4 * j + 1] *= alpha[0];
+      o[4 * j + 2] *= alpha[1]; o[4 * j + 3] *= alpha[1];
+    }
+    /* the other block's stage must have landed too (its owner waited for it, not we) */
+    if (w == 1) ws_pipe_wait_at(kvp, ctx, ka);
+    else if (has_b) ws_pipe_wait_at(kvp, ctx, kb);
+    /* two straight-line forms: a wgmma under a condition makes ptxas serialize them */
+    if (has_b) mla_seesaw_pv<2>(sm, w, o);
+    else mla_seesaw_pv<1>(sm, w, o);
+    ws_pipe_release_warp_at(kvp, ctx, ka);
+    if (has_b) ws_pipe_release_warp_at(kvp, ctx, kb);
+  }
+}
+
+template <int FP8, int SEESAW>
 WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ mla_args a,
                                         ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -278,8 +393,9 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
 
   ws_pipe_wait_at(&qp, &ctx, c0);
+  if (SEESAW) mla_seesaw_blocks(sm, &kvp, &ctx, &a, nblk, o, m_run, l_run);
   ws_cursor k = c0;
-  for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
+  for (int nb = 0; nb < (SEESAW ? 0 : nblk); nb++, k = ws_cursor_next(k, MLA_STAGES)) {
     ws_pipe_wait_at(&kvp, &ctx, k);
     const uint16_t *stage = sm->kv[k.stage][0];
     /* S for this warpgroup's 32 keys: Q [64][576] x rows 32w .. 32w + 31 */
@@ -445,9 +561,14 @@ static ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, 
   ws_plan *plan = NULL;
   ws_status s;
   const int fp8 = a->kv8 != NULL;
-  if ((s = ws_plan_cached(fp8 ? WS_PLAN_SLOT_MLA_FP8 : WS_PLAN_SLOT_MLA_SPARSE, mla_make_plan,
-                          fp8 ? "mla_decode_fp8" : "mla_sparse", &plan)) != WS_OK)
-    return s;
+  const char *env = getenv("WARPSPEC_MLA_SCHEDULE"); /* read at each call, as the flash kernel's */
+  const int seesaw = env != NULL && strcmp(env, "seesaw") == 0;
+  static const int slots[2][2] = {{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_SEESAW},
+                                  {WS_PLAN_SLOT_MLA_FP8, WS_PLAN_SLOT_MLA_FP8_SEESAW}};
+  static const char *const names[2][2] = {{"mla_sparse", "mla_sparse_seesaw"}, {"mla_decode_fp8", "mla_decode_fp8_seesaw"}};
+  static const void *const funcs[2][2] = {{(const void *)mla_sparse_kernel<0, 0>, (const void *)mla_sparse_kernel<0, 1>},
+                                          {(const void *)mla_sparse_kernel<1, 0>, (const void *)mla_sparse_kernel<1, 1>}};
+  if ((s = ws_plan_cached(slots[fp8][seesaw], mla_make_plan, names[fp8][seesaw], &plan)) != WS_OK) return s;
   ws_tmap mq;
   if ((s = ws_tmap_2d_swizzled(&mq, q, WS_DTYPE_BF16, (uint64_t)tokens * a->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,
                                WS_SWIZZLE_128B)) != WS_OK)
@@ -460,8 +581,7 @@ static ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, 
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mq, a, &diag};
   const dim3 grid = {(unsigned)tokens, (unsigned)(a->heads / MLA_BH), (unsigned)splits};
-  return ws_plan_launch(plan, fp8 ? (const void *)mla_sparse_kernel<1> : (const void *)mla_sparse_kernel<0>, grid,
-                        stream, args);
+  return ws_plan_launch(plan, funcs[fp8][seesaw], grid, stream, args);
 }
 
 static ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads) {

@@ -14,6 +14,8 @@
  *   test_attention fp8      the FP8 MLA cache only (quantiser, decode): for compute-sanitizer
  *   test_attention nsa      NSA selected-block attention only: tests, then its bench
  *   test_attention nsa-quick the small NSA tests (for compute-sanitizer)
+ *   test_attention mla-bench the MLA rows of the bench only, both schedules
+ * The MLA cases run under both schedules (WARPSPEC_MLA_SCHEDULE unset, then seesaw).
  * Sparse MLA prefill (ws_mla_sparse_forward) the same way against
  * ws_mla_sparse_reference: heads 64 and 128, topk 128 / 512 / 2048 (and one not a
  * multiple of 64), s_kv from topk to 131072, indices with -1, duplicates and values out
@@ -672,22 +674,32 @@ int main(int argc, char **argv) {
     printf(fails ? "test_attention nsa: %d FAILED\n" : "test_attention nsa: all checks passed\n", fails);
     return fails ? 1 : 0;
   }
-  if (!strcmp(mode, "bench")) {
-    for (size_t i = 0; i < sizeof dec_bench / sizeof dec_bench[0]; i++) run_decode(&dec_bench[i], 0);
+  if (!strcmp(mode, "bench") || !strcmp(mode, "mla-bench")) {
+    for (int sw = 0; sw < 2; sw++) { /* both MLA schedules: the default, then the seesaw */
+      if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "seesaw", 1);
+      printf("mla schedule: %s\n", sw ? "seesaw" : "default");
+      for (size_t i = 0; i < sizeof dec_bench / sizeof dec_bench[0]; i++) run_decode(&dec_bench[i], 0);
+      for (size_t i = 0; i < sizeof mla_bench / sizeof mla_bench[0]; i++) run_mla(&mla_bench[i], 0);
+    }
+    unsetenv("WARPSPEC_MLA_SCHEDULE");
+    if (!strcmp(mode, "mla-bench")) return 0;
     for (int pp = 0; pp < 2; pp++) { /* both schedules of the flash kernel */
       if (pp) setenv("WARPSPEC_ATTN_SCHEDULE", "pingpong", 1);
       printf("flash schedule: %s\n", pp ? "pingpong" : "plain");
       for (size_t i = 0; i < sizeof bench / sizeof bench[0]; i++) run_case(&bench[i], 0);
     }
     unsetenv("WARPSPEC_ATTN_SCHEDULE");
-    for (size_t i = 0; i < sizeof mla_bench / sizeof mla_bench[0]; i++) run_mla(&mla_bench[i], 0);
     for (size_t i = 0; i < sizeof nsa_bench / sizeof nsa_bench[0]; i++) run_nsa(&nsa_bench[i], 0);
     return 0;
   }
   if (!strcmp(mode, "fp8")) { /* the FP8 cache alone: small enough for compute-sanitizer */
     fails += check_fp8_cache();
-    for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++)
-      if (dec_quick[i].fp8) fails += run_decode(&dec_quick[i], 1);
+    for (int sw = 0; sw < 2; sw++) { /* both MLA schedules */
+      if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "seesaw", 1);
+      for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++)
+        if (dec_quick[i].fp8) fails += run_decode(&dec_quick[i], 1);
+    }
+    unsetenv("WARPSPEC_MLA_SCHEDULE");
     printf(fails ? "test_attention fp8: %d FAILED\n" : "test_attention fp8: all checks passed\n", fails);
     return fails ? 1 : 0;
   }
@@ -699,14 +711,21 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
   if (strcmp(mode, "quick")) fails += run_case(&full[2], 1);
   unsetenv("WARPSPEC_ATTN_SCHEDULE");
-  for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i], 1);
-  for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i], 1);
+  for (int sw = 0; sw < 2; sw++) { /* both MLA schedules (WARPSPEC_MLA_SCHEDULE, read at each call) */
+    if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "seesaw", 1);
+    printf("mla schedule: %s\n", sw ? "seesaw" : "default");
+    for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i], 1);
+    for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i], 1);
+    if (strcmp(mode, "quick")) {
+      for (size_t i = 0; i < sizeof mla_full / sizeof mla_full[0]; i++) fails += run_mla(&mla_full[i], 1);
+      for (size_t i = 0; i < sizeof dec_full / sizeof dec_full[0]; i++) fails += run_decode(&dec_full[i], 1);
+    }
+  }
+  unsetenv("WARPSPEC_MLA_SCHEDULE");
   for (size_t i = 0; i < sizeof nsa_quick / sizeof nsa_quick[0]; i++) fails += run_nsa(&nsa_quick[i], 1);
   if (strcmp(mode, "quick")) {
     for (size_t i = 0; i < sizeof nsa_full / sizeof nsa_full[0]; i++) fails += run_nsa(&nsa_full[i], 1);
     for (size_t i = 0; i < sizeof full / sizeof full[0]; i++) fails += run_case(&full[i], 1);
-    for (size_t i = 0; i < sizeof mla_full / sizeof mla_full[0]; i++) fails += run_mla(&mla_full[i], 1);
-    for (size_t i = 0; i < sizeof dec_full / sizeof dec_full[0]; i++) fails += run_decode(&dec_full[i], 1);
   }
   printf(fails ? "test_attention: %d FAILED\n" : "test_attention: all checks passed\n", fails);
   return fails ? 1 : 0;
