@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# run_attention.sh [BUILD] - the flash attention forward on one GPU, in one call: build
-# (unless NO_BUILD=1), test_attention (all cases against the float64 reference), the
-# Python GPU tests, compute-sanitizer on the small cases, the kernel's own timing, and
-# `warpspec bench attention` against PyTorch SDPA (cuDNN and flash backends). Logs go to
-# $OUT (or ./results): attn_tests.log attn_sanitizer.log attn_bench.txt attn_sdpa.txt
-# attn_sdpa.csv.
+# run_attention.sh [BUILD] - the attention kernels on one GPU (flash forward, sparse MLA
+# prefill, MLA decode with the BF16 and the FP8 cache, NSA): build (unless NO_BUILD=1),
+# then the stages named in STAGES (default: all four, which take longer than one 10-minute
+# device call; name fewer to split them):
+#   tests     test_attention all (every case against the float64 reference, the MLA cases
+#             under both schedules) and the Python GPU tests
+#   sanitize  compute-sanitizer memcheck, racecheck and synccheck on the small cases
+#             (SAN_MODES, default "fp8 nsa-quick"; "quick" adds every quick case)
+#   bench     the kernels' own timing (test_attention bench: decode, flash, MLA under
+#             both schedules, NSA against the dense flash kernel)
+#   sdpa      `warpspec bench attention` against PyTorch (SDPA cuDNN / flash, the MLA, decode
+#             and NSA composites); SDPA_ONLY=flash|mla|decode|nsa runs one part, QUICK=1
+#             the short list
+# Logs go to $OUT (or ./results): attn_tests.log attn_sanitizer.log attn_bench.txt
+# attn_sdpa.txt attn_sdpa*.csv.
 set -u
 build=${1:-build}
 out=${OUT:-results}
@@ -12,19 +21,35 @@ mkdir -p "$out"
 . "$(dirname "$0")/env.sh"
 ws_build "$build" "$out/attn_build.log" || exit 1
 t=$build/tests/gpu/test_attention
-{
-  date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
-  timeout 400 "$t" all; echo "test_attention all: rc=$?"
-  PYTHONPATH=$PWD/python WARPSPEC_LIBRARY=$PWD/$build/libwarpspec.so timeout 300 \
-    python3 -m pytest -q -p no:cacheprovider python/tests/test_gpu_attention.py; echo "pytest attention: rc=$?"
-} >"$out/attn_tests.log" 2>&1
-grep -E "rc=|FAILED|passed|failed" "$out/attn_tests.log" | tail -20
-san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-for tool in memcheck racecheck synccheck; do
-  timeout 300 "$san" --tool $tool --error-exitcode 9 "$t" quick >>"$out/attn_sanitizer.log" 2>&1
-  echo "sanitizer $tool rc=$?" | tee -a "$out/attn_sanitizer.log"
+stages=${STAGES:-tests sanitize bench sdpa}
+pyenv=(env PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/python" WARPSPEC_LIBRARY="$PWD/$build/libwarpspec.so")
+for stage in $stages; do
+  case $stage in
+    tests)
+      {
+        date -u; nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
+        timeout 400 "$t" all; echo "test_attention all: rc=$?"
+        timeout 300 "${pyenv[@]}" python3 -m pytest -q -p no:cacheprovider python/tests/test_gpu_attention.py
+        echo "pytest attention: rc=$?"
+      } >"$out/attn_tests.log" 2>&1
+      grep -E "rc=|FAILED|passed|failed" "$out/attn_tests.log" | tail -20 ;;
+    sanitize)
+      san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+      for mode in ${SAN_MODES:-fp8 nsa-quick}; do
+        for tool in memcheck racecheck synccheck; do
+          WARPSPEC_TIMEOUT_MS=120000 timeout 300 "$san" --tool $tool --error-exitcode 9 --report-api-errors no \
+            "$t" "$mode" >>"$out/attn_sanitizer.log" 2>&1
+          echo "sanitizer $tool on $mode: rc=$?" | tee -a "$out/attn_sanitizer.log"
+        done
+      done ;;
+    bench)
+      timeout 300 "$t" bench >"$out/attn_bench.txt" 2>&1; echo "bench rc=$?"; cat "$out/attn_bench.txt" ;;
+    sdpa)
+      args=(--csv "$out/attn_sdpa.csv")
+      [ "${QUICK:-0}" = 1 ] && args+=(--quick)
+      [ -n "${SDPA_ONLY:-}" ] && args+=(--only "$SDPA_ONLY")
+      timeout 500 "${pyenv[@]}" python3 -m warpspec bench attention "${args[@]}" >"$out/attn_sdpa.txt" 2>&1
+      echo "bench attention rc=$?"; tail -40 "$out/attn_sdpa.txt" ;;
+    *) echo "run_attention.sh: unknown stage '$stage' (tests sanitize bench sdpa)"; exit 2 ;;
+  esac
 done
-timeout 200 "$t" bench >"$out/attn_bench.txt" 2>&1; echo "bench rc=$?"; cat "$out/attn_bench.txt"
-PYTHONUNBUFFERED=1 WARPSPEC_LIBRARY=$PWD/$build/libwarpspec.so PYTHONPATH=$PWD/python \
-  timeout 400 python3 -m warpspec bench attention ${QUICK:+--quick} --csv "$out/attn_sdpa.csv" >"$out/attn_sdpa.txt" 2>&1
-echo "bench attention rc=$?"; tail -40 "$out/attn_sdpa.txt"
