@@ -322,6 +322,23 @@ static void nsa(void) {
   CHECK_STATUS(ws_nsa_check(&p), WS_ERR_INVALID);
   p.dim_qk = 64; p.heads_q = 3;
   CHECK_STATUS(ws_nsa_check(&p), WS_ERR_INVALID);
+  /* the kernel's own limits, refused before any GPU call (so also on a machine without one) */
+  ws_nsa_problem g = {64, 32, 2, 128, 128, 64, 8, 0.0f, q, k, v, all, (void *)16, NULL};
+  g.block = 32;
+  CHECK_STATUS(ws_nsa_forward(&g, 0), WS_ERR_UNSUPPORTED);
+  CHECK_MSG("blocks of 64");
+  g.block = 64; g.heads_q = 16; g.heads_kv = 2; /* 8 query heads per kv head */
+  CHECK_STATUS(ws_nsa_forward(&g, 0), WS_ERR_UNSUPPORTED);
+  CHECK_MSG("16, 32, 64 or 128");
+  g.heads_q = 32; g.topn = 65;
+  CHECK_STATUS(ws_nsa_forward(&g, 0), WS_ERR_INVALID);
+  CHECK_MSG("topn 65");
+  g.topn = 8; g.dim_qk = 64; g.dim_v = 64;
+  CHECK_STATUS(ws_nsa_forward(&g, 0), WS_ERR_UNSUPPORTED);
+  CHECK_MSG("128/128 and 192/128");
+  g.dim_qk = 192; g.dim_v = 128; g.tokens = 65536 + 64;
+  CHECK_STATUS(ws_nsa_forward(&g, 0), WS_ERR_UNSUPPORTED);
+  CHECK_MSG("at most 65536 tokens");
   free(q); free(k); free(v); free(all); free(o); free(lse); free(od); free(ld); free(once); free(twice);
 }
 
