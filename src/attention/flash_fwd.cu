@@ -2,11 +2,11 @@
  *
  * One CTA per (query head, block of 128 query rows, sequence); blocks are numbered from
  * the last so that, with a causal mask, the longest tiles start first.
- *   A_LOADER (1 warp, 40 regs)       TMA-loads the Q tile once (q pipe, one stage), then
+ *   A_LOADER (1 warp, 24 regs)       TMA-loads the Q tile once (q pipe, one stage), then
  *                                    per block of 128 keys the K tile (k pipe) and the V
  *                                    tile (v pipe), each as 64-column boxes with the
  *                                    128-byte swizzle; bytes from the tensor maps.
- *   A_MATH (4 warps x 2, 232 regs)   replica r owns query rows 64r .. 64r + 63. Per key
+ *   A_MATH (4 warps x 2, 240 regs)   replica r owns query rows 64r .. 64r + 63. Per key
  *                                    block: S = Q K^T (wgmma, both operands in shared
  *                                    memory, K-major), masking (keys past the sequence,
  *                                    the causal diagonal), the online softmax in fp32
@@ -20,8 +20,10 @@
  * Keys are read as 128-row boxes: rows past the sequence (the next sequence's, or the
  * tensor's zero fill) are masked to -inf before the softmax, never summed.
  * WARPSPEC_ATTN_SCHEDULE=pingpong selects FA3's alternation of the two math warpgroups
- * (two named barriers from the plan). Not here yet: the softmax of block j overlapped
- * with S of block j + 1 inside a warpgroup, persistent scheduling. */
+ * (two named barriers from the plan); =overlap FA3's intra-warpgroup pipelining (S of the
+ * next block issued before this block's PV, its softmax under the PV), for which the
+ * roles are split 24 / 240 registers as FA3's (the loader only issues TMA copies). Not
+ * here yet: persistent scheduling, a TMA-store epilogue. */
 #include "../core/internal.h"
 #include "warpspec/attention.h"
 #include "warpspec/device/warpspec.cuh"
@@ -58,10 +60,103 @@ typedef struct {
   float *lse;
 } fa_args;
 
-#define FA_ROLES(ROLE) ROLE(A_LOADER, 1, 40, 1) ROLE(A_MATH, 4, 232, 2)
+#define FA_ROLES(ROLE) ROLE(A_LOADER, 1, 24, 1) ROLE(A_MATH, 4, 240, 2)
 WS_DECLARE_ROLES(flash_fwd, FA_ROLES);
 
-template <int DQK, int DV, int PINGPONG>
+/* The overlapped schedule (WARPSPEC_ATTN_SCHEDULE=overlap, FA3's intra-warpgroup
+ * pipelining): S of block nb + 1 is issued before O += P V of block nb, and its softmax
+ * runs while that PV is in flight; O is rescaled once the PV has retired. The state it
+ * carries is kept small (ptxas spills at 240 registers otherwise): the masks as three
+ * precomputed limits, the descriptors and the stage sizes as constants. */
+typedef struct {
+  int lim0, lim1; /* a key column c of block kbase is masked in row x when kbase + c > lim_x + 0 (c = 8j + e, */
+                  /* lim_x already less this lane's 2 quad)                                           */
+  int tile_lim;   /* no column of a block ending at or before this needs the mask                     */
+} fa_masks;
+
+static __device__ __forceinline__ void fa_mask_ov(float *s, int kbase, const fa_masks *m) {
+  if (kbase + FA_BN - 1 > m->tile_lim) {
+#pragma unroll
+    for (int j = 0; j < FA_BN / 8; j++)
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        if (kbase + 8 * j + e > m->lim0) s[4 * j + e] = -INFINITY;
+        if (kbase + 8 * j + e > m->lim1) s[4 * j + 2 + e] = -INFINITY;
+      }
+  }
+}
+
+template <int DQK, int DV>
+static __device__ __forceinline__ void fa_overlap_step(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx, int nb,
+                                                       uint64_t dq0, uint64_t dk0, uint64_t dv0, const fa_masks *mk,
+                                                       float sl2, float *o, float *m_run, float *l_run,
+                                                       uint32_t (*pc)[4], uint32_t (*pn)[4]) {
+  const ws_cursor kc = ws_cursor_at((uint32_t)nb, FA_STAGES), kn = ws_cursor_at((uint32_t)nb + 1, FA_STAGES);
+  float s[FA_BN / 2], alpha[2];
+  /* the descriptor bases through an opaque move each step: otherwise ptxas hoists one
+   * descriptor per k step out of the loop and runs out of uniform registers */
+  asm volatile("mov.b64 %0, %0;" : "+l"(dq0));
+  asm volatile("mov.b64 %0, %0;" : "+l"(dk0));
+  asm volatile("mov.b64 %0, %0;" : "+l"(dv0));
+  /* both waits before the issues: a bounded wait's report path is a call, and a call
+   * between a wgmma's issue and its wait makes ptxas serialize */
+  ws_pipe_wait_at(kp, ctx, kn);
+  ws_pipe_wait_at(vp, ctx, kc);
+  attn_qk_wgmma<DQK, FA_BM, FA_BN>(s, dq0, ws_wgmma_desc_advance(dk0, kn.stage * (uint32_t)sizeof(fa_tile<DQK>)));
+  attn_pv_wgmma<DV, FA_BN>(o, pc, ws_wgmma_desc_advance(dv0, kc.stage * (uint32_t)sizeof(fa_tile<DV>)));
+  WS_WGMMA_WAIT_GROUP(1); /* S of nb + 1 is done; the PV of nb runs on */
+  ws_pipe_release_warp_at(kp, ctx, kn);
+  fa_mask_ov(s, (nb + 1) * FA_BN, mk);
+  attn_softmax_block<FA_BN>(s, m_run, l_run, alpha, sl2);
+  attn_p_fragments<FA_BN>(s, pn);
+  WS_WGMMA_WAIT_GROUP(0); /* the PV has retired: O and P_nb are free */
+  ws_pipe_release_warp_at(vp, ctx, kc);
+  attn_rescale<DV>(o, alpha);
+}
+
+/* The last block's PV. */
+template <int DV>
+static __device__ __forceinline__ void fa_overlap_last(const ws_pipe *vp, const ws_ctx *ctx, int nb, uint64_t dv0,
+                                                       float *o, uint32_t (*pc)[4]) {
+  const ws_cursor kl = ws_cursor_at((uint32_t)nb, FA_STAGES);
+  ws_pipe_wait_at(vp, ctx, kl);
+  attn_pv_wgmma<DV, FA_BN>(o, pc, ws_wgmma_desc_advance(dv0, kl.stage * (uint32_t)sizeof(fa_tile<DV>)));
+  WS_WGMMA_WAIT_GROUP(0);
+  ws_pipe_release_warp_at(vp, ctx, kl);
+}
+
+template <int DQK, int DV>
+static __device__ __forceinline__ void fa_overlap_blocks(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx,
+                                                         int nblocks, uint64_t dq0, uint64_t dk0, uint64_t dv0,
+                                                         const fa_masks *mk, float sl2, float *o, float *m_run,
+                                                         float *l_run) {
+  if (nblocks == 0) return;
+  uint32_t p0[FA_BN / 16][4], p1[FA_BN / 16][4];
+  {
+    float s[FA_BN / 2], alpha[2];
+    const ws_cursor k0 = ws_cursor_at(0, FA_STAGES);
+    ws_pipe_wait_at(kp, ctx, k0);
+    attn_qk_wgmma<DQK, FA_BM, FA_BN>(s, dq0, dk0);
+    WS_WGMMA_WAIT_GROUP(0);
+    ws_pipe_release_warp_at(kp, ctx, k0);
+    fa_mask_ov(s, 0, mk);
+    attn_softmax_block<FA_BN>(s, m_run, l_run, alpha, sl2); /* O is still 0: no rescale */
+    attn_p_fragments<FA_BN>(s, p0);
+  }
+  int nb = 0;
+  for (; nb + 2 < nblocks; nb += 2) { /* two steps: P alternates between p0 and p1 (no copies under a PV) */
+    fa_overlap_step<DQK, DV>(kp, vp, ctx, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1);
+    fa_overlap_step<DQK, DV>(kp, vp, ctx, nb + 1, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p1, p0);
+  }
+  if (nb + 1 < nblocks) { /* the last PV on p1 or on p0: two straight paths, no register copy */
+    fa_overlap_step<DQK, DV>(kp, vp, ctx, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1);
+    fa_overlap_last<DV>(vp, ctx, nb + 1, dv0, o, p1);
+  } else {
+    fa_overlap_last<DV>(vp, ctx, nb, dv0, o, p0);
+  }
+}
+
+template <int DQK, int DV, int SCHED>
 WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ ws_tmap map_k,
                                       const __grid_constant__ ws_tmap map_v, const __grid_constant__ fa_args a,
                                       ws_diag diag) {
@@ -149,16 +244,23 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
    * every barrier ends with as many arrivals as waits. */
   const uint32_t my_turn = (uint32_t)(a.turn_bar + ctx.replica), other_turn = (uint32_t)(a.turn_bar + 1 - ctx.replica);
   const uint32_t both = 2 * WS_ROLE_THREADS(flash_fwd, A_MATH);
-  if (PINGPONG && ctx.replica == 1 && nblocks > 0) ws_bar_arrive(other_turn, both);
+  if ((SCHED == 1) && ctx.replica == 1 && nblocks > 0) ws_bar_arrive(other_turn, both);
+  if (SCHED == 2) {
+    const int causal = a.mask != WS_ATTN_NO_MASK;
+    const fa_masks mk = {(causal ? min(lk - 1, qi0 + diag_off) : lk - 1) - 2 * quad,
+                         (causal ? min(lk - 1, qi0 + 8 + diag_off) : lk - 1) - 2 * quad,
+                         causal ? min(lk - 1, mb * FA_BM + diag_off) : lk - 1};
+    fa_overlap_blocks<DQK, DV>(&kp, &vp, &ctx, nblocks, dq0, dk0, dv0, &mk, sl2, o, m_run, l_run);
+  }
   ws_cursor k = c0;
-  for (int nb = 0; nb < nblocks; nb++, k = ws_cursor_next(k, FA_STAGES)) {
+  for (int nb = 0; nb < (SCHED == 2 ? 0 : nblocks); nb++, k = ws_cursor_next(k, FA_STAGES)) {
     /* S = Q K^T: 64 x 128 fp32 per warpgroup, 64 per thread */
     float s[FA_BN / 2];
     ws_pipe_wait_at(&kp, &ctx, k);
     const uint64_t dk = ws_wgmma_desc_advance(dk0, k.stage * k_stage_bytes);
-    if (PINGPONG) ws_bar_sync(my_turn, both);
+    if ((SCHED == 1)) ws_bar_sync(my_turn, both);
     attn_qk_wgmma<DQK, FA_BM, FA_BN>(s, dq0, dk);
-    if (PINGPONG) ws_bar_arrive(other_turn, both);
+    if ((SCHED == 1)) ws_bar_arrive(other_turn, both);
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(&kp, &ctx, k);
 
@@ -187,9 +289,9 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
     /* O += P V: V [keys][dv] read MN-major, 16 keys (2048 bytes) per wgmma */
     ws_pipe_wait_at(&vp, &ctx, k);
     const uint64_t dv = ws_wgmma_desc_advance(dv0, k.stage * v_stage_bytes);
-    if (PINGPONG) ws_bar_sync(my_turn, both);
+    if ((SCHED == 1)) ws_bar_sync(my_turn, both);
     attn_pv_wgmma<DV, FA_BN>(o, pa, dv);
-    if (PINGPONG && !(ctx.replica == 1 && nb == nblocks - 1)) ws_bar_arrive(other_turn, both);
+    if ((SCHED == 1) && !(ctx.replica == 1 && nb == nblocks - 1)) ws_bar_arrive(other_turn, both);
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(&vp, &ctx, k);
   }
@@ -208,7 +310,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
 
 /* ---- the call ---------------------------------------------------------------------- */
 typedef struct {
-  int slot, dqk, dv, pingpong;
+  int slot, dqk, dv, sched; /* 0 plain, 1 ping-pong, 2 overlap */
   const char *name;
   const void *func;
   size_t smem;
@@ -220,8 +322,8 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
   ws_status s = ws_plan_init(plan, v->name, flash_fwd_roles, flash_fwd_NROLES, 0);
   if (s == WS_OK) s = ws_plan_set_smem(plan, v->smem);
   int id = 0;
-  if (s == WS_OK && v->pingpong) s = ws_plan_add_barrier(plan, "turn of math 0", &id);
-  if (s == WS_OK && v->pingpong) s = ws_plan_add_barrier(plan, "turn of math 1", &id);
+  if (s == WS_OK && v->sched == 1) s = ws_plan_add_barrier(plan, "turn of math 0", &id);
+  if (s == WS_OK && v->sched == 1) s = ws_plan_add_barrier(plan, "turn of math 1", &id);
   return s;
 }
 
@@ -229,7 +331,8 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
   {SLOT, DQK, DV, PP, NAME, (const void *)flash_fwd_kernel<DQK, DV, PP>, sizeof(fa_smem<DQK, DV>) + 1024}
 
 /* The schedule: plain by default; WARPSPEC_ATTN_SCHEDULE=pingpong selects FA3's
- * alternation of the two math warpgroups (measured against each other by the bench). */
+ * alternation of the two math warpgroups, =overlap FA3's intra-warpgroup pipelining
+ * (d 64 and 128; 192/128 runs plain). The bench measures them against each other. */
 static const fa_variant *fa_variant_of(int dqk, int dv) {
   static const fa_variant v[] = {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_64, 64, 64, 0, "flash_fwd_64"),
@@ -238,11 +341,15 @@ static const fa_variant *fa_variant_of(int dqk, int dv) {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_64_PP, 64, 64, 1, "flash_fwd_64_pingpong"),
       FA_VARIANT(WS_PLAN_SLOT_ATTN_128_PP, 128, 128, 1, "flash_fwd_128_pingpong"),
       FA_VARIANT(WS_PLAN_SLOT_ATTN_192_PP, 192, 128, 1, "flash_fwd_192_128_pingpong"),
+      FA_VARIANT(WS_PLAN_SLOT_ATTN_64_OV, 64, 64, 2, "flash_fwd_64_overlap"),
+      FA_VARIANT(WS_PLAN_SLOT_ATTN_128_OV, 128, 128, 2, "flash_fwd_128_overlap"),
   };
   const char *env = getenv("WARPSPEC_ATTN_SCHEDULE");
-  const int pp = env != NULL && strcmp(env, "pingpong") == 0;
+  const int sched = env == NULL ? 0 : strcmp(env, "pingpong") == 0 ? 1 : strcmp(env, "overlap") == 0 ? 2 : 0;
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    if (v[i].dqk == dqk && v[i].dv == dv && v[i].pingpong == pp) return &v[i];
+    if (v[i].dqk == dqk && v[i].dv == dv && v[i].sched == sched) return &v[i];
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) /* no overlapped 192/128 (it spills): the plain one */
+    if (v[i].dqk == dqk && v[i].dv == dv && v[i].sched == 0) return &v[i];
   return NULL;
 }
 

@@ -683,9 +683,10 @@ int main(int argc, char **argv) {
     }
     unsetenv("WARPSPEC_MLA_SCHEDULE");
     if (!strcmp(mode, "mla-bench")) return 0;
-    for (int pp = 0; pp < 2; pp++) { /* both schedules of the flash kernel */
-      if (pp) setenv("WARPSPEC_ATTN_SCHEDULE", "pingpong", 1);
-      printf("flash schedule: %s\n", pp ? "pingpong" : "plain");
+    static const char *const flash_scheds[3] = {"plain", "pingpong", "overlap"};
+    for (int sc = 0; sc < 3; sc++) { /* the three schedules of the flash kernel */
+      if (sc) setenv("WARPSPEC_ATTN_SCHEDULE", flash_scheds[sc], 1);
+      printf("flash schedule: %s\n", flash_scheds[sc]);
       for (size_t i = 0; i < sizeof bench / sizeof bench[0]; i++) run_case(&bench[i], 0);
     }
     unsetenv("WARPSPEC_ATTN_SCHEDULE");
@@ -706,10 +707,12 @@ int main(int argc, char **argv) {
   fails += check_errors();
   fails += check_fp8_cache();
   for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
-  setenv("WARPSPEC_ATTN_SCHEDULE", "pingpong", 1); /* the ping-pong schedule on the same cases */
-  printf("flash schedule: pingpong\n");
-  for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
-  if (strcmp(mode, "quick")) fails += run_case(&full[2], 1);
+  for (int sc = 1; sc < 3; sc++) { /* the ping-pong and the overlapped schedules on the same cases */
+    setenv("WARPSPEC_ATTN_SCHEDULE", sc == 1 ? "pingpong" : "overlap", 1);
+    printf("flash schedule: %s\n", sc == 1 ? "pingpong" : "overlap");
+    for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
+    if (strcmp(mode, "quick")) fails += run_case(&full[2], 1);
+  }
   unsetenv("WARPSPEC_ATTN_SCHEDULE");
   for (int sw = 0; sw < 2; sw++) { /* both MLA schedules (WARPSPEC_MLA_SCHEDULE, read at each call) */
     if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "seesaw", 1);
