@@ -202,6 +202,76 @@ static __device__ __forceinline__ void mla_gather_fp8(const ws_ctx *ctx, void *s
   mla_dequant_store(stage, 7, row, 2 * half + 1, last1, sc.w);
 }
 
+/* ---- the softmax pieces both schedules share -------------------------------------
+ * A math thread holds rows r0 and r0 + 8 of a 64 x (8 NJ) S accumulator (s[4j + 2x + e]:
+ * row x, key 8j + 2 quad + e). */
+
+/* The gather's valid flags of this thread's keys: `flags` is the stage's first flag of
+ * the accumulator's key 0. */
+template <int NJ>
+static __device__ __forceinline__ void mla_read_valid(uint32_t *valid, const uint8_t *flags, int quad) {
+#pragma unroll
+  for (int j = 0; j < NJ; j++) valid[j] = *(const uint16_t *)(flags + 8 * j + 2 * quad);
+}
+
+/* Masked keys (past topk, -1, out of range; their rows were zero-filled) to -inf, and
+ * this thread's row maxima of the block. */
+template <int NJ>
+static __device__ __forceinline__ void mla_mask_max(float *s, const uint32_t *valid, float *mx) {
+#pragma unroll
+  for (int j = 0; j < NJ; j++)
+#pragma unroll
+    for (int e = 0; e < 2; e++)
+      if (((valid[j] >> (8 * e)) & 0xFFu) == 0) {
+        s[4 * j + e] = -INFINITY;
+        s[4 * j + 2 + e] = -INFINITY;
+      }
+#pragma unroll
+  for (int j = 0; j < NJ; j++) {
+    mx[0] = fmaxf(mx[0], fmaxf(s[4 * j], s[4 * j + 1]));
+    mx[1] = fmaxf(mx[1], fmaxf(s[4 * j + 2], s[4 * j + 3]));
+  }
+}
+
+/* The rows' new maximum over the quad, both warpgroups (through shared memory and the
+ * exchange barrier) and the running one; alpha = exp2 of its change, the scaled maximum
+ * msc for the exponents, the running sums rescaled. */
+static __device__ __forceinline__ void mla_exchange_max(mla_smem *sm, float *mx, int w, int r0, int quad, uint32_t bar,
+                                                        float sl2, float *m_run, float *l_run, float *alpha,
+                                                        float *msc) {
+#pragma unroll
+  for (int x = 0; x < 2; x++) {
+    mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 1));
+    mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 2));
+  }
+  if (quad == 0) { sm->rmax[w][r0] = mx[0]; sm->rmax[w][r0 + 8] = mx[1]; }
+  ws_named_sync(bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
+#pragma unroll
+  for (int x = 0; x < 2; x++) {
+    const float m_new = fmaxf(m_run[x], fmaxf(mx[x], sm->rmax[1 - w][r0 + 8 * x]));
+    msc[x] = m_new == -INFINITY ? 0.0f : m_new * sl2;
+    alpha[x] = attn_exp2(m_run[x] * sl2 - msc[x]);
+    m_run[x] = m_new;
+    l_run[x] *= alpha[x];
+  }
+}
+
+/* P = exp2(s sl2 - msc) in BF16 into a swizzled [64][64] tile (`pt`), columns from
+ * 16-byte piece piece0 on; the running sums grow by it. */
+template <int NJ>
+static __device__ __forceinline__ void mla_write_p(uint8_t *pt, const float *s, int r0, int quad, int piece0, float sl2,
+                                                   const float *msc, float *l_run) {
+#pragma unroll
+  for (int j = 0; j < NJ; j++)
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+      const float p0 = attn_exp2(fmaf(s[4 * j + 2 * x], sl2, -msc[x]));
+      const float p1 = attn_exp2(fmaf(s[4 * j + 2 * x + 1], sl2, -msc[x]));
+      l_run[x] += p0 + p1;
+      *(uint32_t *)(pt + mla_swizzle(r0 + 8 * x, piece0 + j) + 4 * quad) = attn_pack_bf16(p0, p1);
+    }
+}
+
 /* ---- the seesaw schedule (WARPSPEC_MLA_SCHEDULE=seesaw), FlashMLA's ------------------
  * Blocks in pairs: block 2i in stage 0 (A), 2i + 1 in stage 1 (B). Warpgroup w computes S
  * for all 64 keys of its block (A for 0, B for 1: m64n64, Q read once per block, not once
@@ -253,58 +323,17 @@ static __device__ __forceinline__ void mla_seesaw_blocks(mla_smem *sm, const ws_
       }
       ws_wgmma_commit_group();
       uint32_t valid[8]; /* the gather's flags of this thread's 16 keys, read while the wgmmas run */
-#pragma unroll
-      for (int j = 0; j < 8; j++) valid[j] = *(const uint16_t *)(sm->valid[km.stage] + 8 * j + 2 * quad);
+      mla_read_valid<8>(valid, sm->valid[km.stage], quad);
       WS_WGMMA_WAIT_GROUP(0);
-#pragma unroll
-      for (int j = 0; j < 8; j++)
-#pragma unroll
-        for (int e = 0; e < 2; e++)
-          if (((valid[j] >> (8 * e)) & 0xFFu) == 0) {
-            s[4 * j + e] = -INFINITY;
-            s[4 * j + 2 + e] = -INFINITY;
-          }
-#pragma unroll
-      for (int j = 0; j < 8; j++) {
-        mx[0] = fmaxf(mx[0], fmaxf(s[4 * j], s[4 * j + 1]));
-        mx[1] = fmaxf(mx[1], fmaxf(s[4 * j + 2], s[4 * j + 3]));
-      }
+      mla_mask_max<8>(s, valid, mx);
     }
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 1));
-      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 2));
-    }
-    if (quad == 0) { sm->rmax[w][r0] = mx[0]; sm->rmax[w][r0 + 8] = mx[1]; }
-    ws_named_sync((uint32_t)a->xchg_bar, both);
     float alpha[2], msc[2];
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-      const float m_new = fmaxf(m_run[x], fmaxf(mx[x], sm->rmax[1 - w][r0 + 8 * x]));
-      msc[x] = m_new == -INFINITY ? 0.0f : m_new * sl2;
-      alpha[x] = attn_exp2(m_run[x] * sl2 - msc[x]);
-      m_run[x] = m_new;
-      l_run[x] *= alpha[x];
-    }
-    if (mine_here) { /* P of this warpgroup's block into its stage's rope box */
-      uint8_t *pt = (uint8_t *)(sm->kv[km.stage][8]);
-#pragma unroll
-      for (int j = 0; j < 8; j++)
-#pragma unroll
-        for (int x = 0; x < 2; x++) {
-          const float p0 = attn_exp2(fmaf(s[4 * j + 2 * x], sl2, -msc[x]));
-          const float p1 = attn_exp2(fmaf(s[4 * j + 2 * x + 1], sl2, -msc[x]));
-          l_run[x] += p0 + p1;
-          *(uint32_t *)(pt + mla_swizzle(r0 + 8 * x, j) + 4 * quad) = attn_pack_bf16(p0, p1);
-        }
-    }
+    mla_exchange_max(sm, mx, w, r0, quad, (uint32_t)a->xchg_bar, sl2, m_run, l_run, alpha, msc);
+    /* P of this warpgroup's block into its stage's rope box */
+    if (mine_here) mla_write_p<8>((uint8_t *)sm->kv[km.stage][8], s, r0, quad, 0, sl2, msc, l_run);
     ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
     ws_named_sync((uint32_t)a->xchg_bar, both);
-#pragma unroll
-    for (int j = 0; j < MLA_WG_CHUNKS; j++) {
-      o[4 * j] *= alpha[0]; o[4 * j + 1] *= alpha[0];
-      o[4 * j + 2] *= alpha[1]; o[4 * j + 3] *= alpha[1];
-    }
+    attn_rescale<MLA_DV / 2>(o, alpha);
     /* the other block's stage must have landed too (its owner waited for it, not we) */
     if (w == 1) ws_pipe_wait_at(kvp, ctx, ka);
     else if (has_b) ws_pipe_wait_at(kvp, ctx, kb);
@@ -410,63 +439,20 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
                               kk > 0);
     }
     ws_wgmma_commit_group();
-    /* masked keys (past topk, -1, out of range; their rows were zero-filled): the
-     * gather's flags for this thread's 8 keys, read while the wgmmas run */
+    /* the gather's flags for this thread's 8 keys, read while the wgmmas run */
     uint32_t valid[4];
-#pragma unroll
-    for (int jj = 0; jj < 4; jj++) valid[jj] = *(const uint16_t *)(sm->valid[k.stage] + 32 * w + 8 * jj + 2 * quad);
+    mla_read_valid<4>(valid, sm->valid[k.stage] + 32 * w, quad);
     WS_WGMMA_WAIT_GROUP(0);
-#pragma unroll
-    for (int jj = 0; jj < 4; jj++)
-#pragma unroll
-      for (int e = 0; e < 2; e++) {
-        if (((valid[jj] >> (8 * e)) & 0xFFu) == 0) {
-          s[4 * jj + e] = -INFINITY;
-          s[4 * jj + 2 + e] = -INFINITY;
-        }
-      }
     /* the block's row max: this half's, then the other warpgroup's through shared memory */
     float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int jj = 0; jj < 4; jj++) {
-      mx[0] = fmaxf(mx[0], fmaxf(s[4 * jj], s[4 * jj + 1]));
-      mx[1] = fmaxf(mx[1], fmaxf(s[4 * jj + 2], s[4 * jj + 3]));
-    }
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 1));
-      mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 2));
-    }
-    if (quad == 0) { sm->rmax[w][r0] = mx[0]; sm->rmax[w][r0 + 8] = mx[1]; }
-    ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
+    mla_mask_max<4>(s, valid, mx);
     float alpha[2], msc[2];
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-      const float m_new = fmaxf(m_run[x], fmaxf(mx[x], sm->rmax[1 - w][r0 + 8 * x]));
-      msc[x] = m_new == -INFINITY ? 0.0f : m_new * sl2;
-      alpha[x] = attn_exp2(m_run[x] * sl2 - msc[x]);
-      m_run[x] = m_new;
-      l_run[x] *= alpha[x];
-    }
+    mla_exchange_max(sm, mx, w, r0, quad, (uint32_t)a.xchg_bar, sl2, m_run, l_run, alpha, msc);
     /* P for this half, into the shared 64 x 64 tile (columns 32w ..), swizzled */
-    uint8_t *pt = (uint8_t *)sm->p;
-#pragma unroll
-    for (int jj = 0; jj < 4; jj++)
-#pragma unroll
-      for (int x = 0; x < 2; x++) {
-        const float p0 = attn_exp2(fmaf(s[4 * jj + 2 * x], sl2, -msc[x]));
-        const float p1 = attn_exp2(fmaf(s[4 * jj + 2 * x + 1], sl2, -msc[x]));
-        l_run[x] += p0 + p1;
-        const int row = r0 + 8 * x, piece = 4 * w + jj;
-        *(uint32_t *)(pt + mla_swizzle(row, piece) + 4 * quad) = attn_pack_bf16(p0, p1);
-      }
+    mla_write_p<4>((uint8_t *)sm->p, s, r0, quad, 4 * w, sl2, msc, l_run);
     ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
     ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
-#pragma unroll
-    for (int j = 0; j < MLA_WG_CHUNKS; j++) {
-      o[4 * j] *= alpha[0]; o[4 * j + 1] *= alpha[0];
-      o[4 * j + 2] *= alpha[1]; o[4 * j + 3] *= alpha[1];
-    }
+    attn_rescale<MLA_DV / 2>(o, alpha);
     /* O[:, 256w ..] += P [64][64 keys] x V [64 keys][256 columns: boxes 4w .. 4w + 3] */
     ws_wgmma_fence();
 #pragma unroll
