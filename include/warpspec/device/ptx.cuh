@@ -149,15 +149,15 @@ WS_DEV void ws_cp_async_bulk_commit_group(void) {
   asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
 
-/* cp.async (the per-thread asynchronous copy, generic proxy): 16 bytes global -> shared,
- * through L2 only; src_bytes 0 reads nothing and zero-fills the 16 bytes (a masked row). */
-WS_DEV void ws_cp_async_cg_16(void *dst, const void *src, uint32_t src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(ws_smem_addr(dst)), "l"(src), "r"(src_bytes)
-               : "memory");
-}
-/* The same to a shared-window address. */
+/* cp.async (the per-thread asynchronous copy, generic proxy): 16 bytes global -> shared
+ * (dst a shared-window address, ws_smem_addr), through L2 only; src_bytes 0 reads nothing
+ * and zero-fills the 16 bytes (a masked row). */
 WS_DEV void ws_cp_async_cg_16_to(uint32_t dst, const void *src, uint32_t src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+/* The same from a generic pointer into shared memory. */
+WS_DEV void ws_cp_async_cg_16(void *dst, const void *src, uint32_t src_bytes) {
+  ws_cp_async_cg_16_to(ws_smem_addr(dst), src, src_bytes);
 }
 WS_DEV void ws_cp_async_commit_group(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
 /* Wait until at most N of this thread's cp.async groups are incomplete (N a constant). */
