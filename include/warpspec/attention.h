@@ -145,11 +145,13 @@ ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q
  * run S = Q K^T and O += P V on wgmma with the online softmax in registers. Dims 64/64,
  * 128/128 and 192/128; GQA; both causal masks; dense or variable-length batches. Checks
  * the problem before any launch (WS_ERR_INVALID / WS_ERR_UNSUPPORTED with a message).
- * WARPSPEC_ATTN_SCHEDULE=pingpong (read at each call) makes the two math warpgroups take
- * turns issuing their matrix products (FA3's schedule); =overlap issues S of the next key
- * block before O += P V of this one and runs its softmax under that PV (FA3's
- * intra-warpgroup pipelining; d 64 and 128, 192/128 runs plain); the default lets the
- * warpgroups run freely, one block at a time. */
+ * Three schedules of the math warpgroups: overlap (FA3's intra-warpgroup pipelining: S
+ * of the next key block is issued before O += P V of this one and its softmax runs under
+ * that PV; the default at d 128), ping-pong (the warpgroups take turns issuing their
+ * matrix products, FA3's inter-warpgroup schedule; the default at d 64) and plain (the
+ * warpgroups run freely, one block at a time; the default at 192/128, where overlap does
+ * not fit the registers). WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap, read at each
+ * call, forces one. */
 ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream);
 
 /* Sparse MLA prefill on the GPU (sm_90a), DeepSeek-V3.2's shape: dim_qk 576, dim_v 512,

@@ -19,10 +19,11 @@
  * Both math replicas read every K and V tile: the pipes count 2 x 4 warp releases.
  * Keys are read as 128-row boxes: rows past the sequence (the next sequence's, or the
  * tensor's zero fill) are masked to -inf before the softmax, never summed.
- * WARPSPEC_ATTN_SCHEDULE=pingpong selects FA3's alternation of the two math warpgroups
- * (two named barriers from the plan); =overlap FA3's intra-warpgroup pipelining (S of the
- * next block issued before this block's PV, its softmax under the PV), for which the
- * roles are split 24 / 240 registers as FA3's (the loader only issues TMA copies). Not
+ * Three schedules of the math warpgroups: plain (above); ping-pong, FA3's alternation of
+ * the two warpgroups (two named barriers from the plan; the default for d 64); overlap,
+ * FA3's intra-warpgroup pipelining (S of the next block issued before this block's PV,
+ * its softmax under the PV; the default for d 128). The roles are split 24 / 240
+ * registers as FA3's (the loader only issues TMA copies). Not
  * here yet: persistent scheduling, a TMA-store epilogue. */
 #include "../core/internal.h"
 #include "warpspec/attention.h"
@@ -330,9 +331,10 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
 #define FA_VARIANT(SLOT, DQK, DV, PP, NAME) \
   {SLOT, DQK, DV, PP, NAME, (const void *)flash_fwd_kernel<DQK, DV, PP>, sizeof(fa_smem<DQK, DV>) + 1024}
 
-/* The schedule: plain by default; WARPSPEC_ATTN_SCHEDULE=pingpong selects FA3's
- * alternation of the two math warpgroups, =overlap FA3's intra-warpgroup pipelining
- * (d 64 and 128; 192/128 runs plain). The bench measures them against each other. */
+/* The schedule, measured on an H200 (docs/benchmarks.md, session 6): by default the
+ * overlapped one for d 128 (+6-9% over plain), ping-pong for d 64 (+4%), plain for 192/128
+ * (the overlapped one spills there). WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap forces
+ * one (192/128 falls back to plain where overlap is asked); the bench compares them. */
 static const fa_variant *fa_variant_of(int dqk, int dv) {
   static const fa_variant v[] = {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_64, 64, 64, 0, "flash_fwd_64"),
@@ -345,7 +347,10 @@ static const fa_variant *fa_variant_of(int dqk, int dv) {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_128_OV, 128, 128, 2, "flash_fwd_128_overlap"),
   };
   const char *env = getenv("WARPSPEC_ATTN_SCHEDULE");
-  const int sched = env == NULL ? 0 : strcmp(env, "pingpong") == 0 ? 1 : strcmp(env, "overlap") == 0 ? 2 : 0;
+  int sched = dqk == 128 ? 2 : dqk == 64 ? 1 : 0; /* the measured best */
+  if (env && strcmp(env, "plain") == 0) sched = 0;
+  if (env && strcmp(env, "pingpong") == 0) sched = 1;
+  if (env && strcmp(env, "overlap") == 0) sched = 2;
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i].dqk == dqk && v[i].dv == dv && v[i].sched == sched) return &v[i];
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) /* no overlapped 192/128 (it spills): the plain one */
