@@ -9,6 +9,8 @@
  * P rounded to BF16 before P V, as every flash kernel does); every element finite
  * except the -inf lse of rows without keys, which must match exactly.
  *   test_attention          all cases
+ *   test_attention ctest    make test: every schedule on the quick cases, the long cases
+ *                           under the default schedules, no batch-128 decode
  *   test_attention quick    the small ones
  *   test_attention bench    time the issue's shapes (B x S = 16k tokens), TFLOPS
  *   test_attention fp8      the FP8 MLA cache only (quantiser, decode): for compute-sanitizer
@@ -26,6 +28,7 @@
  * TFLOPS and bytes moved per second. */
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpu_test.h"
 #include "warpspec/warpspec.h"
@@ -575,9 +578,19 @@ static int check_fp8_cache(void) {
   return fails;
 }
 
+/* wall seconds since the first call: the log says where the time goes */
+static double elapsed_s(void) {
+  static struct timespec t0;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  if (t0.tv_sec == 0 && t0.tv_nsec == 0) t0 = t;
+  return (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "all";
   setvbuf(stdout, NULL, _IOLBF, 0); /* a line at a time: a log cut by a timeout shows where */
+  elapsed_s();
   require_hopper();
   rng_seed_from_time();
   static const int vq[] = {1, 200, 77, 130}, vk[] = {5, 300, 77, 129};
@@ -711,34 +724,40 @@ int main(int argc, char **argv) {
   }
   fails += check_errors();
   fails += check_fp8_cache();
-  printf("flash schedule: default\n");
+  /* ctest: what a user's `make test` runs in under 5 minutes: every schedule on the quick
+   * cases, the long cases under the default schedules only, no batch-128 decode */
+  const int lean = !strcmp(mode, "ctest"), longer = strcmp(mode, "quick") != 0;
+  printf("flash schedule: default (%.0f s)\n", elapsed_s());
   for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
   static const char *const forced[3] = {"plain", "pingpong", "overlap"};
   for (int sc = 0; sc < 3; sc++) { /* each schedule forced, on the same cases (the default is one of them per dim) */
     setenv("WARPSPEC_ATTN_SCHEDULE", forced[sc], 1);
-    printf("flash schedule: %s\n", forced[sc]);
+    printf("flash schedule: %s (%.0f s)\n", forced[sc], elapsed_s());
     for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
-    if (strcmp(mode, "quick")) fails += run_case(&full[2], 1);
+    if (longer && !lean) fails += run_case(&full[2], 1);
   }
   unsetenv("WARPSPEC_ATTN_SCHEDULE");
   for (int sw = 0; sw < 2; sw++) { /* both MLA schedules (WARPSPEC_MLA_SCHEDULE, read at each call) */
     if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "seesaw", 1);
-    printf("mla schedule: %s\n", sw ? "seesaw" : "default");
+    printf("mla schedule: %s (%.0f s)\n", sw ? "seesaw" : "default", elapsed_s());
     for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i], 1);
     for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i], 1);
-    if (strcmp(mode, "quick")) {
+    if (longer && !(lean && sw)) {
       for (size_t i = 0; i < sizeof mla_full / sizeof mla_full[0]; i++) fails += run_mla(&mla_full[i], 1);
       for (size_t i = 0; i < sizeof dec_full / sizeof dec_full[0]; i++)
-        if (!sw || dec_full[i].batch <= 32) /* the batch-128 cases once (a minute of host reference each) */
+        if (dec_full[i].batch <= 32 || (!sw && !lean)) /* batch 128: once, not under ctest */
           fails += run_decode(&dec_full[i], 1);
     }
   }
   unsetenv("WARPSPEC_MLA_SCHEDULE");
+  printf("nsa (%.0f s)\n", elapsed_s());
   for (size_t i = 0; i < sizeof nsa_quick / sizeof nsa_quick[0]; i++) fails += run_nsa(&nsa_quick[i], 1);
-  if (strcmp(mode, "quick")) {
+  if (longer) {
     for (size_t i = 0; i < sizeof nsa_full / sizeof nsa_full[0]; i++) fails += run_nsa(&nsa_full[i], 1);
+    printf("long flash cases (%.0f s)\n", elapsed_s());
     for (size_t i = 0; i < sizeof full / sizeof full[0]; i++) fails += run_case(&full[i], 1);
   }
+  printf("(%.0f s) ", elapsed_s());
   printf(fails ? "test_attention: %d FAILED\n" : "test_attention: all checks passed\n", fails);
   return fails ? 1 : 0;
 }
