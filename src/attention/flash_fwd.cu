@@ -1,7 +1,10 @@
 /* flash_fwd.cu - flash attention forward (BF16) on the library's roles and pipes.
  *
- * One CTA per (query head, block of 128 query rows, sequence); blocks are numbered from
- * the last so that, with a causal mask, the longest tiles start first.
+ * Persistent: one CTA per SM takes tiles (128 query rows of one head of one sequence)
+ * round-robin, in the order fa_work_at gives: with a causal mask the longest tiles first;
+ * without one, the query blocks of a head together (their K / V shared in L2). The loader
+ * runs ahead across tiles: the next tile's Q (two stages at d 64 and 128) and first K / V
+ * blocks load while the math finishes the current one and writes its O.
  *   A_LOADER (1 warp, 24 regs)       TMA-loads the Q tile once (q pipe, one stage), then
  *                                    per block of 128 keys the K tile (k pipe) and the V
  *                                    tile (v pipe), each as 64-column boxes with the
@@ -23,8 +26,8 @@
  * the two warpgroups (two named barriers from the plan; the default for d 64); overlap,
  * FA3's intra-warpgroup pipelining (S of the next block issued before this block's PV,
  * its softmax under the PV; the default for d 128). The roles are split 24 / 240
- * registers as FA3's (the loader only issues TMA copies). Not
- * here yet: persistent scheduling, a TMA-store epilogue. */
+ * registers as FA3's (the loader only issues TMA copies). Not here yet: a TMA-store
+ * epilogue. */
 #include "../core/internal.h"
 #include "warpspec/attention.h"
 #include "warpspec/device/warpspec.cuh"
@@ -43,8 +46,12 @@
 /* A 128-row tile of D bf16 columns: D / 64 boxes of [128][64], each 16 KiB, 128B-swizzled. */
 template <int D> struct __align__(1024) fa_tile { uint16_t x[128 * D]; };
 
+/* Q stages: two where they fit (d 64, 128: the next tile's Q loads under this one's math),
+ * one at 192 (208 KB with one) */
+#define FA_Q_STAGES(DQK) ((DQK) <= 128 ? 2 : 1)
+
 template <int DQK, int DV> struct fa_smem {
-  WS_PIPE_STORAGE(q_pipe, fa_tile<DQK>, 1);
+  WS_PIPE_STORAGE(q_pipe, fa_tile<DQK>, FA_Q_STAGES(DQK));
   WS_PIPE_STORAGE(k_pipe, fa_tile<DQK>, FA_STAGES);
   WS_PIPE_STORAGE(v_pipe, fa_tile<DV>, FA_STAGES);
   q_pipe q;
@@ -53,7 +60,7 @@ template <int DQK, int DV> struct fa_smem {
 };
 
 typedef struct {
-  int seqlen_q, seqlen_k, heads_q, group, m_blocks, mask, total_q;
+  int seqlen_q, seqlen_k, heads_q, group, m_blocks, batch, tiles, mask, total_q;
   int turn_bar;       /* ping-pong: named barriers turn_bar (replica 0's turn), + 1 (1's) */
   float scale_log2;   /* softmax_scale x log2(e): exp(x scale) = exp2(x scale_log2) */
   const int *cu_q, *cu_k;
@@ -88,11 +95,12 @@ static __device__ __forceinline__ void fa_mask_ov(float *s, int kbase, const fa_
 }
 
 template <int DQK, int DV>
-static __device__ __forceinline__ void fa_overlap_step(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx, int nb,
+static __device__ __forceinline__ void fa_overlap_step(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx,
+                                                       uint32_t kt, int nb,
                                                        uint64_t dq0, uint64_t dk0, uint64_t dv0, const fa_masks *mk,
                                                        float sl2, float *o, float *m_run, float *l_run,
                                                        uint32_t (*pc)[4], uint32_t (*pn)[4]) {
-  const ws_cursor kc = ws_cursor_at((uint32_t)nb, FA_STAGES), kn = ws_cursor_at((uint32_t)nb + 1, FA_STAGES);
+  const ws_cursor kc = ws_cursor_at(kt + (uint32_t)nb, FA_STAGES), kn = ws_cursor_at(kt + (uint32_t)nb + 1, FA_STAGES);
   float s[FA_BN / 2], alpha[2];
   /* the descriptor bases through an opaque move each step: otherwise ptxas hoists one
    * descriptor per k step out of the loop and runs out of uniform registers */
@@ -117,9 +125,9 @@ static __device__ __forceinline__ void fa_overlap_step(const ws_pipe *kp, const 
 
 /* The last block's PV. */
 template <int DV>
-static __device__ __forceinline__ void fa_overlap_last(const ws_pipe *vp, const ws_ctx *ctx, int nb, uint64_t dv0,
-                                                       float *o, uint32_t (*pc)[4]) {
-  const ws_cursor kl = ws_cursor_at((uint32_t)nb, FA_STAGES);
+static __device__ __forceinline__ void fa_overlap_last(const ws_pipe *vp, const ws_ctx *ctx, uint32_t kt, int nb,
+                                                       uint64_t dv0, float *o, uint32_t (*pc)[4]) {
+  const ws_cursor kl = ws_cursor_at(kt + (uint32_t)nb, FA_STAGES);
   ws_pipe_wait_at(vp, ctx, kl);
   attn_pv_wgmma<DV, FA_BN>(o, pc, ws_wgmma_desc_advance(dv0, kl.stage * (uint32_t)sizeof(fa_tile<DV>)));
   WS_WGMMA_WAIT_GROUP(0);
@@ -128,16 +136,16 @@ static __device__ __forceinline__ void fa_overlap_last(const ws_pipe *vp, const 
 
 template <int DQK, int DV>
 static __device__ __forceinline__ void fa_overlap_blocks(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx,
-                                                         int nblocks, uint64_t dq0, uint64_t dk0, uint64_t dv0,
+                                                         uint32_t kt, int nblocks, uint64_t dq0, uint64_t dk0, uint64_t dv0,
                                                          const fa_masks *mk, float sl2, float *o, float *m_run,
                                                          float *l_run) {
   if (nblocks == 0) return;
   uint32_t p0[FA_BN / 16][4], p1[FA_BN / 16][4];
   {
     float s[FA_BN / 2], alpha[2];
-    const ws_cursor k0 = ws_cursor_at(0, FA_STAGES);
+    const ws_cursor k0 = ws_cursor_at(kt, FA_STAGES);
     ws_pipe_wait_at(kp, ctx, k0);
-    attn_qk_wgmma<DQK, FA_BM, FA_BN>(s, dq0, dk0);
+    attn_qk_wgmma<DQK, FA_BM, FA_BN>(s, dq0, ws_wgmma_desc_advance(dk0, k0.stage * (uint32_t)sizeof(fa_tile<DQK>)));
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(kp, ctx, k0);
     fa_mask_ov(s, 0, mk);
@@ -146,15 +154,55 @@ static __device__ __forceinline__ void fa_overlap_blocks(const ws_pipe *kp, cons
   }
   int nb = 0;
   for (; nb + 2 < nblocks; nb += 2) { /* two steps: P alternates between p0 and p1 (no copies under a PV) */
-    fa_overlap_step<DQK, DV>(kp, vp, ctx, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1);
-    fa_overlap_step<DQK, DV>(kp, vp, ctx, nb + 1, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p1, p0);
+    fa_overlap_step<DQK, DV>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1);
+    fa_overlap_step<DQK, DV>(kp, vp, ctx, kt, nb + 1, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p1, p0);
   }
   if (nb + 1 < nblocks) { /* the last PV on p1 or on p0: two straight paths, no register copy */
-    fa_overlap_step<DQK, DV>(kp, vp, ctx, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1);
-    fa_overlap_last<DV>(vp, ctx, nb + 1, dv0, o, p1);
+    fa_overlap_step<DQK, DV>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1);
+    fa_overlap_last<DV>(vp, ctx, kt, nb + 1, dv0, o, p1);
   } else {
-    fa_overlap_last<DV>(vp, ctx, nb, dv0, o, p0);
+    fa_overlap_last<DV>(vp, ctx, kt, nb, dv0, o, p0);
   }
+}
+
+/* One tile of the persistent grid: 128 query rows of one head of one sequence. */
+typedef struct {
+  int h, mb, q0, lq, k0, lk, diag_off, nblocks;
+} fa_work;
+
+/* Tile t, in the order the CTAs take them (CTA i: tiles i, i + grid, ...). Causal: query
+ * blocks from the last, heads and sequences fastest, so the longest key ranges go first
+ * and the round-robin ends on the short ones. No mask: the query blocks of one (sequence,
+ * head) next to each other, so the CTAs in flight read the K / V of a few heads at a time
+ * (L2). 0 for a block past the end of a shorter sequence (variable-length batches). */
+static __device__ __forceinline__ int fa_work_at(const fa_args *a, int t, fa_work *ti) {
+  int b, r;
+  if (a->mask != WS_ATTN_NO_MASK) {
+    const int hb = a->heads_q * a->batch;
+    ti->mb = a->m_blocks - 1 - t / hb;
+    r = t % hb;
+    b = r / a->heads_q;
+    ti->h = r % a->heads_q;
+  } else {
+    ti->mb = t % a->m_blocks;
+    r = t / a->m_blocks;
+    ti->h = r % a->heads_q;
+    b = r / a->heads_q;
+  }
+  if (a->cu_q) {
+    ti->q0 = a->cu_q[b]; ti->lq = a->cu_q[b + 1] - ti->q0;
+    ti->k0 = a->cu_k[b]; ti->lk = a->cu_k[b + 1] - ti->k0;
+  } else {
+    ti->q0 = b * a->seqlen_q; ti->lq = a->seqlen_q;
+    ti->k0 = b * a->seqlen_k; ti->lk = a->seqlen_k;
+  }
+  if (ti->mb * FA_BM >= ti->lq) return 0;
+  /* keys the tile's rows see: all of the sequence, or up to the causal limit of its last row */
+  ti->diag_off = a->mask == WS_ATTN_CAUSAL_BOTTOM_RIGHT ? ti->lk - ti->lq : 0;
+  const int last_row = min(ti->lq, (ti->mb + 1) * FA_BM) - 1;
+  const int kend = a->mask == WS_ATTN_NO_MASK ? ti->lk : max(0, min(ti->lk, last_row + ti->diag_off + 1));
+  ti->nblocks = (kend + FA_BN - 1) / FA_BN;
+  return 1;
 }
 
 template <int DQK, int DV, int SCHED>
@@ -165,54 +213,45 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
   typedef fa_smem<DQK, DV> smem_t;
   smem_t *sm = (smem_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
   ws_ctx ctx = WS_SELF(flash_fwd, diag);
-  const int h = (int)blockIdx.x, mb = a.m_blocks - 1 - (int)blockIdx.y, b = (int)blockIdx.z;
-  int q0, lq, k0, lk;
-  if (a.cu_q) {
-    q0 = a.cu_q[b]; lq = a.cu_q[b + 1] - q0;
-    k0 = a.cu_k[b]; lk = a.cu_k[b + 1] - k0;
-  } else {
-    q0 = b * a.seqlen_q; lq = a.seqlen_q;
-    k0 = b * a.seqlen_k; lk = a.seqlen_k;
-  }
-  if (mb * FA_BM >= lq) return; /* the whole CTA, before any barrier: a shorter sequence */
-  /* keys the tile's rows see: all of the sequence, or up to the causal limit of its last row */
-  const int diag_off = a.mask == WS_ATTN_CAUSAL_BOTTOM_RIGHT ? lk - lq : 0;
-  const int last_row = min(lq, (mb + 1) * FA_BM) - 1;
-  const int kend = a.mask == WS_ATTN_NO_MASK ? lk : max(0, min(lk, last_row + diag_off + 1));
-  const int nblocks = (kend + FA_BN - 1) / FA_BN;
-
   const uint32_t writers = WS_ROLE_THREADS(flash_fwd, A_LOADER), readers = 2 * WS_ROLE_WARPS(flash_fwd, A_MATH);
   ws_pipe qp = WS_PIPE_VIEW(&sm->q, "attention q", writers, readers);
   ws_pipe kp = WS_PIPE_VIEW(&sm->k, "attention k", writers, readers);
   ws_pipe vp = WS_PIPE_VIEW(&sm->v, "attention v", writers, readers);
   attn_pipes_setup(&qp, &kp, &vp); /* TMA in, wgmma out */
   attn_pipes_init(&qp, &kp, &vp);
-  const ws_cursor c0 = {0, 0};
+  const int step = (int)gridDim.x;
 
   if (ctx.role == A_LOADER) {
     WS_ENTER_ROLE(flash_fwd, A_LOADER);
     if (ctx.spare) return;
     attn_prefetch_maps(&ctx, &map_q, &map_k, &map_v);
-    ws_pipe_acquire_at(&qp, &ctx, c0);
-#pragma unroll
-    for (int c = 0; c < DQK / 64; c++)
-      ws_pipe_load_tile_2d_at(&qp, &ctx, c0, sm->q.slot[0].x + c * FA_BM * 64, &map_q, h * DQK + c * 64,
-                              q0 + mb * FA_BM);
-    ws_pipe_commit_at(&qp, &ctx, c0);
-    const int hk = h / a.group;
-    ws_cursor k = c0;
-    for (int nb = 0; nb < nblocks; nb++, k = ws_cursor_next(k, FA_STAGES)) {
-      const int row = k0 + nb * FA_BN;
-      uint32_t s = ws_pipe_acquire_at(&kp, &ctx, k);
+    uint32_t qt = 0, kt = 0; /* tiles and key blocks loaded so far */
+    for (int t = (int)blockIdx.x; t < a.tiles; t += step) {
+      fa_work ti;
+      if (!fa_work_at(&a, t, &ti)) continue;
+      const ws_cursor qc = ws_cursor_at(qt++, FA_Q_STAGES(DQK));
+      uint32_t s = ws_pipe_acquire_at(&qp, &ctx, qc);
 #pragma unroll
       for (int c = 0; c < DQK / 64; c++)
-        ws_pipe_load_tile_2d_at(&kp, &ctx, k, sm->k.slot[s].x + c * FA_BN * 64, &map_k, hk * DQK + c * 64, row);
-      ws_pipe_commit_at(&kp, &ctx, k);
-      s = ws_pipe_acquire_at(&vp, &ctx, k);
+        ws_pipe_load_tile_2d_at(&qp, &ctx, qc, sm->q.slot[s].x + c * FA_BM * 64, &map_q, ti.h * DQK + c * 64,
+                                ti.q0 + ti.mb * FA_BM);
+      ws_pipe_commit_at(&qp, &ctx, qc);
+      const int hk = ti.h / a.group;
+#pragma unroll 1
+      for (int nb = 0; nb < ti.nblocks; nb++, kt++) {
+        const ws_cursor k = ws_cursor_at(kt, FA_STAGES);
+        const int row = ti.k0 + nb * FA_BN;
+        s = ws_pipe_acquire_at(&kp, &ctx, k);
 #pragma unroll
-      for (int c = 0; c < DV / 64; c++)
-        ws_pipe_load_tile_2d_at(&vp, &ctx, k, sm->v.slot[s].x + c * FA_BN * 64, &map_v, hk * DV + c * 64, row);
-      ws_pipe_commit_at(&vp, &ctx, k);
+        for (int c = 0; c < DQK / 64; c++)
+          ws_pipe_load_tile_2d_at(&kp, &ctx, k, sm->k.slot[s].x + c * FA_BN * 64, &map_k, hk * DQK + c * 64, row);
+        ws_pipe_commit_at(&kp, &ctx, k);
+        s = ws_pipe_acquire_at(&vp, &ctx, k);
+#pragma unroll
+        for (int c = 0; c < DV / 64; c++)
+          ws_pipe_load_tile_2d_at(&vp, &ctx, k, sm->v.slot[s].x + c * FA_BN * 64, &map_v, hk * DV + c * 64, row);
+        ws_pipe_commit_at(&vp, &ctx, k);
+      }
     }
     return;
   }
@@ -221,91 +260,102 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
   const int lane = ctx.lane, quad = lane & 3;
   /* this thread's two rows (of its 64 x N accumulators): r and r + 8, tile-relative */
   const int row0 = ctx.replica * 64 + ctx.warp * 16 + (lane >> 2);
-  const int qi0 = mb * FA_BM + row0; /* query index in the sequence of the first row */
   const float sl2 = a.scale_log2;
-  float o[DV / 2];
-#pragma unroll
-  for (int i = 0; i < DV / 2; i++) o[i] = 0.0f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
-
-  ws_pipe_wait_at(&qp, &ctx, c0);
   /* The warpgroup from lane 0 and the descriptors' bases made once: the loop adds
    * constants (box, k step) and the stage's offset to them, which ptxas keeps on the
    * uniform datapath; with the replica from ctx it moved every descriptor there with an
    * R2UR before each wgmma at d 64 and 128. */
   const int wg = __shfl_sync(0xffffffffu, ctx.replica, 0);
-  const uint64_t dq0 = ws_wgmma_desc_k128b(sm->q.slot[0].x + wg * 64 * 64);
+  const uint64_t dq00 = ws_wgmma_desc_k128b(sm->q.slot[0].x + wg * 64 * 64);
   const uint64_t dk0 = ws_wgmma_desc_k128b(sm->k.slot[0].x);
   const uint64_t dv0 = ws_wgmma_desc_mn128b(sm->v.slot[0].x, FA_BN * 128);
+  const uint32_t q_stage_bytes = (uint32_t)sizeof(sm->q.slot[0]);
   const uint32_t k_stage_bytes = (uint32_t)sizeof(sm->k.slot[0]), v_stage_bytes = (uint32_t)sizeof(sm->v.slot[0]);
   /* Ping-pong (FA3's inter-warpgroup schedule): the two math warpgroups take turns to
    * issue their wgmmas, so that one's softmax runs while the other's matrix products do.
    * Replica r waits on barrier turn_bar + r (its turn), issues, then arrives on the
-   * other's; replica 1 lets replica 0 go first, and skips its very last hand-over so that
-   * every barrier ends with as many arrivals as waits. */
+   * other's; in each tile replica 1 lets replica 0 go first, and skips its very last
+   * hand-over, so that every barrier ends the tile with as many arrivals as waits. */
   const uint32_t my_turn = (uint32_t)(a.turn_bar + ctx.replica), other_turn = (uint32_t)(a.turn_bar + 1 - ctx.replica);
   const uint32_t both = 2 * WS_ROLE_THREADS(flash_fwd, A_MATH);
-  if ((SCHED == 1) && ctx.replica == 1 && nblocks > 0) ws_bar_arrive(other_turn, both);
-  if (SCHED == 2) {
-    const int causal = a.mask != WS_ATTN_NO_MASK;
-    const fa_masks mk = {(causal ? min(lk - 1, qi0 + diag_off) : lk - 1) - 2 * quad,
-                         (causal ? min(lk - 1, qi0 + 8 + diag_off) : lk - 1) - 2 * quad,
-                         causal ? min(lk - 1, mb * FA_BM + diag_off) : lk - 1};
-    fa_overlap_blocks<DQK, DV>(&kp, &vp, &ctx, nblocks, dq0, dk0, dv0, &mk, sl2, o, m_run, l_run);
-  }
-  ws_cursor k = c0;
-  for (int nb = 0; nb < (SCHED == 2 ? 0 : nblocks); nb++, k = ws_cursor_next(k, FA_STAGES)) {
-    /* S = Q K^T: 64 x 128 fp32 per warpgroup, 64 per thread */
-    float s[FA_BN / 2];
-    ws_pipe_wait_at(&kp, &ctx, k);
-    const uint64_t dk = ws_wgmma_desc_advance(dk0, k.stage * k_stage_bytes);
-    if ((SCHED == 1)) ws_bar_sync(my_turn, both);
-    attn_qk_wgmma<DQK, FA_BM, FA_BN>(s, dq0, dk);
-    if ((SCHED == 1)) ws_bar_arrive(other_turn, both);
-    WS_WGMMA_WAIT_GROUP(0);
-    ws_pipe_release_warp_at(&kp, &ctx, k);
-
-    /* masks: keys past the sequence; past the causal limit of the row */
-    const int kbase = nb * FA_BN;
-    const int causal = a.mask != WS_ATTN_NO_MASK;
-    if (kbase + FA_BN > lk || (causal && kbase + FA_BN - 1 > mb * FA_BM + diag_off)) {
+  uint32_t qt = 0, kt = 0; /* tiles and key blocks consumed so far: the same sequence as the loader's */
+#pragma unroll 1
+  for (int t = (int)blockIdx.x; t < a.tiles; t += step) {
+    fa_work ti;
+    if (!fa_work_at(&a, t, &ti)) continue;
+    const int nblocks = ti.nblocks, mb = ti.mb, lk = ti.lk, diag_off = ti.diag_off;
+    const int qi0 = mb * FA_BM + row0; /* query index in the sequence of the first row */
+    float o[DV / 2];
 #pragma unroll
-      for (int x = 0; x < 2; x++) {
-        const int limit = causal ? min(lk - 1, qi0 + 8 * x + diag_off) : lk - 1;
-#pragma unroll
-        for (int j = 0; j < FA_BN / 8; j++)
-#pragma unroll
-          for (int e = 0; e < 2; e++)
-            if (kbase + 8 * j + 2 * quad + e > limit) s[4 * j + 2 * x + e] = -INFINITY;
-      }
+    for (int i = 0; i < DV / 2; i++) o[i] = 0.0f;
+    float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
+    const ws_cursor qc = ws_cursor_at(qt++, FA_Q_STAGES(DQK));
+    ws_pipe_wait_at(&qp, &ctx, qc);
+    const uint64_t dq0 = ws_wgmma_desc_advance(dq00, qc.stage * q_stage_bytes);
+    if ((SCHED == 1) && ctx.replica == 1 && nblocks > 0) ws_bar_arrive(other_turn, both);
+    if (SCHED == 2) {
+      const int causal = a.mask != WS_ATTN_NO_MASK;
+      const fa_masks mk = {(causal ? min(lk - 1, qi0 + diag_off) : lk - 1) - 2 * quad,
+                           (causal ? min(lk - 1, qi0 + 8 + diag_off) : lk - 1) - 2 * quad,
+                           causal ? min(lk - 1, mb * FA_BM + diag_off) : lk - 1};
+      fa_overlap_blocks<DQK, DV>(&kp, &vp, &ctx, kt, nblocks, dq0, dk0, dv0, &mk, sl2, o, m_run, l_run);
     }
+#pragma unroll 1
+    for (int nb = 0; nb < (SCHED == 2 ? 0 : nblocks); nb++) {
+      const ws_cursor k = ws_cursor_at(kt + (uint32_t)nb, FA_STAGES);
+      /* S = Q K^T: 64 x 128 fp32 per warpgroup, 64 per thread */
+      float s[FA_BN / 2];
+      ws_pipe_wait_at(&kp, &ctx, k);
+      const uint64_t dk = ws_wgmma_desc_advance(dk0, k.stage * k_stage_bytes);
+      if ((SCHED == 1)) ws_bar_sync(my_turn, both);
+      attn_qk_wgmma<DQK, FA_BM, FA_BN>(s, dq0, dk);
+      if ((SCHED == 1)) ws_bar_arrive(other_turn, both);
+      WS_WGMMA_WAIT_GROUP(0);
+      ws_pipe_release_warp_at(&kp, &ctx, k);
 
-    /* online softmax (attn_device.cuh): new row max, rescale, exponentiate; P as A fragments */
-    float alpha[2];
-    attn_softmax_block<FA_BN>(s, m_run, l_run, alpha, sl2);
-    attn_rescale<DV>(o, alpha);
-    uint32_t pa[FA_BN / 16][4];
-    attn_p_fragments<FA_BN>(s, pa);
-
-    /* O += P V: V [keys][dv] read MN-major, 16 keys (2048 bytes) per wgmma */
-    ws_pipe_wait_at(&vp, &ctx, k);
-    const uint64_t dv = ws_wgmma_desc_advance(dv0, k.stage * v_stage_bytes);
-    if ((SCHED == 1)) ws_bar_sync(my_turn, both);
-    attn_pv_wgmma<DV, FA_BN>(o, pa, dv);
-    if ((SCHED == 1) && !(ctx.replica == 1 && nb == nblocks - 1)) ws_bar_arrive(other_turn, both);
-    WS_WGMMA_WAIT_GROUP(0);
-    ws_pipe_release_warp_at(&vp, &ctx, k);
-  }
-  ws_pipe_release_warp_at(&qp, &ctx, c0);
-
-  /* O / l in BF16, lse = scale x m + ln l (-inf and O = 0 for a row that saw no key) */
+      /* masks: keys past the sequence; past the causal limit of the row */
+      const int kbase = nb * FA_BN;
+      const int causal = a.mask != WS_ATTN_NO_MASK;
+      if (kbase + FA_BN > lk || (causal && kbase + FA_BN - 1 > mb * FA_BM + diag_off)) {
 #pragma unroll
-  for (int x = 0; x < 2; x++) {
-    const int qi = qi0 + 8 * x;
-    const float l = attn_quad_sum(l_run[x]);
-    if (qi >= lq) continue;
-    attn_store_row<DV>(o, x, l, m_run[x], sl2, quad, a.o + ((size_t)(q0 + qi) * a.heads_q + h) * DV,
-                       a.lse ? a.lse + (size_t)h * a.total_q + q0 + qi : NULL);
+        for (int x = 0; x < 2; x++) {
+          const int limit = causal ? min(lk - 1, qi0 + 8 * x + diag_off) : lk - 1;
+#pragma unroll
+          for (int j = 0; j < FA_BN / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++)
+              if (kbase + 8 * j + 2 * quad + e > limit) s[4 * j + 2 * x + e] = -INFINITY;
+        }
+      }
+
+      /* online softmax (attn_device.cuh): new row max, rescale, exponentiate; P as A fragments */
+      float alpha[2];
+      attn_softmax_block<FA_BN>(s, m_run, l_run, alpha, sl2);
+      attn_rescale<DV>(o, alpha);
+      uint32_t pa[FA_BN / 16][4];
+      attn_p_fragments<FA_BN>(s, pa);
+
+      /* O += P V: V [keys][dv] read MN-major, 16 keys (2048 bytes) per wgmma */
+      ws_pipe_wait_at(&vp, &ctx, k);
+      const uint64_t dv = ws_wgmma_desc_advance(dv0, k.stage * v_stage_bytes);
+      if ((SCHED == 1)) ws_bar_sync(my_turn, both);
+      attn_pv_wgmma<DV, FA_BN>(o, pa, dv);
+      if ((SCHED == 1) && !(ctx.replica == 1 && nb == nblocks - 1)) ws_bar_arrive(other_turn, both);
+      WS_WGMMA_WAIT_GROUP(0);
+      ws_pipe_release_warp_at(&vp, &ctx, k);
+    }
+    kt += (uint32_t)nblocks;
+    ws_pipe_release_warp_at(&qp, &ctx, qc);
+
+    /* O / l in BF16, lse = scale x m + ln l (-inf and O = 0 for a row that saw no key) */
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+      const int qi = qi0 + 8 * x;
+      const float l = attn_quad_sum(l_run[x]);
+      if (qi >= ti.lq) continue;
+      attn_store_row<DV>(o, x, l, m_run[x], sl2, quad, a.o + ((size_t)(ti.q0 + qi) * a.heads_q + ti.h) * DV,
+                         a.lse ? a.lse + (size_t)ti.h * a.total_q + ti.q0 + qi : NULL);
+    }
   }
 }
 
@@ -374,8 +424,8 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   const fa_variant *v = fa_variant_of(p->dim_qk, p->dim_v);
   if (!v) return ws_fail(WS_ERR_UNSUPPORTED, "ws_attn_forward: head dims %d/%d", p->dim_qk, p->dim_v);
   const int m_blocks = (p->seqlen_q + FA_BM - 1) / FA_BM;
-  WS_REQUIRE(m_blocks <= 65535 && p->batch <= 65535 && p->heads_q <= 65535,
-             "ws_attn_forward: grid of %d heads x %d query blocks x %d sequences, each at most 65535", p->heads_q, m_blocks,
+  WS_REQUIRE((uint64_t)m_blocks * (uint64_t)p->batch * (uint64_t)p->heads_q < (1ull << 31),
+             "ws_attn_forward: %d heads x %d query blocks x %d sequences is more than 2^31 - 1 tiles", p->heads_q, m_blocks,
              p->batch);
   ws_plan *plan = NULL;
   if ((s = ws_plan_cached(v->slot, fa_make_plan, v, &plan)) != WS_OK) return s;
@@ -393,6 +443,8 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   a.heads_q = p->heads_q;
   a.group = p->heads_q / p->heads_kv;
   a.m_blocks = m_blocks;
+  a.batch = p->batch;
+  a.tiles = p->heads_q * m_blocks * p->batch;
   a.mask = (int)p->mask;
   a.total_q = (int)rows_q;
   a.turn_bar = plan->layout.nbarriers + 1; /* the ping-pong variants' first user barrier */
@@ -405,6 +457,8 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mq, &mk, &mv, &a, &diag};
-  const dim3 grid = {(unsigned)p->heads_q, (unsigned)m_blocks, (unsigned)p->batch};
+  int sms = 0;
+  if ((s = ws_device_sms(&sms)) != WS_OK) return s;
+  const dim3 grid = {(unsigned)(a.tiles < sms ? a.tiles : sms), 1, 1}; /* persistent: one CTA per SM */
   return ws_plan_launch(plan, v->func, grid, stream, args);
 }
