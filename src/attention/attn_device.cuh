@@ -145,6 +145,53 @@ static __device__ __forceinline__ void attn_p_fragments(const float *s, uint32_t
   }
 }
 
+/* ---- FA3's intra-warpgroup overlap, shared by the flash and NSA kernels -----------------
+ * Per step n: S of block n + 1 (K stage kn) is issued before O += P_n V (V stage kc), and
+ * its softmax runs while that PV is in flight; O is rescaled once the PV has retired. The
+ * caller masks S between the two halves (attn_ov_issue returns with S done, the PV in
+ * flight) and releases K there. P alternates between two fragment sets (no copies under
+ * a PV). Tiles are [BN][D] bf16 in 64-column boxes, one per stage. */
+template <int DQK, int DV, int BN>
+static __device__ __forceinline__ void attn_ov_issue(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx, ws_cursor kc,
+                                                     ws_cursor kn, uint64_t dq0, uint64_t dk0, uint64_t dv0, float *s,
+                                                     float *o, uint32_t (*pc)[4]) {
+  /* the descriptor bases through an opaque move each step: otherwise ptxas hoists one
+   * descriptor per k step out of the loop and runs out of uniform registers */
+  asm volatile("mov.b64 %0, %0;" : "+l"(dq0));
+  asm volatile("mov.b64 %0, %0;" : "+l"(dk0));
+  asm volatile("mov.b64 %0, %0;" : "+l"(dv0));
+  /* both waits before the issues: a bounded wait's report path is a call, and a call
+   * between a wgmma's issue and its wait makes ptxas serialize */
+  ws_pipe_wait_at(kp, ctx, kn);
+  ws_pipe_wait_at(vp, ctx, kc);
+  attn_qk_wgmma<DQK, 128, BN>(s, dq0, ws_wgmma_desc_advance(dk0, kn.stage * (uint32_t)(BN * DQK * 2)));
+  attn_pv_wgmma<DV, BN>(o, pc, ws_wgmma_desc_advance(dv0, kc.stage * (uint32_t)(BN * DV * 2)));
+  WS_WGMMA_WAIT_GROUP(1); /* S of n + 1 is done; the PV of n runs on */
+}
+
+/* The second half of a step, after the caller's mask: softmax of S into P_{n+1}, then
+ * (the PV retired) V released and O rescaled. */
+template <int DV, int BN>
+static __device__ __forceinline__ void attn_ov_finish(const ws_pipe *vp, const ws_ctx *ctx, ws_cursor kc, float *s,
+                                                      float *m_run, float *l_run, float sl2, float *o, uint32_t (*pn)[4]) {
+  float alpha[2];
+  attn_softmax_block<BN>(s, m_run, l_run, alpha, sl2);
+  attn_p_fragments<BN>(s, pn);
+  WS_WGMMA_WAIT_GROUP(0); /* the PV has retired: O and P_n are free */
+  ws_pipe_release_warp_at(vp, ctx, kc);
+  attn_rescale<DV>(o, alpha);
+}
+
+/* The last block's PV. */
+template <int DV, int BN>
+static __device__ __forceinline__ void attn_ov_last(const ws_pipe *vp, const ws_ctx *ctx, ws_cursor kl, uint64_t dv0,
+                                                    float *o, uint32_t (*pc)[4]) {
+  ws_pipe_wait_at(vp, ctx, kl);
+  attn_pv_wgmma<DV, BN>(o, pc, ws_wgmma_desc_advance(dv0, kl.stage * (uint32_t)(BN * DV * 2)));
+  WS_WGMMA_WAIT_GROUP(0);
+  ws_pipe_release_warp_at(vp, ctx, kl);
+}
+
 /* A row's sum over the four lanes of its quad (every lane of the warp must call it). */
 static __device__ __forceinline__ float attn_quad_sum(float l) {
   l += __shfl_xor_sync(0xffffffffu, l, 1);

@@ -94,44 +94,19 @@ static __device__ __forceinline__ void fa_mask_ov(float *s, int kbase, const fa_
   }
 }
 
+/* One step of the overlapped schedule (attn_device.cuh): S of block nb + 1 under the PV
+ * of block nb. */
 template <int DQK, int DV>
 static __device__ __forceinline__ void fa_overlap_step(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx,
-                                                       uint32_t kt, int nb,
-                                                       uint64_t dq0, uint64_t dk0, uint64_t dv0, const fa_masks *mk,
-                                                       float sl2, float *o, float *m_run, float *l_run,
-                                                       uint32_t (*pc)[4], uint32_t (*pn)[4]) {
+                                                       uint32_t kt, int nb, uint64_t dq0, uint64_t dk0, uint64_t dv0,
+                                                       const fa_masks *mk, float sl2, float *o, float *m_run,
+                                                       float *l_run, uint32_t (*pc)[4], uint32_t (*pn)[4]) {
   const ws_cursor kc = ws_cursor_at(kt + (uint32_t)nb, FA_STAGES), kn = ws_cursor_at(kt + (uint32_t)nb + 1, FA_STAGES);
-  float s[FA_BN / 2], alpha[2];
-  /* the descriptor bases through an opaque move each step: otherwise ptxas hoists one
-   * descriptor per k step out of the loop and runs out of uniform registers */
-  asm volatile("mov.b64 %0, %0;" : "+l"(dq0));
-  asm volatile("mov.b64 %0, %0;" : "+l"(dk0));
-  asm volatile("mov.b64 %0, %0;" : "+l"(dv0));
-  /* both waits before the issues: a bounded wait's report path is a call, and a call
-   * between a wgmma's issue and its wait makes ptxas serialize */
-  ws_pipe_wait_at(kp, ctx, kn);
-  ws_pipe_wait_at(vp, ctx, kc);
-  attn_qk_wgmma<DQK, FA_BM, FA_BN>(s, dq0, ws_wgmma_desc_advance(dk0, kn.stage * (uint32_t)sizeof(fa_tile<DQK>)));
-  attn_pv_wgmma<DV, FA_BN>(o, pc, ws_wgmma_desc_advance(dv0, kc.stage * (uint32_t)sizeof(fa_tile<DV>)));
-  WS_WGMMA_WAIT_GROUP(1); /* S of nb + 1 is done; the PV of nb runs on */
+  float s[FA_BN / 2];
+  attn_ov_issue<DQK, DV, FA_BN>(kp, vp, ctx, kc, kn, dq0, dk0, dv0, s, o, pc);
   ws_pipe_release_warp_at(kp, ctx, kn);
   fa_mask_ov(s, (nb + 1) * FA_BN, mk);
-  attn_softmax_block<FA_BN>(s, m_run, l_run, alpha, sl2);
-  attn_p_fragments<FA_BN>(s, pn);
-  WS_WGMMA_WAIT_GROUP(0); /* the PV has retired: O and P_nb are free */
-  ws_pipe_release_warp_at(vp, ctx, kc);
-  attn_rescale<DV>(o, alpha);
-}
-
-/* The last block's PV. */
-template <int DV>
-static __device__ __forceinline__ void fa_overlap_last(const ws_pipe *vp, const ws_ctx *ctx, uint32_t kt, int nb,
-                                                       uint64_t dv0, float *o, uint32_t (*pc)[4]) {
-  const ws_cursor kl = ws_cursor_at(kt + (uint32_t)nb, FA_STAGES);
-  ws_pipe_wait_at(vp, ctx, kl);
-  attn_pv_wgmma<DV, FA_BN>(o, pc, ws_wgmma_desc_advance(dv0, kl.stage * (uint32_t)sizeof(fa_tile<DV>)));
-  WS_WGMMA_WAIT_GROUP(0);
-  ws_pipe_release_warp_at(vp, ctx, kl);
+  attn_ov_finish<DV, FA_BN>(vp, ctx, kc, s, m_run, l_run, sl2, o, pn);
 }
 
 template <int DQK, int DV>
@@ -159,9 +134,9 @@ static __device__ __forceinline__ void fa_overlap_blocks(const ws_pipe *kp, cons
   }
   if (nb + 1 < nblocks) { /* the last PV on p1 or on p0: two straight paths, no register copy */
     fa_overlap_step<DQK, DV>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1);
-    fa_overlap_last<DV>(vp, ctx, kt, nb + 1, dv0, o, p1);
+    attn_ov_last<DV, FA_BN>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb + 1, FA_STAGES), dv0, o, p1);
   } else {
-    fa_overlap_last<DV>(vp, ctx, kt, nb, dv0, o, p0);
+    attn_ov_last<DV, FA_BN>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb, FA_STAGES), dv0, o, p0);
   }
 }
 
@@ -278,7 +253,12 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
    * hand-over, so that every barrier ends the tile with as many arrivals as waits. */
   const uint32_t my_turn = (uint32_t)(a.turn_bar + ctx.replica), other_turn = (uint32_t)(a.turn_bar + 1 - ctx.replica);
   const uint32_t both = 2 * WS_ROLE_THREADS(flash_fwd, A_MATH);
-  uint32_t qt = 0, kt = 0; /* tiles and key blocks consumed so far: the same sequence as the loader's */
+  /* Q tiles and key blocks consumed so far, the same sequence as the loader's: cursors
+   * advanced one step at a time (ptxas keeps them and the descriptors made from them on
+   * the uniform datapath; from a running count it moved each descriptor there before
+   * every wgmma at d 64); the overlapped steps take the count of blocks kt instead. */
+  uint32_t kt = 0;
+  ws_cursor qc = {0, 0}, k = {0, 0};
 #pragma unroll 1
   for (int t = (int)blockIdx.x; t < a.tiles; t += step) {
     fa_work ti;
@@ -289,7 +269,6 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
 #pragma unroll
     for (int i = 0; i < DV / 2; i++) o[i] = 0.0f;
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
-    const ws_cursor qc = ws_cursor_at(qt++, FA_Q_STAGES(DQK));
     ws_pipe_wait_at(&qp, &ctx, qc);
     const uint64_t dq0 = ws_wgmma_desc_advance(dq00, qc.stage * q_stage_bytes);
     if ((SCHED == 1) && ctx.replica == 1 && nblocks > 0) ws_bar_arrive(other_turn, both);
@@ -301,8 +280,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
       fa_overlap_blocks<DQK, DV>(&kp, &vp, &ctx, kt, nblocks, dq0, dk0, dv0, &mk, sl2, o, m_run, l_run);
     }
 #pragma unroll 1
-    for (int nb = 0; nb < (SCHED == 2 ? 0 : nblocks); nb++) {
-      const ws_cursor k = ws_cursor_at(kt + (uint32_t)nb, FA_STAGES);
+    for (int nb = 0; nb < (SCHED == 2 ? 0 : nblocks); nb++, k = ws_cursor_next(k, FA_STAGES)) {
       /* S = Q K^T: 64 x 128 fp32 per warpgroup, 64 per thread */
       float s[FA_BN / 2];
       ws_pipe_wait_at(&kp, &ctx, k);
@@ -344,8 +322,9 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
       WS_WGMMA_WAIT_GROUP(0);
       ws_pipe_release_warp_at(&vp, &ctx, k);
     }
-    kt += (uint32_t)nblocks;
+    if (SCHED == 2) kt += (uint32_t)nblocks; /* the overlapped steps count blocks from kt */
     ws_pipe_release_warp_at(&qp, &ctx, qc);
+    qc = ws_cursor_next(qc, FA_Q_STAGES(DQK));
 
     /* O / l in BF16, lse = scale x m + ln l (-inf and O = 0 for a row that saw no key) */
 #pragma unroll
