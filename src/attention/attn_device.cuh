@@ -145,6 +145,17 @@ static __device__ __forceinline__ void attn_p_fragments(const float *s, uint32_t
   }
 }
 
+/* The plain schedule's softmax of one block: new row maxima and sums, O rescaled, P as A
+ * fragments for the PV that follows. */
+template <int BN, int DV>
+static __device__ __forceinline__ void attn_softmax_rescale_p(float *s, float *m_run, float *l_run, float sl2, float *o,
+                                                              uint32_t (*pa)[4]) {
+  float alpha[2];
+  attn_softmax_block<BN>(s, m_run, l_run, alpha, sl2);
+  attn_rescale<DV>(o, alpha);
+  attn_p_fragments<BN>(s, pa);
+}
+
 /* ---- FA3's intra-warpgroup overlap, shared by the flash and NSA kernels -----------------
  * Per step n: S of block n + 1 (K stage kn) is issued before O += P_n V (V stage kc), and
  * its softmax runs while that PV is in flight; O is rescaled once the PV has retired. The

@@ -307,11 +307,8 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
       }
 
       /* online softmax (attn_device.cuh): new row max, rescale, exponentiate; P as A fragments */
-      float alpha[2];
-      attn_softmax_block<FA_BN>(s, m_run, l_run, alpha, sl2);
-      attn_rescale<DV>(o, alpha);
       uint32_t pa[FA_BN / 16][4];
-      attn_p_fragments<FA_BN>(s, pa);
+      attn_softmax_rescale_p<FA_BN, DV>(s, m_run, l_run, sl2, o, pa);
 
       /* O += P V: V [keys][dv] read MN-major, 16 keys (2048 bytes) per wgmma */
       ws_pipe_wait_at(&vp, &ctx, k);

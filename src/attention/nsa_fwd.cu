@@ -270,11 +270,8 @@ WS_KERNEL(nsa_fwd) nsa_fwd_kernel(const __grid_constant__ ws_tmap map_q, const _
       ws_pipe_release_warp_at(&kp, &ctx, k); /* the tile info read, K no longer needed */
       if (i == tiles - 1) ws_pipe_release_warp_at(&qp, &ctx, qc); /* its last S: the next Q may come */
 
-      float alpha[2];
-      attn_softmax_block<NSA_BN>(s, m_run, l_run, alpha, sl2);
-      attn_rescale<DV>(o, alpha);
       uint32_t pa[NSA_BN / 16][4];
-      attn_p_fragments<NSA_BN>(s, pa);
+      attn_softmax_rescale_p<NSA_BN, DV>(s, m_run, l_run, sl2, o, pa);
 
       ws_pipe_wait_at(&vp, &ctx, k);
       const uint64_t dv = ws_wgmma_desc_advance(dv0, k.stage * v_stage_bytes);
