@@ -24,6 +24,8 @@
  *                                    running max is the same in both (same inputs), each
  *                                    keeps its half of the row sums; they are added at the
  *                                    end. O / l in BF16, lse = scale m + ln l.
+ * WARPSPEC_MLA_SCHEDULE=overlap issues S of block nb + 1 before the PV of block nb and
+ * runs its mask, max exchange and P under that PV (mla_overlap_blocks; P in the rope box).
  * Shared memory: Q 72 KB, two kv stages of 72 KB, the P tile 8 KB, the exchange arrays and
  * the barriers: 225 KB of the 227 available.
  * MLA decode with the FP8 cache (kv_fp8) runs the same kernel with FP8 = 1: the gather
@@ -272,80 +274,104 @@ static __device__ __forceinline__ void mla_write_p(uint8_t *pt, const float *s, 
     }
 }
 
-/* ---- the seesaw schedule (WARPSPEC_MLA_SCHEDULE=seesaw), FlashMLA's ------------------
- * Blocks in pairs: block 2i in stage 0 (A), 2i + 1 in stage 1 (B). Warpgroup w computes S
- * for all 64 keys of its block (A for 0, B for 1: m64n64, Q read once per block, not once
- * per warpgroup), they swap row maxima, each writes its P into its stage's rope box (box
- * 8: dead once S is done, so P needs no shared memory of its own), and after a second
- * barrier each accumulates its 256 columns over both blocks: O_w += P_A V_A + P_B V_B.
- * Two named barriers per 128 keys instead of four. A lone last block (odd count): B is
- * absent, warpgroup 1 only takes part in the exchanges and in P_A V_A. */
-/* O_w += P_h V_h over the first NB stages (P in each stage's rope box), committed and
- * waited for. */
-template <int NB>
-static __device__ __forceinline__ void mla_seesaw_pv(mla_smem *sm, int w, float *o) {
+/* ---- the two matrix products of a block, shared by both schedules ------------------ */
+
+/* S for warpgroup w's 32 keys of a stage: Q [64][576] x rows 32w .. 32w + 31; committed.
+ * dq: Q's first box; dk: the stage's first box, at its row 32w. */
+static __device__ __forceinline__ void mla_s_issue(float *s, uint64_t dq, uint64_t dk) {
   ws_wgmma_fence();
 #pragma unroll
-  for (int h = 0; h < NB; h++) {
-    const uint16_t *stage = sm->kv[h][0];
-#pragma unroll
-    for (int kk = 0; kk < MLA_BN / 16; kk++)
-      ws_wgmma_m64n256k16_bf16_tb(o, ws_wgmma_desc_advance(ws_wgmma_desc_k128b(sm->kv[h][8]), (uint32_t)kk * 32),
-                                  ws_wgmma_desc_mn128b(stage + 4 * w * MLA_BN * 64 + kk * 16 * 64, MLA_BN * 128), 1);
+  for (int kk = 0; kk < MLA_DQK / 16; kk++) {
+    const uint32_t off = (uint32_t)(kk / 4) * MLA_BN * 128 + (uint32_t)(kk % 4) * 32; /* the box, the k step */
+    ws_wgmma_m64n32k16_bf16(s, ws_wgmma_desc_advance(dq, off), ws_wgmma_desc_advance(dk, off), kk > 0);
   }
   ws_wgmma_commit_group();
-  WS_WGMMA_WAIT_GROUP(0);
 }
 
-static __device__ __forceinline__ void mla_seesaw_blocks(mla_smem *sm, const ws_pipe *kvp, const ws_ctx *ctx,
-                                                         const mla_args *a, int nblk, float *o, float *m_run,
-                                                         float *l_run) {
+/* O[:, 256w ..] += P [64][64 keys] x V [64 keys][256 columns: the stage's boxes 4w .. 4w + 3],
+ * P a swizzled [64][64] tile; committed. dp: P; dv: the stage's box 4w, MN-major. */
+static __device__ __forceinline__ void mla_pv_issue(float *o, uint64_t dp, uint64_t dv) {
+  ws_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < MLA_BN / 16; kk++)
+    ws_wgmma_m64n256k16_bf16_tb(o, ws_wgmma_desc_advance(dp, (uint32_t)kk * 32), ws_wgmma_desc_advance(dv, kk * 16 * 128), 1);
+  ws_wgmma_commit_group();
+}
+
+/* The descriptors of a stage (bytes apart), made from the bases through an opaque move:
+ * otherwise ptxas hoists one descriptor per k step out of the block loop and runs out of
+ * uniform registers (it spilled). */
+typedef struct {
+  uint64_t q, k, v; /* Q's box 0; stage 0's box 0 at row 32w; stage 0's box 4w, MN-major */
+} mla_descs;
+
+static __device__ __forceinline__ mla_descs mla_descs_make(mla_smem *sm, int w) {
+  const mla_descs d = {ws_wgmma_desc_k128b(sm->q[0]), ws_wgmma_desc_k128b(sm->kv[0][0] + 32 * w * 64),
+                       ws_wgmma_desc_mn128b(sm->kv[0][4 * w], MLA_BN * 128)};
+  return d;
+}
+#define MLA_STAGE_BYTES ((uint32_t)(MLA_BOXES * MLA_BN * 128))
+
+/* ---- the overlapped schedule (WARPSPEC_MLA_SCHEDULE=overlap), FA3's within each
+ * warpgroup: S of block nb + 1 is issued before O += P_nb V_nb, and its mask, the max
+ * exchange and P_{nb+1} run while that PV is in flight; O is rescaled once it retired.
+ * P_nb lives in its own stage's rope box (box 8): after the exchange barrier both
+ * warpgroups' S of that stage are done, so its rope columns are dead and two P tiles
+ * (this block's and the next) need no shared memory of their own. */
+static __device__ __forceinline__ void mla_overlap_blocks(mla_smem *sm, const ws_pipe *kvp, const ws_ctx *ctx,
+                                                          const mla_args *a, int nblk, float *o, float *m_run,
+                                                          float *l_run) {
+  if (nblk == 0) return;
   const int w = ctx->replica, quad = ctx->lane & 3;
   const int r0 = ctx->warp * 16 + (ctx->lane >> 2);
   const float sl2 = a->scale_log2;
-  const uint32_t both = 2 * WS_ROLE_THREADS(mla_sparse, S_MATH);
-  for (int pb = 0; pb < nblk; pb += 2) {
-    const int has_b = pb + 1 < nblk, mine_here = w == 0 || has_b;
-    const ws_cursor ka = ws_cursor_at((uint32_t)pb, MLA_STAGES), kb = ws_cursor_at((uint32_t)pb + 1, MLA_STAGES);
-    const ws_cursor km = w ? kb : ka;
-    float s[32];
-    float mx[2] = {-INFINITY, -INFINITY};
-    if (mine_here) {
-      ws_pipe_wait_at(kvp, ctx, km);
-      const uint16_t *stage = sm->kv[km.stage][0];
-      ws_wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < MLA_DQK / 16; kk++) {
-        const int box = kk / 4;
-        const uint32_t off = (uint32_t)(kk % 4) * 32;
-        ws_wgmma_m64n64k16_bf16(s, ws_wgmma_desc_advance(ws_wgmma_desc_k128b(sm->q[box]), off),
-                                ws_wgmma_desc_advance(ws_wgmma_desc_k128b(stage + box * MLA_BN * 64), off), kk > 0);
-      }
-      ws_wgmma_commit_group();
-      uint32_t valid[8]; /* the gather's flags of this thread's 16 keys, read while the wgmmas run */
-      mla_read_valid<8>(valid, sm->valid[km.stage], quad);
-      WS_WGMMA_WAIT_GROUP(0);
-      mla_mask_max<8>(s, valid, mx);
-    }
-    float alpha[2], msc[2];
-    mla_exchange_max(sm, mx, w, r0, quad, (uint32_t)a->xchg_bar, sl2, m_run, l_run, alpha, msc);
-    /* P of this warpgroup's block into its stage's rope box */
-    if (mine_here) mla_write_p<8>((uint8_t *)sm->kv[km.stage][8], s, r0, quad, 0, sl2, msc, l_run);
+  const uint32_t bar = (uint32_t)a->xchg_bar, both = 2 * WS_ROLE_THREADS(mla_sparse, S_MATH);
+  const mla_descs d0 = mla_descs_make(sm, w);
+  {
+    const ws_cursor k0 = ws_cursor_at(0, MLA_STAGES);
+    float s[16], mx[2] = {-INFINITY, -INFINITY}, alpha[2], msc[2];
+    uint32_t valid[4];
+    ws_pipe_wait_at(kvp, ctx, k0);
+    mla_s_issue(s, d0.q, ws_wgmma_desc_advance(d0.k, k0.stage * MLA_STAGE_BYTES));
+    mla_read_valid<4>(valid, sm->valid[k0.stage] + 32 * w, quad);
+    WS_WGMMA_WAIT_GROUP(0);
+    mla_mask_max<4>(s, valid, mx);
+    mla_exchange_max(sm, mx, w, r0, quad, bar, sl2, m_run, l_run, alpha, msc); /* O is still 0 */
+    mla_write_p<4>((uint8_t *)sm->kv[k0.stage][8], s, r0, quad, 4 * w, sl2, msc, l_run);
     ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
-    ws_named_sync((uint32_t)a->xchg_bar, both);
-    attn_rescale<MLA_DV / 2>(o, alpha);
-    /* the other block's stage must have landed too (its owner waited for it, not we) */
-    if (w == 1) ws_pipe_wait_at(kvp, ctx, ka);
-    else if (has_b) ws_pipe_wait_at(kvp, ctx, kb);
-    /* two straight-line forms: a wgmma under a condition makes ptxas serialize them */
-    if (has_b) mla_seesaw_pv<2>(sm, w, o);
-    else mla_seesaw_pv<1>(sm, w, o);
-    ws_pipe_release_warp_at(kvp, ctx, ka);
-    if (has_b) ws_pipe_release_warp_at(kvp, ctx, kb);
+    ws_named_sync(bar, both);
   }
+#pragma unroll 1
+  for (int nb = 0; nb + 1 < nblk; nb++) {
+    const ws_cursor kc = ws_cursor_at((uint32_t)nb, MLA_STAGES), kn = ws_cursor_at((uint32_t)nb + 1, MLA_STAGES);
+    float s[16], mx[2] = {-INFINITY, -INFINITY}, alpha[2], msc[2];
+    uint32_t valid[4];
+    mla_descs d = d0;
+    asm volatile("mov.b64 %0, %0;" : "+l"(d.q));
+    asm volatile("mov.b64 %0, %0;" : "+l"(d.k));
+    asm volatile("mov.b64 %0, %0;" : "+l"(d.v));
+    ws_pipe_wait_at(kvp, ctx, kn); /* before the issues: a wait's report path is a call */
+    mla_s_issue(s, d.q, ws_wgmma_desc_advance(d.k, kn.stage * MLA_STAGE_BYTES));
+    mla_pv_issue(o, ws_wgmma_desc_k128b(sm->kv[kc.stage][8]), ws_wgmma_desc_advance(d.v, kc.stage * MLA_STAGE_BYTES));
+    mla_read_valid<4>(valid, sm->valid[kn.stage] + 32 * w, quad);
+    WS_WGMMA_WAIT_GROUP(1); /* S of nb + 1 is done; the PV of nb runs on */
+    mla_mask_max<4>(s, valid, mx);
+    mla_exchange_max(sm, mx, w, r0, quad, bar, sl2, m_run, l_run, alpha, msc);
+    /* both warpgroups' S of stage kn are done (the exchange barrier): its rope box is P's */
+    mla_write_p<4>((uint8_t *)sm->kv[kn.stage][8], s, r0, quad, 4 * w, sl2, msc, l_run);
+    ws_fence_proxy_async_shared_cta();
+    WS_WGMMA_WAIT_GROUP(0); /* the PV of nb has retired: O free, stage kc read */
+    ws_pipe_release_warp_at(kvp, ctx, kc);
+    attn_rescale<MLA_DV / 2>(o, alpha);
+    ws_named_sync(bar, both); /* P of nb + 1 complete (both halves) */
+  }
+  const ws_cursor kl = ws_cursor_at((uint32_t)nblk - 1, MLA_STAGES);
+  mla_pv_issue(o, ws_wgmma_desc_k128b(sm->kv[kl.stage][8]), ws_wgmma_desc_advance(d0.v, kl.stage * MLA_STAGE_BYTES));
+  WS_WGMMA_WAIT_GROUP(0);
+  ws_pipe_release_warp_at(kvp, ctx, kl);
 }
 
-template <int FP8, int SEESAW>
+template <int FP8, int OV>
 WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ mla_args a,
                                         ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -422,23 +448,13 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
 
   ws_pipe_wait_at(&qp, &ctx, c0);
-  if (SEESAW) mla_seesaw_blocks(sm, &kvp, &ctx, &a, nblk, o, m_run, l_run);
+  if (OV) mla_overlap_blocks(sm, &kvp, &ctx, &a, nblk, o, m_run, l_run);
   ws_cursor k = c0;
-  for (int nb = 0; nb < (SEESAW ? 0 : nblk); nb++, k = ws_cursor_next(k, MLA_STAGES)) {
+  for (int nb = 0; nb < (OV ? 0 : nblk); nb++, k = ws_cursor_next(k, MLA_STAGES)) {
     ws_pipe_wait_at(&kvp, &ctx, k);
     const uint16_t *stage = sm->kv[k.stage][0];
-    /* S for this warpgroup's 32 keys: Q [64][576] x rows 32w .. 32w + 31 */
     float s[16];
-    ws_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < MLA_DQK / 16; kk++) {
-      const int box = kk / 4;
-      const uint32_t off = (uint32_t)(kk % 4) * 32;
-      ws_wgmma_m64n32k16_bf16(s, ws_wgmma_desc_advance(ws_wgmma_desc_k128b(sm->q[box]), off),
-                              ws_wgmma_desc_advance(ws_wgmma_desc_k128b(stage + box * MLA_BN * 64 + 32 * w * 64), off),
-                              kk > 0);
-    }
-    ws_wgmma_commit_group();
+    mla_s_issue(s, ws_wgmma_desc_k128b(sm->q[0]), ws_wgmma_desc_k128b(stage + 32 * w * 64));
     /* the gather's flags for this thread's 8 keys, read while the wgmmas run */
     uint32_t valid[4];
     mla_read_valid<4>(valid, sm->valid[k.stage] + 32 * w, quad);
@@ -453,13 +469,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
     ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
     attn_rescale<MLA_DV / 2>(o, alpha);
-    /* O[:, 256w ..] += P [64][64 keys] x V [64 keys][256 columns: boxes 4w .. 4w + 3] */
-    ws_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < MLA_BN / 16; kk++)
-      ws_wgmma_m64n256k16_bf16_tb(o, ws_wgmma_desc_advance(ws_wgmma_desc_k128b(sm->p), (uint32_t)kk * 32),
-                                  ws_wgmma_desc_mn128b(stage + 4 * w * MLA_BN * 64 + kk * 16 * 64, MLA_BN * 128), 1);
-    ws_wgmma_commit_group();
+    mla_pv_issue(o, ws_wgmma_desc_k128b(sm->p), ws_wgmma_desc_mn128b(stage + 4 * w * MLA_BN * 64, MLA_BN * 128));
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(&kvp, &ctx, k);
   }
@@ -548,13 +558,13 @@ static ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, 
   ws_status s;
   const int fp8 = a->kv8 != NULL;
   const char *env = getenv("WARPSPEC_MLA_SCHEDULE"); /* read at each call, as the flash kernel's */
-  const int seesaw = env != NULL && strcmp(env, "seesaw") == 0;
-  static const int slots[2][2] = {{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_SEESAW},
-                                  {WS_PLAN_SLOT_MLA_FP8, WS_PLAN_SLOT_MLA_FP8_SEESAW}};
-  static const char *const names[2][2] = {{"mla_sparse", "mla_sparse_seesaw"}, {"mla_decode_fp8", "mla_decode_fp8_seesaw"}};
+  const int ov = env != NULL && strcmp(env, "overlap") == 0;
+  static const int slots[2][2] = {{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_OV},
+                                  {WS_PLAN_SLOT_MLA_FP8, WS_PLAN_SLOT_MLA_FP8_OV}};
+  static const char *const names[2][2] = {{"mla_sparse", "mla_sparse_overlap"}, {"mla_decode_fp8", "mla_decode_fp8_overlap"}};
   static const void *const funcs[2][2] = {{(const void *)mla_sparse_kernel<0, 0>, (const void *)mla_sparse_kernel<0, 1>},
                                           {(const void *)mla_sparse_kernel<1, 0>, (const void *)mla_sparse_kernel<1, 1>}};
-  if ((s = ws_plan_cached(slots[fp8][seesaw], mla_make_plan, names[fp8][seesaw], &plan)) != WS_OK) return s;
+  if ((s = ws_plan_cached(slots[fp8][ov], mla_make_plan, names[fp8][ov], &plan)) != WS_OK) return s;
   ws_tmap mq;
   if ((s = ws_tmap_2d_swizzled(&mq, q, WS_DTYPE_BF16, (uint64_t)tokens * a->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,
                                WS_SWIZZLE_128B)) != WS_OK)
@@ -567,7 +577,7 @@ static ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, 
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mq, a, &diag};
   const dim3 grid = {(unsigned)tokens, (unsigned)(a->heads / MLA_BH), (unsigned)splits};
-  return ws_plan_launch(plan, funcs[fp8][seesaw], grid, stream, args);
+  return ws_plan_launch(plan, funcs[fp8][ov], grid, stream, args);
 }
 
 static ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads) {

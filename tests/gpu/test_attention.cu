@@ -17,7 +17,7 @@
  *   test_attention nsa      NSA selected-block attention only: tests, then its bench
  *   test_attention nsa-quick the small NSA tests (for compute-sanitizer)
  *   test_attention mla-bench the MLA rows of the bench only, both schedules
- * The MLA cases run under both schedules (WARPSPEC_MLA_SCHEDULE unset, then seesaw).
+ * The MLA cases run under both schedules (WARPSPEC_MLA_SCHEDULE unset, then overlap).
  * Sparse MLA prefill (ws_mla_sparse_forward) the same way against
  * ws_mla_sparse_reference: heads 64 and 128, topk 128 / 512 / 2048 (and one not a
  * multiple of 64), s_kv from topk to 131072, indices with -1, duplicates and values out
@@ -693,9 +693,9 @@ int main(int argc, char **argv) {
     return fails ? 1 : 0;
   }
   if (!strcmp(mode, "bench") || !strcmp(mode, "mla-bench")) {
-    for (int sw = 0; sw < 2; sw++) { /* both MLA schedules: the default, then the seesaw */
-      if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "seesaw", 1);
-      printf("mla schedule: %s\n", sw ? "seesaw" : "default");
+    for (int sw = 0; sw < 2; sw++) { /* both MLA schedules: the default, then the overlapped one */
+      if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "overlap", 1);
+      printf("mla schedule: %s\n", sw ? "overlap" : "default");
       for (size_t i = 0; i < sizeof dec_bench / sizeof dec_bench[0]; i++) run_decode(&dec_bench[i], 0);
       for (size_t i = 0; i < sizeof mla_bench / sizeof mla_bench[0]; i++) run_mla(&mla_bench[i], 0);
     }
@@ -714,7 +714,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "fp8")) { /* the FP8 cache alone: small enough for compute-sanitizer */
     fails += check_fp8_cache();
     for (int sw = 0; sw < 2; sw++) { /* both MLA schedules */
-      if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "seesaw", 1);
+      if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "overlap", 1);
       for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++)
         if (dec_quick[i].fp8) fails += run_decode(&dec_quick[i], 1);
     }
@@ -738,8 +738,8 @@ int main(int argc, char **argv) {
   }
   unsetenv("WARPSPEC_ATTN_SCHEDULE");
   for (int sw = 0; sw < 2; sw++) { /* both MLA schedules (WARPSPEC_MLA_SCHEDULE, read at each call) */
-    if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "seesaw", 1);
-    printf("mla schedule: %s (%.0f s)\n", sw ? "seesaw" : "default", elapsed_s());
+    if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "overlap", 1);
+    printf("mla schedule: %s (%.0f s)\n", sw ? "overlap" : "default", elapsed_s());
     for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i], 1);
     for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i], 1);
     if (longer && !(lean && sw)) {
