@@ -150,8 +150,8 @@ ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q
  * that PV; the default at d 128), ping-pong (the warpgroups take turns issuing their
  * matrix products, FA3's inter-warpgroup schedule; the default at d 64) and plain (the
  * warpgroups run freely, one block at a time; the default at 192/128, where overlap does
- * not fit the registers). WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap, read at each
- * call, forces one. */
+ * not fit the registers). WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap|overlap-pingpong,
+ * read at each call, forces one (overlap-pingpong: both of FA3's, d 64 and 128). */
 ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream);
 
 /* Sparse MLA prefill on the GPU (sm_90a), DeepSeek-V3.2's shape: dim_qk 576, dim_v 512,

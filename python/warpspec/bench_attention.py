@@ -286,7 +286,7 @@ def main(argv=None):
             res = {"B": b, "S": s, "H": h, "D": d, "causal": int(causal)}
             t = _time(lambda: warpspec.attention(q, k, v, causal=causal, out=ours), args.iters, torch, flush)
             res["warpspec_ms"], res["warpspec_tflops"] = t, flops / t / 1e9
-            for sched in ("plain", "pingpong", "overlap"):  # every schedule, read at each call
+            for sched in ("plain", "pingpong", "overlap", "overlap-pingpong"):  # every schedule, read at each call
                 os.environ["WARPSPEC_ATTN_SCHEDULE"] = sched
                 try:
                     pp = warpspec.attention(q, k, v, causal=causal)
@@ -310,7 +310,8 @@ def main(argv=None):
             rows.append(res)
             print(f"B{b:<3d} S{s:<6d} H{h:<3d} d{d:<4d} {'causal' if causal else 'full  '}  "
                   f"warpspec {res['warpspec_ms']:8.3f} ms {res['warpspec_tflops']:6.1f} TF "
-                  f"(plain {res['plain_tflops']:6.1f}, ping-pong {res['pingpong_tflops']:6.1f}, overlap {res['overlap_tflops']:6.1f} TF) | "
+                  f"(plain {res['plain_tflops']:6.1f}, ping-pong {res['pingpong_tflops']:6.1f}, "
+                  f"overlap {res['overlap_tflops']:6.1f}, both {res['overlap-pingpong_tflops']:6.1f} TF) | "
                   f"cuDNN {res['cudnn_ms']:8.3f} ms {res['cudnn_tflops']:6.1f} TF (x{res['cudnn_ms'] / res['warpspec_ms']:.2f}, "
                   f"err {res['cudnn_relerr']:.1e}) | flash {res['flash_ms']:8.3f} ms {res['flash_tflops']:6.1f} TF "
                   f"(x{res['flash_ms'] / res['warpspec_ms']:.2f})", flush=True)

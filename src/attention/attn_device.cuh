@@ -162,10 +162,26 @@ static __device__ __forceinline__ void attn_softmax_rescale_p(float *s, float *m
  * caller masks S between the two halves (attn_ov_issue returns with S done, the PV in
  * flight) and releases K there. P alternates between two fragment sets (no copies under
  * a PV). Tiles are [BN][D] bf16 in 64-column boxes, one per stage. */
-template <int DQK, int DV, int BN>
+/* With turns (PP = 1, FA3's ping-pong on top): the two warpgroups take turns to issue,
+ * each waiting on its own named barrier and handing over on the other's. */
+typedef struct {
+  uint32_t mine, other, both; /* named barrier ids, and the threads of both warpgroups */
+} attn_turns;
+
+template <int PP>
+static __device__ __forceinline__ void attn_turn_take(const attn_turns *t) {
+  if (PP) ws_bar_sync(t->mine, t->both);
+}
+
+template <int PP>
+static __device__ __forceinline__ void attn_turn_pass(const attn_turns *t) {
+  if (PP) ws_bar_arrive(t->other, t->both);
+}
+
+template <int DQK, int DV, int BN, int PP>
 static __device__ __forceinline__ void attn_ov_issue(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx, ws_cursor kc,
                                                      ws_cursor kn, uint64_t dq0, uint64_t dk0, uint64_t dv0, float *s,
-                                                     float *o, uint32_t (*pc)[4]) {
+                                                     float *o, uint32_t (*pc)[4], const attn_turns *turns) {
   /* the descriptor bases through an opaque move each step: otherwise ptxas hoists one
    * descriptor per k step out of the loop and runs out of uniform registers */
   asm volatile("mov.b64 %0, %0;" : "+l"(dq0));
@@ -175,8 +191,10 @@ static __device__ __forceinline__ void attn_ov_issue(const ws_pipe *kp, const ws
    * between a wgmma's issue and its wait makes ptxas serialize */
   ws_pipe_wait_at(kp, ctx, kn);
   ws_pipe_wait_at(vp, ctx, kc);
+  attn_turn_take<PP>(turns);
   attn_qk_wgmma<DQK, 128, BN>(s, dq0, ws_wgmma_desc_advance(dk0, kn.stage * (uint32_t)(BN * DQK * 2)));
   attn_pv_wgmma<DV, BN>(o, pc, ws_wgmma_desc_advance(dv0, kc.stage * (uint32_t)(BN * DV * 2)));
+  attn_turn_pass<PP>(turns);
   WS_WGMMA_WAIT_GROUP(1); /* S of n + 1 is done; the PV of n runs on */
 }
 
@@ -193,12 +211,15 @@ static __device__ __forceinline__ void attn_ov_finish(const ws_pipe *vp, const w
   attn_rescale<DV>(o, alpha);
 }
 
-/* The last block's PV. */
-template <int DV, int BN>
+/* The last block's PV (with turns: the hand-over skipped where `last_turn`, so that each
+ * barrier ends the tile with as many arrivals as waits). */
+template <int DV, int BN, int PP>
 static __device__ __forceinline__ void attn_ov_last(const ws_pipe *vp, const ws_ctx *ctx, ws_cursor kl, uint64_t dv0,
-                                                    float *o, uint32_t (*pc)[4]) {
+                                                    float *o, uint32_t (*pc)[4], const attn_turns *turns, int last_turn) {
   ws_pipe_wait_at(vp, ctx, kl);
+  attn_turn_take<PP>(turns);
   attn_pv_wgmma<DV, BN>(o, pc, ws_wgmma_desc_advance(dv0, kl.stage * (uint32_t)(BN * DV * 2)));
+  if (!last_turn) attn_turn_pass<PP>(turns);
   WS_WGMMA_WAIT_GROUP(0);
   ws_pipe_release_warp_at(vp, ctx, kl);
 }

@@ -96,31 +96,36 @@ static __device__ __forceinline__ void fa_mask_ov(float *s, int kbase, const fa_
 
 /* One step of the overlapped schedule (attn_device.cuh): S of block nb + 1 under the PV
  * of block nb. */
-template <int DQK, int DV>
+template <int DQK, int DV, int PP>
 static __device__ __forceinline__ void fa_overlap_step(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx,
                                                        uint32_t kt, int nb, uint64_t dq0, uint64_t dk0, uint64_t dv0,
                                                        const fa_masks *mk, float sl2, float *o, float *m_run,
-                                                       float *l_run, uint32_t (*pc)[4], uint32_t (*pn)[4]) {
+                                                       float *l_run, uint32_t (*pc)[4], uint32_t (*pn)[4],
+                                                       const attn_turns *turns) {
   const ws_cursor kc = ws_cursor_at(kt + (uint32_t)nb, FA_STAGES), kn = ws_cursor_at(kt + (uint32_t)nb + 1, FA_STAGES);
   float s[FA_BN / 2];
-  attn_ov_issue<DQK, DV, FA_BN>(kp, vp, ctx, kc, kn, dq0, dk0, dv0, s, o, pc);
+  attn_ov_issue<DQK, DV, FA_BN, PP>(kp, vp, ctx, kc, kn, dq0, dk0, dv0, s, o, pc, turns);
   ws_pipe_release_warp_at(kp, ctx, kn);
   fa_mask_ov(s, (nb + 1) * FA_BN, mk);
   attn_ov_finish<DV, FA_BN>(vp, ctx, kc, s, m_run, l_run, sl2, o, pn);
 }
 
-template <int DQK, int DV>
+/* PP = 1: with FA3's ping-pong turns between the warpgroups on top (replica 1 has handed
+ * replica 0 its first turn before; its own last hand-over is skipped). */
+template <int DQK, int DV, int PP>
 static __device__ __forceinline__ void fa_overlap_blocks(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx,
                                                          uint32_t kt, int nblocks, uint64_t dq0, uint64_t dk0, uint64_t dv0,
                                                          const fa_masks *mk, float sl2, float *o, float *m_run,
-                                                         float *l_run) {
+                                                         float *l_run, const attn_turns *turns) {
   if (nblocks == 0) return;
   uint32_t p0[FA_BN / 16][4], p1[FA_BN / 16][4];
   {
     float s[FA_BN / 2], alpha[2];
     const ws_cursor k0 = ws_cursor_at(kt, FA_STAGES);
     ws_pipe_wait_at(kp, ctx, k0);
+    attn_turn_take<PP>(turns);
     attn_qk_wgmma<DQK, FA_BM, FA_BN>(s, dq0, ws_wgmma_desc_advance(dk0, k0.stage * (uint32_t)sizeof(fa_tile<DQK>)));
+    attn_turn_pass<PP>(turns);
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(kp, ctx, k0);
     fa_mask_ov(s, 0, mk);
@@ -129,14 +134,15 @@ static __device__ __forceinline__ void fa_overlap_blocks(const ws_pipe *kp, cons
   }
   int nb = 0;
   for (; nb + 2 < nblocks; nb += 2) { /* two steps: P alternates between p0 and p1 (no copies under a PV) */
-    fa_overlap_step<DQK, DV>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1);
-    fa_overlap_step<DQK, DV>(kp, vp, ctx, kt, nb + 1, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p1, p0);
+    fa_overlap_step<DQK, DV, PP>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1, turns);
+    fa_overlap_step<DQK, DV, PP>(kp, vp, ctx, kt, nb + 1, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p1, p0, turns);
   }
+  const int last_turn = PP && ctx->replica == 1;
   if (nb + 1 < nblocks) { /* the last PV on p1 or on p0: two straight paths, no register copy */
-    fa_overlap_step<DQK, DV>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1);
-    attn_ov_last<DV, FA_BN>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb + 1, FA_STAGES), dv0, o, p1);
+    fa_overlap_step<DQK, DV, PP>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1, turns);
+    attn_ov_last<DV, FA_BN, PP>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb + 1, FA_STAGES), dv0, o, p1, turns, last_turn);
   } else {
-    attn_ov_last<DV, FA_BN>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb, FA_STAGES), dv0, o, p0);
+    attn_ov_last<DV, FA_BN, PP>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb, FA_STAGES), dv0, o, p0, turns, last_turn);
   }
 }
 
@@ -271,16 +277,17 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
     ws_pipe_wait_at(&qp, &ctx, qc);
     const uint64_t dq0 = ws_wgmma_desc_advance(dq00, qc.stage * q_stage_bytes);
-    if ((SCHED == 1) && ctx.replica == 1 && nblocks > 0) ws_bar_arrive(other_turn, both);
-    if (SCHED == 2) {
+    if ((SCHED == 1 || SCHED == 3) && ctx.replica == 1 && nblocks > 0) ws_bar_arrive(other_turn, both);
+    if (SCHED >= 2) {
       const int causal = a.mask != WS_ATTN_NO_MASK;
       const fa_masks mk = {(causal ? min(lk - 1, qi0 + diag_off) : lk - 1) - 2 * quad,
                            (causal ? min(lk - 1, qi0 + 8 + diag_off) : lk - 1) - 2 * quad,
                            causal ? min(lk - 1, mb * FA_BM + diag_off) : lk - 1};
-      fa_overlap_blocks<DQK, DV>(&kp, &vp, &ctx, kt, nblocks, dq0, dk0, dv0, &mk, sl2, o, m_run, l_run);
+      const attn_turns turns = {my_turn, other_turn, both};
+      fa_overlap_blocks<DQK, DV, SCHED == 3>(&kp, &vp, &ctx, kt, nblocks, dq0, dk0, dv0, &mk, sl2, o, m_run, l_run, &turns);
     }
 #pragma unroll 1
-    for (int nb = 0; nb < (SCHED == 2 ? 0 : nblocks); nb++, k = ws_cursor_next(k, FA_STAGES)) {
+    for (int nb = 0; nb < (SCHED >= 2 ? 0 : nblocks); nb++, k = ws_cursor_next(k, FA_STAGES)) {
       /* S = Q K^T: 64 x 128 fp32 per warpgroup, 64 per thread */
       float s[FA_BN / 2];
       ws_pipe_wait_at(&kp, &ctx, k);
@@ -319,7 +326,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
       WS_WGMMA_WAIT_GROUP(0);
       ws_pipe_release_warp_at(&vp, &ctx, k);
     }
-    if (SCHED == 2) kt += (uint32_t)nblocks; /* the overlapped steps count blocks from kt */
+    if (SCHED >= 2) kt += (uint32_t)nblocks; /* the overlapped steps count blocks from kt */
     ws_pipe_release_warp_at(&qp, &ctx, qc);
     qc = ws_cursor_next(qc, FA_Q_STAGES(DQK));
 
@@ -337,7 +344,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
 
 /* ---- the call ---------------------------------------------------------------------- */
 typedef struct {
-  int slot, dqk, dv, sched; /* 0 plain, 1 ping-pong, 2 overlap */
+  int slot, dqk, dv, sched; /* 0 plain, 1 ping-pong, 2 overlap, 3 overlap with ping-pong turns */
   const char *name;
   const void *func;
   size_t smem;
@@ -349,8 +356,9 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
   ws_status s = ws_plan_init(plan, v->name, flash_fwd_roles, flash_fwd_NROLES, 0);
   if (s == WS_OK) s = ws_plan_set_smem(plan, v->smem);
   int id = 0;
-  if (s == WS_OK && v->sched == 1) s = ws_plan_add_barrier(plan, "turn of math 0", &id);
-  if (s == WS_OK && v->sched == 1) s = ws_plan_add_barrier(plan, "turn of math 1", &id);
+  const int turns = v->sched == 1 || v->sched == 3;
+  if (s == WS_OK && turns) s = ws_plan_add_barrier(plan, "turn of math 0", &id);
+  if (s == WS_OK && turns) s = ws_plan_add_barrier(plan, "turn of math 1", &id);
   return s;
 }
 
@@ -359,8 +367,9 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
 
 /* The schedule, measured on an H200 (docs/benchmarks.md, session 6): by default the
  * overlapped one for d 128 (+6-9% over plain), ping-pong for d 64 (+4%), plain for 192/128
- * (the overlapped one spills there). WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap forces
- * one (192/128 falls back to plain where overlap is asked); the bench compares them. */
+ * (the overlapped one spills there). WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap|
+ * overlap-pingpong (both of FA3's schedules at once) forces one (192/128 falls back to
+ * plain where an overlapped one is asked); the bench compares them. */
 static const fa_variant *fa_variant_of(int dqk, int dv) {
   static const fa_variant v[] = {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_64, 64, 64, 0, "flash_fwd_64"),
@@ -371,12 +380,15 @@ static const fa_variant *fa_variant_of(int dqk, int dv) {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_192_PP, 192, 128, 1, "flash_fwd_192_128_pingpong"),
       FA_VARIANT(WS_PLAN_SLOT_ATTN_64_OV, 64, 64, 2, "flash_fwd_64_overlap"),
       FA_VARIANT(WS_PLAN_SLOT_ATTN_128_OV, 128, 128, 2, "flash_fwd_128_overlap"),
+      FA_VARIANT(WS_PLAN_SLOT_ATTN_64_OVPP, 64, 64, 3, "flash_fwd_64_overlap_pingpong"),
+      FA_VARIANT(WS_PLAN_SLOT_ATTN_128_OVPP, 128, 128, 3, "flash_fwd_128_overlap_pingpong"),
   };
   const char *env = getenv("WARPSPEC_ATTN_SCHEDULE");
   int sched = dqk == 128 ? 2 : dqk == 64 ? 1 : 0; /* the measured best */
   if (env && strcmp(env, "plain") == 0) sched = 0;
   if (env && strcmp(env, "pingpong") == 0) sched = 1;
   if (env && strcmp(env, "overlap") == 0) sched = 2;
+  if (env && strcmp(env, "overlap-pingpong") == 0) sched = 3;
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i].dqk == dqk && v[i].dv == dv && v[i].sched == sched) return &v[i];
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) /* no overlapped 192/128 (it spills): the plain one */

@@ -701,8 +701,8 @@ int main(int argc, char **argv) {
     }
     unsetenv("WARPSPEC_MLA_SCHEDULE");
     if (!strcmp(mode, "mla-bench")) return 0;
-    static const char *const flash_scheds[3] = {"plain", "pingpong", "overlap"};
-    for (int sc = 0; sc < 3; sc++) { /* the three schedules of the flash kernel */
+    static const char *const flash_scheds[4] = {"plain", "pingpong", "overlap", "overlap-pingpong"};
+    for (int sc = 0; sc < 4; sc++) { /* the four schedules of the flash kernel */
       setenv("WARPSPEC_ATTN_SCHEDULE", flash_scheds[sc], 1);
       printf("flash schedule: %s\n", flash_scheds[sc]);
       for (size_t i = 0; i < sizeof bench / sizeof bench[0]; i++) run_case(&bench[i], 0);
@@ -729,8 +729,8 @@ int main(int argc, char **argv) {
   const int lean = !strcmp(mode, "ctest"), longer = strcmp(mode, "quick") != 0;
   printf("flash schedule: default (%.0f s)\n", elapsed_s());
   for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
-  static const char *const forced[3] = {"plain", "pingpong", "overlap"};
-  for (int sc = 0; sc < 3; sc++) { /* each schedule forced, on the same cases (the default is one of them per dim) */
+  static const char *const forced[4] = {"plain", "pingpong", "overlap", "overlap-pingpong"};
+  for (int sc = 0; sc < 4; sc++) { /* each schedule forced, on the same cases (the default is one of them per dim) */
     setenv("WARPSPEC_ATTN_SCHEDULE", forced[sc], 1);
     printf("flash schedule: %s (%.0f s)\n", forced[sc], elapsed_s());
     for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
