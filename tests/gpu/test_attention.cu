@@ -595,6 +595,15 @@ int main(int argc, char **argv) {
   rng_seed_from_time();
   static const int vq[] = {1, 200, 77, 130}, vk[] = {5, 300, 77, 129};
   static const int wq[] = {256, 1, 513}, wk[] = {256, 64, 513};
+  /* 40 sequences of 1 .. 383 queries (keys: 7 to 40 more, or fewer): with 8 heads, 960
+   * tiles of which about half lie past their sequence's end and are skipped, so every CTA
+   * of the persistent grid runs several tiles and the loader's and math's tile walks must
+   * stay in step over skipped ones */
+  static int xq[40], xk[40];
+  for (int i = 0; i < 40; i++) {
+    xq[i] = 1 + (i * 97 + 31) % 383;
+    xk[i] = i % 5 == 0 ? (xq[i] + 1) / 2 : xq[i] + 7 * (i % 6);
+  }
   const attn_case quick[] = {
       {"1 x 1, d64", 1, 1, 1, 1, 1, 64, 64, WS_ATTN_NO_MASK, NULL, NULL},
       {"17 x 17, d128, causal", 1, 17, 17, 2, 1, 128, 128, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
@@ -605,6 +614,8 @@ int main(int argc, char **argv) {
       {"varlen 4 seqs, GQA 4/2, d128", 4, 0, 0, 4, 2, 128, 128, WS_ATTN_NO_MASK, vq, vk},
       {"varlen 4 seqs, d64, causal BR", 4, 0, 0, 2, 1, 64, 64, WS_ATTN_CAUSAL_BOTTOM_RIGHT, vq, vk},
       {"varlen 3 seqs, d128, causal TL", 3, 0, 0, 2, 2, 128, 128, WS_ATTN_CAUSAL_TOP_LEFT, wq, wk},
+      {"varlen 40 seqs, GQA 8/2, d128, causal BR (960 tiles)", 40, 0, 0, 8, 2, 128, 128, WS_ATTN_CAUSAL_BOTTOM_RIGHT, xq, xk},
+      {"4 x 512, H 32, d64, causal (512 tiles)", 4, 512, 512, 32, 32, 64, 64, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
   };
   const attn_case full[] = {
       {"1000 x 1000, d64, causal", 1, 1000, 1000, 2, 2, 64, 64, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
@@ -612,6 +623,8 @@ int main(int argc, char **argv) {
       {"4096 x 4096, d128, causal", 1, 4096, 4096, 2, 1, 128, 128, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
       {"8192 x 8192, d64, causal", 1, 8192, 8192, 1, 1, 64, 64, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
       {"2048 x 2048, d192/128, causal", 1, 2048, 2048, 2, 2, 192, 128, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
+      {"2 x 640, H 40, d128 (400 tiles)", 2, 640, 640, 40, 40, 128, 128, WS_ATTN_NO_MASK, NULL, NULL},
+      {"3 x 600, H 16/4, d192/128, causal (240 tiles)", 3, 600, 600, 16, 4, 192, 128, WS_ATTN_CAUSAL_TOP_LEFT, NULL, NULL},
   };
   const attn_case bench[] = {
       {"B4 S4096 H16 d128", 4, 4096, 4096, 16, 16, 128, 128, WS_ATTN_NO_MASK, NULL, NULL},
