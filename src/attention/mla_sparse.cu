@@ -274,6 +274,19 @@ static __device__ __forceinline__ void mla_write_p(uint8_t *pt, const float *s, 
     }
 }
 
+/* From a finished S (this warpgroup's 32 keys) to P: masked, its row maxima exchanged
+ * with the other warpgroup (the named barrier), P written into the tile `pt` (columns
+ * 32w ..) and fenced for wgmma's reads; alpha, the factor for O. */
+static __device__ __forceinline__ void mla_s_to_p(mla_smem *sm, float *s, const uint32_t *valid, int w, int r0, int quad,
+                                                  uint32_t bar, float sl2, float *m_run, float *l_run, float *alpha,
+                                                  uint8_t *pt) {
+  float mx[2] = {-INFINITY, -INFINITY}, msc[2];
+  mla_mask_max<4>(s, valid, mx);
+  mla_exchange_max(sm, mx, w, r0, quad, bar, sl2, m_run, l_run, alpha, msc);
+  mla_write_p<4>(pt, s, r0, quad, 4 * w, sl2, msc, l_run);
+  ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
+}
+
 /* ---- the two matrix products of a block, shared by both schedules ------------------ */
 
 /* S for warpgroup w's 32 keys of a stage: Q [64][576] x rows 32w .. 32w + 31; committed.
@@ -329,22 +342,19 @@ static __device__ __forceinline__ void mla_overlap_blocks(mla_smem *sm, const ws
   const mla_descs d0 = mla_descs_make(sm, w);
   {
     const ws_cursor k0 = ws_cursor_at(0, MLA_STAGES);
-    float s[16], mx[2] = {-INFINITY, -INFINITY}, alpha[2], msc[2];
+    float s[16], alpha[2];
     uint32_t valid[4];
     ws_pipe_wait_at(kvp, ctx, k0);
     mla_s_issue(s, d0.q, ws_wgmma_desc_advance(d0.k, k0.stage * MLA_STAGE_BYTES));
     mla_read_valid<4>(valid, sm->valid[k0.stage] + 32 * w, quad);
     WS_WGMMA_WAIT_GROUP(0);
-    mla_mask_max<4>(s, valid, mx);
-    mla_exchange_max(sm, mx, w, r0, quad, bar, sl2, m_run, l_run, alpha, msc); /* O is still 0 */
-    mla_write_p<4>((uint8_t *)sm->kv[k0.stage][8], s, r0, quad, 4 * w, sl2, msc, l_run);
-    ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
+    mla_s_to_p(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[k0.stage][8]); /* O is 0 */
     ws_named_sync(bar, both);
   }
 #pragma unroll 1
   for (int nb = 0; nb + 1 < nblk; nb++) {
     const ws_cursor kc = ws_cursor_at((uint32_t)nb, MLA_STAGES), kn = ws_cursor_at((uint32_t)nb + 1, MLA_STAGES);
-    float s[16], mx[2] = {-INFINITY, -INFINITY}, alpha[2], msc[2];
+    float s[16], alpha[2];
     uint32_t valid[4];
     mla_descs d = d0;
     asm volatile("mov.b64 %0, %0;" : "+l"(d.q));
@@ -355,11 +365,8 @@ static __device__ __forceinline__ void mla_overlap_blocks(mla_smem *sm, const ws
     mla_pv_issue(o, ws_wgmma_desc_k128b(sm->kv[kc.stage][8]), ws_wgmma_desc_advance(d.v, kc.stage * MLA_STAGE_BYTES));
     mla_read_valid<4>(valid, sm->valid[kn.stage] + 32 * w, quad);
     WS_WGMMA_WAIT_GROUP(1); /* S of nb + 1 is done; the PV of nb runs on */
-    mla_mask_max<4>(s, valid, mx);
-    mla_exchange_max(sm, mx, w, r0, quad, bar, sl2, m_run, l_run, alpha, msc);
-    /* both warpgroups' S of stage kn are done (the exchange barrier): its rope box is P's */
-    mla_write_p<4>((uint8_t *)sm->kv[kn.stage][8], s, r0, quad, 4 * w, sl2, msc, l_run);
-    ws_fence_proxy_async_shared_cta();
+    /* P into stage kn's rope box: after the exchange barrier both warpgroups' S of it are done */
+    mla_s_to_p(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[kn.stage][8]);
     WS_WGMMA_WAIT_GROUP(0); /* the PV of nb has retired: O free, stage kc read */
     ws_pipe_release_warp_at(kvp, ctx, kc);
     attn_rescale<MLA_DV / 2>(o, alpha);
@@ -459,14 +466,9 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     uint32_t valid[4];
     mla_read_valid<4>(valid, sm->valid[k.stage] + 32 * w, quad);
     WS_WGMMA_WAIT_GROUP(0);
-    /* the block's row max: this half's, then the other warpgroup's through shared memory */
-    float mx[2] = {-INFINITY, -INFINITY};
-    mla_mask_max<4>(s, valid, mx);
-    float alpha[2], msc[2];
-    mla_exchange_max(sm, mx, w, r0, quad, (uint32_t)a.xchg_bar, sl2, m_run, l_run, alpha, msc);
-    /* P for this half, into the shared 64 x 64 tile (columns 32w ..), swizzled */
-    mla_write_p<4>((uint8_t *)sm->p, s, r0, quad, 4 * w, sl2, msc, l_run);
-    ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
+    /* the block's row max (both warpgroups), P for this half into the shared 64 x 64 tile */
+    float alpha[2];
+    mla_s_to_p(sm, s, valid, w, r0, quad, (uint32_t)a.xchg_bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->p);
     ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
     attn_rescale<MLA_DV / 2>(o, alpha);
     mla_pv_issue(o, ws_wgmma_desc_k128b(sm->p), ws_wgmma_desc_mn128b(stage + 4 * w * MLA_BN * 64, MLA_BN * 128));
