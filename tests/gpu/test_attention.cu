@@ -578,6 +578,9 @@ static int check_fp8_cache(void) {
   return fails;
 }
 
+/* WARPSPEC_ATTN_SCHEDULE's values: the tests and the bench run each */
+static const char *const flash_scheds[4] = {"plain", "pingpong", "overlap", "overlap-pingpong"};
+
 /* wall seconds since the first call: the log says where the time goes */
 static double elapsed_s(void) {
   static struct timespec t0;
@@ -714,7 +717,6 @@ int main(int argc, char **argv) {
     }
     unsetenv("WARPSPEC_MLA_SCHEDULE");
     if (!strcmp(mode, "mla-bench")) return 0;
-    static const char *const flash_scheds[4] = {"plain", "pingpong", "overlap", "overlap-pingpong"};
     for (int sc = 0; sc < 4; sc++) { /* the four schedules of the flash kernel */
       setenv("WARPSPEC_ATTN_SCHEDULE", flash_scheds[sc], 1);
       printf("flash schedule: %s\n", flash_scheds[sc]);
@@ -742,10 +744,9 @@ int main(int argc, char **argv) {
   const int lean = !strcmp(mode, "ctest"), longer = strcmp(mode, "quick") != 0;
   printf("flash schedule: default (%.0f s)\n", elapsed_s());
   for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
-  static const char *const forced[4] = {"plain", "pingpong", "overlap", "overlap-pingpong"};
   for (int sc = 0; sc < 4; sc++) { /* each schedule forced, on the same cases (the default is one of them per dim) */
-    setenv("WARPSPEC_ATTN_SCHEDULE", forced[sc], 1);
-    printf("flash schedule: %s (%.0f s)\n", forced[sc], elapsed_s());
+    setenv("WARPSPEC_ATTN_SCHEDULE", flash_scheds[sc], 1);
+    printf("flash schedule: %s (%.0f s)\n", flash_scheds[sc], elapsed_s());
     for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
     if (longer && !lean) fails += run_case(&full[2], 1);
   }
