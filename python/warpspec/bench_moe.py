@@ -220,12 +220,19 @@ class NcclMoE:
         return out
 
 
-def worker(rank, n, port, args, queue):
+def rank_setup(rank, n, port):
+    """A worker's start: its GPU, the NCCL process group on the run_ranks port, and our
+    communicator from it."""
     import warpspec
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=n,
                             device_id=torch.device("cuda", rank))
-    comm = warpspec.Communicator.from_process_group()
+    return warpspec.Communicator.from_process_group()
+
+
+def worker(rank, n, port, args, queue):
+    import warpspec
+    comm = rank_setup(rank, n, port)
     rows = []
     sms_list = [int(s) for s in args.sms.split(",")]
     for name, H, E, K, T in CASES:

@@ -32,7 +32,7 @@ os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from .bench_moe import NcclMoE, TorchMoE, run_ranks, timed, triton  # noqa: E402
+from .bench_moe import NcclMoE, TorchMoE, rank_setup, run_ranks, timed, triton  # noqa: E402
 
 SHAPES = {"DeepSeekV3": (7168, 2048, 256, 8), "Flash": (4096, 2048, 256, 6)}  # H, I, E, topk
 
@@ -101,10 +101,7 @@ class Experts:
 
 def worker(rank, n, port, args, queue):
     import warpspec
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=n,
-                            device_id=torch.device("cuda", rank))
-    comm = warpspec.Communicator.from_process_group()
+    comm = rank_setup(rank, n, port)
     tokens = [int(t) for t in args.tokens.split(",")]
     rows = []
     for name, (H, I, E, K) in SHAPES.items():
