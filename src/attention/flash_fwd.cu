@@ -1,7 +1,7 @@
 /* flash_fwd.cu - flash attention forward (BF16) on the library's roles and pipes.
  *
  * Persistent: one CTA per SM takes tiles (128 query rows of one head of one sequence)
- * round-robin, in the order fa_work_at gives: with a causal mask the longest tiles first;
+ * in rounds, snaking over the order fa_work_at gives: with a causal mask the longest tiles first;
  * without one, the query blocks of a head together (their K / V shared in L2). The loader
  * runs ahead across tiles: the next tile's Q (two stages at d 64 and 128) and first K / V
  * blocks load while the math finishes the current one and writes its O.
@@ -151,7 +151,17 @@ typedef struct {
   int h, mb, q0, lq, k0, lk, diag_off, nblocks;
 } fa_work;
 
-/* Tile t, in the order the CTAs take them (CTA i: tiles i, i + grid, ...). Causal: query
+/* The tile CTA c takes in round r: a snake over the tile order (c in even rounds, grid - 1
+ * - c in odd ones). With the causal order below (longest first) a plain round-robin gives
+ * CTA 0 the longest tile of every round and the last CTA the shortest, and the gap adds up
+ * over the rounds (measured: causal d 128 10-13% slower than one CTA per tile, whose CTAs
+ * the hardware hands out greedily); the snake pairs a round's longest with the next
+ * round's shortest. Loader and math walk the same sequence. */
+static __device__ __forceinline__ int fa_tile_of(int r, int c, int grid) {
+  return r * grid + ((r & 1) ? grid - 1 - c : c);
+}
+
+/* Tile t, in the order the rounds take them (fa_tile_of). Causal: query
  * blocks from the last, heads and sequences fastest, so the longest key ranges go first
  * and the round-robin ends on the short ones. No mask: the query blocks of one (sequence,
  * head) next to each other, so the CTAs in flight read the K / V of a few heads at a time
@@ -207,9 +217,10 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
     if (ctx.spare) return;
     attn_prefetch_maps(&ctx, &map_q, &map_k, &map_v);
     uint32_t qt = 0, kt = 0; /* tiles and key blocks loaded so far */
-    for (int t = (int)blockIdx.x; t < a.tiles; t += step) {
+    for (int r = 0; r * step < a.tiles; r++) {
+      const int t = fa_tile_of(r, (int)blockIdx.x, step);
       fa_work ti;
-      if (!fa_work_at(&a, t, &ti)) continue;
+      if (t >= a.tiles || !fa_work_at(&a, t, &ti)) continue;
       const ws_cursor qc = ws_cursor_at(qt++, FA_Q_STAGES(DQK));
       uint32_t s = ws_pipe_acquire_at(&qp, &ctx, qc);
 #pragma unroll
@@ -266,9 +277,10 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
   uint32_t kt = 0;
   ws_cursor qc = {0, 0}, k = {0, 0};
 #pragma unroll 1
-  for (int t = (int)blockIdx.x; t < a.tiles; t += step) {
+  for (int r = 0; r * step < a.tiles; r++) {
+    const int t = fa_tile_of(r, (int)blockIdx.x, step);
     fa_work ti;
-    if (!fa_work_at(&a, t, &ti)) continue;
+    if (t >= a.tiles || !fa_work_at(&a, t, &ti)) continue;
     const int nblocks = ti.nblocks, mb = ti.mb, lk = ti.lk, diag_off = ti.diag_off;
     const int qi0 = mb * FA_BM + row0; /* query index in the sequence of the first row */
     float o[DV / 2];
@@ -365,8 +377,9 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
 #define FA_VARIANT(SLOT, DQK, DV, PP, NAME) \
   {SLOT, DQK, DV, PP, NAME, (const void *)flash_fwd_kernel<DQK, DV, PP>, sizeof(fa_smem<DQK, DV>) + 1024}
 
-/* The schedule, measured on an H200 (docs/benchmarks.md, session 6): by default the
- * overlapped one for d 128 (+6-9% over plain), ping-pong for d 64 (+4%), plain for 192/128
+/* The schedule, measured on an H200 (docs/benchmarks.md, sessions 6 and 7): by default
+ * both of FA3's schedules at once for d 128 (overlap-pingpong: +8-13% over plain, 0-4% over
+ * the overlap alone), ping-pong for d 64 (on par with plain), plain for 192/128
  * (the overlapped one spills there). WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap|
  * overlap-pingpong (both of FA3's schedules at once) forces one (192/128 falls back to
  * plain where an overlapped one is asked); the bench compares them. */
@@ -384,7 +397,7 @@ static const fa_variant *fa_variant_of(int dqk, int dv) {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_128_OVPP, 128, 128, 3, "flash_fwd_128_overlap_pingpong"),
   };
   const char *env = getenv("WARPSPEC_ATTN_SCHEDULE");
-  int sched = dqk == 128 ? 2 : dqk == 64 ? 1 : 0; /* the measured best */
+  int sched = dqk == 128 ? 3 : dqk == 64 ? 1 : 0; /* the measured best */
   if (env && strcmp(env, "plain") == 0) sched = 0;
   if (env && strcmp(env, "pingpong") == 0) sched = 1;
   if (env && strcmp(env, "overlap") == 0) sched = 2;

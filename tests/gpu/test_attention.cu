@@ -17,6 +17,7 @@
  *   test_attention nsa      NSA selected-block attention only: tests, then its bench
  *   test_attention nsa-quick the small NSA tests (for compute-sanitizer)
  *   test_attention mla-bench the MLA rows of the bench only, both schedules
+ *   test_attention flash-bench the flash rows (every schedule) and NSA against the dense kernel
  * The MLA cases run under both schedules (WARPSPEC_MLA_SCHEDULE unset, then overlap).
  * Sparse MLA prefill (ws_mla_sparse_forward) the same way against
  * ws_mla_sparse_reference: heads 64 and 128, topk 128 / 512 / 2048 (and one not a
@@ -717,6 +718,8 @@ int main(int argc, char **argv) {
     }
     unsetenv("WARPSPEC_MLA_SCHEDULE");
     if (!strcmp(mode, "mla-bench")) return 0;
+  }
+  if (!strcmp(mode, "bench") || !strcmp(mode, "flash-bench")) {
     for (int sc = 0; sc < 4; sc++) { /* the four schedules of the flash kernel */
       setenv("WARPSPEC_ATTN_SCHEDULE", flash_scheds[sc], 1);
       printf("flash schedule: %s\n", flash_scheds[sc]);
