@@ -581,6 +581,8 @@ static int check_fp8_cache(void) {
 
 /* WARPSPEC_ATTN_SCHEDULE's values: the tests and the bench run each */
 static const char *const flash_scheds[4] = {"plain", "pingpong", "overlap", "overlap-pingpong"};
+/* the flash grids (WARPSPEC_ATTN_GRID): one CTA per SM walking the tiles, one CTA per tile */
+static const char *const flash_grids[2] = {"persistent", "tiles"};
 
 /* wall seconds since the first call: the log says where the time goes */
 static double elapsed_s(void) {
@@ -726,6 +728,12 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < sizeof bench / sizeof bench[0]; i++) run_case(&bench[i], 0);
     }
     unsetenv("WARPSPEC_ATTN_SCHEDULE");
+    for (int g = 0; g < 2; g++) { /* the default schedules on each grid (WARPSPEC_ATTN_GRID) */
+      setenv("WARPSPEC_ATTN_GRID", flash_grids[g], 1);
+      printf("flash grid: %s\n", flash_grids[g]);
+      for (size_t i = 0; i < sizeof bench / sizeof bench[0]; i++) run_case(&bench[i], 0);
+    }
+    unsetenv("WARPSPEC_ATTN_GRID");
     for (size_t i = 0; i < sizeof nsa_bench / sizeof nsa_bench[0]; i++) run_nsa(&nsa_bench[i], 0);
     return 0;
   }
@@ -754,6 +762,12 @@ int main(int argc, char **argv) {
     if (longer && !lean) fails += run_case(&full[2], 1);
   }
   unsetenv("WARPSPEC_ATTN_SCHEDULE");
+  for (int g = 0; g < 2; g++) { /* the default schedules on each grid: persistent, one CTA per tile */
+    setenv("WARPSPEC_ATTN_GRID", flash_grids[g], 1);
+    printf("flash grid: %s (%.0f s)\n", flash_grids[g], elapsed_s());
+    for (size_t i = 0; i < sizeof quick / sizeof quick[0]; i++) fails += run_case(&quick[i], 1);
+  }
+  unsetenv("WARPSPEC_ATTN_GRID");
   for (int sw = 0; sw < 2; sw++) { /* both MLA schedules (WARPSPEC_MLA_SCHEDULE, read at each call) */
     if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "overlap", 1);
     printf("mla schedule: %s (%.0f s)\n", sw ? "overlap" : "default", elapsed_s());
