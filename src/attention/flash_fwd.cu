@@ -1,8 +1,7 @@
 /* flash_fwd.cu - flash attention forward (BF16) on the library's roles and pipes.
  *
- * Persistent without a mask (one CTA per tile with one, see the launcher): each CTA takes
- * tiles (128 query rows of one head of one sequence) in rounds, snaking over the order
- * fa_work_at gives: with a causal mask the longest tiles first;
+ * Persistent: one CTA per SM takes tiles (128 query rows of one head of one sequence) in
+ * rounds, snaking over the order fa_work_at gives: with a causal mask the longest tiles first;
  * without one, the query blocks of a head together (their K / V shared in L2). The loader
  * runs ahead across tiles: the next tile's Q (two stages at d 64 and 128) and first K / V
  * blocks load while the math finishes the current one and writes its O.
@@ -461,14 +460,12 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   void *args[] = {&mq, &mk, &mv, &a, &diag};
   int sms = 0;
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
-  /* Persistent (one CTA per SM) without a mask: its Q prefetch across tiles is worth up to
-   * 1.3x at S 512-1024. With a causal mask one CTA per tile instead: the hardware hands the
-   * CTAs out greedily, longest first, which balanced 4 x 8192 causal 12% better than the
-   * snaking rounds (session 7). WARPSPEC_ATTN_GRID=persistent|tiles forces either. */
+  /* Persistent, one CTA per SM: its Q prefetch across tiles is worth up to 1.3x at S 512-1024.
+   * One CTA per tile (the hardware hands them out greedily, longest first) measured level
+   * with it at causal d 128 S >= 4k and slower at d 64 and short sequences (session 7).
+   * WARPSPEC_ATTN_GRID=persistent|tiles forces either. */
   const char *genv = getenv("WARPSPEC_ATTN_GRID");
-  int persistent = p->mask == WS_ATTN_NO_MASK;
-  if (genv && strcmp(genv, "persistent") == 0) persistent = 1;
-  if (genv && strcmp(genv, "tiles") == 0) persistent = 0;
+  const int persistent = !(genv && strcmp(genv, "tiles") == 0);
   const dim3 grid = {(unsigned)(persistent && a.tiles > sms ? sms : a.tiles), 1, 1};
   return ws_plan_launch(plan, v->func, grid, stream, args);
 }
