@@ -180,18 +180,16 @@ WS_DEV void mx_promote(float *total, const float *acc, float a0, float a1, float
   }
 }
 
-/* One tile's K loop for this warpgroup; the B scales (weights: read-only, __ldg) one K
- * block ahead, the rows' scales from the stage. Returns the pipe cursor after it. */
-WS_DEV ws_cursor mx_tile(float *total, float *acc, const ws_pipe *pipe, const ws_ctx *ctx, mx_smem *sm, uint64_t da0,
-                         uint64_t db0, int kblocks, const float *bs0, const float *bs1, int lr, ws_cursor c) {
+/* K blocks kb0 .. kb1 - 1 of a tile for this warpgroup; lane l of (s0, s1) holds the B
+ * scales of block kb0 + l. The rows' scales come from the stage. */
+WS_DEV void mx_kblocks(float *total, float *acc, const ws_pipe *pipe, const ws_ctx *ctx, mx_smem *sm, uint64_t da0,
+                       uint64_t db0, int kb0, int kb1, int kblocks, float s0, float s1, int lr, ws_cursor *cp,
+                       uint32_t *fullp) {
   const uint32_t stage_bytes = (uint32_t)sizeof(sm->pipe.slot[0]);
-#pragma unroll
-  for (int i = 0; i < 64; i++) total[i] = 0.0f;
-  float b0 = __ldg(bs0), b1 = __ldg(bs1);
-  uint32_t full = ws_pipe_probe_at(pipe, c);
-  for (int kb = 0; kb < kblocks; kb++, c = ws_cursor_next(c, pipe->stages)) {
-    const int kn = min(kb + 1, kblocks - 1);
-    const float nb0 = __ldg(bs0 + kn), nb1 = __ldg(bs1 + kn);
+  ws_cursor c = *cp;
+  uint32_t full = *fullp;
+  for (int kb = kb0; kb < kb1; kb++, c = ws_cursor_next(c, pipe->stages)) {
+    const float b0 = __shfl_sync(0xffffffffu, s0, kb - kb0), b1 = __shfl_sync(0xffffffffu, s1, kb - kb0);
     fp8_issue(acc, pipe, ctx, da0, db0, stage_bytes, c, full);
     const float *as = sm->pipe.slot[c.stage].a_scale;
     const float a0 = ws_ld_shared_f32(as + lr), a1 = ws_ld_shared_f32(as + lr + 8);
@@ -199,8 +197,41 @@ WS_DEV ws_cursor mx_tile(float *total, float *acc, const ws_pipe *pipe, const ws
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(pipe, ctx, c);
     mx_promote(total, acc, a0, a1, b0, b1);
-    b0 = nb0;
-    b1 = nb1;
+  }
+  *cp = c;
+  *fullp = full;
+}
+
+/* One tile's K loop for this warpgroup. The B scales (weights: read-only, __ldg) are held
+ * by the warp's lanes 32 K blocks at a time, in two sets that take turns: while the K
+ * blocks of one set run, the other set's loads (issued 32 K blocks earlier) land, and a
+ * set is reloaded straight after its blocks (no register move, so nothing waits on the
+ * load until its first use 32 blocks on). Loaded one K block ahead instead (the earlier
+ * form), every K block waited on a DRAM round trip queued behind the weight stream: at 1
+ * token the kernel streamed about 10 GB/s per SM (ncu, docs/benchmarks.md, session 7).
+ * Same values, same bits. Returns the pipe cursor after the loop. */
+#define MX_SCALE_CHUNK 32
+WS_DEV ws_cursor mx_tile(float *total, float *acc, const ws_pipe *pipe, const ws_ctx *ctx, mx_smem *sm, uint64_t da0,
+                         uint64_t db0, int kblocks, const float *bs0, const float *bs1, int lr, ws_cursor c) {
+#pragma unroll
+  for (int i = 0; i < 64; i++) total[i] = 0.0f;
+  const int lane = ctx->lane, last = kblocks - 1, ch = MX_SCALE_CHUNK;
+  float p0 = __ldg(bs0 + min(lane, last)), p1 = __ldg(bs1 + min(lane, last));
+  float q0 = __ldg(bs0 + min(ch + lane, last)), q1 = __ldg(bs1 + min(ch + lane, last));
+  uint32_t full = ws_pipe_probe_at(pipe, c);
+  for (int base = 0; base < kblocks; base += 2 * ch) {
+    mx_kblocks(total, acc, pipe, ctx, sm, da0, db0, base, min(base + ch, kblocks), kblocks, p0, p1, lr, &c, &full);
+    if (base + 2 * ch < kblocks) {
+      p0 = __ldg(bs0 + min(base + 2 * ch + lane, last));
+      p1 = __ldg(bs1 + min(base + 2 * ch + lane, last));
+    }
+    if (base + ch < kblocks)
+      mx_kblocks(total, acc, pipe, ctx, sm, da0, db0, base + ch, min(base + 2 * ch, kblocks), kblocks, q0, q1, lr, &c,
+                 &full);
+    if (base + 3 * ch < kblocks) {
+      q0 = __ldg(bs0 + min(base + 3 * ch + lane, last));
+      q1 = __ldg(bs1 + min(base + 3 * ch + lane, last));
+    }
   }
   return c;
 }
