@@ -62,8 +62,62 @@ GEMM_HD gemm_cursor gemm_cursor_start(const gemm_shape *s) {
   return c;
 }
 
+/* Moves the cursor forward over up to 32 groups per step until it holds item t, or
+ * stands on the last group (the walk in gemm_tile_at then runs out as before): the
+ * state it leaves is the one the one-group walk reaches. On the device a full warp takes
+ * the 32 groups' counts with one load each and adds them up by shuffles: one memory
+ * round trip per 32 groups. Walked one group at a time instead, a CTA of an MoE layer at
+ * 1 token (256 experts, 8 of them with rows) chained up to 256 dependent loads of the
+ * offsets before its first tile, in every role. The host runs the same steps lane by
+ * lane (tests/cpu/test_gemm_sched.cu walks it). */
+#define GEMM_SKIP_LANES 32
+GEMM_HD void gemm_cursor_skip(const gemm_shape *s, gemm_cursor *c, int t) {
+  const int tn = (s->n + s->bn - 1) / s->bn;
+  while (t >= c->base + c->tiles && c->g + 1 < s->groups) {
+    const int first = c->g + 1, end = c->base + c->tiles; /* group `first` starts at item `end` */
+    const int valid = s->groups - first < GEMM_SKIP_LANES ? s->groups - first : GEMM_SKIP_LANES;
+#ifdef __CUDA_ARCH__
+    const int lane = (int)(threadIdx.x % 32);
+    int row0 = 0, count = 0, tiles = 0;
+    if (lane < valid) {
+      gemm_group_rows(s, first + lane, &row0, &count);
+      tiles = (count + s->bm - 1) / s->bm * tn * s->splits;
+    }
+    int incl = tiles; /* items of groups first .. first + lane */
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const int v = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl += v;
+    }
+    const unsigned hit = __ballot_sync(0xffffffffu, lane < valid && t < end + incl);
+    const int l = hit ? __ffs(hit) - 1 : valid - 1;
+    c->g = first + l;
+    c->base = end + __shfl_sync(0xffffffffu, incl - tiles, l);
+    c->tiles = __shfl_sync(0xffffffffu, tiles, l);
+    c->row0 = __shfl_sync(0xffffffffu, row0, l);
+    c->count = __shfl_sync(0xffffffffu, count, l);
+#else
+    int base = end;
+    for (int l = 0; l < valid; l++) {
+      c->g = first + l;
+      c->base = base;
+      gemm_cursor_load(s, c);
+      base += c->tiles;
+      if (t < base) break;
+    }
+#endif
+  }
+}
+
 /* The tile numbered t (t never decreases between calls); 0 once past the last group. */
 GEMM_HD int gemm_tile_at(const gemm_shape *s, gemm_cursor *c, int t, gemm_tile *out) {
+  if (t >= c->base + c->tiles) {
+#ifdef __CUDA_ARCH__
+    if (__activemask() == 0xffffffffu) gemm_cursor_skip(s, c, t); /* the warp's steps need all of its lanes */
+#else
+    gemm_cursor_skip(s, c, t);
+#endif
+  }
   while (t >= c->base + c->tiles) {
     c->base += c->tiles;
     if (++c->g >= s->groups) return 0;
