@@ -1,7 +1,8 @@
 /* test_gemm_sched.cu - the persistent GEMM tile schedule, walked on the host exactly as
  * every CTA walks it on the device: for dense, grouped-contiguous (ragged, empty groups)
  * and grouped-masked problems and several grid sizes, every (group, tile row, tile
- * column) is visited exactly once over all CTAs, tiles lie inside their group, and each
+ * column) is visited exactly once over all CTAs (also with 256-300 groups, most of them
+ * empty, which the cursor skips 32 at a time), tiles lie inside their group, and each
  * CTA's tile numbers only grow; under split-K every tile's K slices are visited once
  * each and together cover its K steps without gap or overlap. Host code only. */
 #include "../test.h"
@@ -96,6 +97,22 @@ int main(void) {
     s.offsets = off;
     s.bm = 128; s.bn = rep % 2 ? 128 : 256;
     for (int i = 0; i < 4; i++) check_schedule(&s, grids[i], "contiguous");
+  }
+  /* many groups, most of them empty (an MoE layer at decode: 256 experts, a few with
+   * rows), and 300 with random sizes: the cursor's skip over 32 groups per step must
+   * land where the one-group walk does, also across several windows and at the end */
+  for (int rep = 0; rep < 12; rep++) {
+    static int off[301];
+    const int groups = rep < 6 ? 256 : 300;
+    off[0] = 0;
+    for (int g = 0; g < groups; g++) {
+      const unsigned r = next() % (rep < 6 ? 32 : 3);
+      off[g + 1] = off[g] + (r == 0 ? 1 + (int)(next() % 64) : rep < 6 ? 0 : (int)(next() % 300));
+    }
+    s.layout = WS_GEMM_GROUPED_CONTIGUOUS; s.groups = groups; s.m = off[groups] > 0 ? off[groups] : 1; s.n = 256;
+    s.offsets = off;
+    s.bm = rep % 2 ? 64 : 128; s.bn = 128;
+    for (int i = 0; i < 4; i++) check_schedule(&s, grids[i], "contiguous, many groups");
   }
   /* masked: counts up to m, some zero, some over m (clamped) */
   for (int rep = 0; rep < 20; rep++) {
