@@ -163,7 +163,7 @@ static __device__ __forceinline__ int fa_tile_of(int r, int c, int grid) {
 
 /* Tile t, in the order the rounds take them (fa_tile_of). Causal: query
  * blocks from the last, heads and sequences fastest, so the longest key ranges go first
- * and the round-robin ends on the short ones. No mask: the query blocks of one (sequence,
+ * and the rounds end on the short ones. No mask: the query blocks of one (sequence,
  * head) next to each other, so the CTAs in flight read the K / V of a few heads at a time
  * (L2). 0 for a block past the end of a shorter sequence (variable-length batches). */
 static __device__ __forceinline__ int fa_work_at(const fa_args *a, int t, fa_work *ti) {
