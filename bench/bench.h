@@ -44,6 +44,9 @@ typedef struct {
   int quick;         /* 1, 8 and 128 tokens only                                  */
   int ranks;         /* outside the launcher: ranks to start (0: 1, EP1)          */
   int tokens;        /* one token count per rank only (0: the list)       */
+  const char *trace; /* rank 0: one more fused call per token count, its block    */
+                     /* trace_block's role timeline to TRACE.<shape>.<tokens>.csv */
+  int trace_block;
 } bench_moe_opts;
 
 /* Under `warpspec run -n N`: the whole MoE layer (ws_moe_layer_forward) and its stages'

@@ -41,7 +41,8 @@ typedef struct {
   int hidden, inter, experts, topk;
 } moe_shape;
 
-static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, const int *tokens, int ntok, FILE *csv) {
+static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, const int *tokens, int ntok, FILE *csv,
+                       const bench_moe_opts *o) {
   const int H = sh->hidden, I = sh->inter, E = sh->experts, K = sh->topk, L = E / n;
   int tmax = 0;
   for (int i = 0; i < ntok; i++) tmax = tokens[i] > tmax ? tokens[i] : tmax;
@@ -158,6 +159,20 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
                 T, med[p] * 1e3, tflops, split[0] * 1e3, split[1] * 1e3, split[2] * 1e3, split[3] * 1e3, split[4] * 1e3);
     }
     if (memcmp(host_out[0], host_out[1], (size_t)T * H * 2) != 0) BENCH_FAIL("fused experts", "output differs from the unfused path");
+    if (o->trace) { /* one more fused call: rank 0's block trace_block records its roles' timeline */
+      if (rank == 0) WK(ws_trace_start(o->trace_block, (size_t)1 << 16));
+      WK(ws_comm_barrier(comm, 0));
+      WK(ws_moe_layer_forward(layer[1], xq, xs, idx, w, T, out, 0));
+      if (rank == 0) {
+        char path[512];
+        size_t events = 0;
+        snprintf(path, sizeof path, "%s.%s.%d.csv", o->trace, sh->name, T);
+        WK(ws_trace_stop(path, &events));
+        printf("bench moe: role timeline of block %d of the fused call, %zu events: %s "
+               "(python3 bench/plot_trace.py %s PNG)\n", o->trace_block, events, path, path);
+      }
+      CK(cudaDeviceSynchronize());
+    }
   }
   WK(ws_moe_layer_destroy(auto_layer));
   for (int p = 0; p < 2; p++) {
@@ -191,8 +206,8 @@ extern "C" int bench_moe(const bench_moe_opts *o) {
   int rc = 0;
   for (int s = 0; s < 2 && rc == 0; s++) {
     if (o->shape && strcmp(o->shape, shapes[s].name) != 0) continue;
-    if (o->tokens > 0) rc = bench_shape(comm, rank, n, &shapes[s], &o->tokens, 1, csv);
-    else rc = bench_shape(comm, rank, n, &shapes[s], all_tokens, o->quick ? 3 : 6, csv);
+    if (o->tokens > 0) rc = bench_shape(comm, rank, n, &shapes[s], &o->tokens, 1, csv, o);
+    else rc = bench_shape(comm, rank, n, &shapes[s], all_tokens, o->quick ? 3 : 6, csv, o);
   }
   if (csv) fclose(csv);
   ws_comm_destroy(comm);

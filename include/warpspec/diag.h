@@ -48,11 +48,15 @@ typedef struct {
   char object[WS_NAME_LEN];    /* pipe or peer name                             */
 } ws_fault;
 
+struct ws_trace_buf; /* trace.h: role timelines, NULL unless ws_trace_start */
+
 /* Passed to every library kernel. */
 typedef struct {
   ws_fault *fault;             /* device pointer to host-mapped memory          */
   unsigned int *claim;         /* device memory: first timed-out thread sets it */
   unsigned long long timeout_ns;
+  struct ws_trace_buf *trace;  /* device memory, or NULL: no timeline recorded  */
+  int trace_block;             /* the block whose roles record their timeline   */
 } ws_diag;
 
 #ifdef __cplusplus

@@ -5,6 +5,7 @@
 #include "status.h"
 #include "layout.h"
 #include "diag.h"
+#include "trace.h"
 #include "plan.h"
 #include "tma.h"
 #include "stream.h"

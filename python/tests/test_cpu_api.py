@@ -374,3 +374,14 @@ def test_nsa_checks(fake):
         warpspec.nsa_attention(q, k, v, fake((64, 4, 8), I32))
     with pytest.raises(warpspec.InvalidArgumentError, match="expected k"):
         warpspec.nsa_attention(q, fake((63, 2, 128), BF16), v, sel)
+
+
+def test_trace_checks():
+    with pytest.raises(warpspec.InvalidArgumentError, match="no trace is running"):
+        _lib.check(_lib.lib.ws_trace_stop(None, None))
+    with pytest.raises(warpspec.InvalidArgumentError, match="block -1"):
+        with warpspec.trace("unused.csv", block=-1):
+            pass
+    with pytest.raises(warpspec.InvalidArgumentError, match="max_events"):
+        with warpspec.trace("unused.csv", max_events=0):
+            pass

@@ -4,7 +4,8 @@ weights (x quantised 1 x 128, weights 128 x 128, SwiGLU in fp32). The reference 
 requantise the intermediate activation to FP8 as the layer does, so the bound is 4e-2
 rather than FP8's usual 2e-2 (test_moe checks the exact rounding points in C). Output
 poisoned first; run twice (BF16 in, then FP8 in with the scales) on each path (unfused,
-fused experts, auto), which must agree bit for bit."""
+fused experts, auto), which must agree bit for bit. warpspec.trace records the fused
+kernel's role timeline of block 0: every role replica's items and waits pair up."""
 
 import os
 import subprocess
@@ -66,6 +67,22 @@ for path in ("unfused", "fused_experts", "auto"):
         assert layer.path_for(T) in ("unfused", "fused_experts")
         if path != "auto":
             assert layer.path_for(T) == path
+# the fused kernel's role timeline of block 0: every role replica begins and ends items
+import csv, os, tempfile
+path_csv = os.path.join(tempfile.mkdtemp(), "trace.csv")
+with warpspec.MoeLayer(comm, hidden=H, inter=I, experts=E, topk=K, max_tokens=512,
+                       w1=w1q, w1_scale=w1s, w2=w2q, w2_scale=w2s, path="fused_experts") as layer:
+    with warpspec.trace(path_csv, block=0) as tr:
+        layer(xq, idx, w, x_scale=xs)
+rows = list(csv.DictReader(open(path_csv)))
+assert tr.events == len(rows) > 0, (tr.events, len(rows))
+lanes = {(r["role"], r["replica"]) for r in rows}
+assert len(lanes) >= 2, lanes  # both math warpgroups wait at least for the end mark (items are claimed:
+for lane in lanes:             # block 0 may get none)
+    ev = [r["event"] for r in rows if (r["role"], r["replica"]) == lane]
+    assert ev.count("item_begin") == ev.count("item_end"), (lane, ev)
+    assert ev.count("wait_begin") == ev.count("wait_end") > 0 or ev.count("item_begin") > 0, (lane, ev)
+assert all(int(a["t_ns"]) <= int(b["t_ns"]) for a, b in zip(rows, rows[1:]))
 for fp8_in in (False, True):  # the paths compute the same bits
     assert torch.equal(outs["unfused", fp8_in], outs["fused_experts", fp8_in]), "fused differs from unfused"
     assert torch.equal(outs["unfused", fp8_in], outs["auto", fp8_in]), "auto differs from unfused"

@@ -17,6 +17,7 @@ subclass carrying the library's message (ws_last_error()).
     mla_kv_quantize_fp8(kv)           BF16 latent cache rows into FlashMLA-style FP8 rows
     nsa_attention(q, k, v, sel)       NSA selected-block attention, forward (BF16)
     sync(stream)                     wait for the stream; device-side errors raise here
+    trace(csv, block=0)              role timeline of one block of the kernels run inside
 """
 
 from . import _lib
@@ -44,6 +45,33 @@ def sync(stream=None):
     from ._tensor import current_device, stream_handle
     s = stream_handle(stream, current_device())
     _lib.check(_lib.lib.ws_sync(ctypes.c_void_p(s)))
+
+
+class trace:
+    """Record the role timeline of one block (`block`) of the library kernels launched
+    inside the `with` block, and write it to `csv` (times in ns, one row per event: item
+    begin / end, wait begin / end and what for). bench/plot_trace.py draws it.
+
+        with warpspec.trace("layer.csv", block=3):
+            layer(x, idx, w)
+
+    Kernels with marks record (the fused MoE experts kernel); the rest record nothing."""
+
+    def __init__(self, csv, block=0, max_events=1 << 16):
+        self.csv, self.block, self.max_events = str(csv), int(block), int(max_events)
+        self.events = 0
+
+    def __enter__(self):
+        _lib.check(_lib.lib.ws_trace_start(self.block, self.max_events))
+        return self
+
+    def __exit__(self, *exc):
+        import ctypes
+
+        n = ctypes.c_size_t(0)
+        _lib.check(_lib.lib.ws_trace_stop(self.csv.encode(), ctypes.byref(n)))
+        self.events = int(n.value)
+        return False
 
 
 def set_timeout_ms(ms):

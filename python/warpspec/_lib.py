@@ -276,6 +276,8 @@ def _declare(L):
         "ws_gemm_plan": (c_int, [c_int, P(Plan)]),
         "ws_plan_print": (c_int, [P(Plan), c_void_p]),
         "ws_set_timeout_ms": (c_int, [ctypes.c_uint]),
+        "ws_trace_start": (c_int, [c_int, c_size_t]),
+        "ws_trace_stop": (c_int, [c_char_p, P(c_size_t)]),
         "ws_timeout_ms": (ctypes.c_uint, []),
         "ws_sync": (c_int, [c_void_p]),
         "ws_gemm_check": (c_int, [P(GemmProblem)]),

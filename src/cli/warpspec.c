@@ -25,6 +25,7 @@ static int usage(void) {
           "  bench gemm [--csv FILE] [--only TYPE,G,M,N,K] [--soak S]\n"
           "                                    ws_gemm (BF16, FP8) against cuBLASLt\n"
           "  bench moe [--ranks N] [--csv FILE] [--quick] [--shape DeepSeekV3|Flash] [--tokens T]\n"
+          "            [--trace PREFIX [--trace-block B]]  role timeline of one CTA of the fused call\n"
           "                                    the whole MoE layer per rank and its time split\n"
           "  bench moe-a2a [--ranks N] [--csv FILE]   MoE dispatch/combine vs PyTorch (python -m warpspec)\n"
           "  bench moe-layer [--ranks N] [--shape S] [--tokens T,T] [--csv FILE]\n"
@@ -150,13 +151,15 @@ static int cmd_bench_sendrecv(int argc, char **argv) {
 /* `bench moe` runs one process per rank (default 1: EP1 on one GPU): outside the
  * launcher, start it. */
 static int cmd_bench_moe_layer(int argc, char **argv) {
-  bench_moe_opts o = {NULL, NULL, 0, 0, 0};
+  bench_moe_opts o = {NULL, NULL, 0, 0, 0, NULL, 0};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
     else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) o.shape = argv[++i];
     else if (strcmp(argv[i], "--quick") == 0) o.quick = 1;
     else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) o.ranks = atoi(argv[++i]);
     else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) o.tokens = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) o.trace = argv[++i];
+    else if (strcmp(argv[i], "--trace-block") == 0 && i + 1 < argc) o.trace_block = atoi(argv[++i]);
     else return usage();
   }
   if (getenv("WS_RANK") == NULL) return bench_under_launcher(o.ranks ? o.ranks : 1, 1, argc, argv);

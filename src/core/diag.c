@@ -31,6 +31,19 @@ ws_status ws_set_timeout_ms(unsigned int ms) {
   return WS_OK;
 }
 
+/* The trace every later launch on this device records into (trace.c): kept here, in
+ * the ws_diag the kernels get. */
+ws_status ws_diag_set_trace(struct ws_trace_buf *buf, int block) {
+  ws_diag d;
+  ws_status s = ws_diag_get(&d); /* the slot exists */
+  if (s != WS_OK) return s;
+  int dev = 0;
+  WS_CUDA_TRY(cudaGetDevice(&dev));
+  slots[dev].dev.trace = buf;
+  slots[dev].dev.trace_block = block;
+  return WS_OK;
+}
+
 ws_status ws_diag_get(ws_diag *out) {
   WS_REQUIRE(out != NULL, "ws_diag_get: out is NULL");
   int d = 0;

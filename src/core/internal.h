@@ -16,6 +16,10 @@ extern "C" {
 ws_status ws_fail(ws_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 ws_status ws_fail_cuda(int err, const char *what);
 
+/* Every later launch on the current device records its roles' timeline into buf (NULL:
+ * none), for block `block` (trace.c). */
+ws_status ws_diag_set_trace(struct ws_trace_buf *buf, int block);
+
 /* SMs of the current device (persistent grids, split-K and split-KV choices use it). */
 ws_status ws_device_sms(int *sms);
 

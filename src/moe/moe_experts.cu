@@ -139,19 +139,27 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
     /* L1: B rows 128r ..: gate c + 64r .. c + 64r + 63, then up (gate + I) of the same
      * columns; L2: the 256 output columns' rows of W2 */
     const int gate = tile.g * 2 * I + tile.tn * 128, down = tile.g * H + tile.tn * MX_BN;
+    ws_trace_mark(c, WS_TRACE_ITEM_BEGIN, t);
     for (int ks = 0; ks < ksteps; ks++, k = ws_cursor_next(k, pipe->stages)) {
+      if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SLOT); /* the item's first free slot */
       mx_stage *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
+      if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SLOT);
       if (ks == 0 && c->lane == 0) sm->item[k.stage] = t; /* published by the commit */
 #pragma unroll
       for (int q = 0; q < 4; q++) {
         if (l2) ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w2, ks * MX_BK, down + q * 64);
         else ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, ks * MX_BK, gate + (q / 2) * 64 + (q % 2) * I);
       }
-      if (l2 && ks == 0) mx_wait_rows(c, a, row / MX_BM); /* the weights are already on their way */
+      if (l2 && ks == 0) { /* the weights are already on their way */
+        ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
+        mx_wait_rows(c, a, row / MX_BM);
+        ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
+      }
       ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, ks * MX_BK, row);
       ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, ks);
       ws_pipe_commit_at(pipe, c, k);
     }
+    ws_trace_mark(c, WS_TRACE_ITEM_END, t); /* its loads issued (they land later) */
   }
   /* the end, as an item of its own: index -1 in a committed stage (the math stops there) */
   ws_pipe_acquire_at(pipe, c, k);
@@ -293,11 +301,14 @@ WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem *sm, con
  * reads. */
 WS_DEV int mx_next(const ws_pipe *pipe, const ws_ctx *ctx, const mx_smem *sm, const mx_args *a, ws_cursor c,
                    gemm_cursor *c1, gemm_cursor *c2, int *l1_done, gemm_tile *tile) {
+  ws_trace_mark(ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_STAGE);
   ws_pipe_wait_at(pipe, ctx, c);
+  ws_trace_mark(ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_STAGE);
   int t = 0, l2 = 0;
   if (ctx->lane == 0) t = sm->item[c.stage];
   t = __shfl_sync(0xffffffffu, t, 0);
   if (t < 0 || !mx_item(a, c1, c2, l1_done, t, tile, &l2)) return 0;
+  ws_trace_mark(ctx, WS_TRACE_ITEM_BEGIN, t);
   return l2 ? 2 : 1;
 }
 
@@ -325,6 +336,7 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
     const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
     c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, lr, c);
     mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
+    ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, &a, c, &c1, &c2, &l1_done, &tile);
   }
   while (phase == 2) {
@@ -335,6 +347,7 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
     gemm_tile out = tile;
     out.tn = 2 * tile.tn + wg;
     gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * MX_BM, total, sm->out[wg], map_y);
+    ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, &a, c, &c1, &c2, &l1_done, &tile);
   }
   ws_store_drain(&ctx);

@@ -133,8 +133,21 @@ static void stream_copy(void) {
   CHECK(p.smem_bytes > 2 * 32768 && p.smem_bytes < 3 * 32768);
 }
 
+/* Role timelines: arguments are checked before any CUDA call. */
+static void trace_arguments(void) {
+  CHECK_STATUS(ws_trace_stop(NULL, NULL), WS_ERR_INVALID);
+  CHECK_MSG("no trace is running");
+  CHECK_STATUS(ws_trace_start(-1, 100), WS_ERR_INVALID);
+  CHECK_MSG("block -1");
+  CHECK_STATUS(ws_trace_start(0, 0), WS_ERR_INVALID);
+  CHECK_MSG("max_events 0");
+  CHECK_STATUS(ws_trace_start(0, (size_t)1 << 30), WS_ERR_INVALID);
+  CHECK_MSG("2^24");
+}
+
 int main(void) {
   status_strings();
+  trace_arguments();
   plan_arguments();
   timeouts();
   tensor_maps();

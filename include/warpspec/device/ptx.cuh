@@ -19,6 +19,12 @@ WS_DEV uint64_t ws_globaltimer(void) {
   return t;
 }
 
+WS_DEV uint32_t ws_smid(void) {
+  uint32_t id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
 WS_DEV void ws_trap(void) { asm volatile("trap;"); }
 
 /* An empty asm that "changes" x: the compiler must keep the value in a register

@@ -6,4 +6,5 @@
 #include "wait.cuh"
 #include "pipe.cuh"
 #include "tma.cuh"
+#include "trace.cuh"
 #endif
