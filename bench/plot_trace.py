@@ -1,8 +1,8 @@
 """plot_trace.py CSV PNG [--roles NAME,NAME,...] - a role timeline (ws_trace_stop's CSV) as
 one lane per role replica: the work items as bars, the waits over them in colour (what the
 role waited for: a pipe stage from its writer, a free slot from its readers, rows from
-other blocks, a peer). --roles names the kernel's roles by index (the fused experts
-kernel: math,loader)."""
+other blocks, a peer). Lanes are named by the role table (the CSV's role_name); --roles
+NAME,NAME names them by index instead, for CSVs without names."""
 import csv
 import sys
 
@@ -43,11 +43,13 @@ def main(argv):
     rows = list(csv.DictReader(open(args[0])))
     for r in rows:
         r["t_us"] = int(r["t_ns"]) / 1000.0
-    lanes = sorted({(int(r["role"]), int(r["replica"])) for r in rows})
+    for r in rows:  # a lane per role replica; named by the role table (role_name), or --roles
+        r["lane"] = (r.get("role_name") or names.get(int(r["role"]), "role %s" % r["role"]), int(r["replica"]))
+    lanes = sorted({r["lane"] for r in rows})
     y = {lane: i for i, lane in enumerate(lanes)}
     fig, ax = plt.subplots(figsize=(14, 1.2 + 0.8 * len(lanes)))
     for lane in lanes:
-        ev = [r for r in rows if (int(r["role"]), int(r["replica"])) == lane]
+        ev = [r for r in rows if r["lane"] == lane]
         for b, e in spans(ev, "item_begin", "item_end", lambda r: "item"):
             ax.barh(y[lane], e["t_us"] - b["t_us"], left=b["t_us"], height=0.6, color="#a6c8e8", edgecolor="#3b75af")
             if e["t_us"] - b["t_us"] > 0:
@@ -55,7 +57,7 @@ def main(argv):
         for b, e in spans(ev, "wait_begin", "wait_end", lambda r: r["what"]):
             ax.barh(y[lane], e["t_us"] - b["t_us"], left=b["t_us"], height=0.3, color=WAIT_COLOURS.get(b["what"], "k"))
     ax.set_yticks(range(len(lanes)))
-    ax.set_yticklabels([f"{names.get(r, 'role %d' % r)} {p}" for r, p in lanes])
+    ax.set_yticklabels([f"{n} {p}" for n, p in lanes])
     ax.set_xlabel("microseconds from the first event")
     handles = [plt.Rectangle((0, 0), 1, 1, color="#a6c8e8", ec="#3b75af")]
     labels = ["work item (number above)"]

@@ -35,12 +35,14 @@ enum {
   WS_TRACE_ON_PEER = 3     /* another rank                                                 */
 };
 
+#define WS_TRACE_NAME_LEN 12
+
 typedef struct {
   unsigned long long t_ns; /* %globaltimer                                               */
   int role, replica;       /* the kernel's role index and replica                        */
   int kind, arg;           /* WS_TRACE_ITEM_* / WS_TRACE_WAIT_*, and its argument         */
   int sm;                  /* %smid of the block                                          */
-  int pad;
+  char name[WS_TRACE_NAME_LEN]; /* the role's name from the role table (cut to 11)       */
 } ws_trace_event;
 
 struct ws_trace_buf {

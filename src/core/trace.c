@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static struct ws_trace_buf *trace_dev; /* device memory while a trace runs */
 static int trace_device = -1;
@@ -19,7 +20,9 @@ ws_status ws_trace_start(int block, size_t max_events) {
   const size_t bytes = sizeof(struct ws_trace_buf) + (max_events - 1) * sizeof(ws_trace_event);
   void *p = NULL;
   WS_CUDA_TRY(cudaMalloc(&p, bytes));
-  struct ws_trace_buf head = {0u, (unsigned int)max_events, {{0ull, 0, 0, 0, 0, 0, 0}}};
+  struct ws_trace_buf head;
+  memset(&head, 0, sizeof head);
+  head.capacity = (unsigned int)max_events;
   cudaError_t e = cudaMemcpy(p, &head, sizeof head, cudaMemcpyHostToDevice);
   if (e != cudaSuccess) {
     cudaFree(p);
@@ -88,11 +91,12 @@ ws_status ws_trace_stop(const char *csv_path, size_t *events) {
     if (!f) s = ws_fail(WS_ERR_INVALID, "ws_trace_stop: cannot write '%s'", csv_path);
     else {
       if (n > 1) qsort(ev, n, sizeof *ev, by_time);
-      fprintf(f, "t_ns,role,replica,event,arg,what,sm\n");
+      fprintf(f, "t_ns,role_name,role,replica,event,arg,what,sm\n");
       for (size_t i = 0; i < n; i++) {
         const int wait = ev[i].kind == WS_TRACE_WAIT_BEGIN || ev[i].kind == WS_TRACE_WAIT_END;
-        fprintf(f, "%llu,%d,%d,%s,%d,%s,%d\n", ev[i].t_ns - ev[0].t_ns, ev[i].role, ev[i].replica, kind_name(ev[i].kind),
-                ev[i].arg, wait ? on_name(ev[i].arg) : "item", ev[i].sm);
+        ev[i].name[WS_TRACE_NAME_LEN - 1] = 0;
+        fprintf(f, "%llu,%s,%d,%d,%s,%d,%s,%d\n", ev[i].t_ns - ev[0].t_ns, ev[i].name, ev[i].role, ev[i].replica,
+                kind_name(ev[i].kind), ev[i].arg, wait ? on_name(ev[i].arg) : "item", ev[i].sm);
       }
       if (fclose(f) != 0) s = ws_fail(WS_ERR_INVALID, "ws_trace_stop: writing '%s' failed", csv_path);
       if (s == WS_OK && count > trace_cap)
