@@ -8,6 +8,12 @@
 #include "role.cuh"
 #include "warpspec/trace.h"
 
+#include <stddef.h>
+
+static_assert(WS_NAME_LEN % 4 == 0 && WS_NAME_LEN >= WS_TRACE_NAME_LEN && WS_TRACE_NAME_LEN == 12 &&
+                  offsetof(ws_trace_event, name) % 4 == 0 && offsetof(ws_layout, role_name) % 4 == 0,
+              "ws_trace_mark copies a role name as three aligned words");
+
 WS_DEV void ws_trace_mark(const ws_ctx *c, int kind, int arg) {
   struct ws_trace_buf *b = c->diag.trace;
   if (b == NULL || c->lane != 0 || c->warp != 0 || (int)blockIdx.x != c->diag.trace_block) return;
@@ -20,10 +26,12 @@ WS_DEV void ws_trace_mark(const ws_ctx *c, int kind, int arg) {
   e->kind = kind;
   e->arg = arg;
   e->sm = (int)ws_smid();
-  const char *name = c->role >= 0 ? c->layout->role_name[c->role] : "-";
-  int n = 0;
-  for (; n < WS_TRACE_NAME_LEN - 1 && name[n]; n++) e->name[n] = name[n];
-  for (; n < WS_TRACE_NAME_LEN; n++) e->name[n] = 0;
+  /* the name's first 11 bytes as three words (the table's rows are NUL-padded) */
+  uint32_t *dst = (uint32_t *)e->name;
+  const uint32_t *src = c->role >= 0 ? (const uint32_t *)c->layout->role_name[c->role] : NULL;
+  dst[0] = src ? src[0] : 0x2du; /* "-" outside the role table */
+  dst[1] = src ? src[1] : 0u;
+  dst[2] = src ? src[2] & 0x00ffffffu : 0u;
 }
 
 #endif
