@@ -4,8 +4,9 @@ weights (x quantised 1 x 128, weights 128 x 128, SwiGLU in fp32). The reference 
 requantise the intermediate activation to FP8 as the layer does, so the bound is 4e-2
 rather than FP8's usual 2e-2 (test_moe checks the exact rounding points in C). Output
 poisoned first; run twice (BF16 in, then FP8 in with the scales) on each path (unfused,
-fused experts, auto), which must agree bit for bit. warpspec.trace records the fused
-kernel's role timeline of block 0: every role replica's items and waits pair up."""
+fused experts, auto), which must agree bit for bit. warpspec.trace records the role
+timeline of block 0 of one fused call (dispatch, experts and combine kernels): every role
+replica's items and waits pair up."""
 
 import os
 import subprocess
@@ -76,10 +77,12 @@ with warpspec.MoeLayer(comm, hidden=H, inter=I, experts=E, topk=K, max_tokens=51
         layer(xq, idx, w, x_scale=xs)
 rows = list(csv.DictReader(open(path_csv)))
 assert tr.events == len(rows) > 0, (tr.events, len(rows))
-lanes = {(r["role"], r["replica"]) for r in rows}
-assert len(lanes) >= 2, lanes  # both math warpgroups wait at least for the end mark (items are claimed:
-for lane in lanes:             # block 0 may get none)
-    ev = [r["event"] for r in rows if (r["role"], r["replica"]) == lane]
+lanes = {(r["role_name"], r["replica"]) for r in rows}
+# the dispatch and combine kernels' roles, and both math warpgroups of the experts kernel,
+# which wait at least for the end mark (its items are claimed: block 0 may get none)
+assert {("EP_SENDER", "0"), ("EP_GATHERER", "0"), ("X_MATH", "0"), ("X_MATH", "1")} <= lanes, lanes
+for lane in lanes:
+    ev = [r["event"] for r in rows if (r["role_name"], r["replica"]) == lane]
     assert ev.count("item_begin") == ev.count("item_end"), (lane, ev)
     assert ev.count("wait_begin") == ev.count("wait_end") > 0 or ev.count("item_begin") > 0, (lane, ev)
 assert all(int(a["t_ns"]) <= int(b["t_ns"]) for a, b in zip(rows, rows[1:]))

@@ -46,14 +46,17 @@ static __device__ __forceinline__ uint4 pack8(const float *acc) {
 
 WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const uint16_t *y, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_reduce, diag);
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   const int N = a.nranks, K = a.topk;
   const uint64_t m = a.epochs[1] + 1;
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
   if (threadIdx.x < (unsigned)N) {
     const int s = threadIdx.x;
     const ws_site site = ep_site("combine ack", WS_EDGE_PEER_CREDIT, s, a.rank, blockIdx.x, m - 1);
     ws_wait_flag_geq(&a.comb_ack[s], m - 1, &ctx, &site);
   }
   ws_role_sync(&ctx);
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   const int nvec = a.hidden / 8, nchunk = (nvec + COMB_CHUNK - 1) / COMB_CHUNK;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   for (int s = 0; s < N; s++) {
@@ -101,19 +104,23 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
     ws_fence_acq_rel_sys();
     ws_st_relaxed_sys_u64(EP_PEER(uint64_t, a, comb_flag, threadIdx.x) + (size_t)a.rank * a.sms + blockIdx.x, m);
   }
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
 WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_t *out, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_gather, diag);
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   __shared__ int last;
   const int N = a.nranks, T = *a.num_tokens;
   const uint64_t m = a.epochs[1] + 1;
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
   for (int i = threadIdx.x; i < N * a.sms; i += blockDim.x) {
     const int d = i / a.sms, b = i % a.sms;
     const ws_site site = ep_site("combine data", WS_EDGE_PEER_DATA, d, a.rank, b, m);
     ws_wait_flag_geq(&a.comb_flag[i], m, &ctx, &site);
   }
   ws_role_sync(&ctx);
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   const int nvec = a.hidden / 8, nchunk = (nvec + COMB_CHUNK - 1) / COMB_CHUNK;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   /* whole rows when the tokens outnumber the warps (as many CTAs as SMs allowed), else
@@ -154,6 +161,7 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
       a.epochs[1] = m;
     }
   }
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
 extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStream_t stream) {

@@ -45,6 +45,7 @@ WS_DECLARE_ROLES(ep_expand, EXPAND_ROLES);
 WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int *topk_idx, int num_tokens,
                                     ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_route, diag);
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   __shared__ int last;
   const int E = a.experts, N = a.nranks, K = a.topk, L = a.L, lane = ctx.lane;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -92,6 +93,7 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
     for (int i = threadIdx.x; i < E + N; i += blockDim.x) a.route_cnt[i] = 0;
     if (threadIdx.x == 0) a.epochs[4] = 0;
   }
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
 /* ---- send -------------------------------------------------------------------------- */
@@ -154,15 +156,18 @@ static __device__ __forceinline__ void send_quantized(const ep_args *a, const ui
 WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8_t *x, const float *x_scale,
                                   const float *topk_weights, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_send, diag);
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   const int N = a.nranks, K = a.topk, T = *a.num_tokens;
   const uint64_t n = a.epochs[0];
   /* every destination has read our previous dispatch out of its inbox */
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
   if (threadIdx.x < (unsigned)N) {
     const int d = threadIdx.x;
     const ws_site site = ep_site("dispatch ack", WS_EDGE_PEER_CREDIT, d, a.rank, blockIdx.x, n - 1);
     ws_wait_flag_geq(&a.ack[d], n - 1, &ctx, &site);
   }
   ws_role_sync(&ctx);
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   if (blockIdx.x == 0 && threadIdx.x < (unsigned)N) {
     const int d = threadIdx.x;
     int *dst = EP_PEER(int, a, counts, d) + (size_t)a.rank * (a.L + 1);
@@ -246,6 +251,7 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
     ws_fence_acq_rel_sys();
     ws_st_relaxed_sys_u64(EP_PEER(uint64_t, a, data_flag, threadIdx.x) + (size_t)a.rank * a.sms + blockIdx.x, n);
   }
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
 /* ---- expand ------------------------------------------------------------------------ */
@@ -275,18 +281,21 @@ static __device__ __forceinline__ int expand_row(const ep_args *a, const int *cn
 
 WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_expand, diag);
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   __shared__ int cnt[WS_EP_MAX_EXPERTS + WS_COMM_MAX_RANKS]; /* [src][local], then tokens per src */
   __shared__ int off[WS_EP_MAX_EXPERTS + 1];                 /* padded group starts, per local expert */
   __shared__ int last;
   const int N = a.nranks, L = a.L, K = a.topk;
   const uint64_t n = a.epochs[0];
   /* every source's counts (their flag, then the counts, read past L1) */
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
   if (threadIdx.x < (unsigned)N) {
     const int s = threadIdx.x;
     const ws_site site = ep_site("dispatch counts", WS_EDGE_PEER_DATA, s, a.rank, blockIdx.x, n);
     ws_wait_flag_geq(&a.count_flag[s], n, &ctx, &site);
   }
   ws_role_sync(&ctx);
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   for (int i = threadIdx.x; i < N * (L + 1); i += blockDim.x) {
     const int s = i / (L + 1), l = i % (L + 1);
     const int v = *(const volatile int *)&a.counts[i];
@@ -321,12 +330,14 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
     for (int s = threadIdx.x; s < N; s += blockDim.x) a.recv_ntok[s] = cnt[N * L + s];
   }
   /* every source CTA's rows are in */
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
   for (int i = threadIdx.x; i < N * a.sms; i += blockDim.x) {
     const int s = i / a.sms, b = i % a.sms;
     const ws_site site = ep_site("dispatch data", WS_EDGE_PEER_DATA, s, a.rank, b, n);
     ws_wait_flag_geq(&a.data_flag[i], n, &ctx, &site);
   }
   ws_role_sync(&ctx);
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   const size_t pay = ep_payload_bytes(a.hidden, a.fp8), meta_off = EP_ALIGN16(pay + ep_scale_bytes(a.hidden, a.fp8));
   const size_t nv = pay / 16;
   const int kb = a.hidden / 128, lane = ctx.lane;
@@ -400,6 +411,7 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
     ep_ack_peers(a.ack, a.peer_delta, a.rank, N, n);
     if (threadIdx.x == 0) a.epochs[2] = 0;
   }
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
 /* ---- the call ---------------------------------------------------------------------- */
