@@ -145,13 +145,16 @@ ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q
  * run S = Q K^T and O += P V on wgmma with the online softmax in registers. Dims 64/64,
  * 128/128 and 192/128; GQA; both causal masks; dense or variable-length batches. Checks
  * the problem before any launch (WS_ERR_INVALID / WS_ERR_UNSUPPORTED with a message).
- * Three schedules of the math warpgroups: overlap (FA3's intra-warpgroup pipelining: S
- * of the next key block is issued before O += P V of this one and its softmax runs under
- * that PV; the default at d 128), ping-pong (the warpgroups take turns issuing their
- * matrix products, FA3's inter-warpgroup schedule; the default at d 64) and plain (the
- * warpgroups run freely, one block at a time; the default at 192/128, where overlap does
- * not fit the registers). WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap|overlap-pingpong,
- * read at each call, forces one (overlap-pingpong: both of FA3's, d 64 and 128). */
+ * Persistent: one CTA per SM walks the tiles of 128 query rows (causal: longest first).
+ * Schedules of the math warpgroups: overlap (FA3's intra-warpgroup pipelining: S of the
+ * next key block is issued before O += P V of this one and its softmax runs under that
+ * PV), ping-pong (the warpgroups take turns issuing their matrix products, FA3's
+ * inter-warpgroup schedule; the default at d 64), both at once (overlap-pingpong; the
+ * default at d 128) and plain (the warpgroups run freely, one block at a time; the
+ * default at 192/128, where the overlap does not fit the registers).
+ * WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap|overlap-pingpong forces one (the overlapped
+ * ones at d 64 and 128 only) and WARPSPEC_ATTN_GRID=tiles launches one CTA per tile
+ * instead of the persistent grid; both are read at each call, for measurements. */
 ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream);
 
 /* Sparse MLA prefill on the GPU (sm_90a), DeepSeek-V3.2's shape: dim_qk 576, dim_v 512,

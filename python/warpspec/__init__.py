@@ -55,7 +55,8 @@ class trace:
         with warpspec.trace("layer.csv", block=3):
             layer(x, idx, w)
 
-    Kernels with marks record (the fused MoE experts kernel); the rest record nothing."""
+    Kernels with marks record (the MoE layer's dispatch, fused experts and combine
+    kernels); the rest record nothing."""
 
     def __init__(self, csv, block=0, max_events=1 << 16):
         self.csv, self.block, self.max_events = str(csv), int(block), int(max_events)

@@ -5,7 +5,7 @@
  * without one, the query blocks of a head together (their K / V shared in L2). The loader
  * runs ahead across tiles: the next tile's Q (two stages at d 64 and 128) and first K / V
  * blocks load while the math finishes the current one and writes its O.
- *   A_LOADER (1 warp, 24 regs)       TMA-loads the Q tile once (q pipe, one stage), then
+ *   A_LOADER (1 warp, 24 regs)       TMA-loads each tile's Q once (q pipe), then
  *                                    per block of 128 keys the K tile (k pipe) and the V
  *                                    tile (v pipe), each as 64-column boxes with the
  *                                    128-byte swizzle; bytes from the tensor maps.
@@ -22,10 +22,11 @@
  * Both math replicas read every K and V tile: the pipes count 2 x 4 warp releases.
  * Keys are read as 128-row boxes: rows past the sequence (the next sequence's, or the
  * tensor's zero fill) are masked to -inf before the softmax, never summed.
- * Three schedules of the math warpgroups: plain (above); ping-pong, FA3's alternation of
- * the two warpgroups (two named barriers from the plan; the default for d 64); overlap,
- * FA3's intra-warpgroup pipelining (S of the next block issued before this block's PV,
- * its softmax under the PV; the default for d 128). The roles are split 24 / 240
+ * Four schedules of the math warpgroups: plain (above; the default for 192/128); ping-pong,
+ * FA3's alternation of the two warpgroups (two named barriers from the plan; the default
+ * for d 64); overlap, FA3's intra-warpgroup pipelining (S of the next block issued before
+ * this block's PV, its softmax under the PV); overlap-pingpong, both (the default for
+ * d 128; fa_variant_of says why). The roles are split 24 / 240
  * registers as FA3's (the loader only issues TMA copies). Not here yet: a TMA-store
  * epilogue. */
 #include "../core/internal.h"

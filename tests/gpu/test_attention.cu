@@ -17,7 +17,8 @@
  *   test_attention nsa      NSA selected-block attention only: tests, then its bench
  *   test_attention nsa-quick the small NSA tests (for compute-sanitizer)
  *   test_attention mla-bench the MLA rows of the bench only, both schedules
- *   test_attention flash-bench the flash rows (every schedule) and NSA against the dense kernel
+ *   test_attention flash-bench the flash rows (every schedule, then both grids) and NSA
+ *                           against the dense kernel
  * The MLA cases run under both schedules (WARPSPEC_MLA_SCHEDULE unset, then overlap).
  * Sparse MLA prefill (ws_mla_sparse_forward) the same way against
  * ws_mla_sparse_reference: heads 64 and 128, topk 128 / 512 / 2048 (and one not a
