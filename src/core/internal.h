@@ -22,6 +22,8 @@ ws_status ws_diag_set_trace(struct ws_trace_buf *buf, int block);
 
 /* SMs of the current device (persistent grids, split-K and split-KV choices use it). */
 ws_status ws_device_sms(int *sms);
+/* ws_plan_launch with programmatic stream serialisation (plan.c says when). */
+ws_status ws_plan_launch_chained(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args);
 
 /* The library's own kernels, each with a slot in the per-thread plan cache. */
 enum { WS_PLAN_SLOT_STREAM_TMA, WS_PLAN_SLOT_STREAM_THREADS, WS_PLAN_SLOT_GEMM_BF16, WS_PLAN_SLOT_GEMM_FP8, WS_PLAN_SLOT_GEMM_FP8_WIDE,

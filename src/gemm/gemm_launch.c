@@ -103,7 +103,7 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, c
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&ma, &mb, &md, &a, &diag};
   dim3 g = {grid, 1, 1};
-  s = ws_plan_launch(plan, k->kernel, g, stream, args);
+  s = ws_plan_launch_chained(plan, k->kernel, g, stream, args);
   if (s == WS_OK && a.partial) s = gemm_splitk_reduce(a.partial, a.shape.splits, rows * (size_t)p->n, a.d, stream);
   return s;
 }

@@ -5,7 +5,8 @@
  *   route   (a thread per token, ROUTER role)  the dispatch epoch n = ++epochs[0]; per
  *           token and top-k slot: destination rank, local expert, and the token's
  *           position among this rank's tokens for that (rank, expert) (global counters,
- *           one atomic per warp and counter); per destination: the token's inbox slot
+ *           one atomic per warp and counter; shared-memory ones when one CTA holds
+ *           every token, as in decode); per destination: the token's inbox slot
  *           (once per rank, however many of its experts live there) and the counts.
  *   send    (sms CTAs, SENDER role)  wait until each destination has read our previous
  *           dispatch (ack >= n - 1); CTA 0 publishes the counts (flag = n); a warp per
@@ -47,7 +48,17 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
   ws_ctx ctx = WS_SELF(ep_route, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   __shared__ int last;
+  __shared__ int local_cnt[WS_EP_MAX_EXPERTS + WS_COMM_MAX_RANKS];
   const int E = a.experts, N = a.nranks, K = a.topk, L = a.L, lane = ctx.lane;
+  /* one CTA (up to WS_EP_ROUTE_THREADS tokens: every decode step) counts in shared
+   * memory: no global atomics on the K dependent steps, no last-CTA hand-off (7 us at
+   * 1 token with them, most of it atomics' round trips) */
+  const int single = gridDim.x == 1;
+  int *cnt = single ? local_cnt : a.route_cnt;
+  if (single) {
+    for (int i = threadIdx.x; i < E + N; i += blockDim.x) local_cnt[i] = 0;
+    ws_role_sync(&ctx);
+  }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     a.epochs[0] += 1;
     *a.num_tokens = num_tokens;
@@ -67,7 +78,7 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
     if (ok) { /* every lane of `same` is here: they share e */
       const int leader = __ffs(same) - 1;
       int base = 0;
-      if (lane == leader) base = atomicAdd(&a.route_cnt[e], __popc(same));
+      if (lane == leader) base = atomicAdd(&cnt[e], __popc(same));
       base = __shfl_sync(same, base, leader);
       en.dst = e / L;
       en.local = e % L;
@@ -80,11 +91,17 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
     const int goes = live && ((sent >> d) & 1);
     const unsigned m = __ballot_sync(0xffffffffu, goes);
     int base = 0;
-    if (m && lane == __ffs(m) - 1) base = atomicAdd(&a.route_cnt[E + d], __popc(m));
+    if (m && lane == __ffs(m) - 1) base = atomicAdd(&cnt[E + d], __popc(m));
     base = __shfl_sync(0xffffffffu, base, m ? __ffs(m) - 1 : 0);
     if (live) a.tok_slot[(size_t)t * N + d] = goes ? base + __popc(m & below) : -1;
   }
-  if (ep_last_cta(&ctx, &a.epochs[4], &last)) {
+  if (single) {
+    ws_role_sync(&ctx);
+    for (int i = threadIdx.x; i < N * (L + 1); i += blockDim.x) {
+      const int d = i / (L + 1), l = i % (L + 1);
+      a.send_counts[i] = local_cnt[l < L ? d * L + l : E + d];
+    }
+  } else if (ep_last_cta(&ctx, &a.epochs[4], &last)) {
     for (int i = threadIdx.x; i < N * (L + 1); i += blockDim.x) {
       const int d = i / (L + 1), l = i % (L + 1);
       a.send_counts[i] = __ldcg(&a.route_cnt[l < L ? d * L + l : E + d]);
@@ -168,12 +185,20 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
   }
   ws_role_sync(&ctx);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
-  if (blockIdx.x == 0 && threadIdx.x < (unsigned)N) {
-    const int d = threadIdx.x;
-    int *dst = EP_PEER(int, a, counts, d) + (size_t)a.rank * (a.L + 1);
-    for (int l = 0; l <= a.L; l++) dst[l] = a.send_counts[d * (a.L + 1) + l];
-    ws_fence_acq_rel_sys();
-    ws_st_relaxed_sys_u64(EP_PEER(uint64_t, a, count_flag, d) + a.rank, n);
+  if (blockIdx.x == 0) {
+    /* the counts by every thread of the CTA, then a flag per destination: one thread per
+     * destination copying its L + 1 counts was a chain of L + 1 load-store round trips (a
+     * store may alias the next load), about 10 us of the 15 us this kernel took at 1 token */
+    const int per = a.L + 1;
+    for (int i = threadIdx.x; i < N * per; i += blockDim.x) {
+      const int d = i / per, l = i % per;
+      EP_PEER(int, a, counts, d)[(size_t)a.rank * per + l] = a.send_counts[i];
+    }
+    ws_role_sync(&ctx); /* every count stored before the flags' system fence */
+    if (threadIdx.x < (unsigned)N) {
+      ws_fence_acq_rel_sys();
+      ws_st_relaxed_sys_u64(EP_PEER(uint64_t, a, count_flag, threadIdx.x) + a.rank, n);
+    }
   }
   const size_t pay = ep_payload_bytes(a.hidden, a.fp8), sc = ep_scale_bytes(a.hidden, a.fp8);
   const size_t meta_off = EP_ALIGN16(pay + sc), nv = pay / 16;

@@ -251,5 +251,5 @@ extern "C" ws_status ep_launch(ws_ep *ep, int slot, const char *name, const ws_r
     if ((s = ws_plan_init(&ep->plans[slot], name, roles, nroles, 0)) != WS_OK) return s;
     ep->planned[slot] = 1;
   }
-  return ws_plan_launch(&ep->plans[slot], func, grid, stream, args);
+  return ws_plan_launch_chained(&ep->plans[slot], func, grid, stream, args);
 }

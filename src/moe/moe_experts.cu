@@ -59,12 +59,22 @@ typedef struct __align__(1024) {
 
 WS_PIPE_STORAGE(mx_pipe, mx_stage, MX_STAGES);
 
+/* An item as the loader decoded it, handed to the math in the item's first stage: the
+ * math no longer walks the groups itself (at 1 token that walk, up to 256 mostly empty
+ * experts, stood between every landed first stage and the item's first wgmma). */
+typedef struct {
+  int t;          /* the item, -1: none left */
+  int l2;         /* 0: L1, 1: L2            */
+  gemm_tile tile;
+} mx_item_info;
+#define MX_ITEM_WORDS ((int)(sizeof(mx_item_info) / sizeof(int)))
+
 typedef struct {
   mx_pipe pipe;
   __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES]; /* L2: per warpgroup two 64 x 64 bf16 chunks */
   __align__(16) uint8_t act[MX_BM * MX_ACT_LD];          /* L1: the 64 x 128 e4m3 act tile          */
   float amax[2][MX_BM];                                  /* L1: each warpgroup's half-row amax      */
-  int item[MX_STAGES];                                   /* the item whose first stage this is, -1: none left */
+  mx_item_info item[MX_STAGES];                          /* the item whose first stage this is */
 } mx_smem;
 
 /* Two math warpgroups at 224 registers, then a loader warpgroup (one working warp) at 56:
@@ -144,7 +154,10 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SLOT); /* the item's first free slot */
       mx_stage *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SLOT);
-      if (ks == 0 && c->lane == 0) sm->item[k.stage] = t; /* published by the commit */
+      if (ks == 0 && c->lane == 0) { /* published by the commit */
+        mx_item_info *it = &sm->item[k.stage];
+        it->t = t; it->l2 = l2; it->tile = tile;
+      }
 #pragma unroll
       for (int q = 0; q < 4; q++) {
         if (l2) ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w2, ks * MX_BK, down + q * 64);
@@ -163,7 +176,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
   }
   /* the end, as an item of its own: index -1 in a committed stage (the math stops there) */
   ws_pipe_acquire_at(pipe, c, k);
-  if (c->lane == 0) sm->item[k.stage] = -1;
+  if (c->lane == 0) sm->item[k.stage].t = -1;
   ws_pipe_commit_at(pipe, c, k);
   /* the last CTA to run out of items resets the claim counter for the next call */
   if (c->lane == 0 && atomicAdd(a->next_item + 1, 1u) == gridDim.x - 1) {
@@ -294,22 +307,25 @@ WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem *sm, con
   if (i == 0 && !a->drop_release) ws_red_release_gpu_add_u32(a->ready + row0 / MX_BM, 1u);
 }
 
-/* Wait for the next item's first stage and decode it: 1 (L1), 2 (L2) or 0 (none left).
- * The stage names the item; -1 ends the work. Lane 0 reads it (the lane that releases the
+/* Wait for the next item's first stage and take the item the loader decoded into it:
+ * 1 (L1), 2 (L2) or 0 (none left: -1). Lane 0 reads it (the lane that releases the
  * stage: racecheck does not count __syncwarp as ordering the other lanes' reads before
  * that release) and hands it to the warp. Not the pipe's close, whose flag every lane
  * reads. */
-WS_DEV int mx_next(const ws_pipe *pipe, const ws_ctx *ctx, const mx_smem *sm, const mx_args *a, ws_cursor c,
-                   gemm_cursor *c1, gemm_cursor *c2, int *l1_done, gemm_tile *tile) {
+WS_DEV int mx_next(const ws_pipe *pipe, const ws_ctx *ctx, const mx_smem *sm, ws_cursor c, gemm_tile *tile) {
   ws_trace_mark(ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_STAGE);
   ws_pipe_wait_at(pipe, ctx, c);
   ws_trace_mark(ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_STAGE);
-  int t = 0, l2 = 0;
-  if (ctx->lane == 0) t = sm->item[c.stage];
-  t = __shfl_sync(0xffffffffu, t, 0);
-  if (t < 0 || !mx_item(a, c1, c2, l1_done, t, tile, &l2)) return 0;
-  ws_trace_mark(ctx, WS_TRACE_ITEM_BEGIN, t);
-  return l2 ? 2 : 1;
+  int w[MX_ITEM_WORDS];
+  const int *src = (const int *)&sm->item[c.stage];
+#pragma unroll
+  for (int i = 0; i < MX_ITEM_WORDS; i++) w[i] = __shfl_sync(0xffffffffu, ctx->lane == 0 ? src[i] : 0, 0);
+  mx_item_info it;
+  memcpy(&it, w, sizeof it);
+  if (it.t < 0) return 0;
+  *tile = it.tile;
+  ws_trace_mark(ctx, WS_TRACE_ITEM_BEGIN, it.t);
+  return it.l2 ? 2 : 1;
 }
 
 WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, const mx_args *args_in,
@@ -325,19 +341,17 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
   float acc[64], total[64];
   ws_cursor c = {0, 0};
   gemm_tile tile;
-  gemm_cursor c1 = gemm_cursor_start(&a.l1), c2 = gemm_cursor_start(&a.l2.shape);
-  int l1_done = 0;
   /* Two loops, L1 items then L2 items (the order they come in), each with one tile body:
    * one loop with both bodies behind a branch merged the cursor from two paths, and ptxas
    * then kept the wgmma descriptors in ordinary registers (an R2UR move before every
    * wgmma instead of uniform-datapath arithmetic). */
-  int phase = mx_next(&pipe, &ctx, sm, &a, c, &c1, &c2, &l1_done, &tile);
+  int phase = mx_next(&pipe, &ctx, sm, c, &tile);
   while (phase == 1) {
     const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
     c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, lr, c);
     mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
-    phase = mx_next(&pipe, &ctx, sm, &a, c, &c1, &c2, &l1_done, &tile);
+    phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
   while (phase == 2) {
     /* this warpgroup's 128 columns; past H (H an odd multiple of 128) computed, not stored */
@@ -348,7 +362,7 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
     out.tn = 2 * tile.tn + wg;
     gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * MX_BM, total, sm->out[wg], map_y);
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
-    phase = mx_next(&pipe, &ctx, sm, &a, c, &c1, &c2, &l1_done, &tile);
+    phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
   ws_store_drain(&ctx);
 }
@@ -453,5 +467,5 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mx, &mw1, &mact, &mw2, &my, &a, &diag};
   const dim3 grid = {(unsigned)sms, 1, 1};
-  return ws_plan_launch(plan, (const void *)moe_experts_kernel, grid, stream, args);
+  return ws_plan_launch_chained(plan, (const void *)moe_experts_kernel, grid, stream, args);
 }

@@ -27,6 +27,14 @@ WS_DEV uint32_t ws_smid(void) {
 
 WS_DEV void ws_trap(void) { asm volatile("trap;"); }
 
+/* Programmatic dependent launch (a kernel launched with programmatic stream
+ * serialisation, ws_plan_launch_chained): griddepcontrol.wait returns once the grids this
+ * one depends on have finished and their memory is visible (at once without such a
+ * launch); launch_dependents lets the next such grid in the stream be scheduled now, its
+ * CTAs waiting in their own griddepcontrol.wait. */
+WS_DEV void ws_griddepcontrol_wait(void) { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+WS_DEV void ws_griddepcontrol_launch_dependents(void) { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+
 /* An empty asm that "changes" x: the compiler must keep the value in a register
  * instead of recomputing it where it is used (rematerialization inside a hot loop). */
 WS_DEV void ws_pin_u32(uint32_t *x) { asm("" : "+r"(*x)); }

@@ -71,6 +71,13 @@ typedef struct {
   } while (0)
 
 WS_DEV ws_ctx ws_ctx_make(const ws_layout *L, ws_diag diag) {
+  /* Before anything reads memory: when the library launched this kernel chained to the
+   * previous one (ws_plan_launch_chained), its CTAs may already run while that one ends;
+   * this waits until it has finished. Then the next chained kernel may be scheduled: its
+   * launch latency hides behind this one's work instead of following it. Both are no-ops
+   * in a plain launch. */
+  ws_griddepcontrol_wait();
+  ws_griddepcontrol_launch_dependents();
   ws_ctx c;
   /* The warp index from lane 0: the same value, but warp-uniform to the compiler, so the
    * role branches are uniform and the values a role's loop derives from them (stage
