@@ -328,11 +328,14 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
     else cnt[N * L + s] = v;
   }
   ws_role_sync(&ctx);
-  /* the padded group starts, by warp 0: lane j sums the padded sizes of its run of
-   * experts, a shuffle scan gives each run's start (one thread walking all experts was
-   * most of this kernel's time at few tokens: every other warp waited for it) */
-  if (ctx.warp == 0) {
-    const int per = (L + 31) / 32, l0 = min(L, ctx.lane * per), l1 = min(L, l0 + per);
+  /* the padded group starts, by every thread: thread j sums the padded sizes of its run
+   * of experts, a block-wide scan (shuffles in each warp, then over the warps' sums)
+   * gives each run's start. One warp walking 8 experts per lane was about 2 us of
+   * dependent integer work at 1 token, with the other 15 warps waiting on it. */
+  {
+    __shared__ int warp_start[32];
+    const int nt = (int)blockDim.x, per = (L + nt - 1) / nt;
+    const int l0 = min(L, (int)threadIdx.x * per), l1 = min(L, l0 + per);
     int sum = 0;
     for (int l = l0; l < l1; l++) sum += expand_padded(&a, cnt, l);
     int incl = sum;
@@ -341,13 +344,26 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
       const int v = __shfl_up_sync(0xffffffffu, incl, o);
       if (ctx.lane >= o) incl += v;
     }
-    int acc = incl - sum;
+    if (ctx.lane == 31) warp_start[ctx.warp] = incl;
+    ws_role_sync(&ctx);
+    if (ctx.warp == 0) {
+      const int w = ctx.lane < nt / 32 ? warp_start[ctx.lane] : 0;
+      int wincl = w;
+#pragma unroll
+      for (int o = 1; o < 32; o *= 2) {
+        const int v = __shfl_up_sync(0xffffffffu, wincl, o);
+        if (ctx.lane >= o) wincl += v;
+      }
+      if (ctx.lane < nt / 32) warp_start[ctx.lane] = wincl - w;
+    }
+    ws_role_sync(&ctx);
+    int acc = warp_start[ctx.warp] + incl - sum;
     for (int l = l0; l < l1; l++) {
       off[l] = acc;
       if (blockIdx.x == 0) a.expert_counts[l] = expand_size(&a, cnt, l);
       acc += expand_padded(&a, cnt, l);
     }
-    if (ctx.lane == 31) off[L] = incl; /* lanes past the last expert add nothing */
+    if ((int)threadIdx.x == nt - 1) off[L] = acc; /* the last thread's run ends at the total */
   }
   ws_role_sync(&ctx);
   if (blockIdx.x == 0) {
