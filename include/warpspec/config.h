@@ -64,17 +64,15 @@
 #define WS_EP_DEFAULT_SMS       24     /* CTAs per transfer kernel unless the config says  */
 #define WS_EP_WARPS             16     /* warps per CTA of the dispatch/combine kernels    */
 #define WS_EP_ROUTE_THREADS     256    /* tokens per CTA of the routing kernel              */
-/* MoE layer, WS_MOE_AUTO picks the fused experts kernel (64-row tiles) when
- *  - a local expert is expected to get fewer rows than WS_MOE_AUTO_FUSED_ROWS
- *    (tokens x topk x ranks / experts): from there the unfused GEMMs' 128- and 192-row
- *    tiles read the weights fewer times, and
- *  - its L1 items (touched experts x inter / 128) give every SM at least
- *    WS_MOE_AUTO_FUSED_MIN_WAVES of them: with one each (1 token, 8 experts) the L2 tiles
- *    wait for the whole L1 phase and nothing hides the hand-off.
- * Measured on one H200 (docs/benchmarks.md): fused 1.11-1.35x at 8 .. 2048 tokens
- * (DeepSeek-V3), 0.90-0.99x at 96-128 rows per expert, 0.91x at 1 token. */
+/* MoE layer, WS_MOE_AUTO picks the fused experts kernel (64-row tiles) when a local
+ * expert is expected to get fewer rows than WS_MOE_AUTO_FUSED_ROWS (tokens x topk x
+ * ranks / experts): from there the unfused GEMMs' 128- and 192-row tiles read the weights
+ * fewer times. Measured on one H200 (docs/benchmarks.md, session 8): fused 1.18x at 1
+ * token, 1.24-1.34x at 8-512 tokens (both shapes), 0.89x at 96 rows per expert (Flash,
+ * 4096 tokens), 1.12x at 128 (DeepSeek-V3, 4096 tokens). The earlier second condition
+ * (enough L1 items for two per SM) went: since the decode fixes of session 8 the fused
+ * kernel wins at 1 token too. */
 #define WS_MOE_AUTO_FUSED_ROWS      96
-#define WS_MOE_AUTO_FUSED_MIN_WAVES 2
 
 /* ---- GEMM ------------------------------------------------------------------------ */
 /* Split-K for dense problems with fewer output tiles than half the SMs (a few rows):

@@ -116,12 +116,11 @@ ws_status ws_moe_layer_destroy(ws_moe_layer *l) {
 
 /* Which path a call takes. WS_MOE_AUTO: config.h's rule, with every rank passing about
  * as many tokens as this one and routing about uniform: T K (token, expert) pairs land on
- * each rank, T K / L rows per local expert, min(L, T K) experts touched. */
+ * each rank, T K / L rows per local expert. */
 static int layer_fused(const ws_moe_layer *l, int tokens) {
   if (l->cfg.path != WS_MOE_AUTO) return l->cfg.path == WS_MOE_FUSED_EXPERTS;
-  const double pairs = (double)tokens * l->cfg.topk, touched = pairs < l->local_experts ? pairs : l->local_experts;
-  return pairs / l->local_experts < WS_MOE_AUTO_FUSED_ROWS &&
-         touched * (l->cfg.inter / 128) >= (double)WS_MOE_AUTO_FUSED_MIN_WAVES * l->sms;
+  const double pairs = (double)tokens * l->cfg.topk;
+  return pairs / l->local_experts < WS_MOE_AUTO_FUSED_ROWS;
 }
 
 ws_status ws_moe_layer_path_for(const ws_moe_layer *l, int tokens, ws_moe_path *path) {
