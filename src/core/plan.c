@@ -260,23 +260,12 @@ ws_status ws_plan_check_func(ws_plan *plan, const void *func) {
   return WS_OK;
 }
 
-ws_status ws_plan_launch(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args) {
-  WS_REQUIRE(plan != NULL && func != NULL, "ws_plan_launch: plan or func is NULL");
-  WS_REQUIRE(grid.x >= 1 && grid.y >= 1 && grid.z >= 1, "ws_plan_launch: kernel '%s': grid %ux%ux%u has an empty dimension",
-             plan->kernel, grid.x, grid.y, grid.z);
-  ws_status s = ws_plan_check_func(plan, func);
-  if (s != WS_OK) return s;
-  dim3 block = {(unsigned)plan->layout.threads, 1, 1};
-  WS_CUDA_TRY(cudaLaunchKernel(func, grid, block, args, plan->smem_bytes, stream));
-  return WS_OK;
-}
-
 /* The library's own kernels, which all call WS_SELF (griddepcontrol.wait) before they
- * read memory: launched with programmatic stream serialisation, so that the next
- * kernel's launch overlaps the end of the previous one (about 3 us per kernel boundary
- * at 1 token in the MoE layer, docs/benchmarks.md). WARPSPEC_PDL=0 launches plainly (for
- * measurements). Not ws_plan_launch's default: a user's kernel may read memory before
- * its WS_SELF. */
+ * read memory, are launched chained: with programmatic stream serialisation, so that the
+ * next kernel's launch overlaps the end of the previous one (about 3 us per kernel
+ * boundary at 1 token in the MoE layer, docs/benchmarks.md). WARPSPEC_PDL=0 launches
+ * them plainly (for measurements). Not ws_plan_launch's default: a user's kernel may
+ * read memory before its WS_SELF. */
 static int plan_pdl_enabled(void) {
   static int enabled = -1;
   if (enabled < 0) {
@@ -286,12 +275,11 @@ static int plan_pdl_enabled(void) {
   return enabled;
 }
 
-ws_status ws_plan_launch_chained(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args) {
-  if (!plan_pdl_enabled()) return ws_plan_launch(plan, func, grid, stream, args);
-  WS_REQUIRE(plan != NULL && func != NULL, "ws_plan_launch_chained: plan or func is NULL");
-  WS_REQUIRE(grid.x >= 1 && grid.y >= 1 && grid.z >= 1,
-             "ws_plan_launch_chained: kernel '%s': grid %ux%ux%u has an empty dimension", plan->kernel, grid.x, grid.y,
-             grid.z);
+static ws_status plan_launch(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args,
+                             int chained) {
+  WS_REQUIRE(plan != NULL && func != NULL, "ws_plan_launch: plan or func is NULL");
+  WS_REQUIRE(grid.x >= 1 && grid.y >= 1 && grid.z >= 1, "ws_plan_launch: kernel '%s': grid %ux%ux%u has an empty dimension",
+             plan->kernel, grid.x, grid.y, grid.z);
   ws_status s = ws_plan_check_func(plan, func);
   if (s != WS_OK) return s;
   cudaLaunchAttribute attr;
@@ -307,9 +295,17 @@ ws_status ws_plan_launch_chained(ws_plan *plan, const void *func, dim3 grid, cud
   cfg.dynamicSmemBytes = plan->smem_bytes;
   cfg.stream = stream;
   cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  cfg.numAttrs = chained && plan_pdl_enabled() ? 1 : 0;
   WS_CUDA_TRY(cudaLaunchKernelExC(&cfg, func, args));
   return WS_OK;
+}
+
+ws_status ws_plan_launch(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args) {
+  return plan_launch(plan, func, grid, stream, args, 0);
+}
+
+ws_status ws_plan_launch_chained(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args) {
+  return plan_launch(plan, func, grid, stream, args, 1);
 }
 
 ws_status ws_plan_print(const ws_plan *plan, FILE *out) {

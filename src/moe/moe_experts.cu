@@ -139,12 +139,6 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
     ws_prefetch_tensormap(&a->map_xs.map);
     ws_prefetch_tensormap(&a->map_as.map);
   }
-  /* The experts' row offsets into L1 first, one 128-byte line per lane, all at once: the
-   * walk to each item's group (up to 256 experts at 1 token, 8 with rows) then reads L1
-   * instead of chaining round trips to L2 or DRAM (about 6 us before the first item in a
-   * trace at 1 token). A copy in shared memory (walked there) spilled this role's 56
-   * registers. */
-  for (int i = c->lane * 32; i <= a->l1.groups; i += 32 * 32) ws_prefetch_global_l1(a->l1.offsets + i);
   const int H = a->hidden, I = a->inter;
   ws_cursor k = {0, 0};
   gemm_tile tile;

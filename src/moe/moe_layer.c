@@ -17,7 +17,6 @@ struct ws_moe_layer {
   ws_moe_layer_config cfg;
   ws_ep *ep;
   int local_experts;
-  int sms;            /* the device's, for WS_MOE_AUTO                                  */
   size_t max_rows, act_ld;
   const void *w1, *w2;
   const float *w1_scale, *w2_scale;
@@ -81,10 +80,6 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   if (!l) return ws_fail(WS_ERR_NOMEM, "ws_moe_layer_create: out of host memory");
   l->cfg = *cfg;
   l->local_experts = cfg->experts / n;
-  if ((s = ws_device_sms(&l->sms)) != WS_OK) {
-    free(l);
-    return s;
-  }
   l->max_rows = ws_ep_max_rows(&ec, n);
   l->act_ld = (l->max_rows + 3) / 4 * 4;
   l->w1 = w1; l->w1_scale = w1_scale; l->w2 = w2; l->w2_scale = w2_scale;

@@ -182,8 +182,6 @@ WS_DEV void ws_cp_async_commit_group(void) { asm volatile("cp.async.commit_group
 /* Wait until at most N bulk groups are still incomplete (writes visible). */
 #define WS_CP_ASYNC_BULK_WAIT_GROUP(N) asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory")
 
-/* prefetch.global.L1: the 128-byte line of p into this SM's L1 (no register, no wait). */
-WS_DEV void ws_prefetch_global_l1(const void *p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
 WS_DEV void ws_prefetch_tensormap(const void *tmap) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
 }
