@@ -100,10 +100,13 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
   CK(cudaMemcpy(w, hw, (size_t)tmax * K * 4, cudaMemcpyHostToDevice));
   free(hidx);
   free(hw);
-  static const char *const path_name[2] = {"unfused", "fused"};
-  ws_moe_layer *layer[2] = {NULL, NULL};
-  for (int p = 0; p < 2; p++) {
-    ws_moe_layer_config cfg = {H, I, E, K, tmax, 0, p == 0 ? WS_MOE_UNFUSED : WS_MOE_FUSED_EXPERTS};
+  /* on one GPU also the whole layer in one kernel */
+  static const char *const path_name[3] = {"unfused", "fused", "layer"};
+  static const ws_moe_path path_of[3] = {WS_MOE_UNFUSED, WS_MOE_FUSED_EXPERTS, WS_MOE_FUSED_LAYER};
+  const int np = n == 1 ? 3 : 2;
+  ws_moe_layer *layer[3] = {NULL, NULL, NULL};
+  for (int p = 0; p < np; p++) {
+    ws_moe_layer_config cfg = {H, I, E, K, tmax, 0, path_of[p]};
     WK(ws_moe_layer_create(&layer[p], comm, &cfg, w1, w1s, w2, w2s));
   }
   ws_moe_layer *auto_layer = NULL; /* only asked which path it would take */
@@ -111,15 +114,15 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
     ws_moe_layer_config cfg = {H, I, E, K, 1, 0, WS_MOE_AUTO};
     WK(ws_moe_layer_create(&auto_layer, comm, &cfg, w1, w1s, w2, w2s));
   }
-  uint16_t *host_out[2];
-  for (int p = 0; p < 2; p++)
+  uint16_t *host_out[3];
+  for (int p = 0; p < np; p++)
     if (!(host_out[p] = (uint16_t *)malloc((size_t)tmax * H * 2))) BENCH_FAIL("malloc", "outputs");
   for (int i = 0; i < ntok; i++) {
     const int T = tokens[i];
-    float med[2];
+    float med[3];
     ws_moe_path auto_path = WS_MOE_UNFUSED;
     WK(ws_moe_layer_path_for(auto_layer, T, &auto_path));
-    for (int p = 0; p < 2; p++) {
+    for (int p = 0; p < np; p++) {
       float tot[10], part[10][5];
       for (int it = 0; it < 13; it++) {
         WK(ws_comm_barrier(comm, 0));
@@ -151,18 +154,19 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
         printf("bench moe rank %d: %-10s T %5d %-7s: layer %9.1f us %6.1f TFLOPS | dispatch %8.1f  experts %8.1f  "
                "combine %8.1f us | %.2fx unfused, %s, auto: %s\n", rank, sh->name, T, path_name[p], med[p] * 1e3,
                tflops, split[0] * 1e3, split[1] * 1e3, split[4] * 1e3, med[0] / med[1],
-               memcmp(host_out[0], host_out[1], (size_t)T * H * 2) ? "outputs DIFFER" : "same bits",
-               auto_path == WS_MOE_FUSED_EXPERTS ? "fused" : "unfused");
+               memcmp(host_out[0], host_out[p], (size_t)T * H * 2) ? "outputs DIFFER" : "same bits",
+               path_name[auto_path == WS_MOE_UNFUSED ? 0 : auto_path == WS_MOE_FUSED_EXPERTS ? 1 : 2]);
       fflush(stdout);
       if (csv && rank == 0)
         fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", sh->name, path_name[p], n, H, I, E, K,
                 T, med[p] * 1e3, tflops, split[0] * 1e3, split[1] * 1e3, split[2] * 1e3, split[3] * 1e3, split[4] * 1e3);
     }
-    if (memcmp(host_out[0], host_out[1], (size_t)T * H * 2) != 0) BENCH_FAIL("fused experts", "output differs from the unfused path");
-    if (o->trace) { /* one more fused call: rank 0's block trace_block records its roles' timeline */
+    for (int p = 1; p < np; p++)
+      if (memcmp(host_out[0], host_out[p], (size_t)T * H * 2) != 0) BENCH_FAIL(path_name[p], "output differs from the unfused path");
+    if (o->trace) { /* one more fused call (the whole layer on one GPU): rank 0's block trace_block records its roles' timeline */
       if (rank == 0) WK(ws_trace_start(o->trace_block, (size_t)1 << 16));
       WK(ws_comm_barrier(comm, 0));
-      WK(ws_moe_layer_forward(layer[1], xq, xs, idx, w, T, out, 0));
+      WK(ws_moe_layer_forward(layer[np - 1], xq, xs, idx, w, T, out, 0));
       if (rank == 0) {
         char path[512];
         size_t events = 0;
@@ -175,7 +179,7 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
     }
   }
   WK(ws_moe_layer_destroy(auto_layer));
-  for (int p = 0; p < 2; p++) {
+  for (int p = 0; p < np; p++) {
     WK(ws_moe_layer_destroy(layer[p]));
     free(host_out[p]);
   }
@@ -194,7 +198,7 @@ extern "C" int bench_moe(const bench_moe_opts *o) {
   int dev = 0;
   CK(cudaGetDevice(&dev));
   CK(cudaGetDeviceProperties(&prop, dev));
-  if (rank == 0) printf("bench moe: %d rank(s) (EP%d), %s, ws_moe_layer_forward, unfused and fused-experts paths\n", n, n, prop.name);
+  if (rank == 0) printf("bench moe: %d rank(s) (EP%d), %s, ws_moe_layer_forward, unfused, fused-experts and (one GPU) fused-layer paths\n", n, n, prop.name);
   static const moe_shape shapes[] = {{"DeepSeekV3", 7168, 2048, 256, 8}, {"Flash", 4096, 2048, 256, 6}};
   static const int all_tokens[] = {1, 8, 128, 512, 4096, 8192};
   FILE *csv = NULL;

@@ -9,11 +9,14 @@
  * recover), BF16 out. Expert parallel over the communicator's ranks: rank r holds experts
  * r x E / n .. (r + 1) x E / n - 1.
  *
- * Paths, both stream-ordered and graph-capturable (no host synchronisation), both giving
- * the same bits (WS_MOE_AUTO, the default, picks one per call): WS_MOE_UNFUSED runs dispatch (ws_ep_dispatch), the L1 grouped GEMM
- * (ws_gemm), ws_moe_swiglu_quant, the L2 grouped GEMM and combine; WS_MOE_FUSED_EXPERTS
- * runs the experts (both GEMMs and the SwiGLU epilogue) as one persistent kernel between
- * dispatch and combine. Dispatch and combine inside the same kernel are the next step. */
+ * Paths, all stream-ordered and graph-capturable (no host synchronisation), all giving
+ * the same bits (WS_MOE_AUTO, the default, picks one per call): WS_MOE_UNFUSED runs
+ * dispatch (ws_ep_dispatch), the L1 grouped GEMM (ws_gemm), ws_moe_swiglu_quant, the L2
+ * grouped GEMM and combine; WS_MOE_FUSED_EXPERTS runs the experts (both GEMMs and the
+ * SwiGLU epilogue) as one persistent kernel between dispatch and combine;
+ * WS_MOE_FUSED_LAYER (one GPU only) runs the whole layer as that one kernel: routing,
+ * the copy of the tokens into the grouped layout (quantising BF16 input), the experts
+ * and the weighted sum, with tiles starting as their rows arrive. */
 #ifndef WARPSPEC_MOE_LAYER_H
 #define WARPSPEC_MOE_LAYER_H
 
@@ -33,8 +36,12 @@ typedef enum {
   WS_MOE_AUTO = 0,          /* per call, from the expected rows per local expert
                              * (WS_MOE_AUTO_FUSED_ROWS in config.h)                         */
   WS_MOE_UNFUSED = 1,       /* dispatch, L1 ws_gemm, SwiGLU pass, L2 ws_gemm, combine       */
-  WS_MOE_FUSED_EXPERTS = 2  /* dispatch, one persistent kernel for L1 + SwiGLU + requant + L2
+  WS_MOE_FUSED_EXPERTS = 2, /* dispatch, one persistent kernel for L1 + SwiGLU + requant + L2
                              * (L2 tiles start as their rows' L1 tiles finish), combine    */
+  WS_MOE_FUSED_LAYER = 3    /* one GPU (a communicator of one rank): the whole layer in one
+                             * persistent kernel (route, token copy, L1, SwiGLU + requant,
+                             * L2, weighted sum); WS_MOE_AUTO takes it where it would take
+                             * WS_MOE_FUSED_EXPERTS                                          */
 } ws_moe_path;
 
 typedef struct {
@@ -44,7 +51,7 @@ typedef struct {
   int topk;         /* K: 1..WS_EP_MAX_TOPK                                               */
   int max_tokens;   /* tokens a rank may pass per call                                    */
   int num_sms;      /* CTAs of the transfer kernels (0: WS_EP_DEFAULT_SMS)                */
-  ws_moe_path path; /* WS_MOE_AUTO (0), WS_MOE_UNFUSED or WS_MOE_FUSED_EXPERTS               */
+  ws_moe_path path; /* WS_MOE_AUTO (0), WS_MOE_UNFUSED, WS_MOE_FUSED_EXPERTS or _FUSED_LAYER  */
 } ws_moe_layer_config;
 
 typedef struct ws_moe_layer ws_moe_layer;
@@ -64,14 +71,14 @@ ws_status ws_moe_layer_destroy(ws_moe_layer *layer); /* collective */
 ws_status ws_moe_layer_forward(ws_moe_layer *layer, const void *x, const float *x_scale, const int *topk_idx,
                                const float *topk_weights, int tokens, void *out, cudaStream_t stream);
 
-/* The path a call with `tokens` tokens takes (WS_MOE_UNFUSED or WS_MOE_FUSED_EXPERTS;
- * WS_MOE_AUTO decides per call). */
+/* The path a call with `tokens` tokens takes (never WS_MOE_AUTO, which decides per call). */
 ws_status ws_moe_layer_path_for(const ws_moe_layer *layer, int tokens, ws_moe_path *path);
 
 /* The same call, then waits for the stream and gives each stage's time in ms: [0]
  * dispatch (and the BF16 input's quantiser), [1] L1 GEMM, [2] SwiGLU + requant, [3] L2
  * GEMM, [4] combine (WS_MOE_FUSED_EXPERTS: [1] is the experts kernel, [2] and [3] are
- * 0). For benchmarks and users who want to see where the time goes. */
+ * 0; WS_MOE_FUSED_LAYER: [1] is the whole layer, the others 0). For benchmarks and users
+ * who want to see where the time goes. */
 ws_status ws_moe_layer_profile(ws_moe_layer *layer, const void *x, const float *x_scale, const int *topk_idx,
                                const float *topk_weights, int tokens, void *out, cudaStream_t stream, float ms[5]);
 

@@ -311,7 +311,7 @@ def test_moe_layer_path_checks():
         warpspec.MoeLayer(comm, hidden=128, inter=128, experts=2, topk=1, max_tokens=2, w1=None, w1_scale=None,
                           w2=None, w2_scale=None, path="fast")
     from warpspec.moe_layer import PATHS
-    assert PATHS == {"auto": 0, "unfused": 1, "fused_experts": 2}
+    assert PATHS == {"auto": 0, "unfused": 1, "fused_experts": 2, "fused_layer": 3}
 
 
 def test_swiglu_quant_checks(fake):

@@ -50,7 +50,7 @@ for e in range(E):
     y = (a @ deq(w2q[e], w2s[e], (128, 128)).T).to(torch.bfloat16).double()
     ref.index_add_(0, t, y * w[t, k].double()[:, None])
 outs = {}
-for path in ("unfused", "fused_experts", "auto"):
+for path in ("unfused", "fused_experts", "fused_layer", "auto"):
     with warpspec.MoeLayer(comm, hidden=H, inter=I, experts=E, topk=K, max_tokens=512,
                            w1=w1q, w1_scale=w1s, w2=w2q, w2_scale=w2s, path=path) as layer:
         for fp8_in in (False, True):
@@ -65,7 +65,7 @@ for path in ("unfused", "fused_experts", "auto"):
             print(path, "fp8 in" if fp8_in else "bf16 in", "rel err", err)
             assert err < 4e-2, err
             outs[path, fp8_in] = out
-        assert layer.path_for(T) in ("unfused", "fused_experts")
+        assert layer.path_for(T) in ("unfused", "fused_experts", "fused_layer")
         if path != "auto":
             assert layer.path_for(T) == path
 # the fused kernel's role timeline of block 0: every role replica begins and ends items
@@ -88,6 +88,7 @@ for lane in lanes:
 assert all(int(a["t_ns"]) <= int(b["t_ns"]) for a, b in zip(rows, rows[1:]))
 for fp8_in in (False, True):  # the paths compute the same bits
     assert torch.equal(outs["unfused", fp8_in], outs["fused_experts", fp8_in]), "fused differs from unfused"
+    assert torch.equal(outs["unfused", fp8_in], outs["fused_layer", fp8_in]), "fused layer differs from unfused"
     assert torch.equal(outs["unfused", fp8_in], outs["auto", fp8_in]), "auto differs from unfused"
 comm.destroy()
 print("ok")

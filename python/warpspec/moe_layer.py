@@ -10,7 +10,9 @@ experts (as warpspec.quantize_fp8(w, block=(128, 128)) gives them per expert). T
 references to them. Every call is collective over the communicator's ranks, stream-ordered
 and graph-capturable. path: "unfused" (dispatch, grouped GEMM, SwiGLU + FP8 requant, grouped
 GEMM, combine), "fused_experts" (dispatch, one persistent kernel for both GEMMs and the SwiGLU,
-combine) or "auto" (the default: ws_moe_layer_path_for's rule, config.h); all give the same bits."""
+combine), "fused_layer" (one GPU only: routing, the token copy, both GEMMs, SwiGLU and the
+weighted sum in one persistent kernel) or "auto" (the default: ws_moe_layer_path_for's rule,
+config.h); all give the same bits."""
 
 import ctypes
 
@@ -18,7 +20,7 @@ from . import _lib
 from ._lib import invalid
 from ._tensor import BF16, F32, FP8, I32, on_device, stream_handle, torch_or_raise, view
 
-PATHS = {"auto": 0, "unfused": 1, "fused_experts": 2}  # ws_moe_path
+PATHS = {"auto": 0, "unfused": 1, "fused_experts": 2, "fused_layer": 3}  # ws_moe_path
 
 
 MoeLayerConfig = _lib.MoeLayerConfig
@@ -67,7 +69,7 @@ class MoeLayer:
         return False
 
     def path_for(self, tokens):
-        """The path a call with `tokens` tokens takes: "unfused" or "fused_experts"."""
+        """The path a call with `tokens` tokens takes: "unfused", "fused_experts" or "fused_layer"."""
         if self._h is None:
             raise invalid("MoeLayer: already destroyed")
         p = ctypes.c_int()

@@ -39,9 +39,12 @@
 #include "../gemm/gemm_loader.cuh"
 #include "moe_experts.h"
 #include "moe_experts_sched.cuh"
+#include "moe_layer_items.cuh"
 #include "swiglu.cuh"
 
 #include <cuda_bf16.h>
+
+#include "warpspec/moe.h"
 
 #define MX_BM MOE_EXPERTS_BM
 #define MX_BK 128
@@ -62,10 +65,12 @@ WS_PIPE_STORAGE(mx_pipe, mx_stage, MX_STAGES);
 /* An item as the loader decoded it, handed to the math in the item's first stage: the
  * math no longer walks the groups itself (at 1 token that walk, up to 256 mostly empty
  * experts, stood between every landed first stage and the item's first wgmma). */
+enum { MX_L1 = 0, MX_L2, MX_ROUTE, MX_EXPAND, MX_COMBINE };
 typedef struct {
-  int t;          /* the item, -1: none left */
-  int l2;         /* 0: L1, 1: L2            */
-  gemm_tile tile;
+  int t;          /* the item, -1: none left                                        */
+  int kind;       /* MX_L1 .. MX_COMBINE                                            */
+  gemm_tile tile; /* a tile; else g: the expand / combine index, count: combine's
+                   * target of stored L2 tile halves                                */
 } mx_item_info;
 #define MX_ITEM_WORDS ((int)(sizeof(mx_item_info) / sizeof(int)))
 
@@ -77,10 +82,12 @@ typedef struct {
   mx_item_info item[MX_STAGES];                          /* the item whose first stage this is */
 } mx_smem;
 
-/* Two math warpgroups at 224 registers, then a loader warpgroup (one working warp) at 56:
- * 384 threads, 2 x 128 x 224 + 128 x 56 = 64512 of the 65536. The loader, which walks
- * both phases' cursors, spilled at 40. */
-#define MX_ROLES(ROLE) ROLE(X_MATH, 4, 224, 2) ROLE(X_LOADER, 1, 56, 1)
+/* Two math warpgroups at 216 registers, then a loader warpgroup (one working warp) at 72:
+ * 384 threads, 2 x 128 x 216 + 128 x 72 = 64512, all the launch gives (168 each). The
+ * loader walks both phases' cursors and, for the whole layer, the route / expand /
+ * combine numbering: it spilled at 56 (and at 40 before the layer items); the math
+ * (acc and total, 128 floats) fits 216. */
+#define MX_ROLES(ROLE) ROLE(X_MATH, 4, 216, 2) ROLE(X_LOADER, 1, 72, 1)
 WS_DECLARE_ROLES(moe_experts, MX_ROLES);
 
 typedef struct {
@@ -98,22 +105,47 @@ typedef struct {
   int bar;                /* the plan's user barrier: a tile's two math warpgroups         */
   int static_walk;        /* CTA-strided items instead of claims (WARPSPEC_MOE_SCHED=static) */
   int drop_release;       /* tests: no L1 release (the L2 wait's timeout path)             */
+  mx_layer_args layer;    /* the whole layer (moe_layer_items.cuh), or layer.on = 0        */
 } mx_args;
 
 /* ---- LOADER ------------------------------------------------------------------------ */
-/* An L2 tile's wait for its rows of act (lane 0; TMA is issued by the same lane). */
-WS_DEV void mx_wait_rows(const ws_ctx *c, const mx_args *a, int blk) {
+/* A tile's wait for its block of rows (lane 0; TMA is issued by the same lane): L2 waits
+ * for the block's I / 128 L1 releases (act), L1 in the whole layer for its 64 rows of x.
+ * The last of the block's `readers` tiles to pass resets both counters. */
+WS_DEV void mx_wait_block(const ws_ctx *c, uint32_t *count, uint32_t *seen, uint32_t target, uint32_t readers, int blk,
+                          const char *what) {
   if (c->lane == 0) {
-    const uint32_t target = (uint32_t)(a->inter / 128), readers = (uint32_t)((a->hidden + MX_BN - 1) / MX_BN);
-    const ws_site site = ws_site_pipe("moe experts L1 rows", WS_EDGE_FULL, blk, 0);
-    ws_wait_count_geq(a->ready + blk, target, c, &site);
-    ws_fence_proxy_async_global(); /* the generic stores of act, read next by TMA */
-    if (atomicAdd(a->seen + blk, 1u) == readers - 1u) { /* no other reader or writer of blk is left */
-      a->ready[blk] = 0u;
-      a->seen[blk] = 0u;
+    const ws_site site = ws_site_pipe(what, WS_EDGE_FULL, blk, 0);
+    ws_wait_count_geq(count + blk, target, c, &site);
+    ws_fence_proxy_async_global(); /* the generic stores of the rows, read next by TMA */
+    if (atomicAdd(seen + blk, 1u) == readers - 1u) { /* no other reader or writer of blk is left */
+      count[blk] = 0u;
+      seen[blk] = 0u;
     }
   }
   __syncwarp();
+}
+
+/* The whole layer: lane 0 waits until the route item is done (the offsets and entry rows
+ * it wrote are then visible to the warp, which reads them after the __syncwarp). */
+WS_DEV void mx_wait_routed(const ws_ctx *c, const mx_args *a) {
+  if (c->lane == 0) {
+    const ws_site site = ws_site_pipe("moe layer route", WS_EDGE_FULL, 0, 0);
+    ws_wait_count_geq(a->layer.routed, 1u, c, &site);
+  }
+  __syncwarp();
+}
+
+/* Hand an item with no loads to the math: its info in a committed stage. */
+WS_DEV ws_cursor mx_hand(const ws_pipe *pipe, const ws_ctx *c, mx_smem *sm, ws_cursor k, int t, int kind, int index,
+                         int target) {
+  ws_pipe_acquire_at(pipe, c, k);
+  if (c->lane == 0) {
+    mx_item_info *it = &sm->item[k.stage];
+    it->t = t; it->kind = kind; it->tile.g = index; it->tile.count = target;
+  }
+  ws_pipe_commit_at(pipe, c, k);
+  return ws_cursor_next(k, pipe->stages);
 }
 
 WS_DEV int mx_item(const mx_args *a, gemm_cursor *c1, gemm_cursor *c2, int *l1_done, int t, gemm_tile *tile, int *l2) {
@@ -123,7 +155,7 @@ WS_DEV int mx_item(const mx_args *a, gemm_cursor *c1, gemm_cursor *c2, int *l1_d
 /* The CTA's next item: claimed from the global counter (lane 0; the whole warp gets it),
  * or (a->static_walk) the i-th of the CTA-strided walk. */
 WS_DEV int mx_claim(const ws_ctx *c, const mx_args *a, int *i) {
-  if (a->static_walk) return (int)blockIdx.x + (*i)++ * (int)gridDim.x;
+  if (a->static_walk && !a->layer.on) return (int)blockIdx.x + (*i)++ * (int)gridDim.x;
   uint32_t t = 0;
   if (c->lane == 0) t = atomicAdd(a->next_item, 1u);
   return (int)__shfl_sync(0xffffffffu, t, 0);
@@ -140,11 +172,39 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
     ws_prefetch_tensormap(&a->map_as.map);
   }
   const int H = a->hidden, I = a->inter;
+  const mx_layer_args *ly = &a->layer;
   ws_cursor k = {0, 0};
   gemm_tile tile;
-  gemm_cursor c1 = gemm_cursor_start(&a->l1), c2 = gemm_cursor_start(&a->l2.shape);
-  int l1_done = 0, l2 = 0, walk = 0;
-  for (int t = mx_claim(c, a, &walk); mx_item(a, &c1, &c2, &l1_done, t, &tile, &l2); t = mx_claim(c, a, &walk)) {
+  gemm_cursor c1, c2;
+  /* the whole layer: items 0 .. pre - 1 are route and expand, then the tiles (known once
+   * routed: `blocks` of 64 rows), then combine; the cursors read the offsets, so they
+   * start once routed. One site per wait and per hand-over: each inlined wait costs the
+   * loader (56 registers) its own copy of the live values. */
+  const int pre = ly->on ? 1 + ly->expand_items : 0, per_block = I / MOE_EXPERTS_L1_BN + (H + MX_BN - 1) / MX_BN;
+  int blocks = ly->on ? -1 : 0, l1_done = 0, l2 = 0, walk = 0;
+  if (!ly->on) {
+    c1 = gemm_cursor_start(&a->l1);
+    c2 = gemm_cursor_start(&a->l2.shape);
+  }
+  for (;;) {
+    const int t = mx_claim(c, a, &walk);
+    if (t > 0 && blocks < 0) { /* expand reads the entry rows, the tiles the offsets */
+      mx_wait_routed(c, a);
+      blocks = __ldcg(ly->offsets + ly->experts) / MX_BM;
+      c1 = gemm_cursor_start(&a->l1);
+      c2 = gemm_cursor_start(&a->l2.shape);
+    }
+    int kind = t == 0 ? MX_ROUTE : MX_EXPAND, index = t - 1;
+    if (t >= pre) {
+      index = t - pre - blocks * per_block;
+      kind = ly->on && index >= 0 ? MX_COMBINE : MX_L1;
+      if (kind == MX_COMBINE && index >= ly->combine_items) break;
+    }
+    if (kind != MX_L1) {
+      k = mx_hand(pipe, c, sm, k, t, kind, index, 2 * blocks * ((H + MX_BN - 1) / MX_BN));
+      continue;
+    }
+    if (!mx_item(a, &c1, &c2, &l1_done, t - pre, &tile, &l2)) break;
     const int row = tile.row0 + tile.tm * MX_BM, ksteps = (l2 ? I : H) / MX_BK;
     /* L1: B rows 128r ..: gate c + 64r .. c + 64r + 63, then up (gate + I) of the same
      * columns; L2: the 256 output columns' rows of W2 */
@@ -156,16 +216,18 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SLOT);
       if (ks == 0 && c->lane == 0) { /* published by the commit */
         mx_item_info *it = &sm->item[k.stage];
-        it->t = t; it->l2 = l2; it->tile = tile;
+        it->t = t; it->kind = l2 ? MX_L2 : MX_L1; it->tile = tile;
       }
 #pragma unroll
       for (int q = 0; q < 4; q++) {
         if (l2) ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w2, ks * MX_BK, down + q * 64);
         else ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, ks * MX_BK, gate + (q / 2) * 64 + (q % 2) * I);
       }
-      if (l2 && ks == 0) { /* the weights are already on their way */
+      if ((l2 || ly->on) && ks == 0) { /* the weights are already on their way */
         ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
-        mx_wait_rows(c, a, row / MX_BM);
+        const uint32_t l1_tiles = (uint32_t)(I / MOE_EXPERTS_L1_BN), l2_tiles = (uint32_t)((H + MX_BN - 1) / MX_BN);
+        mx_wait_block(c, l2 ? a->ready : ly->arrive, l2 ? a->seen : ly->seen1, l2 ? l1_tiles : MX_BM,
+                      l2 ? l2_tiles : l1_tiles, row / MX_BM, l2 ? "moe experts L1 rows" : "moe layer x rows");
         ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       }
       ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, ks * MX_BK, row);
@@ -178,10 +240,12 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
   ws_pipe_acquire_at(pipe, c, k);
   if (c->lane == 0) sm->item[k.stage].t = -1;
   ws_pipe_commit_at(pipe, c, k);
-  /* the last CTA to run out of items resets the claim counter for the next call */
+  /* the last CTA to run out of items resets the claim counter (and the route flag, which
+   * only loaders read) for the next call */
   if (c->lane == 0 && atomicAdd(a->next_item + 1, 1u) == gridDim.x - 1) {
     a->next_item[0] = 0u;
     a->next_item[1] = 0u;
+    if (ly->on) *ly->routed = 0u;
   }
 }
 
@@ -308,7 +372,7 @@ WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem *sm, con
 }
 
 /* Wait for the next item's first stage and take the item the loader decoded into it:
- * 1 (L1), 2 (L2) or 0 (none left: -1). Lane 0 reads it (the lane that releases the
+ * its kind + 1 (MX_L1 + 1 ..), or 0 (none left: -1). Lane 0 reads it (the lane that releases the
  * stage: racecheck does not count __syncwarp as ordering the other lanes' reads before
  * that release) and hands it to the warp. Not the pipe's close, whose flag every lane
  * reads. */
@@ -325,7 +389,7 @@ WS_DEV int mx_next(const ws_pipe *pipe, const ws_ctx *ctx, const mx_smem *sm, ws
   if (it.t < 0) return 0;
   *tile = it.tile;
   ws_trace_mark(ctx, WS_TRACE_ITEM_BEGIN, it.t);
-  return it.l2 ? 2 : 1;
+  return it.kind + 1;
 }
 
 WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, const mx_args *args_in,
@@ -345,15 +409,26 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
    * one loop with both bodies behind a branch merged the cursor from two paths, and ptxas
    * then kept the wgmma descriptors in ordinary registers (an R2UR move before every
    * wgmma instead of uniform-datapath arithmetic). */
+  const int gw = wg * 4 + ctx.warp, mi = gw * 32 + ctx.lane; /* warp and thread of the 256 */
   int phase = mx_next(&pipe, &ctx, sm, c, &tile);
-  while (phase == 1) {
+  /* the whole layer's route and expand items (moe_layer_items.cuh): their stage carries
+   * only the item, free again at once */
+  while (phase == MX_ROUTE + 1 || phase == MX_EXPAND + 1) {
+    ws_pipe_release_warp_at(&pipe, &ctx, c);
+    c = ws_cursor_next(c, pipe.stages);
+    if (phase == MX_ROUTE + 1) mx_route(&a.layer, (int *)sm->out, mi, (uint32_t)a.bar); /* no L2 store pending yet */
+    else mx_expand(&a.layer, tile.g, gw, ctx.lane, a.hidden);
+    ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
+    phase = mx_next(&pipe, &ctx, sm, c, &tile);
+  }
+  while (phase == MX_L1 + 1) {
     const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
     c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, lr, c);
     mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
-  while (phase == 2) {
+  while (phase == MX_L2 + 1) {
     /* this warpgroup's 128 columns; past H (H an odd multiple of 128) computed, not stored */
     const int nb = min(2 * tile.tn + wg, hb - 1);
     const float *bs = a.w2_scale + ((size_t)tile.g * hb + (size_t)nb) * ib;
@@ -361,6 +436,23 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
     gemm_tile out = tile;
     out.tn = 2 * tile.tn + wg;
     gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * MX_BM, total, sm->out[wg], map_y);
+    if (a.layer.on) { /* combine reads y: this half of the tile stored, then counted */
+      ws_role_sync(&ctx);
+      if (ws_role_leader(&ctx)) {
+        WS_CP_ASYNC_BULK_WAIT_GROUP(0);
+        ws_fence_proxy_async_global();
+        ws_red_release_gpu_add_u32(a.layer.l2_done, 1u);
+      }
+    }
+    ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
+    phase = mx_next(&pipe, &ctx, sm, c, &tile);
+  }
+  while (phase == MX_COMBINE + 1) {
+    ws_pipe_release_warp_at(&pipe, &ctx, c);
+    c = ws_cursor_next(c, pipe.stages);
+    if (mi == 0) mx_combine_wait(&a.layer, &ctx, (uint32_t)tile.count);
+    ws_named_sync((uint32_t)a.bar, MX_LAYER_THREADS);
+    mx_combine(&a.layer, a.l2.d, tile.g, gw, ctx.lane, a.hidden);
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
@@ -395,7 +487,9 @@ WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x,
 /* ---- host -------------------------------------------------------------------------- */
 static int mx_blocks(int max_rows) { return (max_rows + MX_BM - 1) / MX_BM; }
 
-extern "C" size_t moe_experts_counter_words(int max_rows) { return 2 * (size_t)mx_blocks(max_rows) + 2; }
+/* ready[B], seen[B], next_item[2]; the whole layer's arrive[B], seen1[B], routed,
+ * l2_done, comb_seen */
+extern "C" size_t moe_experts_counter_words(int max_rows) { return 4 * (size_t)mx_blocks(max_rows) + 5; }
 
 static ws_status mx_make_plan(const void *ctx, ws_plan *plan) {
   (void)ctx;
@@ -423,6 +517,17 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   const void *ptrs[] = {p->x, p->x_scale, p->w1, p->w2, p->act, p->act_scale, p->y};
   for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++)
     WS_REQUIRE(((uintptr_t)ptrs[i] & 15u) == 0, "moe experts: operand %zu (%p) is not 16-byte aligned", i, ptrs[i]);
+  if (p->layer) {
+    const moe_layer_io *io = p->layer;
+    WS_REQUIRE(io->tokens >= 0 && io->topk >= 1 && io->topk <= WS_EP_MAX_TOPK && p->groups <= WS_EP_MAX_EXPERTS,
+               "moe layer: %d tokens, top-%d, %d experts (top-k 1..%d, experts up to %d)", io->tokens, io->topk,
+               p->groups, WS_EP_MAX_TOPK, WS_EP_MAX_EXPERTS);
+    WS_REQUIRE(io->tokens == 0 || (io->topk_idx && io->topk_weights && io->x && io->out),
+               "moe layer: topk_idx, topk_weights, x or out is NULL");
+    WS_REQUIRE(io->entry_row && io->bad_id, "moe layer: entry_row or bad_id is NULL");
+    WS_REQUIRE(((uintptr_t)io->x & 15u) == 0 && ((uintptr_t)io->out & 15u) == 0,
+               "moe layer: x %p and out %p must be 16-byte aligned", io->x, io->out);
+  }
   ws_plan *plan = NULL;
   ws_status s;
   if ((s = ws_plan_cached(WS_PLAN_SLOT_MOE_EXPERTS, mx_make_plan, NULL, &plan)) != WS_OK) return s;
@@ -460,6 +565,34 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   const char *sched = getenv("WARPSPEC_MOE_SCHED"); /* for measurements: static or claimed (default) */
   a.static_walk = sched && !strcmp(sched, "static");
   a.drop_release = p->drop_l1_release;
+  if (p->layer) {
+    const moe_layer_io *io = p->layer;
+    const int B = mx_blocks(p->max_rows);
+    mx_layer_args *ly = &a.layer;
+    ly->on = 1;
+    ly->tokens = io->tokens;
+    ly->topk = io->topk;
+    ly->experts = p->groups;
+    ly->x_bf16 = io->x_scale == NULL;
+    ly->scale_ld = p->x_scale_ld;
+    ly->expand_items = (io->tokens + MX_LAYER_TOKENS - 1) / MX_LAYER_TOKENS;
+    ly->combine_items = ly->expand_items;
+    ly->topk_idx = io->topk_idx;
+    ly->topk_weights = io->topk_weights;
+    ly->x = (const uint8_t *)io->x;
+    ly->x_scale = io->x_scale;
+    ly->out = (uint16_t *)io->out;
+    ly->offsets = (int *)p->offsets; /* written by the route item */
+    ly->entry_row = io->entry_row;
+    ly->bad_id = io->bad_id;
+    ly->xg = (uint8_t *)p->x;
+    ly->xg_scale = (float *)p->x_scale;
+    ly->arrive = p->counters + 2 * B + 2;
+    ly->seen1 = ly->arrive + B;
+    ly->routed = ly->seen1 + B;
+    ly->l2_done = ly->routed + 1;
+    ly->comb_seen = ly->routed + 2;
+  }
   int sms = 0; /* one CTA per SM (shared memory allows no more) */
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   if (p->sms > 0 && p->sms < sms) sms = p->sms;

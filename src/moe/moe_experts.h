@@ -15,6 +15,22 @@
 extern "C" {
 #endif
 
+/* The whole layer in the same kernel (moe_layer_items.cuh), one GPU (EP1): with `layer`
+ * set, the kernel first routes the tokens (offsets, each entry's row) and copies them
+ * into x / x_scale (the grouped layout: quantising BF16 rows on the way), and after the
+ * experts sums each token's rows into `out`. offsets, x and x_scale of the problem are
+ * then written by the kernel itself. */
+typedef struct {
+  int tokens, topk;             /* T (0..max_tokens), K                                     */
+  const int *topk_idx;          /* [T][K]: expert ids, -1 skips a slot                       */
+  const float *topk_weights;    /* [T][K]                                                    */
+  const void *x;                /* [T][H]: e4m3 with x_scale [T][H / 128], or bf16 (x_scale NULL) */
+  const float *x_scale;
+  void *out;                    /* [T][H] bf16                                               */
+  int *entry_row;               /* [max_tokens][K]: each entry's row in the grouped layout, -1 */
+  int *bad_id;                  /* [4]: count, first token, slot, value of ids out of range  */
+} moe_layer_io;
+
 /* Rows of one tile, and the granule every expert's rows must be padded to (the L2 tiles
  * of a block wait for exactly the L1 tiles of the same rows). */
 #define MOE_EXPERTS_BM 64
@@ -37,12 +53,13 @@ typedef struct {
   void *y;                      /* [max_rows][H] bf16 out                                     */
   uint32_t *counters;           /* moe_experts_counter_words(max_rows), zero before the first
                                  * call; every call leaves them zero again                    */
+  const moe_layer_io *layer;    /* NULL: the experts only (offsets, x, x_scale given)         */
   int sms;                      /* CTAs (0: every SM)                                        */
   int drop_l1_release;          /* tests only: L1 tiles never release their rows, so the
                                  * first L2 tile's bounded wait must time out               */
 } moe_experts_problem;
 
-size_t moe_experts_counter_words(int max_rows);
+size_t moe_experts_counter_words(int max_rows); /* with or without a layer */
 ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -1,7 +1,8 @@
 /* moe_layer.c - the MoE layer in one call: dispatch, the experts (unfused: L1 grouped
  * GEMM, SwiGLU + per-128 requantisation, L2 grouped GEMM; fused: one persistent kernel,
  * moe_experts.cu), combine, all stream-ordered on the handle's buffers (no host
- * synchronisation: graph-capturable). */
+ * synchronisation: graph-capturable). On one GPU the fused layer path runs dispatch and
+ * combine inside the same kernel (moe_layer_items.cuh). */
 #include "../core/internal.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
@@ -27,10 +28,17 @@ struct ws_moe_layer {
   uint8_t *xq;   /* [max_tokens][H] e4m3: a BF16 input quantised                */
   float *xs;     /* [max_tokens][H / 128]                                       */
   uint32_t *counters; /* fused experts: per 64-row block, zero between calls          */
+  /* the fused layer (one GPU): its own grouped layout, written by the kernel */
+  int nranks;
+  uint8_t *gx;   /* [max_rows][H] e4m3                                           */
+  float *gxs;    /* [H / 128][act_ld]                                            */
+  int *offsets;  /* [E + 1]                                                      */
+  int *entry_row; /* [max_tokens][K]                                             */
+  int *bad_id;   /* [4]                                                          */
 };
 
 static void layer_free(ws_moe_layer *l) {
-  void *dev[] = {l->h, l->act, l->act_s, l->y, l->xq, l->xs, l->counters};
+  void *dev[] = {l->h, l->act, l->act_s, l->y, l->xq, l->xs, l->counters, l->gx, l->gxs, l->offsets, l->entry_row, l->bad_id};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
     if (dev[i]) cudaFree(dev[i]);
   free(l);
@@ -51,9 +59,10 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   WS_REQUIRE(out != NULL, "ws_moe_layer_create: layer is NULL");
   *out = NULL; /* a failed create leaves no stale handle behind */
   WS_REQUIRE(comm != NULL && cfg != NULL, "ws_moe_layer_create: comm or cfg is NULL");
-  WS_REQUIRE(cfg->path == WS_MOE_AUTO || cfg->path == WS_MOE_UNFUSED || cfg->path == WS_MOE_FUSED_EXPERTS,
-             "ws_moe_layer_create: path %d unknown (WS_MOE_AUTO = 0, WS_MOE_UNFUSED = 1, WS_MOE_FUSED_EXPERTS = 2)",
-             (int)cfg->path);
+  WS_REQUIRE(cfg->path == WS_MOE_AUTO || cfg->path == WS_MOE_UNFUSED || cfg->path == WS_MOE_FUSED_EXPERTS ||
+                 cfg->path == WS_MOE_FUSED_LAYER,
+             "ws_moe_layer_create: path %d unknown (WS_MOE_AUTO = 0, WS_MOE_UNFUSED = 1, WS_MOE_FUSED_EXPERTS = 2, "
+             "WS_MOE_FUSED_LAYER = 3)", (int)cfg->path);
   WS_REQUIRE(cfg->hidden >= 128 && cfg->hidden % 128 == 0, "ws_moe_layer_create: hidden %d, a positive multiple of 128",
              cfg->hidden);
   WS_REQUIRE(cfg->inter >= 128 && cfg->inter % 128 == 0, "ws_moe_layer_create: inter %d, a positive multiple of 128",
@@ -76,21 +85,31 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   int n = 0;
   ws_status s;
   if ((s = ws_comm_size(comm, &n)) != WS_OK || (s = ws_ep_config_check(&ec, n)) != WS_OK) return s;
+  WS_REQUIRE(cfg->path != WS_MOE_FUSED_LAYER || n == 1, "ws_moe_layer_create: WS_MOE_FUSED_LAYER runs on one GPU (a "
+             "communicator of one rank); with %d ranks take WS_MOE_FUSED_EXPERTS or WS_MOE_AUTO", n);
   ws_moe_layer *l = (ws_moe_layer *)calloc(1, sizeof *l);
   if (!l) return ws_fail(WS_ERR_NOMEM, "ws_moe_layer_create: out of host memory");
   l->cfg = *cfg;
   l->local_experts = cfg->experts / n;
+  l->nranks = n;
   l->max_rows = ws_ep_max_rows(&ec, n);
   l->act_ld = (l->max_rows + 3) / 4 * 4;
   l->w1 = w1; l->w1_scale = w1_scale; l->w2 = w2; l->w2_scale = w2_scale;
   const size_t R = l->max_rows, H = (size_t)cfg->hidden, I = (size_t)cfg->inter, T = (size_t)cfg->max_tokens;
-  const int fused = cfg->path != WS_MOE_UNFUSED, unfused = cfg->path != WS_MOE_FUSED_EXPERTS;
+  const int fused = cfg->path != WS_MOE_UNFUSED, unfused = cfg->path == WS_MOE_AUTO || cfg->path == WS_MOE_UNFUSED;
+  const int whole = n == 1 && (cfg->path == WS_MOE_AUTO || cfg->path == WS_MOE_FUSED_LAYER);
+  const size_t K = (size_t)cfg->topk, E = (size_t)cfg->experts;
   if ((unfused && (s = layer_alloc(l, (void **)&l->h, R * 2 * I * 2)) != WS_OK) ||
       (fused && (s = layer_alloc(l, (void **)&l->counters, moe_experts_counter_words((int)R) * 4)) != WS_OK) ||
       (s = layer_alloc(l, (void **)&l->act, R * I)) != WS_OK ||
       (s = layer_alloc(l, (void **)&l->act_s, (I / 128) * l->act_ld * 4)) != WS_OK ||
       (s = layer_alloc(l, (void **)&l->y, R * H * 2)) != WS_OK || (s = layer_alloc(l, (void **)&l->xq, T * H)) != WS_OK ||
-      (s = layer_alloc(l, (void **)&l->xs, T * (H / 128) * 4)) != WS_OK) {
+      (s = layer_alloc(l, (void **)&l->xs, T * (H / 128) * 4)) != WS_OK ||
+      (whole && (s = layer_alloc(l, (void **)&l->gx, R * H)) != WS_OK) ||
+      (whole && (s = layer_alloc(l, (void **)&l->gxs, (H / 128) * l->act_ld * 4)) != WS_OK) ||
+      (whole && (s = layer_alloc(l, (void **)&l->offsets, (E + 1) * 4)) != WS_OK) ||
+      (whole && (s = layer_alloc(l, (void **)&l->entry_row, T * K * 4)) != WS_OK) ||
+      (whole && (s = layer_alloc(l, (void **)&l->bad_id, 4 * 4)) != WS_OK)) {
     layer_free(l);
     return s;
   }
@@ -111,18 +130,42 @@ ws_status ws_moe_layer_destroy(ws_moe_layer *l) {
 
 /* Which path a call takes. WS_MOE_AUTO: config.h's rule, with every rank passing about
  * as many tokens as this one and routing about uniform: T K (token, expert) pairs land on
- * each rank, T K / L rows per local expert. */
-static int layer_fused(const ws_moe_layer *l, int tokens) {
-  if (l->cfg.path != WS_MOE_AUTO) return l->cfg.path == WS_MOE_FUSED_EXPERTS;
+ * each rank, T K / L rows per local expert; fused means the whole layer on one GPU. */
+static ws_moe_path layer_path(const ws_moe_layer *l, int tokens) {
+  if (l->cfg.path != WS_MOE_AUTO) return l->cfg.path;
   const double pairs = (double)tokens * l->cfg.topk;
-  return pairs / l->local_experts < WS_MOE_AUTO_FUSED_ROWS;
+  if (pairs / l->local_experts >= WS_MOE_AUTO_FUSED_ROWS) return WS_MOE_UNFUSED;
+  return l->nranks == 1 ? WS_MOE_FUSED_LAYER : WS_MOE_FUSED_EXPERTS;
 }
 
 ws_status ws_moe_layer_path_for(const ws_moe_layer *l, int tokens, ws_moe_path *path) {
   WS_REQUIRE(l != NULL && path != NULL, "ws_moe_layer_path_for: layer or path is NULL");
   WS_REQUIRE(tokens >= 0, "ws_moe_layer_path_for: tokens %d < 0", tokens);
-  *path = layer_fused(l, tokens) ? WS_MOE_FUSED_EXPERTS : WS_MOE_UNFUSED;
+  *path = layer_path(l, tokens);
   return WS_OK;
+}
+
+/* The experts kernel's problem on a grouped layout (x, its scales and the offsets). */
+static void layer_experts_problem(const ws_moe_layer *l, moe_experts_problem *p, const void *x, const float *xs,
+                                  int xs_ld, const int *offsets) {
+  memset(p, 0, sizeof *p);
+  p->hidden = l->cfg.hidden;
+  p->inter = l->cfg.inter;
+  p->groups = l->local_experts;
+  p->max_rows = (int)l->max_rows;
+  p->offsets = offsets;
+  p->x = x;
+  p->x_scale = xs;
+  p->x_scale_ld = xs_ld;
+  p->w1 = l->w1;
+  p->w1_scale = l->w1_scale;
+  p->w2 = l->w2;
+  p->w2_scale = l->w2_scale;
+  p->act = l->act;
+  p->act_scale = l->act_s;
+  p->act_ld = (int)l->act_ld;
+  p->y = l->y;
+  p->counters = l->counters;
 }
 
 /* The call; with `ev` (6 events) also an event before the call and after each of its five
@@ -136,8 +179,35 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
   WS_REQUIRE(out != NULL && (tokens == 0 || x != NULL), "ws_moe_layer_forward: x or out is NULL");
   WS_REQUIRE(((uintptr_t)out & 15u) == 0, "ws_moe_layer_forward: out %p is not 16-byte aligned", out);
   const size_t H = (size_t)l->cfg.hidden, I = (size_t)l->cfg.inter;
+  const ws_moe_path path = layer_path(l, tokens);
   ws_status s;
   STAGE_DONE(0);
+  if (path == WS_MOE_FUSED_LAYER) { /* everything in one kernel, BF16 rows quantised inside */
+    if (tokens > 0) {
+      WS_REQUIRE(topk_idx != NULL && topk_weights != NULL, "ws_moe_layer_forward: topk_idx or topk_weights is NULL");
+      WS_REQUIRE(((uintptr_t)x & 15u) == 0 && ((uintptr_t)topk_idx & 3u) == 0 && ((uintptr_t)topk_weights & 3u) == 0 &&
+                     ((uintptr_t)x_scale & 3u) == 0,
+                 "ws_moe_layer_forward: x must be 16-byte aligned, topk_idx, topk_weights and x_scale 4-byte aligned");
+    }
+    moe_layer_io io;
+    memset(&io, 0, sizeof io);
+    io.tokens = tokens;
+    io.topk = l->cfg.topk;
+    io.topk_idx = topk_idx;
+    io.topk_weights = topk_weights;
+    io.x = x;
+    io.x_scale = x_scale;
+    io.out = out;
+    io.entry_row = l->entry_row;
+    io.bad_id = l->bad_id;
+    moe_experts_problem p;
+    layer_experts_problem(l, &p, l->gx, l->gxs, (int)l->act_ld, l->offsets);
+    p.layer = &io;
+    STAGE_DONE(1);
+    if ((s = moe_experts_launch(&p, stream)) != WS_OK) return s;
+    for (int i = 2; i <= 5; i++) STAGE_DONE(i);
+    return WS_OK;
+  }
   if (tokens > 0 && x_scale == NULL) { /* BF16 in: the 1 x 128 quantiser first */
     WS_REQUIRE(((uintptr_t)x & 15u) == 0, "ws_moe_layer_forward: x %p is not 16-byte aligned", x);
     if ((s = ws_fp8_quantize_1x128(x, (size_t)tokens, H, H, l->xq, l->xs, stream)) != WS_OK) return s;
@@ -147,26 +217,9 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
   ws_ep_recv r;
   if ((s = ws_ep_dispatch(l->ep, x, x_scale, topk_idx, topk_weights, tokens, &r, NULL, stream)) != WS_OK) return s;
   STAGE_DONE(1);
-  if (layer_fused(l, tokens)) {
+  if (path == WS_MOE_FUSED_EXPERTS) {
     moe_experts_problem p;
-    memset(&p, 0, sizeof p);
-    p.hidden = (int)H;
-    p.inter = (int)I;
-    p.groups = r.local_experts;
-    p.max_rows = r.max_rows;
-    p.offsets = r.expert_offsets;
-    p.x = r.x;
-    p.x_scale = r.x_scale;
-    p.x_scale_ld = r.scale_ld;
-    p.w1 = l->w1;
-    p.w1_scale = l->w1_scale;
-    p.w2 = l->w2;
-    p.w2_scale = l->w2_scale;
-    p.act = l->act;
-    p.act_scale = l->act_s;
-    p.act_ld = (int)l->act_ld;
-    p.y = l->y;
-    p.counters = l->counters;
+    layer_experts_problem(l, &p, r.x, r.x_scale, r.scale_ld, r.expert_offsets);
     if ((s = moe_experts_launch(&p, stream)) != WS_OK) return s;
     STAGE_DONE(2);
     STAGE_DONE(3);
@@ -233,9 +286,14 @@ ws_status ws_moe_layer_profile(ws_moe_layer *l, const void *x, const float *x_sc
   if (s == WS_OK) s = ws_sync(stream);
   for (int i = 0; s == WS_OK && i < 5; i++)
     if (cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]) != cudaSuccess) s = ws_fail_cuda(cudaGetLastError(), "cudaEventElapsedTime");
-  if (s == WS_OK && layer_fused(l, tokens)) { /* one kernel for [1] .. [3]: the events after it come back to back */
+  const ws_moe_path path = layer_path(l, tokens);
+  if (s == WS_OK && path != WS_MOE_UNFUSED) { /* one kernel for [1] .. [3]: the events after it come back to back */
     ms[1] += ms[2] + ms[3];
     ms[2] = ms[3] = 0.0f;
+    if (path == WS_MOE_FUSED_LAYER) { /* and dispatch and combine too */
+      ms[1] += ms[0] + ms[4];
+      ms[0] = ms[4] = 0.0f;
+    }
   }
   for (int i = 0; i < made; i++) cudaEventDestroy(ev[i]);
   return s;

@@ -242,9 +242,9 @@ static void layer_arguments(void) {
   c.hidden = 512; c.inter = 0;
   CHECK_STATUS(ws_moe_layer_create(&l, comm, &c, w, (const float *)w, w, (const float *)w), WS_ERR_INVALID);
   CHECK_MSG("inter 0");
-  c.inter = 256; c.path = (ws_moe_path)3;
+  c.inter = 256; c.path = (ws_moe_path)4;
   CHECK_STATUS(ws_moe_layer_create(&l, comm, &c, w, (const float *)w, w, (const float *)w), WS_ERR_INVALID);
-  CHECK_MSG("path 3");
+  CHECK_MSG("path 4");
   c.path = WS_MOE_UNFUSED;
   CHECK_STATUS(ws_moe_layer_create(&l, comm, &c, w, NULL, w, (const float *)w), WS_ERR_INVALID);
   CHECK_MSG("weight-scale pointer is NULL");
@@ -267,8 +267,8 @@ static void experts_arguments(void) {
   p.offsets = (const int *)buf; p.x = buf; p.x_scale = (const float *)buf; p.x_scale_ld = 128;
   p.w1 = buf; p.w1_scale = (const float *)buf; p.w2 = buf; p.w2_scale = (const float *)buf;
   p.act = (uint8_t *)buf; p.act_scale = (float *)buf; p.act_ld = 128; p.y = buf; p.counters = counters;
-  CHECK(moe_experts_counter_words(128) == 2 * 2 + 2);
-  CHECK(moe_experts_counter_words(129) == 2 * 3 + 2);
+  CHECK(moe_experts_counter_words(128) == 4 * 2 + 5);
+  CHECK(moe_experts_counter_words(129) == 4 * 3 + 5);
   CHECK_STATUS(moe_experts_launch(NULL, 0), WS_ERR_INVALID);
   p.hidden = 200;
   CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
@@ -280,6 +280,22 @@ static void experts_arguments(void) {
   CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
   CHECK_MSG("scale strides");
   p.act_ld = 128; p.act = (uint8_t *)buf + 8;
+  CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
+  CHECK_MSG("16-byte aligned");
+  /* the whole layer's inputs (one GPU) */
+  p.act = (uint8_t *)buf;
+  int rows[8];
+  moe_layer_io io;
+  memset(&io, 0, sizeof io);
+  io.tokens = 2; io.topk = 17; io.topk_idx = (const int *)buf; io.topk_weights = (const float *)buf;
+  io.x = buf; io.out = buf; io.entry_row = rows; io.bad_id = rows;
+  p.layer = &io;
+  CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
+  CHECK_MSG("top-17");
+  io.topk = 2; io.topk_idx = NULL;
+  CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
+  CHECK_MSG("topk_idx, topk_weights, x or out is NULL");
+  io.topk_idx = (const int *)buf; io.x = (const char *)buf + 4;
   CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
   CHECK_MSG("16-byte aligned");
 }

@@ -482,7 +482,7 @@ static int layer_long = 1; /* 0 (mode "layer", for compute-sanitizer): no 1000-c
  * ws_gemm, combine -- against ws_moe_reference on the same quantised inputs and weights
  * (the GPU's expf may move an activation across an FP8 rounding boundary: compared by
  * relative error, not bits). */
-static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T) {
+static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T, routing route) {
   const ws_ep_config cfg = {H, E, K, T, WS_EP_FP8, 128, 8, WS_EP_NORMAL};
   const ws_moe_shape sh = {H, I, E, K};
   const int L = E / nranks, hb = H / 128, ib = I / 128;
@@ -490,7 +490,7 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T) {
   WS_OK_OR_DIE(ws_ep_create(&ep, comm, &cfg));
   int *idx = (int *)host_alloc((size_t)T * K, sizeof(int), 0);
   float *w = (float *)host_alloc((size_t)T * K, sizeof(float), 0);
-  make_routing(&cfg, rank, T, ROUTE_HOLES, idx, w, 0x99);
+  make_routing(&cfg, rank, T, route, idx, w, 0x99);
   float *f = (float *)host_alloc((size_t)2 * I * H, sizeof(float), 0);
   uint8_t *xq = (uint8_t *)host_alloc((size_t)T * H, 1, 0);
   float *xs = (float *)host_alloc((size_t)T * hb, sizeof(float), 0);
@@ -584,8 +584,10 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T) {
   int api_same = 1;
   /* every path (auto picks one per call); each also replayed as a graph (the kernel's counters must come
    * back to zero after every call) and with no tokens at all */
-  for (int path = WS_MOE_AUTO; path <= WS_MOE_FUSED_EXPERTS; path++) {
-    const char *pname = path == WS_MOE_AUTO ? "auto" : path == WS_MOE_UNFUSED ? "unfused" : "fused experts";
+  for (int path = WS_MOE_AUTO; path <= WS_MOE_FUSED_LAYER; path++) {
+    if (path == WS_MOE_FUSED_LAYER && nranks > 1) continue; /* one GPU only */
+    const char *pname = path == WS_MOE_AUTO ? "auto" : path == WS_MOE_UNFUSED ? "unfused"
+                        : path == WS_MOE_FUSED_EXPERTS ? "fused experts" : "fused layer";
     const ws_moe_layer_config lc = {H, I, E, K, T, 8, (ws_moe_path)path};
     ws_moe_layer *layer = NULL;
     WS_OK_OR_DIE(ws_moe_layer_create(&layer, comm, &lc, dW1, (const float *)dW1s, dW2, (const float *)dW2s));
@@ -596,7 +598,7 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T) {
     for (int it = 0; it < 6; it++) {
       const int bf16_in = it == 2 || it == 3, replay = it >= 4;
       CUDA_OK(cudaMemset(dout, 0xFF, (size_t)T * H * 2));
-      if (it == 1 && path == WS_MOE_FUSED_EXPERTS) /* a call with no tokens between two with tokens */
+      if (it == 1 && path >= WS_MOE_FUSED_EXPERTS) /* a call with no tokens between two with tokens */
         WS_OK_OR_DIE(ws_moe_layer_forward(layer, dx, (const float *)dxs, (const int *)di, (const float *)dw, 0, dout, st));
       if (!replay) {
         WS_OK_OR_DIE(ws_moe_layer_forward(layer, bf16_in ? dxb : dx, bf16_in ? NULL : (const float *)dxs, (const int *)di,
@@ -760,20 +762,22 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(mode, "layer")) { /* small: both layer paths under compute-sanitizer */
     layer_long = 0;
-    CHECK(moe_layer_case(comm, 512, 256, 8 * nranks, 4, 48));
-    if (2 % nranks == 0) CHECK(moe_layer_case(comm, 128, 128, 2, 1, 2));
+    CHECK(moe_layer_case(comm, 512, 256, 8 * nranks, 4, 48, ROUTE_HOLES));
+    if (2 % nranks == 0) CHECK(moe_layer_case(comm, 128, 128, 2, 1, 2, ROUTE_HOLES));
     WS_OK_OR_DIE(ws_comm_destroy(comm));
     return test_finish("test_moe layer");
   }
   if (!strcmp(mode, "gemm") || !strcmp(mode, "all")) {
     CHECK(moe_gemm_case(comm, 512, 8 * nranks, 4, 64, 128));
     CHECK(moe_gemm_case(comm, 256, 4 * nranks, 2, 33, 1));
-    CHECK(moe_layer_case(comm, 512, 256, 8 * nranks, 4, 48));
+    CHECK(moe_layer_case(comm, 512, 256, 8 * nranks, 4, 48, ROUTE_HOLES));
     /* the seeds' toy shapes (H 128, I 128, 2 experts, top-1, 2 tokens; H 256, 16 experts,
      * top-8, 1 token), then one with many rows per expert and an odd H / 128 */
-    if (2 % nranks == 0) CHECK(moe_layer_case(comm, 128, 128, 2, 1, 2));
-    if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 1));
-    CHECK(moe_layer_case(comm, 1152, 384, 4 * nranks, 2, 300));
+    if (2 % nranks == 0) CHECK(moe_layer_case(comm, 128, 128, 2, 1, 2, ROUTE_HOLES));
+    if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 1, ROUTE_HOLES));
+    CHECK(moe_layer_case(comm, 1152, 384, 4 * nranks, 2, 300, ROUTE_HOLES));
+    /* skewed: every token's first slot on expert 0 (a hot expert, most others empty) */
+    CHECK(moe_layer_case(comm, 512, 256, 32 * nranks, 8, 130, ROUTE_ONE_EXPERT));
     if (!strcmp(mode, "gemm")) {
       WS_OK_OR_DIE(ws_comm_destroy(comm));
       return test_finish("test_moe gemm");

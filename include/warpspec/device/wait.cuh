@@ -13,6 +13,7 @@
 
 WS_DEV void ws_copy_name(char *dst, const char *src) {
   int i = 0;
+#pragma unroll 1 /* the fault path: short code, few registers (it runs with all of a role's state live) */
   for (; src && i < WS_NAME_LEN - 1 && src[i]; i++) dst[i] = src[i];
   dst[i] = '\0';
 }

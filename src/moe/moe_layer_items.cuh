@@ -1,0 +1,249 @@
+/* moe_layer_items.cuh - the whole MoE layer in the experts kernel (moe_experts.cu) on one
+ * GPU: the work items that are not GEMM tiles. The kernel's math warpgroups (256
+ * threads) run them between tiles, handed over by the loader like the tiles:
+ *
+ *   route    (item 0)  count each expert's entries in shared memory, pad to 64 rows,
+ *                      write the offsets and each entry's row, credit each expert's
+ *                      padding rows to its last block's arrival counter, then release
+ *                      `routed` (the loaders wait for it before they decode any other
+ *                      item: the tile numbering follows from the offsets).
+ *   expand   (items 1 .. X, MX_LAYER_TOKENS tokens each, a token per warp)  copy the
+ *                      token's row into each of its rows of the grouped layout (a BF16
+ *                      row is quantised 1 x 128 on the way, the same bits as
+ *                      ws_fp8_quantize_1x128) with its scales K-block-major, then a
+ *                      release-add of 1 on each row's block counter. An L1 tile's loader
+ *                      waits until its block's counter reaches 64.
+ *   combine  (after every L2 tile, MX_LAYER_TOKENS tokens each)  wait until every L2
+ *                      tile has stored its rows (a counter the L2 epilogues add to), then
+ *                      per token sum weight x row over its top-k slots in fp32 in slot
+ *                      order, BF16 out: the unfused path's combine, the same bits.
+ *
+ * Every wait is bounded and every counter comes back to zero within the call (the last
+ * reader resets it): repeated calls and graph replay need no host work. */
+#ifndef WARPSPEC_MOE_LAYER_ITEMS_CUH
+#define WARPSPEC_MOE_LAYER_ITEMS_CUH
+
+#include "../gemm/fp8_convert.cuh"
+#include "moe_experts.h"
+#include "warpspec/moe.h"
+
+#include <cuda_bf16.h>
+
+#define MX_LAYER_TOKENS 8   /* tokens of an expand or combine item: one per math warp */
+#define MX_LAYER_THREADS 256 /* the two math warpgroups                               */
+#define MX_COMB_UNROLL 4     /* 16-byte vectors per lane in flight in combine          */
+
+typedef struct {
+  int on;                      /* 0: the experts only                                     */
+  int tokens, topk, experts, x_bf16, scale_ld;
+  int expand_items, combine_items;
+  const int *topk_idx;
+  const float *topk_weights;
+  const uint8_t *x;            /* the caller's rows (e4m3, or bf16 when x_bf16)          */
+  const float *x_scale;        /* [T][H / 128] (e4m3 rows)                                */
+  uint16_t *out;
+  int *offsets, *entry_row, *bad_id;
+  uint8_t *xg;                 /* the grouped rows [max_rows][H] and their scales          */
+  float *xg_scale;             /* [H / 128][scale_ld]                                      */
+  uint32_t *routed;            /* 1 once the route item is done (the last loader resets)   */
+  uint32_t *arrive, *seen1;    /* [blocks]: rows in (target 64), L1 readers past the wait  */
+  uint32_t *l2_done;           /* L2 tile halves stored (2 per tile)                       */
+  uint32_t *comb_seen;         /* combine items past their wait (the last one resets)      */
+} mx_layer_args;
+
+WS_DEV int mx_pad_rows(int n) { return (n + MOE_EXPERTS_BM - 1) / MOE_EXPERTS_BM * MOE_EXPERTS_BM; }
+
+/* ---- route ------------------------------------------------------------------------- */
+/* i: 0..255 over both math warpgroups; scratch: 2 E + 9 ints of shared memory. The
+ * positions inside an expert come from shared-memory atomics (any order: rows of a tile
+ * are independent, and combine finds each entry's row through entry_row). */
+WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar) {
+  const int E = L->experts, K = L->topk, n = L->tokens * K;
+  int *cnt = scratch, *off = scratch + E, *warp_sum = scratch + 2 * E + 1;
+  for (int e = i; e < E; e += MX_LAYER_THREADS) cnt[e] = 0;
+  ws_named_sync(bar, MX_LAYER_THREADS);
+  for (int j = i; j < n; j += MX_LAYER_THREADS) {
+    const int e = __ldg(L->topk_idx + j);
+    int pos = -1;
+    if (e >= 0 && e < E) {
+      pos = atomicAdd(&cnt[e], 1);
+    } else if (e != -1 && atomicAdd(&L->bad_id[0], 1) == 0) { /* skipped like -1, reported */
+      L->bad_id[1] = j / K; L->bad_id[2] = j % K; L->bad_id[3] = e;
+    }
+    L->entry_row[j] = pos;
+  }
+  ws_named_sync(bar, MX_LAYER_THREADS);
+  /* exclusive scan of the padded counts: a run of experts per thread, then the threads */
+  const int per = (E + MX_LAYER_THREADS - 1) / MX_LAYER_THREADS, e0 = min(E, i * per), e1 = min(E, e0 + per);
+  int sum = 0;
+  for (int e = e0; e < e1; e++) sum += mx_pad_rows(cnt[e]);
+  const int lane = i % 32, warp = i / 32;
+  int incl = sum;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int v = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += v;
+  }
+  if (lane == 31) warp_sum[warp] = incl;
+  ws_named_sync(bar, MX_LAYER_THREADS);
+  int run = incl - sum;
+  for (int w = 0; w < warp; w++) run += warp_sum[w];
+  for (int e = e0; e < e1; e++) {
+    const int c = cnt[e], p = mx_pad_rows(c);
+    off[e] = run;
+    L->offsets[e] = run;
+    if (p > c) atomicAdd(L->arrive + (run + p - 1) / MOE_EXPERTS_BM, (uint32_t)(p - c)); /* padding rows: no copy */
+    run += p;
+  }
+  if (i == MX_LAYER_THREADS - 1) L->offsets[E] = run;
+  ws_named_sync(bar, MX_LAYER_THREADS);
+  for (int j = i; j < n; j += MX_LAYER_THREADS) {
+    const int pos = L->entry_row[j]; /* this thread's own store above */
+    if (pos >= 0) L->entry_row[j] = off[__ldg(L->topk_idx + j)] + pos;
+  }
+  /* every thread's stores ordered before thread 0 by the barrier; its release is cumulative */
+  ws_named_sync(bar, MX_LAYER_THREADS);
+  if (i == 0) ws_red_release_gpu_add_u32(L->routed, 1u);
+}
+
+/* ---- expand ------------------------------------------------------------------------ */
+WS_DEV void mx_expand(const mx_layer_args *L, int item, int gw, int lane, int H) {
+  const int t = item * MX_LAYER_TOKENS + gw;
+  if (t >= L->tokens) return;
+  /* the token's rows, slot by slot (-1: none), in every lane */
+  const int r = lane < L->topk ? __ldcg(L->entry_row + (size_t)t * L->topk + lane) : -1;
+  if (!__ballot_sync(0xffffffffu, r >= 0)) return;
+  int rr[WS_EP_MAX_TOPK];
+#pragma unroll
+  for (int j = 0; j < WS_EP_MAX_TOPK; j++) rr[j] = __shfl_sync(0xffffffffu, r, j);
+  const int kb = H / 128;
+  if (!L->x_bf16) {
+    const uint4 *src = (const uint4 *)(L->x + (size_t)t * H);
+    const int nv = H / 16;
+    for (int v0 = 0; v0 < nv; v0 += 32 * 4) {
+      uint4 p[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+        if (v0 + 32 * u + lane < nv) p[u] = ws_ld_global_nc_v4(src + v0 + 32 * u + lane);
+#pragma unroll
+      for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
+        if (rr[j] < 0) continue;
+        uint4 *dst = (uint4 *)(L->xg + (size_t)rr[j] * H);
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+          if (v0 + 32 * u + lane < nv) ws_st_global_v4(dst + v0 + 32 * u + lane, p[u]);
+      }
+    }
+    for (int c = lane; c < kb; c += 32) {
+      const float s = __ldg(L->x_scale + (size_t)t * kb + c);
+#pragma unroll
+      for (int j = 0; j < WS_EP_MAX_TOPK; j++)
+        if (rr[j] >= 0) L->xg_scale[(size_t)c * L->scale_ld + rr[j]] = s;
+    }
+  } else {
+    /* 16 lanes x 8 values per 128-block: the half-warp's |max|, scale = amax / 448,
+     * e4m3(x / scale), as ws_fp8_quantize_1x128 does */
+    const uint4 *src = (const uint4 *)(L->x + (size_t)t * H * 2);
+    const int nv = H / 8;
+    for (int v0 = 0; v0 < nv; v0 += 32) {
+      const int i = v0 + lane, ok = i < nv;
+      float f[8], amax = 0.0f;
+      const uint4 v = ok ? ws_ld_global_nc_v4(src + i) : make_uint4(0u, 0u, 0u, 0u);
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        f[2 * e] = __uint_as_float(w[e] << 16);
+        f[2 * e + 1] = __uint_as_float(w[e] & 0xFFFF0000u);
+        amax = fmaxf(amax, fmaxf(fabsf(f[2 * e]), fabsf(f[2 * e + 1])));
+      }
+#pragma unroll
+      for (int o = 8; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+      const float s = ws_fp8_scale_of(amax);
+      uint2 q;
+      q.x = ws_to_e4m3x2(f[0] / s, f[1] / s) | (uint32_t)ws_to_e4m3x2(f[2] / s, f[3] / s) << 16;
+      q.y = ws_to_e4m3x2(f[4] / s, f[5] / s) | (uint32_t)ws_to_e4m3x2(f[6] / s, f[7] / s) << 16;
+      if (ok) {
+#pragma unroll
+        for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
+          if (rr[j] < 0) continue;
+          *(uint2 *)(L->xg + (size_t)rr[j] * H + (size_t)i * 8) = q;
+          if (lane % 16 == 0) L->xg_scale[(size_t)(i / 16) * L->scale_ld + rr[j]] = s;
+        }
+      }
+    }
+  }
+  ws_fence_proxy_async_global(); /* the L1 loaders read these rows by TMA */
+  __syncwarp();                  /* every lane's stores before each lane's release */
+  if (r >= 0) ws_red_release_gpu_add_u32(L->arrive + r / MOE_EXPERTS_BM, 1u);
+}
+
+/* ---- combine ----------------------------------------------------------------------- */
+/* 8 bf16 (one 16-byte vector) times w, added into acc (combine.cu's order and rounding). */
+WS_DEV void mx_fma8(float *acc, uint4 v, float w) {
+  const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    acc[2 * i] += w * __uint_as_float(u[i] << 16);
+    acc[2 * i + 1] += w * __uint_as_float(u[i] & 0xFFFF0000u);
+  }
+}
+
+WS_DEV uint4 mx_pack8(const float *acc) {
+  uint32_t u[4];
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
+    u[i] = *(const uint32_t *)&h;
+  }
+  return make_uint4(u[0], u[1], u[2], u[3]);
+}
+
+/* Thread 0 of the math warpgroups: wait until `target` L2 tile halves are stored; the
+ * last combine item past the wait resets the counters for the next call. */
+WS_DEV void mx_combine_wait(const mx_layer_args *L, const ws_ctx *c, uint32_t target) {
+  const ws_site site = ws_site_pipe("moe layer L2 rows", WS_EDGE_FULL, 0, 0);
+  ws_wait_count_geq(L->l2_done, target, c, &site);
+  if (atomicAdd(L->comb_seen, 1u) == (uint32_t)L->combine_items - 1u) {
+    *L->l2_done = 0u;
+    *L->comb_seen = 0u;
+  }
+}
+
+/* A warp per (token, 128-vector chunk of the row), the item's tokens over the 8 warps. */
+WS_DEV void mx_combine(const mx_layer_args *L, const uint16_t *y, int item, int gw, int lane, int H) {
+  const int t0 = item * MX_LAYER_TOKENS, nt = min(MX_LAYER_TOKENS, L->tokens - t0);
+  const int nv = H / 8, chunk = 32 * MX_COMB_UNROLL, nchunk = (nv + chunk - 1) / chunk, K = L->topk;
+  for (int u = gw; u < nt * nchunk; u += MX_LAYER_THREADS / 32) {
+    const int t = t0 + u / nchunk, v0 = (u % nchunk) * chunk + lane;
+    const uint4 *src[WS_EP_MAX_TOPK];
+    float w[WS_EP_MAX_TOPK];
+#pragma unroll
+    for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
+      const int r = j < K ? __ldcg(L->entry_row + (size_t)t * K + j) : -1;
+      src[j] = r >= 0 ? (const uint4 *)(y + (size_t)r * H) : NULL;
+      w[j] = j < K ? __ldg(L->topk_weights + (size_t)t * K + j) : 0.0f;
+    }
+    float acc[MX_COMB_UNROLL][8];
+#pragma unroll
+    for (int q = 0; q < MX_COMB_UNROLL; q++)
+#pragma unroll
+      for (int e = 0; e < 8; e++) acc[q][e] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
+      if (src[j] == NULL) continue;
+      uint4 p[MX_COMB_UNROLL];
+#pragma unroll
+      for (int q = 0; q < MX_COMB_UNROLL; q++)
+        if (v0 + 32 * q < nv) p[q] = ws_ld_global_cg_v4(src[j] + v0 + 32 * q);
+#pragma unroll
+      for (int q = 0; q < MX_COMB_UNROLL; q++)
+        if (v0 + 32 * q < nv) mx_fma8(acc[q], p[q], w[j]);
+    }
+    uint4 *dst = (uint4 *)(L->out + (size_t)t * H);
+#pragma unroll
+    for (int q = 0; q < MX_COMB_UNROLL; q++)
+      if (v0 + 32 * q < nv) ws_st_global_v4(dst + v0 + 32 * q, mx_pack8(acc[q]));
+  }
+}
+
+#endif
