@@ -210,6 +210,13 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
      * columns; L2: the 256 output columns' rows of W2 */
     const int gate = tile.g * 2 * I + tile.tn * 128, down = tile.g * H + tile.tn * MX_BN;
     ws_trace_mark(c, WS_TRACE_ITEM_BEGIN, t);
+    /* A tile that waits for its rows (L2; L1 too in the whole layer) issues the weights of
+     * its first `held` K steps (every slot) before the wait, and their rows after it: the
+     * SM streams weights while the rows are still being made. Waiting after the first
+     * step's weights only, an L2 tile at 1 token sat with one slot in flight for as long
+     * as the last L1 tiles of its block ran. */
+    const int held = (l2 || ly->on) ? min(ksteps, pipe->stages) : 0;
+    const ws_cursor k0 = k;
     for (int ks = 0; ks < ksteps; ks++, k = ws_cursor_next(k, pipe->stages)) {
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SLOT); /* the item's first free slot */
       mx_stage *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
@@ -223,12 +230,22 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
         if (l2) ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w2, ks * MX_BK, down + q * 64);
         else ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, ks * MX_BK, gate + (q / 2) * 64 + (q % 2) * I);
       }
-      if ((l2 || ly->on) && ks == 0) { /* the weights are already on their way */
-        ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
-        const uint32_t l1_tiles = (uint32_t)(I / MOE_EXPERTS_L1_BN), l2_tiles = (uint32_t)((H + MX_BN - 1) / MX_BN);
-        mx_wait_block(c, l2 ? a->ready : ly->arrive, l2 ? a->seen : ly->seen1, l2 ? l1_tiles : MX_BM,
-                      l2 ? l2_tiles : l1_tiles, row / MX_BM, l2 ? "moe experts L1 rows" : "moe layer x rows");
-        ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
+      if (ks < held) {
+        if (ks == held - 1) {
+          ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
+          const uint32_t l1_tiles = (uint32_t)(I / MOE_EXPERTS_L1_BN), l2_tiles = (uint32_t)((H + MX_BN - 1) / MX_BN);
+          mx_wait_block(c, l2 ? a->ready : ly->arrive, l2 ? a->seen : ly->seen1, l2 ? l1_tiles : MX_BM,
+                        l2 ? l2_tiles : l1_tiles, row / MX_BM, l2 ? "moe experts L1 rows" : "moe layer x rows");
+          ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
+          ws_cursor kk = k0;
+          for (int j = 0; j < held; j++, kk = ws_cursor_next(kk, pipe->stages)) {
+            mx_stage *sj = &sm->pipe.slot[kk.stage];
+            ws_pipe_load_tile_2d_at(pipe, c, kk, sj->a, l2 ? map_act : map_x, j * MX_BK, row);
+            ws_pipe_load_tile_2d_at(pipe, c, kk, sj->a_scale, l2 ? &a->map_as : &a->map_xs, row, j);
+            ws_pipe_commit_at(pipe, c, kk);
+          }
+        }
+        continue;
       }
       ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, ks * MX_BK, row);
       ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, ks);
@@ -371,6 +388,21 @@ WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem *sm, con
   if (i == 0 && !a->drop_release) ws_red_release_gpu_add_u32(a->ready + row0 / MX_BM, 1u);
 }
 
+/* The whole layer: combine reads y, so each warpgroup counts its half of an L2 tile once
+ * its stores are complete. Done one tile late (before the next tile's stores, or before
+ * combine): waiting for the stores right after issuing them stalled the warpgroup about
+ * 2 us per tile, and the loader with it once every slot was full (+114 us at 128 tokens,
+ * DeepSeek-V3, H100). The barrier orders the plain stores of a partial tile before the
+ * leader's release. */
+WS_DEV void mx_count_stored(const ws_ctx *ctx, const mx_args *a) {
+  ws_role_sync(ctx);
+  if (ws_role_leader(ctx)) {
+    WS_CP_ASYNC_BULK_WAIT_GROUP(0);
+    ws_fence_proxy_async_global();
+    ws_red_release_gpu_add_u32(a->layer.l2_done, 1u);
+  }
+}
+
 /* Wait for the next item's first stage and take the item the loader decoded into it:
  * its kind + 1 (MX_L1 + 1 ..), or 0 (none left: -1). Lane 0 reads it (the lane that releases the
  * stage: racecheck does not count __syncwarp as ordering the other lanes' reads before
@@ -428,6 +460,7 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
+  int stored = 0; /* the whole layer: this warpgroup's last L2 tile is not counted yet */
   while (phase == MX_L2 + 1) {
     /* this warpgroup's 128 columns; past H (H an odd multiple of 128) computed, not stored */
     const int nb = min(2 * tile.tn + wg, hb - 1);
@@ -435,18 +468,13 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
     c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, ib, bs, bs, lr, c);
     gemm_tile out = tile;
     out.tn = 2 * tile.tn + wg;
+    if (stored) mx_count_stored(&ctx, &a); /* the previous tile's stores are long done */
     gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * MX_BM, total, sm->out[wg], map_y);
-    if (a.layer.on) { /* combine reads y: this half of the tile stored, then counted */
-      ws_role_sync(&ctx);
-      if (ws_role_leader(&ctx)) {
-        WS_CP_ASYNC_BULK_WAIT_GROUP(0);
-        ws_fence_proxy_async_global();
-        ws_red_release_gpu_add_u32(a.layer.l2_done, 1u);
-      }
-    }
+    stored = a.layer.on;
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
+  if (stored) mx_count_stored(&ctx, &a); /* before any combine item waits for the count */
   while (phase == MX_COMBINE + 1) {
     ws_pipe_release_warp_at(&pipe, &ctx, c);
     c = ws_cursor_next(c, pipe.stages);
