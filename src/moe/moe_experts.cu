@@ -210,13 +210,6 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
      * columns; L2: the 256 output columns' rows of W2 */
     const int gate = tile.g * 2 * I + tile.tn * 128, down = tile.g * H + tile.tn * MX_BN;
     ws_trace_mark(c, WS_TRACE_ITEM_BEGIN, t);
-    /* A tile that waits for its rows (L2; L1 too in the whole layer) issues the weights of
-     * its first `held` K steps (every slot) before the wait, and their rows after it: the
-     * SM streams weights while the rows are still being made. Waiting after the first
-     * step's weights only, an L2 tile at 1 token sat with one slot in flight for as long
-     * as the last L1 tiles of its block ran. */
-    const int held = (l2 || ly->on) ? min(ksteps, pipe->stages) : 0;
-    const ws_cursor k0 = k;
     for (int ks = 0; ks < ksteps; ks++, k = ws_cursor_next(k, pipe->stages)) {
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SLOT); /* the item's first free slot */
       mx_stage *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
@@ -230,22 +223,12 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
         if (l2) ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w2, ks * MX_BK, down + q * 64);
         else ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, ks * MX_BK, gate + (q / 2) * 64 + (q % 2) * I);
       }
-      if (ks < held) {
-        if (ks == held - 1) {
-          ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
-          const uint32_t l1_tiles = (uint32_t)(I / MOE_EXPERTS_L1_BN), l2_tiles = (uint32_t)((H + MX_BN - 1) / MX_BN);
-          mx_wait_block(c, l2 ? a->ready : ly->arrive, l2 ? a->seen : ly->seen1, l2 ? l1_tiles : MX_BM,
-                        l2 ? l2_tiles : l1_tiles, row / MX_BM, l2 ? "moe experts L1 rows" : "moe layer x rows");
-          ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
-          ws_cursor kk = k0;
-          for (int j = 0; j < held; j++, kk = ws_cursor_next(kk, pipe->stages)) {
-            mx_stage *sj = &sm->pipe.slot[kk.stage];
-            ws_pipe_load_tile_2d_at(pipe, c, kk, sj->a, l2 ? map_act : map_x, j * MX_BK, row);
-            ws_pipe_load_tile_2d_at(pipe, c, kk, sj->a_scale, l2 ? &a->map_as : &a->map_xs, row, j);
-            ws_pipe_commit_at(pipe, c, kk);
-          }
-        }
-        continue;
+      if ((l2 || ly->on) && ks == 0) { /* the weights are already on their way */
+        ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
+        const uint32_t l1_tiles = (uint32_t)(I / MOE_EXPERTS_L1_BN), l2_tiles = (uint32_t)((H + MX_BN - 1) / MX_BN);
+        mx_wait_block(c, l2 ? a->ready : ly->arrive, l2 ? a->seen : ly->seen1, l2 ? l1_tiles : MX_BM,
+                      l2 ? l2_tiles : l1_tiles, row / MX_BM, l2 ? "moe experts L1 rows" : "moe layer x rows");
+        ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       }
       ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, ks * MX_BK, row);
       ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, ks);
