@@ -109,29 +109,29 @@ typedef struct {
 } mx_args;
 
 /* ---- LOADER ------------------------------------------------------------------------ */
-/* A tile's wait for its block of rows (lane 0; TMA is issued by the same lane): L2 waits
- * for the block's I / 128 L1 releases (act), L1 in the whole layer for its 64 rows of x.
- * The last of the block's `readers` tiles to pass resets both counters. */
-WS_DEV void mx_wait_block(const ws_ctx *c, uint32_t *count, uint32_t *seen, uint32_t target, uint32_t readers, int blk,
-                          const char *what) {
+/* An L2 tile's wait for its rows of act (lane 0; TMA is issued by the same lane). */
+WS_DEV void mx_wait_rows(const ws_ctx *c, const mx_args *a, int blk) {
   if (c->lane == 0) {
-    const ws_site site = ws_site_pipe(what, WS_EDGE_FULL, blk, 0);
-    ws_wait_count_geq(count + blk, target, c, &site);
-    ws_fence_proxy_async_global(); /* the generic stores of the rows, read next by TMA */
-    if (atomicAdd(seen + blk, 1u) == readers - 1u) { /* no other reader or writer of blk is left */
-      count[blk] = 0u;
-      seen[blk] = 0u;
+    const uint32_t target = (uint32_t)(a->inter / 128), readers = (uint32_t)((a->hidden + MX_BN - 1) / MX_BN);
+    const ws_site site = ws_site_pipe("moe experts L1 rows", WS_EDGE_FULL, blk, 0);
+    ws_wait_count_geq(a->ready + blk, target, c, &site);
+    ws_fence_proxy_async_global(); /* the generic stores of act, read next by TMA */
+    if (atomicAdd(a->seen + blk, 1u) == readers - 1u) { /* no other reader or writer of blk is left */
+      a->ready[blk] = 0u;
+      a->seen[blk] = 0u;
     }
   }
   __syncwarp();
 }
 
-/* The whole layer: lane 0 waits until the route item is done (the offsets and entry rows
- * it wrote are then visible to the warp, which reads them after the __syncwarp). */
-WS_DEV void mx_wait_routed(const ws_ctx *c, const mx_args *a) {
+/* The whole layer: lane 0 waits until *count >= target (the route item: the offsets and
+ * entry rows; every expand item: the rows of x), then the warp reads (after the
+ * __syncwarp) or TMA loads (after the proxy fence) what they wrote. */
+WS_DEV void mx_wait_count(const ws_ctx *c, const uint32_t *count, uint32_t target, const char *what) {
   if (c->lane == 0) {
-    const ws_site site = ws_site_pipe("moe layer route", WS_EDGE_FULL, 0, 0);
-    ws_wait_count_geq(a->layer.routed, 1u, c, &site);
+    const ws_site site = ws_site_pipe(what, WS_EDGE_FULL, 0, 0);
+    ws_wait_count_geq(count, target, c, &site);
+    ws_fence_proxy_async_global();
   }
   __syncwarp();
 }
@@ -181,7 +181,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
    * start once routed. One site per wait and per hand-over: each inlined wait costs the
    * loader (56 registers) its own copy of the live values. */
   const int pre = ly->on ? 1 + ly->expand_items : 0, per_block = I / MOE_EXPERTS_L1_BN + (H + MX_BN - 1) / MX_BN;
-  int blocks = ly->on ? -1 : 0, l1_done = 0, l2 = 0, walk = 0;
+  int blocks = ly->on ? -1 : 0, expanding = ly->on, l1_done = 0, l2 = 0, walk = 0;
   if (!ly->on) {
     c1 = gemm_cursor_start(&a->l1);
     c2 = gemm_cursor_start(&a->l2.shape);
@@ -189,7 +189,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
   for (;;) {
     const int t = mx_claim(c, a, &walk);
     if (t > 0 && blocks < 0) { /* expand reads the entry rows, the tiles the offsets */
-      mx_wait_routed(c, a);
+      mx_wait_count(c, ly->routed, 1u, "moe layer route");
       blocks = __ldcg(ly->offsets + ly->experts) / MX_BM;
       c1 = gemm_cursor_start(&a->l1);
       c2 = gemm_cursor_start(&a->l2.shape);
@@ -223,11 +223,13 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
         if (l2) ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w2, ks * MX_BK, down + q * 64);
         else ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, ks * MX_BK, gate + (q / 2) * 64 + (q % 2) * I);
       }
-      if ((l2 || ly->on) && ks == 0) { /* the weights are already on their way */
+      if ((l2 || expanding) && ks == 0) { /* the weights are already on their way */
         ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
-        const uint32_t l1_tiles = (uint32_t)(I / MOE_EXPERTS_L1_BN), l2_tiles = (uint32_t)((H + MX_BN - 1) / MX_BN);
-        mx_wait_block(c, l2 ? a->ready : ly->arrive, l2 ? a->seen : ly->seen1, l2 ? l1_tiles : MX_BM,
-                      l2 ? l2_tiles : l1_tiles, row / MX_BM, l2 ? "moe experts L1 rows" : "moe layer x rows");
+        if (l2)
+          mx_wait_rows(c, a, row / MX_BM);
+        else
+          mx_wait_count(c, ly->expanded, (uint32_t)ly->expand_items, "moe layer x rows");
+        expanding = 0;
         ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       }
       ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, ks * MX_BK, row);
@@ -245,7 +247,10 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
   if (c->lane == 0 && atomicAdd(a->next_item + 1, 1u) == gridDim.x - 1) {
     a->next_item[0] = 0u;
     a->next_item[1] = 0u;
-    if (ly->on) *ly->routed = 0u;
+    if (ly->on) {
+      *ly->routed = 0u;
+      *ly->expanded = 0u;
+    }
   }
 }
 
@@ -432,7 +437,10 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
     ws_pipe_release_warp_at(&pipe, &ctx, c);
     c = ws_cursor_next(c, pipe.stages);
     if (phase == MX_ROUTE + 1) mx_route(&a.layer, (int *)sm->out, mi, (uint32_t)a.bar); /* no L2 store pending yet */
-    else mx_expand(&a.layer, tile.g, gw, ctx.lane, a.hidden);
+    else {
+      mx_expand_token(&a.layer, tile.g, gw, ctx.lane, a.hidden);
+      mx_expand_done(&a.layer, mi, (uint32_t)a.bar);
+    }
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
@@ -498,9 +506,8 @@ WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x,
 /* ---- host -------------------------------------------------------------------------- */
 static int mx_blocks(int max_rows) { return (max_rows + MX_BM - 1) / MX_BM; }
 
-/* ready[B], seen[B], next_item[2]; the whole layer's arrive[B], seen1[B], routed,
- * l2_done, comb_seen */
-extern "C" size_t moe_experts_counter_words(int max_rows) { return 4 * (size_t)mx_blocks(max_rows) + 5; }
+/* ready[B], seen[B], next_item[2]; the whole layer's routed, expanded, l2_done, comb_seen */
+extern "C" size_t moe_experts_counter_words(int max_rows) { return 2 * (size_t)mx_blocks(max_rows) + 6; }
 
 static ws_status mx_make_plan(const void *ctx, ws_plan *plan) {
   (void)ctx;
@@ -598,11 +605,10 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     ly->bad_id = io->bad_id;
     ly->xg = (uint8_t *)p->x;
     ly->xg_scale = (float *)p->x_scale;
-    ly->arrive = p->counters + 2 * B + 2;
-    ly->seen1 = ly->arrive + B;
-    ly->routed = ly->seen1 + B;
-    ly->l2_done = ly->routed + 1;
-    ly->comb_seen = ly->routed + 2;
+    ly->routed = p->counters + 2 * B + 2;
+    ly->expanded = ly->routed + 1;
+    ly->l2_done = ly->routed + 2;
+    ly->comb_seen = ly->routed + 3;
   }
   int sms = 0; /* one CTA per SM (shared memory allows no more) */
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;

@@ -3,16 +3,18 @@
  * threads) run them between tiles, handed over by the loader like the tiles:
  *
  *   route    (item 0)  count each expert's entries in shared memory, pad to 64 rows,
- *                      write the offsets and each entry's row, credit each expert's
- *                      padding rows to its last block's arrival counter, then release
- *                      `routed` (the loaders wait for it before they decode any other
- *                      item: the tile numbering follows from the offsets).
+ *                      write the offsets and each entry's row, then release `routed`
+ *                      (the loaders wait for it before they decode any other item: the
+ *                      tile numbering follows from the offsets).
  *   expand   (items 1 .. X, MX_LAYER_TOKENS tokens each, a token per warp)  copy the
  *                      token's row into each of its rows of the grouped layout (a BF16
  *                      row is quantised 1 x 128 on the way, the same bits as
- *                      ws_fp8_quantize_1x128) with its scales K-block-major, then a
- *                      release-add of 1 on each row's block counter. An L1 tile's loader
- *                      waits until its block's counter reaches 64.
+ *                      ws_fp8_quantize_1x128) with its scales K-block-major, then one
+ *                      release-add on `expanded`. A CTA's loader waits once, before its
+ *                      first L1 tile, until every expand item is in: a 64-row block
+ *                      gathers rows from tokens all over the batch, so per-block
+ *                      counters bought no earlier start, and their wait (two round
+ *                      trips per L1 tile) slowed the tiles 3.5% at 128 tokens.
  *   combine  (after every L2 tile, MX_LAYER_TOKENS tokens each)  wait until every L2
  *                      tile has stored its rows (a counter the L2 epilogues add to), then
  *                      per token sum weight x row over its top-k slots in fp32 in slot
@@ -46,7 +48,7 @@ typedef struct {
   uint8_t *xg;                 /* the grouped rows [max_rows][H] and their scales          */
   float *xg_scale;             /* [H / 128][scale_ld]                                      */
   uint32_t *routed;            /* 1 once the route item is done (the last loader resets)   */
-  uint32_t *arrive, *seen1;    /* [blocks]: rows in (target 64), L1 readers past the wait  */
+  uint32_t *expanded;          /* expand items done (the last loader resets)               */
   uint32_t *l2_done;           /* L2 tile halves stored (2 per tile)                       */
   uint32_t *comb_seen;         /* combine items past their wait (the last one resets)      */
 } mx_layer_args;
@@ -92,7 +94,6 @@ WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar) 
     const int c = cnt[e], p = mx_pad_rows(c);
     off[e] = run;
     L->offsets[e] = run;
-    if (p > c) atomicAdd(L->arrive + (run + p - 1) / MOE_EXPERTS_BM, (uint32_t)(p - c)); /* padding rows: no copy */
     run += p;
   }
   if (i == MX_LAYER_THREADS - 1) L->offsets[E] = run;
@@ -107,7 +108,8 @@ WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar) 
 }
 
 /* ---- expand ------------------------------------------------------------------------ */
-WS_DEV void mx_expand(const mx_layer_args *L, int item, int gw, int lane, int H) {
+/* One warp's token; the caller counts the item (mx_expand_done). */
+WS_DEV void mx_expand_token(const mx_layer_args *L, int item, int gw, int lane, int H) {
   const int t = item * MX_LAYER_TOKENS + gw;
   if (t >= L->tokens) return;
   /* the token's rows, slot by slot (-1: none), in every lane */
@@ -172,9 +174,13 @@ WS_DEV void mx_expand(const mx_layer_args *L, int item, int gw, int lane, int H)
       }
     }
   }
-  ws_fence_proxy_async_global(); /* the L1 loaders read these rows by TMA */
-  __syncwarp();                  /* every lane's stores before each lane's release */
-  if (r >= 0) ws_red_release_gpu_add_u32(L->arrive + r / MOE_EXPERTS_BM, 1u);
+}
+
+/* Every thread of the 256 after its warp's token: the item's rows, read next by TMA. */
+WS_DEV void mx_expand_done(const mx_layer_args *L, int i, uint32_t bar) {
+  ws_fence_proxy_async_global();
+  ws_named_sync(bar, MX_LAYER_THREADS); /* every thread's stores before thread 0's release */
+  if (i == 0) ws_red_release_gpu_add_u32(L->expanded, 1u);
 }
 
 /* ---- combine ----------------------------------------------------------------------- */

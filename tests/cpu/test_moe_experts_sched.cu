@@ -66,6 +66,6 @@ int main(void) {
   for (int s = 0; s < 5; s++)
     for (int rep = 0; rep < 20; rep++) check(1 + (int)(next() % 40), shapes[s][0], shapes[s][1], "random experts");
   check(256, 7168, 2048, "DeepSeek-V3 local experts");
-  CHECK(moe_experts_counter_words(1) == 4 + 5); /* 4 per block, next_item[2], routed, l2_done, comb_seen */
+  CHECK(moe_experts_counter_words(1) == 2 + 6); /* 2 per block, next_item[2], routed, expanded, l2_done, comb_seen */
   return test_finish("test_moe_experts_sched");
 }
