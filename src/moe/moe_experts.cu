@@ -52,6 +52,7 @@
 #ifndef MX_STAGES
 #define MX_STAGES 4 /* 4 x 41 KiB; a fifth stage does not fit beside the epilogue buffers */
 #endif
+#define MX_SMEM_OFFSETS (WS_EP_MAX_EXPERTS + 1) /* local experts whose offsets the loader holds */
 #define MX_ACT_LD (128 + 16) /* a row of the act tile in shared memory, padded: no bank conflicts */
 
 typedef struct __align__(1024) {
@@ -80,14 +81,16 @@ typedef struct {
   __align__(16) uint8_t act[MX_BM * MX_ACT_LD];          /* L1: the 64 x 128 e4m3 act tile          */
   float amax[2][MX_BM];                                  /* L1: each warpgroup's half-row amax      */
   mx_item_info item[MX_STAGES];                          /* the item whose first stage this is */
+  gemm_shape shape[2];                                   /* the loader's L1 and L2 schedules   */
+  int offsets[MX_SMEM_OFFSETS];                          /* and the expert offsets they read  */
 } mx_smem;
 
-/* Two math warpgroups at 216 registers, then a loader warpgroup (one working warp) at 72:
- * 384 threads, 2 x 128 x 216 + 128 x 72 = 64512, all the launch gives (168 each). The
+/* Two math warpgroups at 208 registers, then a loader warpgroup (one working warp) at 88:
+ * 384 threads, 2 x 128 x 208 + 128 x 88 = 64512, all the launch gives (168 each). The
  * loader walks both phases' cursors and, for the whole layer, the route / expand /
- * combine numbering: it spilled at 56 (and at 40 before the layer items); the math
- * (acc and total, 128 floats) fits 216. */
-#define MX_ROLES(ROLE) ROLE(X_MATH, 4, 216, 2) ROLE(X_LOADER, 1, 72, 1)
+ * combine numbering: it spilled at 72 with its shared-memory schedules, at 56 with the
+ * layer items, at 40 before them; the math (acc and total, 128 floats) fits 208. */
+#define MX_ROLES(ROLE) ROLE(X_MATH, 4, 208, 2) ROLE(X_LOADER, 1, 88, 1)
 WS_DECLARE_ROLES(moe_experts, MX_ROLES);
 
 typedef struct {
@@ -148,8 +151,28 @@ WS_DEV ws_cursor mx_hand(const ws_pipe *pipe, const ws_ctx *c, mx_smem *sm, ws_c
   return ws_cursor_next(k, pipe->stages);
 }
 
-WS_DEV int mx_item(const mx_args *a, gemm_cursor *c1, gemm_cursor *c2, int *l1_done, int t, gemm_tile *tile, int *l2) {
-  return moe_experts_item(&a->l1, &a->l2.shape, c1, c2, l1_done, t, tile, l2);
+WS_DEV int mx_item(const mx_smem *sm, gemm_cursor *c1, gemm_cursor *c2, int *l1_done, int t, gemm_tile *tile, int *l2) {
+  return moe_experts_item(&sm->shape[0], &sm->shape[1], c1, c2, l1_done, t, tile, l2);
+}
+
+/* The loader's copy of both schedules in shared memory, with the expert offsets too when
+ * they fit: one round trip for all of them, where the walk to the CTA's first item (32
+ * groups a step) chained eight at 1 token (256 experts), about 5 us before the first
+ * weights moved. The cursors then start. */
+WS_DEV void mx_load_offsets(const ws_ctx *c, const mx_args *a, mx_smem *sm, gemm_cursor *c1, gemm_cursor *c2) {
+  const int n = a->l1.groups + 1, fits = n <= MX_SMEM_OFFSETS;
+  if (fits) {
+#pragma unroll 4
+    for (int i = c->lane; i < n; i += 32) sm->offsets[i] = __ldcg(a->l1.offsets + i);
+  }
+  if (c->lane == 0) {
+    sm->shape[0] = a->l1;
+    sm->shape[1] = a->l2.shape;
+    if (fits) sm->shape[0].offsets = sm->shape[1].offsets = sm->offsets;
+  }
+  __syncwarp();
+  *c1 = gemm_cursor_start(&sm->shape[0]);
+  *c2 = gemm_cursor_start(&sm->shape[1]);
 }
 
 /* The CTA's next item: claimed from the global counter (lane 0; the whole warp gets it),
@@ -182,17 +205,13 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
    * loader (56 registers) its own copy of the live values. */
   const int pre = ly->on ? 1 + ly->expand_items : 0, per_block = I / MOE_EXPERTS_L1_BN + (H + MX_BN - 1) / MX_BN;
   int blocks = ly->on ? -1 : 0, expanding = ly->on, l1_done = 0, l2 = 0, walk = 0;
-  if (!ly->on) {
-    c1 = gemm_cursor_start(&a->l1);
-    c2 = gemm_cursor_start(&a->l2.shape);
-  }
+  if (!ly->on) mx_load_offsets(c, a, sm, &c1, &c2);
   for (;;) {
     const int t = mx_claim(c, a, &walk);
     if (t > 0 && blocks < 0) { /* expand reads the entry rows, the tiles the offsets */
       mx_wait_count(c, ly->routed, 1u, "moe layer route");
       blocks = __ldcg(ly->offsets + ly->experts) / MX_BM;
-      c1 = gemm_cursor_start(&a->l1);
-      c2 = gemm_cursor_start(&a->l2.shape);
+      mx_load_offsets(c, a, sm, &c1, &c2);
     }
     int kind = t == 0 ? MX_ROUTE : MX_EXPAND, index = t - 1;
     if (t >= pre) {
@@ -204,7 +223,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
       k = mx_hand(pipe, c, sm, k, t, kind, index, 2 * blocks * ((H + MX_BN - 1) / MX_BN));
       continue;
     }
-    if (!mx_item(a, &c1, &c2, &l1_done, t - pre, &tile, &l2)) break;
+    if (!mx_item(sm, &c1, &c2, &l1_done, t - pre, &tile, &l2)) break;
     const int row = tile.row0 + tile.tm * MX_BM, ksteps = (l2 ? I : H) / MX_BK;
     /* L1: B rows 128r ..: gate c + 64r .. c + 64r + 63, then up (gate + I) of the same
      * columns; L2: the 256 output columns' rows of W2 */
@@ -438,7 +457,7 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
     c = ws_cursor_next(c, pipe.stages);
     if (phase == MX_ROUTE + 1) mx_route(&a.layer, (int *)sm->out, mi, (uint32_t)a.bar); /* no L2 store pending yet */
     else {
-      mx_expand_token(&a.layer, tile.g, gw, ctx.lane, a.hidden);
+      mx_expand(&a.layer, tile.g, gw, ctx.lane, a.hidden);
       mx_expand_done(&a.layer, mi, (uint32_t)a.bar);
     }
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
@@ -583,6 +602,9 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   const char *sched = getenv("WARPSPEC_MOE_SCHED"); /* for measurements: static or claimed (default) */
   a.static_walk = sched && !strcmp(sched, "static");
   a.drop_release = p->drop_l1_release;
+  int sms = 0; /* one CTA per SM (shared memory allows no more) */
+  if ((s = ws_device_sms(&sms)) != WS_OK) return s;
+  if (p->sms > 0 && p->sms < sms) sms = p->sms;
   if (p->layer) {
     const moe_layer_io *io = p->layer;
     const int B = mx_blocks(p->max_rows);
@@ -593,7 +615,10 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     ly->experts = p->groups;
     ly->x_bf16 = io->x_scale == NULL;
     ly->scale_ld = p->x_scale_ld;
-    ly->expand_items = (io->tokens + MX_LAYER_TOKENS - 1) / MX_LAYER_TOKENS;
+    /* about two items per CTA, at least a token each: at decode every token's copy and
+     * sum run on their own CTA, all 8 warps on its columns */
+    ly->tokens_per_item = io->tokens > 2 * sms ? (io->tokens + 2 * sms - 1) / (2 * sms) : 1;
+    ly->expand_items = (io->tokens + ly->tokens_per_item - 1) / ly->tokens_per_item;
     ly->combine_items = ly->expand_items;
     ly->topk_idx = io->topk_idx;
     ly->topk_weights = io->topk_weights;
@@ -610,9 +635,6 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     ly->l2_done = ly->routed + 2;
     ly->comb_seen = ly->routed + 3;
   }
-  int sms = 0; /* one CTA per SM (shared memory allows no more) */
-  if ((s = ws_device_sms(&sms)) != WS_OK) return s;
-  if (p->sms > 0 && p->sms < sms) sms = p->sms;
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mx, &mw1, &mact, &mw2, &my, &a, &diag};

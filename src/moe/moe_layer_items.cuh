@@ -6,7 +6,7 @@
  *                      write the offsets and each entry's row, then release `routed`
  *                      (the loaders wait for it before they decode any other item: the
  *                      tile numbering follows from the offsets).
- *   expand   (items 1 .. X, MX_LAYER_TOKENS tokens each, a token per warp)  copy the
+ *   expand   (items 1 .. X, tokens_per_item tokens each, a warp per 1024 columns)  copy the
  *                      token's row into each of its rows of the grouped layout (a BF16
  *                      row is quantised 1 x 128 on the way, the same bits as
  *                      ws_fp8_quantize_1x128) with its scales K-block-major, then one
@@ -15,7 +15,7 @@
  *                      gathers rows from tokens all over the batch, so per-block
  *                      counters bought no earlier start, and their wait (two round
  *                      trips per L1 tile) slowed the tiles 3.5% at 128 tokens.
- *   combine  (after every L2 tile, MX_LAYER_TOKENS tokens each)  wait until every L2
+ *   combine  (after every L2 tile, tokens_per_item tokens each)  wait until every L2
  *                      tile has stored its rows (a counter the L2 epilogues add to), then
  *                      per token sum weight x row over its top-k slots in fp32 in slot
  *                      order, BF16 out: the unfused path's combine, the same bits.
@@ -31,13 +31,14 @@
 
 #include <cuda_bf16.h>
 
-#define MX_LAYER_TOKENS 8   /* tokens of an expand or combine item: one per math warp */
-#define MX_LAYER_THREADS 256 /* the two math warpgroups                               */
-#define MX_COMB_UNROLL 4     /* 16-byte vectors per lane in flight in combine          */
+#define MX_LAYER_THREADS 256 /* the two math warpgroups                                    */
+#define MX_LAYER_COLS 1024   /* columns of a warp's unit of expand and combine              */
+#define MX_COMB_UNROLL 4     /* 16-byte vectors per lane in flight in combine (1024 bf16)   */
 
 typedef struct {
   int on;                      /* 0: the experts only                                     */
   int tokens, topk, experts, x_bf16, scale_ld;
+  int tokens_per_item;         /* of an expand or combine item (units: token x 1024 columns) */
   int expand_items, combine_items;
   const int *topk_idx;
   const float *topk_weights;
@@ -108,72 +109,74 @@ WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar) 
 }
 
 /* ---- expand ------------------------------------------------------------------------ */
-/* One warp's token; the caller counts the item (mx_expand_done). */
-WS_DEV void mx_expand_token(const mx_layer_args *L, int item, int gw, int lane, int H) {
-  const int t = item * MX_LAYER_TOKENS + gw;
-  if (t >= L->tokens) return;
+/* A warp's unit: columns c0 .. c0 + MX_LAYER_COLS - 1 of token t, into each of its rows.
+ * Units (token, column chunk) spread an item's tokens over all 8 warps: at decode a
+ * token's row is copied by 7 warps at once, not by one. */
+WS_DEV void mx_expand_unit(const mx_layer_args *L, int t, int c0, int lane, int H) {
   /* the token's rows, slot by slot (-1: none), in every lane */
   const int r = lane < L->topk ? __ldcg(L->entry_row + (size_t)t * L->topk + lane) : -1;
   if (!__ballot_sync(0xffffffffu, r >= 0)) return;
   int rr[WS_EP_MAX_TOPK];
 #pragma unroll
   for (int j = 0; j < WS_EP_MAX_TOPK; j++) rr[j] = __shfl_sync(0xffffffffu, r, j);
-  const int kb = H / 128;
-  if (!L->x_bf16) {
-    const uint4 *src = (const uint4 *)(L->x + (size_t)t * H);
-    const int nv = H / 16;
-    for (int v0 = 0; v0 < nv; v0 += 32 * 4) {
-      uint4 p[4];
+  const int c1 = min(H, c0 + MX_LAYER_COLS);
+  if (!L->x_bf16) { /* 16 bytes a lane, the chunk's 1 KB in two steps; then its scales */
 #pragma unroll
-      for (int u = 0; u < 4; u++)
-        if (v0 + 32 * u + lane < nv) p[u] = ws_ld_global_nc_v4(src + v0 + 32 * u + lane);
+    for (int u = 0; u < MX_LAYER_COLS / 512; u++) {
+      const int c = c0 + (u * 32 + lane) * 16;
+      if (c >= c1) continue;
+      const uint4 v = ws_ld_global_nc_v4(L->x + (size_t)t * H + c);
+#pragma unroll
+      for (int j = 0; j < WS_EP_MAX_TOPK; j++)
+        if (rr[j] >= 0) ws_st_global_v4(L->xg + (size_t)rr[j] * H + c, v);
+    }
+    const int b = c0 / 128 + lane;
+    if (lane < MX_LAYER_COLS / 128 && b * 128 < c1) {
+      const float sc = __ldg(L->x_scale + (size_t)t * (H / 128) + b);
+#pragma unroll
+      for (int j = 0; j < WS_EP_MAX_TOPK; j++)
+        if (rr[j] >= 0) L->xg_scale[(size_t)b * L->scale_ld + rr[j]] = sc;
+    }
+    return;
+  }
+  /* BF16: 16 lanes x 8 values per 128-block: the half-warp's |max|, scale = amax / 448,
+   * e4m3(x / scale), as ws_fp8_quantize_1x128 does; 256 columns a step */
+  const uint16_t *xrow = (const uint16_t *)L->x + (size_t)t * H;
+#pragma unroll
+  for (int u = 0; u < MX_LAYER_COLS / 256; u++) {
+    const int c = c0 + u * 256 + lane * 8, ok = c < c1;
+    float f[8], amax = 0.0f;
+    const uint4 v = ok ? ws_ld_global_nc_v4(xrow + c) : make_uint4(0u, 0u, 0u, 0u);
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      f[2 * e] = __uint_as_float(w[e] << 16);
+      f[2 * e + 1] = __uint_as_float(w[e] & 0xFFFF0000u);
+      amax = fmaxf(amax, fmaxf(fabsf(f[2 * e]), fabsf(f[2 * e + 1])));
+    }
+#pragma unroll
+    for (int o = 8; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const float s = ws_fp8_scale_of(amax);
+    uint2 q;
+    q.x = ws_to_e4m3x2(f[0] / s, f[1] / s) | (uint32_t)ws_to_e4m3x2(f[2] / s, f[3] / s) << 16;
+    q.y = ws_to_e4m3x2(f[4] / s, f[5] / s) | (uint32_t)ws_to_e4m3x2(f[6] / s, f[7] / s) << 16;
+    if (ok) {
 #pragma unroll
       for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
         if (rr[j] < 0) continue;
-        uint4 *dst = (uint4 *)(L->xg + (size_t)rr[j] * H);
-#pragma unroll
-        for (int u = 0; u < 4; u++)
-          if (v0 + 32 * u + lane < nv) ws_st_global_v4(dst + v0 + 32 * u + lane, p[u]);
-      }
-    }
-    for (int c = lane; c < kb; c += 32) {
-      const float s = __ldg(L->x_scale + (size_t)t * kb + c);
-#pragma unroll
-      for (int j = 0; j < WS_EP_MAX_TOPK; j++)
-        if (rr[j] >= 0) L->xg_scale[(size_t)c * L->scale_ld + rr[j]] = s;
-    }
-  } else {
-    /* 16 lanes x 8 values per 128-block: the half-warp's |max|, scale = amax / 448,
-     * e4m3(x / scale), as ws_fp8_quantize_1x128 does */
-    const uint4 *src = (const uint4 *)(L->x + (size_t)t * H * 2);
-    const int nv = H / 8;
-    for (int v0 = 0; v0 < nv; v0 += 32) {
-      const int i = v0 + lane, ok = i < nv;
-      float f[8], amax = 0.0f;
-      const uint4 v = ok ? ws_ld_global_nc_v4(src + i) : make_uint4(0u, 0u, 0u, 0u);
-      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int e = 0; e < 4; e++) {
-        f[2 * e] = __uint_as_float(w[e] << 16);
-        f[2 * e + 1] = __uint_as_float(w[e] & 0xFFFF0000u);
-        amax = fmaxf(amax, fmaxf(fabsf(f[2 * e]), fabsf(f[2 * e + 1])));
-      }
-#pragma unroll
-      for (int o = 8; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-      const float s = ws_fp8_scale_of(amax);
-      uint2 q;
-      q.x = ws_to_e4m3x2(f[0] / s, f[1] / s) | (uint32_t)ws_to_e4m3x2(f[2] / s, f[3] / s) << 16;
-      q.y = ws_to_e4m3x2(f[4] / s, f[5] / s) | (uint32_t)ws_to_e4m3x2(f[6] / s, f[7] / s) << 16;
-      if (ok) {
-#pragma unroll
-        for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
-          if (rr[j] < 0) continue;
-          *(uint2 *)(L->xg + (size_t)rr[j] * H + (size_t)i * 8) = q;
-          if (lane % 16 == 0) L->xg_scale[(size_t)(i / 16) * L->scale_ld + rr[j]] = s;
-        }
+        *(uint2 *)(L->xg + (size_t)rr[j] * H + c) = q;
+        if (lane % 16 == 0) L->xg_scale[(size_t)(c / 128) * L->scale_ld + rr[j]] = s;
       }
     }
   }
+}
+
+/* The item's units over the 8 warps (gw: the warp, 0..7). */
+WS_DEV void mx_expand(const mx_layer_args *L, int item, int gw, int lane, int H) {
+  const int t0 = item * L->tokens_per_item, nt = min(L->tokens_per_item, L->tokens - t0);
+  const int nchunk = (H + MX_LAYER_COLS - 1) / MX_LAYER_COLS;
+  for (int u = gw; u < nt * nchunk; u += MX_LAYER_THREADS / 32)
+    mx_expand_unit(L, t0 + u / nchunk, (u % nchunk) * MX_LAYER_COLS, lane, H);
 }
 
 /* Every thread of the 256 after its warp's token: the item's rows, read next by TMA. */
@@ -217,7 +220,7 @@ WS_DEV void mx_combine_wait(const mx_layer_args *L, const ws_ctx *c, uint32_t ta
 
 /* A warp per (token, 128-vector chunk of the row), the item's tokens over the 8 warps. */
 WS_DEV void mx_combine(const mx_layer_args *L, const uint16_t *y, int item, int gw, int lane, int H) {
-  const int t0 = item * MX_LAYER_TOKENS, nt = min(MX_LAYER_TOKENS, L->tokens - t0);
+  const int t0 = item * L->tokens_per_item, nt = min(L->tokens_per_item, L->tokens - t0);
   const int nv = H / 8, chunk = 32 * MX_COMB_UNROLL, nchunk = (nv + chunk - 1) / chunk, K = L->topk;
   for (int u = gw; u < nt * nchunk; u += MX_LAYER_THREADS / 32) {
     const int t = t0 + u / nchunk, v0 = (u % nchunk) * chunk + lane;
