@@ -73,6 +73,12 @@
  * (enough L1 items for two per SM) went: since the decode fixes of session 8 the fused
  * kernel wins at 1 token too. */
 #define WS_MOE_AUTO_FUSED_ROWS      96
+/* On one GPU the whole-layer kernel (WS_MOE_FUSED_LAYER) instead, below this many rows
+ * per expert. One H200, session 9, calls back to back: 0.70-0.79x the unfused path at
+ * 1-512 tokens, 0.88x at 128 rows per expert (DeepSeek-V3, 4096 tokens), 0.91x at 192
+ * (Flash, 8192), 1.13x at 256 (DeepSeek-V3, 8192: the unfused GEMMs' larger tiles read
+ * the weights fewer times). */
+#define WS_MOE_AUTO_LAYER_ROWS      224
 
 /* ---- GEMM ------------------------------------------------------------------------ */
 /* Split-K for dense problems with fewer output tiles than half the SMs (a few rows):

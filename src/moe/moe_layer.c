@@ -133,9 +133,9 @@ ws_status ws_moe_layer_destroy(ws_moe_layer *l) {
  * each rank, T K / L rows per local expert; fused means the whole layer on one GPU. */
 static ws_moe_path layer_path(const ws_moe_layer *l, int tokens) {
   if (l->cfg.path != WS_MOE_AUTO) return l->cfg.path;
-  const double pairs = (double)tokens * l->cfg.topk;
-  if (pairs / l->local_experts >= WS_MOE_AUTO_FUSED_ROWS) return WS_MOE_UNFUSED;
-  return l->nranks == 1 ? WS_MOE_FUSED_LAYER : WS_MOE_FUSED_EXPERTS;
+  const double rows = (double)tokens * l->cfg.topk / l->local_experts;
+  if (l->nranks == 1) return rows < WS_MOE_AUTO_LAYER_ROWS ? WS_MOE_FUSED_LAYER : WS_MOE_UNFUSED;
+  return rows < WS_MOE_AUTO_FUSED_ROWS ? WS_MOE_FUSED_EXPERTS : WS_MOE_UNFUSED;
 }
 
 ws_status ws_moe_layer_path_for(const ws_moe_layer *l, int tokens, ws_moe_path *path) {
