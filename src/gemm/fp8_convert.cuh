@@ -24,4 +24,26 @@ static __device__ __forceinline__ float ws_fp8_scale_of(float amax) {
   return amax > 0.0f ? amax / WS_FP8_E4M3_MAX : 1.0f;
 }
 
+/* A lane's 8 bf16 (one 16-byte vector) quantised 1 x 128 where a half-warp holds each
+ * 128-block (16 lanes x 8 values): the half-warp's |max| (every lane of the warp calls it;
+ * one without values passes zeros), *scale, the 8 e4m3 bytes. */
+static __device__ __forceinline__ uint2 ws_quantize_bf16x8_1x128(uint4 v, float *scale) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  float f[8], amax = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 4; e++) {
+    f[2 * e] = __uint_as_float(w[e] << 16);
+    f[2 * e + 1] = __uint_as_float(w[e] & 0xFFFF0000u);
+    amax = fmaxf(amax, fmaxf(fabsf(f[2 * e]), fabsf(f[2 * e + 1])));
+  }
+#pragma unroll
+  for (int o = 8; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float s = ws_fp8_scale_of(amax);
+  *scale = s;
+  uint2 q;
+  q.x = ws_to_e4m3x2(f[0] / s, f[1] / s) | (uint32_t)ws_to_e4m3x2(f[2] / s, f[3] / s) << 16;
+  q.y = ws_to_e4m3x2(f[4] / s, f[5] / s) | (uint32_t)ws_to_e4m3x2(f[6] / s, f[7] / s) << 16;
+  return q;
+}
+
 #endif

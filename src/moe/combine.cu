@@ -12,6 +12,7 @@
  *           BF16 (zero for a token without experts); the last CTA acks every rank and
  *           advances the epoch. */
 #include "ep_device.cuh"
+#include "moe_sum.cuh"
 
 #include <cuda_bf16.h>
 
@@ -20,29 +21,6 @@ WS_DECLARE_ROLES(ep_reduce, REDUCE_ROLES);
 #define GATHER_ROLES(ROLE) ROLE(EP_GATHERER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(ep_gather, GATHER_ROLES);
 
-
-#define COMB_UNROLL 4                 /* 16-byte vectors per lane in flight per row   */
-#define COMB_CHUNK (32 * COMB_UNROLL) /* 16-byte vectors of a row per work item (2 KB) */
-
-/* 8 bf16 (one 16-byte vector) times w, added into acc. */
-static __device__ __forceinline__ void fma8(float *acc, uint4 v, float w) {
-  const uint32_t u[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    acc[2 * i] += w * __uint_as_float(u[i] << 16);
-    acc[2 * i + 1] += w * __uint_as_float(u[i] & 0xFFFF0000u);
-  }
-}
-
-static __device__ __forceinline__ uint4 pack8(const float *acc) {
-  uint32_t u[4];
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
-    u[i] = *(const uint32_t *)&h;
-  }
-  return make_uint4(u[0], u[1], u[2], u[3]);
-}
 
 WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const uint16_t *y, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_reduce, diag);
@@ -57,46 +35,17 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
   }
   ws_role_sync(&ctx);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
-  const int nvec = a.hidden / 8, nchunk = (nvec + COMB_CHUNK - 1) / COMB_CHUNK;
+  const int nvec = a.hidden / 8, nchunk = (nvec + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   for (int s = 0; s < N; s++) {
     const int ntok = a.recv_ntok[s];
     /* work item: one chunk of one token's row (a few tokens still reach every warp) */
     for (int item = gw; item < ntok * nchunk; item += nw) {
-      const int i = item / nchunk, v0 = (item % nchunk) * COMB_CHUNK + ctx.lane;
+      const int i = item / nchunk, v0 = (item % nchunk) * MOE_SUM_CHUNK + ctx.lane;
       const int *rows = a.comb_row + ((size_t)s * a.max_tokens + i) * K;
       const float *ws = a.comb_w + ((size_t)s * a.max_tokens + i) * K;
       uint4 *dst = (uint4 *)(EP_PEER(uint16_t, a, comb_inbox, s) + ((size_t)a.rank * a.max_tokens + i) * a.hidden);
-      /* the token's rows and weights first, all loads in flight at once: reading each
-       * slot's row index just before its data made a chain of dependent loads */
-      const uint4 *src[WS_EP_MAX_TOPK];
-      float w[WS_EP_MAX_TOPK];
-#pragma unroll
-      for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
-        const int r = j < K ? rows[j] : -1;
-        src[j] = r >= 0 ? (const uint4 *)(y + (size_t)r * a.hidden) : NULL;
-        w[j] = j < K ? ws[j] : 0.0f;
-      }
-      float acc[COMB_UNROLL][8];
-#pragma unroll
-      for (int u = 0; u < COMB_UNROLL; u++)
-#pragma unroll
-        for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
-      /* rows in slot order (the sum's order); a slot without a row here is skipped */
-#pragma unroll
-      for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
-        if (src[j] == NULL) continue;
-        uint4 p[COMB_UNROLL];
-#pragma unroll
-        for (int u = 0; u < COMB_UNROLL; u++)
-          if (v0 + 32 * u < nvec) p[u] = ws_ld_global_nc_v4(src[j] + v0 + 32 * u);
-#pragma unroll
-        for (int u = 0; u < COMB_UNROLL; u++)
-          if (v0 + 32 * u < nvec) fma8(acc[u], p[u], w[j]);
-      }
-#pragma unroll
-      for (int u = 0; u < COMB_UNROLL; u++)
-        if (v0 + 32 * u < nvec) ws_st_global_v4(dst + v0 + 32 * u, pack8(acc[u]));
+      moe_sum_rows(rows, ws, K, y, a.hidden, v0, nvec, dst, 0);
     }
   }
   ws_role_sync(&ctx);
@@ -121,7 +70,7 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   }
   ws_role_sync(&ctx);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
-  const int nvec = a.hidden / 8, nchunk = (nvec + COMB_CHUNK - 1) / COMB_CHUNK;
+  const int nvec = a.hidden / 8, nchunk = (nvec + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   /* whole rows when the tokens outnumber the warps (as many CTAs as SMs allowed), else
    * chunks, so that a few tokens still reach every warp */
@@ -130,27 +79,27 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
     const int t = item / split;
     const int *slots = a.tok_slot + (size_t)t * N;
     for (int c = (item % split) * per, c1 = min(nchunk, c + per); c < c1; c++) {
-      const int v0 = c * COMB_CHUNK + ctx.lane;
-      float acc[COMB_UNROLL][8];
+      const int v0 = c * MOE_SUM_CHUNK + ctx.lane;
+      float acc[MOE_SUM_UNROLL][8];
 #pragma unroll
-      for (int u = 0; u < COMB_UNROLL; u++)
+      for (int u = 0; u < MOE_SUM_UNROLL; u++)
 #pragma unroll
         for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
       for (int d = 0; d < N; d++) {
         const int slot = slots[d];
         if (slot < 0) continue;
         const uint4 *src = (const uint4 *)(a.comb_inbox + ((size_t)d * a.max_tokens + slot) * a.hidden);
-        uint4 p[COMB_UNROLL];
+        uint4 p[MOE_SUM_UNROLL];
 #pragma unroll
-        for (int u = 0; u < COMB_UNROLL; u++)
+        for (int u = 0; u < MOE_SUM_UNROLL; u++)
           if (v0 + 32 * u < nvec) p[u] = ws_ld_global_cg_v4(src + v0 + 32 * u);
 #pragma unroll
-        for (int u = 0; u < COMB_UNROLL; u++)
-          if (v0 + 32 * u < nvec) fma8(acc[u], p[u], 1.0f);
+        for (int u = 0; u < MOE_SUM_UNROLL; u++)
+          if (v0 + 32 * u < nvec) moe_fma8(acc[u], p[u], 1.0f);
       }
 #pragma unroll
-      for (int u = 0; u < COMB_UNROLL; u++)
-        if (v0 + 32 * u < nvec) ws_st_global_v4((uint4 *)(out + (size_t)t * a.hidden) + v0 + 32 * u, pack8(acc[u]));
+      for (int u = 0; u < MOE_SUM_UNROLL; u++)
+        if (v0 + 32 * u < nvec) ws_st_global_v4((uint4 *)(out + (size_t)t * a.hidden) + v0 + 32 * u, moe_pack8(acc[u]));
     }
   }
   if (ep_last_cta(&ctx, &a.epochs[3], &last)) {

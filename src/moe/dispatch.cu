@@ -133,27 +133,8 @@ static __device__ __forceinline__ void send_quantized(const ep_args *a, const ui
 #pragma unroll
     for (int u = 0; u < EP_QUANT_UNROLL; u++) {
       const int i = base + u * 32 + lane;
-      float f[8];
-      float amax = 0.0f;
-      if (i < nvx) {
-        const uint4 v = ws_ld_global_nc_v4((const uint4 *)xrow + i);
-        const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          f[2 * e] = __uint_as_float(w[e] << 16);
-          f[2 * e + 1] = __uint_as_float(w[e] & 0xFFFF0000u);
-          amax = fmaxf(amax, fmaxf(fabsf(f[2 * e]), fabsf(f[2 * e + 1])));
-        }
-      } else {
-#pragma unroll
-        for (int e = 0; e < 8; e++) f[e] = 0.0f;
-      }
-#pragma unroll
-      for (int o = 8; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-      const float s = ws_fp8_scale_of(amax);
-      sc[u] = s;
-      q[u].x = ws_to_e4m3x2(f[0] / s, f[1] / s) | (uint32_t)ws_to_e4m3x2(f[2] / s, f[3] / s) << 16;
-      q[u].y = ws_to_e4m3x2(f[4] / s, f[5] / s) | (uint32_t)ws_to_e4m3x2(f[6] / s, f[7] / s) << 16;
+      q[u] = ws_quantize_bf16x8_1x128(i < nvx ? ws_ld_global_nc_v4((const uint4 *)xrow + i) : make_uint4(0u, 0u, 0u, 0u),
+                                      &sc[u]);
     }
     for (int half = 0; half < 2; half++)
       for (uint32_t m = half ? hi : lo; m; m &= m - 1) {

@@ -203,7 +203,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
    * routed: `blocks` of 64 rows), then combine; the cursors read the offsets, so they
    * start once routed. One site per wait and per hand-over: each inlined wait costs the
    * loader (56 registers) its own copy of the live values. */
-  const int pre = ly->on ? 1 + ly->expand_items : 0, per_block = I / MOE_EXPERTS_L1_BN + (H + MX_BN - 1) / MX_BN;
+  const int pre = ly->on ? 1 + ly->token_items : 0, per_block = I / MOE_EXPERTS_L1_BN + (H + MX_BN - 1) / MX_BN;
   int blocks = ly->on ? -1 : 0, expanding = ly->on, l1_done = 0, l2 = 0, walk = 0;
   if (!ly->on) mx_load_offsets(c, a, sm, &c1, &c2);
   for (;;) {
@@ -217,7 +217,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
     if (t >= pre) {
       index = t - pre - blocks * per_block;
       kind = ly->on && index >= 0 ? MX_COMBINE : MX_L1;
-      if (kind == MX_COMBINE && index >= ly->combine_items) break;
+      if (kind == MX_COMBINE && index >= ly->token_items) break;
     }
     if (kind != MX_L1) {
       k = mx_hand(pipe, c, sm, k, t, kind, index, 2 * blocks * ((H + MX_BN - 1) / MX_BN));
@@ -247,7 +247,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
         if (l2)
           mx_wait_rows(c, a, row / MX_BM);
         else
-          mx_wait_count(c, ly->expanded, (uint32_t)ly->expand_items, "moe layer x rows");
+          mx_wait_count(c, ly->expanded, (uint32_t)ly->token_items, "moe layer x rows");
         expanding = 0;
         ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       }
@@ -564,6 +564,9 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     WS_REQUIRE(io->entry_row && io->bad_id, "moe layer: entry_row or bad_id is NULL");
     WS_REQUIRE(((uintptr_t)io->x & 15u) == 0 && ((uintptr_t)io->out & 15u) == 0,
                "moe layer: x %p and out %p must be 16-byte aligned", io->x, io->out);
+    WS_REQUIRE(((uintptr_t)io->topk_idx & 3u) == 0 && ((uintptr_t)io->topk_weights & 3u) == 0 &&
+                   ((uintptr_t)io->x_scale & 3u) == 0,
+               "moe layer: topk_idx, topk_weights and x_scale must be 4-byte aligned");
   }
   ws_plan *plan = NULL;
   ws_status s;
@@ -618,8 +621,7 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     /* about two items per CTA, at least a token each: at decode every token's copy and
      * sum run on their own CTA, all 8 warps on its columns */
     ly->tokens_per_item = io->tokens > 2 * sms ? (io->tokens + 2 * sms - 1) / (2 * sms) : 1;
-    ly->expand_items = (io->tokens + ly->tokens_per_item - 1) / ly->tokens_per_item;
-    ly->combine_items = ly->expand_items;
+    ly->token_items = (io->tokens + ly->tokens_per_item - 1) / ly->tokens_per_item;
     ly->topk_idx = io->topk_idx;
     ly->topk_weights = io->topk_weights;
     ly->x = (const uint8_t *)io->x;

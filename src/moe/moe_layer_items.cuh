@@ -27,19 +27,19 @@
 
 #include "../gemm/fp8_convert.cuh"
 #include "moe_experts.h"
+#include "moe_sum.cuh"
 #include "warpspec/moe.h"
 
 #include <cuda_bf16.h>
 
 #define MX_LAYER_THREADS 256 /* the two math warpgroups                                    */
-#define MX_LAYER_COLS 1024   /* columns of a warp's unit of expand and combine              */
-#define MX_COMB_UNROLL 4     /* 16-byte vectors per lane in flight in combine (1024 bf16)   */
+#define MX_LAYER_COLS (MOE_SUM_CHUNK * 8) /* columns of a warp's unit of expand and combine */
 
 typedef struct {
   int on;                      /* 0: the experts only                                     */
   int tokens, topk, experts, x_bf16, scale_ld;
   int tokens_per_item;         /* of an expand or combine item (units: token x 1024 columns) */
-  int expand_items, combine_items;
+  int token_items;             /* expand items, and as many combine items                   */
   const int *topk_idx;
   const float *topk_weights;
   const uint8_t *x;            /* the caller's rows (e4m3, or bf16 when x_bf16)          */
@@ -139,27 +139,13 @@ WS_DEV void mx_expand_unit(const mx_layer_args *L, int t, int c0, int lane, int 
     }
     return;
   }
-  /* BF16: 16 lanes x 8 values per 128-block: the half-warp's |max|, scale = amax / 448,
-   * e4m3(x / scale), as ws_fp8_quantize_1x128 does; 256 columns a step */
+  /* BF16: quantised 1 x 128 (a half-warp per 128-block), 256 columns a step */
   const uint16_t *xrow = (const uint16_t *)L->x + (size_t)t * H;
 #pragma unroll
   for (int u = 0; u < MX_LAYER_COLS / 256; u++) {
     const int c = c0 + u * 256 + lane * 8, ok = c < c1;
-    float f[8], amax = 0.0f;
-    const uint4 v = ok ? ws_ld_global_nc_v4(xrow + c) : make_uint4(0u, 0u, 0u, 0u);
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      f[2 * e] = __uint_as_float(w[e] << 16);
-      f[2 * e + 1] = __uint_as_float(w[e] & 0xFFFF0000u);
-      amax = fmaxf(amax, fmaxf(fabsf(f[2 * e]), fabsf(f[2 * e + 1])));
-    }
-#pragma unroll
-    for (int o = 8; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float s = ws_fp8_scale_of(amax);
-    uint2 q;
-    q.x = ws_to_e4m3x2(f[0] / s, f[1] / s) | (uint32_t)ws_to_e4m3x2(f[2] / s, f[3] / s) << 16;
-    q.y = ws_to_e4m3x2(f[4] / s, f[5] / s) | (uint32_t)ws_to_e4m3x2(f[6] / s, f[7] / s) << 16;
+    float s;
+    const uint2 q = ws_quantize_bf16x8_1x128(ok ? ws_ld_global_nc_v4(xrow + c) : make_uint4(0u, 0u, 0u, 0u), &s);
     if (ok) {
 #pragma unroll
       for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
@@ -187,71 +173,26 @@ WS_DEV void mx_expand_done(const mx_layer_args *L, int i, uint32_t bar) {
 }
 
 /* ---- combine ----------------------------------------------------------------------- */
-/* 8 bf16 (one 16-byte vector) times w, added into acc (combine.cu's order and rounding). */
-WS_DEV void mx_fma8(float *acc, uint4 v, float w) {
-  const uint32_t u[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    acc[2 * i] += w * __uint_as_float(u[i] << 16);
-    acc[2 * i + 1] += w * __uint_as_float(u[i] & 0xFFFF0000u);
-  }
-}
-
-WS_DEV uint4 mx_pack8(const float *acc) {
-  uint32_t u[4];
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
-    u[i] = *(const uint32_t *)&h;
-  }
-  return make_uint4(u[0], u[1], u[2], u[3]);
-}
-
 /* Thread 0 of the math warpgroups: wait until `target` L2 tile halves are stored; the
  * last combine item past the wait resets the counters for the next call. */
 WS_DEV void mx_combine_wait(const mx_layer_args *L, const ws_ctx *c, uint32_t target) {
   const ws_site site = ws_site_pipe("moe layer L2 rows", WS_EDGE_FULL, 0, 0);
   ws_wait_count_geq(L->l2_done, target, c, &site);
-  if (atomicAdd(L->comb_seen, 1u) == (uint32_t)L->combine_items - 1u) {
+  if (atomicAdd(L->comb_seen, 1u) == (uint32_t)L->token_items - 1u) {
     *L->l2_done = 0u;
     *L->comb_seen = 0u;
   }
 }
 
-/* A warp per (token, 128-vector chunk of the row), the item's tokens over the 8 warps. */
+/* A warp per (token, 1024-column chunk of the row), the item's tokens over the 8 warps;
+ * y was written by this kernel's L2 tiles. */
 WS_DEV void mx_combine(const mx_layer_args *L, const uint16_t *y, int item, int gw, int lane, int H) {
   const int t0 = item * L->tokens_per_item, nt = min(L->tokens_per_item, L->tokens - t0);
-  const int nv = H / 8, chunk = 32 * MX_COMB_UNROLL, nchunk = (nv + chunk - 1) / chunk, K = L->topk;
+  const int nv = H / 8, nchunk = (nv + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK, K = L->topk;
   for (int u = gw; u < nt * nchunk; u += MX_LAYER_THREADS / 32) {
-    const int t = t0 + u / nchunk, v0 = (u % nchunk) * chunk + lane;
-    const uint4 *src[WS_EP_MAX_TOPK];
-    float w[WS_EP_MAX_TOPK];
-#pragma unroll
-    for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
-      const int r = j < K ? __ldcg(L->entry_row + (size_t)t * K + j) : -1;
-      src[j] = r >= 0 ? (const uint4 *)(y + (size_t)r * H) : NULL;
-      w[j] = j < K ? __ldg(L->topk_weights + (size_t)t * K + j) : 0.0f;
-    }
-    float acc[MX_COMB_UNROLL][8];
-#pragma unroll
-    for (int q = 0; q < MX_COMB_UNROLL; q++)
-#pragma unroll
-      for (int e = 0; e < 8; e++) acc[q][e] = 0.0f;
-#pragma unroll
-    for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
-      if (src[j] == NULL) continue;
-      uint4 p[MX_COMB_UNROLL];
-#pragma unroll
-      for (int q = 0; q < MX_COMB_UNROLL; q++)
-        if (v0 + 32 * q < nv) p[q] = ws_ld_global_cg_v4(src[j] + v0 + 32 * q);
-#pragma unroll
-      for (int q = 0; q < MX_COMB_UNROLL; q++)
-        if (v0 + 32 * q < nv) mx_fma8(acc[q], p[q], w[j]);
-    }
-    uint4 *dst = (uint4 *)(L->out + (size_t)t * H);
-#pragma unroll
-    for (int q = 0; q < MX_COMB_UNROLL; q++)
-      if (v0 + 32 * q < nv) ws_st_global_v4(dst + v0 + 32 * q, mx_pack8(acc[q]));
+    const int t = t0 + u / nchunk;
+    moe_sum_rows(L->entry_row + (size_t)t * K, L->topk_weights + (size_t)t * K, K, y, H,
+                 (u % nchunk) * MOE_SUM_CHUNK + lane, nv, (uint4 *)(L->out + (size_t)t * H), 1);
   }
 }
 

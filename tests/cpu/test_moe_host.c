@@ -298,6 +298,9 @@ static void experts_arguments(void) {
   io.topk_idx = (const int *)buf; io.x = (const char *)buf + 4;
   CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
   CHECK_MSG("16-byte aligned");
+  io.x = buf; io.topk_weights = (const float *)((const char *)buf + 2);
+  CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
+  CHECK_MSG("4-byte aligned");
 }
 
 int main(void) {
