@@ -59,26 +59,30 @@
 #define WS_SR_CE_MIN_BYTES      (64u << 20) /* zero-copy: from here the copy engine moves it */
 #define WS_COMM_HEAP_SPARE      (1ull << 30) /* symmetric heap beyond the staging, default  */
 #define WS_RENDEZVOUS_TIMEOUT_MS 60000 /* ranks wait this long for each other at init   */
+#define WS_SHARE_GPU_ENV        "WARPSPEC_SHARE_GPU" /* tests: ranks share GPUs (under MPS) */
 
 /* ---- MoE dispatch / combine ----------------------------------------------------- */
 #define WS_EP_DEFAULT_SMS       24     /* CTAs per transfer kernel unless the config says  */
 #define WS_EP_WARPS             16     /* warps per CTA of the dispatch/combine kernels    */
 #define WS_EP_ROUTE_THREADS     256    /* tokens per CTA of the routing kernel              */
-/* MoE layer, WS_MOE_AUTO picks the fused experts kernel (64-row tiles) when a local
- * expert is expected to get fewer rows than WS_MOE_AUTO_FUSED_ROWS (tokens x topk x
- * ranks / experts): from there the unfused GEMMs' 128- and 192-row tiles read the weights
- * fewer times. Measured on one H200 (docs/benchmarks.md, session 8): fused 1.18x at 1
- * token, 1.24-1.34x at 8-512 tokens (both shapes), 0.89x at 96 rows per expert (Flash,
- * 4096 tokens), 1.12x at 128 (DeepSeek-V3, 4096 tokens). The earlier second condition
- * (enough L1 items for two per SM) went: since the decode fixes of session 8 the fused
- * kernel wins at 1 token too. */
-#define WS_MOE_AUTO_FUSED_ROWS      96
-/* On one GPU the whole-layer kernel (WS_MOE_FUSED_LAYER) instead, below this many rows
- * per expert. One H200, session 9, calls back to back: 0.70-0.79x the unfused path at
- * 1-512 tokens, 0.88x at 128 rows per expert (DeepSeek-V3, 4096 tokens), 0.91x at 192
- * (Flash, 8192), 1.13x at 256 (DeepSeek-V3, 8192: the unfused GEMMs' larger tiles read
- * the weights fewer times). */
-#define WS_MOE_AUTO_LAYER_ROWS      224
+/* MoE layer, WS_MOE_AUTO: with several ranks the fused experts kernel (64-row tiles)
+ * when a local expert is expected to get fewer rows than WS_MOE_AUTO_FUSED_ROWS (tokens x
+ * topk / local experts), else the unfused GEMMs, whose 128- and 192-row tiles read the
+ * weights fewer times; on one GPU the whole-layer kernel (WS_MOE_FUSED_LAYER) below
+ * WS_MOE_AUTO_LAYER_ROWS. One H200, session 10, calls back to back, whole layer / unfused:
+ * DeepSeek-V3 0.72x at 32 rows per expert (1024 tokens), 0.85x at 64 (2048), 1.12x at
+ * 128 (4096); Flash 0.71x at 48 rows, 1.21x at 96; the fused experts kernel alone loses
+ * the same way from 96 rows. (Session 9's 224 came from a run whose unfused GEMMs were
+ * 20% slower than this one's.) The rule for several ranks is the one-GPU measurement:
+ * EP2 has not been timed. */
+#define WS_MOE_AUTO_FUSED_ROWS      80
+#define WS_MOE_AUTO_LAYER_ROWS      80
+/* The fused experts kernel (both fused paths) would take its 128-row tile from this many
+ * rows per local expert; 0: never. Off: on one H200 (session 10) it was 9% slower than
+ * the 64-row tile at 128 rows per expert (DeepSeek-V3, 4096 tokens: its last 64 rows of
+ * an expert cost a whole 128-row tile) and level at 256 (8192 tokens). WARPSPEC_MOE_TILE
+ * =128 takes it anyway. */
+#define WS_MOE_WIDE_ROWS            0
 
 /* ---- GEMM ------------------------------------------------------------------------ */
 /* Split-K for dense problems with fewer output tiles than half the SMs (a few rows):

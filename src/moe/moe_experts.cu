@@ -6,27 +6,42 @@
  * replaces three launches of the unfused path (L1 GEMM, the SwiGLU pass, L2 GEMM) and the
  * bf16 round trip of h through memory, and lets L2 tiles start while L1 tiles still run.
  *
- * Work items (gemm_sched.cuh's numbering): first every L1 tile (expert, 64-row block, 128
- * act columns), then every L2 tile (expert, 64-row block, 256 output columns). A CTA's
+ * Work items (gemm_sched.cuh's numbering): first every L1 tile (expert, row block, 128
+ * act columns), then every L2 tile (expert, row block, output columns). A CTA's
  * loader claims the next item from a global counter when it starts loading one, and
  * tells the math warpgroups which one through the item's first stage. Claimed in order,
  * the tiles that read the same weights (an expert's row blocks, numbered next to each
  * other) run at the same time on whichever CTAs are free, and read them once from DRAM
  * between them; a static CTA-strided walk let the CTAs drift apart and read the weights
  * once per row block (ncu, DeepSeek-V3 at 4096 tokens: 29.4 GB from DRAM for 11.3 GB of
- * weights). A tile's two math warpgroups
- * share its 64 rows of A and each takes half of its 256 B rows:
- *   L1: warpgroup r gets gate columns c + 64r .. c + 64r + 63 and the same up columns
- *       (loaded as four 64-row boxes), so each thread holds gate and up of the same act
- *       column and SwiGLU needs no exchange; a row's amax over the 128 act columns of the
- *       block (the K block L2 reads) is one exchange of 64 floats through shared memory.
- *   L2: warpgroup r gets output columns 128r .. 128r + 127 (the FP8 GEMM's own tile).
+ * weights).
+ *
+ * Two tile shapes, one kernel template (MX_BM_ of the instance):
+ *   64 rows (few rows per expert): a tile's two math warpgroups share its 64 rows of A
+ *     and each takes half of its 256 B rows:
+ *     L1: warpgroup r gets gate columns c + 64r .. c + 64r + 63 and the same up columns
+ *         (loaded as four 64-row boxes), so each thread holds gate and up of the same act
+ *         column and SwiGLU needs no exchange; a row's amax over the 128 act columns of
+ *         the block (the K block L2 reads) is one exchange of 64 floats through shared
+ *         memory.
+ *     L2: warpgroup r gets output columns 128r .. 128r + 127 (the FP8 GEMM's own tile).
+ *   128 rows (from about 100 rows per expert): warpgroup r takes rows 64r .. 64r + 63 and
+ *     both read the same 128 B rows, so a K step moves 32 KiB through L2 for the same
+ *     math where the 64-row tile moves 40 KiB (ncu, DeepSeek-V3 at 4096 tokens: the
+ *     64-row kernel at 89% of L2 throughput, its math warps waiting on stages half the
+ *     time). An L1 item runs its 128 act columns as two K loops of 64 (gate and up of
+ *     the same columns, as a 64-row warpgroup's); the first loop's SwiGLU values wait in
+ *     shared memory, so the amax over 128 columns stays inside the thread's quad. L2
+ *     items are 128 x 128 (the FP8 GEMM's tile). Rows stay padded to 64: a block's last
+ *     64 rows may belong to the next expert (loaded, computed, never stored or counted).
+ *
  * The act rows go out through shared memory as 16-byte stores; every thread fences the
- * async proxy, and after the tile's barrier thread 0 does one red.release on the block's
- * counter (one release per warp, each after its own GPU fence, measured the same). An
- * L2 tile's loader issues the first stage's weights, then waits (bounded) until all
- * I / 128 L1 releases of its block are in, fences the async proxy and loads act by TMA. The last of the block's H / 256 L2 tiles to pass the wait zeroes its two
- * counters, so every call starts from zero with no host work (graph replay included).
+ * async proxy, and after the tile's barrier one thread does a red.release on each 64-row
+ * block's counter (one release per warp, each after its own GPU fence, measured the
+ * same). An L2 tile's loader issues the first stage's weights, then waits (bounded) until
+ * all I / 128 L1 releases of its blocks are in, fences the async proxy and loads act by
+ * TMA. The last of a block's L2 tiles to pass the wait zeroes its two counters, so every
+ * call starts from zero with no host work (graph replay included).
  * Deadlock freedom: an L2 item is claimed after every L1 item, each of which a running
  * CTA has claimed and loads without waiting on anything; no residency assumption.
  *
@@ -46,22 +61,32 @@
 
 #include "warpspec/moe.h"
 
-#define MX_BM MOE_EXPERTS_BM
 #define MX_BK 128
-#define MX_BN MOE_EXPERTS_L2_BN /* B rows of a stage: 128 per math warpgroup */
 #ifndef MX_STAGES
-#define MX_STAGES 4 /* 4 x 41 KiB; a fifth stage does not fit beside the epilogue buffers */
+#define MX_STAGES 4 /* 64-row tile: 4 x 41 KiB; a fifth stage does not fit beside the epilogue buffers */
 #endif
+#ifndef MX_WIDE_STAGES
+#define MX_WIDE_STAGES 4 /* 128-row tile: 4 x 33 KiB (5 fit, but the math then spilled its packed predicates) */
+#endif
+#define MX_B_ROWS(BM) ((BM) == MOE_EXPERTS_BM ? 256 : 128)                /* B rows of a stage */
+#define MX_STAGES_OF(BM) ((BM) == MOE_EXPERTS_BM ? MX_STAGES : MX_WIDE_STAGES)
 #define MX_SMEM_OFFSETS (WS_EP_MAX_EXPERTS + 1) /* local experts whose offsets the loader holds */
 #define MX_ACT_LD (128 + 16) /* a row of the act tile in shared memory, padded: no bank conflicts */
+#define MX_PARK 34           /* 128-row L1: per thread the first 64 act columns' 32 SwiGLU values, 2 row amaxes */
 
-typedef struct __align__(1024) {
-  uint8_t a[MX_BM * MX_BK]; /* 8 KiB: x (L1) or act (L2) rows       */
-  uint8_t b[MX_BN * MX_BK]; /* 32 KiB: W1 or W2 rows                 */
-  float a_scale[MX_BM];     /* the K block's scales of the 64 rows   */
-} mx_stage;
+template <int BM> struct __align__(1024) mx_stage {
+  uint8_t a[BM * MX_BK];            /* x (L1) or act (L2) rows: 8 or 16 KiB  */
+  uint8_t b[MX_B_ROWS(BM) * MX_BK]; /* W1 or W2 rows: 32 or 16 KiB           */
+  float a_scale[BM];                /* the K block's scales of the rows      */
+};
 
-WS_PIPE_STORAGE(mx_pipe, mx_stage, MX_STAGES);
+/* WS_PIPE_STORAGE's layout, one per tile shape */
+template <int BM> struct mx_pipe {
+  uint64_t full[MX_STAGES_OF(BM)];
+  uint64_t empty[MX_STAGES_OF(BM)];
+  int closed[MX_STAGES_OF(BM)];
+  mx_stage<BM> slot[MX_STAGES_OF(BM)];
+};
 
 /* An item as the loader decoded it, handed to the math in the item's first stage: the
  * math no longer walks the groups itself (at 1 token that walk, up to 256 mostly empty
@@ -75,15 +100,27 @@ typedef struct {
 } mx_item_info;
 #define MX_ITEM_WORDS ((int)(sizeof(mx_item_info) / sizeof(int)))
 
-typedef struct {
-  mx_pipe pipe;
-  __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES]; /* L2: per warpgroup two 64 x 64 bf16 chunks */
-  __align__(16) uint8_t act[MX_BM * MX_ACT_LD];          /* L1: the 64 x 128 e4m3 act tile          */
-  float amax[2][MX_BM];                                  /* L1: each warpgroup's half-row amax      */
-  mx_item_info item[MX_STAGES];                          /* the item whose first stage this is */
-  gemm_shape shape[2];                                   /* the loader's L1 and L2 schedules   */
-  int offsets[MX_SMEM_OFFSETS];                          /* and the expert offsets they read  */
-} mx_smem;
+/* A math warpgroup's epilogue memory: its L2 output chunks, or L1's act rows (and the
+ * 128-row tile's parked SwiGLU half). A CTA runs every L1 item it claims before any L2
+ * item (claims are in order), and the route item's scratch comes before both. 64-row
+ * tile: both warpgroups write the one act tile of warpgroup 0's region, and leave it on a
+ * barrier of both; 128-row tile: each warpgroup only ever touches its own region. */
+template <int BM> union __align__(1024) mx_epi {
+  uint8_t out[2 * GEMM_CHUNK_BYTES];    /* L2: two 64 x 64 bf16 chunks            */
+  struct {
+    uint8_t act[MOE_EXPERTS_BM * MX_ACT_LD]; /* L1: 64 rows x 128 act columns, e4m3 */
+    float park[BM == MOE_EXPERTS_BM ? 1 : MX_PARK * 128];
+  } l1;
+};
+
+template <int BM> struct mx_smem {
+  mx_pipe<BM> pipe;
+  mx_epi<BM> epi[2];                      /* per math warpgroup */
+  float amax[2][MOE_EXPERTS_BM];          /* 64-row L1: each warpgroup's half-row amax */
+  mx_item_info item[MX_STAGES_OF(BM)];    /* the item whose first stage this is */
+  gemm_shape shape[2];                    /* the loader's L1 and L2 schedules   */
+  int offsets[MX_SMEM_OFFSETS];           /* and the expert offsets they read  */
+};
 
 /* Two math warpgroups at 208 registers, then a loader warpgroup (one working warp) at 88:
  * 384 threads, 2 x 128 x 208 + 128 x 88 = 64512, all the launch gives (168 each). The
@@ -94,28 +131,28 @@ typedef struct {
 WS_DECLARE_ROLES(moe_experts, MX_ROLES);
 
 typedef struct {
-  gemm_shape l1;          /* rows x I act columns, tiles 64 x 128, K = H                   */
-  gemm_args l2;           /* y: rows x H, tiles 64 x 256, K = I (what the store reads)     */
-  ws_tmap map_xs, map_as; /* x_scale, act_scale as [K / 128][rows] fp32, box 64 x 1         */
+  gemm_shape l1;          /* rows x I act columns, tiles BM x 128, K = H                   */
+  gemm_args l2;           /* y: rows x H, tiles BM x L2 columns, K = I (what the store reads) */
+  ws_tmap map_xs, map_as; /* x_scale, act_scale as [K / 128][rows] fp32, box BM x 1         */
   const float *w1_scale, *w2_scale;
   uint8_t *act;
   float *act_scale;
   uint32_t act_ld;
-  uint32_t *ready;        /* [blocks]: releases of the block's L1 tiles, one per tile       */
-  uint32_t *seen;         /* [blocks]: L2 tiles past their wait (the last one cleans up)     */
+  uint32_t *ready;        /* [64-row blocks]: releases of the block's L1 tiles, one per tile */
+  uint32_t *seen;         /* [64-row blocks]: L2 tiles past their wait (the last cleans up)  */
   uint32_t *next_item;    /* [2]: the next item to claim, CTAs finished (the last resets)   */
   int hidden, inter;
   int bar;                /* the plan's user barrier: a tile's two math warpgroups         */
   int static_walk;        /* CTA-strided items instead of claims (WARPSPEC_MOE_SCHED=static) */
-  int drop_release;       /* tests: no L1 release (the L2 wait's timeout path)             */
   mx_layer_args layer;    /* the whole layer (moe_layer_items.cuh), or layer.on = 0        */
 } mx_args;
 
 /* ---- LOADER ------------------------------------------------------------------------ */
-/* An L2 tile's wait for its rows of act (lane 0; TMA is issued by the same lane). */
-WS_DEV void mx_wait_rows(const ws_ctx *c, const mx_args *a, int blk) {
+/* An L2 tile's wait for the act rows of one of its 64-row blocks (lane 0; TMA is issued
+ * by the same lane); `readers`: the block's L2 tiles. */
+WS_DEV void mx_wait_rows(const ws_ctx *c, const mx_args *a, int blk, uint32_t readers) {
   if (c->lane == 0) {
-    const uint32_t target = (uint32_t)(a->inter / 128), readers = (uint32_t)((a->hidden + MX_BN - 1) / MX_BN);
+    const uint32_t target = (uint32_t)(a->inter / 128);
     const ws_site site = ws_site_pipe("moe experts L1 rows", WS_EDGE_FULL, blk, 0);
     ws_wait_count_geq(a->ready + blk, target, c, &site);
     ws_fence_proxy_async_global(); /* the generic stores of act, read next by TMA */
@@ -140,7 +177,8 @@ WS_DEV void mx_wait_count(const ws_ctx *c, const uint32_t *count, uint32_t targe
 }
 
 /* Hand an item with no loads to the math: its info in a committed stage. */
-WS_DEV ws_cursor mx_hand(const ws_pipe *pipe, const ws_ctx *c, mx_smem *sm, ws_cursor k, int t, int kind, int index,
+template <int BM>
+WS_DEV ws_cursor mx_hand(const ws_pipe *pipe, const ws_ctx *c, mx_smem<BM> *sm, ws_cursor k, int t, int kind, int index,
                          int target) {
   ws_pipe_acquire_at(pipe, c, k);
   if (c->lane == 0) {
@@ -151,15 +189,12 @@ WS_DEV ws_cursor mx_hand(const ws_pipe *pipe, const ws_ctx *c, mx_smem *sm, ws_c
   return ws_cursor_next(k, pipe->stages);
 }
 
-WS_DEV int mx_item(const mx_smem *sm, gemm_cursor *c1, gemm_cursor *c2, int *l1_done, int t, gemm_tile *tile, int *l2) {
-  return moe_experts_item(&sm->shape[0], &sm->shape[1], c1, c2, l1_done, t, tile, l2);
-}
-
 /* The loader's copy of both schedules in shared memory, with the expert offsets too when
  * they fit: one round trip for all of them, where the walk to the CTA's first item (32
  * groups a step) chained eight at 1 token (256 experts), about 5 us before the first
  * weights moved. The cursors then start. */
-WS_DEV void mx_load_offsets(const ws_ctx *c, const mx_args *a, mx_smem *sm, gemm_cursor *c1, gemm_cursor *c2) {
+template <int BM>
+WS_DEV void mx_load_offsets(const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, gemm_cursor *c1, gemm_cursor *c2) {
   const int n = a->l1.groups + 1, fits = n <= MX_SMEM_OFFSETS;
   if (fits) {
 #pragma unroll 4
@@ -175,6 +210,14 @@ WS_DEV void mx_load_offsets(const ws_ctx *c, const mx_args *a, mx_smem *sm, gemm
   *c2 = gemm_cursor_start(&sm->shape[1]);
 }
 
+/* The whole layer: row blocks of BM over every expert (the tile numbering's unit), from
+ * the offsets the loader holds (a full warp). */
+WS_DEV int mx_count_tiles(const gemm_shape *s, int lane) {
+  int n = 0;
+  for (int g = lane; g < s->groups; g += 32) n += (s->offsets[g + 1] - s->offsets[g] + s->bm - 1) / s->bm;
+  return (int)__reduce_add_sync(0xffffffffu, (unsigned)n);
+}
+
 /* The CTA's next item: claimed from the global counter (lane 0; the whole warp gets it),
  * or (a->static_walk) the i-th of the CTA-strided walk. */
 WS_DEV int mx_claim(const ws_ctx *c, const mx_args *a, int *i) {
@@ -184,7 +227,23 @@ WS_DEV int mx_claim(const ws_ctx *c, const mx_args *a, int *i) {
   return (int)__shfl_sync(0xffffffffu, t, 0);
 }
 
-WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_smem *sm, const ws_tmap *map_x,
+/* One K step's B rows: 64-row tile: L1 gate c + 64r .. and up (gate + I) of the same
+ * columns for warpgroup r = 0, 1 (four 64-row boxes), L2 the 256 output columns' rows of
+ * W2; 128-row tile: L1 loop j's gate c + 64j .. and up, L2 the 128 output columns' rows. */
+template <int BM>
+WS_DEV void mx_load_b(const ws_pipe *pipe, const ws_ctx *c, ws_cursor k, mx_stage<BM> *st, const ws_tmap *map_w1,
+                      const ws_tmap *map_w2, int l2, int kk, int j, int gate, int down, int I) {
+#pragma unroll
+  for (int q = 0; q < MX_B_ROWS(BM) / 64; q++) {
+    if (l2) ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w2, kk * MX_BK, down + q * 64);
+    else if (BM == MOE_EXPERTS_BM)
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, kk * MX_BK, gate + (q / 2) * 64 + (q % 2) * I);
+    else ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, kk * MX_BK, gate + j * 64 + q * I);
+  }
+}
+
+template <int BM>
+WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, const ws_tmap *map_x,
                     const ws_tmap *map_w1, const ws_tmap *map_act, const ws_tmap *map_w2) {
   if (ws_role_leader(c)) {
     ws_prefetch_tensormap(&map_x->map);
@@ -194,65 +253,66 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
     ws_prefetch_tensormap(&a->map_xs.map);
     ws_prefetch_tensormap(&a->map_as.map);
   }
-  const int H = a->hidden, I = a->inter;
+  const int H = a->hidden, I = a->inter, hb = H / MX_BK, l2_items = moe_experts_l2_items(BM, H);
+  const int l2_bn = moe_experts_l2_bn(BM);
   const mx_layer_args *ly = &a->layer;
   ws_cursor k = {0, 0};
   gemm_tile tile;
   gemm_cursor c1, c2;
   /* the whole layer: items 0 .. pre - 1 are route and expand, then the tiles (known once
-   * routed: `blocks` of 64 rows), then combine; the cursors read the offsets, so they
+   * routed: `tiles` row blocks of BM), then combine; the cursors read the offsets, so they
    * start once routed. One site per wait and per hand-over: each inlined wait costs the
-   * loader (56 registers) its own copy of the live values. */
-  const int pre = ly->on ? 1 + ly->token_items : 0, per_block = I / MOE_EXPERTS_L1_BN + (H + MX_BN - 1) / MX_BN;
-  int blocks = ly->on ? -1 : 0, expanding = ly->on, l1_done = 0, l2 = 0, walk = 0;
+   * loader its own copy of the live values. */
+  const int pre = ly->on ? 1 + ly->token_items : 0, per_tile = I / MOE_EXPERTS_L1_BN + l2_items;
+  int tiles = ly->on ? -1 : 0, expanding = ly->on, l1_done = 0, l2 = 0, walk = 0;
   if (!ly->on) mx_load_offsets(c, a, sm, &c1, &c2);
   for (;;) {
     const int t = mx_claim(c, a, &walk);
-    if (t > 0 && blocks < 0) { /* expand reads the entry rows, the tiles the offsets */
+    if (t > 0 && tiles < 0) { /* expand reads the entry rows, the tiles the offsets */
       mx_wait_count(c, ly->routed, 1u, "moe layer route");
-      blocks = __ldcg(ly->offsets + ly->experts) / MX_BM;
       mx_load_offsets(c, a, sm, &c1, &c2);
+      tiles = mx_count_tiles(&sm->shape[0], c->lane);
     }
     int kind = t == 0 ? MX_ROUTE : MX_EXPAND, index = t - 1;
     if (t >= pre) {
-      index = t - pre - blocks * per_block;
+      index = t - pre - tiles * per_tile;
       kind = ly->on && index >= 0 ? MX_COMBINE : MX_L1;
       if (kind == MX_COMBINE && index >= ly->token_items) break;
     }
     if (kind != MX_L1) {
-      k = mx_hand(pipe, c, sm, k, t, kind, index, 2 * blocks * ((H + MX_BN - 1) / MX_BN));
+      k = mx_hand(pipe, c, sm, k, t, kind, index, 2 * tiles * l2_items);
       continue;
     }
-    if (!mx_item(sm, &c1, &c2, &l1_done, t - pre, &tile, &l2)) break;
-    const int row = tile.row0 + tile.tm * MX_BM, ksteps = (l2 ? I : H) / MX_BK;
-    /* L1: B rows 128r ..: gate c + 64r .. c + 64r + 63, then up (gate + I) of the same
-     * columns; L2: the 256 output columns' rows of W2 */
-    const int gate = tile.g * 2 * I + tile.tn * 128, down = tile.g * H + tile.tn * MX_BN;
+    if (!moe_experts_item(&sm->shape[0], &sm->shape[1], &c1, &c2, &l1_done, t - pre, &tile, &l2)) break;
+    const int row = tile.row0 + tile.tm * BM, blk = row / MOE_EXPERTS_BM;
+    /* the 128-row tile's second 64 rows: still this expert's? (else: the next one's) */
+    const int both = BM == MOE_EXPERTS_BM || tile.tm * BM + MOE_EXPERTS_BM < tile.count;
+    const int ksteps = l2 ? I / MX_BK : (BM == MOE_EXPERTS_BM ? hb : 2 * hb);
+    const int gate = tile.g * 2 * I + tile.tn * MOE_EXPERTS_L1_BN, down = tile.g * H + tile.tn * l2_bn;
     ws_trace_mark(c, WS_TRACE_ITEM_BEGIN, t);
     for (int ks = 0; ks < ksteps; ks++, k = ws_cursor_next(k, pipe->stages)) {
+      const int j = l2 || BM == MOE_EXPERTS_BM ? 0 : ks / hb, kk = ks - j * hb; /* L1 loop, its K block */
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SLOT); /* the item's first free slot */
-      mx_stage *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
+      mx_stage<BM> *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SLOT);
       if (ks == 0 && c->lane == 0) { /* published by the commit */
         mx_item_info *it = &sm->item[k.stage];
         it->t = t; it->kind = l2 ? MX_L2 : MX_L1; it->tile = tile;
       }
-#pragma unroll
-      for (int q = 0; q < 4; q++) {
-        if (l2) ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w2, ks * MX_BK, down + q * 64);
-        else ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, ks * MX_BK, gate + (q / 2) * 64 + (q % 2) * I);
-      }
+      mx_load_b(pipe, c, k, st, map_w1, map_w2, l2, kk, j, gate, down, I);
       if ((l2 || expanding) && ks == 0) { /* the weights are already on their way */
         ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
-        if (l2)
-          mx_wait_rows(c, a, row / MX_BM);
-        else
+        if (l2) {
+          mx_wait_rows(c, a, blk, (uint32_t)l2_items);
+          if (BM != MOE_EXPERTS_BM && both) mx_wait_rows(c, a, blk + 1, (uint32_t)l2_items);
+        } else {
           mx_wait_count(c, ly->expanded, (uint32_t)ly->token_items, "moe layer x rows");
+        }
         expanding = 0;
         ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       }
-      ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, ks * MX_BK, row);
-      ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, ks);
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, kk * MX_BK, row);
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, kk);
       ws_pipe_commit_at(pipe, c, k);
     }
     ws_trace_mark(c, WS_TRACE_ITEM_END, t); /* its loads issued (they land later) */
@@ -290,9 +350,11 @@ WS_DEV void mx_promote(float *total, const float *acc, float a0, float a1, float
 }
 
 /* K blocks kb0 .. kb1 - 1 of a tile for this warpgroup; lane l of (s0, s1) holds the B
- * scales of block kb0 + l. The rows' scales come from the stage. */
-WS_DEV void mx_kblocks(float *total, float *acc, const ws_pipe *pipe, const ws_ctx *ctx, mx_smem *sm, uint64_t da0,
-                       uint64_t db0, int kb0, int kb1, int kblocks, float s0, float s1, int lr, ws_cursor *cp,
+ * scales of block kb0 + l. The rows' scales come from the stage: this thread's rows are
+ * ar and ar + 8 of the tile. */
+template <int BM>
+WS_DEV void mx_kblocks(float *total, float *acc, const ws_pipe *pipe, const ws_ctx *ctx, mx_smem<BM> *sm, uint64_t da0,
+                       uint64_t db0, int kb0, int kb1, int kblocks, float s0, float s1, int ar, ws_cursor *cp,
                        uint32_t *fullp) {
   const uint32_t stage_bytes = (uint32_t)sizeof(sm->pipe.slot[0]);
   ws_cursor c = *cp;
@@ -301,7 +363,7 @@ WS_DEV void mx_kblocks(float *total, float *acc, const ws_pipe *pipe, const ws_c
     const float b0 = __shfl_sync(0xffffffffu, s0, kb - kb0), b1 = __shfl_sync(0xffffffffu, s1, kb - kb0);
     fp8_issue(acc, pipe, ctx, da0, db0, stage_bytes, c, full);
     const float *as = sm->pipe.slot[c.stage].a_scale;
-    const float a0 = ws_ld_shared_f32(as + lr), a1 = ws_ld_shared_f32(as + lr + 8);
+    const float a0 = ws_ld_shared_f32(as + ar), a1 = ws_ld_shared_f32(as + ar + 8);
     full = kb + 1 < kblocks ? ws_pipe_probe_at(pipe, ws_cursor_next(c, pipe->stages)) : 0u;
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(pipe, ctx, c);
@@ -320,8 +382,9 @@ WS_DEV void mx_kblocks(float *total, float *acc, const ws_pipe *pipe, const ws_c
  * token the kernel streamed about 10 GB/s per SM (ncu, docs/benchmarks.md, session 7).
  * Same values, same bits. Returns the pipe cursor after the loop. */
 #define MX_SCALE_CHUNK 32
-WS_DEV ws_cursor mx_tile(float *total, float *acc, const ws_pipe *pipe, const ws_ctx *ctx, mx_smem *sm, uint64_t da0,
-                         uint64_t db0, int kblocks, const float *bs0, const float *bs1, int lr, ws_cursor c) {
+template <int BM>
+WS_DEV ws_cursor mx_tile(float *total, float *acc, const ws_pipe *pipe, const ws_ctx *ctx, mx_smem<BM> *sm, uint64_t da0,
+                         uint64_t db0, int kblocks, const float *bs0, const float *bs1, int ar, ws_cursor c) {
 #pragma unroll
   for (int i = 0; i < 64; i++) total[i] = 0.0f;
   const int lane = ctx->lane, last = kblocks - 1, ch = MX_SCALE_CHUNK;
@@ -329,13 +392,13 @@ WS_DEV ws_cursor mx_tile(float *total, float *acc, const ws_pipe *pipe, const ws
   float q0 = __ldg(bs0 + min(ch + lane, last)), q1 = __ldg(bs1 + min(ch + lane, last));
   uint32_t full = ws_pipe_probe_at(pipe, c);
   for (int base = 0; base < kblocks; base += 2 * ch) {
-    mx_kblocks(total, acc, pipe, ctx, sm, da0, db0, base, min(base + ch, kblocks), kblocks, p0, p1, lr, &c, &full);
+    mx_kblocks(total, acc, pipe, ctx, sm, da0, db0, base, min(base + ch, kblocks), kblocks, p0, p1, ar, &c, &full);
     if (base + 2 * ch < kblocks) {
       p0 = __ldg(bs0 + min(base + 2 * ch + lane, last));
       p1 = __ldg(bs1 + min(base + 2 * ch + lane, last));
     }
     if (base + ch < kblocks)
-      mx_kblocks(total, acc, pipe, ctx, sm, da0, db0, base + ch, min(base + 2 * ch, kblocks), kblocks, q0, q1, lr, &c,
+      mx_kblocks(total, acc, pipe, ctx, sm, da0, db0, base + ch, min(base + 2 * ch, kblocks), kblocks, q0, q1, ar, &c,
                  &full);
     if (base + 3 * ch < kblocks) {
       q0 = __ldg(bs0 + min(base + 3 * ch + lane, last));
@@ -347,14 +410,10 @@ WS_DEV ws_cursor mx_tile(float *total, float *acc, const ws_pipe *pipe, const ws
 
 WS_DEV float mx_bf16_round(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 
-/* L1's epilogue: this warpgroup's 64 act columns of the tile's rows, SwiGLU on the
- * bf16-rounded gate and up (what the unfused path reads back from h), the row's amax over
- * both warpgroups' columns, e4m3 into the shared tile, then 16-byte stores and one
- * release of the tile on the block's counter. */
-WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem *sm, const gemm_tile *tile, int wg, int lr,
-                           const float *total) {
-  const int q = ctx->lane % 4, row0 = tile->row0 + tile->tm * MX_BM;
-  float v[2][16], amax[2] = {0.0f, 0.0f};
+/* SwiGLU of this thread's 32 act values (rows lr, lr + 8; 16 columns each) from the
+ * bf16-rounded gate and up (what the unfused path reads back from h), and each row's
+ * amax over them. */
+WS_DEV void mx_swiglu(const float *total, float v[2][16], float amax[2]) {
 #pragma unroll
   for (int h = 0; h < 2; h++)
 #pragma unroll
@@ -365,10 +424,42 @@ WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem *sm, con
         v[h][2 * j + e] = moe_silu_mul(g, u);
         amax[h] = fmaxf(amax[h], fabsf(v[h][2 * j + e]));
       }
+}
+
+/* A row's amax over the 4 threads of its quad (the warpgroup's 64 columns). */
+WS_DEV float mx_quad_max(float m) {
+  m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+  return fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+}
+
+/* This thread's 16 values of row r, columns col0 + 8j + 2q (+1), as e4m3 into the tile. */
+WS_DEV void mx_put_e4m3(uint8_t *tile_row, int col, const float *v, float s) {
+#pragma unroll
+  for (int j = 0; j < 8; j++) *(uint16_t *)(tile_row + col + 8 * j) = ws_to_e4m3x2(v[2 * j] / s, v[2 * j + 1] / s);
+}
+
+/* The act tile's rows r0 .. r0 + n - 1 (128 bytes each) to global memory as 16-byte
+ * stores by `threads` threads (i: this one's index). */
+WS_DEV void mx_store_act(const mx_args *a, const uint8_t *act, int r0, int n, int row0, int tn, int i, int threads) {
+  for (int ch = i; ch < n * 8; ch += threads) {
+    const int r = r0 + ch / 8, col = (ch % 8) * 16;
+    const uint4 val = *(const uint4 *)(act + r * MX_ACT_LD + col);
+    ws_st_global_v4(a->act + (size_t)(row0 + r) * (size_t)a->inter + (size_t)tn * 128 + col, val);
+  }
+}
+
+/* 64-row L1's epilogue: this warpgroup's 64 act columns of the tile's rows, the row's
+ * amax over both warpgroups' columns, e4m3 into the shared tile, then 16-byte stores and
+ * one release of the tile on the block's counter. */
+template <int BM>
+WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem<BM> *sm, const gemm_tile *tile, int wg, int lr,
+                           const float *total) {
+  const int q = ctx->lane % 4, row0 = tile->row0 + tile->tm * BM;
+  float v[2][16], amax[2] = {0.0f, 0.0f};
+  mx_swiglu(total, v, amax);
 #pragma unroll
   for (int h = 0; h < 2; h++) {
-    amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 1));
-    amax[h] = fmaxf(amax[h], __shfl_xor_sync(0xffffffffu, amax[h], 2));
+    amax[h] = mx_quad_max(amax[h]);
     if (q == 0) sm->amax[wg][lr + 8 * h] = amax[h];
   }
   ws_named_sync((uint32_t)a->bar, 2 * 128);
@@ -376,23 +467,64 @@ WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem *sm, con
   for (int h = 0; h < 2; h++) {
     const int r = lr + 8 * h;
     const float s = ws_fp8_scale_of(fmaxf(amax[h], sm->amax[wg ^ 1][r]));
-    uint8_t *dst = sm->act + r * MX_ACT_LD + wg * 64 + 2 * q;
-#pragma unroll
-    for (int j = 0; j < 8; j++) *(uint16_t *)(dst + 8 * j) = ws_to_e4m3x2(v[h][2 * j] / s, v[h][2 * j + 1] / s);
+    mx_put_e4m3(sm->epi[0].l1.act + r * MX_ACT_LD, wg * 64 + 2 * q, v[h], s);
     if (wg == 0 && q == 0) a->act_scale[(size_t)tile->tn * a->act_ld + (size_t)(row0 + r)] = s;
   }
   ws_named_sync((uint32_t)a->bar, 2 * 128);
   const int i = wg * 128 + ctx->warp * 32 + ctx->lane; /* 256 threads, 512 chunks of 16 bytes */
-#pragma unroll
-  for (int p = 0; p < 2; p++) {
-    const int ch = i + 256 * p, r = ch / 8, col = (ch % 8) * 16;
-    const uint4 val = *(const uint4 *)(sm->act + r * MX_ACT_LD + col);
-    ws_st_global_v4(a->act + (size_t)(row0 + r) * (size_t)a->inter + (size_t)tile->tn * 128 + col, val);
-  }
+  mx_store_act(a, sm->epi[0].l1.act, 0, BM, row0, tile->tn, i, 256);
   ws_fence_proxy_async_global(); /* L2's loaders read these rows by TMA */
   /* the tile's stores ordered before thread 0 by the barrier; its release is cumulative */
   ws_named_sync((uint32_t)a->bar, 2 * 128);
-  if (i == 0 && !a->drop_release) ws_red_release_gpu_add_u32(a->ready + row0 / MX_BM, 1u);
+  if (i == 0 && a->layer.drop != MOE_DROP_L1_RELEASE) ws_red_release_gpu_add_u32(a->ready + row0 / MOE_EXPERTS_BM, 1u);
+}
+
+/* 128-row L1, after its first K loop (act columns c .. c + 63): the SwiGLU values and the
+ * rows' partial amax wait in this thread's slots of shared memory (the same thread takes
+ * them back; in registers they spilled the math's 208 around the second loop). */
+template <int BM>
+WS_DEV void mx_l1_park(mx_smem<BM> *sm, int wg, int ti, const float *total) {
+  float v[2][16], amax[2] = {0.0f, 0.0f};
+  mx_swiglu(total, v, amax);
+  float *park = sm->epi[wg].l1.park + ti;
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+#pragma unroll
+    for (int e = 0; e < 16; e++) park[(h * 16 + e) * 128] = v[h][e];
+    park[(32 + h) * 128] = amax[h];
+  }
+}
+
+/* 128-row L1's epilogue, after the second K loop (columns c + 64 .. c + 127): this
+ * warpgroup's 64 rows over all 128 act columns, so the amax is the quad's; e4m3 into the
+ * warpgroup's rows of the shared tile, 16-byte stores, then a release of its 64-row
+ * block, unless those rows are the next expert's. */
+template <int BM>
+WS_DEV void mx_l1_epilogue_wide(const ws_ctx *ctx, const mx_args *a, mx_smem<BM> *sm, const gemm_tile *tile, int wg,
+                                int lr, const float *total) {
+  const int q = ctx->lane % 4, ti = ws_role_thread(ctx), row0 = tile->row0 + tile->tm * BM + wg * 64;
+  const int mine = tile->tm * BM + wg * 64 < tile->count; /* else the next expert's rows */
+  uint8_t *act = sm->epi[wg].l1.act;
+  const float *park = sm->epi[wg].l1.park + ti;
+  float v[2][16], amax[2] = {park[32 * 128], park[33 * 128]};
+  mx_swiglu(total, v, amax);
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const int r = lr + 8 * h;
+    const float s = ws_fp8_scale_of(mx_quad_max(amax[h]));
+    float p[16];
+#pragma unroll
+    for (int e = 0; e < 16; e++) p[e] = park[(h * 16 + e) * 128];
+    mx_put_e4m3(act + r * MX_ACT_LD, 2 * q, p, s);
+    mx_put_e4m3(act + r * MX_ACT_LD, 64 + 2 * q, v[h], s);
+    if (q == 0 && mine) a->act_scale[(size_t)tile->tn * a->act_ld + (size_t)(row0 + r)] = s;
+  }
+  if (!mine) return;
+  ws_role_sync(ctx); /* the warpgroup's rows of the tile */
+  mx_store_act(a, act, 0, 64, row0, tile->tn, ti, 128);
+  ws_fence_proxy_async_global(); /* L2's loaders read these rows by TMA */
+  ws_role_sync(ctx);            /* the warpgroup's stores before its leader's release */
+  if (ws_role_leader(ctx) && a->layer.drop != MOE_DROP_L1_RELEASE) ws_red_release_gpu_add_u32(a->ready + row0 / MOE_EXPERTS_BM, 1u);
 }
 
 /* The whole layer: combine reads y, so each warpgroup counts its half of an L2 tile once
@@ -406,7 +538,7 @@ WS_DEV void mx_count_stored(const ws_ctx *ctx, const mx_args *a) {
   if (ws_role_leader(ctx)) {
     WS_CP_ASYNC_BULK_WAIT_GROUP(0);
     ws_fence_proxy_async_global();
-    ws_red_release_gpu_add_u32(a->layer.l2_done, 1u);
+    if (a->layer.drop != MOE_DROP_L2_STORED) ws_red_release_gpu_add_u32(a->layer.l2_done, 1u);
   }
 }
 
@@ -415,7 +547,8 @@ WS_DEV void mx_count_stored(const ws_ctx *ctx, const mx_args *a) {
  * stage: racecheck does not count __syncwarp as ordering the other lanes' reads before
  * that release) and hands it to the warp. Not the pipe's close, whose flag every lane
  * reads. */
-WS_DEV int mx_next(const ws_pipe *pipe, const ws_ctx *ctx, const mx_smem *sm, ws_cursor c, gemm_tile *tile) {
+template <int BM>
+WS_DEV int mx_next(const ws_pipe *pipe, const ws_ctx *ctx, const mx_smem<BM> *sm, ws_cursor c, gemm_tile *tile) {
   ws_trace_mark(ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_STAGE);
   ws_pipe_wait_at(pipe, ctx, c);
   ws_trace_mark(ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_STAGE);
@@ -431,15 +564,19 @@ WS_DEV int mx_next(const ws_pipe *pipe, const ws_ctx *ctx, const mx_smem *sm, ws
   return it.kind + 1;
 }
 
-WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, const mx_args *args_in,
+template <int BM>
+WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, const mx_args *args_in,
                     const ws_tmap *map_y) {
   const ws_pipe pipe = *pipe_in;
   const ws_ctx ctx = *ctx_in;
   const mx_args &a = *args_in;
+  const int wide = BM != MOE_EXPERTS_BM;
   const int wg = __shfl_sync(0xffffffffu, ctx.replica, 0);
-  const uint64_t da0 = ws_wgmma_desc_k128b(sm->pipe.slot[0].a);
-  const uint64_t db0 = ws_wgmma_desc_k128b(sm->pipe.slot[0].b + wg * 128 * MX_BK);
-  const int lr = ctx.warp * 16 + ctx.lane / 4; /* this thread's rows: lr and lr + 8 */
+  /* 64-row tile: the same A rows, B rows 128 wg ..; 128-row tile: A rows 64 wg .., the same B */
+  const uint64_t da0 = ws_wgmma_desc_k128b(sm->pipe.slot[0].a + (wide ? wg * 64 * MX_BK : 0));
+  const uint64_t db0 = ws_wgmma_desc_k128b(sm->pipe.slot[0].b + (wide ? 0 : wg * 128 * MX_BK));
+  const int lr = ctx.warp * 16 + ctx.lane / 4; /* this thread's rows: lr and lr + 8 of the warpgroup's */
+  const int ar = lr + (wide ? wg * 64 : 0);    /* ... and of the tile (their scales in the stage)     */
   const int hb = a.hidden / 128, ib = a.inter / 128;
   float acc[64], total[64];
   ws_cursor c = {0, 0};
@@ -455,7 +592,7 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
   while (phase == MX_ROUTE + 1 || phase == MX_EXPAND + 1) {
     ws_pipe_release_warp_at(&pipe, &ctx, c);
     c = ws_cursor_next(c, pipe.stages);
-    if (phase == MX_ROUTE + 1) mx_route(&a.layer, (int *)sm->out, mi, (uint32_t)a.bar); /* no L2 store pending yet */
+    if (phase == MX_ROUTE + 1) mx_route(&a.layer, (int *)sm->epi[0].out, mi, (uint32_t)a.bar); /* no L2 store pending yet */
     else {
       mx_expand(&a.layer, tile.g, gw, ctx.lane, a.hidden);
       mx_expand_done(&a.layer, mi, (uint32_t)a.bar);
@@ -465,21 +602,31 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
   }
   while (phase == MX_L1 + 1) {
     const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
-    c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, lr, c);
-    mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
+    if (!wide) {
+      c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
+      mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
+    } else { /* act columns c .. c + 63, then c + 64 .. c + 127: the same scale blocks */
+      c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
+      mx_l1_park(sm, wg, ws_role_thread(&ctx), total);
+      const float *bs2 = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb;
+      c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs2, bs2 + (size_t)ib * hb, ar, c);
+      mx_l1_epilogue_wide(&ctx, &a, sm, &tile, wg, lr, total);
+    }
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
   int stored = 0; /* the whole layer: this warpgroup's last L2 tile is not counted yet */
   while (phase == MX_L2 + 1) {
-    /* this warpgroup's 128 columns; past H (H an odd multiple of 128) computed, not stored */
-    const int nb = min(2 * tile.tn + wg, hb - 1);
+    /* this warpgroup's 128 columns (64-row tile: past H, H an odd multiple of 128,
+     * computed, not stored) */
+    const int nb = wide ? tile.tn : min(2 * tile.tn + wg, hb - 1);
     const float *bs = a.w2_scale + ((size_t)tile.g * hb + (size_t)nb) * ib;
-    c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, ib, bs, bs, lr, c);
+    c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, ib, bs, bs, ar, c);
     gemm_tile out = tile;
-    out.tn = 2 * tile.tn + wg;
+    out.tn = wide ? tile.tn : 2 * tile.tn + wg;
     if (stored) mx_count_stored(&ctx, &a); /* the previous tile's stores are long done */
-    gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * MX_BM, total, sm->out[wg], map_y);
+    /* rows past the expert's end (the 128-row tile's next-expert half) are not stored */
+    gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * BM + (wide ? wg * 64 : 0), total, sm->epi[wg].out, map_y);
     stored = a.layer.on;
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
@@ -497,13 +644,14 @@ WS_DEV void mx_math(mx_smem *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, c
   ws_store_drain(&ctx);
 }
 
+template <int BM>
 WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x, const __grid_constant__ ws_tmap map_w1,
                                           const __grid_constant__ ws_tmap map_act,
                                           const __grid_constant__ ws_tmap map_w2,
                                           const __grid_constant__ ws_tmap map_y, const __grid_constant__ mx_args args,
                                           ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  mx_smem *sm = (mx_smem *)gemm_smem_base(smem_raw);
+  mx_smem<BM> *sm = (mx_smem<BM> *)gemm_smem_base(smem_raw);
   ws_ctx ctx = WS_SELF(moe_experts, diag);
   /* both math warpgroups read every stage, released once per warp */
   ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "moe experts", WS_ROLE_THREADS(moe_experts, X_LOADER),
@@ -523,15 +671,15 @@ WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x,
 }
 
 /* ---- host -------------------------------------------------------------------------- */
-static int mx_blocks(int max_rows) { return (max_rows + MX_BM - 1) / MX_BM; }
+static int mx_blocks(int max_rows) { return (max_rows + MOE_EXPERTS_BM - 1) / MOE_EXPERTS_BM; }
 
 /* ready[B], seen[B], next_item[2]; the whole layer's routed, expanded, l2_done, comb_seen */
 extern "C" size_t moe_experts_counter_words(int max_rows) { return 2 * (size_t)mx_blocks(max_rows) + 6; }
 
+/* ctx: the instance's shared memory bytes (a size_t) */
 static ws_status mx_make_plan(const void *ctx, ws_plan *plan) {
-  (void)ctx;
   ws_status s = ws_plan_init(plan, "moe_experts", moe_experts_roles, moe_experts_NROLES, 0);
-  if (s == WS_OK) s = ws_plan_set_smem(plan, sizeof(mx_smem) + 1024);
+  if (s == WS_OK) s = ws_plan_set_smem(plan, *(const size_t *)ctx);
   int id = 0;
   if (s == WS_OK) s = ws_plan_add_barrier(plan, "moe experts tile", &id);
   return s;
@@ -568,26 +716,33 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
                    ((uintptr_t)io->x_scale & 3u) == 0,
                "moe layer: topk_idx, topk_weights and x_scale must be 4-byte aligned");
   }
+  WS_REQUIRE(p->tile_rows == 0 || p->tile_rows == MOE_EXPERTS_BM || p->tile_rows == MOE_EXPERTS_BM_WIDE,
+             "moe experts: tile rows %d (0, %d or %d)", p->tile_rows, MOE_EXPERTS_BM, MOE_EXPERTS_BM_WIDE);
+  const int BM = p->tile_rows == MOE_EXPERTS_BM_WIDE ? MOE_EXPERTS_BM_WIDE : MOE_EXPERTS_BM;
+  static const size_t smem_small = sizeof(mx_smem<MOE_EXPERTS_BM>) + 1024;
+  static const size_t smem_wide = sizeof(mx_smem<MOE_EXPERTS_BM_WIDE>) + 1024;
   ws_plan *plan = NULL;
   ws_status s;
-  if ((s = ws_plan_cached(WS_PLAN_SLOT_MOE_EXPERTS, mx_make_plan, NULL, &plan)) != WS_OK) return s;
+  if ((s = BM == MOE_EXPERTS_BM ? ws_plan_cached(WS_PLAN_SLOT_MOE_EXPERTS, mx_make_plan, &smem_small, &plan)
+                                : ws_plan_cached(WS_PLAN_SLOT_MOE_EXPERTS_WIDE, mx_make_plan, &smem_wide, &plan)) != WS_OK)
+    return s;
   const uint64_t R = (uint64_t)p->max_rows;
   ws_tmap mx, mw1, mact, mw2, my;
-  if ((s = ws_tmap_2d_swizzled(&mx, p->x, WS_DTYPE_U8, R, (uint64_t)H, (uint64_t)H, MX_BM, MX_BK, WS_SWIZZLE_128B)) != WS_OK ||
+  if ((s = ws_tmap_2d_swizzled(&mx, p->x, WS_DTYPE_U8, R, (uint64_t)H, (uint64_t)H, BM, MX_BK, WS_SWIZZLE_128B)) != WS_OK ||
       (s = ws_tmap_2d_swizzled(&mw1, p->w1, WS_DTYPE_U8, (uint64_t)p->groups * 2 * I, (uint64_t)H, (uint64_t)H, 64, MX_BK,
                                WS_SWIZZLE_128B)) != WS_OK ||
-      (s = ws_tmap_2d_swizzled(&mact, p->act, WS_DTYPE_U8, R, (uint64_t)I, (uint64_t)I, MX_BM, MX_BK, WS_SWIZZLE_128B)) != WS_OK ||
+      (s = ws_tmap_2d_swizzled(&mact, p->act, WS_DTYPE_U8, R, (uint64_t)I, (uint64_t)I, BM, MX_BK, WS_SWIZZLE_128B)) != WS_OK ||
       (s = ws_tmap_2d_swizzled(&mw2, p->w2, WS_DTYPE_U8, (uint64_t)p->groups * H, (uint64_t)I, (uint64_t)I, 64, MX_BK,
                                WS_SWIZZLE_128B)) != WS_OK ||
       (s = ws_tmap_2d_swizzled(&my, p->y, WS_DTYPE_BF16, R, (uint64_t)H, (uint64_t)H * 2, 64, 64, WS_SWIZZLE_128B)) != WS_OK)
     return s;
   mx_args a;
   memset(&a, 0, sizeof a);
-  if ((s = ws_tmap_2d(&a.map_xs, p->x_scale, WS_DTYPE_F32, (uint64_t)(H / 128), R, (uint64_t)p->x_scale_ld * 4, 1, MX_BM)) != WS_OK ||
-      (s = ws_tmap_2d(&a.map_as, p->act_scale, WS_DTYPE_F32, (uint64_t)(I / 128), R, (uint64_t)p->act_ld * 4, 1, MX_BM)) != WS_OK)
+  if ((s = ws_tmap_2d(&a.map_xs, p->x_scale, WS_DTYPE_F32, (uint64_t)(H / 128), R, (uint64_t)p->x_scale_ld * 4, 1, BM)) != WS_OK ||
+      (s = ws_tmap_2d(&a.map_as, p->act_scale, WS_DTYPE_F32, (uint64_t)(I / 128), R, (uint64_t)p->act_ld * 4, 1, BM)) != WS_OK)
     return s;
-  a.l1 = moe_experts_shape(p->groups, p->max_rows, p->offsets, I, MOE_EXPERTS_L1_BN, H);
-  a.l2.shape = moe_experts_shape(p->groups, p->max_rows, p->offsets, H, MOE_EXPERTS_L2_BN, I);
+  a.l1 = moe_experts_shape(p->groups, p->max_rows, p->offsets, I, BM, MOE_EXPERTS_L1_BN, H);
+  a.l2.shape = moe_experts_shape(p->groups, p->max_rows, p->offsets, H, BM, moe_experts_l2_bn(BM), I);
   a.l2.d = (uint16_t *)p->y;
   a.l2.k = I;
   a.l2.rows = (long long)R;
@@ -604,7 +759,7 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   a.bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mx_make_plan) */
   const char *sched = getenv("WARPSPEC_MOE_SCHED"); /* for measurements: static or claimed (default) */
   a.static_walk = sched && !strcmp(sched, "static");
-  a.drop_release = p->drop_l1_release;
+  a.layer.drop = p->drop;
   int sms = 0; /* one CTA per SM (shared memory allows no more) */
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   if (p->sms > 0 && p->sms < sms) sms = p->sms;
@@ -641,5 +796,7 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mx, &mw1, &mact, &mw2, &my, &a, &diag};
   const dim3 grid = {(unsigned)sms, 1, 1};
-  return ws_plan_launch_chained(plan, (const void *)moe_experts_kernel, grid, stream, args);
+  const void *kernel = BM == MOE_EXPERTS_BM ? (const void *)moe_experts_kernel<MOE_EXPERTS_BM>
+                                            : (const void *)moe_experts_kernel<MOE_EXPERTS_BM_WIDE>;
+  return ws_plan_launch_chained(plan, kernel, grid, stream, args);
 }

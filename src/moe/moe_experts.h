@@ -31,9 +31,12 @@ typedef struct {
   int *bad_id;                  /* [4]: count, first token, slot, value of ids out of range  */
 } moe_layer_io;
 
-/* Rows of one tile, and the granule every expert's rows must be padded to (the L2 tiles
- * of a block wait for exactly the L1 tiles of the same rows). */
+/* The granule every expert's rows must be padded to, and the rows of the small tile
+ * (the L2 tiles of a 64-row block wait for exactly the L1 tiles of the same rows). */
 #define MOE_EXPERTS_BM 64
+/* The large tile: 128 rows, each math warpgroup 64 of them against the same weights,
+ * for the batches where the 64-row tile's weight traffic through L2 is the bound. */
+#define MOE_EXPERTS_BM_WIDE 128
 
 typedef struct {
   int hidden, inter;            /* H, I: multiples of 128                                    */
@@ -55,9 +58,19 @@ typedef struct {
                                  * call; every call leaves them zero again                    */
   const moe_layer_io *layer;    /* NULL: the experts only (offsets, x, x_scale given)         */
   int sms;                      /* CTAs (0: every SM)                                        */
-  int drop_l1_release;          /* tests only: L1 tiles never release their rows, so the
-                                 * first L2 tile's bounded wait must time out               */
+  int tile_rows;                /* MOE_EXPERTS_BM or MOE_EXPERTS_BM_WIDE (0: the small one)  */
+  int drop;                     /* tests only, MOE_DROP_*: one hand-off never signalled, so
+                                 * the bounded wait on it must time out                     */
 } moe_experts_problem;
+
+/* moe_experts_problem.drop: the hand-off a test leaves out (and the wait that times out) */
+enum {
+  MOE_DROP_NONE = 0,
+  MOE_DROP_L1_RELEASE, /* L1 tiles' releases of their rows   ("moe experts L1 rows")  */
+  MOE_DROP_ROUTED,     /* the layer's route item's release     ("moe layer route")      */
+  MOE_DROP_EXPANDED,   /* the layer's expand items' releases   ("moe layer x rows")     */
+  MOE_DROP_L2_STORED   /* the layer's L2 tiles' store counts   ("moe layer L2 rows")    */
+};
 
 size_t moe_experts_counter_words(int max_rows); /* with or without a layer */
 ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream_t stream);

@@ -1,27 +1,35 @@
 /* moe_experts_sched.cuh - which work item the fused experts kernel's item t is (host and
  * device: tests/cpu/test_moe_experts_sched.cu walks it on the CPU). Items are numbered
- * as ws_gemm's grouped tiles (gemm_sched.cuh): first every L1 tile (expert, 64-row block,
- * 128 act columns: K = H), then every L2 tile (expert, 64-row block, 256 output columns:
- * K = I). The kernel's hand-off targets follow from it: each 64-row block gets I / 128
- * L1 items (the releases its L2 items wait for) and ceil(H / 256) L2 items (the readers
- * that clean its counters). */
+ * as ws_gemm's grouped tiles (gemm_sched.cuh): first every L1 tile (expert, row block,
+ * 128 act columns: K = H), then every L2 tile (expert, row block, output columns: K = I).
+ * Two tile shapes (moe_experts.cu): 64-row blocks with 256 output columns per L2 item,
+ * or 128-row blocks with 128. Expert rows are padded to 64 either way, so a 128-row
+ * block may end in its expert's last 64 rows: the kernel's hand-off counters stay per
+ * 64-row block. Each 64-row block of an expert gets I / 128 L1 releases (from the L1
+ * items of its tile) and moe_experts_l2_items(bm, H) readers (the L2 items of its tile,
+ * which clean its counters). */
 #ifndef WARPSPEC_MOE_EXPERTS_SCHED_CUH
 #define WARPSPEC_MOE_EXPERTS_SCHED_CUH
 
 #include "../gemm/gemm_sched.cuh"
 #include "moe_experts.h"
 
-#define MOE_EXPERTS_L1_BN 128 /* act columns of an L1 item   */
-#define MOE_EXPERTS_L2_BN 256 /* output columns of an L2 item */
+#define MOE_EXPERTS_L1_BN 128 /* act columns of an L1 item */
 
-/* The two phases' schedules: experts `groups` over device-side `offsets` (multiples of 64). */
-GEMM_HD gemm_shape moe_experts_shape(int groups, int max_rows, const int *offsets, int n, int bn, int k) {
+/* Output columns of an L2 item, and L2 items per row block: 256 with 64-row tiles (each
+ * math warpgroup 128 of them), 128 with 128-row tiles (each warpgroup 64 of the rows). */
+GEMM_HD int moe_experts_l2_bn(int bm) { return bm == MOE_EXPERTS_BM ? 256 : 128; }
+GEMM_HD int moe_experts_l2_items(int bm, int hidden) { return (hidden + moe_experts_l2_bn(bm) - 1) / moe_experts_l2_bn(bm); }
+
+/* The two phases' schedules: experts `groups` over device-side `offsets` (multiples of 64),
+ * tiles of bm rows (64 or 128). */
+GEMM_HD gemm_shape moe_experts_shape(int groups, int max_rows, const int *offsets, int n, int bm, int bn, int k) {
   gemm_shape s;
   s.layout = WS_GEMM_GROUPED_CONTIGUOUS;
   s.groups = groups;
   s.m = max_rows;
   s.n = n;
-  s.bm = MOE_EXPERTS_BM;
+  s.bm = bm;
   s.bn = bn;
   s.splits = 1;
   s.ksteps = k / 128;

@@ -145,10 +145,22 @@ ws_status ws_moe_layer_path_for(const ws_moe_layer *l, int tokens, ws_moe_path *
   return WS_OK;
 }
 
+/* The experts kernel's tile rows for a call of `tokens` tokens per rank: the 128-row tile
+ * from WS_MOE_WIDE_ROWS rows per local expert (config.h, 0: never); WARPSPEC_MOE_TILE=
+ * 64|128 forces one (tests, measurements). */
+static int layer_tile_rows(const ws_moe_layer *l, int tokens) {
+  const char *force = getenv("WARPSPEC_MOE_TILE");
+  if (force && atoi(force) == MOE_EXPERTS_BM_WIDE) return MOE_EXPERTS_BM_WIDE;
+  if (force && atoi(force) == MOE_EXPERTS_BM) return MOE_EXPERTS_BM;
+  const double rows = (double)tokens * l->cfg.topk / l->local_experts;
+  return WS_MOE_WIDE_ROWS > 0 && rows >= WS_MOE_WIDE_ROWS ? MOE_EXPERTS_BM_WIDE : MOE_EXPERTS_BM;
+}
+
 /* The experts kernel's problem on a grouped layout (x, its scales and the offsets). */
 static void layer_experts_problem(const ws_moe_layer *l, moe_experts_problem *p, const void *x, const float *xs,
-                                  int xs_ld, const int *offsets) {
+                                  int xs_ld, const int *offsets, int tokens) {
   memset(p, 0, sizeof *p);
+  p->tile_rows = layer_tile_rows(l, tokens);
   p->hidden = l->cfg.hidden;
   p->inter = l->cfg.inter;
   p->groups = l->local_experts;
@@ -195,7 +207,7 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
     io.entry_row = l->entry_row;
     io.bad_id = l->bad_id;
     moe_experts_problem p;
-    layer_experts_problem(l, &p, l->gx, l->gxs, (int)l->act_ld, l->offsets);
+    layer_experts_problem(l, &p, l->gx, l->gxs, (int)l->act_ld, l->offsets, tokens);
     p.layer = &io;
     STAGE_DONE(1);
     if ((s = moe_experts_launch(&p, stream)) != WS_OK) return s;
@@ -213,7 +225,7 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
   STAGE_DONE(1);
   if (path == WS_MOE_FUSED_EXPERTS) {
     moe_experts_problem p;
-    layer_experts_problem(l, &p, r.x, r.x_scale, r.scale_ld, r.expert_offsets);
+    layer_experts_problem(l, &p, r.x, r.x_scale, r.scale_ld, r.expert_offsets, tokens);
     if ((s = moe_experts_launch(&p, stream)) != WS_OK) return s;
     STAGE_DONE(2);
     STAGE_DONE(3);

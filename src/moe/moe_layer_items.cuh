@@ -37,6 +37,7 @@
 
 typedef struct {
   int on;                      /* 0: the experts only                                     */
+  int drop;                    /* tests: MOE_DROP_* (moe_experts.h), also without a layer */
   int tokens, topk, experts, x_bf16, scale_ld;
   int tokens_per_item;         /* of an expand or combine item (units: token x 1024 columns) */
   int token_items;             /* expand items, and as many combine items                   */
@@ -105,7 +106,7 @@ WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar) 
   }
   /* every thread's stores ordered before thread 0 by the barrier; its release is cumulative */
   ws_named_sync(bar, MX_LAYER_THREADS);
-  if (i == 0) ws_red_release_gpu_add_u32(L->routed, 1u);
+  if (i == 0 && L->drop != MOE_DROP_ROUTED) ws_red_release_gpu_add_u32(L->routed, 1u);
 }
 
 /* ---- expand ------------------------------------------------------------------------ */
@@ -169,7 +170,7 @@ WS_DEV void mx_expand(const mx_layer_args *L, int item, int gw, int lane, int H)
 WS_DEV void mx_expand_done(const mx_layer_args *L, int i, uint32_t bar) {
   ws_fence_proxy_async_global();
   ws_named_sync(bar, MX_LAYER_THREADS); /* every thread's stores before thread 0's release */
-  if (i == 0) ws_red_release_gpu_add_u32(L->expanded, 1u);
+  if (i == 0 && L->drop != MOE_DROP_EXPANDED) ws_red_release_gpu_add_u32(L->expanded, 1u);
 }
 
 /* ---- combine ----------------------------------------------------------------------- */

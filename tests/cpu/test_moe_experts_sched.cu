@@ -3,8 +3,10 @@
  * included) with rows padded to 64, several H and I, every L1 tile and every L2 tile is
  * an item exactly once, all L1 items come before any L2 item (what keeps the kernel free
  * of deadlock: an L2 item only waits on items claimed before it), and every 64-row block
- * gets exactly I / 128 L1 items and ceil(H / 256) L2 items, the kernel's release target
- * and its number of readers. Host code only. */
+ * gets exactly I / 128 L1 items and moe_experts_l2_items L2 items (ceil(H / 256) with
+ * 64-row tiles, H / 128 with 128-row ones), the kernel's release target and its number
+ * of readers. With 128-row tiles a tile's second 64 rows count only when they are still
+ * its expert's. Host code only. */
 #include "../test.h"
 #include "../../src/moe/moe_experts_sched.cuh"
 
@@ -14,7 +16,7 @@
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static unsigned next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return (unsigned)(rng >> 32); }
 
-static void check(int groups, int H, int I, const char *what) {
+static void check(int groups, int H, int I, int bm, const char *what) {
   int *offsets = (int *)calloc((size_t)groups + 1, sizeof(int));
   for (int g = 0; g < groups; g++) {
     const unsigned r = next() % 8;
@@ -22,9 +24,9 @@ static void check(int groups, int H, int I, const char *what) {
     offsets[g + 1] = offsets[g] + (rows + MOE_EXPERTS_BM - 1) / MOE_EXPERTS_BM * MOE_EXPERTS_BM;
   }
   const int max_rows = offsets[groups] + 64 * (int)(next() % 3), blocks = (max_rows + 63) / 64 + 1;
-  const gemm_shape l1 = moe_experts_shape(groups, max_rows, offsets, I, MOE_EXPERTS_L1_BN, H);
-  const gemm_shape s2 = moe_experts_shape(groups, max_rows, offsets, H, MOE_EXPERTS_L2_BN, I);
-  const int n1 = I / MOE_EXPERTS_L1_BN, n2 = (H + MOE_EXPERTS_L2_BN - 1) / MOE_EXPERTS_L2_BN;
+  const gemm_shape l1 = moe_experts_shape(groups, max_rows, offsets, I, bm, MOE_EXPERTS_L1_BN, H);
+  const gemm_shape s2 = moe_experts_shape(groups, max_rows, offsets, H, bm, moe_experts_l2_bn(bm), I);
+  const int n1 = I / MOE_EXPERTS_L1_BN, n2 = moe_experts_l2_items(bm, H);
   /* seen[phase][block][tile column] */
   int *seen = (int *)calloc((size_t)2 * blocks * (n1 > n2 ? n1 : n2), sizeof(int));
   int *per_block[2] = {(int *)calloc((size_t)blocks, sizeof(int)), (int *)calloc((size_t)blocks, sizeof(int))};
@@ -35,17 +37,20 @@ static void check(int groups, int H, int I, const char *what) {
   for (; moe_experts_item(&l1, &s2, &c1, &c2, &l1_done, t, &tile, &l2); t++) {
     if (in_l2 && !l2) bad |= 1; /* an L1 item after an L2 one */
     in_l2 |= l2;
-    const int row = tile.row0 + tile.tm * MOE_EXPERTS_BM, blk = row / MOE_EXPERTS_BM;
+    const int row = tile.row0 + tile.tm * bm, blk = row / MOE_EXPERTS_BM;
+    const int halves = bm == MOE_EXPERTS_BM || tile.tm * bm + MOE_EXPERTS_BM >= tile.count ? 1 : 2; /* the kernel's `both` */
     if (row % MOE_EXPERTS_BM || row + MOE_EXPERTS_BM > tile.row0 + tile.count || tile.tn >= (l2 ? n2 : n1) ||
-        tile.k0 != 0 || tile.k1 != (l2 ? I : H) / 128 || blk >= blocks) {
+        tile.k0 != 0 || tile.k1 != (l2 ? I : H) / 128 || blk + halves > blocks) {
       bad |= 2;
       break;
     }
-    seen[((size_t)l2 * blocks + blk) * ncol + tile.tn]++;
-    per_block[l2][blk]++;
+    for (int h = 0; h < halves; h++) {
+      seen[((size_t)l2 * blocks + blk + h) * ncol + tile.tn]++;
+      per_block[l2][blk + h]++;
+    }
   }
   int items = 0;
-  for (int g = 0; g < groups; g++) items += (offsets[g + 1] - offsets[g]) / 64 * (n1 + n2);
+  for (int g = 0; g < groups; g++) items += (offsets[g + 1] - offsets[g] + bm - 1) / bm * (n1 + n2);
   if (t != items) bad |= 4;
   for (int b = 0; b < blocks; b++) {
     const int used = b * 64 < offsets[groups];
@@ -55,7 +60,8 @@ static void check(int groups, int H, int I, const char *what) {
         if (seen[((size_t)p * blocks + b) * ncol + c] != used) bad |= 16;
   }
   if (bad) {
-    printf("FAIL %s: %d experts, H %d, I %d: %d items of %d, error bits %d\n", what, groups, H, I, t, items, bad);
+    printf("FAIL %s: %d experts, H %d, I %d, %d-row tiles: %d items of %d, error bits %d\n", what, groups, H, I, bm, t,
+           items, bad);
     test_failures++;
   }
   free(offsets); free(seen); free(per_block[0]); free(per_block[1]);
@@ -64,8 +70,10 @@ static void check(int groups, int H, int I, const char *what) {
 int main(void) {
   const int shapes[][2] = {{128, 128}, {256, 128}, {1152, 384}, {4096, 2048}, {7168, 2048}};
   for (int s = 0; s < 5; s++)
-    for (int rep = 0; rep < 20; rep++) check(1 + (int)(next() % 40), shapes[s][0], shapes[s][1], "random experts");
-  check(256, 7168, 2048, "DeepSeek-V3 local experts");
+    for (int bm = MOE_EXPERTS_BM; bm <= MOE_EXPERTS_BM_WIDE; bm *= 2)
+      for (int rep = 0; rep < 20; rep++) check(1 + (int)(next() % 40), shapes[s][0], shapes[s][1], bm, "random experts");
+  check(256, 7168, 2048, MOE_EXPERTS_BM, "DeepSeek-V3 local experts, 64-row tiles");
+  check(256, 7168, 2048, MOE_EXPERTS_BM_WIDE, "DeepSeek-V3 local experts, 128-row tiles");
   CHECK(moe_experts_counter_words(1) == 2 + 6); /* 2 per block, next_item[2], routed, expanded, l2_done, comb_seen */
   return test_finish("test_moe_experts_sched");
 }

@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../test.h"
+#include "warpspec/config.h"
 
 #define CUDA_OK(call)                                                                        \
   do {                                                                                       \

@@ -584,10 +584,16 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T, rout
   int api_same = 1;
   /* every path (auto picks one per call); each also replayed as a graph (the kernel's counters must come
    * back to zero after every call) and with no tokens at all */
-  for (int path = WS_MOE_AUTO; path <= WS_MOE_FUSED_LAYER; path++) {
+  /* the fused paths with each tile of the experts kernel (64 rows, then 128: forced, as
+   * auto picks by the rows per expert) */
+  for (int variant = 0; variant < 6; variant++) {
+    const int path = variant < 2 ? variant : variant < 4 ? WS_MOE_FUSED_EXPERTS : WS_MOE_FUSED_LAYER;
+    const int wide = variant == 3 || variant == 5;
     if (path == WS_MOE_FUSED_LAYER && nranks > 1) continue; /* one GPU only */
+    if (variant >= 2) setenv("WARPSPEC_MOE_TILE", wide ? "128" : "64", 1);
     const char *pname = path == WS_MOE_AUTO ? "auto" : path == WS_MOE_UNFUSED ? "unfused"
-                        : path == WS_MOE_FUSED_EXPERTS ? "fused experts" : "fused layer";
+                        : path == WS_MOE_FUSED_EXPERTS ? (wide ? "fused experts, 128-row tile" : "fused experts, 64-row tile")
+                        : (wide ? "fused layer, 128-row tile" : "fused layer, 64-row tile");
     const ws_moe_layer_config lc = {H, I, E, K, T, 8, (ws_moe_path)path};
     ws_moe_layer *layer = NULL;
     WS_OK_OR_DIE(ws_moe_layer_create(&layer, comm, &lc, dW1, (const float *)dW1s, dW2, (const float *)dW2s));
@@ -637,6 +643,7 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T, rout
     if (graph) cudaGraphDestroy(graph);
     cudaStreamDestroy(st);
     WS_OK_OR_DIE(ws_moe_layer_destroy(layer));
+    unsetenv("WARPSPEC_MOE_TILE");
   }
   free(ref_b);
   cudaFree(dxb);
@@ -650,6 +657,72 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T, rout
   return rel < tol && nan_count == 0 && api_same;
 }
 
+/* The fused experts kernel (and, for the layer's hand-offs, the whole layer in it) with
+ * one hand-off left out (moe_experts_problem.drop): the bounded wait on it must end in
+ * WS_ERR_TIMEOUT within the bound, never a hang. The wait on the dropped hand-off and
+ * the waits behind it (the math warpgroups' on the pipe; in this tiny layer, with a CTA
+ * per item, the combine items' on the L2 stores) start about together, so the first to
+ * reach the bound names any of them; the combine wait is the only one left running when
+ * L2's counts are dropped, so it names itself. The CUDA context is lost after a timeout:
+ * one case per process. */
+static void experts_timeout(int drop, const char *what) {
+  const int H = 256, I = 128, R = 64, T = 8, K = 2, layer = drop != MOE_DROP_L1_RELEASE;
+  moe_experts_problem p;
+  memset(&p, 0, sizeof p);
+  p.hidden = H; p.inter = I; p.groups = 1; p.max_rows = R;
+  void *buf[10];
+  const size_t bytes[10] = {2 * 4, (size_t)R * H, (size_t)(H / 128) * R * 4, (size_t)2 * I * H, (size_t)(2 * I / 128) * (H / 128) * 4,
+                            (size_t)H * I, (size_t)(H / 128) * (I / 128) * 4, (size_t)R * I, (size_t)(I / 128) * R * 4,
+                            (size_t)R * H * 2};
+  for (int i = 0; i < 10; i++) {
+    CUDA_OK(cudaMalloc(&buf[i], bytes[i]));
+    CUDA_OK(cudaMemset(buf[i], 0x11, bytes[i])); /* small finite FP8 values and scales */
+  }
+  const int offs[2] = {0, R};
+  CUDA_OK(cudaMemcpy(buf[0], offs, sizeof offs, cudaMemcpyHostToDevice));
+  uint32_t *counters;
+  CUDA_OK(cudaMalloc((void **)&counters, moe_experts_counter_words(R) * 4));
+  CUDA_OK(cudaMemset(counters, 0, moe_experts_counter_words(R) * 4));
+  p.offsets = (const int *)buf[0]; p.x = buf[1]; p.x_scale = (const float *)buf[2]; p.x_scale_ld = R;
+  p.w1 = buf[3]; p.w1_scale = (const float *)buf[4]; p.w2 = buf[5]; p.w2_scale = (const float *)buf[6];
+  p.act = (uint8_t *)buf[7]; p.act_scale = (float *)buf[8]; p.act_ld = R; p.y = buf[9]; p.counters = counters;
+  moe_layer_io io;
+  memset(&io, 0, sizeof io);
+  if (layer) { /* T tokens, K slots each, all on the one expert: the kernel routes and expands them */
+    void *lb[6];
+    const size_t lbytes[6] = {(size_t)T * K * 4, (size_t)T * K * 4, (size_t)T * H, (size_t)T * (H / 128) * 4,
+                              (size_t)T * H * 2, (size_t)T * K * 4 + 16};
+    for (int i = 0; i < 6; i++) {
+      CUDA_OK(cudaMalloc(&lb[i], lbytes[i]));
+      CUDA_OK(cudaMemset(lb[i], i == 0 ? 0 : 0x11, lbytes[i])); /* expert ids 0; small weights, rows, scales */
+    }
+    io.tokens = T; io.topk = K; io.topk_idx = (const int *)lb[0]; io.topk_weights = (const float *)lb[1];
+    io.x = lb[2]; io.x_scale = (const float *)lb[3]; io.out = lb[4];
+    io.entry_row = (int *)lb[5]; io.bad_id = (int *)((char *)lb[5] + (size_t)T * K * 4);
+    CUDA_OK(cudaMemset(io.bad_id, 0, 16));
+    p.layer = &io;
+  }
+  WS_OK_OR_DIE(moe_experts_launch(&p, 0)); /* first as it should run */
+  WS_OK_OR_DIE(ws_sync(0));
+  WS_OK_OR_DIE(ws_set_timeout_ms(500));
+  p.drop = drop;
+  const double t0 = now_s();
+  ws_status s = moe_experts_launch(&p, 0);
+  if (s == WS_OK) s = ws_sync(0);
+  const double waited = now_s() - t0;
+  printf("rank %d: fused experts%s, hand-off %d dropped: %s after %.2f s: %s\n", rank, layer ? " (whole layer)" : "",
+         drop, ws_strerror(s), waited, ws_last_error());
+  CHECK(s == WS_ERR_TIMEOUT);
+  /* the dropped hand-off's own wait, or one of the waits behind it: the math's on the pipe,
+   * or (tiny layer: a CTA per item) a combine item's on the L2 stores */
+  const char *e = ws_last_error();
+  CHECK(strstr(e, what) || strstr(e, "'moe experts'") || strstr(e, "moe layer L2 rows"));
+  if (drop == MOE_DROP_L2_STORED) CHECK_MSG(what);
+  CHECK(waited < 10.0);
+  fflush(stdout);
+  _exit(test_finish("test_moe experts/layer timeout") ? 1 : 0);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "all";
   require_hopper();
@@ -658,7 +731,7 @@ int main(int argc, char **argv) {
   const char *n_env = getenv("WS_NRANKS");
   if (!n_env) n_env = getenv("OMPI_COMM_WORLD_SIZE");
   const int want = n_env ? atoi(n_env) : 1;
-  if (ws_comm_available() != WS_OK || ndev < want) {
+  if (ws_comm_available() != WS_OK || (ndev < want && !getenv(WS_SHARE_GPU_ENV))) {
     printf("needs NVSHMEM and %d GPUs (have %d): skipped\n", want, ndev);
     return TEST_SKIP;
   }
@@ -700,47 +773,10 @@ int main(int argc, char **argv) {
     fflush(stdout);
     _exit(test_finish("test_moe missing") ? 1 : 0);
   }
-  if (!strcmp(mode, "experts_timeout")) {
-    /* the fused experts kernel with its L1 releases dropped: the L2 loader's wait for its
-     * rows must end in WS_ERR_TIMEOUT naming it, within the bound, never a hang */
-    const int H = 256, I = 128, R = 64;
-    moe_experts_problem p;
-    memset(&p, 0, sizeof p);
-    p.hidden = H; p.inter = I; p.groups = 1; p.max_rows = R;
-    void *buf[10];
-    const size_t bytes[10] = {2 * 4, (size_t)R * H, (size_t)(H / 128) * R * 4, (size_t)2 * I * H, (size_t)(2 * I / 128) * (H / 128) * 4,
-                              (size_t)H * I, (size_t)(H / 128) * (I / 128) * 4, (size_t)R * I, (size_t)(I / 128) * R * 4,
-                              (size_t)R * H * 2};
-    for (int i = 0; i < 10; i++) {
-      CUDA_OK(cudaMalloc(&buf[i], bytes[i]));
-      CUDA_OK(cudaMemset(buf[i], 0x11, bytes[i])); /* small finite FP8 values and scales */
-    }
-    const int offs[2] = {0, R};
-    CUDA_OK(cudaMemcpy(buf[0], offs, sizeof offs, cudaMemcpyHostToDevice));
-    uint32_t *counters;
-    CUDA_OK(cudaMalloc((void **)&counters, moe_experts_counter_words(R) * 4));
-    CUDA_OK(cudaMemset(counters, 0, moe_experts_counter_words(R) * 4));
-    p.offsets = (const int *)buf[0]; p.x = buf[1]; p.x_scale = (const float *)buf[2]; p.x_scale_ld = R;
-    p.w1 = buf[3]; p.w1_scale = (const float *)buf[4]; p.w2 = buf[5]; p.w2_scale = (const float *)buf[6];
-    p.act = (uint8_t *)buf[7]; p.act_scale = (float *)buf[8]; p.act_ld = R; p.y = buf[9]; p.counters = counters;
-    WS_OK_OR_DIE(moe_experts_launch(&p, 0)); /* first as it should run */
-    WS_OK_OR_DIE(ws_sync(0));
-    WS_OK_OR_DIE(ws_set_timeout_ms(500));
-    p.drop_l1_release = 1;
-    const double t0 = now_s();
-    ws_status s = moe_experts_launch(&p, 0);
-    if (s == WS_OK) s = ws_sync(0);
-    const double waited = now_s() - t0;
-    printf("rank %d: fused experts with no L1 releases: %s after %.2f s: %s\n", rank, ws_strerror(s), waited,
-           ws_last_error());
-    CHECK(s == WS_ERR_TIMEOUT);
-    /* the loader's wait ("moe experts L1 rows") starts first; the math warpgroups' wait
-     * on the pipe ("moe experts") runs into the same bound a little later */
-    CHECK_MSG("moe experts");
-    CHECK(waited < 10.0);
-    fflush(stdout);
-    _exit(test_finish("test_moe experts_timeout") ? 1 : 0);
-  }
+  if (!strcmp(mode, "experts_timeout")) experts_timeout(MOE_DROP_L1_RELEASE, "moe experts");
+  if (!strcmp(mode, "layer_timeout_route")) experts_timeout(MOE_DROP_ROUTED, "moe layer route");
+  if (!strcmp(mode, "layer_timeout_rows")) experts_timeout(MOE_DROP_EXPANDED, "moe layer x rows");
+  if (!strcmp(mode, "layer_timeout_combine")) experts_timeout(MOE_DROP_L2_STORED, "moe layer L2 rows");
   if (!strcmp(mode, "profile")) { /* few calls, for Nsight Compute: 128 and 4096 tokens at 24 SMs */
     const int E = 256 % nranks ? 8 * nranks : 256;
     bench_iters = 3;

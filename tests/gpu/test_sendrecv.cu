@@ -231,7 +231,7 @@ int main(int argc, char **argv) {
   const char *n_env = getenv("WS_NRANKS");
   if (!n_env) n_env = getenv("OMPI_COMM_WORLD_SIZE");
   nranks = n_env ? atoi(n_env) : 1;
-  if (ws_comm_available() != WS_OK || ndev < nranks || ndev == 0) {
+  if (ws_comm_available() != WS_OK || (ndev < nranks && !getenv(WS_SHARE_GPU_ENV)) || ndev == 0) {
     printf("needs NVSHMEM and %d GPUs (have %d): skipped\n", nranks, ndev);
     return TEST_SKIP;
   }
