@@ -589,7 +589,14 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T, rout
   for (int variant = 0; variant < 6; variant++) {
     const int path = variant < 2 ? variant : variant < 4 ? WS_MOE_FUSED_EXPERTS : WS_MOE_FUSED_LAYER;
     const int wide = variant == 3 || variant == 5;
-    if (path == WS_MOE_FUSED_LAYER && nranks > 1) continue; /* one GPU only */
+    if (path == WS_MOE_FUSED_LAYER && nranks > 1) { /* one GPU only: refused at create, nothing left behind */
+      const ws_moe_layer_config lc = {H, I, E, K, T, 8, WS_MOE_FUSED_LAYER};
+      ws_moe_layer *layer = (ws_moe_layer *)&lc;
+      CHECK(ws_moe_layer_create(&layer, comm, &lc, dW1, (const float *)dW1s, dW2, (const float *)dW2s) == WS_ERR_INVALID);
+      CHECK(layer == NULL);
+      CHECK_MSG("one GPU");
+      continue;
+    }
     if (variant >= 2) setenv("WARPSPEC_MOE_TILE", wide ? "128" : "64", 1);
     const char *pname = path == WS_MOE_AUTO ? "auto" : path == WS_MOE_UNFUSED ? "unfused"
                         : path == WS_MOE_FUSED_EXPERTS ? (wide ? "fused experts, 128-row tile" : "fused experts, 64-row tile")
