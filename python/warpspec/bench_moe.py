@@ -29,6 +29,7 @@ os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
+LL_MAX_TOKENS = 128  # cases up to this many tokens per rank also time the low-latency mode
 CASES = [  # name, hidden, experts, topk, tokens per rank
     ("DeepSeek-V3, 4096 tok", 7168, 256, 8, 4096),
     ("DeepSeek-V3, 128 tok", 7168, 256, 8, 128),
@@ -268,6 +269,20 @@ def worker(rank, n, port, args, queue):
             td = timed(lambda: ep.dispatch(q, idx, w, x_scale=s), args.iters, comm.barrier)
             tc = timed(lambda: ep.combine(y), args.iters, comm.barrier)
             results.append(("warpspec", sms, td, tc, err))
+            ep.destroy()
+        if T <= LL_MAX_TOKENS:  # the low-latency mode (decode): BF16 rows in, quantised on the fly, masked layout
+            ep = warpspec.MoeDispatcher(comm, hidden=H, experts=E, topk=K, max_tokens=T, payload="fp8",
+                                        mode="low_latency")
+            r = ep.dispatch(x, idx, w)
+            m = r.x.shape[1]
+            xs = r.x_scale.reshape(L, m, H // 128).repeat_interleave(128, 2)
+            y = (r.x.float() * xs * (rank * L + torch.arange(L, device="cuda")[:, None, None] + 1).float()).to(torch.bfloat16)
+            out = ep.combine(y)
+            torch.cuda.synchronize()
+            err = ((out.float() - out_t.float()).norm() / out_t.float().norm().clamp_min(1e-30)).item()
+            td = timed(lambda: ep.dispatch(x, idx, w), args.iters, comm.barrier)
+            tc = timed(lambda: ep.combine(y), args.iters, comm.barrier)
+            results.append(("warpspec-LL", 0, td, tc, err))
             ep.destroy()
         td = timed(lambda: tm.dispatch(q, s, idx, w), args.iters, dist.barrier)
         tc = timed(lambda: tm.combine(y_t), args.iters, dist.barrier)
