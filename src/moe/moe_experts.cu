@@ -524,7 +524,8 @@ WS_DEV void mx_l1_epilogue_wide(const ws_ctx *ctx, const mx_args *a, mx_smem<BM>
   mx_store_act(a, act, 0, 64, row0, tile->tn, ti, 128);
   ws_fence_proxy_async_global(); /* L2's loaders read these rows by TMA */
   ws_role_sync(ctx);            /* the warpgroup's stores before its leader's release */
-  if (ws_role_leader(ctx) && a->layer.drop != MOE_DROP_L1_RELEASE) ws_red_release_gpu_add_u32(a->ready + row0 / MOE_EXPERTS_BM, 1u);
+  if (ws_role_leader(ctx) && a->layer.drop != MOE_DROP_L1_RELEASE)
+    ws_red_release_gpu_add_u32(a->ready + row0 / MOE_EXPERTS_BM, 1u);
 }
 
 /* The whole layer: combine reads y, so each warpgroup counts its half of an L2 tile once
