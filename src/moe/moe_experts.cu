@@ -16,7 +16,7 @@
  * once per row block (ncu, DeepSeek-V3 at 4096 tokens: 29.4 GB from DRAM for 11.3 GB of
  * weights).
  *
- * Two tile shapes, one kernel template (MX_BM_ of the instance):
+ * Two tile shapes, one kernel template (BM, the instance's tile rows):
  *   64 rows (few rows per expert): a tile's two math warpgroups share its 64 rows of A
  *     and each takes half of its 256 B rows:
  *     L1: warpgroup r gets gate columns c + 64r .. c + 64r + 63 and the same up columns
@@ -25,15 +25,16 @@
  *         the block (the K block L2 reads) is one exchange of 64 floats through shared
  *         memory.
  *     L2: warpgroup r gets output columns 128r .. 128r + 127 (the FP8 GEMM's own tile).
- *   128 rows (from about 100 rows per expert): warpgroup r takes rows 64r .. 64r + 63 and
- *     both read the same 128 B rows, so a K step moves 32 KiB through L2 for the same
- *     math where the 64-row tile moves 40 KiB (ncu, DeepSeek-V3 at 4096 tokens: the
- *     64-row kernel at 89% of L2 throughput, its math warps waiting on stages half the
- *     time). An L1 item runs its 128 act columns as two K loops of 64 (gate and up of
- *     the same columns, as a 64-row warpgroup's); the first loop's SwiGLU values wait in
- *     shared memory, so the amax over 128 columns stays inside the thread's quad. L2
- *     items are 128 x 128 (the FP8 GEMM's tile). Rows stay padded to 64: a block's last
- *     64 rows may belong to the next expert (loaded, computed, never stored or counted).
+ *   128 rows (opt-in, config.h's WS_MOE_WIDE_ROWS: measured no faster): warpgroup r
+ *     takes rows 64r .. 64r + 63 and both read the same 128 B rows, so a K step moves
+ *     32 KiB through L2 for the same math where the 64-row tile moves 40 KiB (ncu,
+ *     DeepSeek-V3 at 4096 tokens: the 64-row kernel at 89% of L2 throughput, its math
+ *     warps waiting on stages half the time). An L1 item runs its 128 act columns as
+ *     two K loops of 64 (gate and up of the same columns, as a 64-row warpgroup's); the
+ *     first loop's SwiGLU values wait in shared memory, so the amax over 128 columns
+ *     stays inside the thread's quad. L2 items are 128 x 128 (the FP8 GEMM's tile). Rows
+ *     stay padded to 64: a block's last 64 rows may belong to the next expert (loaded,
+ *     computed, never stored or counted).
  *
  * The act rows go out through shared memory as 16-byte stores; every thread fences the
  * async proxy, and after the tile's barrier one thread does a red.release on each 64-row
@@ -438,11 +439,11 @@ WS_DEV void mx_put_e4m3(uint8_t *tile_row, int col, const float *v, float s) {
   for (int j = 0; j < 8; j++) *(uint16_t *)(tile_row + col + 8 * j) = ws_to_e4m3x2(v[2 * j] / s, v[2 * j + 1] / s);
 }
 
-/* The act tile's rows r0 .. r0 + n - 1 (128 bytes each) to global memory as 16-byte
- * stores by `threads` threads (i: this one's index). */
-WS_DEV void mx_store_act(const mx_args *a, const uint8_t *act, int r0, int n, int row0, int tn, int i, int threads) {
+/* The act tile's first n rows (128 bytes each) to global memory as 16-byte stores by
+ * `threads` threads (i: this one's index). */
+WS_DEV void mx_store_act(const mx_args *a, const uint8_t *act, int n, int row0, int tn, int i, int threads) {
   for (int ch = i; ch < n * 8; ch += threads) {
-    const int r = r0 + ch / 8, col = (ch % 8) * 16;
+    const int r = ch / 8, col = (ch % 8) * 16;
     const uint4 val = *(const uint4 *)(act + r * MX_ACT_LD + col);
     ws_st_global_v4(a->act + (size_t)(row0 + r) * (size_t)a->inter + (size_t)tn * 128 + col, val);
   }
@@ -472,7 +473,7 @@ WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem<BM> *sm,
   }
   ws_named_sync((uint32_t)a->bar, 2 * 128);
   const int i = wg * 128 + ctx->warp * 32 + ctx->lane; /* 256 threads, 512 chunks of 16 bytes */
-  mx_store_act(a, sm->epi[0].l1.act, 0, BM, row0, tile->tn, i, 256);
+  mx_store_act(a, sm->epi[0].l1.act, BM, row0, tile->tn, i, 256);
   ws_fence_proxy_async_global(); /* L2's loaders read these rows by TMA */
   /* the tile's stores ordered before thread 0 by the barrier; its release is cumulative */
   ws_named_sync((uint32_t)a->bar, 2 * 128);
@@ -521,7 +522,7 @@ WS_DEV void mx_l1_epilogue_wide(const ws_ctx *ctx, const mx_args *a, mx_smem<BM>
   }
   if (!mine) return;
   ws_role_sync(ctx); /* the warpgroup's rows of the tile */
-  mx_store_act(a, act, 0, 64, row0, tile->tn, ti, 128);
+  mx_store_act(a, act, 64, row0, tile->tn, ti, 128);
   ws_fence_proxy_async_global(); /* L2's loaders read these rows by TMA */
   ws_role_sync(ctx);            /* the warpgroup's stores before its leader's release */
   if (ws_role_leader(ctx) && a->layer.drop != MOE_DROP_L1_RELEASE)
@@ -609,8 +610,7 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     } else { /* act columns c .. c + 63, then c + 64 .. c + 127: the same scale blocks */
       c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
       mx_l1_park(sm, wg, ws_role_thread(&ctx), total);
-      const float *bs2 = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb;
-      c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs2, bs2 + (size_t)ib * hb, ar, c);
+      c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
       mx_l1_epilogue_wide(&ctx, &a, sm, &tile, wg, lr, total);
     }
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
