@@ -77,30 +77,8 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   const int split = T >= nw ? 1 : nchunk, per = (nchunk + split - 1) / split;
   for (int item = gw; item < T * split; item += nw) {
     const int t = item / split;
-    const int *slots = a.tok_slot + (size_t)t * N;
-    for (int c = (item % split) * per, c1 = min(nchunk, c + per); c < c1; c++) {
-      const int v0 = c * MOE_SUM_CHUNK + ctx.lane;
-      float acc[MOE_SUM_UNROLL][8];
-#pragma unroll
-      for (int u = 0; u < MOE_SUM_UNROLL; u++)
-#pragma unroll
-        for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
-      for (int d = 0; d < N; d++) {
-        const int slot = slots[d];
-        if (slot < 0) continue;
-        const uint4 *src = (const uint4 *)(a.comb_inbox + ((size_t)d * a.max_tokens + slot) * a.hidden);
-        uint4 p[MOE_SUM_UNROLL];
-#pragma unroll
-        for (int u = 0; u < MOE_SUM_UNROLL; u++)
-          if (v0 + 32 * u < nvec) p[u] = ws_ld_global_cg_v4(src + v0 + 32 * u);
-#pragma unroll
-        for (int u = 0; u < MOE_SUM_UNROLL; u++)
-          if (v0 + 32 * u < nvec) moe_fma8(acc[u], p[u], 1.0f);
-      }
-#pragma unroll
-      for (int u = 0; u < MOE_SUM_UNROLL; u++)
-        if (v0 + 32 * u < nvec) ws_st_global_v4((uint4 *)(out + (size_t)t * a.hidden) + v0 + 32 * u, moe_pack8(acc[u]));
-    }
+    for (int c = (item % split) * per, c1 = min(nchunk, c + per); c < c1; c++)
+      ep_gather_chunk(&a, out, t, c * MOE_SUM_CHUNK + ctx.lane);
   }
   if (ep_last_cta(&ctx, &a.epochs[3], &last)) {
     ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m);

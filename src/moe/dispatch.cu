@@ -22,7 +22,6 @@
  *           last CTA acks every source.
  * Each wait is bounded and names the peer, the role and the CTA. */
 #include "ep_device.cuh"
-#include "../gemm/fp8_convert.cuh"
 
 #include <cuda_bf16.h>
 
@@ -114,48 +113,11 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
 }
 
 /* ---- send -------------------------------------------------------------------------- */
-/* 16-byte vectors per lane in flight when a warp copies a row: a row is loaded once per
- * chunk of 32 x EP_COPY_UNROLL vectors and stored to every place it goes. */
-#define EP_COPY_UNROLL 8
-
-/* Low latency, FP8 payload: a warp quantises a BF16 row of `hidden` values as
- * ws_fp8_quantize_1x128 does (16 lanes x 8 values per 128-block: the half-warp's |max|,
- * scale = amax / 448, e4m3(x / scale)) and stores the bytes and the block scales into
- * every destination's inbox row (rows: dst_lo / dst_hi of the lanes in lo / hi). One
- * chunk: input vectors base .. base + 32 x EP_QUANT_UNROLL - 1. */
-#define EP_QUANT_UNROLL 4
-static __device__ __forceinline__ void send_quantized(const ep_args *a, const uint16_t *xrow, size_t pay, uint32_t lo,
-                                                      uint32_t hi, uint8_t *dst_lo, uint8_t *dst_hi, int lane, int base) {
-  const int nvx = a->hidden / 8; /* 16-byte input vectors; a multiple of 16 (hidden % 128 == 0) */
-  {
-    uint2 q[EP_QUANT_UNROLL];
-    float sc[EP_QUANT_UNROLL];
-#pragma unroll
-    for (int u = 0; u < EP_QUANT_UNROLL; u++) {
-      const int i = base + u * 32 + lane;
-      q[u] = ws_quantize_bf16x8_1x128(i < nvx ? ws_ld_global_nc_v4((const uint4 *)xrow + i) : make_uint4(0u, 0u, 0u, 0u),
-                                      &sc[u]);
-    }
-    for (int half = 0; half < 2; half++)
-      for (uint32_t m = half ? hi : lo; m; m &= m - 1) {
-        uint8_t *row = (uint8_t *)__shfl_sync(0xffffffffu, (unsigned long long)(half ? dst_hi : dst_lo), __ffs(m) - 1);
-#pragma unroll
-        for (int u = 0; u < EP_QUANT_UNROLL; u++) {
-          const int i = base + u * 32 + lane;
-          if (i < nvx) {
-            *(uint2 *)(row + (size_t)i * 8) = q[u];
-            if (lane % 16 == 0) ((float *)(row + pay))[i / 16] = sc[u];
-          }
-        }
-      }
-  }
-}
-
 WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8_t *x, const float *x_scale,
                                   const float *topk_weights, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_send, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
-  const int N = a.nranks, K = a.topk, T = *a.num_tokens;
+  const int N = a.nranks, T = *a.num_tokens;
   const uint64_t n = a.epochs[0];
   /* every destination has read our previous dispatch out of its inbox */
   ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
@@ -181,77 +143,12 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
       ws_st_relaxed_sys_u64(EP_PEER(uint64_t, a, count_flag, threadIdx.x) + a.rank, n);
     }
   }
-  const size_t pay = ep_payload_bytes(a.hidden, a.fp8), sc = ep_scale_bytes(a.hidden, a.fp8);
-  const size_t meta_off = EP_ALIGN16(pay + sc), nv = pay / 16;
-  const int kb = a.hidden / 128, lane = ctx.lane;
-  const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
+  const int lane = ctx.lane, warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   /* work item: one chunk of one token's row (4 KB copied, or 32 x EP_QUANT_UNROLL x 8
-   * values quantised), so that a few tokens still spread over every warp; chunk 0 also
-   * writes the scales and the meta block */
-  const int ll_q = a.ll && a.fp8;
-  const int chunk = 32 * (ll_q ? EP_QUANT_UNROLL : EP_COPY_UNROLL);
-  const int nchunk = (int)(((ll_q ? (size_t)(a.hidden / 8) : nv) + chunk - 1) / chunk);
-  for (int item = gw; item < T * nchunk; item += nw) {
-    const int t = item / nchunk, c = item % nchunk;
-    /* the token's destinations, one per lane (lane d and d + 32), and its entries (lane k) */
-    uint8_t *dst_lo = NULL, *dst_hi = NULL;
-    if (lane < N) {
-      const int slot = a.tok_slot[(size_t)t * N + lane];
-      if (slot >= 0) dst_lo = EP_PEER(uint8_t, a, inbox, lane) + ((size_t)a.rank * a.max_tokens + slot) * a.inbox_row;
-    }
-    if (lane + 32 < N) {
-      const int slot = a.tok_slot[(size_t)t * N + lane + 32];
-      if (slot >= 0) dst_hi = EP_PEER(uint8_t, a, inbox, lane + 32) + ((size_t)a.rank * a.max_tokens + slot) * a.inbox_row;
-    }
-    const uint32_t lo = __ballot_sync(0xffffffffu, dst_lo != NULL), hi = __ballot_sync(0xffffffffu, dst_hi != NULL);
-    if (ll_q) { /* low latency: BF16 in, E4M3 + 1 x 128 scales out, quantised here */
-      send_quantized(&a, (const uint16_t *)x + (size_t)t * a.hidden, pay, lo, hi, dst_lo, dst_hi, lane, c * chunk);
-    } else {
-      /* the chunk, loaded once and stored to every destination */
-      const size_t base = (size_t)c * chunk;
-      const uint4 *src = (const uint4 *)(x + (size_t)t * pay);
-      uint4 v[EP_COPY_UNROLL];
-#pragma unroll
-      for (int u = 0; u < EP_COPY_UNROLL; u++) {
-        const size_t i = base + (size_t)u * 32 + lane;
-        if (i < nv) v[u] = ws_ld_global_nc_v4(src + i);
-      }
-      for (int half = 0; half < 2; half++)
-        for (uint32_t m = half ? hi : lo; m; m &= m - 1) {
-          uint4 *d = (uint4 *)__shfl_sync(0xffffffffu, (unsigned long long)(half ? dst_hi : dst_lo), __ffs(m) - 1);
-#pragma unroll
-          for (int u = 0; u < EP_COPY_UNROLL; u++) {
-            const size_t i = base + (size_t)u * 32 + lane;
-            if (i < nv) ws_st_global_v4(d + i, v[u]);
-          }
-        }
-    }
-    if (c != 0) continue;
-    ep_entry en = {-1, -1, -1, 0};
-    float w = 0.0f;
-    if (lane < K) {
-      en = a.entries[(size_t)t * K + lane];
-      w = topk_weights[(size_t)t * K + lane];
-    }
-    /* scales, then per destination the meta block: {token, entries}, its entries in slot order */
-    for (int half = 0; half < 2; half++)
-      for (uint32_t m = half ? hi : lo; m; m &= m - 1) {
-        const int d = (__ffs(m) - 1) + 32 * half;
-        uint8_t *row = (uint8_t *)__shfl_sync(0xffffffffu, (unsigned long long)(half ? dst_hi : dst_lo), d % 32);
-        if (a.fp8 && !a.ll)
-          for (int cb = lane; cb < kb; cb += 32) ((float *)(row + pay))[cb] = x_scale[(size_t)t * kb + cb];
-        const uint32_t mine = __ballot_sync(0xffffffffu, en.dst == d);
-        ep_meta *meta = (ep_meta *)(row + meta_off);
-        if (en.dst == d) {
-          ep_meta e = {en.local, en.pos, lane, w};
-          meta[1 + __popc(mine & ((1u << lane) - 1))] = e;
-        }
-        if (lane == 0) {
-          ep_meta h = {t, __popc(mine), 0, 0.0f};
-          meta[0] = h;
-        }
-      }
-  }
+   * values quantised), so that a few tokens still spread over every warp */
+  const int quant = a.ll && a.fp8, nchunk = ep_send_chunks(&a, quant);
+  for (int item = gw; item < T * nchunk; item += nw)
+    ep_send_unit(&a, x, x_scale, topk_weights, item / nchunk, item % nchunk, lane, quant);
   ws_role_sync(&ctx); /* all of this CTA's rows are written */
   if (threadIdx.x < (unsigned)N) {
     ws_fence_acq_rel_sys();

@@ -55,6 +55,7 @@
 #include "../gemm/gemm_loader.cuh"
 #include "moe_experts.h"
 #include "moe_experts_sched.cuh"
+#include "moe_layer_ep.cuh"
 #include "moe_layer_items.cuh"
 #include "swiglu.cuh"
 
@@ -92,10 +93,10 @@ template <int BM> struct mx_pipe {
 /* An item as the loader decoded it, handed to the math in the item's first stage: the
  * math no longer walks the groups itself (at 1 token that walk, up to 256 mostly empty
  * experts, stood between every landed first stage and the item's first wgmma). */
-enum { MX_L1 = 0, MX_L2, MX_ROUTE, MX_EXPAND, MX_COMBINE };
+enum { MX_L1 = 0, MX_L2, MX_ROUTE, MX_EXPAND, MX_COMBINE, MX_SEND, MX_REDUCE, MX_GATHER };
 typedef struct {
   int t;          /* the item, -1: none left                                        */
-  int kind;       /* MX_L1 .. MX_COMBINE                                            */
+  int kind;       /* MX_L1 .. MX_GATHER                                             */
   gemm_tile tile; /* a tile; else g: the expand / combine index, count: combine's
                    * target of stored L2 tile halves                                */
 } mx_item_info;
@@ -121,6 +122,7 @@ template <int BM> struct mx_smem {
   mx_item_info item[MX_STAGES_OF(BM)];    /* the item whose first stage this is */
   gemm_shape shape[2];                    /* the loader's L1 and L2 schedules   */
   int offsets[MX_SMEM_OFFSETS];           /* and the expert offsets they read  */
+  int layer_flag;                         /* several ranks: the math's "last item" */
 };
 
 /* Two math warpgroups at 208 registers, then a loader warpgroup (one working warp) at 88:
@@ -264,7 +266,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
    * routed: `tiles` row blocks of BM), then combine; the cursors read the offsets, so they
    * start once routed. One site per wait and per hand-over: each inlined wait costs the
    * loader its own copy of the live values. */
-  const int pre = ly->on ? 1 + ly->token_items : 0, per_tile = I / MOE_EXPERTS_L1_BN + l2_items;
+  const int pre = ly->on ? 1 + ly->send_items + ly->expand_items : 0, per_tile = I / MOE_EXPERTS_L1_BN + l2_items;
   int tiles = ly->on ? -1 : 0, expanding = ly->on, l1_done = 0, l2 = 0, walk = 0;
   if (!ly->on) mx_load_offsets(c, a, sm, &c1, &c2);
   for (;;) {
@@ -274,11 +276,17 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
       mx_load_offsets(c, a, sm, &c1, &c2);
       tiles = mx_count_tiles(&sm->shape[0], c->lane);
     }
-    int kind = t == 0 ? MX_ROUTE : MX_EXPAND, index = t - 1;
+    /* route; send, expand; the tiles; reduce (one GPU: combine), gather */
+    int kind = t == 0 ? MX_ROUTE : t <= ly->send_items ? MX_SEND : MX_EXPAND;
+    int index = kind == MX_EXPAND ? t - 1 - ly->send_items : t - 1;
     if (t >= pre) {
       index = t - pre - tiles * per_tile;
-      kind = ly->on && index >= 0 ? MX_COMBINE : MX_L1;
-      if (kind == MX_COMBINE && index >= ly->token_items) break;
+      kind = MX_L1;
+      if (ly->on && index >= 0) {
+        if (index >= ly->reduce_items + ly->gather_items) break;
+        kind = index < ly->reduce_items ? (ly->nranks > 1 ? MX_REDUCE : MX_COMBINE) : MX_GATHER;
+        if (kind == MX_GATHER) index -= ly->reduce_items;
+      }
     }
     if (kind != MX_L1) {
       k = mx_hand(pipe, c, sm, k, t, kind, index, 2 * tiles * l2_items);
@@ -307,7 +315,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
           mx_wait_rows(c, a, blk, (uint32_t)l2_items);
           if (BM != MOE_EXPERTS_BM && both) mx_wait_rows(c, a, blk + 1, (uint32_t)l2_items);
         } else {
-          mx_wait_count(c, ly->expanded, (uint32_t)ly->token_items, "moe layer x rows");
+          mx_wait_count(c, ly->expanded, (uint32_t)ly->expand_items, "moe layer x rows");
         }
         expanding = 0;
         ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
@@ -589,15 +597,24 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
    * wgmma instead of uniform-datapath arithmetic). */
   const int gw = wg * 4 + ctx.warp, mi = gw * 32 + ctx.lane; /* warp and thread of the 256 */
   int phase = mx_next(&pipe, &ctx, sm, c, &tile);
-  /* the whole layer's route and expand items (moe_layer_items.cuh): their stage carries
-   * only the item, free again at once */
-  while (phase == MX_ROUTE + 1 || phase == MX_EXPAND + 1) {
+  /* the whole layer's route, send and expand items (moe_layer_items.cuh, one GPU;
+   * moe_layer_ep.cuh, several ranks): their stage carries only the item, free again at
+   * once. The route's scratch is warpgroup 0's epilogue memory: no L2 store pending yet. */
+  const uint32_t bar = (uint32_t)a.bar;
+  const int ep = a.layer.nranks > 1;
+  while (phase == MX_ROUTE + 1 || phase == MX_SEND + 1 || phase == MX_EXPAND + 1) {
     ws_pipe_release_warp_at(&pipe, &ctx, c);
     c = ws_cursor_next(c, pipe.stages);
-    if (phase == MX_ROUTE + 1) mx_route(&a.layer, (int *)sm->epi[0].out, mi, (uint32_t)a.bar); /* no L2 store pending yet */
-    else {
+    if (phase == MX_ROUTE + 1) {
+      if (ep) mxe_route(&a.layer, (int *)sm->epi[0].out, &ctx, mi, bar);
+      else mx_route(&a.layer, (int *)sm->epi[0].out, mi, bar);
+    } else if (phase == MX_SEND + 1) {
+      mxe_send(&a.layer, tile.g, gw, ctx.lane, mi, bar, &sm->layer_flag);
+    } else if (ep) {
+      mxe_expand(&a.layer, &ctx, tile.g, gw, ctx.lane, mi, bar, &sm->layer_flag);
+    } else {
       mx_expand(&a.layer, tile.g, gw, ctx.lane, a.hidden);
-      mx_expand_done(&a.layer, mi, (uint32_t)a.bar);
+      mx_expand_done(&a.layer, mi, bar);
     }
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
@@ -633,12 +650,18 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
   if (stored) mx_count_stored(&ctx, &a); /* before any combine item waits for the count */
-  while (phase == MX_COMBINE + 1) {
+  while (phase == MX_COMBINE + 1 || phase == MX_REDUCE + 1 || phase == MX_GATHER + 1) {
     ws_pipe_release_warp_at(&pipe, &ctx, c);
     c = ws_cursor_next(c, pipe.stages);
-    if (mi == 0) mx_combine_wait(&a.layer, &ctx, (uint32_t)tile.count);
-    ws_named_sync((uint32_t)a.bar, MX_LAYER_THREADS);
-    mx_combine(&a.layer, a.l2.d, tile.g, gw, ctx.lane, a.hidden);
+    if (phase == MX_REDUCE + 1) {
+      mxe_reduce(&a.layer, &ctx, a.l2.d, tile.g, (uint32_t)tile.count, gw, ctx.lane, mi, bar, &sm->layer_flag);
+    } else if (phase == MX_GATHER + 1) {
+      mxe_gather(&a.layer, &ctx, tile.g, gw, ctx.lane, mi, bar, &sm->layer_flag);
+    } else {
+      if (mi == 0) mx_combine_wait(&a.layer, &ctx, (uint32_t)tile.count, a.layer.reduce_items);
+      ws_named_sync(bar, MX_LAYER_THREADS);
+      mx_combine(&a.layer, a.l2.d, tile.g, gw, ctx.lane, a.hidden);
+    }
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
@@ -674,8 +697,9 @@ WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x,
 /* ---- host -------------------------------------------------------------------------- */
 static int mx_blocks(int max_rows) { return (max_rows + MOE_EXPERTS_BM - 1) / MOE_EXPERTS_BM; }
 
-/* ready[B], seen[B], next_item[2]; the whole layer's routed, expanded, l2_done, comb_seen */
-extern "C" size_t moe_experts_counter_words(int max_rows) { return 2 * (size_t)mx_blocks(max_rows) + 6; }
+/* ready[B], seen[B], next_item[2]; the whole layer's routed, expanded, l2_done, comb_seen,
+ * and with several ranks sent, reduced, gathered */
+extern "C" size_t moe_experts_counter_words(int max_rows) { return 2 * (size_t)mx_blocks(max_rows) + 9; }
 
 /* ctx: the instance's shared memory bytes (a size_t) */
 static ws_status mx_make_plan(const void *ctx, ws_plan *plan) {
@@ -710,7 +734,7 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
                p->groups, WS_EP_MAX_TOPK, WS_EP_MAX_EXPERTS);
     WS_REQUIRE(io->tokens == 0 || (io->topk_idx && io->topk_weights && io->x && io->out),
                "moe layer: topk_idx, topk_weights, x or out is NULL");
-    WS_REQUIRE(io->entry_row && io->bad_id, "moe layer: entry_row or bad_id is NULL");
+    WS_REQUIRE(io->ep || (io->entry_row && io->bad_id), "moe layer: entry_row or bad_id is NULL");
     WS_REQUIRE(((uintptr_t)io->x & 15u) == 0 && ((uintptr_t)io->out & 15u) == 0,
                "moe layer: x %p and out %p must be 16-byte aligned", io->x, io->out);
     WS_REQUIRE(((uintptr_t)io->topk_idx & 3u) == 0 && ((uintptr_t)io->topk_weights & 3u) == 0 &&
@@ -778,6 +802,16 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
      * sum run on their own CTA, all 8 warps on its columns */
     ly->tokens_per_item = io->tokens > 2 * sms ? (io->tokens + 2 * sms - 1) / (2 * sms) : 1;
     ly->token_items = (io->tokens + ly->tokens_per_item - 1) / ly->tokens_per_item;
+    ly->nranks = 1;
+    ly->expand_items = ly->reduce_items = ly->token_items;
+    if (io->ep) { /* several ranks: at least one send and one gather item (their flags and
+                   * acks); expand and reduce split what arrives, about as many rows as we send */
+      ly->ep = *(const ep_args *)io->ep;
+      ly->nranks = ly->ep.nranks;
+      ly->send_items = ly->gather_items = ly->token_items > 0 ? ly->token_items : 1;
+      const int share = ly->nranks * ly->send_items;
+      ly->expand_items = ly->reduce_items = share < 2 * sms ? share : 2 * sms;
+    }
     ly->topk_idx = io->topk_idx;
     ly->topk_weights = io->topk_weights;
     ly->x = (const uint8_t *)io->x;
@@ -792,6 +826,9 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     ly->expanded = ly->routed + 1;
     ly->l2_done = ly->routed + 2;
     ly->comb_seen = ly->routed + 3;
+    ly->sent = ly->routed + 4;
+    ly->reduced = ly->routed + 5;
+    ly->gathered = ly->routed + 6;
   }
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;

@@ -29,6 +29,10 @@ typedef struct {
   void *out;                    /* [T][H] bf16                                               */
   int *entry_row;               /* [max_tokens][K]: each entry's row in the grouped layout, -1 */
   int *bad_id;                  /* [4]: count, first token, slot, value of ids out of range  */
+  /* several ranks (moe_layer_ep.cuh): the dispatch handle's kernel arguments
+   * (ep_kernel_args); x, x_scale and offsets of the problem are then its receive layout,
+   * and entry_row and bad_id are not used (the handle has its own) */
+  const void *ep;
 } moe_layer_io;
 
 /* The granule every expert's rows must be padded to, and the rows of the small tile
@@ -73,6 +77,8 @@ enum {
 };
 
 size_t moe_experts_counter_words(int max_rows); /* with or without a layer */
+struct ws_ep;
+const void *ep_kernel_args(const struct ws_ep *ep); /* ep.cu: the kernels' ep_args of a handle */
 ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream_t stream);
 
 #ifdef __cplusplus

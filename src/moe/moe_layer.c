@@ -1,8 +1,9 @@
 /* moe_layer.c - the MoE layer in one call: dispatch, the experts (unfused: L1 grouped
  * GEMM, SwiGLU + per-128 requantisation, L2 grouped GEMM; fused: one persistent kernel,
  * moe_experts.cu), combine, all stream-ordered on the handle's buffers (no host
- * synchronisation: graph-capturable). On one GPU the fused layer path runs dispatch and
- * combine inside the same kernel (moe_layer_items.cuh). */
+ * synchronisation: graph-capturable). The fused layer path runs dispatch and combine
+ * inside the same kernel: on one GPU as local copies (moe_layer_items.cuh), on several
+ * ranks over the dispatch handle's symmetric buffers (moe_layer_ep.cuh). */
 #include "../core/internal.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
@@ -85,8 +86,6 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   int n = 0;
   ws_status s;
   if ((s = ws_comm_size(comm, &n)) != WS_OK || (s = ws_ep_config_check(&ec, n)) != WS_OK) return s;
-  WS_REQUIRE(cfg->path != WS_MOE_FUSED_LAYER || n == 1, "ws_moe_layer_create: WS_MOE_FUSED_LAYER runs on one GPU (a "
-             "communicator of one rank); with %d ranks take WS_MOE_FUSED_EXPERTS or WS_MOE_AUTO", n);
   ws_moe_layer *l = (ws_moe_layer *)calloc(1, sizeof *l);
   if (!l) return ws_fail(WS_ERR_NOMEM, "ws_moe_layer_create: out of host memory");
   l->cfg = *cfg;
@@ -197,6 +196,7 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
   if (path == WS_MOE_FUSED_LAYER) { /* everything in one kernel, BF16 rows quantised inside; its launcher checks the inputs */
     moe_layer_io io;
     memset(&io, 0, sizeof io);
+    moe_experts_problem p;
     io.tokens = tokens;
     io.topk = l->cfg.topk;
     io.topk_idx = topk_idx;
@@ -204,10 +204,16 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
     io.x = x;
     io.x_scale = x_scale;
     io.out = out;
-    io.entry_row = l->entry_row;
-    io.bad_id = l->bad_id;
-    moe_experts_problem p;
-    layer_experts_problem(l, &p, l->gx, l->gxs, (int)l->act_ld, l->offsets, tokens);
+    if (l->nranks == 1) { /* its own grouped layout */
+      io.entry_row = l->entry_row;
+      io.bad_id = l->bad_id;
+      layer_experts_problem(l, &p, l->gx, l->gxs, (int)l->act_ld, l->offsets, tokens);
+    } else { /* the dispatch handle's receive layout and buffers */
+      ws_ep_recv r;
+      if ((s = ws_ep_recv_layout(l->ep, &r)) != WS_OK) return s;
+      io.ep = ep_kernel_args(l->ep);
+      layer_experts_problem(l, &p, r.x, r.x_scale, r.scale_ld, r.expert_offsets, tokens);
+    }
     p.layer = &io;
     STAGE_DONE(1);
     if ((s = moe_experts_launch(&p, stream)) != WS_OK) return s;

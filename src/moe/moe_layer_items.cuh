@@ -26,6 +26,7 @@
 #define WARPSPEC_MOE_LAYER_ITEMS_CUH
 
 #include "../gemm/fp8_convert.cuh"
+#include "ep_internal.h"
 #include "moe_experts.h"
 #include "moe_sum.cuh"
 #include "warpspec/moe.h"
@@ -39,8 +40,13 @@ typedef struct {
   int on;                      /* 0: the experts only                                     */
   int drop;                    /* tests: MOE_DROP_* (moe_experts.h), also without a layer */
   int tokens, topk, experts, x_bf16, scale_ld;
-  int tokens_per_item;         /* of an expand or combine item (units: token x 1024 columns) */
-  int token_items;             /* expand items, and as many combine items                   */
+  int tokens_per_item;         /* of an expand, combine, send or gather item                */
+  int token_items;             /* items of tokens_per_item tokens: tokens / tokens_per_item   */
+  /* the items between route and the tiles, and after the tiles: one GPU: expand
+   * (token_items), combine (token_items); several ranks (moe_layer_ep.cuh): send, expand,
+   * reduce, gather */
+  int send_items, expand_items, reduce_items, gather_items;
+  int nranks;                  /* > 1: the items of moe_layer_ep.cuh on `ep`             */
   const int *topk_idx;
   const float *topk_weights;
   const uint8_t *x;            /* the caller's rows (e4m3, or bf16 when x_bf16)          */
@@ -53,6 +59,8 @@ typedef struct {
   uint32_t *expanded;          /* expand items done (the last loader resets)               */
   uint32_t *l2_done;           /* L2 tile halves stored (2 per tile)                       */
   uint32_t *comb_seen;         /* combine items past their wait (the last one resets)      */
+  uint32_t *sent, *reduced, *gathered; /* several ranks: items done (the last one resets)  */
+  ep_args ep;                  /* several ranks: the dispatch handle's buffers              */
 } mx_layer_args;
 
 WS_DEV int mx_pad_rows(int n) { return (n + MOE_EXPERTS_BM - 1) / MOE_EXPERTS_BM * MOE_EXPERTS_BM; }
@@ -175,11 +183,11 @@ WS_DEV void mx_expand_done(const mx_layer_args *L, int i, uint32_t bar) {
 
 /* ---- combine ----------------------------------------------------------------------- */
 /* Thread 0 of the math warpgroups: wait until `target` L2 tile halves are stored; the
- * last combine item past the wait resets the counters for the next call. */
-WS_DEV void mx_combine_wait(const mx_layer_args *L, const ws_ctx *c, uint32_t target) {
+ * last of the `items` waiting items past the wait resets the counters for the next call. */
+WS_DEV void mx_combine_wait(const mx_layer_args *L, const ws_ctx *c, uint32_t target, int items) {
   const ws_site site = ws_site_pipe("moe layer L2 rows", WS_EDGE_FULL, 0, 0);
   ws_wait_count_geq(L->l2_done, target, c, &site);
-  if (atomicAdd(L->comb_seen, 1u) == (uint32_t)L->token_items - 1u) {
+  if (atomicAdd(L->comb_seen, 1u) == (uint32_t)items - 1u) {
     *L->l2_done = 0u;
     *L->comb_seen = 0u;
   }

@@ -34,8 +34,8 @@ static __device__ __forceinline__ uint4 moe_pack8(const float *acc) {
 
 /* The warp's lane vectors v0 + 32 u (u < MOE_SUM_UNROLL, below nvec) of
  *   dst = bf16(sum over slots j < K, in order, of w[j] x y[rows[j]])
- * with a slot of row -1 skipped (no slot: zeros). rows are read from L2 (the caller may
- * have written them in the same kernel); y too when y_in_kernel, else by the read-only
+ * with a slot of row -1 skipped (no slot: zeros). rows and weights are read from L2 (the
+ * caller may have written them in the same kernel); y too when y_in_kernel, else by the read-only
  * path. */
 static __device__ __forceinline__ void moe_sum_rows(const int *rows, const float *w, int K, const uint16_t *y,
                                                     int hidden, int v0, int nvec, uint4 *dst, int y_in_kernel) {
@@ -47,7 +47,7 @@ static __device__ __forceinline__ void moe_sum_rows(const int *rows, const float
   for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
     const int r = j < K ? __ldcg(rows + j) : -1;
     src[j] = r >= 0 ? (const uint4 *)(y + (size_t)r * hidden) : NULL;
-    wj[j] = j < K ? w[j] : 0.0f;
+    wj[j] = j < K ? __ldcg(w + j) : 0.0f;
   }
   float acc[MOE_SUM_UNROLL][8];
 #pragma unroll

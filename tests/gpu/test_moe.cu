@@ -14,6 +14,7 @@
  *   dispatch -> ws_gemm on the received layout -> combine against the float64 MoE, eager
  *   and as one replayed CUDA graph ("gemm", also part of "all");
  *   mode "missing": rank 1 never dispatches, rank 0 gets WS_ERR_TIMEOUT within the bound.
+ *   mode "missing_layer": the same with the fused layer (WS_MOE_FUSED_LAYER) on 2 ranks.
  * Every rank draws every rank's routing and data from one shared seed, so each can
  * compute its own reference. */
 #include "gpu_test.h"
@@ -589,14 +590,6 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T, rout
   for (int variant = 0; variant < 6; variant++) {
     const int path = variant < 2 ? variant : variant < 4 ? WS_MOE_FUSED_EXPERTS : WS_MOE_FUSED_LAYER;
     const int wide = variant == 3 || variant == 5;
-    if (path == WS_MOE_FUSED_LAYER && nranks > 1) { /* one GPU only: refused at create, nothing left behind */
-      const ws_moe_layer_config lc = {H, I, E, K, T, 8, WS_MOE_FUSED_LAYER};
-      ws_moe_layer *layer = (ws_moe_layer *)&lc;
-      CHECK(ws_moe_layer_create(&layer, comm, &lc, dW1, (const float *)dW1s, dW2, (const float *)dW2s) == WS_ERR_INVALID);
-      CHECK(layer == NULL);
-      CHECK_MSG("one GPU");
-      continue;
-    }
     if (variant >= 2) setenv("WARPSPEC_MOE_TILE", wide ? "128" : "64", 1);
     const char *pname = path == WS_MOE_AUTO ? "auto" : path == WS_MOE_UNFUSED ? "unfused"
                         : path == WS_MOE_FUSED_EXPERTS ? (wide ? "fused experts, 128-row tile" : "fused experts, 64-row tile")
@@ -779,6 +772,35 @@ int main(int argc, char **argv) {
     }
     fflush(stdout);
     _exit(test_finish("test_moe missing") ? 1 : 0);
+  }
+  if (!strcmp(mode, "missing_layer")) { /* the same with the whole layer in one kernel per rank */
+    const int H = 256, I = 128, E = 2 * nranks, K = 2, T = 8;
+    void *b[8];
+    const size_t bytes[8] = {(size_t)(E / nranks) * 2 * I * H, (size_t)(E / nranks) * (2 * I / 128) * (H / 128) * 4,
+                             (size_t)(E / nranks) * H * I, (size_t)(E / nranks) * (H / 128) * (I / 128) * 4,
+                             (size_t)T * K * 4, (size_t)T * K * 4, (size_t)T * H * 2, (size_t)T * H * 2};
+    for (int i = 0; i < 8; i++) {
+      CUDA_OK(cudaMalloc(&b[i], bytes[i]));
+      CUDA_OK(cudaMemset(b[i], i == 4 ? 0 : 0x11, bytes[i])); /* expert ids 0 (rank 0's); small finite values */
+    }
+    const ws_moe_layer_config lc = {H, I, E, K, T, 4, WS_MOE_FUSED_LAYER};
+    ws_moe_layer *layer = NULL;
+    WS_OK_OR_DIE(ws_moe_layer_create(&layer, comm, &lc, b[0], (const float *)b[1], b[2], (const float *)b[3]));
+    WS_OK_OR_DIE(ws_set_timeout_ms(500));
+    if (rank == 0) {
+      const double t0 = now_s();
+      ws_status s = ws_moe_layer_forward(layer, b[6], NULL, (const int *)b[4], (const float *)b[5], T, b[7], 0);
+      if (s == WS_OK) s = ws_sync(0);
+      const double waited = now_s() - t0;
+      printf("rank 0: fused layer, rank 1 missing: %s after %.2f s: %s\n", ws_strerror(s), waited, ws_last_error());
+      CHECK(s == WS_ERR_TIMEOUT);
+      CHECK_MSG("moe layer");
+      CHECK(waited < 10.0);
+    } else {
+      usleep(3000000); /* never calls the layer */
+    }
+    fflush(stdout);
+    _exit(test_finish("test_moe missing_layer") ? 1 : 0);
   }
   if (!strcmp(mode, "experts_timeout")) experts_timeout(MOE_DROP_L1_RELEASE, "moe experts");
   if (!strcmp(mode, "layer_timeout_route")) experts_timeout(MOE_DROP_ROUTED, "moe layer route");
