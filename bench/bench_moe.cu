@@ -8,10 +8,12 @@
  * random weights. The layer time: 10 calls back to back (median of 5 runs); the split
  * of the stages: medians of 10 single calls after 3 warm-ups, a communicator barrier
  * before each; TFLOPS = 2 x (token, expert) pairs received x H x I x 3 / t (the layer's
- * FLOPs: L1 is 2 I x H, L2 H x I). Both paths of the layer in the same run, on the same
- * data: unfused (dispatch, L1 ws_gemm, SwiGLU pass, L2 ws_gemm, combine) and fused
- * experts (one persistent kernel between dispatch and combine); their outputs are
- * compared bit for bit. The NCCL + cuBLASLt composite is still to come. */
+ * FLOPs: L1 is 2 I x H, L2 H x I). The three paths of the layer in the same run, on the
+ * same data: unfused (dispatch, L1 ws_gemm, SwiGLU pass, L2 ws_gemm, combine), fused
+ * experts (one persistent kernel between dispatch and combine) and fused layer (the
+ * whole layer, dispatch and combine included, in one persistent kernel per rank); their
+ * outputs are compared bit for bit. The NCCL + cuBLASLt composite is `warpspec bench
+ * moe-layer` (python/warpspec/bench_moe_layer.py). */
 #include "bench.h"
 #include "bench_check.h"
 #include "warpspec/comm.h"
@@ -101,10 +103,11 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
   CK(cudaMemcpy(w, hw, (size_t)tmax * K * 4, cudaMemcpyHostToDevice));
   free(hidx);
   free(hw);
-  /* on one GPU also the whole layer in one kernel */
+  /* the three paths: unfused, the fused experts kernel between dispatch and combine, the
+   * whole layer in one kernel */
   static const char *const path_name[3] = {"unfused", "fused", "layer"};
   static const ws_moe_path path_of[3] = {WS_MOE_UNFUSED, WS_MOE_FUSED_EXPERTS, WS_MOE_FUSED_LAYER};
-  const int np = n == 1 ? 3 : 2;
+  const int np = 3;
   ws_moe_layer *layer[3] = {NULL, NULL, NULL};
   for (int p = 0; p < np; p++) {
     ws_moe_layer_config cfg = {H, I, E, K, tmax, 0, path_of[p]};
@@ -225,7 +228,7 @@ extern "C" int bench_moe(const bench_moe_opts *o) {
   int dev = 0;
   CK(cudaGetDevice(&dev));
   CK(cudaGetDeviceProperties(&prop, dev));
-  if (rank == 0) printf("bench moe: %d rank(s) (EP%d), %s, ws_moe_layer_forward, unfused, fused-experts and (one GPU) fused-layer paths\n", n, n, prop.name);
+  if (rank == 0) printf("bench moe: %d rank(s) (EP%d), %s, ws_moe_layer_forward, unfused, fused-experts and fused-layer paths\n", n, n, prop.name);
   static const moe_shape shapes[] = {{"DeepSeekV3", 7168, 2048, 256, 8}, {"Flash", 4096, 2048, 256, 6}};
   static const int all_tokens[] = {1, 8, 128, 512, 4096, 8192};
   FILE *csv = NULL;

@@ -330,8 +330,11 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
   ws_pipe_acquire_at(pipe, c, k);
   if (c->lane == 0) sm->item[k.stage].t = -1;
   ws_pipe_commit_at(pipe, c, k);
-  /* the last CTA to run out of items resets the claim counter (and the route flag, which
-   * only loaders read) for the next call */
+  /* the last CTA to run out of items resets the claim counter and the route and expand
+   * counts for the next call. Every expand item must have counted by then: a loader waits
+   * for them before its first L1 tile, but with no tiles at all (no tokens, or every slot
+   * -1) none does, and an expand item still running would count into the next call. */
+  if (ly->on) mx_wait_count(c, ly->expanded, (uint32_t)ly->expand_items, "moe layer x rows");
   if (c->lane == 0 && atomicAdd(a->next_item + 1, 1u) == gridDim.x - 1) {
     a->next_item[0] = 0u;
     a->next_item[1] = 0u;
