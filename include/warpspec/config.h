@@ -29,6 +29,11 @@
 /* Every wait the library performs gives up after this long and reports WS_ERR_TIMEOUT.
  * Override per process with the environment variable below or ws_set_timeout_ms(). */
 #define WS_TIMEOUT_MS_DEFAULT   4000
+/* A wait on a peer (a transfer's data or credit) gives up at the bound; a wait on a hand-
+ * off inside the kernel at this many times it. When a rank is missing, the waits queued
+ * behind the one on it (a loader waiting for the route, math waiting for a stage) then
+ * still wait when the peer wait gives up, and the error names the peer. */
+#define WS_LOCAL_WAIT_PATIENCE  2
 #define WS_TIMEOUT_ENV          "WARPSPEC_TIMEOUT_MS"
 /* try_wait polls between two reads of the global timer: keeps the clock off the hot path */
 #define WS_WAIT_POLLS_PER_CLOCK 32

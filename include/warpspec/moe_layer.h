@@ -14,9 +14,10 @@
  * dispatch (ws_ep_dispatch), the L1 grouped GEMM (ws_gemm), ws_moe_swiglu_quant, the L2
  * grouped GEMM and combine; WS_MOE_FUSED_EXPERTS runs the experts (both GEMMs and the
  * SwiGLU epilogue) as one persistent kernel between dispatch and combine;
- * WS_MOE_FUSED_LAYER (one GPU only) runs the whole layer as that one kernel: routing,
- * the copy of the tokens into the grouped layout (quantising BF16 input), the experts
- * and the weighted sum, with tiles starting as their rows arrive. */
+ * WS_MOE_FUSED_LAYER runs the whole layer as that one kernel per rank: routing, the
+ * transfer of the tokens into the grouped layout (a local copy on one GPU, pushes to the
+ * peers' inboxes with several ranks; BF16 input quantised on the way), the experts, and
+ * the weighted sums sent back and added at each token's rank. */
 #ifndef WARPSPEC_MOE_LAYER_H
 #define WARPSPEC_MOE_LAYER_H
 
@@ -38,10 +39,11 @@ typedef enum {
   WS_MOE_UNFUSED = 1,       /* dispatch, L1 ws_gemm, SwiGLU pass, L2 ws_gemm, combine       */
   WS_MOE_FUSED_EXPERTS = 2, /* dispatch, one persistent kernel for L1 + SwiGLU + requant + L2
                              * (L2 tiles start as their rows' L1 tiles finish), combine    */
-  WS_MOE_FUSED_LAYER = 3    /* one GPU (a communicator of one rank): the whole layer in one
-                             * persistent kernel (route, token copy, L1, SwiGLU + requant,
-                             * L2, weighted sum); WS_MOE_AUTO takes it where it would take
-                             * WS_MOE_FUSED_EXPERTS                                          */
+  WS_MOE_FUSED_LAYER = 3    /* the whole layer in one persistent kernel per rank (route,
+                             * token transfer, L1, SwiGLU + requant, L2, weighted sums and
+                             * their return); WS_MOE_AUTO takes it on one GPU where it would
+                             * take WS_MOE_FUSED_EXPERTS (with several ranks not yet: it
+                             * has not been timed over NVLink)                               */
 } ws_moe_path;
 
 typedef struct {

@@ -10,8 +10,8 @@ experts (as warpspec.quantize_fp8(w, block=(128, 128)) gives them per expert). T
 references to them. Every call is collective over the communicator's ranks, stream-ordered
 and graph-capturable. path: "unfused" (dispatch, grouped GEMM, SwiGLU + FP8 requant, grouped
 GEMM, combine), "fused_experts" (dispatch, one persistent kernel for both GEMMs and the SwiGLU,
-combine), "fused_layer" (one GPU only: routing, the token copy, both GEMMs, SwiGLU and the
-weighted sum in one persistent kernel) or "auto" (the default: ws_moe_layer_path_for's rule,
+combine), "fused_layer" (routing, the token transfer, both GEMMs, SwiGLU and the weighted
+sums in one persistent kernel per rank) or "auto" (the default: ws_moe_layer_path_for's rule,
 config.h); all give the same bits."""
 
 import ctypes

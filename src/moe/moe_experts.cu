@@ -738,6 +738,14 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     WS_REQUIRE(io->tokens == 0 || (io->topk_idx && io->topk_weights && io->x && io->out),
                "moe layer: topk_idx, topk_weights, x or out is NULL");
     WS_REQUIRE(io->ep || (io->entry_row && io->bad_id), "moe layer: entry_row or bad_id is NULL");
+    if (io->ep) {
+      const ep_args *e = (const ep_args *)io->ep;
+      WS_REQUIRE(e->topk == io->topk && e->L == p->groups && e->fp8 && !e->ll && e->max_tokens >= io->tokens &&
+                     e->scale_ld == p->x_scale_ld && e->max_rows <= p->max_rows && (const void *)e->x == p->x,
+                 "moe layer: the dispatch handle (top-%d, %d local experts, max %d tokens) does not match the layer "
+                 "(top-%d, %d experts, %d tokens) or its receive layout", e->topk, e->L, e->max_tokens, io->topk,
+                 p->groups, io->tokens);
+    }
     WS_REQUIRE(((uintptr_t)io->x & 15u) == 0 && ((uintptr_t)io->out & 15u) == 0,
                "moe layer: x %p and out %p must be 16-byte aligned", io->x, io->out);
     WS_REQUIRE(((uintptr_t)io->topk_idx & 3u) == 0 && ((uintptr_t)io->topk_weights & 3u) == 0 &&

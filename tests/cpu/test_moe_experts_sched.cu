@@ -74,6 +74,6 @@ int main(void) {
       for (int rep = 0; rep < 20; rep++) check(1 + (int)(next() % 40), shapes[s][0], shapes[s][1], bm, "random experts");
   check(256, 7168, 2048, MOE_EXPERTS_BM, "DeepSeek-V3 local experts, 64-row tiles");
   check(256, 7168, 2048, MOE_EXPERTS_BM_WIDE, "DeepSeek-V3 local experts, 128-row tiles");
-  CHECK(moe_experts_counter_words(1) == 2 + 6); /* 2 per block, next_item[2], routed, expanded, l2_done, comb_seen */
+  CHECK(moe_experts_counter_words(1) == 2 + 9); /* 2 per block, next_item[2], routed, expanded, l2_done, comb_seen, sent, reduced, gathered */
   return test_finish("test_moe_experts_sched");
 }

@@ -41,6 +41,13 @@ WS_DEV ws_site ws_site_pipe(const char *object, int edge, int stage, int phase) 
 
 /* First thread to fault writes the record and marks the claim done (2); the others
  * wait (bounded) for that before they trap, so no trap cuts the record short. */
+WS_DEV int ws_site_on_peer(const ws_site *s) { return s->edge == WS_EDGE_PEER_DATA || s->edge == WS_EDGE_PEER_CREDIT; }
+
+/* The bound of a wait at `site` (config.h: WS_LOCAL_WAIT_PATIENCE). */
+WS_DEV uint64_t ws_site_bound_ns(const ws_ctx *c, const ws_site *s) {
+  return ws_timeout_ns(c) * (ws_site_on_peer(s) ? 1u : (unsigned)WS_LOCAL_WAIT_PATIENCE);
+}
+
 WS_DEV void ws_fault_raise(const ws_ctx *c, int code, const ws_site *site, uint64_t waited, const long long *values) {
   if (c->diag.fault && c->diag.claim) {
     if (atomicCAS(c->diag.claim, 0u, 1u) == 0u) {
@@ -57,7 +64,7 @@ WS_DEV void ws_fault_raise(const ws_ctx *c, int code, const ws_site *site, uint6
       f->step = site->step;
       for (int i = 0; i < 4; i++) f->value[i] = values ? values[i] : 0;
       f->waited_ns = waited;
-      f->timeout_ns = ws_timeout_ns(c);
+      f->timeout_ns = code == WS_FAULT_TIMEOUT ? ws_site_bound_ns(c, site) : ws_timeout_ns(c);
       /* The role index through an opaque move: computed here, on the fault path only,
        * instead of hoisted into every kernel's hot path (where it cost registers). */
       int role;
@@ -79,7 +86,8 @@ WS_DEV void ws_fault_raise(const ws_ctx *c, int code, const ws_site *site, uint6
 
 /* The one bounded poll every library wait is made of: evaluate DONE (re-evaluated each
  * poll) until it holds; read the clock every WS_WAIT_POLLS_PER_CLOCK polls and, past the
- * bound, raise a timeout fault at SITE (a ws_site expression, built only then). */
+ * bound (a peer wait's; a local hand-off gets WS_LOCAL_WAIT_PATIENCE times it), raise a
+ * timeout fault at SITE (a ws_site expression, built only then). */
 #define WS_POLL_BOUNDED(DONE, CTX, SITE)                                                  \
   do {                                                                                    \
     if (DONE) break;                                                                      \
@@ -92,7 +100,8 @@ WS_DEV void ws_fault_raise(const ws_ctx *c, int code, const ws_site *site, uint6
       const uint64_t ws_waited_ = ws_globaltimer() - ws_start_;                           \
       if (ws_waited_ > ws_limit_) {                                                       \
         const ws_site ws_site_ = (SITE);                                                  \
-        ws_fault_raise((CTX), WS_FAULT_TIMEOUT, &ws_site_, ws_waited_, NULL);             \
+        if (ws_waited_ > ws_site_bound_ns((CTX), &ws_site_))                              \
+          ws_fault_raise((CTX), WS_FAULT_TIMEOUT, &ws_site_, ws_waited_, NULL);           \
       }                                                                                   \
     }                                                                                     \
   } while (0)
