@@ -43,6 +43,7 @@ WS_DEV uint64_t mxe_epoch(const ep_args *a, int which) {
   return __ldcg((const unsigned long long *)a->epochs + which) + 1ull;
 }
 
+/* A peer wait's site; `what` fits WS_NAME_LEN (23 characters): the fault record keeps no more. */
 WS_DEV ws_site mxe_site(const ep_args *a, const char *what, int edge, int peer, uint64_t step) {
   return ep_site(what, edge, peer, a->rank, (int)blockIdx.x, step);
 }
@@ -124,7 +125,7 @@ WS_DEV void mxe_route(const mx_layer_args *L, int *scratch, const ws_ctx *c, int
   if (i == 0) *a->num_tokens = T;
   /* every rank's counts to us */
   if (i < N) {
-    const ws_site site = mxe_site(a, "moe layer dispatch counts", WS_EDGE_PEER_DATA, i, n);
+    const ws_site site = mxe_site(a, "moe layer counts", WS_EDGE_PEER_DATA, i, n);
     ws_wait_flag_geq(&a->count_flag[i], n, c, &site);
   }
   ws_named_sync(bar, MX_LAYER_THREADS);
@@ -198,7 +199,7 @@ WS_DEV void mxe_expand(const mx_layer_args *L, const ws_ctx *c, int item, int gw
   const ep_args *a = &L->ep;
   const int N = a->nranks, LE = a->L, K = a->topk, per = LE + 1, kb = a->hidden / 128;
   const uint64_t n = mxe_epoch(a, 0);
-  mxe_wait_all(a, a->data_flag, n, "moe layer dispatch data", c, i);
+  mxe_wait_all(a, a->data_flag, n, "moe layer rows in", c, i);
   ws_named_sync(bar, MX_LAYER_THREADS);
   const size_t pay = ep_payload_bytes(a->hidden, 1), meta_off = EP_ALIGN16(pay + ep_scale_bytes(a->hidden, 1));
   const int nv = (int)(pay / 16), chunk = 32 * EP_COPY_UNROLL, nchunk = (nv + chunk - 1) / chunk;

@@ -795,7 +795,7 @@ int main(int argc, char **argv) {
       printf("rank 0: fused layer, rank 1 missing: %s after %.2f s: %s\n", ws_strerror(s), waited, ws_last_error());
       CHECK(s == WS_ERR_TIMEOUT);
       /* the route's wait on rank 1's counts, not a local wait queued behind it */
-      CHECK_MSG("'moe layer dispatch counts' with peer 1");
+      CHECK_MSG("'moe layer counts' with peer 1");
       CHECK(waited < 10.0);
     } else {
       usleep(3000000); /* never calls the layer */
