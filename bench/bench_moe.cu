@@ -182,7 +182,7 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
       else
         printf("bench moe rank %d: %-10s T %5d %-7s: layer %9.1f us %6.1f TFLOPS | alone %9.1f: dispatch %8.1f  experts "
                "%8.1f  combine %8.1f us | %.2fx unfused, %s, auto: %s\n", rank, sh->name, T, path_name[p], med[p] * 1e3,
-               tflops, alone[p] * 1e3, split[0] * 1e3, split[1] * 1e3, split[4] * 1e3, med[0] / med[1],
+               tflops, alone[p] * 1e3, split[0] * 1e3, split[1] * 1e3, split[4] * 1e3, med[0] / med[p],
                memcmp(host_out[0], host_out[p], (size_t)T * H * 2) ? "outputs DIFFER" : "same bits",
                path_name[auto_path == WS_MOE_UNFUSED ? 0 : auto_path == WS_MOE_FUSED_EXPERTS ? 1 : 2]);
       fflush(stdout);
