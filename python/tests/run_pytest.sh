@@ -17,7 +17,7 @@ export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAS
 gpus() { "$py" -c "import torch; print(sum(torch.cuda.get_device_capability(d)[0] == 9 for d in range(torch.cuda.device_count())) if torch.cuda.is_available() else 0)" 2>/dev/null || echo 0; }
 case $mode in
   cpu) sel="not gpu and not multi_gpu" ;;
-  gpu) [ "$(gpus)" -ge 1 ] || { echo "no sm_90 GPU (or no PyTorch): skipped"; exit 77; }; sel="gpu" ;;
+  gpu) [ "$(gpus)" -ge 1 ] || { echo "no sm_90 GPU (or no PyTorch): skipped"; exit 77; }; sel="gpu and not multi_gpu" ;;
   2gpu) [ "$(gpus)" -ge 2 ] || { echo "fewer than 2 sm_90 GPUs (or no PyTorch): skipped"; exit 77; }; sel="multi_gpu" ;;
   *) echo "mode: cpu, gpu or 2gpu"; exit 2 ;;
 esac

@@ -1,6 +1,6 @@
-"""warpspec.MoeLayer on one GPU (EP1, through `python -m warpspec run -n 1`): a whole
-MoE layer in one call against a float64 PyTorch reference of the same FP8 inputs and
-weights (x quantised 1 x 128, weights 128 x 128, SwiGLU in fp32). The reference does not
+"""warpspec.MoeLayer on one GPU (EP1, through `python -m warpspec run -n 1`) and on two
+(EP2, `-n 2`, each rank its half of the experts and its own tokens): a whole MoE layer in
+one call against a float64 PyTorch reference of the same FP8 inputs and weights (x quantised 1 x 128, weights 128 x 128, SwiGLU in fp32). The reference does not
 requantise the intermediate activation to FP8 as the layer does, so the bound is 4e-2
 rather than FP8's usual 2e-2 (test_moe checks the exact rounding points in C). Output
 poisoned first; run twice (BF16 in, then FP8 in with the scales) on each path (unfused,
@@ -22,7 +22,7 @@ import torch, warpspec
 comm = warpspec.Communicator.from_env()
 torch.cuda.set_device(comm.device)
 H, I, E, K, T = 512, 256, 8, 2, 300
-g = torch.Generator().manual_seed(7)
+g = torch.Generator().manual_seed(7)  # the weights: the same on every rank
 def rnd(*s, a=1.0):
     return ((torch.rand(*s, generator=g) * 2 - 1) * a).cuda()
 w1f, w2f = rnd(E, 2 * I, H, a=0.1).to(torch.bfloat16), rnd(E, H, I, a=0.1).to(torch.bfloat16)
@@ -31,6 +31,9 @@ for e in range(E):
     q, s = warpspec.quantize_fp8(w1f[e], block=(128, 128)); w1q.append(q); w1s.append(s)
     q, s = warpspec.quantize_fp8(w2f[e], block=(128, 128)); w2q.append(q); w2s.append(s)
 w1q, w1s, w2q, w2s = (torch.stack(t).contiguous() for t in (w1q, w1s, w2q, w2s))
+L = E // comm.size  # this rank's experts, for the layer; the reference uses them all
+mine = [t[comm.rank * L:(comm.rank + 1) * L].contiguous() for t in (w1q, w1s, w2q, w2s)]
+g = torch.Generator().manual_seed(100 + comm.rank)  # the tokens: each rank its own
 x = rnd(T, H, a=2.0).to(torch.bfloat16)
 idx = torch.stack([torch.randperm(E, generator=g)[:K] for _ in range(T)]).to(torch.int32).cuda()
 idx[::5, 1] = -1
@@ -52,7 +55,7 @@ for e in range(E):
 outs = {}
 for path in ("unfused", "fused_experts", "fused_layer", "auto"):
     with warpspec.MoeLayer(comm, hidden=H, inter=I, experts=E, topk=K, max_tokens=512,
-                           w1=w1q, w1_scale=w1s, w2=w2q, w2_scale=w2s, path=path) as layer:
+                           w1=mine[0], w1_scale=mine[1], w2=mine[2], w2_scale=mine[3], path=path) as layer:
         for fp8_in in (False, True):
             out = torch.full((T, H), float("nan"), dtype=torch.bfloat16, device="cuda")
             if fp8_in:
@@ -72,7 +75,7 @@ for path in ("unfused", "fused_experts", "fused_layer", "auto"):
 import csv, os, tempfile
 path_csv = os.path.join(tempfile.mkdtemp(), "trace.csv")
 with warpspec.MoeLayer(comm, hidden=H, inter=I, experts=E, topk=K, max_tokens=512,
-                       w1=w1q, w1_scale=w1s, w2=w2q, w2_scale=w2s, path="fused_experts") as layer:
+                       w1=mine[0], w1_scale=mine[1], w2=mine[2], w2_scale=mine[3], path="fused_experts") as layer:
     with warpspec.trace(path_csv, block=0) as tr:
         layer(xq, idx, w, x_scale=xs)
 rows = list(csv.DictReader(open(path_csv)))
@@ -95,12 +98,23 @@ print("ok")
 """
 
 
-def test_moe_layer_one_gpu():
+def _run(ranks):
     from warpspec.__main__ import cli_path
     if cli_path() is None:
         pytest.skip("the CLI is not built here (set WARPSPEC_CLI)")
-    r = subprocess.run([sys.executable, "-m", "warpspec", "run", "-n", "1", "--timeout", "200", "--",
+    r = subprocess.run([sys.executable, "-m", "warpspec", "run", "-n", str(ranks), "--timeout", "200", "--",
                         sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=240,
                        env=dict(os.environ))
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "ok" in r.stdout
+    assert r.stdout.count("ok") >= ranks
+
+
+def test_moe_layer_one_gpu():
+    _run(1)
+
+
+@pytest.mark.multi_gpu
+def test_moe_layer_two_gpus():
+    """EP2: every path, the fused layer's one kernel per rank included (dispatch and combine
+    inside it), against the reference and bit for bit against the unfused path."""
+    _run(2)
