@@ -122,7 +122,7 @@ template <int BM> struct mx_smem {
   mx_item_info item[MX_STAGES_OF(BM)];    /* the item whose first stage this is */
   gemm_shape shape[2];                    /* the loader's L1 and L2 schedules   */
   int offsets[MX_SMEM_OFFSETS];           /* and the expert offsets they read  */
-  int layer_flag;                         /* several ranks: the math's "last item" */
+  mxe_shared ep;                          /* several ranks: epochs, "last item" flag */
 };
 
 /* Two math warpgroups at 208 registers, then a loader warpgroup (one working warp) at 88:
@@ -609,12 +609,12 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     ws_pipe_release_warp_at(&pipe, &ctx, c);
     c = ws_cursor_next(c, pipe.stages);
     if (phase == MX_ROUTE + 1) {
-      if (ep) mxe_route(&a.layer, (int *)sm->epi[0].out, &ctx, mi, bar);
+      if (ep) mxe_route(&a.layer, (int *)sm->epi[0].out, &ctx, mi, bar, &sm->ep);
       else mx_route(&a.layer, (int *)sm->epi[0].out, mi, bar);
     } else if (phase == MX_SEND + 1) {
-      mxe_send(&a.layer, tile.g, gw, ctx.lane, mi, bar, &sm->layer_flag);
+      mxe_send(&a.layer, tile.g, gw, ctx.lane, mi, bar, &sm->ep);
     } else if (ep) {
-      mxe_expand(&a.layer, &ctx, tile.g, gw, ctx.lane, mi, bar, &sm->layer_flag);
+      mxe_expand(&a.layer, &ctx, tile.g, gw, ctx.lane, mi, bar, &sm->ep);
     } else {
       mx_expand(&a.layer, tile.g, gw, ctx.lane, a.hidden);
       mx_expand_done(&a.layer, mi, bar);
@@ -657,9 +657,9 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     ws_pipe_release_warp_at(&pipe, &ctx, c);
     c = ws_cursor_next(c, pipe.stages);
     if (phase == MX_REDUCE + 1) {
-      mxe_reduce(&a.layer, &ctx, a.l2.d, tile.g, (uint32_t)tile.count, gw, ctx.lane, mi, bar, &sm->layer_flag);
+      mxe_reduce(&a.layer, &ctx, a.l2.d, tile.g, (uint32_t)tile.count, gw, ctx.lane, mi, bar, &sm->ep);
     } else if (phase == MX_GATHER + 1) {
-      mxe_gather(&a.layer, &ctx, tile.g, gw, ctx.lane, mi, bar, &sm->layer_flag);
+      mxe_gather(&a.layer, &ctx, tile.g, gw, ctx.lane, mi, bar, &sm->ep);
     } else {
       if (mi == 0) mx_combine_wait(&a.layer, &ctx, (uint32_t)tile.count, a.layer.reduce_items);
       ws_named_sync(bar, MX_LAYER_THREADS);
@@ -685,6 +685,7 @@ WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x,
                               2 * WS_ROLE_WARPS(moe_experts, X_MATH));
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
+  if (threadIdx.x == 0 && args.layer.nranks > 1) mxe_read_epochs(&args.layer, &sm->ep); /* before any claim */
   ws_init_sync();
   if (ctx.role == X_LOADER) {
     WS_ENTER_ROLE(moe_experts, X_LOADER);

@@ -38,9 +38,20 @@
 #include "ep_device.cuh"
 #include "moe_layer_items.cuh"
 
-/* The call's dispatch and combine epochs (both advance at the end of the call). */
-WS_DEV uint64_t mxe_epoch(const ep_args *a, int which) {
-  return __ldcg((const unsigned long long *)a->epochs + which) + 1ull;
+/* A CTA's shared state for these items: the call's dispatch and combine epochs, read
+ * once when the CTA starts (mxe_read_epochs, before the CTA's loader claims anything),
+ * and the "last item" flag of mxe_last. The last gather item advances the epochs in
+ * memory; by then every item of the call has been claimed, so every CTA that runs one
+ * read the old values first, and an item that starts late (an expand item on a CTA
+ * whose math was still busy) cannot see the next call's. */
+typedef struct {
+  uint64_t epoch[2]; /* [0] dispatch n, [1] combine m */
+  int flag;
+} mxe_shared;
+
+WS_DEV void mxe_read_epochs(const mx_layer_args *L, mxe_shared *sh) {
+  sh->epoch[0] = __ldcg((const unsigned long long *)L->ep.epochs) + 1ull;
+  sh->epoch[1] = __ldcg((const unsigned long long *)L->ep.epochs + 1) + 1ull;
 }
 
 /* A peer wait's site; `what` fits WS_NAME_LEN (23 characters): the fault record keeps no more. */
@@ -53,8 +64,9 @@ WS_DEV ws_site mxe_site(const ep_args *a, const char *what, int edge, int peer, 
 WS_DEV int mxe_last(uint32_t *count, uint32_t items, int reset, int i, uint32_t bar, int *flag) {
   ws_named_sync(bar, MX_LAYER_THREADS);
   if (i == 0) {
-    __threadfence_system();
+    __threadfence_system(); /* release: this item's stores before the count */
     const int last = atomicAdd(count, 1u) == items - 1u;
+    __threadfence_system(); /* acquire: the other items' stores before what the last one does */
     if (last && reset) *count = 0u;
     *flag = last;
   }
@@ -84,10 +96,10 @@ WS_DEV void mxe_wait_all(const ep_args *a, const uint64_t *flags, uint64_t v, co
 /* ---- route ------------------------------------------------------------------------- */
 /* scratch: E + N (our counts per expert, then tokens per rank) + N (L + 1) (the counts we
  * receive) + 8 ints of shared memory. */
-WS_DEV void mxe_route(const mx_layer_args *L, int *scratch, const ws_ctx *c, int i, uint32_t bar) {
+WS_DEV void mxe_route(const mx_layer_args *L, int *scratch, const ws_ctx *c, int i, uint32_t bar, const mxe_shared *sh) {
   const ep_args *a = &L->ep;
   const int E = a->experts, N = a->nranks, K = a->topk, LE = a->L, T = L->tokens, per = LE + 1;
-  const uint64_t n = mxe_epoch(a, 0);
+  const uint64_t n = sh->epoch[0];
   int *cnt = scratch, *rc = scratch + E + N, *warp_sum = rc + N * per;
   for (int e = i; e < E + N; e += MX_LAYER_THREADS) cnt[e] = 0;
   ws_named_sync(bar, MX_LAYER_THREADS);
@@ -166,13 +178,13 @@ WS_DEV void mxe_route(const mx_layer_args *L, int *scratch, const ws_ctx *c, int
 }
 
 /* ---- send -------------------------------------------------------------------------- */
-WS_DEV void mxe_send(const mx_layer_args *L, int item, int gw, int lane, int i, uint32_t bar, int *flag) {
+WS_DEV void mxe_send(const mx_layer_args *L, int item, int gw, int lane, int i, uint32_t bar, mxe_shared *sh) {
   const ep_args *a = &L->ep;
   const int t0 = item * L->tokens_per_item, nt = max(0, min(L->tokens_per_item, L->tokens - t0));
   const int nchunk = ep_send_chunks(a, L->x_bf16);
   for (int u = gw; u < nt * nchunk; u += MX_LAYER_THREADS / 32)
     ep_send_unit(a, L->x, L->x_scale, L->topk_weights, t0 + u / nchunk, u % nchunk, lane, L->x_bf16);
-  if (mxe_last(L->sent, (uint32_t)L->send_items, 1, i, bar, flag)) mxe_raise(a, a->data_flag, mxe_epoch(a, 0), i);
+  if (mxe_last(L->sent, (uint32_t)L->send_items, 1, i, bar, &sh->flag)) mxe_raise(a, a->data_flag, sh->epoch[0], i);
 }
 
 /* ---- expand ------------------------------------------------------------------------ */
@@ -195,10 +207,10 @@ WS_DEV void mxe_share(long long units, int items, int item, long long *u0, long 
 }
 
 WS_DEV void mxe_expand(const mx_layer_args *L, const ws_ctx *c, int item, int gw, int lane, int i, uint32_t bar,
-                       int *flag) {
+                       mxe_shared *sh) {
   const ep_args *a = &L->ep;
   const int N = a->nranks, LE = a->L, K = a->topk, per = LE + 1, kb = a->hidden / 128;
-  const uint64_t n = mxe_epoch(a, 0);
+  const uint64_t n = sh->epoch[0];
   mxe_wait_all(a, a->data_flag, n, "moe layer rows in", c, i);
   ws_named_sync(bar, MX_LAYER_THREADS);
   const size_t pay = ep_payload_bytes(a->hidden, 1), meta_off = EP_ALIGN16(pay + ep_scale_bytes(a->hidden, 1));
@@ -250,7 +262,7 @@ WS_DEV void mxe_expand(const mx_layer_args *L, const ws_ctx *c, int item, int gw
   ws_fence_proxy_async_global(); /* the rows are read next by TMA */
   if (L->drop == MOE_DROP_EXPANDED) return;
   /* `expanded` is what the loaders wait for (they reset it): not reset here */
-  if (mxe_last(L->expanded, (uint32_t)L->expand_items, 0, i, bar, flag) && i < N) {
+  if (mxe_last(L->expanded, (uint32_t)L->expand_items, 0, i, bar, &sh->flag) && i < N) {
     ws_fence_acq_rel_sys(); /* every source's inbox read: it may send again */
     ws_st_relaxed_sys_u64(EP_PEER(uint64_t, *a, ack, i) + a->rank, n);
   }
@@ -258,10 +270,10 @@ WS_DEV void mxe_expand(const mx_layer_args *L, const ws_ctx *c, int item, int gw
 
 /* ---- reduce ------------------------------------------------------------------------ */
 WS_DEV void mxe_reduce(const mx_layer_args *L, const ws_ctx *c, const uint16_t *y, int item, uint32_t target, int gw,
-                       int lane, int i, uint32_t bar, int *flag) {
+                       int lane, int i, uint32_t bar, mxe_shared *sh) {
   const ep_args *a = &L->ep;
   const int N = a->nranks, K = a->topk;
-  const uint64_t m = mxe_epoch(a, 1);
+  const uint64_t m = sh->epoch[1];
   if (i == 0) mx_combine_wait(L, c, target, L->reduce_items);
   if (i < N) {
     const ws_site site = mxe_site(a, "moe layer combine ack", WS_EDGE_PEER_CREDIT, i, m - 1);
@@ -284,26 +296,26 @@ WS_DEV void mxe_reduce(const mx_layer_args *L, const ws_ctx *c, const uint16_t *
     uint4 *dst = (uint4 *)(EP_PEER(uint16_t, *a, comb_inbox, s) + ((size_t)a->rank * a->max_tokens + idx) * a->hidden);
     moe_sum_rows(a->comb_row + e, a->comb_w + e, K, y, a->hidden, (int)(u % nchunk) * MOE_SUM_CHUNK + lane, nvec, dst, 1);
   }
-  if (mxe_last(L->reduced, (uint32_t)L->reduce_items, 1, i, bar, flag)) mxe_raise(a, a->comb_flag, m, i);
+  if (mxe_last(L->reduced, (uint32_t)L->reduce_items, 1, i, bar, &sh->flag)) mxe_raise(a, a->comb_flag, m, i);
 }
 
 /* ---- gather ------------------------------------------------------------------------ */
 WS_DEV void mxe_gather(const mx_layer_args *L, const ws_ctx *c, int item, int gw, int lane, int i, uint32_t bar,
-                       int *flag) {
+                       mxe_shared *sh) {
   const ep_args *a = &L->ep;
-  const uint64_t n = mxe_epoch(a, 0), m = mxe_epoch(a, 1);
+  const uint64_t n = sh->epoch[0], m = sh->epoch[1];
   mxe_wait_all(a, a->comb_flag, m, "moe layer combine data", c, i);
   ws_named_sync(bar, MX_LAYER_THREADS);
   const int t0 = item * L->tokens_per_item, nt = max(0, min(L->tokens_per_item, L->tokens - t0));
   const int nchunk = (a->hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
   for (int u = gw; u < nt * nchunk; u += MX_LAYER_THREADS / 32)
     ep_gather_chunk(a, L->out, t0 + u / nchunk, (u % nchunk) * MOE_SUM_CHUNK + lane);
-  if (mxe_last(L->gathered, (uint32_t)L->gather_items, 1, i, bar, flag)) {
+  if (mxe_last(L->gathered, (uint32_t)L->gather_items, 1, i, bar, &sh->flag)) {
     if (i < a->nranks) { /* every rank's partial sums read: it may combine again */
       ws_fence_acq_rel_sys();
       ws_st_relaxed_sys_u64(EP_PEER(uint64_t, *a, comb_ack, i) + a->rank, m);
     }
-    if (i == 0) { /* the call's last item: nothing of it reads the epochs any more */
+    if (i == 0) { /* the call's last item: every CTA read the epochs before its first claim */
       a->epochs[0] = n;
       a->epochs[1] = m;
     }
