@@ -794,8 +794,12 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   a.hidden = H;
   a.inter = I;
   a.bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mx_make_plan) */
-  const char *sched = getenv("WARPSPEC_MOE_SCHED"); /* for measurements: static or claimed (default) */
-  a.static_walk = sched && !strcmp(sched, "static");
+  static int static_walk = -1; /* for measurements: WARPSPEC_MOE_SCHED=static or claimed (default), read once */
+  if (static_walk < 0) {
+    const char *sched = getenv("WARPSPEC_MOE_SCHED");
+    static_walk = sched && !strcmp(sched, "static");
+  }
+  a.static_walk = static_walk;
   a.layer.drop = p->drop;
   int sms = 0; /* one CTA per SM (shared memory allows no more) */
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;

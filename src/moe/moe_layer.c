@@ -36,6 +36,7 @@ struct ws_moe_layer {
   int *offsets;  /* [E + 1]                                                      */
   int *entry_row; /* [max_tokens][K]                                             */
   int *bad_id;   /* [4]                                                          */
+  int tile_force; /* WARPSPEC_MOE_TILE at create: 64 or 128 forces the tile, else 0   */
 };
 
 static void layer_free(ws_moe_layer *l) {
@@ -89,6 +90,11 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   ws_moe_layer *l = (ws_moe_layer *)calloc(1, sizeof *l);
   if (!l) return ws_fail(WS_ERR_NOMEM, "ws_moe_layer_create: out of host memory");
   l->cfg = *cfg;
+  {
+    const char *force = getenv("WARPSPEC_MOE_TILE");
+    const int t = force ? atoi(force) : 0;
+    l->tile_force = t == MOE_EXPERTS_BM || t == MOE_EXPERTS_BM_WIDE ? t : 0;
+  }
   l->local_experts = cfg->experts / n;
   l->nranks = n;
   l->max_rows = ws_ep_max_rows(&ec, n);
@@ -146,11 +152,9 @@ ws_status ws_moe_layer_path_for(const ws_moe_layer *l, int tokens, ws_moe_path *
 
 /* The experts kernel's tile rows for a call of `tokens` tokens per rank: the 128-row tile
  * from WS_MOE_WIDE_ROWS rows per local expert (config.h, 0: never); WARPSPEC_MOE_TILE=
- * 64|128 forces one (tests, measurements). */
+ * 64|128 when the layer was created forces one (tests, measurements). */
 static int layer_tile_rows(const ws_moe_layer *l, int tokens) {
-  const char *force = getenv("WARPSPEC_MOE_TILE");
-  if (force && atoi(force) == MOE_EXPERTS_BM_WIDE) return MOE_EXPERTS_BM_WIDE;
-  if (force && atoi(force) == MOE_EXPERTS_BM) return MOE_EXPERTS_BM;
+  if (l->tile_force) return l->tile_force;
   const double rows = (double)tokens * l->cfg.topk / l->local_experts;
   return WS_MOE_WIDE_ROWS > 0 && rows >= WS_MOE_WIDE_ROWS ? MOE_EXPERTS_BM_WIDE : MOE_EXPERTS_BM;
 }
