@@ -8,9 +8,10 @@
  *   combine: y[row] = f(source rank, token, expert) on the host; each token's output
  *   equals the same fp32 sums (fmaf, in the kernels' order) rounded to BF16 -- exactly;
  *   cases: uniform, all tokens to one expert, all to another rank, none leave, -1 slots,
- *   T = 0 and T = max, K = 1 and 8, FP8 and BF16, row_align 1 and 128, 100 repeated calls,
+ *   T = 0 and T = max, K = 1 and 8, FP8 and BF16, row_align 1 and 128, 1000 repeated calls,
  *   a CUDA graph of dispatch + combine replayed; low-latency mode (BF16 in, quantised on
- *   the fly to the same bits as ws_fp8_quantize_1x128_host, the masked layout);
+ *   the fly to the same bits as ws_fp8_quantize_1x128_host, the masked layout; also 1000
+ *   calls in a row);
  *   dispatch -> ws_gemm on the received layout -> combine against the float64 MoE, eager
  *   and as one replayed CUDA graph ("gemm", also part of "all");
  *   mode "missing": rank 1 never dispatches, rank 0 gets WS_ERR_TIMEOUT within the bound.
@@ -860,7 +861,7 @@ int main(int argc, char **argv) {
       {"-1 slots", {384, E8, 8, 64, WS_EP_FP8, 1, 6, WS_EP_NORMAL}, ROUTE_HOLES, -1, 1, 0},
       {"no tokens", {256, E8, 2, 32, WS_EP_BF16, 1, 2, WS_EP_NORMAL}, ROUTE_UNIFORM, 0, 1, 0},
       {"K = 1", {256, E8, 1, 64, WS_EP_BF16, 1, 3, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 1, 0},
-      {"repeated 100", {256, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 100, 0},
+      {"repeated 1000", {256, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 1000, 0},
       {"graph replay", {256, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 2, 1},
       {"DeepSeek-V3 shape", {7168, 256, 8, 256, WS_EP_FP8, 128, 24, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 3, 0},
       {"DeepSeek-V3 bf16", {7168, 256, 8, 128, WS_EP_BF16, 1, 24, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 1, 0},
@@ -869,6 +870,7 @@ int main(int argc, char **argv) {
       {"LL bf16 one hot", {256, E8, 2, 32, WS_EP_BF16, 1, 4, WS_EP_LOW_LATENCY}, ROUTE_ONE_EXPERT, -1, 1, 0},
       {"LL graph replay", {512, E8, 4, 32, WS_EP_FP8, 1, 8, WS_EP_LOW_LATENCY}, ROUTE_UNIFORM, -1, 2, 1},
       {"LL DeepSeek-V3 128", {7168, 256, 8, 128, WS_EP_FP8, 1, 24, WS_EP_LOW_LATENCY}, ROUTE_UNIFORM, -1, 3, 0},
+      {"LL repeated 1000", {512, E8, 4, 32, WS_EP_FP8, 1, 8, WS_EP_LOW_LATENCY}, ROUTE_HOLES, -1, 1000, 0},
   };
   const int ncases = (int)(sizeof cases / sizeof cases[0]);
   for (int i = 0; i < ncases; i++) {
