@@ -152,17 +152,7 @@ WS_DEV void mxe_route(const mx_layer_args *L, int *scratch, const ws_ctx *c, int
     for (int s = 0; s < N; s++) rows += rc[s * per + l];
     sum += mx_pad_rows(rows);
   }
-  const int lane = i % 32, warp = i / 32;
-  int incl = sum;
-#pragma unroll
-  for (int d = 1; d < 32; d *= 2) {
-    const int v = __shfl_up_sync(0xffffffffu, incl, d);
-    if (lane >= d) incl += v;
-  }
-  if (lane == 31) warp_sum[warp] = incl;
-  ws_named_sync(bar, MX_LAYER_THREADS);
-  int start = incl - sum;
-  for (int w = 0; w < warp; w++) start += warp_sum[w];
+  int start = mx_scan_excl(sum, i, warp_sum, bar);
   for (int l = l0; l < l1; l++) {
     int rows = 0;
     for (int s = 0; s < N; s++) rows += rc[s * per + l];

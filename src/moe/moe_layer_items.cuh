@@ -65,6 +65,24 @@ typedef struct {
 
 WS_DEV int mx_pad_rows(int n) { return (n + MOE_EXPERTS_BM - 1) / MOE_EXPERTS_BM * MOE_EXPERTS_BM; }
 
+/* Exclusive prefix sum of v over the 256 threads (i: 0..255): shuffles in each warp, then
+ * the warps' sums (warp_sum: 8 ints of shared memory, free again after the caller's
+ * next barrier). */
+WS_DEV int mx_scan_excl(int v, int i, int *warp_sum, uint32_t bar) {
+  const int lane = i % 32, warp = i / 32;
+  int incl = v;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int u = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += u;
+  }
+  if (lane == 31) warp_sum[warp] = incl;
+  ws_named_sync(bar, MX_LAYER_THREADS);
+  int run = incl - v;
+  for (int w = 0; w < warp; w++) run += warp_sum[w];
+  return run;
+}
+
 /* ---- route ------------------------------------------------------------------------- */
 /* i: 0..255 over both math warpgroups; scratch: 2 E + 9 ints of shared memory. The
  * positions inside an expert come from shared-memory atomics (any order: rows of a tile
@@ -89,17 +107,7 @@ WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar) 
   const int per = (E + MX_LAYER_THREADS - 1) / MX_LAYER_THREADS, e0 = min(E, i * per), e1 = min(E, e0 + per);
   int sum = 0;
   for (int e = e0; e < e1; e++) sum += mx_pad_rows(cnt[e]);
-  const int lane = i % 32, warp = i / 32;
-  int incl = sum;
-#pragma unroll
-  for (int d = 1; d < 32; d *= 2) {
-    const int v = __shfl_up_sync(0xffffffffu, incl, d);
-    if (lane >= d) incl += v;
-  }
-  if (lane == 31) warp_sum[warp] = incl;
-  ws_named_sync(bar, MX_LAYER_THREADS);
-  int run = incl - sum;
-  for (int w = 0; w < warp; w++) run += warp_sum[w];
+  int run = mx_scan_excl(sum, i, warp_sum, bar);
   for (int e = e0; e < e1; e++) {
     const int c = cnt[e], p = mx_pad_rows(c);
     off[e] = run;
