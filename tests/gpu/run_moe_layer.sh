@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# run_moe_layer.sh [BUILD] - the whole MoE layer, both paths (unfused, fused experts), on
-# the GPUs of this machine in one call: build (unless NO_BUILD=1); test_moe gemm (the parts
-# against the float64 reference, both layer paths bit for bit against the parts, the
+# run_moe_layer.sh [BUILD] - the whole MoE layer, all three paths (unfused, fused experts,
+# fused layer), on the GPUs of this machine in one call (RANKS=2 for EP2 on two GPUs;
+# tests/gpu/share_gpu.sh runs two ranks on one): build (unless NO_BUILD=1); test_moe gemm
+# (the parts against the float64 reference, every layer path bit for bit against them, the
 # seeds' toy shapes, graph replay, 1000 calls); compute-sanitizer on the same (SANITIZE=0
 # skips it); `warpspec bench moe` (QUICK=1: 1, 8, 128 tokens; SHAPE=DeepSeekV3|Flash).
 # Logs in $OUT (or ./results): layer_build.log layer_test.log layer_sanitizer.log
