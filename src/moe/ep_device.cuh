@@ -15,6 +15,16 @@ static __device__ __forceinline__ ws_site ep_site(const char *what, int edge, in
   return s;
 }
 
+/* Thread tid of nthreads: wait until flags[p x sms + b] >= v for every rank p and every
+ * one of its `sms` CTA slots b (the transfers' data flags); the site names peer and slot. */
+static __device__ __forceinline__ void ep_wait_all_slots(const ep_args *a, const uint64_t *flags, uint64_t v,
+                                                         const char *what, const ws_ctx *c, int tid, int nthreads) {
+  for (int f = tid; f < a->nranks * a->sms; f += nthreads) {
+    const ws_site site = ep_site(what, WS_EDGE_PEER_DATA, f / a->sms, a->rank, f % a->sms, v);
+    ws_wait_flag_geq(flags + f, v, c, &site);
+  }
+}
+
 /* 1 in the last CTA of the grid to get here (counted in *counter, which that CTA resets
  * for the next launch), 0 in the others; every CTA's writes before it are visible to the
  * last one. `last` is a __shared__ int of the caller. */

@@ -85,13 +85,6 @@ WS_DEV void mxe_raise(const ep_args *a, const uint64_t *flags, uint64_t v, int i
   }
 }
 
-/* Wait until flags[f] >= v for every rank's every slot. */
-WS_DEV void mxe_wait_all(const ep_args *a, const uint64_t *flags, uint64_t v, const char *what, const ws_ctx *c, int i) {
-  for (int f = i; f < a->nranks * a->sms; f += MX_LAYER_THREADS) {
-    const ws_site site = mxe_site(a, what, WS_EDGE_PEER_DATA, f / a->sms, v);
-    ws_wait_flag_geq(flags + f, v, c, &site);
-  }
-}
 
 /* ---- route ------------------------------------------------------------------------- */
 /* scratch: E + N (our counts per expert, then tokens per rank) + N (L + 1) (the counts we
@@ -178,11 +171,18 @@ WS_DEV void mxe_send(const mx_layer_args *L, int item, int gw, int lane, int i, 
 }
 
 /* ---- expand ------------------------------------------------------------------------ */
-/* The received row `row` (over all sources, in source order): its source and index. */
+/* Tokens received from all sources (recv_ntok, written by the route item). */
+WS_DEV int mxe_received(const ep_args *a) {
+  int n = 0;
+  for (int s = 0; s < a->nranks; s++) n += __ldcg(&a->recv_ntok[s]);
+  return n;
+}
+
+/* The received token `row` (over all sources, in source order): its source and index. */
 WS_DEV int mxe_source(const ep_args *a, int row, int *index) {
   int s = 0;
   for (; s < a->nranks - 1; s++) {
-    const int nt = __ldcg(&a->counts[s * (a->L + 1) + a->L]);
+    const int nt = __ldcg(&a->recv_ntok[s]);
     if (row < nt) break;
     row -= nt;
   }
@@ -201,14 +201,12 @@ WS_DEV void mxe_expand(const mx_layer_args *L, const ws_ctx *c, int item, int gw
   const ep_args *a = &L->ep;
   const int N = a->nranks, LE = a->L, K = a->topk, per = LE + 1, kb = a->hidden / 128;
   const uint64_t n = sh->epoch[0];
-  mxe_wait_all(a, a->data_flag, n, "moe layer rows in", c, i);
+  ep_wait_all_slots(a, a->data_flag, n, "moe layer rows in", c, i, MX_LAYER_THREADS);
   ws_named_sync(bar, MX_LAYER_THREADS);
   const size_t pay = ep_payload_bytes(a->hidden, 1), meta_off = EP_ALIGN16(pay + ep_scale_bytes(a->hidden, 1));
   const int nv = (int)(pay / 16), chunk = 32 * EP_COPY_UNROLL, nchunk = (nv + chunk - 1) / chunk;
-  int rows = 0;
-  for (int s = 0; s < N; s++) rows += __ldcg(&a->counts[s * per + LE]);
   long long u0, u1;
-  mxe_share((long long)rows * nchunk, L->expand_items, item, &u0, &u1);
+  mxe_share((long long)mxe_received(a) * nchunk, L->expand_items, item, &u0, &u1);
   for (long long u = u0 + gw; u < u1; u += MX_LAYER_THREADS / 32) {
     const int ch = (int)(u % nchunk);
     int idx;
@@ -271,17 +269,11 @@ WS_DEV void mxe_reduce(const mx_layer_args *L, const ws_ctx *c, const uint16_t *
   }
   ws_named_sync(bar, MX_LAYER_THREADS);
   const int nvec = a->hidden / 8, nchunk = (nvec + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
-  int tokens = 0;
-  for (int s = 0; s < N; s++) tokens += __ldcg(&a->recv_ntok[s]);
   long long u0, u1;
-  mxe_share((long long)tokens * nchunk, L->reduce_items, item, &u0, &u1);
+  mxe_share((long long)mxe_received(a) * nchunk, L->reduce_items, item, &u0, &u1);
   for (long long u = u0 + gw; u < u1; u += MX_LAYER_THREADS / 32) {
-    int idx = (int)(u / nchunk), s = 0;
-    for (; s < N - 1; s++) {
-      const int nt = __ldcg(&a->recv_ntok[s]);
-      if (idx < nt) break;
-      idx -= nt;
-    }
+    int idx;
+    const int s = mxe_source(a, (int)(u / nchunk), &idx);
     const size_t e = ((size_t)s * a->max_tokens + idx) * K;
     uint4 *dst = (uint4 *)(EP_PEER(uint16_t, *a, comb_inbox, s) + ((size_t)a->rank * a->max_tokens + idx) * a->hidden);
     moe_sum_rows(a->comb_row + e, a->comb_w + e, K, y, a->hidden, (int)(u % nchunk) * MOE_SUM_CHUNK + lane, nvec, dst, 1);
@@ -294,7 +286,7 @@ WS_DEV void mxe_gather(const mx_layer_args *L, const ws_ctx *c, int item, int gw
                        mxe_shared *sh) {
   const ep_args *a = &L->ep;
   const uint64_t n = sh->epoch[0], m = sh->epoch[1];
-  mxe_wait_all(a, a->comb_flag, m, "moe layer combine data", c, i);
+  ep_wait_all_slots(a, a->comb_flag, m, "moe layer combine data", c, i, MX_LAYER_THREADS);
   ws_named_sync(bar, MX_LAYER_THREADS);
   const int t0 = item * L->tokens_per_item, nt = max(0, min(L->tokens_per_item, L->tokens - t0));
   const int nchunk = (a->hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;

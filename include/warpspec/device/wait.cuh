@@ -39,8 +39,6 @@ WS_DEV ws_site ws_site_pipe(const char *object, int edge, int stage, int phase) 
   return s;
 }
 
-/* First thread to fault writes the record and marks the claim done (2); the others
- * wait (bounded) for that before they trap, so no trap cuts the record short. */
 WS_DEV int ws_site_on_peer(const ws_site *s) { return s->edge == WS_EDGE_PEER_DATA || s->edge == WS_EDGE_PEER_CREDIT; }
 
 /* The bound of a wait at `site` (config.h: WS_LOCAL_WAIT_PATIENCE). */
@@ -48,6 +46,8 @@ WS_DEV uint64_t ws_site_bound_ns(const ws_ctx *c, const ws_site *s) {
   return ws_timeout_ns(c) * (ws_site_on_peer(s) ? 1u : (unsigned)WS_LOCAL_WAIT_PATIENCE);
 }
 
+/* First thread to fault writes the record and marks the claim done (2); the others
+ * wait (bounded) for that before they trap, so no trap cuts the record short. */
 WS_DEV void ws_fault_raise(const ws_ctx *c, int code, const ws_site *site, uint64_t waited, const long long *values) {
   if (c->diag.fault && c->diag.claim) {
     if (atomicCAS(c->diag.claim, 0u, 1u) == 0u) {
