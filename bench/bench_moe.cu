@@ -23,6 +23,7 @@
 #include "warpspec/warpspec.h"
 
 #include <cuda_bf16.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,39 @@ __global__ void moe_fill_bf16(uint16_t *p, size_t n, uint64_t seed, float amp) {
     const __nv_bfloat16 b = __float2bfloat16(v);
     p[i] = *(const uint16_t *)&b;
   }
+}
+
+/* Reads n 16-byte words once (the weights' way: each byte from DRAM once); the sum only
+ * keeps the loads alive. */
+__global__ void moe_read_stream(const uint4 *p, size_t n, unsigned *sink) {
+  unsigned acc = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const uint4 v = __ldcs(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9E3779B9u) *sink = acc;
+}
+
+/* The device's read bandwidth in bytes per second over `bytes` of `buf` (median of 5). */
+static double bench_read_bandwidth(const void *buf, size_t bytes, int sms) {
+  unsigned *sink;
+  CK(cudaMalloc((void **)&sink, 4));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  float t[5];
+  for (int r = -1; r < 5; r++) {
+    CK(cudaEventRecord(e0, 0));
+    moe_read_stream<<<4 * sms, 512>>>((const uint4 *)buf, bytes / 16, sink);
+    CK(cudaEventRecord(e1, 0));
+    CK(cudaEventSynchronize(e1));
+    if (r >= 0) CK(cudaEventElapsedTime(&t[r], e0, e1));
+  }
+  qsort(t, 5, sizeof(float), bench_cmp_float_);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaFree(sink);
+  return (double)bytes / (t[2] * 1e-3);
 }
 
 typedef struct {
@@ -99,6 +133,29 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
       hidx[(size_t)t * K + k] = e;
       hw[(size_t)t * K + k] = (float)((st >> 40) & 0xFFFF) / 65536.0f;
     }
+  /* the floor: the weights of the local experts the call touches, read once at the
+   * device's read bandwidth (measured here on the weights themselves). One rank: the
+   * experts its tokens pick; several: the expected count under uniform routing. */
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const double read_bw = bench_read_bandwidth(w1, (size_t)L * n1, sms);
+  const double expert_bytes = 3.0 * H * I + ((2.0 * I / 128) * (H / 128) + (H / 128) * (I / 128)) * 4;
+  double *touched = (double *)malloc((size_t)ntok * sizeof(double));
+  unsigned char *hit = (unsigned char *)calloc((size_t)E, 1);
+  if (!touched || !hit) BENCH_FAIL("malloc", "floor");
+  for (int i = 0; i < ntok; i++) {
+    if (n == 1) {
+      memset(hit, 0, (size_t)E);
+      int c = 0;
+      for (size_t j = 0; j < (size_t)tokens[i] * K; j++) c += !hit[hidx[j]], hit[hidx[j]] = 1;
+      touched[i] = c;
+    } else {
+      touched[i] = L * (1.0 - pow(1.0 - (double)K / E, (double)tokens[i] * n));
+    }
+  }
+  free(hit);
+  if (rank == 0) printf("bench moe: %s, read bandwidth %.0f GB/s (the weights, once); floor = touched local experts x %.1f MB / that\n",
+                        sh->name, read_bw / 1e9, expert_bytes / 1e6);
   CK(cudaMemcpy(idx, hidx, (size_t)tmax * K * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(w, hw, (size_t)tmax * K * 4, cudaMemcpyHostToDevice));
   free(hidx);
@@ -174,6 +231,7 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
       /* (token, expert) pairs this rank computes: at EP1 all T x K; at EP n about T x K on average */
       const double pairs = (double)T * K;
       const double tflops = 2.0 * pairs * H * I * 3 / (med[p] * 1e-3) / 1e12;
+      const double floor_us = touched[i] * expert_bytes / read_bw * 1e6;
       if (p == 0)
         printf("bench moe rank %d: %-10s T %5d %-7s: layer %9.1f us %6.1f TFLOPS | alone %9.1f: dispatch %8.1f  L1 %8.1f  "
                "swiglu %7.1f  L2 %8.1f  combine %8.1f us\n", rank, sh->name, T, path_name[p], med[p] * 1e3, tflops,
@@ -181,20 +239,22 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
                split[1] * 1e3, split[2] * 1e3, split[3] * 1e3, split[4] * 1e3);
       else
         printf("bench moe rank %d: %-10s T %5d %-7s: layer %9.1f us %6.1f TFLOPS | alone %9.1f: dispatch %8.1f  experts "
-               "%8.1f  combine %8.1f us | %.2fx unfused, %s, auto: %s\n", rank, sh->name, T, path_name[p], med[p] * 1e3,
-               tflops, alone[p] * 1e3, split[0] * 1e3, split[1] * 1e3, split[4] * 1e3, med[0] / med[p],
+               "%8.1f  combine %8.1f us | %.2fx unfused, floor %.1f us (%.0f%%), %s, auto: %s\n", rank, sh->name, T,
+               path_name[p], med[p] * 1e3, tflops, alone[p] * 1e3, split[0] * 1e3, split[1] * 1e3, split[4] * 1e3,
+               med[0] / med[p], floor_us, 100.0 * floor_us / (med[p] * 1e3),
                memcmp(host_out[0], host_out[p], (size_t)T * H * 2) ? "outputs DIFFER" : "same bits",
                path_name[auto_path == WS_MOE_UNFUSED ? 0 : auto_path == WS_MOE_FUSED_EXPERTS ? 1 : 2]);
       fflush(stdout);
       if (csv && rank == 0)
-        fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", sh->name, path_name[p], n, H, I, E, K,
-                T, med[p] * 1e3, tflops, split[0] * 1e3, split[1] * 1e3, split[2] * 1e3, split[3] * 1e3, split[4] * 1e3, alone[p] * 1e3);
+        fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.0f\n", sh->name, path_name[p], n, H, I,
+                E, K, T, med[p] * 1e3, tflops, split[0] * 1e3, split[1] * 1e3, split[2] * 1e3, split[3] * 1e3, split[4] * 1e3,
+                alone[p] * 1e3, floor_us, read_bw / 1e9);
     }
     for (int p = 1; p < np; p++)
       if (memcmp(host_out[0], host_out[p], (size_t)T * H * 2) != 0) BENCH_FAIL(path_name[p], "output differs from the unfused path");
     if (o->trace) /* one more call of each fused path: rank 0's block trace_block records its roles' timeline */
       for (int p = 1; p < np; p++) {
-        if (rank == 0) WK(ws_trace_start(o->trace_block, (size_t)1 << 16));
+        if (rank == 0) WK(ws_trace_start(o->trace_block < 0 ? WS_TRACE_ALL_BLOCKS : o->trace_block, (size_t)1 << 20));
         WK(ws_comm_barrier(comm, 0));
         WK(ws_moe_layer_forward(layer[p], xq, xs, idx, w, T, out, 0));
         if (rank == 0) {
@@ -208,6 +268,7 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
         CK(cudaDeviceSynchronize());
       }
   }
+  free(touched);
   WK(ws_moe_layer_destroy(auto_layer));
   for (int p = 0; p < np; p++) {
     WK(ws_moe_layer_destroy(layer[p]));
@@ -235,7 +296,7 @@ extern "C" int bench_moe(const bench_moe_opts *o) {
   if (o->csv && rank == 0) {
     csv = fopen(o->csv, "w");
     if (!csv) BENCH_FAIL("fopen", o->csv);
-    fprintf(csv, "shape,path,ranks,hidden,inter,experts,topk,tokens,layer_us,tflops,dispatch_us,l1_us,swiglu_us,l2_us,combine_us,alone_us\n");
+    fprintf(csv, "shape,path,ranks,hidden,inter,experts,topk,tokens,layer_us,tflops,dispatch_us,l1_us,swiglu_us,l2_us,combine_us,alone_us,floor_us,read_gbs\n");
   }
   int rc = 0;
   for (int s = 0; s < 2 && rc == 0; s++) {

@@ -1,7 +1,7 @@
 /* warpspec/trace.h - role timelines: what each role of one block did and waited on.
  *
  * Between ws_trace_start and ws_trace_stop, the library kernels launched on this device
- * record events of one block (ws_trace_start's `block`): lane 0 of warp 0 of each role
+ * record events of one block (ws_trace_start's `block`), or of all: lane 0 of warp 0 of each role
  * replica marks when a work item begins and ends and when a wait begins and ends, with
  * %globaltimer (ns). Kernels that have no marks record nothing; the marks cost one
  * predicated branch when tracing is off. ws_trace_stop waits for the device, and writes
@@ -51,7 +51,12 @@ struct ws_trace_buf {
   ws_trace_event ev[1];    /* capacity of them                                            */
 };
 
-/* Record the roles of `block` (0 .. grid - 1) in up to max_events events. */
+/* ws_trace_start's block: every block of the grid (the CSV's sm column tells them apart;
+ * the persistent kernels run one block per SM). */
+#define WS_TRACE_ALL_BLOCKS (-1)
+
+/* Record the roles of `block` (0 .. grid - 1, or WS_TRACE_ALL_BLOCKS) in up to max_events
+ * events. */
 ws_status ws_trace_start(int block, size_t max_events);
 /* Wait for the device, write the events to `csv_path` (NULL: write nothing) and stop.
  * *events (if not NULL) gets the number recorded. */

@@ -25,7 +25,7 @@ static int usage(void) {
           "  bench gemm [--csv FILE] [--only TYPE,G,M,N,K] [--soak S]\n"
           "                                    ws_gemm (BF16, FP8) against cuBLASLt\n"
           "  bench moe [--ranks N] [--csv FILE] [--quick] [--shape DeepSeekV3|Flash] [--tokens T]\n"
-          "            [--trace PREFIX [--trace-block B]]  role timeline of one CTA of the fused call\n"
+          "            [--trace PREFIX [--trace-block B]]  role timeline of CTA B (-1: all) of each fused call\n"
           "                                    the whole MoE layer per rank and its time split\n"
           "  bench moe-a2a [--ranks N] [--csv FILE]   MoE dispatch/combine vs PyTorch (python -m warpspec)\n"
           "  bench moe-layer [--ranks N] [--shape S] [--tokens T,T] [--csv FILE]\n"

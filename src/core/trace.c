@@ -12,7 +12,8 @@ static size_t trace_cap;
 
 ws_status ws_trace_start(int block, size_t max_events) {
   WS_REQUIRE(trace_dev == NULL, "ws_trace_start: a trace is already running (ws_trace_stop ends it)");
-  WS_REQUIRE(block >= 0, "ws_trace_start: block %d is negative", block);
+  WS_REQUIRE(block >= 0 || block == WS_TRACE_ALL_BLOCKS, "ws_trace_start: block %d (0 .. grid - 1, or "
+             "WS_TRACE_ALL_BLOCKS)", block);
   WS_REQUIRE(max_events >= 1 && max_events <= (1u << 24), "ws_trace_start: max_events %zu, must be 1 .. 2^24",
              max_events);
   int dev = 0;

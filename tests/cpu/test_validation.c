@@ -137,8 +137,8 @@ static void stream_copy(void) {
 static void trace_arguments(void) {
   CHECK_STATUS(ws_trace_stop(NULL, NULL), WS_ERR_INVALID);
   CHECK_MSG("no trace is running");
-  CHECK_STATUS(ws_trace_start(-1, 100), WS_ERR_INVALID);
-  CHECK_MSG("block -1");
+  CHECK_STATUS(ws_trace_start(-2, 100), WS_ERR_INVALID);
+  CHECK_MSG("block -2");
   CHECK_STATUS(ws_trace_start(0, 0), WS_ERR_INVALID);
   CHECK_MSG("max_events 0");
   CHECK_STATUS(ws_trace_start(0, (size_t)1 << 30), WS_ERR_INVALID);

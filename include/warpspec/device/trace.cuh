@@ -1,6 +1,6 @@
 /* warpspec/device/trace.cuh - a role marks its timeline (warpspec/trace.h): lane 0 of
  * warp 0 of each replica, in the traced block only, appends {time, role, replica, kind,
- * arg, SM, role name}. Call it with the whole warp or with lane 0; it is one predicated branch while no
+ * arg, SM, role name} (or in every block: WS_TRACE_ALL_BLOCKS). Call it with the whole warp or with lane 0; it is one predicated branch while no
  * trace runs (the pointer is a kernel parameter, in ws_diag). */
 #ifndef WARPSPEC_DEVICE_TRACE_CUH
 #define WARPSPEC_DEVICE_TRACE_CUH
@@ -16,7 +16,9 @@ static_assert(WS_NAME_LEN % 4 == 0 && WS_NAME_LEN >= WS_TRACE_NAME_LEN && WS_TRA
 
 WS_DEV void ws_trace_mark(const ws_ctx *c, int kind, int arg) {
   struct ws_trace_buf *b = c->diag.trace;
-  if (b == NULL || c->lane != 0 || c->warp != 0 || (int)blockIdx.x != c->diag.trace_block) return;
+  if (b == NULL || c->lane != 0 || c->warp != 0 ||
+      (c->diag.trace_block != WS_TRACE_ALL_BLOCKS && (int)blockIdx.x != c->diag.trace_block))
+    return;
   const unsigned int i = atomicAdd(&b->count, 1u);
   if (i >= b->capacity) return;
   ws_trace_event *e = &b->ev[i]; /* written in place: a local copy would take a stack frame */
