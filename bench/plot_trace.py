@@ -1,7 +1,7 @@
 """plot_trace.py CSV PNG [--roles NAME,NAME,...] - a role timeline (ws_trace_stop's CSV) as
 one lane per role replica: the work items as bars, the waits over them in colour (what the
 role waited for: a pipe stage from its writer, a free slot from its readers, rows from
-other blocks, a peer). Lanes are named by the role table (the CSV's role_name); --roles
+other blocks, a peer, the schedule another block wrote). Lanes are named by the role table (the CSV's role_name); --roles
 NAME,NAME names them by index instead, for CSVs without names."""
 import csv
 import sys
@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-WAIT_COLOURS = {"stage": "#d62728", "slot": "#ff7f0e", "rows": "#9467bd", "peer": "#8c564b"}
+WAIT_COLOURS = {"stage": "#d62728", "slot": "#ff7f0e", "rows": "#9467bd", "peer": "#8c564b", "schedule": "#17becf"}
 
 
 def spans(events, begin, end, key):

@@ -379,8 +379,8 @@ def test_nsa_checks(fake):
 def test_trace_checks():
     with pytest.raises(warpspec.InvalidArgumentError, match="no trace is running"):
         _lib.check(_lib.lib.ws_trace_stop(None, None))
-    with pytest.raises(warpspec.InvalidArgumentError, match="block -1"):
-        with warpspec.trace("unused.csv", block=-1):
+    with pytest.raises(warpspec.InvalidArgumentError, match="block -2"):
+        with warpspec.trace("unused.csv", block=-2):
             pass
     with pytest.raises(warpspec.InvalidArgumentError, match="max_events"):
         with warpspec.trace("unused.csv", max_events=0):

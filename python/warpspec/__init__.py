@@ -48,9 +48,10 @@ def sync(stream=None):
 
 
 class trace:
-    """Record the role timeline of one block (`block`) of the library kernels launched
-    inside the `with` block, and write it to `csv` (times in ns, one row per event: item
-    begin / end, wait begin / end and what for). bench/plot_trace.py draws it.
+    """Record the role timeline of one block (`block`; -1: every block, told apart by the
+    CSV's sm column) of the library kernels launched inside the `with` block, and write it
+    to `csv` (times in ns, one row per event: item begin / end, wait begin / end and what
+    for). bench/plot_trace.py draws one block, bench/plot_trace_grid.py all of them.
 
         with warpspec.trace("layer.csv", block=3):
             layer(x, idx, w)

@@ -45,7 +45,7 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
       const int *rows = a.comb_row + ((size_t)s * a.max_tokens + i) * K;
       const float *ws = a.comb_w + ((size_t)s * a.max_tokens + i) * K;
       uint4 *dst = (uint4 *)(EP_PEER(uint16_t, a, comb_inbox, s) + ((size_t)a.rank * a.max_tokens + i) * a.hidden);
-      moe_sum_rows(rows, ws, K, y, a.hidden, v0, nvec, dst, 0);
+      moe_sum_rows<2>(rows, ws, K, y, a.hidden, v0, nvec, dst, 0);
     }
   }
   ws_role_sync(&ctx);

@@ -199,9 +199,11 @@ WS_DEV ws_cursor mx_hand(const ws_pipe *pipe, const ws_ctx *c, mx_smem<BM> *sm, 
 template <int BM>
 WS_DEV void mx_load_offsets(const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, gemm_cursor *c1, gemm_cursor *c2) {
   const int n = a->l1.groups + 1, fits = n <= MX_SMEM_OFFSETS;
-  if (fits) {
+  if (fits) { /* the source pointer read once: with it re-read from the kernel's parameters
+               * after every store (they might alias), each load waited for the one before */
+    const int *src = a->l1.offsets;
 #pragma unroll 4
-    for (int i = c->lane; i < n; i += 32) sm->offsets[i] = __ldcg(a->l1.offsets + i);
+    for (int i = c->lane; i < n; i += 32) sm->offsets[i] = __ldcg(src + i);
   }
   if (c->lane == 0) {
     sm->shape[0] = a->l1;
@@ -267,14 +269,24 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
    * start once routed. One site per wait and per hand-over: each inlined wait costs the
    * loader its own copy of the live values. */
   const int pre = ly->on ? 1 + ly->send_items + ly->expand_items : 0, per_tile = I / MOE_EXPERTS_L1_BN + l2_items;
-  int tiles = ly->on ? -1 : 0, expanding = ly->on, l1_done = 0, l2 = 0, walk = 0;
+  int tiles = ly->on ? -1 : 0, expanding = ly->on, l1_done = 0, l2 = 0, walk = 0, routed_seen = !ly->on;
   if (!ly->on) mx_load_offsets(c, a, sm, &c1, &c2);
   for (;;) {
     const int t = mx_claim(c, a, &walk);
-    if (t > 0 && tiles < 0) { /* expand reads the entry rows, the tiles the offsets */
+    /* send and expand items read the route's entries, the tiles its offsets: the offsets
+     * are loaded and the tiles counted only before the first tile, not before an expand
+     * item's hand-over (at 1 token the expand item now starts 4 us earlier; H100) */
+    if (t > 0 && routed_seen == 0) {
+      ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
       mx_wait_count(c, ly->routed, 1u, "moe layer route");
+      ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
+      routed_seen = 1;
+    }
+    if (tiles < 0 && t >= pre) {
+      ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SCHEDULE);
       mx_load_offsets(c, a, sm, &c1, &c2);
       tiles = mx_count_tiles(&sm->shape[0], c->lane);
+      ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SCHEDULE);
     }
     /* route; send, expand; the tiles; reduce (one GPU: combine), gather */
     int kind = t == 0 ? MX_ROUTE : t <= ly->send_items ? MX_SEND : MX_EXPAND;
@@ -661,8 +673,10 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     } else if (phase == MX_GATHER + 1) {
       mxe_gather(&a.layer, &ctx, tile.g, gw, ctx.lane, mi, bar, &sm->ep);
     } else {
+      ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
       if (mi == 0) mx_combine_wait(&a.layer, &ctx, (uint32_t)tile.count, a.layer.reduce_items);
       ws_named_sync(bar, MX_LAYER_THREADS);
+      ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       mx_combine(&a.layer, a.l2.d, tile.g, gw, ctx.lane, a.hidden);
     }
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);

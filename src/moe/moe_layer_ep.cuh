@@ -276,7 +276,7 @@ WS_DEV void mxe_reduce(const mx_layer_args *L, const ws_ctx *c, const uint16_t *
     const int s = mxe_source(a, (int)(u / nchunk), &idx);
     const size_t e = ((size_t)s * a->max_tokens + idx) * K;
     uint4 *dst = (uint4 *)(EP_PEER(uint16_t, *a, comb_inbox, s) + ((size_t)a->rank * a->max_tokens + idx) * a->hidden);
-    moe_sum_rows(a->comb_row + e, a->comb_w + e, K, y, a->hidden, (int)(u % nchunk) * MOE_SUM_CHUNK + lane, nvec, dst, 1);
+    moe_sum_rows<4>(a->comb_row + e, a->comb_w + e, K, y, a->hidden, (int)(u % nchunk) * MOE_SUM_CHUNK + lane, nvec, dst, 1);
   }
   if (mxe_last(L->reduced, (uint32_t)L->reduce_items, 1, i, bar, &sh->flag)) mxe_raise(a, a->comb_flag, m, i);
 }

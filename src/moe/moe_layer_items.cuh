@@ -208,7 +208,7 @@ WS_DEV void mx_combine(const mx_layer_args *L, const uint16_t *y, int item, int 
   const int nv = H / 8, nchunk = (nv + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK, K = L->topk;
   for (int u = gw; u < nt * nchunk; u += MX_LAYER_THREADS / 32) {
     const int t = t0 + u / nchunk;
-    moe_sum_rows(L->entry_row + (size_t)t * K, L->topk_weights + (size_t)t * K, K, y, H,
+    moe_sum_rows<4>(L->entry_row + (size_t)t * K, L->topk_weights + (size_t)t * K, K, y, H,
                  (u % nchunk) * MOE_SUM_CHUNK + lane, nv, (uint4 *)(L->out + (size_t)t * H), 1);
   }
 }

@@ -36,35 +36,52 @@ static __device__ __forceinline__ uint4 moe_pack8(const float *acc) {
  *   dst = bf16(sum over slots j < K, in order, of w[j] x y[rows[j]])
  * with a slot of row -1 skipped (no slot: zeros). rows and weights are read from L2 (the
  * caller may have written them in the same kernel); y too when y_in_kernel, else by the read-only
- * path. */
+ * path. A whole warp calls it (K <= 32): lane j holds slot j's row and weight, and the
+ * slots go GROUP at a time, their rows' loads all out (predicated) before their sums in
+ * slot order. The loop over the groups is not unrolled: this code runs once per call on a
+ * cold instruction cache, and unrolled over WS_EP_MAX_TOPK slots it was several KB of
+ * instructions fetched one miss after another (at 1 token the whole-layer kernel's
+ * combine took 15 us after the last L2 tile, H100). GROUP x MOE_SUM_UNROLL x 4 registers
+ * hold the loads. */
+template <int GROUP>
 static __device__ __forceinline__ void moe_sum_rows(const int *rows, const float *w, int K, const uint16_t *y,
                                                     int hidden, int v0, int nvec, uint4 *dst, int y_in_kernel) {
-  /* the token's rows and weights first, all loads in flight at once: reading each slot's
-   * row index just before its data made a chain of dependent loads */
-  const uint4 *src[WS_EP_MAX_TOPK];
-  float wj[WS_EP_MAX_TOPK];
-#pragma unroll
-  for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
-    const int r = j < K ? __ldcg(rows + j) : -1;
-    src[j] = r >= 0 ? (const uint4 *)(y + (size_t)r * hidden) : NULL;
-    wj[j] = j < K ? __ldcg(w + j) : 0.0f;
-  }
+  const int lane = (int)(threadIdx.x % 32);
+  const int my_row = lane < K ? __ldcg(rows + lane) : -1;
+  const float my_w = lane < K ? __ldcg(w + lane) : 0.0f;
+  const uint4 *y4 = (const uint4 *)y;
+  const size_t row_vecs = (size_t)hidden / 8;
   float acc[MOE_SUM_UNROLL][8];
 #pragma unroll
   for (int u = 0; u < MOE_SUM_UNROLL; u++)
 #pragma unroll
     for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+#pragma unroll 1
+  for (int j0 = 0; j0 < K; j0 += GROUP) {
+    int r[GROUP];
+    float wj[GROUP];
+    uint4 p[GROUP][MOE_SUM_UNROLL];
 #pragma unroll
-  for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
-    if (src[j] == NULL) continue;
-    uint4 p[MOE_SUM_UNROLL];
+    for (int j = 0; j < GROUP; j++) { /* lanes past K hold row -1 */
+      r[j] = __shfl_sync(0xffffffffu, my_row, (j0 + j) & 31);
+      wj[j] = __shfl_sync(0xffffffffu, my_w, (j0 + j) & 31);
+      if (j0 + j >= 32) r[j] = -1;
+    }
 #pragma unroll
-    for (int u = 0; u < MOE_SUM_UNROLL; u++)
-      if (v0 + 32 * u < nvec)
-        p[u] = y_in_kernel ? ws_ld_global_cg_v4(src[j] + v0 + 32 * u) : ws_ld_global_nc_v4(src[j] + v0 + 32 * u);
+    for (int j = 0; j < GROUP; j++)
 #pragma unroll
-    for (int u = 0; u < MOE_SUM_UNROLL; u++)
-      if (v0 + 32 * u < nvec) moe_fma8(acc[u], p[u], wj[j]);
+      for (int u = 0; u < MOE_SUM_UNROLL; u++)
+        if (r[j] >= 0 && v0 + 32 * u < nvec) {
+          const uint4 *q = y4 + (size_t)r[j] * row_vecs + v0 + 32 * u;
+          p[j][u] = y_in_kernel ? ws_ld_global_cg_v4(q) : ws_ld_global_nc_v4(q);
+        }
+#pragma unroll
+    for (int j = 0; j < GROUP; j++) {
+      if (r[j] < 0) continue; /* skipped, not added as zeros: the same bits as before */
+#pragma unroll
+      for (int u = 0; u < MOE_SUM_UNROLL; u++)
+        if (v0 + 32 * u < nvec) moe_fma8(acc[u], p[j][u], wj[j]);
+    }
   }
 #pragma unroll
   for (int u = 0; u < MOE_SUM_UNROLL; u++)
