@@ -89,6 +89,11 @@
  * =128 takes it anyway. */
 #define WS_MOE_WIDE_ROWS            0
 
+/* The whole layer on one GPU with at most this many (token, slot) entries: each loader of
+ * the experts kernel counts the experts' rows itself at its first tile instead of waiting
+ * for the route item's offsets (0: never). WARPSPEC_MOE_SELF_ROUTE=0 turns it off. */
+#define WS_MOE_SELF_ROUTE_ENTRIES   256
+
 /* ---- GEMM ------------------------------------------------------------------------ */
 /* Split-K for dense problems with fewer output tiles than half the SMs (a few rows):
  * each tile's K range is cut into slices for more CTAs; fp32 partials, then one summing

@@ -63,11 +63,7 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   const int N = a.nranks, T = *a.num_tokens;
   const uint64_t m = a.epochs[1] + 1;
   ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
-  for (int i = threadIdx.x; i < N * a.sms; i += blockDim.x) {
-    const int d = i / a.sms, b = i % a.sms;
-    const ws_site site = ep_site("combine data", WS_EDGE_PEER_DATA, d, a.rank, b, m);
-    ws_wait_flag_geq(&a.comb_flag[i], m, &ctx, &site);
-  }
+  ep_wait_all_slots(&a, a.comb_flag, m, "combine data", &ctx, (int)threadIdx.x, (int)blockDim.x);
   ws_role_sync(&ctx);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   const int nvec = a.hidden / 8, nchunk = (nvec + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;

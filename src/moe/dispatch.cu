@@ -250,11 +250,7 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
   }
   /* every source CTA's rows are in */
   ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
-  for (int i = threadIdx.x; i < N * a.sms; i += blockDim.x) {
-    const int s = i / a.sms, b = i % a.sms;
-    const ws_site site = ep_site("dispatch data", WS_EDGE_PEER_DATA, s, a.rank, b, n);
-    ws_wait_flag_geq(&a.data_flag[i], n, &ctx, &site);
-  }
+  ep_wait_all_slots(&a, a.data_flag, n, "dispatch data", &ctx, (int)threadIdx.x, (int)blockDim.x);
   ws_role_sync(&ctx);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   const size_t pay = ep_payload_bytes(a.hidden, a.fp8), meta_off = EP_ALIGN16(pay + ep_scale_bytes(a.hidden, a.fp8));

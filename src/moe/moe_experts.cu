@@ -215,6 +215,50 @@ WS_DEV void mx_load_offsets(const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, 
   *c2 = gemm_cursor_start(&sm->shape[1]);
 }
 
+/* One GPU and few entries (ly->self_route): the loader counts the experts' rows itself from
+ * topk_idx and pads and sums them as the route item does (the same offsets, in shared
+ * memory), so its tiles need not wait for the route item and read its offsets. At 1 token
+ * the loaders waited for the route item until 8.3 us, then read its offsets until 12.7 us
+ * (H100). A loader does it at its first tile, after it has handed out the route item if
+ * that was its first claim: done before any claim, it delayed the route item by as long. */
+template <int BM>
+WS_DEV void mx_self_route(const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, gemm_cursor *c1, gemm_cursor *c2) {
+  const int E = a->l1.groups, n = a->layer.tokens * a->layer.topk, lane = c->lane;
+  const int *idx = a->layer.topk_idx;
+  int *cnt = sm->offsets;
+  for (int e = lane; e <= E; e += 32) cnt[e] = 0;
+  __syncwarp();
+  for (int j = lane; j < n; j += 32) {
+    const int e = __ldg(idx + j);
+    if (e >= 0 && e < E) atomicAdd(&cnt[e], 1);
+  }
+  __syncwarp();
+  const int per = (E + 31) / 32, e0 = min(E, lane * per), e1 = min(E, e0 + per);
+  int sum = 0;
+  for (int e = e0; e < e1; e++) sum += mx_pad_rows(cnt[e]);
+  int incl = sum;
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int u = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += u;
+  }
+  int run = incl - sum;
+  for (int e = e0; e < e1; e++) {
+    const int p = mx_pad_rows(cnt[e]);
+    cnt[e] = run;
+    run += p;
+  }
+  if (lane == 31) {
+    cnt[E] = incl;
+    sm->shape[0] = a->l1;
+    sm->shape[1] = a->l2.shape;
+    sm->shape[0].offsets = sm->shape[1].offsets = sm->offsets;
+  }
+  __syncwarp();
+  *c1 = gemm_cursor_start(&sm->shape[0]);
+  *c2 = gemm_cursor_start(&sm->shape[1]);
+}
+
 /* The whole layer: row blocks of BM over every expert (the tile numbering's unit), from
  * the offsets the loader holds (a full warp). */
 WS_DEV int mx_count_tiles(const gemm_shape *s, int lane) {
@@ -276,7 +320,13 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
     /* send and expand items read the route's entries, the tiles its offsets: the offsets
      * are loaded and the tiles counted only before the first tile, not before an expand
      * item's hand-over (at 1 token the expand item now starts 4 us earlier; H100) */
-    if (t > 0 && routed_seen == 0) {
+    if (tiles < 0 && t >= pre && ly->self_route) {
+      ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SCHEDULE);
+      mx_self_route(c, a, sm, &c1, &c2);
+      tiles = mx_count_tiles(&sm->shape[0], c->lane);
+      ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SCHEDULE);
+    }
+    if (t > 0 && routed_seen == 0 && (t < pre || !ly->self_route)) {
       ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
       mx_wait_count(c, ly->routed, 1u, "moe layer route");
       ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
@@ -842,6 +892,14 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
       const int share = ly->nranks * ly->send_items;
       ly->expand_items = ly->reduce_items = share < 2 * sms ? share : 2 * sms;
     }
+    /* one GPU, few entries: every loader routes for itself (mx_self_route) */
+    static int self_route = -1; /* WARPSPEC_MOE_SELF_ROUTE=0 turns it off (measurements), read once */
+    if (self_route < 0) {
+      const char *env = getenv("WARPSPEC_MOE_SELF_ROUTE");
+      self_route = env && *env && atoi(env) == 0 ? 0 : WS_MOE_SELF_ROUTE_ENTRIES;
+    }
+    ly->self_route = ly->nranks == 1 && io->tokens >= 1 && (long long)io->tokens * io->topk <= self_route &&
+                     p->groups < MX_SMEM_OFFSETS;
     ly->topk_idx = io->topk_idx;
     ly->topk_weights = io->topk_weights;
     ly->x = (const uint8_t *)io->x;

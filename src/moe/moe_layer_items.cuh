@@ -47,6 +47,7 @@ typedef struct {
    * reduce, gather */
   int send_items, expand_items, reduce_items, gather_items;
   int nranks;                  /* > 1: the items of moe_layer_ep.cuh on `ep`             */
+  int self_route;              /* one GPU, few entries: the loaders count the offsets too  */
   const int *topk_idx;
   const float *topk_weights;
   const uint8_t *x;            /* the caller's rows (e4m3, or bf16 when x_bf16)          */
