@@ -6,7 +6,7 @@ rather than FP8's usual 2e-2 (test_moe checks the exact rounding points in C). O
 poisoned first; run twice (BF16 in, then FP8 in with the scales) on each path (unfused,
 fused experts, auto), which must agree bit for bit. warpspec.trace records the role
 timeline of block 0 of one fused call (dispatch, experts and combine kernels): every role
-replica's items and waits pair up."""
+replica's items and waits pair up; and of every block (block=-1) of one whole-layer call."""
 
 import os
 import subprocess
@@ -89,6 +89,16 @@ for lane in lanes:
     assert ev.count("item_begin") == ev.count("item_end"), (lane, ev)
     assert ev.count("wait_begin") == ev.count("wait_end") > 0 or ev.count("item_begin") > 0, (lane, ev)
 assert all(int(a["t_ns"]) <= int(b["t_ns"]) for a, b in zip(rows, rows[1:]))
+# every block's timeline (block=-1): the whole-layer kernel's math marks on many SMs
+grid_csv = os.path.join(tempfile.mkdtemp(), "grid.csv")
+with warpspec.MoeLayer(comm, hidden=H, inter=I, experts=E, topk=K, max_tokens=512,
+                       w1=mine[0], w1_scale=mine[1], w2=mine[2], w2_scale=mine[3], path="fused_layer") as layer:
+    with warpspec.trace(grid_csv, block=-1, max_events=1 << 20) as tr:
+        layer(xq, idx, w, x_scale=xs)
+rows = list(csv.DictReader(open(grid_csv)))
+assert tr.events == len(rows) > 0, (tr.events, len(rows))
+math_sms = {r["sm"] for r in rows if r["role_name"] == "X_MATH"}
+assert len(math_sms) > 1, math_sms
 for fp8_in in (False, True):  # the paths compute the same bits
     assert torch.equal(outs["unfused", fp8_in], outs["fused_experts", fp8_in]), "fused differs from unfused"
     assert torch.equal(outs["unfused", fp8_in], outs["fused_layer", fp8_in]), "fused layer differs from unfused"
