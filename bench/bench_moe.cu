@@ -66,11 +66,11 @@ static double bench_read_bandwidth(const void *buf, size_t bytes, int sms) {
     CK(cudaEventSynchronize(e1));
     if (r >= 0) CK(cudaEventElapsedTime(&t[r], e0, e1));
   }
-  qsort(t, 5, sizeof(float), bench_cmp_float_);
+  const float ms = bench_median(t, 5);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   cudaFree(sink);
-  return (double)bytes / (t[2] * 1e-3);
+  return (double)bytes / (ms * 1e-3);
 }
 
 typedef struct {
@@ -216,8 +216,7 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
           CK(cudaEventElapsedTime(&runs[r], e0, e1));
           runs[r] /= 10.0f;
         }
-        qsort(runs, 5, sizeof(float), bench_cmp_float_);
-        med[p] = runs[2];
+        med[p] = bench_median(runs, 5);
         cudaEventDestroy(e0);
         cudaEventDestroy(e1);
       }

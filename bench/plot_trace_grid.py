@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from plot_trace import spans  # noqa: E402  (this folder: run as python3 bench/plot_trace_grid.py)
 
 KINDS = [("route/expand", "#2ca02c"), ("L1 tile", "#1f77b4"), ("L2 tile", "#ff7f0e"), ("combine", "#9467bd")]
 
@@ -26,18 +27,6 @@ def kind_of(t, bounds):
         return 1
     pre, l2, after = bounds
     return 0 if t < pre else 1 if t < l2 else 2 if t < after else 3
-
-
-def pairs(events, begin, end):
-    """Each begin with the next end, in time order."""
-    out, start = [], None
-    for e in events:
-        if e["event"] == begin:
-            start = e
-        elif e["event"] == end and start is not None:
-            out.append((start, e))
-            start = None
-    return out
 
 
 def main(argv):
@@ -57,27 +46,26 @@ def main(argv):
     sms = sorted({int(r["sm"]) for r in rows})
     y = {sm: i for i, sm in enumerate(sms)}
     fig, ax = plt.subplots(figsize=(14, 2 + 0.06 * len(sms)))
-    spans = {k: [] for k in range(len(KINDS))}
+    by_kind = {k: [] for k in range(len(KINDS))}
     for sm in sms:
         math = [r for r in rows if int(r["sm"]) == sm and r["role_name"].endswith("MATH") and r["replica"] == "0"]
         loader = [r for r in rows if int(r["sm"]) == sm and r["role_name"].endswith("LOADER")]
-        for b, e in pairs([r for r in math if r["event"].startswith("item")], "item_begin", "item_end"):
+        for b, e in spans(math, "item_begin", "item_end", lambda r: "item"):
             k = kind_of(int(b["arg"]), bounds)
-            spans[k].append((b["t"], e["t"]))
+            by_kind[k].append((b["t"], e["t"]))
             ax.barh(y[sm], e["t"] - b["t"], left=b["t"], height=0.8, color=KINDS[k][1], linewidth=0)
-        for b, e in pairs([r for r in math if r["event"].startswith("wait")], "wait_begin", "wait_end"):
+        for b, e in spans(math, "wait_begin", "wait_end", lambda r: r["what"]):
             ax.barh(y[sm], e["t"] - b["t"], left=b["t"], height=0.3, color="#d62728", linewidth=0)
-        rows_waits = [r for r in loader if r["event"].startswith("wait") and r["what"] == "rows"]
-        for b, e in pairs(rows_waits, "wait_begin", "wait_end"):
+        for b, e in spans([r for r in loader if r["what"] == "rows"], "wait_begin", "wait_end", lambda r: "rows"):
             ax.barh(y[sm] + 0.3, e["t"] - b["t"], left=b["t"], height=0.25, color="#8c564b", linewidth=0)
     for k, (name, _) in enumerate(KINDS):
-        s = spans[k]
+        s = by_kind[k]
         if not s:
             continue
         begins, ends = [b for b, _ in s], [e for _, e in s]
         print(f"{name:13s}: {len(s):5d} items, first begins {min(begins):8.1f} us, median begin {statistics.median(begins):8.1f}, "
               f"last begins {max(begins):8.1f}, last ends {max(ends):8.1f}, median length {statistics.median(e - b for b, e in s):7.1f} us")
-    ends = [max(e for _, e in spans[k]) for k in spans if spans[k]]
+    ends = [max(e for _, e in by_kind[k]) for k in by_kind if by_kind[k]]
     if ends:
         print(f"last item ends at {max(ends):.1f} us (time 0: the first event of any block)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for _, c in KINDS]
