@@ -1,24 +1,34 @@
 #!/usr/bin/env bash
-# run_moe_stages.sh [STAGES] - is the decode weight stream bound by the bytes in flight?
-# Builds the library with each pipe depth of the fused experts kernel's 64-row tile
-# (MX_STAGES, default "2 3 4"; 4 is the shipped one) into build-stages-N, then times the
-# whole layer at few tokens per rank (TOKENS, default "1 8"; SHAPE, default DeepSeekV3)
-# with `warpspec bench moe` on one GPU. If the layer's time grows about as 1 / stages, the
-# stream is bound by bytes in flight (docs/design.md, MoE layer: the swap-AB decode tile).
-# Logs in $OUT (or ./results): stages_N.txt, one per depth.
+# run_moe_stages.sh [BUILD] - is the fused experts kernel's weight stream bound by the
+# bytes in flight? Rebuilds only src/moe/moe_experts.cu in BUILD (default build, already
+# configured and built) at each pipe depth in STAGES (default "2 3 4"; 4 is the shipped
+# one) through the WS_MOE_EXPERTS_FLAGS cache variable, and times the layer with
+# `warpspec bench moe` on one GPU at each of TOKENS (default "1 8"; SHAPE, default
+# DeepSeekV3). TILE=128 varies the 128-row tile's depth (MX_WIDE_STAGES) and runs with
+# WARPSPEC_MOE_TILE=128. BUILD is rebuilt with the shipped depths at the end.
+# If the time grows about as 1 / stages, the stream is bound by bytes in flight
+# (docs/design.md, MoE layer: the swap-AB decode tile).
+# Logs in $OUT (or ./results): stages_<tile>_N.txt, one per depth.
 set -u
+build=${1:-build}
 out=${OUT:-results}
 mkdir -p "$out"
 . "$(dirname "$0")/env.sh"
-for s in ${1:-2 3 4}; do
-  b="build-stages-$s"
-  cmake -S . -B "$b" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_FLAGS="-DMX_STAGES=$s" >"$out/stages_${s}_build.log" 2>&1 &&
-    cmake --build "$b" -j "$(nproc)" --target warpspec_cli >>"$out/stages_${s}_build.log" 2>&1 ||
-    { echo "stages $s: build failed"; tail -20 "$out/stages_${s}_build.log"; continue; }
-  : >"$out/stages_$s.txt"
+tile=${TILE:-64}
+macro=MX_STAGES
+[ "$tile" = 128 ] && macro=MX_WIDE_STAGES
+rebuild() { # rebuild() OPTIONS LOG
+  cmake -S . -B "$build" "-DWS_MOE_EXPERTS_FLAGS=$1" >>"$2" 2>&1 &&
+    cmake --build "$build" -j "$(nproc)" --target warpspec_cli >>"$2" 2>&1
+}
+for s in ${STAGES:-2 3 4}; do
+  log="$out/stages_${tile}_${s}.txt"
+  : >"$log"
+  rebuild "-D$macro=$s" "$out/stages_${tile}_${s}_build.log" || { echo "$macro=$s: build failed"; tail -20 "$out/stages_${tile}_${s}_build.log"; continue; }
   for t in ${TOKENS:-1 8}; do
-    timeout 120 "$b/warpspec" bench moe --ranks 1 --shape "${SHAPE:-DeepSeekV3}" --tokens "$t" >>"$out/stages_$s.txt" 2>&1
+    WARPSPEC_MOE_TILE=$tile timeout 180 "$build/warpspec" bench moe --ranks 1 --shape "${SHAPE:-DeepSeekV3}" --tokens "$t" >>"$log" 2>&1
   done
-  echo "MX_STAGES=$s:"
-  grep -E "layer  :" "$out/stages_$s.txt" | sed -E 's/bench moe rank 0: //; s/\| alone.*\|/|/'
+  echo "$macro=$s (tile $tile):"
+  grep -E "(fused|layer)  :" "$log" | sed -E 's/bench moe rank 0: //; s/ \| alone [0-9.]+: dispatch +[0-9.]+ / | /; s/ combine .*\| / | /'
 done
+rebuild "" "$out/stages_restore_build.log" || echo "restoring $build failed"
