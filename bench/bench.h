@@ -47,6 +47,7 @@ typedef struct {
   const char *trace; /* rank 0: one more fused call per token count, its block    */
                      /* trace_block's role timeline to TRACE.<shape>.<tokens>.csv */
   int trace_block;
+  int sms;           /* the layer's num_sms: CTAs of the transfer kernels (0: default) */
 } bench_moe_opts;
 
 /* Under `warpspec run -n N`: the whole MoE layer (ws_moe_layer_forward) and its stages'

@@ -167,12 +167,12 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
   const int np = 3;
   ws_moe_layer *layer[3] = {NULL, NULL, NULL};
   for (int p = 0; p < np; p++) {
-    ws_moe_layer_config cfg = {H, I, E, K, tmax, 0, path_of[p]};
+    ws_moe_layer_config cfg = {H, I, E, K, tmax, o->sms, path_of[p]};
     WK(ws_moe_layer_create(&layer[p], comm, &cfg, w1, w1s, w2, w2s));
   }
   ws_moe_layer *auto_layer = NULL; /* only asked which path it would take */
   {
-    ws_moe_layer_config cfg = {H, I, E, K, 1, 0, WS_MOE_AUTO};
+    ws_moe_layer_config cfg = {H, I, E, K, 1, o->sms, WS_MOE_AUTO};
     WK(ws_moe_layer_create(&auto_layer, comm, &cfg, w1, w1s, w2, w2s));
   }
   uint16_t *host_out[3];

@@ -24,7 +24,7 @@ static int usage(void) {
           "  bench nvlink                      NVLink ceilings: copy engine, SM and TMA copies\n"
           "  bench gemm [--csv FILE] [--only TYPE,G,M,N,K] [--soak S]\n"
           "                                    ws_gemm (BF16, FP8) against cuBLASLt\n"
-          "  bench moe [--ranks N] [--csv FILE] [--quick] [--shape DeepSeekV3|Flash] [--tokens T]\n"
+          "  bench moe [--ranks N] [--csv FILE] [--quick] [--shape DeepSeekV3|Flash] [--tokens T] [--sms N]\n"
           "            [--trace PREFIX [--trace-block B]]  role timeline of CTA B (-1: all) of each fused call\n"
           "                                    the whole MoE layer per rank and its time split\n"
           "  bench moe-a2a [--ranks N] [--csv FILE]   MoE dispatch/combine vs PyTorch (python -m warpspec)\n"
@@ -151,7 +151,7 @@ static int cmd_bench_sendrecv(int argc, char **argv) {
 /* `bench moe` runs one process per rank (default 1: EP1 on one GPU): outside the
  * launcher, start it. */
 static int cmd_bench_moe_layer(int argc, char **argv) {
-  bench_moe_opts o = {NULL, NULL, 0, 0, 0, NULL, 0};
+  bench_moe_opts o = {NULL, NULL, 0, 0, 0, NULL, 0, 0};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
     else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) o.shape = argv[++i];
@@ -160,6 +160,7 @@ static int cmd_bench_moe_layer(int argc, char **argv) {
     else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) o.tokens = atoi(argv[++i]);
     else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) o.trace = argv[++i];
     else if (strcmp(argv[i], "--trace-block") == 0 && i + 1 < argc) o.trace_block = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--sms") == 0 && i + 1 < argc) o.sms = atoi(argv[++i]);
     else return usage();
   }
   if (getenv("WS_RANK") == NULL) return bench_under_launcher(o.ranks ? o.ranks : 1, 1, argc, argv);
