@@ -52,7 +52,7 @@ typedef struct {
   int experts;      /* E: a multiple of the number of ranks                               */
   int topk;         /* K: 1..WS_EP_MAX_TOPK                                               */
   int max_tokens;   /* tokens a rank may pass per call                                    */
-  int num_sms;      /* CTAs of the transfer kernels (0: WS_EP_DEFAULT_SMS)                */
+  int num_sms;      /* CTAs of the transfer kernels (0: every SM, up to WS_EP_MAX_SMS)    */
   ws_moe_path path; /* WS_MOE_AUTO (0), WS_MOE_UNFUSED, WS_MOE_FUSED_EXPERTS or _FUSED_LAYER  */
 } ws_moe_layer_config;
 

@@ -82,10 +82,19 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   ec.payload = WS_EP_FP8;
   /* the tile rows: no tile straddles two experts */
   ec.row_align = cfg->path == WS_MOE_UNFUSED ? 128 : MOE_EXPERTS_BM;
-  ec.num_sms = cfg->num_sms;
   ec.mode = WS_EP_NORMAL;
   int n = 0;
   ws_status s;
+  /* The layer's transfer kernels run alone in stream order, with no compute beside them
+   * to leave SMs to, so by default they take every SM up to WS_EP_MAX_SMS (ws_ep's own
+   * default, 24, leaves room for overlap). H100, EP1: dispatch and combine 1.8-2.0x
+   * faster at 4096-8192 tokens on 128 CTAs than on 24, level at 1-128 tokens
+   * (docs/benchmarks.md, session 13). */
+  ec.num_sms = cfg->num_sms;
+  if (ec.num_sms == 0) {
+    if ((s = ws_device_sms(&ec.num_sms)) != WS_OK) return s;
+    ec.num_sms = ec.num_sms < WS_EP_MAX_SMS ? ec.num_sms : WS_EP_MAX_SMS;
+  }
   if ((s = ws_comm_size(comm, &n)) != WS_OK || (s = ws_ep_config_check(&ec, n)) != WS_OK) return s;
   ws_moe_layer *l = (ws_moe_layer *)calloc(1, sizeof *l);
   if (!l) return ws_fail(WS_ERR_NOMEM, "ws_moe_layer_create: out of host memory");
