@@ -77,7 +77,7 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
       ep_gather_chunk(&a, out, t, c * MOE_SUM_CHUNK + ctx.lane);
   }
   if (ep_last_cta(&ctx, &a.epochs[3], &last)) {
-    ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m);
+    ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m, (int)threadIdx.x);
     ws_role_sync(&ctx); /* every thread has read epochs[1] (m) long before; now advance it */
     if (threadIdx.x == 0) {
       a.epochs[3] = 0;

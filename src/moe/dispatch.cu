@@ -323,7 +323,7 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
     }
   /* the last CTA out tells every source its inbox is free again */
   if (ep_last_cta(&ctx, &a.epochs[2], &last)) {
-    ep_ack_peers(a.ack, a.peer_delta, a.rank, N, n);
+    ep_ack_peers(a.ack, a.peer_delta, a.rank, N, n, (int)threadIdx.x);
     if (threadIdx.x == 0) a.epochs[2] = 0;
   }
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);

@@ -38,13 +38,14 @@ static __device__ __forceinline__ int ep_last_cta(const ws_ctx *ctx, uint64_t *c
   return *last;
 }
 
-/* Tell every rank p (thread p) that `value` is done: its copy of flags[rank] = value,
- * after a system fence (flags: a symmetric object; delta: ep_args.peer_delta). */
+/* Tell every rank p (the caller's thread p) that `value` is done: its copy of
+ * flags[rank] = value, after a system fence (flags: a symmetric object; delta:
+ * ep_args.peer_delta). */
 static __device__ __forceinline__ void ep_ack_peers(const uint64_t *flags, const int64_t *delta, int rank, int nranks,
-                                                    uint64_t value) {
-  if (threadIdx.x < (unsigned)nranks) {
+                                                    uint64_t value, int thread) {
+  if (thread < nranks) {
     ws_fence_acq_rel_sys();
-    ws_st_relaxed_sys_u64((uint64_t *)((char *)flags + delta[threadIdx.x]) + rank, value);
+    ws_st_relaxed_sys_u64((uint64_t *)((char *)flags + delta[thread]) + rank, value);
   }
 }
 

@@ -197,6 +197,19 @@ WS_DEV ws_cursor mx_hand(const ws_pipe *pipe, const ws_ctx *c, mx_smem<BM> *sm, 
  * groups a step) chained eight at 1 token (256 experts), about 5 us before the first
  * weights moved. The cursors then start. */
 template <int BM>
+WS_DEV void mx_start_cursors(const mx_args *a, mx_smem<BM> *sm, int writer, int own_offsets, gemm_cursor *c1,
+                             gemm_cursor *c2) {
+  if (writer) {
+    sm->shape[0] = a->l1;
+    sm->shape[1] = a->l2.shape;
+    if (own_offsets) sm->shape[0].offsets = sm->shape[1].offsets = sm->offsets;
+  }
+  __syncwarp();
+  *c1 = gemm_cursor_start(&sm->shape[0]);
+  *c2 = gemm_cursor_start(&sm->shape[1]);
+}
+
+template <int BM>
 WS_DEV void mx_load_offsets(const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, gemm_cursor *c1, gemm_cursor *c2) {
   const int n = a->l1.groups + 1, fits = n <= MX_SMEM_OFFSETS;
   if (fits) { /* the source pointer read once: with it re-read from the kernel's parameters
@@ -205,14 +218,7 @@ WS_DEV void mx_load_offsets(const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, 
 #pragma unroll 4
     for (int i = c->lane; i < n; i += 32) sm->offsets[i] = __ldcg(src + i);
   }
-  if (c->lane == 0) {
-    sm->shape[0] = a->l1;
-    sm->shape[1] = a->l2.shape;
-    if (fits) sm->shape[0].offsets = sm->shape[1].offsets = sm->offsets;
-  }
-  __syncwarp();
-  *c1 = gemm_cursor_start(&sm->shape[0]);
-  *c2 = gemm_cursor_start(&sm->shape[1]);
+  mx_start_cursors(a, sm, c->lane == 0, fits, c1, c2);
 }
 
 /* One GPU and few entries (ly->self_route): the loader counts the experts' rows itself from
@@ -236,27 +242,15 @@ WS_DEV void mx_self_route(const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, ge
   const int per = (E + 31) / 32, e0 = min(E, lane * per), e1 = min(E, e0 + per);
   int sum = 0;
   for (int e = e0; e < e1; e++) sum += mx_pad_rows(cnt[e]);
-  int incl = sum;
-#pragma unroll
-  for (int d = 1; d < 32; d *= 2) {
-    const int u = __shfl_up_sync(0xffffffffu, incl, d);
-    if (lane >= d) incl += u;
-  }
+  const int incl = mx_warp_scan_incl(sum, lane);
   int run = incl - sum;
   for (int e = e0; e < e1; e++) {
     const int p = mx_pad_rows(cnt[e]);
     cnt[e] = run;
     run += p;
   }
-  if (lane == 31) {
-    cnt[E] = incl;
-    sm->shape[0] = a->l1;
-    sm->shape[1] = a->l2.shape;
-    sm->shape[0].offsets = sm->shape[1].offsets = sm->offsets;
-  }
-  __syncwarp();
-  *c1 = gemm_cursor_start(&sm->shape[0]);
-  *c2 = gemm_cursor_start(&sm->shape[1]);
+  if (lane == 31) cnt[E] = incl;
+  mx_start_cursors(a, sm, lane == 31, 1, c1, c2);
 }
 
 /* The whole layer: row blocks of BM over every expert (the tile numbering's unit), from
@@ -320,21 +314,16 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
     /* send and expand items read the route's entries, the tiles its offsets: the offsets
      * are loaded and the tiles counted only before the first tile, not before an expand
      * item's hand-over (at 1 token the expand item now starts 4 us earlier; H100) */
-    if (tiles < 0 && t >= pre && ly->self_route) {
-      ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SCHEDULE);
-      mx_self_route(c, a, sm, &c1, &c2);
-      tiles = mx_count_tiles(&sm->shape[0], c->lane);
-      ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SCHEDULE);
-    }
-    if (t > 0 && routed_seen == 0 && (t < pre || !ly->self_route)) {
+    if (t > 0 && routed_seen == 0 && (t < pre || !ly->self_route)) { /* self-routing tiles need no route item */
       ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
       mx_wait_count(c, ly->routed, 1u, "moe layer route");
       ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       routed_seen = 1;
     }
-    if (tiles < 0 && t >= pre) {
+    if (tiles < 0 && t >= pre) { /* the first tile: the offsets, counted here or the route item's */
       ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SCHEDULE);
-      mx_load_offsets(c, a, sm, &c1, &c2);
+      if (ly->self_route) mx_self_route(c, a, sm, &c1, &c2);
+      else mx_load_offsets(c, a, sm, &c1, &c2);
       tiles = mx_count_tiles(&sm->shape[0], c->lane);
       ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SCHEDULE);
     }

@@ -123,10 +123,7 @@ WS_DEV void mxe_route(const mx_layer_args *L, int *scratch, const ws_ctx *c, int
     EP_PEER(int, *a, counts, d)[(size_t)a->rank * per + l] = l < LE ? cnt[d * LE + l] : cnt[E + d];
   }
   ws_named_sync(bar, MX_LAYER_THREADS); /* every count stored before the flags' system fence */
-  if (i < N) {
-    ws_fence_acq_rel_sys();
-    ws_st_relaxed_sys_u64(EP_PEER(uint64_t, *a, count_flag, i) + a->rank, n);
-  }
+  ep_ack_peers(a->count_flag, a->peer_delta, a->rank, N, n, i);
   if (i == 0) *a->num_tokens = T;
   /* every rank's counts to us */
   if (i < N) {
@@ -250,10 +247,8 @@ WS_DEV void mxe_expand(const mx_layer_args *L, const ws_ctx *c, int item, int gw
   ws_fence_proxy_async_global(); /* the rows are read next by TMA */
   if (L->drop == MOE_DROP_EXPANDED) return;
   /* `expanded` is what the loaders wait for (they reset it): not reset here */
-  if (mxe_last(L->expanded, (uint32_t)L->expand_items, 0, i, bar, &sh->flag) && i < N) {
-    ws_fence_acq_rel_sys(); /* every source's inbox read: it may send again */
-    ws_st_relaxed_sys_u64(EP_PEER(uint64_t, *a, ack, i) + a->rank, n);
-  }
+  if (mxe_last(L->expanded, (uint32_t)L->expand_items, 0, i, bar, &sh->flag))
+    ep_ack_peers(a->ack, a->peer_delta, a->rank, N, n, i); /* every source's inbox read: it may send again */
 }
 
 /* ---- reduce ------------------------------------------------------------------------ */
@@ -293,10 +288,7 @@ WS_DEV void mxe_gather(const mx_layer_args *L, const ws_ctx *c, int item, int gw
   for (int u = gw; u < nt * nchunk; u += MX_LAYER_THREADS / 32)
     ep_gather_chunk(a, L->out, t0 + u / nchunk, (u % nchunk) * MOE_SUM_CHUNK + lane);
   if (mxe_last(L->gathered, (uint32_t)L->gather_items, 1, i, bar, &sh->flag)) {
-    if (i < a->nranks) { /* every rank's partial sums read: it may combine again */
-      ws_fence_acq_rel_sys();
-      ws_st_relaxed_sys_u64(EP_PEER(uint64_t, *a, comb_ack, i) + a->rank, m);
-    }
+    ep_ack_peers(a->comb_ack, a->peer_delta, a->rank, a->nranks, m, i); /* every rank's partial sums read: it may combine again */
     if (i == 0) { /* the call's last item: every CTA read the epochs before its first claim */
       a->epochs[0] = n;
       a->epochs[1] = m;

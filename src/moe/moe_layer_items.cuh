@@ -66,17 +66,21 @@ typedef struct {
 
 WS_DEV int mx_pad_rows(int n) { return (n + MOE_EXPERTS_BM - 1) / MOE_EXPERTS_BM * MOE_EXPERTS_BM; }
 
+/* A full warp's inclusive prefix sum of v (lane: this thread's lane). */
+WS_DEV int mx_warp_scan_incl(int v, int lane) {
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int u = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d) v += u;
+  }
+  return v;
+}
+
 /* Exclusive prefix sum of v over the 256 threads (i: 0..255): shuffles in each warp, then
  * the warps' sums (warp_sum: 8 ints of shared memory, free again after the caller's
  * next barrier). */
 WS_DEV int mx_scan_excl(int v, int i, int *warp_sum, uint32_t bar) {
-  const int lane = i % 32, warp = i / 32;
-  int incl = v;
-#pragma unroll
-  for (int d = 1; d < 32; d *= 2) {
-    const int u = __shfl_up_sync(0xffffffffu, incl, d);
-    if (lane >= d) incl += u;
-  }
+  const int lane = i % 32, warp = i / 32, incl = mx_warp_scan_incl(v, lane);
   if (lane == 31) warp_sum[warp] = incl;
   ws_named_sync(bar, MX_LAYER_THREADS);
   int run = incl - v;
