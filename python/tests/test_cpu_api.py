@@ -314,6 +314,20 @@ def test_moe_layer_path_checks():
     assert PATHS == {"auto": 0, "unfused": 1, "fused_experts": 2, "fused_layer": 3}
 
 
+def test_moe_function_checks(fake):
+    import types
+    comm = types.SimpleNamespace(size=1, device=0, _handle=lambda: 1)
+    w1, w1s, w2, w2s = fake((2, 256, 128), FP8), fake((2, 2, 1), F32), fake((2, 128, 128), FP8), fake((2, 1, 1), F32)
+    x, idx, w = fake((4, 128), BF16), fake((4, 1), I32), fake((4, 1), F32)
+    with pytest.raises(warpspec.InvalidArgumentError, match="w1: dtype"):
+        warpspec.moe(comm, x, idx, w, fake((2, 256, 128), F32), w1s, w2, w2s)
+    with pytest.raises(warpspec.InvalidArgumentError, match="more than max_tokens 2"):
+        warpspec.moe(comm, x, idx, w, w1, w1s, w2, w2s, max_tokens=2)
+    with pytest.raises(warpspec.InvalidArgumentError, match="path 'fast'"):  # from MoeLayer, before the GPU
+        warpspec.moe(comm, x, idx, w, w1, w1s, w2, w2s, path="fast")
+    assert not getattr(comm, "_moe_layers", {})  # nothing kept from a failed create
+
+
 def test_swiglu_quant_checks(fake):
     with pytest.raises(warpspec.InvalidArgumentError, match="2 x inter"):
         warpspec.swiglu_quant(fake((4, 300), BF16))

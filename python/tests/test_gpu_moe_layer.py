@@ -4,7 +4,8 @@ one call against a float64 PyTorch reference of the same FP8 inputs and weights 
 requantise the intermediate activation to FP8 as the layer does, so the bound is 4e-2
 rather than FP8's usual 2e-2 (test_moe checks the exact rounding points in C). Output
 poisoned first; run twice (BF16 in, then FP8 in with the scales) on each path (unfused,
-fused experts, auto), which must agree bit for bit. warpspec.trace records the role
+fused experts, auto), which must agree bit for bit, and warpspec.moe (the functional form)
+with them. warpspec.trace records the role
 timeline of block 0 of one fused call (dispatch, experts and combine kernels): every role
 replica's items and waits pair up; and of every block (block=-1) of one whole-layer call."""
 
@@ -71,6 +72,12 @@ for path in ("unfused", "fused_experts", "fused_layer", "auto"):
         assert layer.path_for(T) in ("unfused", "fused_experts", "fused_layer")
         if path != "auto":
             assert layer.path_for(T) == path
+# the functional form: the layer kept on the communicator, the same bits as the class
+for fp8_in in (False, True):
+    o = warpspec.moe(comm, xq if fp8_in else x, idx, w, *mine, x_scale=xs if fp8_in else None, max_tokens=512)
+    warpspec.sync()
+    assert torch.equal(o, outs["auto", fp8_in]), "warpspec.moe differs from MoeLayer"
+assert len(comm._moe_layers) == 1, comm._moe_layers  # one layer for both calls (comm.destroy frees it)
 # the fused kernel's role timeline of block 0: every role replica begins and ends items
 import csv, os, tempfile
 path_csv = os.path.join(tempfile.mkdtemp(), "trace.csv")

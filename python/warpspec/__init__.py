@@ -11,6 +11,7 @@ subclass carrying the library's message (ws_last_error()).
     Communicator                     NVSHMEM communicator: sendrecv, allgather, alloc
     MoeDispatcher                    MoE dispatch / combine straight into gemm's grouped layout
     MoeLayer(comm, ...)(x, idx, w)    a whole MoE layer in one call (dispatch, experts, combine)
+    moe(comm, x, idx, w, w1, ...)    the same as a function (the layer kept on the communicator)
     attention(q, k, v, causal=...)   flash attention forward (BF16; GQA, causal, varlen)
     mla_sparse_prefill(q, kv, idx)   DeepSeek-V3.2 sparse MLA prefill (BF16)
     mla_decode(q, cache, table, lens) DeepSeek-V3 MLA decode over a paged cache
@@ -30,7 +31,7 @@ from .gemm import gemm, gemm_tile, gemm_workspace_size, quantize_fp8
 from .moe import MoeDispatcher, MoeReceived
 from .moe import check_config as moe_check_config
 from .moe import swiglu_quant
-from .moe_layer import MoeLayer
+from .moe_layer import MoeLayer, moe
 from .plan import Plan, PlacedRole, gemm_plan, plan
 
 __version__ = _lib.lib.ws_version().decode()
@@ -99,6 +100,6 @@ def info():
 
 
 __all__ = ["gemm", "gemm_tile", "gemm_workspace_size", "quantize_fp8", "plan", "gemm_plan", "Plan", "PlacedRole",
-           "Communicator", "get_unique_id", "MoeDispatcher", "MoeReceived", "moe_check_config", "swiglu_quant", "comm_available", "sync", "set_timeout_ms", "timeout_ms", "info",
+           "Communicator", "get_unique_id", "MoeDispatcher", "MoeReceived", "MoeLayer", "moe", "moe_check_config", "swiglu_quant", "comm_available", "sync", "set_timeout_ms", "timeout_ms", "info",
            "WarpspecError", "InvalidArgumentError", "BudgetError", "MismatchError", "NoDeviceError", "CudaError",
            "WarpspecTimeoutError", "OutOfMemoryError", "UnsupportedError", "__version__"]

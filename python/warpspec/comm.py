@@ -101,6 +101,10 @@ class Communicator:
         alloc() are invalid after this), finalizes NVSHMEM."""
         if self._h is None:
             return
+        layers = getattr(self, "_moe_layers", {})  # warpspec.moe's layers on this communicator
+        for layer in layers.values():
+            layer.destroy()
+        layers.clear()
         h, self._h = self._h, None
         self._buffers.clear()
         with on_device(self.device):

@@ -12,7 +12,12 @@ and graph-capturable. path: "unfused" (dispatch, grouped GEMM, SwiGLU + FP8 requ
 GEMM, combine), "fused_experts" (dispatch, one persistent kernel for both GEMMs and the SwiGLU,
 combine), "fused_layer" (routing, the token transfer, both GEMMs, SwiGLU and the weighted
 sums in one persistent kernel per rank) or "auto" (the default: ws_moe_layer_path_for's rule,
-config.h); all give the same bits."""
+config.h); all give the same bits.
+
+The functional form keeps one layer per communicator, weights and path:
+
+    out = warpspec.moe(comm, x, topk_idx, topk_weights, w1, w1_scale, w2, w2_scale,
+                       max_tokens=4096)"""
 
 import ctypes
 
@@ -103,3 +108,35 @@ class MoeLayer:
             _lib.check(_lib.lib.ws_moe_layer_forward(self._h, vx.ptr, vs.ptr if vs else None, vi.ptr, vw.ptr, T,
                                                      vo.ptr if vo.numel else vx.ptr, ctypes.c_void_p(s)))
         return out
+
+
+def moe(comm, x, topk_idx, topk_weights, w1, w1_scale, w2, w2_scale, *, x_scale=None, max_tokens=None, path="auto",
+        num_sms=0, out=None, stream=None):
+    """out [T, H] bf16 = sum_k topk_weights[t, k] * expert_{topk_idx[t, k]}(x[t]): the whole
+    MoE layer, as MoeLayer(...)(x, topk_idx, topk_weights) (same arguments, same checks).
+    H, I, the experts (comm.size x w1.shape[0]) and top-k come from the tensors. The first
+    call with a communicator, these weights (their addresses and shapes), path, num_sms and
+    max_tokens creates the layer (collective: every rank calls with its own weights and the
+    same max_tokens); later calls reuse it, and comm.destroy() destroys it. max_tokens: the
+    most tokens a rank passes; by default this call's tokens rounded up to a power of two,
+    which with several ranks only agrees across ranks if they pass the same number of
+    tokens, so pass it there."""
+    vw1, vw2 = view(w1, "w1").expect(FP8, ndim=3), view(w2, "w2").expect(FP8, ndim=3)
+    vx = view(x, "x").expect(BF16 + FP8, ndim=2)
+    vi = view(topk_idx, "topk_idx").expect(I32 + ("int64",), ndim=2)
+    T = vx.shape[0]
+    if max_tokens is None:
+        max_tokens = 1 << max(T - 1, 0).bit_length()
+    if T > max_tokens:
+        raise invalid(f"x: {T} tokens, more than max_tokens {max_tokens}")
+    key = (vw1.ptr, vw1.shape, view(w1_scale, "w1_scale").ptr, vw2.ptr, vw2.shape, view(w2_scale, "w2_scale").ptr,
+           path, int(num_sms), int(max_tokens))
+    comm._handle()  # raises if destroyed
+    layers = comm.__dict__.setdefault("_moe_layers", {})
+    layer = layers.get(key)
+    if layer is None:
+        layer = MoeLayer(comm, hidden=vx.shape[1], inter=vw2.shape[2], experts=comm.size * vw1.shape[0],
+                         topk=vi.shape[1], max_tokens=max_tokens, w1=w1, w1_scale=w1_scale, w2=w2,
+                         w2_scale=w2_scale, num_sms=num_sms, path=path)
+        layers[key] = layer
+    return layer(x, topk_idx, topk_weights, x_scale=x_scale, out=out, stream=stream)
