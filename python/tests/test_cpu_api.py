@@ -274,7 +274,7 @@ def test_moe_check_config():
 
 def _stub_dispatcher(mode="normal", payload="fp8"):
     """A MoeDispatcher without a GPU: the config and the argument checks only (no handle)."""
-    from warpspec import moe as moe_mod
+    from warpspec import moe_dispatch as moe_mod
     d = warpspec.MoeDispatcher.__new__(warpspec.MoeDispatcher)
     d.cfg = moe_mod._config(256, 8, 2, 16, payload, 1, 0, mode)
     d.fp8, d.ll = d.cfg.payload == 1, d.cfg.mode == 1

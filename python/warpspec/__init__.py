@@ -28,9 +28,9 @@ from .attention import attention, mla_decode, mla_kv_quantize_fp8, mla_sparse_pr
 from .comm import Communicator, get_unique_id
 from .comm import available as comm_available
 from .gemm import gemm, gemm_tile, gemm_workspace_size, quantize_fp8
-from .moe import MoeDispatcher, MoeReceived
-from .moe import check_config as moe_check_config
-from .moe import swiglu_quant
+from .moe_dispatch import MoeDispatcher, MoeReceived
+from .moe_dispatch import check_config as moe_check_config
+from .moe_dispatch import swiglu_quant
 from .moe_layer import MoeLayer, moe
 from .plan import Plan, PlacedRole, gemm_plan, plan
 
