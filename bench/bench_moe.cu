@@ -78,6 +78,13 @@ typedef struct {
   int hidden, inter, experts, topk;
 } moe_shape;
 
+/* ", NVLink X GB/s" (several ranks): a static buffer, used once per printf */
+static const char *link_note(double gbs) {
+  static char buf[48];
+  snprintf(buf, sizeof buf, ", NVLink %.1f GB/s", gbs);
+  return buf;
+}
+
 static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, const int *tokens, int ntok, FILE *csv,
                        const bench_moe_opts *o) {
   const int H = sh->hidden, I = sh->inter, E = sh->experts, K = sh->topk, L = E / n;
@@ -141,8 +148,22 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
   const double read_bw = bench_read_bandwidth(w1, (size_t)L * n1, sms);
   const double expert_bytes = 3.0 * H * I + ((2.0 * I / 128) * (H / 128) + (H / 128) * (I / 128)) * 4;
   double *touched = (double *)malloc((size_t)ntok * sizeof(double));
+  double *remote = (double *)calloc((size_t)ntok, sizeof(double)); /* (token, other rank) pairs */
   unsigned char *hit = (unsigned char *)calloc((size_t)E, 1);
-  if (!touched || !hit) BENCH_FAIL("malloc", "floor");
+  if (!touched || !remote || !hit) BENCH_FAIL("malloc", "floor");
+  /* NVLink payload of this rank's tokens: each goes once to every other rank that hosts one
+   * of its experts (FP8 row and its 1 x 128 scales), and that rank's weighted sum of them
+   * comes back (a BF16 row) */
+  for (int i = 0; i < ntok && n > 1; i++)
+    for (int t = 0; t < tokens[i]; t++) {
+      uint64_t ranks = 0;
+      for (int k = 0; k < K; k++) {
+        const int e = hidx[(size_t)t * K + k];
+        if (e >= 0 && e / L != rank) ranks |= 1ull << (e / L);
+      }
+      remote[i] += __builtin_popcountll(ranks);
+    }
+  const double pair_bytes = H + H / 128 * 4.0 + 2.0 * H;
   for (int i = 0; i < ntok; i++) {
     if (n == 1) {
       memset(hit, 0, (size_t)E);
@@ -231,23 +252,25 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
       const double pairs = (double)T * K;
       const double tflops = 2.0 * pairs * H * I * 3 / (med[p] * 1e-3) / 1e12;
       const double floor_us = touched[i] * expert_bytes / read_bw * 1e6;
+      const double link_gbs = remote[i] * pair_bytes / (med[p] * 1e-3) / 1e9;
       if (p == 0)
         printf("bench moe rank %d: %-10s T %5d %-7s: layer %9.1f us %6.1f TFLOPS | alone %9.1f: dispatch %8.1f  L1 %8.1f  "
-               "swiglu %7.1f  L2 %8.1f  combine %8.1f us\n", rank, sh->name, T, path_name[p], med[p] * 1e3, tflops,
+               "swiglu %7.1f  L2 %8.1f  combine %8.1f us%s\n", rank, sh->name, T, path_name[p], med[p] * 1e3, tflops,
                alone[p] * 1e3, split[0] * 1e3,
-               split[1] * 1e3, split[2] * 1e3, split[3] * 1e3, split[4] * 1e3);
+               split[1] * 1e3, split[2] * 1e3, split[3] * 1e3, split[4] * 1e3, n > 1 ? link_note(link_gbs) : "");
       else
         printf("bench moe rank %d: %-10s T %5d %-7s: layer %9.1f us %6.1f TFLOPS | alone %9.1f: dispatch %8.1f  experts "
-               "%8.1f  combine %8.1f us | %.2fx unfused, floor %.1f us (%.0f%%), %s, auto: %s\n", rank, sh->name, T,
+               "%8.1f  combine %8.1f us | %.2fx unfused, floor %.1f us (%.0f%%), %s, auto: %s%s\n", rank, sh->name, T,
                path_name[p], med[p] * 1e3, tflops, alone[p] * 1e3, split[0] * 1e3, split[1] * 1e3, split[4] * 1e3,
                med[0] / med[p], floor_us, 100.0 * floor_us / (med[p] * 1e3),
                memcmp(host_out[0], host_out[p], (size_t)T * H * 2) ? "outputs DIFFER" : "same bits",
-               path_name[auto_path == WS_MOE_UNFUSED ? 0 : auto_path == WS_MOE_FUSED_EXPERTS ? 1 : 2]);
+               path_name[auto_path == WS_MOE_UNFUSED ? 0 : auto_path == WS_MOE_FUSED_EXPERTS ? 1 : 2],
+               n > 1 ? link_note(link_gbs) : "");
       fflush(stdout);
       if (csv && rank == 0)
-        fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.0f\n", sh->name, path_name[p], n, H, I,
-                E, K, T, med[p] * 1e3, tflops, split[0] * 1e3, split[1] * 1e3, split[2] * 1e3, split[3] * 1e3, split[4] * 1e3,
-                alone[p] * 1e3, floor_us, read_bw / 1e9);
+        fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.0f,%.1f\n", sh->name, path_name[p], n, H,
+                I, E, K, T, med[p] * 1e3, tflops, split[0] * 1e3, split[1] * 1e3, split[2] * 1e3, split[3] * 1e3,
+                split[4] * 1e3, alone[p] * 1e3, floor_us, read_bw / 1e9, link_gbs);
     }
     for (int p = 1; p < np; p++)
       if (memcmp(host_out[0], host_out[p], (size_t)T * H * 2) != 0) BENCH_FAIL(path_name[p], "output differs from the unfused path");
@@ -268,6 +291,7 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
       }
   }
   free(touched);
+  free(remote);
   WK(ws_moe_layer_destroy(auto_layer));
   for (int p = 0; p < np; p++) {
     WK(ws_moe_layer_destroy(layer[p]));
@@ -295,7 +319,7 @@ extern "C" int bench_moe(const bench_moe_opts *o) {
   if (o->csv && rank == 0) {
     csv = fopen(o->csv, "w");
     if (!csv) BENCH_FAIL("fopen", o->csv);
-    fprintf(csv, "shape,path,ranks,hidden,inter,experts,topk,tokens,layer_us,tflops,dispatch_us,l1_us,swiglu_us,l2_us,combine_us,alone_us,floor_us,read_gbs\n");
+    fprintf(csv, "shape,path,ranks,hidden,inter,experts,topk,tokens,layer_us,tflops,dispatch_us,l1_us,swiglu_us,l2_us,combine_us,alone_us,floor_us,read_gbs,nvlink_gbs\n");
   }
   int rc = 0;
   for (int s = 0; s < 2 && rc == 0; s++) {
