@@ -11,8 +11,9 @@
  * FLOPs: L1 is 2 I x H, L2 H x I). The three paths of the layer in the same run, on the
  * same data: unfused (dispatch, L1 ws_gemm, SwiGLU pass, L2 ws_gemm, combine), fused
  * experts (one persistent kernel between dispatch and combine) and fused layer (the
- * whole layer, dispatch and combine included, in one persistent kernel per rank); their
- * outputs are compared bit for bit. The NCCL + cuBLASLt composite is `warpspec bench
+ * whole layer, dispatch and combine included, in one persistent kernel per rank), and
+ * the fused experts kernel in CTA pairs ("pairs", moe_experts.cu); their outputs are
+ * compared bit for bit. The NCCL + cuBLASLt composite is `warpspec bench
  * moe-layer` (python/warpspec/bench_moe_layer.py). */
 #include "bench.h"
 #include "bench_check.h"
@@ -181,27 +182,30 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
   CK(cudaMemcpy(w, hw, (size_t)tmax * K * 4, cudaMemcpyHostToDevice));
   free(hidx);
   free(hw);
-  /* the three paths: unfused, the fused experts kernel between dispatch and combine, the
-   * whole layer in one kernel */
-  static const char *const path_name[3] = {"unfused", "fused", "layer"};
-  static const ws_moe_path path_of[3] = {WS_MOE_UNFUSED, WS_MOE_FUSED_EXPERTS, WS_MOE_FUSED_LAYER};
-  const int np = 3;
-  ws_moe_layer *layer[3] = {NULL, NULL, NULL};
+  /* the three paths (unfused, the fused experts kernel between dispatch and combine, the
+   * whole layer in one kernel) and the fused experts kernel in CTA pairs (WARPSPEC_MOE_PAIR
+   * at create: 1 for "pairs", 0 for "fused") */
+  static const char *const path_name[4] = {"unfused", "fused", "layer", "pairs"};
+  static const ws_moe_path path_of[4] = {WS_MOE_UNFUSED, WS_MOE_FUSED_EXPERTS, WS_MOE_FUSED_LAYER, WS_MOE_FUSED_EXPERTS};
+  const int np = 4;
+  ws_moe_layer *layer[4] = {NULL, NULL, NULL, NULL};
   for (int p = 0; p < np; p++) {
     ws_moe_layer_config cfg = {H, I, E, K, tmax, o->sms, path_of[p]};
+    setenv("WARPSPEC_MOE_PAIR", p == 3 ? "1" : "0", 1);
     WK(ws_moe_layer_create(&layer[p], comm, &cfg, w1, w1s, w2, w2s));
   }
+  unsetenv("WARPSPEC_MOE_PAIR");
   ws_moe_layer *auto_layer = NULL; /* only asked which path it would take */
   {
     ws_moe_layer_config cfg = {H, I, E, K, 1, o->sms, WS_MOE_AUTO};
     WK(ws_moe_layer_create(&auto_layer, comm, &cfg, w1, w1s, w2, w2s));
   }
-  uint16_t *host_out[3];
+  uint16_t *host_out[4];
   for (int p = 0; p < np; p++)
     if (!(host_out[p] = (uint16_t *)malloc((size_t)tmax * H * 2))) BENCH_FAIL("malloc", "outputs");
   for (int i = 0; i < ntok; i++) {
     const int T = tokens[i];
-    float med[3], alone[3];
+    float med[4], alone[4];
     ws_moe_path auto_path = WS_MOE_UNFUSED;
     WK(ws_moe_layer_path_for(auto_layer, T, &auto_path));
     for (int p = 0; p < np; p++) {

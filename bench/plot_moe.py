@@ -12,7 +12,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-PATHS = (("unfused", "o-", "unfused path"), ("fused", "s-", "fused experts"), ("layer", "^-", "whole layer, one kernel"))
+PATHS = (("unfused", "o-", "unfused path"), ("fused", "s-", "fused experts"), ("layer", "^-", "whole layer, one kernel"),
+         ("pairs", "d-", "fused experts, CTA pairs"))
 
 
 def main(src, dst, title=None):

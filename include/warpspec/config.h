@@ -89,6 +89,11 @@
  * =128 takes it anyway. */
 #define WS_MOE_WIDE_ROWS            0
 
+/* The fused experts path (WS_MOE_FUSED_EXPERTS) runs its kernel in CTA pairs, each pair's
+ * weights read from L2 once for 128 rows, from this many rows per local expert; 0: never.
+ * WARPSPEC_MOE_PAIR=1|0 forces them on or off. */
+#define WS_MOE_PAIR_ROWS            0
+
 /* The whole layer on one GPU with at most this many (token, slot) entries: each loader of
  * the experts kernel counts the experts' rows itself at its first tile instead of waiting
  * for the route item's offsets (0: never). WARPSPEC_MOE_SELF_ROUTE=0 turns it off. */

@@ -32,6 +32,8 @@ typedef struct {
   int nuser_barriers;
   char user_barrier[WS_MAX_USER_BARRIERS][WS_NAME_LEN];
   const void *checked_func;          /* set once a kernel passed ws_plan_check_func   */
+  int clusters_width;                /* ws_plan_max_clusters' cached answer: width ... */
+  int clusters_max;                  /* ... and clusters resident at once             */
 } ws_plan;
 
 /* Device limits the plan is checked against (ws_device_limits_query fills it). */

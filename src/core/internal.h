@@ -24,6 +24,12 @@ ws_status ws_diag_set_trace(struct ws_trace_buf *buf, int block);
 ws_status ws_device_sms(int *sms);
 /* ws_plan_launch with programmatic stream serialisation (plan.c says when). */
 ws_status ws_plan_launch_chained(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args);
+/* The same in clusters of `width` consecutive CTAs along x (1..8, dividing grid.x). */
+ws_status ws_plan_launch_cluster_chained(ws_plan *plan, const void *func, dim3 grid, int width, cudaStream_t stream,
+                                         void **args);
+/* How many clusters of `width` CTAs of func fit on the current device at once with the
+ * plan's threads and shared memory (cached for the last width asked). */
+ws_status ws_plan_max_clusters(ws_plan *plan, const void *func, int width, int *clusters);
 
 /* The library's own kernels, each with a slot in the per-thread plan cache. */
 enum { WS_PLAN_SLOT_STREAM_TMA, WS_PLAN_SLOT_STREAM_THREADS, WS_PLAN_SLOT_GEMM_BF16, WS_PLAN_SLOT_GEMM_FP8, WS_PLAN_SLOT_GEMM_FP8_WIDE,
@@ -31,6 +37,7 @@ enum { WS_PLAN_SLOT_STREAM_TMA, WS_PLAN_SLOT_STREAM_THREADS, WS_PLAN_SLOT_GEMM_B
        WS_PLAN_SLOT_ATTN_192_PP, WS_PLAN_SLOT_ATTN_64_OV,
        WS_PLAN_SLOT_ATTN_128_OV, WS_PLAN_SLOT_ATTN_64_OVPP, WS_PLAN_SLOT_ATTN_128_OVPP, WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_FP8, WS_PLAN_SLOT_MLA_OV,
        WS_PLAN_SLOT_MLA_FP8_OV, WS_PLAN_SLOT_MOE_EXPERTS, WS_PLAN_SLOT_MOE_EXPERTS_WIDE,
+       WS_PLAN_SLOT_MOE_EXPERTS_PAIR,
        WS_PLAN_SLOT_NSA_128, WS_PLAN_SLOT_NSA_192,
        WS_PLAN_SLOTS };
 /* The plan of kernel `slot` on the current device: made by make(ctx, plan) the first

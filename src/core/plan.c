@@ -275,17 +275,9 @@ static int plan_pdl_enabled(void) {
   return enabled;
 }
 
-static ws_status plan_launch(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args,
-                             int chained) {
-  WS_REQUIRE(plan != NULL && func != NULL, "ws_plan_launch: plan or func is NULL");
-  WS_REQUIRE(grid.x >= 1 && grid.y >= 1 && grid.z >= 1, "ws_plan_launch: kernel '%s': grid %ux%ux%u has an empty dimension",
-             plan->kernel, grid.x, grid.y, grid.z);
-  ws_status s = ws_plan_check_func(plan, func);
-  if (s != WS_OK) return s;
-  cudaLaunchAttribute attr;
-  memset(&attr, 0, sizeof attr);
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
+static cudaLaunchConfig_t plan_config(const ws_plan *plan, dim3 grid, cudaStream_t stream, int chained, int width,
+                                      cudaLaunchAttribute attr[2]) {
+  memset(attr, 0, 2 * sizeof attr[0]);
   cudaLaunchConfig_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.gridDim = grid;
@@ -294,18 +286,64 @@ static ws_status plan_launch(ws_plan *plan, const void *func, dim3 grid, cudaStr
   cfg.blockDim.z = 1;
   cfg.dynamicSmemBytes = plan->smem_bytes;
   cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = chained && plan_pdl_enabled() ? 1 : 0;
+  cfg.attrs = attr;
+  if (chained && plan_pdl_enabled()) {
+    attr[cfg.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[cfg.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (width > 1) {
+    attr[cfg.numAttrs].id = cudaLaunchAttributeClusterDimension;
+    attr[cfg.numAttrs].val.clusterDim.x = (unsigned)width;
+    attr[cfg.numAttrs].val.clusterDim.y = 1;
+    attr[cfg.numAttrs++].val.clusterDim.z = 1;
+  }
+  return cfg;
+}
+
+static ws_status plan_launch(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args, int chained,
+                             int width) {
+  WS_REQUIRE(plan != NULL && func != NULL, "ws_plan_launch: plan or func is NULL");
+  WS_REQUIRE(grid.x >= 1 && grid.y >= 1 && grid.z >= 1, "ws_plan_launch: kernel '%s': grid %ux%ux%u has an empty dimension",
+             plan->kernel, grid.x, grid.y, grid.z);
+  WS_REQUIRE(width >= 1 && width <= 8 && grid.x % (unsigned)width == 0,
+             "ws_plan_launch: kernel '%s': clusters of %d CTAs (1..8) must divide grid.x %u", plan->kernel, width, grid.x);
+  ws_status s = ws_plan_check_func(plan, func);
+  if (s != WS_OK) return s;
+  cudaLaunchAttribute attr[2];
+  const cudaLaunchConfig_t cfg = plan_config(plan, grid, stream, chained, width, attr);
   WS_CUDA_TRY(cudaLaunchKernelExC(&cfg, func, args));
   return WS_OK;
 }
 
 ws_status ws_plan_launch(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args) {
-  return plan_launch(plan, func, grid, stream, args, 0);
+  return plan_launch(plan, func, grid, stream, args, 0, 1);
 }
 
 ws_status ws_plan_launch_chained(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args) {
-  return plan_launch(plan, func, grid, stream, args, 1);
+  return plan_launch(plan, func, grid, stream, args, 1, 1);
+}
+
+ws_status ws_plan_launch_cluster_chained(ws_plan *plan, const void *func, dim3 grid, int width, cudaStream_t stream,
+                                         void **args) {
+  return plan_launch(plan, func, grid, stream, args, 1, width);
+}
+
+ws_status ws_plan_max_clusters(ws_plan *plan, const void *func, int width, int *clusters) {
+  WS_REQUIRE(plan != NULL && func != NULL && clusters != NULL, "ws_plan_max_clusters: plan, func or clusters is NULL");
+  WS_REQUIRE(width >= 1 && width <= 8, "ws_plan_max_clusters: kernel '%s': clusters of %d CTAs, must be 1..8",
+             plan->kernel, width);
+  if (plan->clusters_width != width || plan->checked_func != func) {
+    ws_status s = ws_plan_check_func(plan, func);
+    if (s != WS_OK) return s;
+    cudaLaunchAttribute attr[2];
+    const cudaLaunchConfig_t cfg = plan_config(plan, (dim3){(unsigned)width, 1, 1}, 0, 0, width, attr);
+    int n = 0;
+    WS_CUDA_TRY(cudaOccupancyMaxActiveClusters(&n, func, &cfg));
+    plan->clusters_width = width;
+    plan->clusters_max = n;
+  }
+  *clusters = plan->clusters_max;
+  return WS_OK;
 }
 
 ws_status ws_plan_print(const ws_plan *plan, FILE *out) {

@@ -119,7 +119,7 @@ template <int BM> struct mx_smem {
   mx_pipe<BM> pipe;
   mx_epi<BM> epi[2];                      /* per math warpgroup */
   float amax[2][MOE_EXPERTS_BM];          /* 64-row L1: each warpgroup's half-row amax */
-  mx_item_info item[MX_STAGES_OF(BM)];    /* the item whose first stage this is */
+  __align__(16) mx_item_info item[MX_STAGES_OF(BM)]; /* the item whose first stage this is (8-byte st.async) */
   gemm_shape shape[2];                    /* the loader's L1 and L2 schedules   */
   int offsets[MX_SMEM_OFFSETS];           /* and the expert offsets they read  */
   mxe_shared ep;                          /* several ranks: epochs, "last item" flag */
@@ -147,6 +147,8 @@ typedef struct {
   int hidden, inter;
   int bar;                /* the plan's user barrier: a tile's two math warpgroups         */
   int static_walk;        /* CTA-strided items instead of claims (WARPSPEC_MOE_SCHED=static) */
+  int pair;               /* launched in CTA pairs (moe_experts_kernel<BM, 1>): l1 / l2 number
+                           * 128-row blocks, each CTA of the pair takes 64 of the rows      */
   mx_layer_args layer;    /* the whole layer (moe_layer_items.cuh), or layer.on = 0        */
 } mx_args;
 
@@ -396,6 +398,124 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
   }
 }
 
+/* ---- CTA PAIRS (prefill) ---------------------------------------------------------- */
+/* From a few 64-row blocks per expert on, the 64-row tile reads each expert's weights
+ * from L2 once per block: ncu at 8192 tokens (DeepSeek-V3, H100) showed the fused kernel
+ * moving 76-81 GB from L2 into the SMs where the unfused GEMMs' 192-row tiles move 64 GB,
+ * every kernel at the same L2 ceiling. In pairs (clusters of 2 CTAs, args.pair) the pair
+ * takes a 128-row block of one expert, each CTA 64 of its rows with the 64-row tile's
+ * math, and every weight box is read from L2 once and multicast into both CTAs: per K
+ * step 2 x 8 KiB of rows and 32 KiB of weights instead of 2 x 40 KiB.
+ *
+ * The pair's one loader is rank 0's: it claims the item, writes each CTA's half of it
+ * into that CTA's first stage (the peer's through st.async, counted on the peer's `full`
+ * barrier like a copy), multicasts the weights, loads each CTA's rows, and arrives once on
+ * the peer's `full` with the bytes that will land there. Both CTAs' math warps release
+ * their stages on rank 0's `empty` barriers, so no stage is refilled in either CTA before
+ * both have read it; the peer's own loader and `empty` barriers stay idle. A block whose
+ * second 64 rows are past the expert's end leaves the peer's half empty: nothing is
+ * loaded for it and its math only passes the stages on. */
+
+/* Item t's weights for one K step, every box multicast to both CTAs of the pair (the
+ * 64-row tile's boxes: L1 gate and up of act columns c .. c + 127, L2 256 output rows). */
+template <int BM>
+WS_DEV void mx_multicast_b(uint64_t *full, mx_stage<BM> *st, const ws_tmap *map_w1, const ws_tmap *map_w2, int l2,
+                           int kk, int gate, int down, int I) {
+#pragma unroll
+  for (int q = 0; q < 4; q++) {
+    const int row = l2 ? down + q * 64 : gate + (q / 2) * 64 + (q % 2) * I;
+    ws_cp_async_bulk_tensor_2d_global_to_shared_multicast(st->b + q * 64 * MX_BK, l2 ? &map_w2->map : &map_w1->map,
+                                                          kk * MX_BK, row, full, 0x3);
+  }
+}
+
+/* The peer's copy of an item (lane 0 of rank 0): 8 bytes at a time into its item slot. */
+WS_DEV void mx_send_item(uint32_t peer_item, uint32_t peer_full, const mx_item_info *it) {
+  const uint32_t *w = (const uint32_t *)it;
+#pragma unroll
+  for (int i = 0; i < MX_ITEM_WORDS; i += 2) ws_st_async_v2_b32(peer_item + 4u * (uint32_t)i, w[i], w[i + 1], peer_full);
+}
+
+template <int BM>
+WS_DEV void mx_load_pair(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, const ws_tmap *map_x,
+                         const ws_tmap *map_w1, const ws_tmap *map_act, const ws_tmap *map_w2) {
+  static_assert(MX_ITEM_WORDS % 2 == 0, "the item goes to the peer 8 bytes at a time"); /* BM: 64 (host check) */
+  if (ws_role_leader(c)) {
+    ws_prefetch_tensormap(&map_x->map);
+    ws_prefetch_tensormap(&map_w1->map);
+    ws_prefetch_tensormap(&map_act->map);
+    ws_prefetch_tensormap(&map_w2->map);
+    ws_prefetch_tensormap(&a->map_xs.map);
+    ws_prefetch_tensormap(&a->map_as.map);
+  }
+  const int H = a->hidden, I = a->inter, hb = H / MX_BK, l2_items = moe_experts_l2_items(BM, H);
+  const uint32_t b_bytes = 4u * map_w1->box_bytes, a_bytes = map_x->box_bytes + a->map_xs.box_bytes;
+  const uint32_t peer_full = ws_mapa_shared_cluster(&pipe->full[0], 1u);
+  const uint32_t peer_item = ws_mapa_shared_cluster(&sm->item[0], 1u);
+  ws_cursor k = {0, 0};
+  gemm_tile tile;
+  gemm_cursor c1, c2;
+  int l1_done = 0, l2 = 0, walk = 0;
+  mx_load_offsets(c, a, sm, &c1, &c2); /* the schedules number 128-row blocks (host: a->pair) */
+  for (;;) {
+    const int t = mx_claim(c, a, &walk);
+    if (!moe_experts_item(&sm->shape[0], &sm->shape[1], &c1, &c2, &l1_done, t, &tile, &l2)) break;
+    const int row = tile.row0 + tile.tm * 2 * BM, blk = row / MOE_EXPERTS_BM;
+    const int both = tile.tm * 2 * BM + BM < tile.count; /* the peer's 64 rows are this expert's */
+    const int ksteps = l2 ? I / MX_BK : hb;
+    const int gate = tile.g * 2 * I + tile.tn * MOE_EXPERTS_L1_BN, down = tile.g * H + tile.tn * moe_experts_l2_bn(BM);
+    ws_trace_mark(c, WS_TRACE_ITEM_BEGIN, t);
+    for (int ks = 0; ks < ksteps; ks++, k = ws_cursor_next(k, pipe->stages)) {
+      mx_stage<BM> *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
+      uint64_t *full = &pipe->full[k.stage];
+      if (c->lane == 0) {
+        const uint32_t item_bytes = ks == 0 ? (uint32_t)sizeof(mx_item_info) : 0u;
+        ws_mbarrier_expect_tx(full, b_bytes);
+        ws_mbarrier_arrive_expect_tx_relaxed_cluster(peer_full + 8u * k.stage, b_bytes + (both ? a_bytes : 0u) + item_bytes);
+        if (ks == 0) { /* each CTA its own 64 rows of the block; published by the commits */
+          mx_item_info it;
+          it.t = t; it.kind = l2 ? MX_L2 : MX_L1; it.tile = tile;
+          it.tile.tm = 2 * tile.tm;
+          sm->item[k.stage] = it;
+          it.tile.tm++;
+          mx_send_item(peer_item + (uint32_t)(k.stage * sizeof(mx_item_info)), peer_full + 8u * k.stage, &it);
+        }
+        mx_multicast_b(full, st, map_w1, map_w2, l2, ks, gate, down, I);
+      }
+      if (l2 && ks == 0) { /* the weights are already on their way */
+        ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
+        mx_wait_rows(c, a, blk, (uint32_t)l2_items);
+        if (both) mx_wait_rows(c, a, blk + 1, (uint32_t)l2_items);
+        ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
+      }
+      const ws_tmap *ma = l2 ? map_act : map_x, *ms = l2 ? &a->map_as : &a->map_xs;
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->a, ma, ks * MX_BK, row);
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, ms, row, ks);
+      if (both && c->lane == 0) {
+        ws_cp_async_bulk_tensor_2d_global_to_shared_multicast(st->a, &ma->map, ks * MX_BK, row + BM, full, 0x2);
+        ws_cp_async_bulk_tensor_2d_global_to_shared_multicast(st->a_scale, &ms->map, row + BM, ks, full, 0x2);
+      }
+      ws_pipe_commit_at(pipe, c, k);
+    }
+    ws_trace_mark(c, WS_TRACE_ITEM_END, t);
+  }
+  /* the end for both CTAs: item -1 in a committed stage */
+  ws_pipe_acquire_at(pipe, c, k);
+  if (c->lane == 0) {
+    mx_item_info it;
+    memset(&it, 0, sizeof it);
+    it.t = -1;
+    sm->item[k.stage] = it;
+    ws_mbarrier_arrive_expect_tx_relaxed_cluster(peer_full + 8u * k.stage, (uint32_t)sizeof(mx_item_info));
+    mx_send_item(peer_item + (uint32_t)(k.stage * sizeof(mx_item_info)), peer_full + 8u * k.stage, &it);
+  }
+  ws_pipe_commit_at(pipe, c, k);
+  if (c->lane == 0 && atomicAdd(a->next_item + 1, 1u) == gridDim.x / 2 - 1) { /* the last pair resets the claims */
+    a->next_item[0] = 0u;
+    a->next_item[1] = 0u;
+  }
+}
+
 /* ---- MATH -------------------------------------------------------------------------- */
 /* total += acc x a_scale x b_scale, columns 0..63 of the warpgroup's 128 with b0 and
  * 64..127 with b1 (L1: gate and up blocks; L2: b0 = b1). Registers 4j, 4j + 1 are row
@@ -412,10 +532,31 @@ WS_DEV void mx_promote(float *total, const float *acc, float a0, float a1, float
   }
 }
 
+/* A math warp is done with stage c: in pairs on rank 0's `empty` barrier (mx_load_pair),
+ * relaxed: the wgmma reads of the stage completed at the wait_group before it. */
+template <int PAIR> WS_DEV void mx_release(const ws_pipe *pipe, const ws_ctx *ctx, ws_cursor c) {
+  if (!PAIR) {
+    ws_pipe_release_warp_at(pipe, ctx, c);
+    return;
+  }
+  __syncwarp();
+  if (ctx->lane == 0) ws_mbarrier_arrive_relaxed_cluster(ws_mapa_shared_cluster(&pipe->empty[c.stage], 0u));
+}
+
+/* In pairs, the peer's half of a block past its expert's end: nothing was loaded for it;
+ * the warp passes the item's K steps on. */
+WS_DEV ws_cursor mx_skip(const ws_pipe *pipe, const ws_ctx *ctx, int kblocks, ws_cursor c) {
+  for (int kb = 0; kb < kblocks; kb++, c = ws_cursor_next(c, pipe->stages)) {
+    ws_pipe_wait_at(pipe, ctx, c);
+    mx_release<1>(pipe, ctx, c);
+  }
+  return c;
+}
+
 /* K blocks kb0 .. kb1 - 1 of a tile for this warpgroup; lane l of (s0, s1) holds the B
  * scales of block kb0 + l. The rows' scales come from the stage: this thread's rows are
  * ar and ar + 8 of the tile. */
-template <int BM>
+template <int BM, int PAIR>
 WS_DEV void mx_kblocks(float *total, float *acc, const ws_pipe *pipe, const ws_ctx *ctx, mx_smem<BM> *sm, uint64_t da0,
                        uint64_t db0, int kb0, int kb1, int kblocks, float s0, float s1, int ar, ws_cursor *cp,
                        uint32_t *fullp) {
@@ -429,7 +570,7 @@ WS_DEV void mx_kblocks(float *total, float *acc, const ws_pipe *pipe, const ws_c
     const float a0 = ws_ld_shared_f32(as + ar), a1 = ws_ld_shared_f32(as + ar + 8);
     full = kb + 1 < kblocks ? ws_pipe_probe_at(pipe, ws_cursor_next(c, pipe->stages)) : 0u;
     WS_WGMMA_WAIT_GROUP(0);
-    ws_pipe_release_warp_at(pipe, ctx, c);
+    mx_release<PAIR>(pipe, ctx, c);
     mx_promote(total, acc, a0, a1, b0, b1);
   }
   *cp = c;
@@ -445,7 +586,7 @@ WS_DEV void mx_kblocks(float *total, float *acc, const ws_pipe *pipe, const ws_c
  * token the kernel streamed about 10 GB/s per SM (ncu, docs/benchmarks.md, session 7).
  * Same values, same bits. Returns the pipe cursor after the loop. */
 #define MX_SCALE_CHUNK 32
-template <int BM>
+template <int BM, int PAIR>
 WS_DEV ws_cursor mx_tile(float *total, float *acc, const ws_pipe *pipe, const ws_ctx *ctx, mx_smem<BM> *sm, uint64_t da0,
                          uint64_t db0, int kblocks, const float *bs0, const float *bs1, int ar, ws_cursor c) {
 #pragma unroll
@@ -455,14 +596,14 @@ WS_DEV ws_cursor mx_tile(float *total, float *acc, const ws_pipe *pipe, const ws
   float q0 = __ldg(bs0 + min(ch + lane, last)), q1 = __ldg(bs1 + min(ch + lane, last));
   uint32_t full = ws_pipe_probe_at(pipe, c);
   for (int base = 0; base < kblocks; base += 2 * ch) {
-    mx_kblocks(total, acc, pipe, ctx, sm, da0, db0, base, min(base + ch, kblocks), kblocks, p0, p1, ar, &c, &full);
+    mx_kblocks<BM, PAIR>(total, acc, pipe, ctx, sm, da0, db0, base, min(base + ch, kblocks), kblocks, p0, p1, ar, &c, &full);
     if (base + 2 * ch < kblocks) {
       p0 = __ldg(bs0 + min(base + 2 * ch + lane, last));
       p1 = __ldg(bs1 + min(base + 2 * ch + lane, last));
     }
     if (base + ch < kblocks)
-      mx_kblocks(total, acc, pipe, ctx, sm, da0, db0, base + ch, min(base + 2 * ch, kblocks), kblocks, q0, q1, ar, &c,
-                 &full);
+      mx_kblocks<BM, PAIR>(total, acc, pipe, ctx, sm, da0, db0, base + ch, min(base + 2 * ch, kblocks), kblocks, q0, q1, ar,
+                           &c, &full);
     if (base + 3 * ch < kblocks) {
       q0 = __ldg(bs0 + min(base + 3 * ch + lane, last));
       q1 = __ldg(bs1 + min(base + 3 * ch + lane, last));
@@ -628,7 +769,7 @@ WS_DEV int mx_next(const ws_pipe *pipe, const ws_ctx *ctx, const mx_smem<BM> *sm
   return it.kind + 1;
 }
 
-template <int BM>
+template <int BM, int PAIR>
 WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, const mx_args *args_in,
                     const ws_tmap *map_y) {
   const ws_pipe pipe = *pipe_in;
@@ -656,7 +797,7 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
    * once. The route's scratch is warpgroup 0's epilogue memory: no L2 store pending yet. */
   const uint32_t bar = (uint32_t)a.bar;
   const int ep = a.layer.nranks > 1;
-  while (phase == MX_ROUTE + 1 || phase == MX_SEND + 1 || phase == MX_EXPAND + 1) {
+  while (!PAIR && (phase == MX_ROUTE + 1 || phase == MX_SEND + 1 || phase == MX_EXPAND + 1)) {
     ws_pipe_release_warp_at(&pipe, &ctx, c);
     c = ws_cursor_next(c, pipe.stages);
     if (phase == MX_ROUTE + 1) {
@@ -675,13 +816,15 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
   }
   while (phase == MX_L1 + 1) {
     const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
-    if (!wide) {
-      c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
+    if (PAIR && tile.tm * BM >= tile.count) {
+      c = mx_skip(&pipe, &ctx, hb, c);
+    } else if (!wide) {
+      c = mx_tile<BM, PAIR>(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
       mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
     } else { /* act columns c .. c + 63, then c + 64 .. c + 127: the same scale blocks */
-      c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
+      c = mx_tile<BM, PAIR>(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
       mx_l1_park(sm, wg, ws_role_thread(&ctx), total);
-      c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
+      c = mx_tile<BM, PAIR>(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
       mx_l1_epilogue_wide(&ctx, &a, sm, &tile, wg, lr, total);
     }
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
@@ -689,22 +832,28 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
   }
   int stored = 0; /* the whole layer: this warpgroup's last L2 tile is not counted yet */
   while (phase == MX_L2 + 1) {
+    if (PAIR && tile.tm * BM >= tile.count) {
+      c = mx_skip(&pipe, &ctx, ib, c);
+      ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
+      phase = mx_next(&pipe, &ctx, sm, c, &tile);
+      continue;
+    }
     /* this warpgroup's 128 columns (64-row tile: past H, H an odd multiple of 128,
      * computed, not stored) */
     const int nb = wide ? tile.tn : min(2 * tile.tn + wg, hb - 1);
     const float *bs = a.w2_scale + ((size_t)tile.g * hb + (size_t)nb) * ib;
-    c = mx_tile(total, acc, &pipe, &ctx, sm, da0, db0, ib, bs, bs, ar, c);
+    c = mx_tile<BM, PAIR>(total, acc, &pipe, &ctx, sm, da0, db0, ib, bs, bs, ar, c);
     gemm_tile out = tile;
     out.tn = wide ? tile.tn : 2 * tile.tn + wg;
     if (stored) mx_count_stored(&ctx, &a); /* the previous tile's stores are long done */
     /* rows past the expert's end (the 128-row tile's next-expert half) are not stored */
     gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * BM + (wide ? wg * 64 : 0), total, sm->epi[wg].out, map_y);
-    stored = a.layer.on;
+    stored = !PAIR && a.layer.on;
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
   if (stored) mx_count_stored(&ctx, &a); /* before any combine item waits for the count */
-  while (phase == MX_COMBINE + 1 || phase == MX_REDUCE + 1 || phase == MX_GATHER + 1) {
+  while (!PAIR && (phase == MX_COMBINE + 1 || phase == MX_REDUCE + 1 || phase == MX_GATHER + 1)) {
     ws_pipe_release_warp_at(&pipe, &ctx, c);
     c = ws_cursor_next(c, pipe.stages);
     if (phase == MX_REDUCE + 1) {
@@ -724,7 +873,7 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
   ws_store_drain(&ctx);
 }
 
-template <int BM>
+template <int BM, int PAIR>
 WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x, const __grid_constant__ ws_tmap map_w1,
                                           const __grid_constant__ ws_tmap map_act,
                                           const __grid_constant__ ws_tmap map_w2,
@@ -733,22 +882,30 @@ WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x,
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   mx_smem<BM> *sm = (mx_smem<BM> *)gemm_smem_base(smem_raw);
   ws_ctx ctx = WS_SELF(moe_experts, diag);
-  /* both math warpgroups read every stage, released once per warp */
-  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "moe experts", WS_ROLE_THREADS(moe_experts, X_LOADER),
-                              2 * WS_ROLE_WARPS(moe_experts, X_MATH));
+  /* both math warpgroups read every stage, released once per warp; in pairs rank 0's
+   * `empty` counts both CTAs' math warps and rank 1's `full` the one arrival of rank 0's
+   * loader (mx_load_pair) */
+  const uint32_t rank = PAIR ? ws_cluster_ctarank() : 0u;
+  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "moe experts", rank ? 1 : WS_ROLE_THREADS(moe_experts, X_LOADER),
+                              (PAIR ? 2 : 1) * 2 * WS_ROLE_WARPS(moe_experts, X_MATH));
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
-  if (threadIdx.x == 0 && args.layer.nranks > 1) mxe_read_epochs(&args.layer, &sm->ep); /* before any claim */
-  ws_init_sync();
+  if (!PAIR && threadIdx.x == 0 && args.layer.nranks > 1) mxe_read_epochs(&args.layer, &sm->ep); /* before any claim */
+  if (PAIR) ws_init_sync_cluster(); /* the peer arrives on our barriers and copies into our stages */
+  else ws_init_sync();
   if (ctx.role == X_LOADER) {
     WS_ENTER_ROLE(moe_experts, X_LOADER);
-    if (ctx.spare) return;
-    mx_load(&pipe, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
-    return;
+    if (!PAIR) {
+      if (ctx.spare) return;
+      mx_load(&pipe, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
+      return;
+    }
+    if (!ctx.spare && rank == 0) mx_load_pair(&pipe, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
+  } else {
+    WS_ENTER_ROLE(moe_experts, X_MATH);
+    if (!ctx.spare) mx_math<BM, PAIR>(sm, &pipe, &ctx, &args, &map_y);
   }
-  WS_ENTER_ROLE(moe_experts, X_MATH);
-  if (ctx.spare) return;
-  mx_math(sm, &pipe, &ctx, &args, &map_y);
+  if (PAIR) ws_exit_sync_cluster(); /* no CTA of the pair leaves while the other may still reach it */
 }
 
 /* ---- host -------------------------------------------------------------------------- */
@@ -809,12 +966,18 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   WS_REQUIRE(p->tile_rows == 0 || p->tile_rows == MOE_EXPERTS_BM || p->tile_rows == MOE_EXPERTS_BM_WIDE,
              "moe experts: tile rows %d (0, %d or %d)", p->tile_rows, MOE_EXPERTS_BM, MOE_EXPERTS_BM_WIDE);
   const int BM = p->tile_rows == MOE_EXPERTS_BM_WIDE ? MOE_EXPERTS_BM_WIDE : MOE_EXPERTS_BM;
+  WS_REQUIRE(!p->pair || (BM == MOE_EXPERTS_BM && !p->layer && !p->drop),
+             "moe experts: CTA pairs run the 64-row tile without the layer items");
   static const size_t smem_small = sizeof(mx_smem<MOE_EXPERTS_BM>) + 1024;
   static const size_t smem_wide = sizeof(mx_smem<MOE_EXPERTS_BM_WIDE>) + 1024;
+  const void *kernel = p->pair ? (const void *)moe_experts_kernel<MOE_EXPERTS_BM, 1>
+                       : BM == MOE_EXPERTS_BM ? (const void *)moe_experts_kernel<MOE_EXPERTS_BM, 0>
+                                              : (const void *)moe_experts_kernel<MOE_EXPERTS_BM_WIDE, 0>;
   ws_plan *plan = NULL;
   ws_status s;
-  if ((s = BM == MOE_EXPERTS_BM ? ws_plan_cached(WS_PLAN_SLOT_MOE_EXPERTS, mx_make_plan, &smem_small, &plan)
-                                : ws_plan_cached(WS_PLAN_SLOT_MOE_EXPERTS_WIDE, mx_make_plan, &smem_wide, &plan)) != WS_OK)
+  if ((s = p->pair ? ws_plan_cached(WS_PLAN_SLOT_MOE_EXPERTS_PAIR, mx_make_plan, &smem_small, &plan)
+           : BM == MOE_EXPERTS_BM ? ws_plan_cached(WS_PLAN_SLOT_MOE_EXPERTS, mx_make_plan, &smem_small, &plan)
+                                  : ws_plan_cached(WS_PLAN_SLOT_MOE_EXPERTS_WIDE, mx_make_plan, &smem_wide, &plan)) != WS_OK)
     return s;
   const uint64_t R = (uint64_t)p->max_rows;
   ws_tmap mx, mw1, mact, mw2, my;
@@ -831,8 +994,11 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   if ((s = ws_tmap_2d(&a.map_xs, p->x_scale, WS_DTYPE_F32, (uint64_t)(H / 128), R, (uint64_t)p->x_scale_ld * 4, 1, BM)) != WS_OK ||
       (s = ws_tmap_2d(&a.map_as, p->act_scale, WS_DTYPE_F32, (uint64_t)(I / 128), R, (uint64_t)p->act_ld * 4, 1, BM)) != WS_OK)
     return s;
-  a.l1 = moe_experts_shape(p->groups, p->max_rows, p->offsets, I, BM, MOE_EXPERTS_L1_BN, H);
-  a.l2.shape = moe_experts_shape(p->groups, p->max_rows, p->offsets, H, BM, moe_experts_l2_bn(BM), I);
+  /* pairs: the loader numbers 128-row blocks (the math reads neither bm) */
+  const int sched_bm = p->pair ? 2 * BM : BM;
+  a.l1 = moe_experts_shape(p->groups, p->max_rows, p->offsets, I, sched_bm, MOE_EXPERTS_L1_BN, H);
+  a.l2.shape = moe_experts_shape(p->groups, p->max_rows, p->offsets, H, sched_bm, moe_experts_l2_bn(BM), I);
+  a.pair = p->pair != 0;
   a.l2.d = (uint16_t *)p->y;
   a.l2.k = I;
   a.l2.rows = (long long)R;
@@ -852,11 +1018,17 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     const char *sched = getenv("WARPSPEC_MOE_SCHED");
     static_walk = sched && !strcmp(sched, "static");
   }
-  a.static_walk = static_walk;
+  a.static_walk = static_walk && !p->pair;
   a.layer.drop = p->drop;
   int sms = 0; /* one CTA per SM (shared memory allows no more) */
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   if (p->sms > 0 && p->sms < sms) sms = p->sms;
+  if (p->pair) { /* as many pairs as fit at once (a cluster's CTAs share a GPC) */
+    int pairs = 0;
+    if ((s = ws_plan_max_clusters(plan, kernel, 2, &pairs)) != WS_OK) return s;
+    WS_REQUIRE(pairs > 0, "moe experts: no pair of CTAs fits on this device");
+    sms = 2 * (sms / 2 < pairs ? (sms / 2 > 0 ? sms / 2 : 1) : pairs);
+  }
   if (p->layer) {
     const moe_layer_io *io = p->layer;
     const int B = mx_blocks(p->max_rows);
@@ -911,7 +1083,6 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mx, &mw1, &mact, &mw2, &my, &a, &diag};
   const dim3 grid = {(unsigned)sms, 1, 1};
-  const void *kernel = BM == MOE_EXPERTS_BM ? (const void *)moe_experts_kernel<MOE_EXPERTS_BM>
-                                            : (const void *)moe_experts_kernel<MOE_EXPERTS_BM_WIDE>;
+  if (p->pair) return ws_plan_launch_cluster_chained(plan, kernel, grid, 2, stream, args);
   return ws_plan_launch_chained(plan, kernel, grid, stream, args);
 }

@@ -63,6 +63,8 @@ typedef struct {
   const moe_layer_io *layer;    /* NULL: the experts only (offsets, x, x_scale given)         */
   int sms;                      /* CTAs (0: every SM)                                        */
   int tile_rows;                /* MOE_EXPERTS_BM or MOE_EXPERTS_BM_WIDE (0: the small one)  */
+  int pair;                     /* 1: CTA pairs on 128-row blocks, each CTA 64 rows, the
+                                 * weights read once per pair (64-row tile, no layer)       */
   int drop;                     /* tests only, MOE_DROP_*: one hand-off never signalled, so
                                  * the bounded wait on it must time out                     */
 } moe_experts_problem;

@@ -37,6 +37,7 @@ struct ws_moe_layer {
   int *entry_row; /* [max_tokens][K]                                             */
   int *bad_id;   /* [4]                                                          */
   int tile_force; /* WARPSPEC_MOE_TILE at create: 64 or 128 forces the tile, else 0   */
+  int pair_force; /* WARPSPEC_MOE_PAIR at create: 1 / 0 forces CTA pairs on / off, else -1 */
 };
 
 static void layer_free(ws_moe_layer *l) {
@@ -103,6 +104,8 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
     const char *force = getenv("WARPSPEC_MOE_TILE");
     const int t = force ? atoi(force) : 0;
     l->tile_force = t == MOE_EXPERTS_BM || t == MOE_EXPERTS_BM_WIDE ? t : 0;
+    const char *pair = getenv("WARPSPEC_MOE_PAIR");
+    l->pair_force = pair && (pair[0] == '0' || pair[0] == '1') ? pair[0] - '0' : -1;
   }
   l->local_experts = cfg->experts / n;
   l->nranks = n;
@@ -166,6 +169,16 @@ static int layer_tile_rows(const ws_moe_layer *l, int tokens) {
   if (l->tile_force) return l->tile_force;
   const double rows = (double)tokens * l->cfg.topk / l->local_experts;
   return WS_MOE_WIDE_ROWS > 0 && rows >= WS_MOE_WIDE_ROWS ? MOE_EXPERTS_BM_WIDE : MOE_EXPERTS_BM;
+}
+
+/* The fused experts path's CTA pairs (moe_experts.cu: the weights read from L2 once per
+ * 128 rows) from WS_MOE_PAIR_ROWS rows per local expert (config.h); WARPSPEC_MOE_PAIR=1|0
+ * when the layer was created forces them on or off. Not with a forced 128-row tile. */
+static int layer_pair(const ws_moe_layer *l, int tokens) {
+  if (l->tile_force == MOE_EXPERTS_BM_WIDE) return 0;
+  if (l->pair_force >= 0) return l->pair_force;
+  const double rows = (double)tokens * l->cfg.topk / l->local_experts;
+  return WS_MOE_PAIR_ROWS > 0 && rows >= WS_MOE_PAIR_ROWS;
 }
 
 /* The experts kernel's problem on a grouped layout (x, its scales and the offsets). */
@@ -245,6 +258,8 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
   if (path == WS_MOE_FUSED_EXPERTS) {
     moe_experts_problem p;
     layer_experts_problem(l, &p, r.x, r.x_scale, r.scale_ld, r.expert_offsets, tokens);
+    p.pair = layer_pair(l, tokens);
+    if (p.pair) p.tile_rows = MOE_EXPERTS_BM;
     if ((s = moe_experts_launch(&p, stream)) != WS_OK) return s;
     STAGE_DONE(2);
     STAGE_DONE(3);

@@ -66,6 +66,46 @@ WS_DEV uint32_t ws_mbarrier_try_wait_parity(uint64_t *bar, uint32_t parity) {
   return done;
 }
 
+/* ---- clusters (the CTAs of a cluster reach each other's shared memory) ------------ */
+WS_DEV uint32_t ws_cluster_ctarank(void) {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+/* Every non-exited thread of every CTA of the cluster: arrive (release), then wait (acquire). */
+WS_DEV void ws_barrier_cluster_arrive_release(void) { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
+WS_DEV void ws_barrier_cluster_wait_acquire(void) { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
+
+/* The shared::cluster address of the same shared-memory location in the CTA `rank`. */
+WS_DEV uint32_t ws_mapa_shared_cluster(const void *p, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(ws_smem_addr(p)), "r"(rank));
+  return r;
+}
+
+/* Arrive on an mbarrier of any CTA of the cluster (address from ws_mapa_shared_cluster),
+ * ordering nothing: for readers whose reads have completed (wgmma operands after
+ * wgmma.wait_group). The .release.cluster form costs a MEMBAR.GPU per arrival (it halved
+ * the FP8 GEMM's speed in CTA pairs: docs/benchmarks.md, FP8 third round). */
+WS_DEV void ws_mbarrier_arrive_relaxed_cluster(uint32_t cluster_addr) {
+  asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr) : "memory");
+}
+
+/* Arrive on a peer CTA's mbarrier and add `bytes` to its phase's transaction count: the
+ * bytes that copies issued by this thread (multicast, st.async) will land in that CTA. */
+WS_DEV void ws_mbarrier_arrive_expect_tx_relaxed_cluster(uint32_t cluster_addr, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.relaxed.cluster.shared::cluster.b64 _, [%0], %1;" ::"r"(cluster_addr),
+               "r"(bytes) : "memory");
+}
+
+/* 8 bytes into a peer CTA's shared memory, counted as complete_tx bytes on its mbarrier
+ * (both shared::cluster addresses): the data is visible to whoever sees that phase end. */
+WS_DEV void ws_st_async_v2_b32(uint32_t cluster_addr, uint32_t x, uint32_t y, uint32_t cluster_bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(cluster_addr),
+               "r"(x), "r"(y), "r"(cluster_bar) : "memory");
+}
+
 /* ---- named barriers -------------------------------------------------------------- */
 /* bar.sync is .aligned: every thread of each participating warp must execute it. */
 WS_DEV void ws_bar_sync(uint32_t id, uint32_t threads) {
@@ -137,6 +177,15 @@ WS_DEV void ws_cp_async_bulk_tensor_2d_global_to_shared(void *dst, const void *t
 WS_DEV void ws_cp_async_bulk_tensor_2d_shared_to_global(const void *tmap, int x, int y, const void *src) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
                ::"l"(tmap), "r"(x), "r"(y), "r"(ws_smem_addr(src)) : "memory");
+}
+
+/* The same box written to the same offset of every CTA in cta_mask, each CTA's mbarrier
+ * at bar's offset counting the bytes that land in it. One L2 read for all of them. */
+WS_DEV void ws_cp_async_bulk_tensor_2d_global_to_shared_multicast(void *dst, const void *tmap, int x, int y,
+                                                                  uint64_t *bar, uint16_t cta_mask) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+               " [%0], [%1, {%2, %3}], [%4], %5;"
+               ::"r"(ws_smem_addr(dst)), "l"(tmap), "r"(x), "r"(y), "r"(ws_smem_addr(bar)), "h"(cta_mask) : "memory");
 }
 
 /* An L2 policy that evicts the lines first: for data read or written once. */

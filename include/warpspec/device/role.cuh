@@ -125,4 +125,20 @@ WS_DEV void ws_init_sync(void) {
   __syncthreads();
 }
 
+/* The same for a kernel launched in clusters whose CTAs use each other's barriers and
+ * shared memory: every thread of every CTA of the cluster passes here. */
+WS_DEV void ws_init_sync_cluster(void) {
+  ws_fence_mbarrier_init();
+  ws_barrier_cluster_arrive_release();
+  ws_barrier_cluster_wait_acquire();
+}
+
+/* Before a CTA of such a kernel ends: every thread that has not exited, in every CTA of
+ * the cluster, passes here, so no CTA leaves while a peer may still arrive on its
+ * barriers or copy into its shared memory. */
+WS_DEV void ws_exit_sync_cluster(void) {
+  ws_barrier_cluster_arrive_release();
+  ws_barrier_cluster_wait_acquire();
+}
+
 #endif
