@@ -102,6 +102,19 @@ typedef struct {
 } mx_item_info;
 #define MX_ITEM_WORDS ((int)(sizeof(mx_item_info) / sizeof(int)))
 
+/* The scheduler warp's hand-off to the loader warp (mx_schedule): the next item, decoded.
+ * Decoding took the loader about 2 us per item (a claim's round trip, the schedule's
+ * divisions, code fetched cold once per item): the trace at 8192 tokens (DeepSeek-V3,
+ * H100) showed it between the last stage of one item and the first of the next, and the
+ * math waiting 3 us for the first stage of every L2 tile (whose epilogue is short). Done
+ * inline one stage into the item before, it only moved the wait inside that item. */
+typedef struct {
+  int t, kind, index; /* kind: MX_L1 for a tile (l2: its phase), a handed item, or -1: none left */
+  int l2, target;     /* target: a combine item's count of stored L2 tile halves */
+  gemm_tile tile;
+} mx_claimed;
+WS_PIPE_STORAGE(mx_items, mx_claimed, 1);
+
 /* A math warpgroup's epilogue memory: its L2 output chunks, or L1's act rows (and the
  * 128-row tile's parked SwiGLU half). A CTA runs every L1 item it claims before any L2
  * item (claims are in order), and the route item's scratch comes before both. 64-row
@@ -120,17 +133,20 @@ template <int BM> struct mx_smem {
   mx_epi<BM> epi[2];                      /* per math warpgroup */
   float amax[2][MOE_EXPERTS_BM];          /* 64-row L1: each warpgroup's half-row amax */
   __align__(16) mx_item_info item[MX_STAGES_OF(BM)]; /* the item whose first stage this is (8-byte st.async) */
-  gemm_shape shape[2];                    /* the loader's L1 and L2 schedules   */
+  gemm_shape shape[2];                    /* the scheduler's L1 and L2 schedules */
+  mx_items items;                         /* its items, decoded, to the loader   */
   int offsets[MX_SMEM_OFFSETS];           /* and the expert offsets they read  */
   mxe_shared ep;                          /* several ranks: epochs, "last item" flag */
 };
 
-/* Two math warpgroups at 208 registers, then a loader warpgroup (one working warp) at 88:
- * 384 threads, 2 x 128 x 208 + 128 x 88 = 64512, all the launch gives (168 each). The
- * loader walks both phases' cursors and, for the whole layer, the route / expand /
- * combine numbering: it spilled at 72 with its shared-memory schedules, at 56 with the
- * layer items, at 40 before them; the math (acc and total, 128 floats) fits 208. */
-#define MX_ROLES(ROLE) ROLE(X_MATH, 4, 208, 2) ROLE(X_LOADER, 1, 88, 1)
+/* Two math warpgroups at 208 registers, then a loader warpgroup at 88 with two working
+ * warps, the loader (warp 0: TMA) and the scheduler (warp 1: claims and decodes the
+ * items): 384 threads, 2 x 128 x 208 + 128 x 88 = 64512, all the launch gives (168
+ * each). The scheduler walks both phases' cursors and, for the whole layer, the route /
+ * expand / combine numbering: one warp doing both spilled at 72 with its shared-memory
+ * schedules, at 56 with the layer items, at 40 before them; the math (acc and total, 128
+ * floats) fits 208. */
+#define MX_ROLES(ROLE) ROLE(X_MATH, 4, 208, 2) ROLE(X_LOADER, 2, 88, 1)
 WS_DECLARE_ROLES(moe_experts, MX_ROLES);
 
 typedef struct {
@@ -287,9 +303,64 @@ WS_DEV void mx_load_b(const ws_pipe *pipe, const ws_ctx *c, ws_cursor k, mx_stag
   }
 }
 
+/* The scheduler warp (warp 1 of the loader role): claims the CTA's items in order,
+ * decodes each (the whole layer: items 0 .. pre - 1 are route, send and expand, then the
+ * tiles, known once routed: `tiles` row blocks of BM, then reduce (one GPU: combine) and
+ * gather; the cursors read the offsets, so they start once routed) and hands it to the
+ * loader warp through `items`. One item ahead: it claims the next one when the loader
+ * takes the last one, as the loader itself did when it finished that one's loads. */
 template <int BM>
-WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, const ws_tmap *map_x,
-                    const ws_tmap *map_w1, const ws_tmap *map_act, const ws_tmap *map_w2) {
+WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm) {
+  const int I = a->inter, l2_items = moe_experts_l2_items(BM, a->hidden);
+  const mx_layer_args *ly = &a->layer;
+  gemm_cursor c1, c2;
+  const int pre = ly->on ? 1 + ly->send_items + ly->expand_items : 0, per_tile = I / MOE_EXPERTS_L1_BN + l2_items;
+  int tiles = ly->on ? -1 : 0, l1_done = 0, walk = 0, routed_seen = !ly->on;
+  if (!ly->on) mx_load_offsets(c, a, sm, &c1, &c2);
+  for (ws_cursor k = {0, 0};; k = ws_cursor_next(k, items->stages)) {
+    mx_claimed *it = &sm->items.slot[ws_pipe_acquire_at(items, c, k)];
+    const int t = mx_claim(c, a, &walk);
+    /* send and expand items read the route's entries, the tiles its offsets: the offsets
+     * are loaded and the tiles counted only before the first tile, not before an expand
+     * item's hand-over (at 1 token the expand item now starts 4 us earlier; H100) */
+    if (t > 0 && routed_seen == 0 && (t < pre || !ly->self_route)) { /* self-routing tiles need no route item */
+      mx_wait_count(c, ly->routed, 1u, "moe layer route");
+      routed_seen = 1;
+    }
+    if (tiles < 0 && t >= pre) { /* the first tile: the offsets, counted here or the route item's */
+      if (ly->self_route) mx_self_route(c, a, sm, &c1, &c2);
+      else mx_load_offsets(c, a, sm, &c1, &c2);
+      tiles = mx_count_tiles(&sm->shape[0], c->lane);
+    }
+    /* route; send, expand; the tiles; reduce (one GPU: combine), gather */
+    int kind = t == 0 ? MX_ROUTE : t <= ly->send_items ? MX_SEND : MX_EXPAND;
+    int index = kind == MX_EXPAND ? t - 1 - ly->send_items : t - 1;
+    if (t >= pre) {
+      index = t - pre - tiles * per_tile;
+      kind = MX_L1;
+      if (ly->on && index >= 0) {
+        kind = index < ly->reduce_items ? (ly->nranks > 1 ? MX_REDUCE : MX_COMBINE) : MX_GATHER;
+        if (kind == MX_GATHER) index -= ly->reduce_items;
+        if (kind == MX_GATHER && index >= ly->gather_items) kind = -1;
+      }
+    }
+    gemm_tile tile;
+    int l2 = 0;
+    if (kind == MX_L1 && !moe_experts_item(&sm->shape[0], &sm->shape[1], &c1, &c2, &l1_done, t - pre, &tile, &l2)) kind = -1;
+    if (c->lane == 0) {
+      it->t = t; it->kind = kind; it->index = index; it->l2 = l2; it->target = 2 * tiles * l2_items;
+      if (kind == MX_L1) it->tile = tile;
+    }
+    ws_pipe_commit_at(items, c, k);
+    if (kind < 0) return;
+  }
+}
+
+/* The loader warp (warp 0 of the loader role): the items from the scheduler, each tile's
+ * loads stage by stage. */
+template <int BM>
+WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm,
+                    const ws_tmap *map_x, const ws_tmap *map_w1, const ws_tmap *map_act, const ws_tmap *map_w2) {
   if (ws_role_leader(c)) {
     ws_prefetch_tensormap(&map_x->map);
     ws_prefetch_tensormap(&map_w1->map);
@@ -302,50 +373,22 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
   const int l2_bn = moe_experts_l2_bn(BM);
   const mx_layer_args *ly = &a->layer;
   ws_cursor k = {0, 0};
-  gemm_tile tile;
-  gemm_cursor c1, c2;
-  /* the whole layer: items 0 .. pre - 1 are route and expand, then the tiles (known once
-   * routed: `tiles` row blocks of BM), then combine; the cursors read the offsets, so they
-   * start once routed. One site per wait and per hand-over: each inlined wait costs the
-   * loader its own copy of the live values. */
-  const int pre = ly->on ? 1 + ly->send_items + ly->expand_items : 0, per_tile = I / MOE_EXPERTS_L1_BN + l2_items;
-  int tiles = ly->on ? -1 : 0, expanding = ly->on, l1_done = 0, l2 = 0, walk = 0, routed_seen = !ly->on;
-  if (!ly->on) mx_load_offsets(c, a, sm, &c1, &c2);
-  for (;;) {
-    const int t = mx_claim(c, a, &walk);
-    /* send and expand items read the route's entries, the tiles its offsets: the offsets
-     * are loaded and the tiles counted only before the first tile, not before an expand
-     * item's hand-over (at 1 token the expand item now starts 4 us earlier; H100) */
-    if (t > 0 && routed_seen == 0 && (t < pre || !ly->self_route)) { /* self-routing tiles need no route item */
-      ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
-      mx_wait_count(c, ly->routed, 1u, "moe layer route");
-      ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
-      routed_seen = 1;
-    }
-    if (tiles < 0 && t >= pre) { /* the first tile: the offsets, counted here or the route item's */
-      ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SCHEDULE);
-      if (ly->self_route) mx_self_route(c, a, sm, &c1, &c2);
-      else mx_load_offsets(c, a, sm, &c1, &c2);
-      tiles = mx_count_tiles(&sm->shape[0], c->lane);
-      ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SCHEDULE);
-    }
-    /* route; send, expand; the tiles; reduce (one GPU: combine), gather */
-    int kind = t == 0 ? MX_ROUTE : t <= ly->send_items ? MX_SEND : MX_EXPAND;
-    int index = kind == MX_EXPAND ? t - 1 - ly->send_items : t - 1;
-    if (t >= pre) {
-      index = t - pre - tiles * per_tile;
-      kind = MX_L1;
-      if (ly->on && index >= 0) {
-        if (index >= ly->reduce_items + ly->gather_items) break;
-        kind = index < ly->reduce_items ? (ly->nranks > 1 ? MX_REDUCE : MX_COMBINE) : MX_GATHER;
-        if (kind == MX_GATHER) index -= ly->reduce_items;
-      }
-    }
+  int expanding = ly->on; /* the whole layer: the first L1 tile waits for the expand items */
+  for (ws_cursor ki = {0, 0};; ki = ws_cursor_next(ki, items->stages)) {
+    ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SCHEDULE);
+    const mx_claimed *it = &sm->items.slot[ki.stage];
+    ws_pipe_wait_at(items, c, ki);
+    ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SCHEDULE);
+    const int t = it->t, kind = it->kind, l2 = it->l2;
+    if (kind < 0) break;
     if (kind != MX_L1) {
-      k = mx_hand(pipe, c, sm, k, t, kind, index, 2 * tiles * l2_items);
+      const int index = it->index, target = it->target;
+      ws_pipe_release_at(items, c, ki);
+      k = mx_hand(pipe, c, sm, k, t, kind, index, target);
       continue;
     }
-    if (!moe_experts_item(&sm->shape[0], &sm->shape[1], &c1, &c2, &l1_done, t - pre, &tile, &l2)) break;
+    const gemm_tile tile = it->tile;
+    ws_pipe_release_at(items, c, ki);
     const int row = tile.row0 + tile.tm * BM, blk = row / MOE_EXPERTS_BM;
     /* the 128-row tile's second 64 rows: still this expert's? (else: the next one's) */
     const int both = BM == MOE_EXPERTS_BM || tile.tm * BM + MOE_EXPERTS_BM < tile.count;
@@ -358,8 +401,8 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_s
       mx_stage<BM> *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SLOT);
       if (ks == 0 && c->lane == 0) { /* published by the commit */
-        mx_item_info *it = &sm->item[k.stage];
-        it->t = t; it->kind = l2 ? MX_L2 : MX_L1; it->tile = tile;
+        mx_item_info *info = &sm->item[k.stage];
+        info->t = t; info->kind = l2 ? MX_L2 : MX_L1; info->tile = tile;
       }
       mx_load_b(pipe, c, k, st, map_w1, map_w2, l2, kk, j, gate, down, I);
       if ((l2 || expanding) && ks == 0) { /* the weights are already on their way */
@@ -886,10 +929,16 @@ WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x,
    * `empty` counts both CTAs' math warps and rank 1's `full` the one arrival of rank 0's
    * loader (mx_load_pair) */
   const uint32_t rank = PAIR ? ws_cluster_ctarank() : 0u;
-  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "moe experts", rank ? 1 : WS_ROLE_THREADS(moe_experts, X_LOADER),
+  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "moe experts", rank ? 1 : WS_WARP_SIZE,
                               (PAIR ? 2 : 1) * 2 * WS_ROLE_WARPS(moe_experts, X_MATH));
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
-  if (threadIdx.x == 0) ws_pipe_init(&pipe);
+  /* the scheduler warp's items to the loader warp (both read and write them as plain memory) */
+  ws_pipe items = WS_PIPE_VIEW(&sm->items, "moe experts items", WS_WARP_SIZE, WS_WARP_SIZE);
+  ws_pipe_set_proxies(&items, WS_PROXY_GENERIC, WS_PROXY_GENERIC);
+  if (threadIdx.x == 0) {
+    ws_pipe_init(&pipe);
+    ws_pipe_init(&items);
+  }
   if (!PAIR && threadIdx.x == 0 && args.layer.nranks > 1) mxe_read_epochs(&args.layer, &sm->ep); /* before any claim */
   if (PAIR) ws_init_sync_cluster(); /* the peer arrives on our barriers and copies into our stages */
   else ws_init_sync();
@@ -897,10 +946,11 @@ WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x,
     WS_ENTER_ROLE(moe_experts, X_LOADER);
     if (!PAIR) {
       if (ctx.spare) return;
-      mx_load(&pipe, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
+      if (ctx.warp == 1) mx_schedule(&items, &ctx, &args, sm);
+      else mx_load(&pipe, &items, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
       return;
     }
-    if (!ctx.spare && rank == 0) mx_load_pair(&pipe, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
+    if (!ctx.spare && ctx.warp == 0 && rank == 0) mx_load_pair(&pipe, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
   } else {
     WS_ENTER_ROLE(moe_experts, X_MATH);
     if (!ctx.spare) mx_math<BM, PAIR>(sm, &pipe, &ctx, &args, &map_y);

@@ -721,9 +721,10 @@ static void experts_timeout(int drop, const char *what) {
          drop, ws_strerror(s), waited, ws_last_error());
   CHECK(s == WS_ERR_TIMEOUT);
   /* the dropped hand-off's own wait, or one of the waits behind it: the math's on the pipe,
-   * or (tiny layer: a CTA per item) a combine item's on the L2 stores */
+   * the loader's on the scheduler's items ('moe experts items'), or (tiny layer: a CTA per
+   * item) a combine item's on the L2 stores */
   const char *e = ws_last_error();
-  CHECK(strstr(e, what) || strstr(e, "'moe experts'") || strstr(e, "'moe layer "));
+  CHECK(strstr(e, what) || strstr(e, "'moe experts") || strstr(e, "'moe layer "));
   if (drop == MOE_DROP_L2_STORED) CHECK_MSG(what);
   CHECK(waited < 10.0);
   fflush(stdout);
