@@ -134,6 +134,7 @@ class Plan(ctypes.Structure):
         ("kernel", ctypes.c_char * (2 * WS_NAME_LEN)), ("roles", Role * _R), ("layout", Layout),
         ("smem_bytes", ctypes.c_size_t), ("local_bytes_allowed", ctypes.c_size_t), ("nuser_barriers", ctypes.c_int),
         ("user_barrier", (ctypes.c_char * WS_NAME_LEN) * WS_MAX_USER_BARRIERS), ("checked_func", ctypes.c_void_p),
+        ("clusters_width", ctypes.c_int), ("clusters_max", ctypes.c_int),
     ]
 
 
