@@ -480,8 +480,8 @@ WS_DEV void mx_send_item(uint32_t peer_item, uint32_t peer_full, const mx_item_i
 }
 
 template <int BM>
-WS_DEV void mx_load_pair(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, const ws_tmap *map_x,
-                         const ws_tmap *map_w1, const ws_tmap *map_act, const ws_tmap *map_w2) {
+WS_DEV void mx_load_pair(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm,
+                         const ws_tmap *map_x, const ws_tmap *map_w1, const ws_tmap *map_act, const ws_tmap *map_w2) {
   static_assert(MX_ITEM_WORDS % 2 == 0, "the item goes to the peer 8 bytes at a time"); /* BM: 64 (host check) */
   if (ws_role_leader(c)) {
     ws_prefetch_tensormap(&map_x->map);
@@ -496,13 +496,15 @@ WS_DEV void mx_load_pair(const ws_pipe *pipe, const ws_ctx *c, const mx_args *a,
   const uint32_t peer_full = ws_mapa_shared_cluster(&pipe->full[0], 1u);
   const uint32_t peer_item = ws_mapa_shared_cluster(&sm->item[0], 1u);
   ws_cursor k = {0, 0};
-  gemm_tile tile;
-  gemm_cursor c1, c2;
-  int l1_done = 0, l2 = 0, walk = 0;
-  mx_load_offsets(c, a, sm, &c1, &c2); /* the schedules number 128-row blocks (host: a->pair) */
-  for (;;) {
-    const int t = mx_claim(c, a, &walk);
-    if (!moe_experts_item(&sm->shape[0], &sm->shape[1], &c1, &c2, &l1_done, t, &tile, &l2)) break;
+  for (ws_cursor ki = {0, 0};; ki = ws_cursor_next(ki, items->stages)) { /* rank 0's scheduler warp decodes */
+    ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SCHEDULE);
+    const mx_claimed *claimed = &sm->items.slot[ki.stage];
+    ws_pipe_wait_at(items, c, ki);
+    ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SCHEDULE);
+    const int t = claimed->t, l2 = claimed->l2;
+    if (claimed->kind < 0) break;
+    const gemm_tile tile = claimed->tile; /* a 128-row block (the schedules number them: host, a->pair) */
+    ws_pipe_release_at(items, c, ki);
     const int row = tile.row0 + tile.tm * 2 * BM, blk = row / MOE_EXPERTS_BM;
     const int both = tile.tm * 2 * BM + BM < tile.count; /* the peer's 64 rows are this expert's */
     const int ksteps = l2 ? I / MX_BK : hb;
@@ -950,7 +952,10 @@ WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x,
       else mx_load(&pipe, &items, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
       return;
     }
-    if (!ctx.spare && ctx.warp == 0 && rank == 0) mx_load_pair(&pipe, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
+    if (!ctx.spare && rank == 0) { /* the pair's one loader and its scheduler */
+      if (ctx.warp == 1) mx_schedule(&items, &ctx, &args, sm);
+      else mx_load_pair(&pipe, &items, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
+    }
   } else {
     WS_ENTER_ROLE(moe_experts, X_MATH);
     if (!ctx.spare) mx_math<BM, PAIR>(sm, &pipe, &ctx, &args, &map_y);
