@@ -6,7 +6,10 @@
  * gets exactly I / 128 L1 items and moe_experts_l2_items L2 items (ceil(H / 256) with
  * 64-row tiles, H / 128 with 128-row ones), the kernel's release target and its number
  * of readers. With 128-row tiles a tile's second 64 rows count only when they are still
- * its expert's. Host code only. */
+ * its expert's. CTA pairs (moe_experts.cu, mx_load_pair) number 128-row blocks with the
+ * 64-row tile's L2 columns (256): each 64-row block must still get I / 128 L1 items and
+ * ceil(H / 256) L2 items, the kernel's release target and reader count per block. Host
+ * code only. */
 #include "../test.h"
 #include "../../src/moe/moe_experts_sched.cuh"
 
@@ -16,7 +19,9 @@
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static unsigned next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return (unsigned)(rng >> 32); }
 
-static void check(int groups, int H, int I, int bm, const char *what) {
+/* bm: the rows an item numbers; cta_bm: the tile whose L2 columns an item has (bm, or 64
+ * for CTA pairs on 128-row blocks) */
+static void check(int groups, int H, int I, int bm, int cta_bm, const char *what) {
   int *offsets = (int *)calloc((size_t)groups + 1, sizeof(int));
   for (int g = 0; g < groups; g++) {
     const unsigned r = next() % 8;
@@ -25,14 +30,15 @@ static void check(int groups, int H, int I, int bm, const char *what) {
   }
   const int max_rows = offsets[groups] + 64 * (int)(next() % 3), blocks = (max_rows + 63) / 64 + 1;
   const gemm_shape l1 = moe_experts_shape(groups, max_rows, offsets, I, bm, MOE_EXPERTS_L1_BN, H);
-  const gemm_shape s2 = moe_experts_shape(groups, max_rows, offsets, H, bm, moe_experts_l2_bn(bm), I);
-  const int n1 = I / MOE_EXPERTS_L1_BN, n2 = moe_experts_l2_items(bm, H);
+  const gemm_shape s2 = moe_experts_shape(groups, max_rows, offsets, H, bm, moe_experts_l2_bn(cta_bm), I);
+  const int n1 = I / MOE_EXPERTS_L1_BN, n2 = moe_experts_l2_items(cta_bm, H);
   /* seen[phase][block][tile column] */
   int *seen = (int *)calloc((size_t)2 * blocks * (n1 > n2 ? n1 : n2), sizeof(int));
   int *per_block[2] = {(int *)calloc((size_t)blocks, sizeof(int)), (int *)calloc((size_t)blocks, sizeof(int))};
   gemm_cursor c1 = gemm_cursor_start(&l1), c2 = gemm_cursor_start(&s2);
   int l1_done = 0, l2 = 0, in_l2 = 0, bad = 0, t = 0;
   gemm_tile tile;
+  memset(&tile, 0, sizeof tile); /* GCC 12 cannot see that moe_experts_item sets it before use */
   const int ncol = n1 > n2 ? n1 : n2;
   for (; moe_experts_item(&l1, &s2, &c1, &c2, &l1_done, t, &tile, &l2); t++) {
     if (in_l2 && !l2) bad |= 1; /* an L1 item after an L2 one */
@@ -60,8 +66,8 @@ static void check(int groups, int H, int I, int bm, const char *what) {
         if (seen[((size_t)p * blocks + b) * ncol + c] != used) bad |= 16;
   }
   if (bad) {
-    printf("FAIL %s: %d experts, H %d, I %d, %d-row tiles: %d items of %d, error bits %d\n", what, groups, H, I, bm, t,
-           items, bad);
+    printf("FAIL %s: %d experts, H %d, I %d, %d-row items of %d-row tiles: %d items of %d, error bits %d\n", what,
+           groups, H, I, bm, cta_bm, t, items, bad);
     test_failures++;
   }
   free(offsets); free(seen); free(per_block[0]); free(per_block[1]);
@@ -71,9 +77,13 @@ int main(void) {
   const int shapes[][2] = {{128, 128}, {256, 128}, {1152, 384}, {4096, 2048}, {7168, 2048}};
   for (int s = 0; s < 5; s++)
     for (int bm = MOE_EXPERTS_BM; bm <= MOE_EXPERTS_BM_WIDE; bm *= 2)
-      for (int rep = 0; rep < 20; rep++) check(1 + (int)(next() % 40), shapes[s][0], shapes[s][1], bm, "random experts");
-  check(256, 7168, 2048, MOE_EXPERTS_BM, "DeepSeek-V3 local experts, 64-row tiles");
-  check(256, 7168, 2048, MOE_EXPERTS_BM_WIDE, "DeepSeek-V3 local experts, 128-row tiles");
+      for (int rep = 0; rep < 20; rep++) check(1 + (int)(next() % 40), shapes[s][0], shapes[s][1], bm, bm, "random experts");
+  for (int s = 0; s < 5; s++)
+    for (int rep = 0; rep < 20; rep++)
+      check(1 + (int)(next() % 40), shapes[s][0], shapes[s][1], 2 * MOE_EXPERTS_BM, MOE_EXPERTS_BM, "random experts, CTA pairs");
+  check(256, 7168, 2048, MOE_EXPERTS_BM, MOE_EXPERTS_BM, "DeepSeek-V3 local experts, 64-row tiles");
+  check(256, 7168, 2048, MOE_EXPERTS_BM_WIDE, MOE_EXPERTS_BM_WIDE, "DeepSeek-V3 local experts, 128-row tiles");
+  check(256, 7168, 2048, 2 * MOE_EXPERTS_BM, MOE_EXPERTS_BM, "DeepSeek-V3 local experts, CTA pairs");
   CHECK(moe_experts_counter_words(1) == 2 + 9); /* 2 per block, next_item[2], routed, expanded, l2_done, comb_seen, sent, reduced, gathered */
   return test_finish("test_moe_experts_sched");
 }
