@@ -356,19 +356,24 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
   }
 }
 
+/* The loader's six tensor maps into the cache before its first copy (the role leader). */
+WS_DEV void mx_prefetch_maps(const ws_ctx *c, const mx_args *a, const ws_tmap *map_x, const ws_tmap *map_w1,
+                             const ws_tmap *map_act, const ws_tmap *map_w2) {
+  if (!ws_role_leader(c)) return;
+  ws_prefetch_tensormap(&map_x->map);
+  ws_prefetch_tensormap(&map_w1->map);
+  ws_prefetch_tensormap(&map_act->map);
+  ws_prefetch_tensormap(&map_w2->map);
+  ws_prefetch_tensormap(&a->map_xs.map);
+  ws_prefetch_tensormap(&a->map_as.map);
+}
+
 /* The loader warp (warp 0 of the loader role): the items from the scheduler, each tile's
  * loads stage by stage. */
 template <int BM>
 WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm,
                     const ws_tmap *map_x, const ws_tmap *map_w1, const ws_tmap *map_act, const ws_tmap *map_w2) {
-  if (ws_role_leader(c)) {
-    ws_prefetch_tensormap(&map_x->map);
-    ws_prefetch_tensormap(&map_w1->map);
-    ws_prefetch_tensormap(&map_act->map);
-    ws_prefetch_tensormap(&map_w2->map);
-    ws_prefetch_tensormap(&a->map_xs.map);
-    ws_prefetch_tensormap(&a->map_as.map);
-  }
+  mx_prefetch_maps(c, a, map_x, map_w1, map_act, map_w2);
   const int H = a->hidden, I = a->inter, hb = H / MX_BK, l2_items = moe_experts_l2_items(BM, H);
   const int l2_bn = moe_experts_l2_bn(BM);
   const mx_layer_args *ly = &a->layer;
@@ -483,14 +488,7 @@ template <int BM>
 WS_DEV void mx_load_pair(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm,
                          const ws_tmap *map_x, const ws_tmap *map_w1, const ws_tmap *map_act, const ws_tmap *map_w2) {
   static_assert(MX_ITEM_WORDS % 2 == 0, "the item goes to the peer 8 bytes at a time"); /* BM: 64 (host check) */
-  if (ws_role_leader(c)) {
-    ws_prefetch_tensormap(&map_x->map);
-    ws_prefetch_tensormap(&map_w1->map);
-    ws_prefetch_tensormap(&map_act->map);
-    ws_prefetch_tensormap(&map_w2->map);
-    ws_prefetch_tensormap(&a->map_xs.map);
-    ws_prefetch_tensormap(&a->map_as.map);
-  }
+  mx_prefetch_maps(c, a, map_x, map_w1, map_act, map_w2);
   const int H = a->hidden, I = a->inter, hb = H / MX_BK, l2_items = moe_experts_l2_items(BM, H);
   const uint32_t b_bytes = 4u * map_w1->box_bytes, a_bytes = map_x->box_bytes + a->map_xs.box_bytes;
   const uint32_t peer_full = ws_mapa_shared_cluster(&pipe->full[0], 1u);
