@@ -11,7 +11,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-WAIT_COLOURS = {"stage": "#d62728", "slot": "#ff7f0e", "rows": "#9467bd", "peer": "#8c564b", "schedule": "#17becf"}
+WAIT_COLOURS = {"stage": "#d62728", "slot": "#ff7f0e", "rows": "#9467bd", "peer": "#8c564b", "schedule": "#17becf",
+                "epilogue": "#2ca02c"}
 
 
 def spans(events, begin, end, key):

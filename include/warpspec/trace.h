@@ -33,7 +33,8 @@ enum {
   WS_TRACE_ON_SLOT = 1,    /* a writer: a free pipe slot                                  */
   WS_TRACE_ON_ROWS = 2,    /* input rows another block produces (e.g. L1 outputs for L2)  */
   WS_TRACE_ON_PEER = 3,    /* another rank                                                 */
-  WS_TRACE_ON_SCHEDULE = 4 /* reading and decoding the work schedule another block wrote   */
+  WS_TRACE_ON_SCHEDULE = 4, /* reading and decoding the work schedule another block wrote  */
+  WS_TRACE_ON_EPILOGUE = 5  /* not a wait: the item's epilogue, its results going out       */
 };
 
 #define WS_TRACE_NAME_LEN 12

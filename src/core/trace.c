@@ -57,6 +57,7 @@ static const char *on_name(int a) {
   case WS_TRACE_ON_ROWS: return "rows";
   case WS_TRACE_ON_PEER: return "peer";
   case WS_TRACE_ON_SCHEDULE: return "schedule";
+  case WS_TRACE_ON_EPILOGUE: return "epilogue";
   }
   return "?";
 }

@@ -863,7 +863,9 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
       c = mx_skip(&pipe, &ctx, hb, c);
     } else if (!wide) {
       c = mx_tile<BM, PAIR>(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
+      ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_EPILOGUE); /* the tensor cores idle from here */
       mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
+      ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_EPILOGUE);
     } else { /* act columns c .. c + 63, then c + 64 .. c + 127: the same scale blocks */
       c = mx_tile<BM, PAIR>(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
       mx_l1_park(sm, wg, ws_role_thread(&ctx), total);
@@ -890,7 +892,9 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     out.tn = wide ? tile.tn : 2 * tile.tn + wg;
     if (stored) mx_count_stored(&ctx, &a); /* the previous tile's stores are long done */
     /* rows past the expert's end (the 128-row tile's next-expert half) are not stored */
+    ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_EPILOGUE);
     gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * BM + (wide ? wg * 64 : 0), total, sm->epi[wg].out, map_y);
+    ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_EPILOGUE);
     stored = !PAIR && a.layer.on;
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
