@@ -8,8 +8,9 @@
  *
  * Work items (gemm_sched.cuh's numbering): first every L1 tile (expert, row block, 128
  * act columns), then every L2 tile (expert, row block, output columns). A CTA's
- * loader claims the next item from a global counter when it starts loading one, and
- * tells the math warpgroups which one through the item's first stage. Claimed in order,
+ * scheduler warp claims the next item from a global counter when its loader warp takes
+ * the last one (mx_schedule), and the loader tells the math warpgroups which one through
+ * the item's first stage. Claimed in order,
  * the tiles that read the same weights (an expert's row blocks, numbered next to each
  * other) run at the same time on whichever CTAs are free, and read them once from DRAM
  * between them; a static CTA-strided walk let the CTAs drift apart and read the weights
@@ -35,6 +36,9 @@
  *     stays inside the thread's quad. L2 items are 128 x 128 (the FP8 GEMM's tile). Rows
  *     stay padded to 64: a block's last 64 rows may belong to the next expert (loaded,
  *     computed, never stored or counted).
+ *   And the 64-row tile in CTA pairs (opt-in, WS_MOE_PAIR_ROWS; measured level): two
+ *   CTAs of a cluster on one 128-row block, the weights multicast into both (the CTA
+ *   PAIRS section below).
  *
  * The act rows go out through shared memory as 16-byte stores; every thread fences the
  * async proxy, and after the tile's barrier one thread does a red.release on each 64-row
