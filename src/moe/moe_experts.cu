@@ -295,15 +295,17 @@ WS_DEV int mx_claim(const ws_ctx *c, const mx_args *a, int *i) {
 /* One K step's B rows: 64-row tile: L1 gate c + 64r .. and up (gate + I) of the same
  * columns for warpgroup r = 0, 1 (four 64-row boxes), L2 the 256 output columns' rows of
  * W2; 128-row tile: L1 loop j's gate c + 64j .. and up, L2 the 128 output columns' rows. */
+template <int BM> WS_DEV int mx_w1_box_row(int q, int j, int gate, int I) {
+  return BM == MOE_EXPERTS_BM ? gate + (q / 2) * 64 + (q % 2) * I : gate + j * 64 + q * I;
+}
+
 template <int BM>
 WS_DEV void mx_load_b(const ws_pipe *pipe, const ws_ctx *c, ws_cursor k, mx_stage<BM> *st, const ws_tmap *map_w1,
                       const ws_tmap *map_w2, int l2, int kk, int j, int gate, int down, int I) {
 #pragma unroll
   for (int q = 0; q < MX_B_ROWS(BM) / 64; q++) {
     if (l2) ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w2, kk * MX_BK, down + q * 64);
-    else if (BM == MOE_EXPERTS_BM)
-      ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, kk * MX_BK, gate + (q / 2) * 64 + (q % 2) * I);
-    else ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, kk * MX_BK, gate + j * 64 + q * I);
+    else ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, kk * MX_BK, mx_w1_box_row<BM>(q, j, gate, I));
   }
 }
 
@@ -357,6 +359,19 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
     }
     ws_pipe_commit_at(items, c, k);
     if (kind < 0) return;
+  }
+}
+
+/* After a loader's last item: the last of the grid's `loaders` to get here resets the
+ * claim counter (and the whole layer's route and expand counts) for the next call. */
+WS_DEV void mx_reset_claims(const ws_ctx *c, const mx_args *a, uint32_t loaders) {
+  if (c->lane == 0 && atomicAdd(a->next_item + 1, 1u) == loaders - 1u) {
+    a->next_item[0] = 0u;
+    a->next_item[1] = 0u;
+    if (a->layer.on) {
+      *a->layer.routed = 0u;
+      *a->layer.expanded = 0u;
+    }
   }
 }
 
@@ -440,14 +455,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
    * for them before its first L1 tile, but with no tiles at all (no tokens, or every slot
    * -1) none does, and an expand item still running would count into the next call. */
   if (ly->on) mx_wait_count(c, ly->expanded, (uint32_t)ly->expand_items, "moe layer x rows");
-  if (c->lane == 0 && atomicAdd(a->next_item + 1, 1u) == gridDim.x - 1) {
-    a->next_item[0] = 0u;
-    a->next_item[1] = 0u;
-    if (ly->on) {
-      *ly->routed = 0u;
-      *ly->expanded = 0u;
-    }
-  }
+  mx_reset_claims(c, a, gridDim.x);
 }
 
 /* ---- CTA PAIRS (prefill) ---------------------------------------------------------- */
@@ -474,8 +482,8 @@ template <int BM>
 WS_DEV void mx_multicast_b(uint64_t *full, mx_stage<BM> *st, const ws_tmap *map_w1, const ws_tmap *map_w2, int l2,
                            int kk, int gate, int down, int I) {
 #pragma unroll
-  for (int q = 0; q < 4; q++) {
-    const int row = l2 ? down + q * 64 : gate + (q / 2) * 64 + (q % 2) * I;
+  for (int q = 0; q < MX_B_ROWS(BM) / 64; q++) {
+    const int row = l2 ? down + q * 64 : mx_w1_box_row<BM>(q, 0, gate, I);
     ws_cp_async_bulk_tensor_2d_global_to_shared_multicast(st->b + q * 64 * MX_BK, l2 ? &map_w2->map : &map_w1->map,
                                                           kk * MX_BK, row, full, 0x3);
   }
@@ -557,10 +565,7 @@ WS_DEV void mx_load_pair(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx
     mx_send_item(peer_item + (uint32_t)(k.stage * sizeof(mx_item_info)), peer_full + 8u * k.stage, &it);
   }
   ws_pipe_commit_at(pipe, c, k);
-  if (c->lane == 0 && atomicAdd(a->next_item + 1, 1u) == gridDim.x / 2 - 1) { /* the last pair resets the claims */
-    a->next_item[0] = 0u;
-    a->next_item[1] = 0u;
-  }
+  mx_reset_claims(c, a, gridDim.x / 2); /* one loader per pair */
 }
 
 /* ---- MATH -------------------------------------------------------------------------- */
@@ -579,15 +584,10 @@ WS_DEV void mx_promote(float *total, const float *acc, float a0, float a1, float
   }
 }
 
-/* A math warp is done with stage c: in pairs on rank 0's `empty` barrier (mx_load_pair),
- * relaxed: the wgmma reads of the stage completed at the wait_group before it. */
+/* A math warp is done with stage c: in pairs on rank 0's `empty` barrier (mx_load_pair). */
 template <int PAIR> WS_DEV void mx_release(const ws_pipe *pipe, const ws_ctx *ctx, ws_cursor c) {
-  if (!PAIR) {
-    ws_pipe_release_warp_at(pipe, ctx, c);
-    return;
-  }
-  __syncwarp();
-  if (ctx->lane == 0) ws_mbarrier_arrive_relaxed_cluster(ws_mapa_shared_cluster(&pipe->empty[c.stage], 0u));
+  if (PAIR) ws_pipe_release_warp_to_at(pipe, ctx, c, 0u);
+  else ws_pipe_release_warp_at(pipe, ctx, c);
 }
 
 /* In pairs, the peer's half of a block past its expert's end: nothing was loaded for it;
@@ -952,16 +952,12 @@ WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x,
   else ws_init_sync();
   if (ctx.role == X_LOADER) {
     WS_ENTER_ROLE(moe_experts, X_LOADER);
-    if (!PAIR) {
-      if (ctx.spare) return;
+    if (!ctx.spare && rank == 0) { /* in pairs: the pair's one loader and its scheduler */
       if (ctx.warp == 1) mx_schedule(&items, &ctx, &args, sm);
+      else if (PAIR) mx_load_pair(&pipe, &items, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
       else mx_load(&pipe, &items, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
-      return;
     }
-    if (!ctx.spare && rank == 0) { /* the pair's one loader and its scheduler */
-      if (ctx.warp == 1) mx_schedule(&items, &ctx, &args, sm);
-      else mx_load_pair(&pipe, &items, &ctx, &args, sm, &map_x, &map_w1, &map_act, &map_w2);
-    }
+    if (!PAIR) return;
   } else {
     WS_ENTER_ROLE(moe_experts, X_MATH);
     if (!ctx.spare) mx_math<BM, PAIR>(sm, &pipe, &ctx, &args, &map_y);
@@ -1034,12 +1030,11 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   const void *kernel = p->pair ? (const void *)moe_experts_kernel<MOE_EXPERTS_BM, 1>
                        : BM == MOE_EXPERTS_BM ? (const void *)moe_experts_kernel<MOE_EXPERTS_BM, 0>
                                               : (const void *)moe_experts_kernel<MOE_EXPERTS_BM_WIDE, 0>;
+  const int slot = p->pair ? WS_PLAN_SLOT_MOE_EXPERTS_PAIR
+                   : BM == MOE_EXPERTS_BM ? WS_PLAN_SLOT_MOE_EXPERTS : WS_PLAN_SLOT_MOE_EXPERTS_WIDE;
   ws_plan *plan = NULL;
   ws_status s;
-  if ((s = p->pair ? ws_plan_cached(WS_PLAN_SLOT_MOE_EXPERTS_PAIR, mx_make_plan, &smem_small, &plan)
-           : BM == MOE_EXPERTS_BM ? ws_plan_cached(WS_PLAN_SLOT_MOE_EXPERTS, mx_make_plan, &smem_small, &plan)
-                                  : ws_plan_cached(WS_PLAN_SLOT_MOE_EXPERTS_WIDE, mx_make_plan, &smem_wide, &plan)) != WS_OK)
-    return s;
+  if ((s = ws_plan_cached(slot, mx_make_plan, BM == MOE_EXPERTS_BM ? &smem_small : &smem_wide, &plan)) != WS_OK) return s;
   const uint64_t R = (uint64_t)p->max_rows;
   ws_tmap mx, mw1, mact, mw2, my;
   if ((s = ws_tmap_2d_swizzled(&mx, p->x, WS_DTYPE_U8, R, (uint64_t)H, (uint64_t)H, BM, MX_BK, WS_SWIZZLE_128B)) != WS_OK ||
@@ -1088,7 +1083,8 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     int pairs = 0;
     if ((s = ws_plan_max_clusters(plan, kernel, 2, &pairs)) != WS_OK) return s;
     WS_REQUIRE(pairs > 0, "moe experts: no pair of CTAs fits on this device");
-    sms = 2 * (sms / 2 < pairs ? (sms / 2 > 0 ? sms / 2 : 1) : pairs);
+    const int want = sms / 2 > 0 ? sms / 2 : 1;
+    sms = 2 * (want < pairs ? want : pairs);
   }
   if (p->layer) {
     const moe_layer_io *io = p->layer;

@@ -145,12 +145,18 @@ ws_status ws_moe_layer_destroy(ws_moe_layer *l) {
   return s;
 }
 
+/* Rows a local expert gets on average in a call of `tokens` tokens per rank (T K / L):
+ * what the path, tile and pair choices below go by. */
+static double layer_rows_per_expert(const ws_moe_layer *l, int tokens) {
+  return (double)tokens * l->cfg.topk / l->local_experts;
+}
+
 /* Which path a call takes. WS_MOE_AUTO: config.h's rule, with every rank passing about
  * as many tokens as this one and routing about uniform: T K (token, expert) pairs land on
  * each rank, T K / L rows per local expert; fused means the whole layer on one GPU. */
 static ws_moe_path layer_path(const ws_moe_layer *l, int tokens) {
   if (l->cfg.path != WS_MOE_AUTO) return l->cfg.path;
-  const double rows = (double)tokens * l->cfg.topk / l->local_experts;
+  const double rows = layer_rows_per_expert(l, tokens);
   if (l->nranks == 1) return rows < WS_MOE_AUTO_LAYER_ROWS ? WS_MOE_FUSED_LAYER : WS_MOE_UNFUSED;
   return rows < WS_MOE_AUTO_FUSED_ROWS ? WS_MOE_FUSED_EXPERTS : WS_MOE_UNFUSED;
 }
@@ -167,7 +173,7 @@ ws_status ws_moe_layer_path_for(const ws_moe_layer *l, int tokens, ws_moe_path *
  * 64|128 when the layer was created forces one (tests, measurements). */
 static int layer_tile_rows(const ws_moe_layer *l, int tokens) {
   if (l->tile_force) return l->tile_force;
-  const double rows = (double)tokens * l->cfg.topk / l->local_experts;
+  const double rows = layer_rows_per_expert(l, tokens);
   return WS_MOE_WIDE_ROWS > 0 && rows >= WS_MOE_WIDE_ROWS ? MOE_EXPERTS_BM_WIDE : MOE_EXPERTS_BM;
 }
 
@@ -177,7 +183,7 @@ static int layer_tile_rows(const ws_moe_layer *l, int tokens) {
 static int layer_pair(const ws_moe_layer *l, int tokens) {
   if (l->tile_force == MOE_EXPERTS_BM_WIDE) return 0;
   if (l->pair_force >= 0) return l->pair_force;
-  const double rows = (double)tokens * l->cfg.topk / l->local_experts;
+  const double rows = layer_rows_per_expert(l, tokens);
   return WS_MOE_PAIR_ROWS > 0 && rows >= WS_MOE_PAIR_ROWS;
 }
 

@@ -218,6 +218,19 @@ WS_DEV void ws_pipe_release_warp_at(const ws_pipe *p, const ws_ctx *c, ws_cursor
   }
 }
 
+/* ws_pipe_release_warp_at for a pipe whose slots the CTA `rank` of the cluster refills
+ * (it multicasts into this CTA's stages too): the warp's lane 0 arrives on that CTA's
+ * `empty` barrier, whose reader count must then include this CTA's warps. Relaxed: for
+ * readers whose reads have completed (wgmma operands after wgmma.wait_group); the
+ * .release.cluster form costs a MEMBAR.GPU per arrival. */
+WS_DEV void ws_pipe_release_warp_to_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, uint32_t rank) {
+  __syncwarp();
+  if (c->lane == 0) {
+    if (p->fence_release) ws_fence_proxy_async_shared_cta();
+    ws_mbarrier_arrive_relaxed_cluster(ws_mapa_shared_cluster(&p->empty[k.stage], rank));
+  }
+}
+
 /* ---- iteration-indexed forms ----------------------------------------------------- */
 WS_DEV uint32_t ws_pipe_acquire(const ws_pipe *p, const ws_ctx *c, uint32_t i) {
   return ws_pipe_acquire_at(p, c, ws_cursor_at(i, p->stages));
