@@ -683,10 +683,11 @@ WS_DEV float mx_quad_max(float m) {
   return fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
 }
 
-/* This thread's 16 values of row r, columns col0 + 8j + 2q (+1), as e4m3 into the tile. */
-WS_DEV void mx_put_e4m3(uint8_t *tile_row, int col, const float *v, float s) {
+/* This thread's 16 values of row r, columns col0 + 8j + 2q (+1), as e4m3 of v x f (f: the
+ * block's moe_act_inv_scale) into the tile. */
+WS_DEV void mx_put_e4m3(uint8_t *tile_row, int col, const float *v, float f) {
 #pragma unroll
-  for (int j = 0; j < 8; j++) *(uint16_t *)(tile_row + col + 8 * j) = ws_to_e4m3x2(v[2 * j] / s, v[2 * j + 1] / s);
+  for (int j = 0; j < 8; j++) *(uint16_t *)(tile_row + col + 8 * j) = ws_to_e4m3x2(v[2 * j] * f, v[2 * j + 1] * f);
 }
 
 /* The act tile's first n rows (128 bytes each) to global memory as 16-byte stores by
@@ -718,7 +719,7 @@ WS_DEV void mx_l1_epilogue(const ws_ctx *ctx, const mx_args *a, mx_smem<BM> *sm,
   for (int h = 0; h < 2; h++) {
     const int r = lr + 8 * h;
     const float s = ws_fp8_scale_of(fmaxf(amax[h], sm->amax[wg ^ 1][r]));
-    mx_put_e4m3(sm->epi[0].l1.act + r * MX_ACT_LD, wg * 64 + 2 * q, v[h], s);
+    mx_put_e4m3(sm->epi[0].l1.act + r * MX_ACT_LD, wg * 64 + 2 * q, v[h], moe_act_inv_scale(s));
     if (wg == 0 && q == 0) a->act_scale[(size_t)tile->tn * a->act_ld + (size_t)(row0 + r)] = s;
   }
   ws_named_sync((uint32_t)a->bar, 2 * 128);
@@ -766,8 +767,8 @@ WS_DEV void mx_l1_epilogue_wide(const ws_ctx *ctx, const mx_args *a, mx_smem<BM>
     float p[16];
 #pragma unroll
     for (int e = 0; e < 16; e++) p[e] = park[(h * 16 + e) * 128];
-    mx_put_e4m3(act + r * MX_ACT_LD, 2 * q, p, s);
-    mx_put_e4m3(act + r * MX_ACT_LD, 64 + 2 * q, v[h], s);
+    mx_put_e4m3(act + r * MX_ACT_LD, 2 * q, p, moe_act_inv_scale(s));
+    mx_put_e4m3(act + r * MX_ACT_LD, 64 + 2 * q, v[h], moe_act_inv_scale(s));
     if (q == 0 && mine) a->act_scale[(size_t)tile->tn * a->act_ld + (size_t)(row0 + r)] = s;
   }
   if (!mine) return;

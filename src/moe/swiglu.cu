@@ -2,7 +2,7 @@
  * then E4M3 with 1 x 128 block scales (the unfused path; the fused MegaMoE kernel does
  * the same in its L1 epilogue). One warp per 128-column block of a row: each lane takes
  * 4 columns of gate and of up, the warp reduces |max|, scale = amax / 448 (1 for zeros),
- * every value e4m3(a / scale) -- the quantiser's own conversion (fp8_convert.cuh). */
+ * every value e4m3(a x (1 / scale)) -- swiglu.cuh's steps, the fused kernel's bits. */
 #include "../core/internal.h"
 #include "../gemm/fp8_convert.cuh"
 #include "swiglu.cuh"
@@ -27,8 +27,8 @@ __global__ void __launch_bounds__(256) swiglu_quant_kernel(const __nv_bfloat16 *
     float amax = fmaxf(fmaxf(fabsf(a0), fabsf(a1)), fmaxf(fabsf(a2), fabsf(a3)));
 #pragma unroll
     for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const float s = ws_fp8_scale_of(amax);
-    *(uint32_t *)(q + r * inter + c0) = ws_to_e4m3x2(a0 / s, a1 / s) | (uint32_t)ws_to_e4m3x2(a2 / s, a3 / s) << 16;
+    const float s = ws_fp8_scale_of(amax), f = moe_act_inv_scale(s);
+    *(uint32_t *)(q + r * inter + c0) = ws_to_e4m3x2(a0 * f, a1 * f) | (uint32_t)ws_to_e4m3x2(a2 * f, a3 * f) << 16;
     if (lane == 0) scale[scale_ld ? (w % kb) * scale_ld + r : w] = s;
   }
 }
