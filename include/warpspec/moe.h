@@ -130,7 +130,9 @@ ws_status ws_ep_check(ws_ep *ep, cudaStream_t stream);
  * would let one large activation flatten the 127 beside it). */
 
 /* The L1 epilogue on the GPU: q [rows][inter] e4m3, scale [rows][inter / 128] (scale_ld 0)
- * or K-block-major [inter / 128][scale_ld]. inter a multiple of 128. Stream-ordered. */
+ * or K-block-major [inter / 128][scale_ld]. inter a multiple of 128. Stream-ordered.
+ * silu and the requant run on the fast units (ex2/rcp.approx, times 1 / scale): the same
+ * bits as the fused MoE kernel's epilogue, a few fp32 ulp from the host's before e4m3. */
 ws_status ws_moe_swiglu_quant(const void *h_bf16, size_t rows, size_t inter, uint8_t *q, float *scale, size_t scale_ld,
                               cudaStream_t stream);
 
