@@ -261,17 +261,15 @@ WS_DEV void mx_self_route(const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, ge
     if (e >= 0 && e < E) atomicAdd(&cnt[e], 1);
   }
   __syncwarp();
-  const int per = (E + 31) / 32, e0 = min(E, lane * per), e1 = min(E, e0 + per);
-  int sum = 0;
-  for (int e = e0; e < e1; e++) sum += mx_pad_rows(cnt[e]);
-  const int incl = mx_warp_scan_incl(sum, lane);
-  int run = incl - sum;
-  for (int e = e0; e < e1; e++) {
+  int e0, e1;
+  mx_run_of(E, lane, 32, &e0, &e1);
+  int run = mx_padded_start(cnt, e0, e1, lane, 32, NULL, 0u);
+  for (int e = e0; e < e1; e++) { /* in place: the counts become the groups' starts */
     const int p = mx_pad_rows(cnt[e]);
     cnt[e] = run;
     run += p;
   }
-  if (lane == 31) cnt[E] = incl;
+  if (lane == 31) cnt[E] = run;
   mx_start_cursors(a, sm, lane == 31, 1, c1, c2);
 }
 

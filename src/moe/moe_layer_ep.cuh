@@ -86,6 +86,13 @@ WS_DEV void mxe_raise(const ep_args *a, const uint64_t *flags, uint64_t v, int i
 }
 
 
+/* The rows local expert l receives from all N ranks (rc: each rank's counts, per apart). */
+WS_DEV int mxe_rows_in(const int *rc, int N, int per, int l) {
+  int rows = 0;
+  for (int s = 0; s < N; s++) rows += rc[s * per + l];
+  return rows;
+}
+
 /* ---- route ------------------------------------------------------------------------- */
 /* scratch: E + N (our counts per expert, then tokens per rank) + N (L + 1) (the counts we
  * receive) + 8 ints of shared memory. */
@@ -133,19 +140,15 @@ WS_DEV void mxe_route(const mx_layer_args *L, int *scratch, const ws_ctx *c, int
   ws_named_sync(bar, MX_LAYER_THREADS);
   for (int j = i; j < N * per; j += MX_LAYER_THREADS) rc[j] = *(const volatile int *)&a->counts[j];
   ws_named_sync(bar, MX_LAYER_THREADS);
-  /* padded group starts: a run of local experts per thread, a scan over the threads */
-  const int run_len = (LE + MX_LAYER_THREADS - 1) / MX_LAYER_THREADS, l0 = min(LE, i * run_len),
-            l1 = min(LE, l0 + run_len);
-  int sum = 0;
-  for (int l = l0; l < l1; l++) {
-    int rows = 0;
-    for (int s = 0; s < N; s++) rows += rc[s * per + l];
-    sum += mx_pad_rows(rows);
-  }
+  /* padded group starts (mx_padded_start's scan; each thread's rows summed over the
+   * ranks twice, in registers: kept in shared memory for the scan they cost 88 more
+   * instructions of once-per-call code) */
+  int l0, l1, sum = 0;
+  mx_run_of(LE, i, MX_LAYER_THREADS, &l0, &l1);
+  for (int l = l0; l < l1; l++) sum += mx_pad_rows(mxe_rows_in(rc, N, per, l));
   int start = mx_scan_excl(sum, i, warp_sum, bar);
   for (int l = l0; l < l1; l++) {
-    int rows = 0;
-    for (int s = 0; s < N; s++) rows += rc[s * per + l];
+    const int rows = mxe_rows_in(rc, N, per, l);
     L->offsets[l] = start;
     a->expert_counts[l] = rows;
     start += mx_pad_rows(rows);

@@ -88,6 +88,26 @@ WS_DEV int mx_scan_excl(int v, int i, int *warp_sum, uint32_t bar) {
   return run;
 }
 
+/* This thread's run of n experts, e0 .. e1 - 1, when `threads` threads take a run each
+ * (i: this one's index). */
+WS_DEV void mx_run_of(int n, int i, int threads, int *e0, int *e1) {
+  const int per = (n + threads - 1) / threads;
+  *e0 = min(n, i * per);
+  *e1 = min(n, *e0 + per);
+}
+
+/* The start of the first padded group (64 rows) of this thread's run e0 .. e1 - 1
+ * (mx_run_of) of experts with rows[e] rows each: an exclusive scan over the threads.
+ * threads 32: one warp, no barrier; else the 256 math threads through mx_scan_excl
+ * (warp_sum, bar). The caller walks its run adding mx_pad_rows(rows[e]); after it the
+ * last thread holds the total. The three routes use it: the one-GPU layer's (mx_route),
+ * the several ranks' (mxe_route) and the loaders' own at decode (mx_self_route). */
+WS_DEV int mx_padded_start(const int *rows, int e0, int e1, int i, int threads, int *warp_sum, uint32_t bar) {
+  int sum = 0;
+  for (int e = e0; e < e1; e++) sum += mx_pad_rows(rows[e]);
+  return threads == 32 ? mx_warp_scan_incl(sum, i % 32) - sum : mx_scan_excl(sum, i, warp_sum, bar);
+}
+
 /* ---- route ------------------------------------------------------------------------- */
 /* i: 0..255 over both math warpgroups; scratch: 2 E + 9 ints of shared memory. The
  * positions inside an expert come from shared-memory atomics (any order: rows of a tile
@@ -108,16 +128,13 @@ WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar) 
     L->entry_row[j] = pos;
   }
   ws_named_sync(bar, MX_LAYER_THREADS);
-  /* exclusive scan of the padded counts: a run of experts per thread, then the threads */
-  const int per = (E + MX_LAYER_THREADS - 1) / MX_LAYER_THREADS, e0 = min(E, i * per), e1 = min(E, e0 + per);
-  int sum = 0;
-  for (int e = e0; e < e1; e++) sum += mx_pad_rows(cnt[e]);
-  int run = mx_scan_excl(sum, i, warp_sum, bar);
+  int e0, e1;
+  mx_run_of(E, i, MX_LAYER_THREADS, &e0, &e1);
+  int run = mx_padded_start(cnt, e0, e1, i, MX_LAYER_THREADS, warp_sum, bar);
   for (int e = e0; e < e1; e++) {
-    const int c = cnt[e], p = mx_pad_rows(c);
     off[e] = run;
     L->offsets[e] = run;
-    run += p;
+    run += mx_pad_rows(cnt[e]);
   }
   if (i == MX_LAYER_THREADS - 1) L->offsets[E] = run;
   ws_named_sync(bar, MX_LAYER_THREADS);
