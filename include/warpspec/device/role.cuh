@@ -125,20 +125,23 @@ WS_DEV void ws_init_sync(void) {
   __syncthreads();
 }
 
-/* The same for a kernel launched in clusters whose CTAs use each other's barriers and
- * shared memory: every thread of every CTA of the cluster passes here. */
-WS_DEV void ws_init_sync_cluster(void) {
-  ws_fence_mbarrier_init();
+/* Every thread of every CTA of the cluster passes here (barrier.cluster, release then
+ * acquire). A hardware barrier with no bound: a peer stuck in one of its own bounded
+ * waits traps there, which ends the grid. */
+WS_DEV void ws_cluster_sync(void) {
   ws_barrier_cluster_arrive_release();
   ws_barrier_cluster_wait_acquire();
 }
 
-/* Before a CTA of such a kernel ends: every thread that has not exited, in every CTA of
- * the cluster, passes here, so no CTA leaves while a peer may still arrive on its
- * barriers or copy into its shared memory. */
-WS_DEV void ws_exit_sync_cluster(void) {
-  ws_barrier_cluster_arrive_release();
-  ws_barrier_cluster_wait_acquire();
+/* ws_init_sync for a kernel launched in clusters whose CTAs use each other's barriers
+ * and shared memory. */
+WS_DEV void ws_init_sync_cluster(void) {
+  ws_fence_mbarrier_init();
+  ws_cluster_sync();
 }
+
+/* Before a CTA of such a kernel ends: no CTA leaves while a peer may still arrive on its
+ * barriers or copy into its shared memory. */
+WS_DEV void ws_exit_sync_cluster(void) { ws_cluster_sync(); }
 
 #endif
