@@ -226,6 +226,20 @@ def test_comm_bad_unique_id():
         warpspec.Communicator(2, 2, bytes(128))
 
 
+@pytest.mark.parametrize("cls", [warpspec.Communicator, warpspec.MoeDispatcher, warpspec.MoeLayer])
+def test_handles_share_one_lifetime(cls):
+    """Every handle class destroys through a C function that exists, and one that was
+    never created (or was destroyed) says so by name, destroys as a no-op, and works as
+    a context manager."""
+    assert hasattr(_lib.lib, cls._free), cls._free
+    h = cls.__new__(cls)
+    with pytest.raises(warpspec.InvalidArgumentError, match=f"{cls.__name__}: already destroyed"):
+        h._handle()
+    h.destroy()
+    with h as same:
+        assert same is h
+
+
 def test_comm_available_is_a_bool():
     assert warpspec.comm_available() in (True, False)
 

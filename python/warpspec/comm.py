@@ -18,6 +18,7 @@ import ctypes
 
 from . import _lib
 from ._lib import invalid
+from ._handle import Handle
 from ._tensor import on_device, require_hopper, stream_handle, torch_or_raise, view, wrap_device
 
 WS_NO_PEER = -1
@@ -35,8 +36,10 @@ def get_unique_id():
     return bytes(uid.bytes)
 
 
-class Communicator:
+class Communicator(Handle):
     """A warpspec communicator on the current CUDA device (one rank per GPU)."""
+
+    _kind, _free = "Communicator", "ws_comm_destroy"
 
     def __init__(self, rank, nranks, unique_id, device=None):
         """Collective over all `nranks` processes: each passes its rank and the same
@@ -91,31 +94,17 @@ class Communicator:
         return self
 
     # ---- lifetime -------------------------------------------------------------------
-    def _handle(self):
-        if self._h is None:
-            raise invalid("Communicator: already destroyed")
-        return self._h
-
     def destroy(self):
         """Collective: waits for the device, frees the symmetric memory (tensors from
         alloc() are invalid after this), finalizes NVSHMEM."""
-        if self._h is None:
-            return
+        super().destroy()
+
+    def _before_destroy(self):
         layers = getattr(self, "_moe_layers", {})  # warpspec.moe's layers on this communicator
         for layer in layers.values():
             layer.destroy()
         layers.clear()
-        h, self._h = self._h, None
         self._buffers.clear()
-        with on_device(self.device):
-            _lib.check(_lib.lib.ws_comm_destroy(h))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.destroy()
-        return False
 
     # ---- symmetric memory -------------------------------------------------------------
     def alloc(self, shape, dtype=None):

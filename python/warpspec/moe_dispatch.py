@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from . import _lib
 from ._lib import invalid
+from ._handle import Handle
 from ._tensor import BF16, F32, FP8, I32, on_device, stream_handle, torch_or_raise, view, wrap_device
 
 _PAYLOADS = {"bf16": 0, "bfloat16": 0, "fp8": 1, "float8_e4m3fn": 1}
@@ -60,8 +61,10 @@ class MoeReceived:
     host_offsets: list = None  # exact offsets, with sync_counts=True
 
 
-class MoeDispatcher:
+class MoeDispatcher(Handle):
     """A dispatch/combine handle on a Communicator (collective to create and destroy)."""
+
+    _kind, _free = "MoeDispatcher", "ws_ep_destroy"
 
     def __init__(self, comm, *, hidden, experts, topk, max_tokens, payload="fp8", row_align=1, num_sms=0,
                  mode="normal"):
@@ -82,24 +85,6 @@ class MoeDispatcher:
         self._h = h
         self._recv = None
         self._tokens = 0
-
-    def _handle(self):
-        if self._h is None:
-            raise invalid("MoeDispatcher: already destroyed")
-        return self._h
-
-    def destroy(self):
-        if self._h is not None:
-            h, self._h = self._h, None
-            with on_device(self.device):
-                _lib.check(_lib.lib.ws_ep_destroy(h))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.destroy()
-        return False
 
     def _received(self, r):
         torch = torch_or_raise("MoeDispatcher.dispatch")

@@ -23,6 +23,7 @@ import ctypes
 
 from . import _lib
 from ._lib import invalid
+from ._handle import Handle
 from ._tensor import BF16, F32, FP8, I32, on_device, stream_handle, torch_or_raise, view
 
 PATHS = {"auto": 0, "unfused": 1, "fused_experts": 2, "fused_layer": 3}  # ws_moe_path
@@ -31,7 +32,9 @@ PATHS = {"auto": 0, "unfused": 1, "fused_experts": 2, "fused_layer": 3}  # ws_mo
 MoeLayerConfig = _lib.MoeLayerConfig
 
 
-class MoeLayer:
+class MoeLayer(Handle):
+    _kind, _free = "MoeLayer", "ws_moe_layer_destroy"
+
     def __init__(self, comm, *, hidden, inter, experts, topk, max_tokens, w1, w1_scale, w2, w2_scale, num_sms=0,
                  path="auto"):
         n = comm.size
@@ -60,33 +63,17 @@ class MoeLayer:
                                                     self._w[0].ptr, self._w[1].ptr, self._w[2].ptr, self._w[3].ptr))
         self._h = h
 
-    def destroy(self):
-        if self._h is not None:
-            h, self._h = self._h, None
-            with on_device(self.device):
-                _lib.check(_lib.lib.ws_moe_layer_destroy(h))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.destroy()
-        return False
-
     def path_for(self, tokens):
         """The path a call with `tokens` tokens takes: "unfused", "fused_experts" or "fused_layer"."""
-        if self._h is None:
-            raise invalid("MoeLayer: already destroyed")
         p = ctypes.c_int()
-        _lib.check(_lib.lib.ws_moe_layer_path_for(self._h, int(tokens), ctypes.byref(p)))
+        _lib.check(_lib.lib.ws_moe_layer_path_for(self._handle(), int(tokens), ctypes.byref(p)))
         return {v: k for k, v in PATHS.items()}[p.value]
 
     def __call__(self, x, topk_idx, topk_weights, *, x_scale=None, out=None, stream=None):
         """out [T, H] bf16 = sum_k topk_weights[t, k] * expert_{topk_idx[t, k]}(x[t]).
         x: [T, H] bf16 (quantised to FP8 1 x 128 inside), or float8_e4m3fn with x_scale
         [T, H / 128] fp32 row-major. topk_idx int32 (int64 converted), -1 skips a slot."""
-        if self._h is None:
-            raise invalid("MoeLayer: already destroyed")
+        handle = self._handle()
         torch = torch_or_raise("MoeLayer")
         H, K = self.cfg.hidden, self.cfg.topk
         if getattr(topk_idx, "dtype", None) is torch.int64:
@@ -105,7 +92,7 @@ class MoeLayer:
         vo = view(out, "out").expect(BF16, shape=(T, H))
         with on_device(self.device):
             s = stream_handle(stream, self.device)
-            _lib.check(_lib.lib.ws_moe_layer_forward(self._h, vx.ptr, vs.ptr if vs else None, vi.ptr, vw.ptr, T,
+            _lib.check(_lib.lib.ws_moe_layer_forward(handle, vx.ptr, vs.ptr if vs else None, vi.ptr, vw.ptr, T,
                                                      vo.ptr if vo.numel else vx.ptr, ctypes.c_void_p(s)))
         return out
 

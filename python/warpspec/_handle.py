@@ -1,0 +1,36 @@
+"""The lifetime the Python layer's handles share (Communicator, MoeDispatcher, MoeLayer):
+the C handle in self._h, destroy() once (later calls do nothing), a context manager, and
+one message for a call after destroy()."""
+
+from . import _lib
+from ._lib import invalid
+from ._tensor import on_device
+
+
+class Handle:
+    _h = None         # the C handle: None until created, and after destroy()
+    _kind = "handle"  # the class's name in messages
+    _free = None      # the name of the C function that destroys it
+
+    def _handle(self):
+        if self._h is None:
+            raise invalid(f"{self._kind}: already destroyed")
+        return self._h
+
+    def _before_destroy(self):
+        """What a subclass lets go of before its C handle goes."""
+
+    def destroy(self):
+        if self._h is None:
+            return
+        self._before_destroy()
+        h, self._h = self._h, None
+        with on_device(self.device):
+            _lib.check(getattr(_lib.lib, self._free)(h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.destroy()
+        return False
