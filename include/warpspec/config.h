@@ -78,8 +78,11 @@
  * DeepSeek-V3 0.72x at 32 rows per expert (1024 tokens), 0.85x at 64 (2048), 1.12x at
  * 128 (4096); Flash 0.71x at 48 rows, 1.21x at 96; the fused experts kernel alone loses
  * the same way from 96 rows. (Session 9's 224 came from a run whose unfused GEMMs were
- * 20% slower than this one's.) The rule for several ranks is the one-GPU measurement:
- * EP2 has not been timed. */
+ * 20% slower than this one's.) One H100, session 15 (SwiGLU on the fast units, in both
+ * paths): whole layer / unfused 1.03x at 128 rows (DeepSeek-V3 4096 tokens), 1.02x at 96
+ * (Flash 4096), 0.93x at 192 (Flash 8192), 1.18x at 256 (DeepSeek-V3 8192): level around
+ * the crossover, so it stays. The rule for several ranks is the one-GPU measurement: EP2
+ * has not been timed. */
 #define WS_MOE_AUTO_FUSED_ROWS      80
 #define WS_MOE_AUTO_LAYER_ROWS      80
 /* The fused experts kernel (both fused paths) would take its 128-row tile from this many
