@@ -24,7 +24,8 @@ enum {
   WS_TRACE_ITEM_BEGIN = 0, /* arg: the work item                                        */
   WS_TRACE_ITEM_END = 1,   /* arg: the work item, or -1 where the role does not keep it    */
   WS_TRACE_WAIT_BEGIN = 2, /* arg: a WS_TRACE_ON_* code: what the role waits for          */
-  WS_TRACE_WAIT_END = 3
+  WS_TRACE_WAIT_END = 3,
+  WS_TRACE_PROBE = 4       /* arg: a probe point's number (device/trace.cuh, WS_PROBES)   */
 };
 
 /* What a wait is for (arg of WS_TRACE_WAIT_*). */

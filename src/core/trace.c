@@ -46,6 +46,7 @@ static const char *kind_name(int k) {
   case WS_TRACE_ITEM_END: return "item_end";
   case WS_TRACE_WAIT_BEGIN: return "wait_begin";
   case WS_TRACE_WAIT_END: return "wait_end";
+  case WS_TRACE_PROBE: return "probe";
   }
   return "?";
 }
@@ -99,7 +100,8 @@ ws_status ws_trace_stop(const char *csv_path, size_t *events) {
         const int wait = ev[i].kind == WS_TRACE_WAIT_BEGIN || ev[i].kind == WS_TRACE_WAIT_END;
         ev[i].name[WS_TRACE_NAME_LEN - 1] = 0;
         fprintf(f, "%llu,%s,%d,%d,%s,%d,%s,%d\n", ev[i].t_ns - ev[0].t_ns, ev[i].name, ev[i].role, ev[i].replica,
-                kind_name(ev[i].kind), ev[i].arg, wait ? on_name(ev[i].arg) : "item", ev[i].sm);
+                kind_name(ev[i].kind), ev[i].arg,
+                wait ? on_name(ev[i].arg) : ev[i].kind == WS_TRACE_PROBE ? "point" : "item", ev[i].sm);
       }
       if (fclose(f) != 0) s = ws_fail(WS_ERR_INVALID, "ws_trace_stop: writing '%s' failed", csv_path);
       if (s == WS_OK && count > trace_cap)

@@ -396,11 +396,16 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
   const mx_layer_args *ly = &a->layer;
   ws_cursor k = {0, 0};
   int expanding = ly->on; /* the whole layer: the first L1 tile waits for the expand items */
+  /* probe points of a tile (WS_PROBES builds; base 0 L1, 10 L2): 0 the wait for the
+   * item, 1 item in hand, 2 first slot free, 3 its rows ready (L2), 4 every stage issued */
+  WS_PROBE_DECLARE(p);
   for (ws_cursor ki = {0, 0};; ki = ws_cursor_next(ki, items->stages)) {
+    WS_PROBE(p, 0);
     ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SCHEDULE);
     const mx_claimed *it = &sm->items.slot[ki.stage];
     ws_pipe_wait_at(items, c, ki);
     ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SCHEDULE);
+    WS_PROBE(p, 1);
     const int t = it->t, kind = it->kind, l2 = it->l2;
     if (kind < 0) break;
     if (kind != MX_L1) {
@@ -422,6 +427,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SLOT); /* the item's first free slot */
       mx_stage<BM> *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SLOT);
+      if (ks == 0) WS_PROBE(p, 2);
       if (ks == 0 && c->lane == 0) { /* published by the commit */
         mx_item_info *info = &sm->item[k.stage];
         info->t = t; info->kind = l2 ? MX_L2 : MX_L1; info->tile = tile;
@@ -438,11 +444,14 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
         expanding = 0;
         ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       }
+      if (ks == 0) WS_PROBE(p, 3);
       ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, kk * MX_BK, row);
       ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, kk);
       ws_pipe_commit_at(pipe, c, k);
     }
     ws_trace_mark(c, WS_TRACE_ITEM_END, t); /* its loads issued (they land later) */
+    WS_PROBE(p, 4);
+    WS_PROBE_FLUSH(c, p, 5, l2 ? 10 : 0);
   }
   /* the end, as an item of its own: index -1 in a committed stage (the math stops there) */
   ws_pipe_acquire_at(pipe, c, k);
@@ -837,6 +846,10 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
    * then kept the wgmma descriptors in ordinary registers (an R2UR move before every
    * wgmma instead of uniform-datapath arithmetic). */
   const int gw = wg * 4 + ctx.warp, mi = gw * 32 + ctx.lane; /* warp and thread of the 256 */
+  /* probe points of a tile (WS_PROBES builds; base 0 L1, 10 L2): 0 the wait for its first
+   * stage, 1 the stage in, 2 the K loop done, 3 the epilogue done */
+  WS_PROBE_DECLARE(p);
+  WS_PROBE(p, 0);
   int phase = mx_next(&pipe, &ctx, sm, c, &tile);
   /* the whole layer's route, send and expand items (moe_layer_items.cuh, one GPU;
    * moe_layer_ep.cuh, several ranks): their stage carries only the item, free again at
@@ -861,14 +874,18 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
   while (phase == MX_L1 + 1) {
+    WS_PROBE(p, 1);
     const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
     if (PAIR && tile.tm * BM >= tile.count) {
       c = mx_skip(&pipe, &ctx, hb, c);
     } else if (!wide) {
       c = mx_tile<BM, PAIR>(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
+      WS_PROBE(p, 2);
       ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_EPILOGUE); /* the tensor cores idle from here */
       mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
       ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_EPILOGUE);
+      WS_PROBE(p, 3);
+      WS_PROBE_FLUSH(&ctx, p, 4, 0);
     } else { /* act columns c .. c + 63, then c + 64 .. c + 127: the same scale blocks */
       c = mx_tile<BM, PAIR>(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
       mx_l1_park(sm, wg, ws_role_thread(&ctx), total);
@@ -876,6 +893,7 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
       mx_l1_epilogue_wide(&ctx, &a, sm, &tile, wg, lr, total);
     }
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
+    WS_PROBE(p, 0);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
   int stored = 0; /* the whole layer: this warpgroup's last L2 tile is not counted yet */
@@ -888,9 +906,11 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     }
     /* this warpgroup's 128 columns (64-row tile: past H, H an odd multiple of 128,
      * computed, not stored) */
+    WS_PROBE(p, 1);
     const int nb = wide ? tile.tn : min(2 * tile.tn + wg, hb - 1);
     const float *bs = a.w2_scale + ((size_t)tile.g * hb + (size_t)nb) * ib;
     c = mx_tile<BM, PAIR>(total, acc, &pipe, &ctx, sm, da0, db0, ib, bs, bs, ar, c);
+    WS_PROBE(p, 2);
     gemm_tile out = tile;
     out.tn = wide ? tile.tn : 2 * tile.tn + wg;
     if (stored) mx_count_stored(&ctx, &a); /* the previous tile's stores are long done */
@@ -898,8 +918,11 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_EPILOGUE);
     gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * BM + (wide ? wg * 64 : 0), total, sm->epi[wg].out, map_y);
     ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_EPILOGUE);
+    WS_PROBE(p, 3);
+    WS_PROBE_FLUSH(&ctx, p, 4, 10);
     stored = !PAIR && a.layer.on;
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
+    WS_PROBE(p, 0);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
   if (stored) mx_count_stored(&ctx, &a); /* before any combine item waits for the count */
