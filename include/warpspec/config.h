@@ -64,6 +64,8 @@
 #define WS_SR_CE_MIN_BYTES      (64u << 20) /* zero-copy: from here the copy engine moves it */
 #define WS_COMM_HEAP_SPARE      (1ull << 30) /* symmetric heap beyond the staging, default  */
 #define WS_RENDEZVOUS_TIMEOUT_MS 60000 /* ranks wait this long for each other at init   */
+#define WS_HOST_THREADS_MAX     64     /* threads of the float64 host references          */
+#define WS_HOST_THREADS_ENV     "WARPSPEC_HOST_THREADS" /* their number (default: the CPUs) */
 #define WS_SHARE_GPU_ENV        "WARPSPEC_SHARE_GPU" /* tests: ranks share GPUs (under MPS) */
 
 /* ---- MoE dispatch / combine ----------------------------------------------------- */

@@ -104,60 +104,110 @@ static size_t tokens_q(const ws_attn_problem *p) {
   return p->total_q > 0 ? (size_t)p->total_q : (size_t)p->cu_seqlens_q[p->batch]; /* lse's row length */
 }
 
+/* The references run their rows on all cores (core/parallel.c): each item owns its output
+ * rows and every worker its scratch (rows, s: `width` entries a worker), so the bits do
+ * not depend on the threads. */
+#define REF_CHUNK 16 /* query tokens of one flash-reference item */
+
+typedef struct {
+  const ws_attn_problem *p;
+  double *o, *lse, scale;
+  size_t Tq;
+  int chunks, *chunk_b, *chunk_i0; /* chunk -> its sequence and first query of it */
+  long *rows;
+  double *s;
+  size_t width;
+} attn_ref_job;
+
+static void attn_ref_item(void *ctx, int item, int worker) {
+  const attn_ref_job *j = (const attn_ref_job *)ctx;
+  const ws_attn_problem *p = j->p;
+  const int Hq = p->heads_q, Hk = p->heads_kv, dq = p->dim_qk, dv = p->dim_v, group = Hq / Hk;
+  const int h = item / j->chunks, ch = item % j->chunks, b = j->chunk_b[ch], g = h / group;
+  int qb, lq, kb, lk;
+  ws_attn_sequence(p, b, &qb, &lq, &kb, &lk); /* checked before the items ran */
+  long *rows = j->rows + (size_t)worker * j->width;
+  double *s = j->s + (size_t)worker * j->width;
+  const uint16_t *Q = (const uint16_t *)p->q, *K = (const uint16_t *)p->k, *V = (const uint16_t *)p->v;
+  for (int i = j->chunk_i0[ch]; i < lq && i < j->chunk_i0[ch] + REF_CHUNK; i++) {
+    /* the keys row i sees: all, j <= i (top-left), j <= i + lk - lq (bottom-right) */
+    const long last = p->mask == WS_ATTN_NO_MASK ? lk - 1 : p->mask == WS_ATTN_CAUSAL_TOP_LEFT ? (long)i : (long)i + lk - lq;
+    for (int c = 0; c < lk; c++) rows[c] = c <= last ? (long)(kb + c) * Hk + g : -1;
+    const size_t t = (size_t)(qb + i);
+    softmax_row(Q + (t * Hq + h) * dq, K, V, rows, lk, (size_t)dq, (size_t)dv, dq, dv, j->scale, s,
+                j->o + (t * Hq + h) * dv, j->lse ? &j->lse[(size_t)h * j->Tq + t] : NULL);
+  }
+}
+
 ws_status ws_attn_reference(const ws_attn_problem *p, double *o, double *lse) {
   ws_status st = ws_attn_check(p);
   if (st != WS_OK) return st;
   WS_REQUIRE(o != NULL, "ws_attn_reference: o is NULL");
-  const int Hq = p->heads_q, Hk = p->heads_kv, dq = p->dim_qk, dv = p->dim_v, group = Hq / Hk;
-  const double scale = p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)dq);
-  const size_t Tq = tokens_q(p);
-  const uint16_t *Q = (const uint16_t *)p->q, *K = (const uint16_t *)p->k, *V = (const uint16_t *)p->v;
-  long *rows = (long *)malloc(sizeof(long) * (size_t)p->seqlen_k);
-  double *s = (double *)malloc(sizeof(double) * (size_t)p->seqlen_k);
-  if (!rows || !s) { free(rows); free(s); return ws_fail(WS_ERR_NOMEM, "ws_attn_reference: out of host memory"); }
+  attn_ref_job j = {p, o, lse, p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)p->dim_qk), tokens_q(p), 0,
+                    NULL, NULL, NULL, NULL, (size_t)(p->seqlen_k > 0 ? p->seqlen_k : 1)};
   for (int b = 0; b < p->batch && st == WS_OK; b++) {
     int qb, lq, kb, lk;
-    if ((st = ws_attn_sequence(p, b, &qb, &lq, &kb, &lk)) != WS_OK) break;
-    for (int h = 0; h < Hq; h++) {
-      const int g = h / group;
-      for (int i = 0; i < lq; i++) {
-        /* the keys row i sees: all, j <= i (top-left), j <= i + lk - lq (bottom-right) */
-        const long last = p->mask == WS_ATTN_NO_MASK ? lk - 1
-                          : p->mask == WS_ATTN_CAUSAL_TOP_LEFT ? (long)i : (long)i + lk - lq;
-        for (int j = 0; j < lk; j++) rows[j] = j <= last ? (long)(kb + j) * Hk + g : -1;
-        const size_t t = (size_t)(qb + i);
-        softmax_row(Q + (t * Hq + h) * dq, K, V, rows, lk, (size_t)dq, (size_t)dv, dq, dv, scale, s,
-                    o + (t * Hq + h) * dv, lse ? &lse[(size_t)h * Tq + t] : NULL);
-      }
+    if ((st = ws_attn_sequence(p, b, &qb, &lq, &kb, &lk)) == WS_OK) j.chunks += (lq + REF_CHUNK - 1) / REF_CHUNK;
+  }
+  if (st != WS_OK) return st;
+  const int workers = ws_host_workers();
+  j.chunk_b = (int *)malloc(sizeof(int) * (size_t)(j.chunks + 1));
+  j.chunk_i0 = (int *)malloc(sizeof(int) * (size_t)(j.chunks + 1));
+  j.rows = (long *)malloc(sizeof(long) * j.width * (size_t)workers);
+  j.s = (double *)malloc(sizeof(double) * j.width * (size_t)workers);
+  if (!j.chunk_b || !j.chunk_i0 || !j.rows || !j.s) st = ws_fail(WS_ERR_NOMEM, "ws_attn_reference: out of host memory");
+  for (int b = 0, c = 0; b < p->batch && st == WS_OK; b++) {
+    int qb, lq, kb, lk;
+    ws_attn_sequence(p, b, &qb, &lq, &kb, &lk);
+    for (int i0 = 0; i0 < lq; i0 += REF_CHUNK, c++) {
+      j.chunk_b[c] = b;
+      j.chunk_i0[c] = i0;
     }
   }
-  free(rows);
-  free(s);
+  if (st == WS_OK) ws_parallel_for(p->heads_q * j.chunks, workers, attn_ref_item, &j);
+  free(j.chunk_b);
+  free(j.chunk_i0);
+  free(j.rows);
+  free(j.s);
   return st;
+}
+
+typedef struct {
+  const ws_mla_sparse_problem *p;
+  double *o, *lse, scale;
+  long *rows;
+  double *s;
+} mla_ref_job;
+
+static void mla_ref_item(void *ctx, int i, int worker) {
+  const mla_ref_job *j = (const mla_ref_job *)ctx;
+  const ws_mla_sparse_problem *p = j->p;
+  const int H = p->heads, dq = p->dim_qk, dv = p->dim_v, K = p->topk;
+  const uint16_t *Q = (const uint16_t *)p->q, *KV = (const uint16_t *)p->kv;
+  long *rows = j->rows + (size_t)worker * K;
+  double *s = j->s + (size_t)worker * K;
+  for (int c = 0; c < K; c++) {
+    const int r = p->indices[(size_t)i * K + c];
+    rows[c] = r >= 0 && r < p->s_kv ? r : -1; /* -1 and out of range: masked, never read */
+  }
+  for (int h = 0; h < H; h++)
+    softmax_row(Q + ((size_t)i * H + h) * dq, KV, KV, rows, K, (size_t)dq, (size_t)dq, dq, dv, j->scale, s,
+                j->o + ((size_t)i * H + h) * dv, j->lse ? &j->lse[(size_t)i * H + h] : NULL);
 }
 
 ws_status ws_mla_sparse_reference(const ws_mla_sparse_problem *p, double *o, double *lse) {
   ws_status st = ws_mla_sparse_check(p);
   if (st != WS_OK) return st;
   WS_REQUIRE(o != NULL, "ws_mla_sparse_reference: o is NULL");
-  const int H = p->heads, dq = p->dim_qk, dv = p->dim_v, K = p->topk;
-  const double scale = p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)dq);
-  const uint16_t *Q = (const uint16_t *)p->q, *KV = (const uint16_t *)p->kv;
-  long *rows = (long *)malloc(sizeof(long) * (size_t)K);
-  double *s = (double *)malloc(sizeof(double) * (size_t)K);
-  if (!rows || !s) { free(rows); free(s); return ws_fail(WS_ERR_NOMEM, "ws_mla_sparse_reference: out of host memory"); }
-  for (int i = 0; i < p->s_q; i++) {
-    for (int j = 0; j < K; j++) {
-      const int r = p->indices[(size_t)i * K + j];
-      rows[j] = r >= 0 && r < p->s_kv ? r : -1; /* -1 and out of range: masked, never read */
-    }
-    for (int h = 0; h < H; h++)
-      softmax_row(Q + ((size_t)i * H + h) * dq, KV, KV, rows, K, (size_t)dq, (size_t)dq, dq, dv, scale, s,
-                  o + ((size_t)i * H + h) * dv, lse ? &lse[(size_t)i * H + h] : NULL);
-  }
-  free(rows);
-  free(s);
-  return WS_OK;
+  const int workers = ws_host_workers();
+  mla_ref_job j = {p, o, lse, p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)p->dim_qk),
+                   (long *)malloc(sizeof(long) * (size_t)p->topk * (size_t)workers),
+                   (double *)malloc(sizeof(double) * (size_t)p->topk * (size_t)workers)};
+  if (!j.rows || !j.s) st = ws_fail(WS_ERR_NOMEM, "ws_mla_sparse_reference: out of host memory");
+  else ws_parallel_for(p->s_q, workers, mla_ref_item, &j);
+  free(j.rows);
+  free(j.s);
+  return st;
 }
 
 /* ---- MLA decode (paged latent cache) and NSA selected-block attention ---------------- */
@@ -235,6 +285,32 @@ ws_status ws_nsa_check(const ws_nsa_problem *p) {
   return WS_OK;
 }
 
+typedef struct {
+  const ws_mla_decode_problem *p;
+  double *o, *lse, scale;
+  size_t width;
+  long *rows;
+  double *s;
+} dec_ref_job;
+
+/* Query i of sequence b (item b S + i): token n - S + i of it, keys 0 .. n - S + i. */
+static void dec_ref_item(void *ctx, int item, int worker) {
+  const dec_ref_job *j = (const dec_ref_job *)ctx;
+  const ws_mla_decode_problem *p = j->p;
+  const int H = p->heads, dq = p->dim_qk, dv = p->dim_v, S = p->s_q, b = item / S, i = item % S;
+  const int n = p->seqlens[b], visible = n - S + i + 1;
+  const uint16_t *Q = (const uint16_t *)p->q, *KV = (const uint16_t *)p->kv_cache;
+  long *rows = j->rows + (size_t)worker * j->width;
+  double *s = j->s + (size_t)worker * j->width;
+  for (int c = 0; c < visible; c++)
+    rows[c] = (long)p->block_table[(size_t)b * p->max_pages + c / p->page_size] * p->page_size + c % p->page_size;
+  for (int h = 0; h < H; h++) {
+    const size_t qi = ((size_t)b * S + i) * H + h;
+    softmax_row(Q + qi * dq, KV, KV, rows, visible > 0 ? visible : 0, (size_t)dq, (size_t)dq, dq, dv, j->scale, s,
+                j->o + qi * dv, j->lse ? &j->lse[qi] : NULL);
+  }
+}
+
 ws_status ws_mla_decode_reference(const ws_mla_decode_problem *p, double *o, double *lse) {
   ws_status st = ws_mla_decode_check(p);
   if (st != WS_OK) return st;
@@ -251,9 +327,8 @@ ws_status ws_mla_decode_reference(const ws_mla_decode_problem *p, double *o, dou
     free(kv);
     return st;
   }
-  const int H = p->heads, dq = p->dim_qk, dv = p->dim_v, S = p->s_q;
-  const double scale = p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)dq);
-  const uint16_t *Q = (const uint16_t *)p->q, *KV = (const uint16_t *)p->kv_cache;
+  const int S = p->s_q;
+  const double scale = p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)p->dim_qk);
   int longest = 1;
   for (int b = 0; b < p->batch; b++) {
     const int n = p->seqlens[b];
@@ -263,63 +338,67 @@ ws_status ws_mla_decode_reference(const ws_mla_decode_problem *p, double *o, dou
                "%d", b, n, p->max_seqlen);
     if (n > longest) longest = n;
   }
-  long *rows = (long *)malloc(sizeof(long) * (size_t)longest);
-  double *s = (double *)malloc(sizeof(double) * (size_t)longest);
-  if (!rows || !s) { free(rows); free(s); return ws_fail(WS_ERR_NOMEM, "ws_mla_decode_reference: out of host memory"); }
-  for (int b = 0; b < p->batch && st == WS_OK; b++) {
-    const int n = p->seqlens[b];
-    for (int j = 0; j < n; j++) {
+  for (int b = 0; b < p->batch; b++) /* every page the keys use, before the items run */
+    for (int j = 0; j < p->seqlens[b]; j++) {
       const int page = p->block_table[(size_t)b * p->max_pages + j / p->page_size];
-      if (page < 0 || page >= p->num_pages) {
-        st = ws_fail(WS_ERR_INVALID, "ws_mla_decode: sequence %d, page %d of its block_table is %d (pages 0..%d)", b,
-                     j / p->page_size, page, p->num_pages - 1);
-        break;
-      }
-      rows[j] = (long)page * p->page_size + j % p->page_size;
+      if (page < 0 || page >= p->num_pages)
+        return ws_fail(WS_ERR_INVALID, "ws_mla_decode: sequence %d, page %d of its block_table is %d (pages 0..%d)", b,
+                       j / p->page_size, page, p->num_pages - 1);
     }
-    if (st != WS_OK) break;
-    for (int i = 0; i < S; i++) {
-      /* query i is token n - S + i of the sequence: keys 0 .. n - S + i */
-      const int visible = n - S + i + 1;
-      for (int h = 0; h < H; h++) {
-        const size_t qi = ((size_t)b * S + i) * H + h;
-        softmax_row(Q + qi * dq, KV, KV, rows, visible > 0 ? visible : 0, (size_t)dq, (size_t)dq, dq, dv, scale, s,
-                    o + qi * dv, lse ? &lse[qi] : NULL);
+  const int workers = ws_host_workers();
+  dec_ref_job j = {p, o, lse, scale, (size_t)longest, (long *)malloc(sizeof(long) * (size_t)longest * (size_t)workers),
+                   (double *)malloc(sizeof(double) * (size_t)longest * (size_t)workers)};
+  if (!j.rows || !j.s) st = ws_fail(WS_ERR_NOMEM, "ws_mla_decode_reference: out of host memory");
+  else ws_parallel_for(p->batch * S, workers, dec_ref_item, &j);
+  free(j.rows);
+  free(j.s);
+  return st;
+}
+
+typedef struct {
+  const ws_nsa_problem *p;
+  double *o, *lse, scale;
+  size_t width;
+  long *rows;
+  double *s;
+} nsa_ref_job;
+
+/* Query token i, all heads: each kv head's selected blocks, causal. */
+static void nsa_ref_item(void *ctx, int i, int worker) {
+  const nsa_ref_job *j = (const nsa_ref_job *)ctx;
+  const ws_nsa_problem *p = j->p;
+  const int T = p->tokens, Hq = p->heads_q, Hk = p->heads_kv, dq = p->dim_qk, dv = p->dim_v, B = p->block, N = p->topn;
+  const int group = Hq / Hk, nblocks = (T + B - 1) / B;
+  const uint16_t *Q = (const uint16_t *)p->q, *K = (const uint16_t *)p->k, *V = (const uint16_t *)p->v;
+  long *rows = j->rows + (size_t)worker * j->width;
+  double *s = j->s + (size_t)worker * j->width;
+  for (int g = 0; g < Hk; g++) {
+    const int *sel = p->block_indices + ((size_t)i * Hk + g) * N;
+    for (int t = 0; t < N; t++)
+      for (int u = 0; u < B; u++) {
+        const long key = (long)sel[t] * B + u;
+        rows[(size_t)t * B + u] = sel[t] >= 0 && sel[t] < nblocks && key < T && key <= i ? key * Hk + g : -1;
       }
+    for (int h = g * group; h < (g + 1) * group; h++) {
+      const size_t qi = (size_t)i * Hq + h;
+      softmax_row(Q + qi * dq, K, V, rows, (int)j->width, (size_t)dq, (size_t)dv, dq, dv, j->scale, s, j->o + qi * dv,
+                  j->lse ? &j->lse[qi] : NULL);
     }
   }
-  free(rows);
-  free(s);
-  return st;
 }
 
 ws_status ws_nsa_reference(const ws_nsa_problem *p, double *o, double *lse) {
   ws_status st = ws_nsa_check(p);
   if (st != WS_OK) return st;
   WS_REQUIRE(o != NULL, "ws_nsa_reference: o is NULL");
-  const int T = p->tokens, Hq = p->heads_q, Hk = p->heads_kv, dq = p->dim_qk, dv = p->dim_v, B = p->block, N = p->topn;
-  const int group = Hq / Hk, nblocks = (T + B - 1) / B;
-  const double scale = p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)dq);
-  const uint16_t *Q = (const uint16_t *)p->q, *K = (const uint16_t *)p->k, *V = (const uint16_t *)p->v;
-  const size_t most = (size_t)N * B;
-  long *rows = (long *)malloc(sizeof(long) * most);
-  double *s = (double *)malloc(sizeof(double) * most);
-  if (!rows || !s) { free(rows); free(s); return ws_fail(WS_ERR_NOMEM, "ws_nsa_reference: out of host memory"); }
-  for (int i = 0; i < T; i++)
-    for (int g = 0; g < Hk; g++) {
-      const int *sel = p->block_indices + ((size_t)i * Hk + g) * N;
-      for (int t = 0; t < N; t++)
-        for (int u = 0; u < B; u++) {
-          const long key = (long)sel[t] * B + u;
-          rows[(size_t)t * B + u] = sel[t] >= 0 && sel[t] < nblocks && key < T && key <= i ? key * Hk + g : -1;
-        }
-      for (int h = g * group; h < (g + 1) * group; h++) {
-        const size_t qi = (size_t)i * Hq + h;
-        softmax_row(Q + qi * dq, K, V, rows, (int)most, (size_t)dq, (size_t)dv, dq, dv, scale, s, o + qi * dv,
-                    lse ? &lse[qi] : NULL);
-      }
-    }
-  free(rows);
-  free(s);
-  return WS_OK;
+  const int workers = ws_host_workers();
+  const size_t most = (size_t)p->topn * p->block;
+  nsa_ref_job j = {p, o, lse, p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)p->dim_qk), most,
+                   (long *)malloc(sizeof(long) * most * (size_t)workers),
+                   (double *)malloc(sizeof(double) * most * (size_t)workers)};
+  if (!j.rows || !j.s) st = ws_fail(WS_ERR_NOMEM, "ws_nsa_reference: out of host memory");
+  else ws_parallel_for(p->tokens, workers, nsa_ref_item, &j);
+  free(j.rows);
+  free(j.s);
+  return st;
 }

@@ -45,6 +45,15 @@ enum { WS_PLAN_SLOT_STREAM_TMA, WS_PLAN_SLOT_STREAM_THREADS, WS_PLAN_SLOT_GEMM_B
  * was checked against, so cudaFuncGetAttributes runs once, not on every call). */
 ws_status ws_plan_cached(int slot, ws_status (*make)(const void *ctx, ws_plan *plan), const void *ctx, ws_plan **plan);
 
+/* Host threads for the float64 references (parallel.c): the online CPUs, at most
+ * WS_HOST_THREADS_MAX, or WARPSPEC_HOST_THREADS. */
+int ws_host_workers(void);
+/* body(ctx, item, worker) for every item in 0 .. n - 1 on up to `workers` threads (this
+ * one among them; worker 0 .. workers - 1 indexes per-thread scratch), each taking the
+ * next item from a shared counter; returns when all are done, with the number of threads
+ * used. Items must be independent; their results then do not depend on the threads. */
+int ws_parallel_for(int n, int workers, void (*body)(void *ctx, int item, int worker), void *ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
@@ -77,12 +78,46 @@ static double element(const ws_gemm_problem *p, const void *base, size_t i) {
   return (double)ws_bf16_to_float(((const uint16_t *)base)[i]);
 }
 
+/* One row of D per item, on all cores (core/parallel.c): the same sums in the same order
+ * on any thread. */
+typedef struct {
+  const ws_gemm_problem *p;
+  double *d;
+} gemm_ref_job;
+
+static void gemm_ref_row(void *ctx, int item, int worker) {
+  (void)worker;
+  const gemm_ref_job *j = (const gemm_ref_job *)ctx;
+  const ws_gemm_problem *p = j->p;
+  const size_t n = (size_t)p->n, k = (size_t)p->k, kb = k / 128, r = (size_t)item;
+  const int fp8 = p->type == WS_GEMM_FP8;
+  double *d = j->d;
+  int g = 0;
+  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS) g = ws_gemm_group_of_row(p->group_offsets, p->groups, (int)r);
+  if (p->layout == WS_GEMM_GROUPED_MASKED) {
+    g = (int)(r / (size_t)p->m);
+    if ((int)(r % (size_t)p->m) >= p->group_rows[g]) {
+      memset(d + r * n, 0, n * sizeof(double));
+      return;
+    }
+  }
+  const size_t boff = (size_t)g * n * k;
+  for (size_t c = 0; c < n; c++) {
+    double acc = 0.0;
+    for (size_t kk = 0; kk < k; kk++) {
+      double x = element(p, p->a, r * k + kk) * element(p, p->b, boff + c * k + kk);
+      if (fp8) x *= (double)p->a_scale[p->a_scale_ld ? (kk / 128) * (size_t)p->a_scale_ld + r : r * kb + kk / 128] *
+                    (double)p->b_scale[((size_t)g * (n / 128) + c / 128) * kb + kk / 128];
+      acc += x;
+    }
+    d[r * n + c] = acc;
+  }
+}
+
 ws_status ws_gemm_reference(const ws_gemm_problem *p, double *d) {
   ws_status s = ws_gemm_check(p);
   if (s != WS_OK) return s;
   WS_REQUIRE(d != NULL, "ws_gemm_reference: d is NULL");
-  const size_t n = (size_t)p->n, k = (size_t)p->k, kb = k / 128, rows = ws_gemm_rows(p);
-  const int fp8 = p->type == WS_GEMM_FP8;
   if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS) {
     WS_REQUIRE(p->group_offsets[0] == 0 && p->group_offsets[p->groups] == p->m,
                "ws_gemm_reference: group_offsets must run from 0 to m = %d (got %d .. %d)", p->m, p->group_offsets[0],
@@ -90,28 +125,10 @@ ws_status ws_gemm_reference(const ws_gemm_problem *p, double *d) {
     for (int g = 0; g < p->groups; g++)
       WS_REQUIRE(p->group_offsets[g] <= p->group_offsets[g + 1], "ws_gemm_reference: group_offsets decrease at group %d", g);
   }
-  for (size_t r = 0; r < rows; r++) {
-    int g = 0;
-    if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS) g = ws_gemm_group_of_row(p->group_offsets, p->groups, (int)r);
-    if (p->layout == WS_GEMM_GROUPED_MASKED) {
-      g = (int)(r / (size_t)p->m);
-      if ((int)(r % (size_t)p->m) >= p->group_rows[g]) {
-        memset(d + r * n, 0, n * sizeof(double));
-        continue;
-      }
-    }
-    const size_t boff = (size_t)g * n * k;
-    for (size_t j = 0; j < n; j++) {
-      double acc = 0.0;
-      for (size_t kk = 0; kk < k; kk++) {
-        double x = element(p, p->a, r * k + kk) * element(p, p->b, boff + j * k + kk);
-        if (fp8) x *= (double)p->a_scale[p->a_scale_ld ? (kk / 128) * (size_t)p->a_scale_ld + r : r * kb + kk / 128] *
-                      (double)p->b_scale[((size_t)g * (n / 128) + j / 128) * kb + kk / 128];
-        acc += x;
-      }
-      d[r * n + j] = acc;
-    }
-  }
+  const size_t rows = ws_gemm_rows(p);
+  WS_REQUIRE(rows <= (size_t)INT_MAX, "ws_gemm_reference: %zu rows", rows);
+  gemm_ref_job j = {p, d};
+  ws_parallel_for((int)rows, ws_host_workers(), gemm_ref_row, &j);
   return WS_OK;
 }
 

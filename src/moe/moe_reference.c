@@ -6,6 +6,7 @@
 #include "warpspec/moe.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 ws_status ws_moe_swiglu_quant_host(const uint16_t *h, size_t rows, size_t inter, uint8_t *q, float *scale) {
@@ -34,6 +35,42 @@ static void fp8_row_gemm(const uint8_t *a, const float *sa, const uint8_t *b, co
   }
 }
 
+/* One token per item on all cores (core/parallel.c): each writes its own row of out, in
+ * the same order on any thread. Per worker: h, aq, as, y. */
+typedef struct {
+  const ws_moe_shape *sh;
+  const uint8_t *xq, *w1, *w2;
+  const float *xs, *w, *w1s, *w2s;
+  const int *idx;
+  double *out;
+  uint16_t *h, *y;
+  uint8_t *aq;
+  float *as;
+  atomic_int failed; /* a worker's ws_moe_swiglu_quant_host ran out of memory */
+} moe_ref_job;
+
+static void moe_ref_item(void *ctx, int t, int worker) {
+  moe_ref_job *j = (moe_ref_job *)ctx;
+  const int H = j->sh->hidden, I = j->sh->inter, E = j->sh->experts, K = j->sh->topk, hb = H / 128, ib = I / 128;
+  uint16_t *h = j->h + (size_t)worker * 2 * I, *y = j->y + (size_t)worker * H;
+  uint8_t *aq = j->aq + (size_t)worker * I;
+  float *as = j->as + (size_t)worker * ib;
+  double *out = j->out + (size_t)t * H;
+  for (int c = 0; c < H; c++) out[c] = 0;
+  for (int k = 0; k < K; k++) {
+    const int e = j->idx[(size_t)t * K + k];
+    if (e < 0 || e >= E) continue;
+    fp8_row_gemm(j->xq + (size_t)t * H, j->xs + (size_t)t * hb, j->w1 + (size_t)e * 2 * I * H,
+                 j->w1s + (size_t)e * (2 * ib) * hb, 2 * I, H, h);
+    if (ws_moe_swiglu_quant_host(h, 1, (size_t)I, aq, as) != WS_OK) {
+      atomic_store(&j->failed, 1);
+      return;
+    }
+    fp8_row_gemm(aq, as, j->w2 + (size_t)e * H * I, j->w2s + (size_t)e * hb * ib, H, I, y);
+    for (int c = 0; c < H; c++) out[c] += (double)j->w[(size_t)t * K + k] * ws_bf16_to_float(y[c]);
+  }
+}
+
 ws_status ws_moe_reference(const ws_moe_shape *sh, int tokens, const uint8_t *xq, const float *xs, const int *idx,
                            const float *w, const uint8_t *w1, const float *w1s, const uint8_t *w2, const float *w2s,
                            double *out) {
@@ -43,27 +80,15 @@ ws_status ws_moe_reference(const ws_moe_shape *sh, int tokens, const uint8_t *xq
              "multiples of 128", H, I);
   WS_REQUIRE(E >= 1 && K >= 1 && tokens >= 0, "ws_moe_reference: experts %d, topk %d, tokens %d", E, K, tokens);
   WS_REQUIRE(out && (tokens == 0 || (xq && xs && idx && w)) && w1 && w1s && w2 && w2s, "ws_moe_reference: a NULL argument");
-  uint16_t *h = (uint16_t *)malloc(sizeof(uint16_t) * 2 * (size_t)I);
-  uint8_t *aq = (uint8_t *)malloc((size_t)I);
-  float *as = (float *)malloc(sizeof(float) * (size_t)(I / 128));
-  uint16_t *y = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)H);
-  if (!h || !aq || !as || !y) {
-    free(h); free(aq); free(as); free(y);
-    return ws_fail(WS_ERR_NOMEM, "ws_moe_reference: out of host memory");
-  }
-  const int hb = H / 128, ib = I / 128;
-  for (size_t i = 0; i < (size_t)tokens * H; i++) out[i] = 0;
+  const size_t workers = (size_t)ws_host_workers();
+  moe_ref_job j = {sh, xq, w1, w2, xs, w, w1s, w2s, idx, out,
+                   (uint16_t *)malloc(sizeof(uint16_t) * 2 * (size_t)I * workers),
+                   (uint16_t *)malloc(sizeof(uint16_t) * (size_t)H * workers), (uint8_t *)malloc((size_t)I * workers),
+                   (float *)malloc(sizeof(float) * (size_t)(I / 128) * workers), 0};
   ws_status st = WS_OK;
-  for (int t = 0; t < tokens && st == WS_OK; t++)
-    for (int k = 0; k < K && st == WS_OK; k++) {
-      const int e = idx[(size_t)t * K + k];
-      if (e < 0 || e >= E) continue;
-      fp8_row_gemm(xq + (size_t)t * H, xs + (size_t)t * hb, w1 + (size_t)e * 2 * I * H, w1s + (size_t)e * (2 * ib) * hb,
-                   2 * I, H, h);
-      if ((st = ws_moe_swiglu_quant_host(h, 1, (size_t)I, aq, as)) != WS_OK) break;
-      fp8_row_gemm(aq, as, w2 + (size_t)e * H * I, w2s + (size_t)e * hb * ib, H, I, y);
-      for (int j = 0; j < H; j++) out[(size_t)t * H + j] += (double)w[(size_t)t * K + k] * ws_bf16_to_float(y[j]);
-    }
-  free(h); free(aq); free(as); free(y);
+  if (!j.h || !j.aq || !j.as || !j.y) st = ws_fail(WS_ERR_NOMEM, "ws_moe_reference: out of host memory");
+  else ws_parallel_for(tokens, (int)workers, moe_ref_item, &j);
+  if (st == WS_OK && atomic_load(&j.failed)) st = ws_fail(WS_ERR_NOMEM, "ws_moe_reference: out of host memory");
+  free(j.h); free(j.aq); free(j.as); free(j.y);
   return st;
 }

@@ -4,7 +4,7 @@
  * GQA equals the same problem with the kv heads repeated; a variable-length batch equals
  * its sequences run alone; the default scale; sparse MLA with masked (-1, out of range)
  * and duplicate indices, and with all indices equal to dense single-head attention.
- * Plus the argument checks. */
+ * One thread and several give the same bits. Plus the argument checks. */
 #include "../test.h"
 #include "warpspec/attention.h"
 #include "warpspec/fp8.h"
@@ -342,6 +342,53 @@ static void nsa(void) {
   free(q); free(k); free(v); free(all); free(o); free(lse); free(od); free(ld); free(once); free(twice);
 }
 
+/* The references run their rows on several threads (WARPSPEC_HOST_THREADS; default the
+ * CPUs): one thread and five give the same bits, on a varlen causal GQA batch, sparse MLA,
+ * paged MLA decode and NSA. */
+static int same_bits(const double *a, const double *b, size_t n) { return memcmp(a, b, n * sizeof(double)) == 0; }
+
+static void threads_same_bits(void) {
+  const int B = 3, Hq = 4, Hk = 2, d = 64, T = 150;
+  const int cq[4] = {0, 37, 38, 101}, ck[4] = {0, 50, 51, 130};
+  uint16_t *q = rand_bf16((size_t)T * Hq * 192), *k = rand_bf16((size_t)T * Hk * 192), *v = rand_bf16((size_t)T * Hk * 192);
+  const size_t no = (size_t)T * Hq * 128, nl = (size_t)T * Hq;
+  double *o[2], *l[2];
+  for (int r = 0; r < 2; r++) { o[r] = (double *)malloc(no * sizeof(double)); l[r] = (double *)malloc(nl * sizeof(double)); }
+  for (int r = 0; r < 2; r++) {
+    setenv("WARPSPEC_HOST_THREADS", r ? "5" : "1", 1);
+    ws_attn_problem a = problem(B, 63, 79, Hq, Hk, d, WS_ATTN_CAUSAL_BOTTOM_RIGHT, q, k, v);
+    a.cu_seqlens_q = cq; a.cu_seqlens_k = ck;
+    CHECK_STATUS(ws_attn_reference(&a, o[r], l[r]), WS_OK);
+  }
+  CHECK(same_bits(o[0], o[1], (size_t)101 * Hq * d) && same_bits(l[0], l[1], (size_t)101 * Hq));
+  int *idx = (int *)malloc(sizeof(int) * 40 * 24);
+  for (int i = 0; i < 40 * 24; i++) idx[i] = (int)(rng = rng * 1664525u + 1013904223u) % 70 - 5; /* some -1 .. -5 */
+  for (int r = 0; r < 2; r++) {
+    setenv("WARPSPEC_HOST_THREADS", r ? "5" : "1", 1);
+    ws_mla_sparse_problem m = {40, 2, 60, 24, 192, 128, 0.0f, q, k, idx, (void *)16, NULL};
+    CHECK_STATUS(ws_mla_sparse_reference(&m, o[r], l[r]), WS_OK);
+  }
+  CHECK(same_bits(o[0], o[1], (size_t)40 * 2 * 128) && same_bits(l[0], l[1], (size_t)40 * 2));
+  const int lens[3] = {9, 0, 14}, table[3][4] = {{3, 1, 0, 0}, {0, 0, 0, 0}, {2, 0, 4, 5}};
+  for (int r = 0; r < 2; r++) {
+    setenv("WARPSPEC_HOST_THREADS", r ? "5" : "1", 1);
+    ws_mla_decode_problem dp = {3, 2, 2, 128, 64, 4, 6, 4, 0, 0.0f, q, k, &table[0][0], lens, (void *)16, NULL, 0};
+    CHECK_STATUS(ws_mla_decode_reference(&dp, o[r], l[r]), WS_OK);
+  }
+  CHECK(same_bits(o[0], o[1], (size_t)3 * 2 * 2 * 64) && same_bits(l[0], l[1], (size_t)3 * 2 * 2));
+  int *sel = (int *)malloc(sizeof(int) * T * Hk * 3);
+  for (int i = 0; i < T * Hk * 3; i++) sel[i] = (int)((rng = rng * 1664525u + 1013904223u) >> 8) % 4 - 1;
+  for (int r = 0; r < 2; r++) {
+    setenv("WARPSPEC_HOST_THREADS", r ? "5" : "1", 1);
+    ws_nsa_problem n = {T, Hq, Hk, d, d, 64, 3, 0.0f, q, k, v, sel, (void *)16, NULL};
+    CHECK_STATUS(ws_nsa_reference(&n, o[r], l[r]), WS_OK);
+  }
+  CHECK(same_bits(o[0], o[1], (size_t)T * Hq * d) && same_bits(l[0], l[1], (size_t)T * Hq));
+  unsetenv("WARPSPEC_HOST_THREADS");
+  for (int r = 0; r < 2; r++) { free(o[r]); free(l[r]); }
+  free(q); free(k); free(v); free(idx); free(sel);
+}
+
 static void checks(void) {
   uint16_t *x = rand_bf16(64);
   ws_attn_problem p = problem(1, 4, 4, 2, 1, 64, WS_ATTN_NO_MASK, x, x, x);
@@ -384,6 +431,7 @@ int main(void) {
   mla_decode();
   mla_fp8_cache();
   nsa();
+  threads_same_bits();
   checks();
   return test_finish("test_attention_ref");
 }
