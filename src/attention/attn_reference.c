@@ -107,35 +107,52 @@ static size_t tokens_q(const ws_attn_problem *p) {
 /* The references run their rows on all cores (core/parallel.c): each item owns its output
  * rows and every worker its scratch (rows, s: `width` entries a worker), so the bits do
  * not depend on the threads. */
+typedef struct {
+  const void *p; /* the problem */
+  double *o, *lse, scale;
+  size_t width;
+  long *rows;
+  double *s;
+} ref_job;
+
+/* The job's scratch for `workers` workers; on failure WS_ERR_NOMEM naming `who`. */
+static ws_status ref_job_init(ref_job *j, const void *p, double *o, double *lse, double scale, size_t width, int workers,
+                              const char *who) {
+  j->p = p; j->o = o; j->lse = lse; j->scale = scale; j->width = width > 0 ? width : 1;
+  j->rows = (long *)malloc(sizeof(long) * j->width * (size_t)workers);
+  j->s = (double *)malloc(sizeof(double) * j->width * (size_t)workers);
+  return j->rows && j->s ? WS_OK : ws_fail(WS_ERR_NOMEM, "%s: out of host memory", who);
+}
+static void ref_job_free(ref_job *j) { free(j->rows); free(j->s); }
+static long *ref_rows(const ref_job *j, int worker) { return j->rows + (size_t)worker * j->width; }
+static double *ref_s(const ref_job *j, int worker) { return j->s + (size_t)worker * j->width; }
+static double ref_scale(float given, int dim_qk) { return given > 0 ? given : 1.0 / sqrt((double)dim_qk); }
+
 #define REF_CHUNK 16 /* query tokens of one flash-reference item */
 
 typedef struct {
-  const ws_attn_problem *p;
-  double *o, *lse, scale;
+  ref_job r;
   size_t Tq;
   int chunks, *chunk_b, *chunk_i0; /* chunk -> its sequence and first query of it */
-  long *rows;
-  double *s;
-  size_t width;
 } attn_ref_job;
 
 static void attn_ref_item(void *ctx, int item, int worker) {
   const attn_ref_job *j = (const attn_ref_job *)ctx;
-  const ws_attn_problem *p = j->p;
+  const ws_attn_problem *p = (const ws_attn_problem *)j->r.p;
   const int Hq = p->heads_q, Hk = p->heads_kv, dq = p->dim_qk, dv = p->dim_v, group = Hq / Hk;
   const int h = item / j->chunks, ch = item % j->chunks, b = j->chunk_b[ch], g = h / group;
   int qb, lq, kb, lk;
   ws_attn_sequence(p, b, &qb, &lq, &kb, &lk); /* checked before the items ran */
-  long *rows = j->rows + (size_t)worker * j->width;
-  double *s = j->s + (size_t)worker * j->width;
+  long *rows = ref_rows(&j->r, worker);
+  double *s = ref_s(&j->r, worker);
   const uint16_t *Q = (const uint16_t *)p->q, *K = (const uint16_t *)p->k, *V = (const uint16_t *)p->v;
   for (int i = j->chunk_i0[ch]; i < lq && i < j->chunk_i0[ch] + REF_CHUNK; i++) {
     /* the keys row i sees: all, j <= i (top-left), j <= i + lk - lq (bottom-right) */
     const long last = p->mask == WS_ATTN_NO_MASK ? lk - 1 : p->mask == WS_ATTN_CAUSAL_TOP_LEFT ? (long)i : (long)i + lk - lq;
     for (int c = 0; c < lk; c++) rows[c] = c <= last ? (long)(kb + c) * Hk + g : -1;
     const size_t t = (size_t)(qb + i);
-    softmax_row(Q + (t * Hq + h) * dq, K, V, rows, lk, (size_t)dq, (size_t)dv, dq, dv, j->scale, s,
-                j->o + (t * Hq + h) * dv, j->lse ? &j->lse[(size_t)h * j->Tq + t] : NULL);
+    softmax_row(Q + (t * Hq + h) * dq, K, V, rows, lk, (size_t)dq, (size_t)dv, dq, dv, j->r.scale, s,
+                j->r.o + (t * Hq + h) * dv, j->r.lse ? &j->r.lse[(size_t)h * j->Tq + t] : NULL);
   }
 }
 
@@ -143,19 +160,18 @@ ws_status ws_attn_reference(const ws_attn_problem *p, double *o, double *lse) {
   ws_status st = ws_attn_check(p);
   if (st != WS_OK) return st;
   WS_REQUIRE(o != NULL, "ws_attn_reference: o is NULL");
-  attn_ref_job j = {p, o, lse, p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)p->dim_qk), tokens_q(p), 0,
-                    NULL, NULL, NULL, NULL, (size_t)(p->seqlen_k > 0 ? p->seqlen_k : 1)};
+  attn_ref_job j = {{0}, tokens_q(p), 0, NULL, NULL};
   for (int b = 0; b < p->batch && st == WS_OK; b++) {
     int qb, lq, kb, lk;
     if ((st = ws_attn_sequence(p, b, &qb, &lq, &kb, &lk)) == WS_OK) j.chunks += (lq + REF_CHUNK - 1) / REF_CHUNK;
   }
   if (st != WS_OK) return st;
   const int workers = ws_host_workers();
+  st = ref_job_init(&j.r, p, o, lse, ref_scale(p->softmax_scale, p->dim_qk), (size_t)p->seqlen_k, workers,
+                    "ws_attn_reference");
   j.chunk_b = (int *)malloc(sizeof(int) * (size_t)(j.chunks + 1));
   j.chunk_i0 = (int *)malloc(sizeof(int) * (size_t)(j.chunks + 1));
-  j.rows = (long *)malloc(sizeof(long) * j.width * (size_t)workers);
-  j.s = (double *)malloc(sizeof(double) * j.width * (size_t)workers);
-  if (!j.chunk_b || !j.chunk_i0 || !j.rows || !j.s) st = ws_fail(WS_ERR_NOMEM, "ws_attn_reference: out of host memory");
+  if (st == WS_OK && (!j.chunk_b || !j.chunk_i0)) st = ws_fail(WS_ERR_NOMEM, "ws_attn_reference: out of host memory");
   for (int b = 0, c = 0; b < p->batch && st == WS_OK; b++) {
     int qb, lq, kb, lk;
     ws_attn_sequence(p, b, &qb, &lq, &kb, &lk);
@@ -167,25 +183,17 @@ ws_status ws_attn_reference(const ws_attn_problem *p, double *o, double *lse) {
   if (st == WS_OK) ws_parallel_for(p->heads_q * j.chunks, workers, attn_ref_item, &j);
   free(j.chunk_b);
   free(j.chunk_i0);
-  free(j.rows);
-  free(j.s);
+  ref_job_free(&j.r);
   return st;
 }
 
-typedef struct {
-  const ws_mla_sparse_problem *p;
-  double *o, *lse, scale;
-  long *rows;
-  double *s;
-} mla_ref_job;
-
 static void mla_ref_item(void *ctx, int i, int worker) {
-  const mla_ref_job *j = (const mla_ref_job *)ctx;
-  const ws_mla_sparse_problem *p = j->p;
+  const ref_job *j = (const ref_job *)ctx;
+  const ws_mla_sparse_problem *p = (const ws_mla_sparse_problem *)j->p;
   const int H = p->heads, dq = p->dim_qk, dv = p->dim_v, K = p->topk;
   const uint16_t *Q = (const uint16_t *)p->q, *KV = (const uint16_t *)p->kv;
-  long *rows = j->rows + (size_t)worker * K;
-  double *s = j->s + (size_t)worker * K;
+  long *rows = ref_rows(j, worker);
+  double *s = ref_s(j, worker);
   for (int c = 0; c < K; c++) {
     const int r = p->indices[(size_t)i * K + c];
     rows[c] = r >= 0 && r < p->s_kv ? r : -1; /* -1 and out of range: masked, never read */
@@ -199,14 +207,12 @@ ws_status ws_mla_sparse_reference(const ws_mla_sparse_problem *p, double *o, dou
   ws_status st = ws_mla_sparse_check(p);
   if (st != WS_OK) return st;
   WS_REQUIRE(o != NULL, "ws_mla_sparse_reference: o is NULL");
+  ref_job j;
   const int workers = ws_host_workers();
-  mla_ref_job j = {p, o, lse, p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)p->dim_qk),
-                   (long *)malloc(sizeof(long) * (size_t)p->topk * (size_t)workers),
-                   (double *)malloc(sizeof(double) * (size_t)p->topk * (size_t)workers)};
-  if (!j.rows || !j.s) st = ws_fail(WS_ERR_NOMEM, "ws_mla_sparse_reference: out of host memory");
-  else ws_parallel_for(p->s_q, workers, mla_ref_item, &j);
-  free(j.rows);
-  free(j.s);
+  st = ref_job_init(&j, p, o, lse, ref_scale(p->softmax_scale, p->dim_qk), (size_t)p->topk, workers,
+                    "ws_mla_sparse_reference");
+  if (st == WS_OK) ws_parallel_for(p->s_q, workers, mla_ref_item, &j);
+  ref_job_free(&j);
   return st;
 }
 
@@ -285,23 +291,15 @@ ws_status ws_nsa_check(const ws_nsa_problem *p) {
   return WS_OK;
 }
 
-typedef struct {
-  const ws_mla_decode_problem *p;
-  double *o, *lse, scale;
-  size_t width;
-  long *rows;
-  double *s;
-} dec_ref_job;
-
 /* Query i of sequence b (item b S + i): token n - S + i of it, keys 0 .. n - S + i. */
 static void dec_ref_item(void *ctx, int item, int worker) {
-  const dec_ref_job *j = (const dec_ref_job *)ctx;
-  const ws_mla_decode_problem *p = j->p;
+  const ref_job *j = (const ref_job *)ctx;
+  const ws_mla_decode_problem *p = (const ws_mla_decode_problem *)j->p;
   const int H = p->heads, dq = p->dim_qk, dv = p->dim_v, S = p->s_q, b = item / S, i = item % S;
   const int n = p->seqlens[b], visible = n - S + i + 1;
   const uint16_t *Q = (const uint16_t *)p->q, *KV = (const uint16_t *)p->kv_cache;
-  long *rows = j->rows + (size_t)worker * j->width;
-  double *s = j->s + (size_t)worker * j->width;
+  long *rows = ref_rows(j, worker);
+  double *s = ref_s(j, worker);
   for (int c = 0; c < visible; c++)
     rows[c] = (long)p->block_table[(size_t)b * p->max_pages + c / p->page_size] * p->page_size + c % p->page_size;
   for (int h = 0; h < H; h++) {
@@ -328,7 +326,7 @@ ws_status ws_mla_decode_reference(const ws_mla_decode_problem *p, double *o, dou
     return st;
   }
   const int S = p->s_q;
-  const double scale = p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)p->dim_qk);
+  const double scale = ref_scale(p->softmax_scale, p->dim_qk);
   int longest = 1;
   for (int b = 0; b < p->batch; b++) {
     const int n = p->seqlens[b];
@@ -345,33 +343,23 @@ ws_status ws_mla_decode_reference(const ws_mla_decode_problem *p, double *o, dou
         return ws_fail(WS_ERR_INVALID, "ws_mla_decode: sequence %d, page %d of its block_table is %d (pages 0..%d)", b,
                        j / p->page_size, page, p->num_pages - 1);
     }
+  ref_job j;
   const int workers = ws_host_workers();
-  dec_ref_job j = {p, o, lse, scale, (size_t)longest, (long *)malloc(sizeof(long) * (size_t)longest * (size_t)workers),
-                   (double *)malloc(sizeof(double) * (size_t)longest * (size_t)workers)};
-  if (!j.rows || !j.s) st = ws_fail(WS_ERR_NOMEM, "ws_mla_decode_reference: out of host memory");
-  else ws_parallel_for(p->batch * S, workers, dec_ref_item, &j);
-  free(j.rows);
-  free(j.s);
+  st = ref_job_init(&j, p, o, lse, scale, (size_t)longest, workers, "ws_mla_decode_reference");
+  if (st == WS_OK) ws_parallel_for(p->batch * S, workers, dec_ref_item, &j);
+  ref_job_free(&j);
   return st;
 }
 
-typedef struct {
-  const ws_nsa_problem *p;
-  double *o, *lse, scale;
-  size_t width;
-  long *rows;
-  double *s;
-} nsa_ref_job;
-
 /* Query token i, all heads: each kv head's selected blocks, causal. */
 static void nsa_ref_item(void *ctx, int i, int worker) {
-  const nsa_ref_job *j = (const nsa_ref_job *)ctx;
-  const ws_nsa_problem *p = j->p;
+  const ref_job *j = (const ref_job *)ctx;
+  const ws_nsa_problem *p = (const ws_nsa_problem *)j->p;
   const int T = p->tokens, Hq = p->heads_q, Hk = p->heads_kv, dq = p->dim_qk, dv = p->dim_v, B = p->block, N = p->topn;
   const int group = Hq / Hk, nblocks = (T + B - 1) / B;
   const uint16_t *Q = (const uint16_t *)p->q, *K = (const uint16_t *)p->k, *V = (const uint16_t *)p->v;
-  long *rows = j->rows + (size_t)worker * j->width;
-  double *s = j->s + (size_t)worker * j->width;
+  long *rows = ref_rows(j, worker);
+  double *s = ref_s(j, worker);
   for (int g = 0; g < Hk; g++) {
     const int *sel = p->block_indices + ((size_t)i * Hk + g) * N;
     for (int t = 0; t < N; t++)
@@ -391,14 +379,11 @@ ws_status ws_nsa_reference(const ws_nsa_problem *p, double *o, double *lse) {
   ws_status st = ws_nsa_check(p);
   if (st != WS_OK) return st;
   WS_REQUIRE(o != NULL, "ws_nsa_reference: o is NULL");
+  ref_job j;
   const int workers = ws_host_workers();
-  const size_t most = (size_t)p->topn * p->block;
-  nsa_ref_job j = {p, o, lse, p->softmax_scale > 0 ? p->softmax_scale : 1.0 / sqrt((double)p->dim_qk), most,
-                   (long *)malloc(sizeof(long) * most * (size_t)workers),
-                   (double *)malloc(sizeof(double) * most * (size_t)workers)};
-  if (!j.rows || !j.s) st = ws_fail(WS_ERR_NOMEM, "ws_nsa_reference: out of host memory");
-  else ws_parallel_for(p->tokens, workers, nsa_ref_item, &j);
-  free(j.rows);
-  free(j.s);
+  st = ref_job_init(&j, p, o, lse, ref_scale(p->softmax_scale, p->dim_qk), (size_t)p->topn * p->block, workers,
+                    "ws_nsa_reference");
+  if (st == WS_OK) ws_parallel_for(p->tokens, workers, nsa_ref_item, &j);
+  ref_job_free(&j);
   return st;
 }
