@@ -1,0 +1,57 @@
+"""The trace readers in bench/ (no GPU): bench/trace_probes.py on a made-up probe trace of
+the fused MoE kernel's layout (math: 4 points per tile, loader: 5; base 0 L1, 10 L2) gives
+the time between consecutive points per role and kind, and says so when a trace has no
+probe events."""
+
+import csv
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROBES = os.path.join(HERE, "..", "..", "bench", "trace_probes.py")
+FIELDS = ["t_ns", "role_name", "role", "replica", "event", "arg", "what", "sm"]
+
+
+def write(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+
+
+def probe(t, role, replica, arg):
+    return dict(t_ns=t, role_name=role, role=0 if role == "X_MATH" else 1, replica=replica, event="probe", arg=arg,
+                what="point", sm=5)
+
+
+def test_trace_probes_reports_each_stretch(tmp_path):
+    rows, t = [], 0
+    for item in range(12):
+        base = 0 if item < 6 else 10
+        steps = [300, 40000, 2000] if base == 0 else [1600, 10000, 900]  # wait, K loop, epilogue (ns)
+        t0 = t
+        for k, dt in enumerate([0] + steps):
+            t0 += dt
+            rows.append(probe(t0, "X_MATH", 0, base + k))
+        l0 = t
+        for k, dt in enumerate([0, 200, 300, 500, 30000]):
+            l0 += dt
+            rows.append(probe(l0, "X_LOADER", 0, base + k))
+        t = max(t0, l0) + 100
+    rows.append(dict(t_ns=0, role_name="X_MATH", role=0, replica=0, event="item_begin", arg=0, what="item", sm=5))
+    path = tmp_path / "p.csv"
+    write(path, rows)
+    out = subprocess.run([sys.executable, PROBES, str(path)], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()[1:]
+    assert any("L1 K loop" in l and " 40.00 " in l and "n 6" in l for l in lines), out
+    assert any("L2 epilogue" in l and "  0.90 " in l for l in lines), out
+    assert any("X_LOADER" in l and "act rows ready" in l and "  0.50 " in l for l in lines), out
+
+
+def test_trace_probes_without_probes(tmp_path):
+    path = tmp_path / "p.csv"
+    write(path, [dict(t_ns=0, role_name="X_MATH", role=0, replica=0, event="item_begin", arg=0, what="item", sm=5)])
+    out = subprocess.run([sys.executable, PROBES, str(path)], capture_output=True, text=True, check=True).stdout
+    assert "no probe events" in out
