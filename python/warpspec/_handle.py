@@ -8,13 +8,12 @@ from ._tensor import on_device
 
 
 class Handle:
-    _h = None         # the C handle: None until created, and after destroy()
-    _kind = "handle"  # the class's name in messages
-    _free = None      # the name of the C function that destroys it
+    _h = None     # the C handle: None until created, and after destroy()
+    _free = None  # the name of the C function that destroys it
 
     def _handle(self):
         if self._h is None:
-            raise invalid(f"{self._kind}: already destroyed")
+            raise invalid(f"{type(self).__name__}: already destroyed")
         return self._h
 
     def _before_destroy(self):

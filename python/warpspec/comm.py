@@ -39,7 +39,7 @@ def get_unique_id():
 class Communicator(Handle):
     """A warpspec communicator on the current CUDA device (one rank per GPU)."""
 
-    _kind, _free = "Communicator", "ws_comm_destroy"
+    _free = "ws_comm_destroy"
 
     def __init__(self, rank, nranks, unique_id, device=None):
         """Collective over all `nranks` processes: each passes its rank and the same

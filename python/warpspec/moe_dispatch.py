@@ -64,7 +64,7 @@ class MoeReceived:
 class MoeDispatcher(Handle):
     """A dispatch/combine handle on a Communicator (collective to create and destroy)."""
 
-    _kind, _free = "MoeDispatcher", "ws_ep_destroy"
+    _free = "ws_ep_destroy"
 
     def __init__(self, comm, *, hidden, experts, topk, max_tokens, payload="fp8", row_align=1, num_sms=0,
                  mode="normal"):

@@ -33,7 +33,7 @@ MoeLayerConfig = _lib.MoeLayerConfig
 
 
 class MoeLayer(Handle):
-    _kind, _free = "MoeLayer", "ws_moe_layer_destroy"
+    _free = "ws_moe_layer_destroy"
 
     def __init__(self, comm, *, hidden, inter, experts, topk, max_tokens, w1, w1_scale, w2, w2_scale, num_sms=0,
                  path="auto"):
