@@ -150,48 +150,53 @@ WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar) 
 /* ---- expand ------------------------------------------------------------------------ */
 /* A warp's unit: columns c0 .. c0 + MX_LAYER_COLS - 1 of token t, into each of its rows.
  * Units (token, column chunk) spread an item's tokens over all 8 warps: at decode a
- * token's row is copied by 7 warps at once, not by one. */
+ * token's row is copied by 7 warps at once, not by one. The chunk is read (and, from
+ * BF16, quantised) once into registers, then stored into the rows of the token's live
+ * slots in a rolled loop: unrolled over all WS_EP_MAX_TOPK slots the unit was 2274 SASS
+ * instructions, run once per CTA at decode and fetched cold from L2 (design.md). */
 WS_DEV void mx_expand_unit(const mx_layer_args *L, int t, int c0, int lane, int H) {
-  /* the token's rows, slot by slot (-1: none), in every lane */
+  /* the token's rows, slot by slot (-1: none), lane j holding slot j */
   const int r = lane < L->topk ? __ldcg(L->entry_row + (size_t)t * L->topk + lane) : -1;
-  if (!__ballot_sync(0xffffffffu, r >= 0)) return;
-  int rr[WS_EP_MAX_TOPK];
-#pragma unroll
-  for (int j = 0; j < WS_EP_MAX_TOPK; j++) rr[j] = __shfl_sync(0xffffffffu, r, j);
+  const uint32_t live = __ballot_sync(0xffffffffu, r >= 0);
+  if (!live) return;
   const int c1 = min(H, c0 + MX_LAYER_COLS);
   if (!L->x_bf16) { /* 16 bytes a lane, the chunk's 1 KB in two steps; then its scales */
+    uint4 v[MX_LAYER_COLS / 512];
 #pragma unroll
     for (int u = 0; u < MX_LAYER_COLS / 512; u++) {
       const int c = c0 + (u * 32 + lane) * 16;
-      if (c >= c1) continue;
-      const uint4 v = ws_ld_global_nc_v4(L->x + (size_t)t * H + c);
-#pragma unroll
-      for (int j = 0; j < WS_EP_MAX_TOPK; j++)
-        if (rr[j] >= 0) ws_st_global_v4(L->xg + (size_t)rr[j] * H + c, v);
+      if (c < c1) v[u] = ws_ld_global_nc_v4(L->x + (size_t)t * H + c);
     }
-    const int b = c0 / 128 + lane;
-    if (lane < MX_LAYER_COLS / 128 && b * 128 < c1) {
-      const float sc = __ldg(L->x_scale + (size_t)t * (H / 128) + b);
+    const int b = c0 / 128 + lane, has_scale = lane < MX_LAYER_COLS / 128 && b * 128 < c1;
+    const float sc = has_scale ? __ldg(L->x_scale + (size_t)t * (H / 128) + b) : 0.0f;
+    for (uint32_t m = live; m; m &= m - 1) {
+      const int row = __shfl_sync(0xffffffffu, r, __ffs(m) - 1);
 #pragma unroll
-      for (int j = 0; j < WS_EP_MAX_TOPK; j++)
-        if (rr[j] >= 0) L->xg_scale[(size_t)b * L->scale_ld + rr[j]] = sc;
+      for (int u = 0; u < MX_LAYER_COLS / 512; u++) {
+        const int c = c0 + (u * 32 + lane) * 16;
+        if (c < c1) ws_st_global_v4(L->xg + (size_t)row * H + c, v[u]);
+      }
+      if (has_scale) L->xg_scale[(size_t)b * L->scale_ld + row] = sc;
     }
     return;
   }
   /* BF16: quantised 1 x 128 (a half-warp per 128-block), 256 columns a step */
   const uint16_t *xrow = (const uint16_t *)L->x + (size_t)t * H;
+  uint2 q[MX_LAYER_COLS / 256];
+  float s[MX_LAYER_COLS / 256];
 #pragma unroll
   for (int u = 0; u < MX_LAYER_COLS / 256; u++) {
-    const int c = c0 + u * 256 + lane * 8, ok = c < c1;
-    float s;
-    const uint2 q = ws_quantize_bf16x8_1x128(ok ? ws_ld_global_nc_v4(xrow + c) : make_uint4(0u, 0u, 0u, 0u), &s);
-    if (ok) {
+    const int c = c0 + u * 256 + lane * 8;
+    q[u] = ws_quantize_bf16x8_1x128(c < c1 ? ws_ld_global_nc_v4(xrow + c) : make_uint4(0u, 0u, 0u, 0u), &s[u]);
+  }
+  for (uint32_t m = live; m; m &= m - 1) {
+    const int row = __shfl_sync(0xffffffffu, r, __ffs(m) - 1);
 #pragma unroll
-      for (int j = 0; j < WS_EP_MAX_TOPK; j++) {
-        if (rr[j] < 0) continue;
-        *(uint2 *)(L->xg + (size_t)rr[j] * H + c) = q;
-        if (lane % 16 == 0) L->xg_scale[(size_t)(c / 128) * L->scale_ld + rr[j]] = s;
-      }
+    for (int u = 0; u < MX_LAYER_COLS / 256; u++) {
+      const int c = c0 + u * 256 + lane * 8;
+      if (c >= c1) continue;
+      *(uint2 *)(L->xg + (size_t)row * H + c) = q[u];
+      if (lane % 16 == 0) L->xg_scale[(size_t)(c / 128) * L->scale_ld + row] = s[u];
     }
   }
 }
