@@ -72,21 +72,25 @@
 #define WS_EP_DEFAULT_SMS       24     /* CTAs per transfer kernel unless the config says  */
 #define WS_EP_WARPS             16     /* warps per CTA of the dispatch/combine kernels    */
 #define WS_EP_ROUTE_THREADS     256    /* tokens per CTA of the routing kernel              */
-/* MoE layer, WS_MOE_AUTO: with several ranks the fused experts kernel (64-row tiles)
- * when a local expert is expected to get fewer rows than WS_MOE_AUTO_FUSED_ROWS (tokens x
- * topk / local experts), else the unfused GEMMs, whose 128- and 192-row tiles read the
- * weights fewer times; on one GPU the whole-layer kernel (WS_MOE_FUSED_LAYER) below
- * WS_MOE_AUTO_LAYER_ROWS. One H200, session 10, calls back to back, whole layer / unfused:
+/* MoE layer, WS_MOE_AUTO, by the rows a local expert is expected to get (tokens x topk /
+ * local experts). On one GPU: the whole-layer kernel (WS_MOE_FUSED_LAYER) below
+ * WS_MOE_AUTO_LAYER_ROWS, else the unfused GEMMs, whose 128- and 192-row tiles read the
+ * weights fewer times. One H200, session 10, calls back to back, whole layer / unfused:
  * DeepSeek-V3 0.72x at 32 rows per expert (1024 tokens), 0.85x at 64 (2048), 1.12x at
- * 128 (4096); Flash 0.71x at 48 rows, 1.21x at 96; the fused experts kernel alone loses
- * the same way from 96 rows. (Session 9's 224 came from a run whose unfused GEMMs were
- * 20% slower than this one's.) One H100, session 15 (SwiGLU on the fast units, in both
- * paths): whole layer / unfused 1.03x at 128 rows (DeepSeek-V3 4096 tokens), 1.02x at 96
- * (Flash 4096), 0.93x at 192 (Flash 8192), 1.18x at 256 (DeepSeek-V3 8192): level around
- * the crossover, so it stays. The rule for several ranks is the one-GPU measurement: EP2
- * has not been timed. */
-#define WS_MOE_AUTO_FUSED_ROWS      80
+ * 128 (4096); Flash 0.71x at 48 rows, 1.21x at 96. One H100, session 15: 1.03x at 128
+ * rows, 1.02x at 96, 0.93x at 192 (Flash 8192), 1.18x at 256: level around the crossover.
+ * With several ranks: the whole-layer kernel below WS_MOE_AUTO_EP_LAYER_ROWS, the fused
+ * experts kernel (64-row tiles) between dispatch and combine below WS_MOE_AUTO_FUSED_ROWS,
+ * else unfused. Two H200 over NVLink (EP2, session 16), time against unfused: fused experts
+ * DeepSeek-V3 0.95x at 64 rows (1024 tokens), 0.87x at 128, 0.90x at 192, 1.11x at 256,
+ * 1.26x at 384; Flash 0.76x at 48, 0.80x at 144, 0.90x at 192, 1.22x at 288 (and 1.04x at
+ * 96, where that run's unfused GEMMs were unusually fast). The whole layer against fused
+ * experts: 2-7% faster at 0.5 rows (1 and 8 tokens), 4-10% slower from 8 rows (128
+ * tokens), where its dispatch and combine run on the math warps of the CTAs; the
+ * threshold 2 lies between the two measured points. */
 #define WS_MOE_AUTO_LAYER_ROWS      80
+#define WS_MOE_AUTO_FUSED_ROWS      224
+#define WS_MOE_AUTO_EP_LAYER_ROWS   2
 /* The fused experts kernel (both fused paths) would take its 128-row tile from this many
  * rows per local expert; 0: never. Off: on one H200 (session 10) it was 9% slower than
  * the 64-row tile at 128 rows per expert (DeepSeek-V3, 4096 tokens: its last 64 rows of

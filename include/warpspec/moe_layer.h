@@ -35,7 +35,8 @@ extern "C" {
 
 typedef enum {
   WS_MOE_AUTO = 0,          /* per call, from the expected rows per local expert
-                             * (config.h: WS_MOE_AUTO_LAYER_ROWS on one GPU, else _FUSED_ROWS) */
+                             * (config.h: WS_MOE_AUTO_LAYER_ROWS on one GPU, else
+                             * WS_MOE_AUTO_EP_LAYER_ROWS and WS_MOE_AUTO_FUSED_ROWS) */
   WS_MOE_UNFUSED = 1,       /* dispatch, L1 ws_gemm, SwiGLU pass, L2 ws_gemm, combine       */
   WS_MOE_FUSED_EXPERTS = 2, /* dispatch, one persistent kernel for L1 + SwiGLU + requant + L2
                              * (L2 tiles start as their rows' L1 tiles finish), combine    */

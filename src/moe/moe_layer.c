@@ -153,11 +153,12 @@ static double layer_rows_per_expert(const ws_moe_layer *l, int tokens) {
 
 /* Which path a call takes. WS_MOE_AUTO: config.h's rule, with every rank passing about
  * as many tokens as this one and routing about uniform: T K (token, expert) pairs land on
- * each rank, T K / L rows per local expert; fused means the whole layer on one GPU. */
+ * each rank, T K / L rows per local expert. */
 static ws_moe_path layer_path(const ws_moe_layer *l, int tokens) {
   if (l->cfg.path != WS_MOE_AUTO) return l->cfg.path;
   const double rows = layer_rows_per_expert(l, tokens);
   if (l->nranks == 1) return rows < WS_MOE_AUTO_LAYER_ROWS ? WS_MOE_FUSED_LAYER : WS_MOE_UNFUSED;
+  if (rows < WS_MOE_AUTO_EP_LAYER_ROWS) return WS_MOE_FUSED_LAYER;
   return rows < WS_MOE_AUTO_FUSED_ROWS ? WS_MOE_FUSED_EXPERTS : WS_MOE_UNFUSED;
 }
 
