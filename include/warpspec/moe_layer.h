@@ -43,8 +43,7 @@ typedef enum {
   WS_MOE_FUSED_LAYER = 3    /* the whole layer in one persistent kernel per rank (route,
                              * token transfer, L1, SwiGLU + requant, L2, weighted sums and
                              * their return); WS_MOE_AUTO takes it on one GPU where it would
-                             * take WS_MOE_FUSED_EXPERTS (with several ranks not yet: it
-                             * has not been timed over NVLink)                               */
+                             * take WS_MOE_FUSED_EXPERTS, and with several ranks at decode  */
 } ws_moe_path;
 
 typedef struct {
