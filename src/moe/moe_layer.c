@@ -10,6 +10,7 @@
 #include "warpspec/moe.h"
 #include "warpspec/moe_layer.h"
 #include "moe_experts.h"
+#include "moe_layer_auto.h"
 #include "swiglu_internal.h"
 
 #include <stdlib.h>
@@ -151,15 +152,18 @@ static double layer_rows_per_expert(const ws_moe_layer *l, int tokens) {
   return (double)tokens * l->cfg.topk / l->local_experts;
 }
 
-/* Which path a call takes. WS_MOE_AUTO: config.h's rule, with every rank passing about
- * as many tokens as this one and routing about uniform: T K (token, expert) pairs land on
- * each rank, T K / L rows per local expert. */
-static ws_moe_path layer_path(const ws_moe_layer *l, int tokens) {
-  if (l->cfg.path != WS_MOE_AUTO) return l->cfg.path;
-  const double rows = layer_rows_per_expert(l, tokens);
-  if (l->nranks == 1) return rows < WS_MOE_AUTO_LAYER_ROWS ? WS_MOE_FUSED_LAYER : WS_MOE_UNFUSED;
+/* WS_MOE_AUTO: with every rank passing about as many tokens as this one and routing about
+ * uniform, T K (token, expert) pairs land on each rank, T K / L rows per local expert. */
+ws_moe_path moe_layer_auto_path(int nranks, double rows) {
+  if (nranks == 1) return rows < WS_MOE_AUTO_LAYER_ROWS ? WS_MOE_FUSED_LAYER : WS_MOE_UNFUSED;
   if (rows < WS_MOE_AUTO_EP_LAYER_ROWS) return WS_MOE_FUSED_LAYER;
   return rows < WS_MOE_AUTO_FUSED_ROWS ? WS_MOE_FUSED_EXPERTS : WS_MOE_UNFUSED;
+}
+
+/* Which path a call takes: the configured one, or auto's. */
+static ws_moe_path layer_path(const ws_moe_layer *l, int tokens) {
+  if (l->cfg.path != WS_MOE_AUTO) return l->cfg.path;
+  return moe_layer_auto_path(l->nranks, layer_rows_per_expert(l, tokens));
 }
 
 ws_status ws_moe_layer_path_for(const ws_moe_layer *l, int tokens, ws_moe_path *path) {

@@ -8,6 +8,8 @@
 #include "warpspec/moe.h"
 #include "warpspec/moe_layer.h"
 #include "../../src/moe/moe_experts.h"
+#include "../../src/moe/moe_layer_auto.h"
+#include "warpspec/config.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -311,6 +313,29 @@ static void experts_arguments(void) {
   CHECK_MSG("4-byte aligned");
 }
 
+/* WS_MOE_AUTO's rule at the edges of its thresholds (config.h): one GPU, the whole layer
+ * below WS_MOE_AUTO_LAYER_ROWS rows per local expert, else unfused; several ranks, the
+ * whole layer at decode, then fused experts, then unfused. */
+static void auto_rule(void) {
+  CHECK(WS_MOE_AUTO_EP_LAYER_ROWS < WS_MOE_AUTO_FUSED_ROWS); /* each band of several ranks is not empty */
+  const double below = 1e-9;
+  CHECK(moe_layer_auto_path(1, 0.0) == WS_MOE_FUSED_LAYER);
+  CHECK(moe_layer_auto_path(1, WS_MOE_AUTO_LAYER_ROWS - below) == WS_MOE_FUSED_LAYER);
+  CHECK(moe_layer_auto_path(1, WS_MOE_AUTO_LAYER_ROWS) == WS_MOE_UNFUSED);
+  for (int n = 2; n <= 8; n *= 2) {
+    CHECK(moe_layer_auto_path(n, 0.0) == WS_MOE_FUSED_LAYER);
+    CHECK(moe_layer_auto_path(n, WS_MOE_AUTO_EP_LAYER_ROWS - below) == WS_MOE_FUSED_LAYER);
+    CHECK(moe_layer_auto_path(n, WS_MOE_AUTO_EP_LAYER_ROWS) == WS_MOE_FUSED_EXPERTS);
+    CHECK(moe_layer_auto_path(n, WS_MOE_AUTO_FUSED_ROWS - below) == WS_MOE_FUSED_EXPERTS);
+    CHECK(moe_layer_auto_path(n, WS_MOE_AUTO_FUSED_ROWS) == WS_MOE_UNFUSED);
+  }
+  /* the measured points (docs/benchmarks.md, session 16): DeepSeek-V3 on two ranks, rows
+   * per local expert T x 8 / 128 */
+  CHECK(moe_layer_auto_path(2, 1 * 8 / 128.0) == WS_MOE_FUSED_LAYER);
+  CHECK(moe_layer_auto_path(2, 512 * 8 / 128.0) == WS_MOE_FUSED_EXPERTS);
+  CHECK(moe_layer_auto_path(2, 4096 * 8 / 128.0) == WS_MOE_UNFUSED);
+}
+
 int main(void) {
   config_checks();
   max_rows();
@@ -321,5 +346,6 @@ int main(void) {
   moe_reference();
   layer_arguments();
   experts_arguments();
+  auto_rule();
   return test_finish("test_moe_host");
 }
