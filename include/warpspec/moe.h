@@ -112,7 +112,9 @@ ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_scale, const i
 
 /* Collective: y [max_rows][hidden] bf16 in the latest dispatch's layout (rows of padding
  * are ignored); out [num_tokens][hidden] bf16 of that dispatch gets
- * sum_k topk_weights[t][k] * y[row of (t, k)], zero for a token without experts. */
+ * sum_k topk_weights[t][k] * y[row of (t, k)], zero for a token without experts. After a
+ * dispatch of 0 tokens out may be NULL (x, x_scale, topk_idx and topk_weights of such a
+ * dispatch too). */
 ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStream_t stream);
 
 /* The layout of the latest dispatch (the same as its recv). */

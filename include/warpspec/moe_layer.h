@@ -69,7 +69,8 @@ ws_status ws_moe_layer_destroy(ws_moe_layer *layer); /* collective */
 /* Collective, stream-ordered, graph-capturable. x: [tokens][H] e4m3 with x_scale
  * [tokens][H / 128] fp32 (row-major, as ws_fp8_quantize_1x128 writes), or bf16 with
  * x_scale NULL (quantised here first); topk_idx / topk_weights [tokens][K] (-1: no
- * expert); out [tokens][H] bf16. tokens 0..max_tokens. */
+ * expert); out [tokens][H] bf16. tokens 0..max_tokens; a rank with 0 tokens still takes
+ * part (its experts serve the other ranks) and may pass NULL for every tensor. */
 ws_status ws_moe_layer_forward(ws_moe_layer *layer, const void *x, const float *x_scale, const int *topk_idx,
                                const float *topk_weights, int tokens, void *out, cudaStream_t stream);
 

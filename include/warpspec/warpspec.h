@@ -15,4 +15,5 @@
 #include "moe.h"
 #include "moe_layer.h"
 #include "attention.h"
+#include "check.h"
 #endif

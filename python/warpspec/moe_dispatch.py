@@ -157,7 +157,7 @@ class MoeDispatcher(Handle):
         vo = view(out, "out").expect(BF16, shape=(self._tokens, H))
         with on_device(self.device):
             s = stream_handle(stream, self.device)
-            _lib.check(_lib.lib.ws_ep_combine(self._handle(), vy.ptr, vo.ptr if vo.numel else vy.ptr,
+            _lib.check(_lib.lib.ws_ep_combine(self._handle(), vy.ptr, vo.ptr,
                                               ctypes.c_void_p(s)))
         return out
 

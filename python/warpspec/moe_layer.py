@@ -93,7 +93,7 @@ class MoeLayer(Handle):
         with on_device(self.device):
             s = stream_handle(stream, self.device)
             _lib.check(_lib.lib.ws_moe_layer_forward(handle, vx.ptr, vs.ptr if vs else None, vi.ptr, vw.ptr, T,
-                                                     vo.ptr if vo.numel else vx.ptr, ctypes.c_void_p(s)))
+                                                     vo.ptr, ctypes.c_void_p(s)))
         return out
 
 

@@ -31,6 +31,7 @@
  * epilogue. */
 #include "../core/internal.h"
 #include "warpspec/attention.h"
+#include "warpspec/check.h"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
 #include "attn_device.cuh"
@@ -411,7 +412,7 @@ static const fa_variant *fa_variant_of(int dqk, int dv) {
 }
 
 extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream) {
-  ws_status s = ws_attn_check(p);
+  ws_status s = ws_check_mode() ? ws_attn_validate(p, stream) : ws_attn_check(p);
   if (s != WS_OK) return s;
   const int varlen = p->cu_seqlens_q != NULL;
   if (varlen)

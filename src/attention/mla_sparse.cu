@@ -33,6 +33,7 @@
  * math is unchanged and the BF16 values are exact (power-of-two tile scales). */
 #include "../core/internal.h"
 #include "warpspec/attention.h"
+#include "warpspec/check.h"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
 #include "attn_device.cuh"
@@ -640,7 +641,7 @@ extern "C" ws_status ws_mla_decode_workspace_size(const ws_mla_decode_problem *p
 
 extern "C" ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void *workspace, size_t workspace_bytes,
                                            cudaStream_t stream) {
-  ws_status s = ws_mla_decode_check(p);
+  ws_status s = ws_check_mode() ? ws_mla_decode_validate(p, stream) : ws_mla_decode_check(p);
   if (s != WS_OK) return s;
   if ((s = mla_shape_check("ws_mla_decode_forward", p->dim_qk, p->dim_v, p->heads)) != WS_OK) return s;
   WS_REQUIRE(((uintptr_t)p->kv_cache & 15u) == 0, "ws_mla_decode_forward: kv_cache %p is not 16-byte aligned",

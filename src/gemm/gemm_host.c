@@ -1,5 +1,6 @@
 /* gemm_host.c - GEMM problem checks, layout arithmetic and the float64 reference. */
 #include "../core/internal.h"
+#include "warpspec/check.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
 #include "gemm_args.h"
@@ -168,7 +169,7 @@ ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *t
 }
 
 ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream) {
-  ws_status s = ws_gemm_check(p);
+  ws_status s = ws_check_mode() ? ws_gemm_validate(p, stream) : ws_gemm_check(p);
   if (s != WS_OK) return s;
   if (ws_gemm_rows(p) == 0) return WS_OK; /* nothing to compute: no GPU call at all */
   int sms = 0;

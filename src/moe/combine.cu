@@ -89,7 +89,12 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
 
 extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStream_t stream) {
   WS_REQUIRE(ep != NULL, "ws_ep_combine: ep is NULL");
-  WS_REQUIRE(y != NULL && out != NULL, "ws_ep_combine: y or out is NULL");
+  WS_REQUIRE(ep->host_tokens >= 0, "ws_ep_combine: no dispatch on this handle yet (combine uses the latest one's layout)");
+  /* a rank without tokens (an idle data-parallel rank) still serves its experts: y is
+   * read; out has no rows to receive and may be NULL (an empty tensor's pointer) */
+  WS_REQUIRE(y != NULL && (out != NULL || ep->host_tokens == 0),
+             "ws_ep_combine: y or out is NULL (out may be NULL only after a dispatch of 0 tokens; the latest had %d)",
+             ep->host_tokens);
   WS_REQUIRE(((uintptr_t)y & 15u) == 0 && ((uintptr_t)out & 15u) == 0, "ws_ep_combine: y %p and out %p must be 16-byte "
              "aligned", y, out);
   ws_diag diag;

@@ -22,6 +22,8 @@
  *           last CTA acks every source.
  * Each wait is bounded and names the peer, the role and the CTA. */
 #include "ep_device.cuh"
+#include "../core/index_check.h"
+#include "warpspec/check.h"
 
 #include <cuda_bf16.h>
 
@@ -351,8 +353,12 @@ extern "C" ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_sca
       WS_REQUIRE(x_scale == NULL, "ws_ep_dispatch: x_scale is for the FP8 payload; this handle carries BF16");
     }
   }
-  ws_diag diag;
   ws_status s;
+  if (ws_check_mode() && (s = ws_index_check_range("ws_ep_dispatch (validation)", "topk_idx", topk_idx,
+                                                     (long long)num_tokens * ep->cfg.topk, 0, ep->cfg.experts, -1,
+                                                     stream)) != WS_OK)
+    return s;
+  ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   const ep_args *a = &ep->args;
   {
@@ -375,6 +381,7 @@ extern "C" ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_sca
                        (const void *)ep_expand_kernel, dim3{(unsigned)ep->sms, 1, 1}, stream, args)) != WS_OK)
       return s;
   }
+  ep->host_tokens = num_tokens;
   if (recv) ws_ep_recv_layout(ep, recv);
   if (host_offsets) { /* the offsets and the out-of-range report, one wait for both */
     const int L = ep->local_experts;

@@ -130,6 +130,7 @@ extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config
   ep->local_experts = cfg->experts / n;
   ep->fp8 = cfg->payload == WS_EP_FP8;
   ep->sms = ep_sms(cfg);
+  ep->host_tokens = -1;
   ep->max_rows = (int)ws_ep_max_rows(cfg, n);
   ep->scale_ld = (ep->max_rows + 3) / 4 * 4;
   ep->inbox_row = ep_inbox_row_bytes(cfg->hidden, ep->fp8, cfg->topk);

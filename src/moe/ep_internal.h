@@ -106,6 +106,8 @@ struct ws_ep {
   int *bad_id;             /* [4]: count, first token, slot, value of ids out of range */
   int *route_cnt;          /* [experts + nranks]: route's counters, zero between calls */
   int *num_tokens;         /* [1]: tokens of the latest dispatch */
+  int host_tokens;         /* the same, as the host called it (-1 before the first): combine's
+                            * `out` may be NULL after a dispatch of 0 tokens */
   int *recv_ntok;          /* [nranks]: tokens received from each rank (latest dispatch) */
   int *comb_row;           /* [nranks][max_tokens][topk]: received row of each entry, -1 */
   float *comb_w;           /* [nranks][max_tokens][topk] */

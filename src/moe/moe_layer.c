@@ -4,7 +4,9 @@
  * synchronisation: graph-capturable). The fused layer path runs dispatch and combine
  * inside the same kernel: on one GPU as local copies (moe_layer_items.cuh), on several
  * ranks over the dispatch handle's symmetric buffers (moe_layer_ep.cuh). */
+#include "../core/index_check.h"
 #include "../core/internal.h"
+#include "warpspec/check.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
 #include "warpspec/moe.h"
@@ -224,11 +226,17 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
   WS_REQUIRE(l != NULL, "ws_moe_layer_forward: layer is NULL");
   WS_REQUIRE(tokens >= 0 && tokens <= l->cfg.max_tokens, "ws_moe_layer_forward: tokens %d, must be 0..%d (max_tokens)",
              tokens, l->cfg.max_tokens);
-  WS_REQUIRE(out != NULL && (tokens == 0 || x != NULL), "ws_moe_layer_forward: x or out is NULL");
+  /* 0 tokens (an idle data-parallel rank, which still serves its experts to the others):
+   * x, x_scale, topk_idx, topk_weights and out may all be NULL, as empty tensors' are */
+  WS_REQUIRE(tokens == 0 || (x != NULL && topk_idx != NULL && topk_weights != NULL && out != NULL),
+             "ws_moe_layer_forward: x, topk_idx, topk_weights or out is NULL with %d tokens", tokens);
   WS_REQUIRE(((uintptr_t)out & 15u) == 0, "ws_moe_layer_forward: out %p is not 16-byte aligned", out);
   const size_t H = (size_t)l->cfg.hidden, I = (size_t)l->cfg.inter;
   const ws_moe_path path = layer_path(l, tokens);
   ws_status s;
+  if (ws_check_mode() && (s = ws_index_check_range("ws_moe_layer_forward (validation)", "topk_idx", topk_idx,
+                                                     (long long)tokens * l->cfg.topk, 0, l->cfg.experts, -1, stream)) != WS_OK)
+    return s;
   STAGE_DONE(0);
   if (path == WS_MOE_FUSED_LAYER) { /* everything in one kernel, BF16 rows quantised inside; its launcher checks the inputs */
     moe_layer_io io;
