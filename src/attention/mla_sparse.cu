@@ -633,6 +633,9 @@ extern "C" ws_status ws_mla_decode_workspace_size(const ws_mla_decode_problem *p
   WS_REQUIRE(bytes != NULL, "ws_mla_decode_workspace_size: bytes is NULL");
   ws_status s = ws_mla_decode_check(p);
   if (s != WS_OK) return s;
+  /* the kernel's shape rules before the split arithmetic (fewer than MLA_BH heads would
+   * make it divide by zero CTAs) */
+  if ((s = mla_shape_check("ws_mla_decode_workspace_size", p->dim_qk, p->dim_v, p->heads)) != WS_OK) return s;
   int sms = 0, chunk = 0;
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   *bytes = mla_decode_need(p, mla_decode_splits(p, sms, &chunk));

@@ -78,7 +78,7 @@ static void flash_varlen(void) {
 static void mla_decode(void) {
   ws_mla_decode_problem p;
   memset(&p, 0, sizeof p);
-  p.batch = 2; p.s_q = 1; p.heads = 16; p.dim_qk = 576; p.dim_v = 512; p.page_size = 64; p.num_pages = 8; p.max_pages = 4;
+  p.batch = 2; p.s_q = 1; p.heads = 64; p.dim_qk = 576; p.dim_v = 512; p.page_size = 64; p.num_pages = 8; p.max_pages = 4;
   p.q = dev_bytes((size_t)p.batch * p.heads * p.dim_qk * 2);
   p.kv_cache = dev_bytes((size_t)p.num_pages * p.page_size * p.dim_qk * 2);
   CUDA_OK(cudaMalloc(&p.o, (size_t)p.batch * p.heads * p.dim_v * 2));
@@ -138,6 +138,7 @@ static void grouped_gemm(void) {
 }
 
 int main(void) {
+  setvbuf(stdout, NULL, _IONBF, 0);
   require_hopper();
   rng_seed_from_time();
   /* the switch: the environment decides until the program does */
@@ -148,6 +149,17 @@ int main(void) {
   CHECK(ws_set_check_mode(0) == WS_OK && ws_check_mode() == 0);
   CHECK(ws_set_check_mode(2) == WS_ERR_INVALID);
   CHECK(ws_set_check_mode(1) == WS_OK && ws_check_mode() == 1);
+  { /* fewer heads than the MLA kernel's 64 per CTA: refused, not a division by zero */
+    ws_mla_decode_problem p;
+    memset(&p, 0, sizeof p);
+    p.batch = 1; p.s_q = 1; p.heads = 16; p.dim_qk = 576; p.dim_v = 512; p.page_size = 64; p.num_pages = 1; p.max_pages = 1;
+    p.q = p.kv_cache = p.o = (void *)(uintptr_t)256;
+    p.block_table = p.seqlens = (const int *)(uintptr_t)256;
+    size_t bytes = 0;
+    const ws_status s = ws_mla_decode_workspace_size(&p, &bytes);
+    printf("MLA decode workspace, 16 heads -> %s: %s\n", ws_strerror(s), ws_last_error());
+    CHECK(s == WS_ERR_INVALID);
+  }
   flash_varlen();
   mla_decode();
   grouped_gemm();
