@@ -102,6 +102,24 @@ def invalid(message):
     return InvalidArgumentError(message, status="WS_ERR_INVALID", code=WS_ERR_INVALID)
 
 
+class checking:
+    """`with checking(check):` the C library's validation mode (warpspec/check.h) on for the
+    calls inside when check is true, as WARPSPEC_CHECK=1 turns it on for the process:
+    index tensors are scanned on the device before each kernel that reads them, and the
+    first bad entry raises InvalidArgumentError. Restores the process's mode after."""
+
+    def __init__(self, check):
+        self.on = bool(check) and not lib.ws_check_mode()
+
+    def __enter__(self):
+        if self.on:
+            check(lib.ws_set_check_mode(1))
+
+    def __exit__(self, *exc):
+        if self.on:
+            lib.ws_set_check_mode(-1)
+
+
 # ---- struct mirrors (sizes checked against ws_abi_sizeof at load) -------------------
 WS_MAX_ROLES = 8
 WS_NAME_LEN = 24
@@ -318,6 +336,11 @@ def _declare(L):
         "ws_moe_layer_forward": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, c_void_p, c_void_p]),
         "ws_moe_layer_path_for": (c_int, [c_void_p, c_int, P(c_int)]),
         "ws_attn_check": (c_int, [P(AttnProblem)]),
+        "ws_attn_validate": (c_int, [P(AttnProblem), c_void_p]),
+        "ws_mla_decode_validate": (c_int, [P(MlaDecodeProblem), c_void_p]),
+        "ws_gemm_validate": (c_int, [P(GemmProblem), c_void_p]),
+        "ws_set_check_mode": (c_int, [c_int]),
+        "ws_check_mode": (c_int, []),
         "ws_attn_forward": (c_int, [P(AttnProblem), c_void_p]),
         "ws_mla_sparse_forward": (c_int, [P(MlaSparseProblem), c_void_p]),
         "ws_mla_decode_workspace_size": (c_int, [P(MlaDecodeProblem), P(c_size_t)]),

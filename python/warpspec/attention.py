@@ -13,6 +13,15 @@ Head dims 64/64, 128/128, 192/128; Hq a multiple of Hkv (GQA, MQA). causal: keep
 j <= query i ("top_left", PyTorch SDPA's is_causal) or j <= i + Sk - Sq
 ("bottom_right", FlashAttention >= 2.1). Returns o (and lse [Hq, Tq] fp32, natural log,
 with return_lse=True).
+
+Index tensors are trusted, as FlashAttention trusts them: offsets past the rows or
+decreasing, page ids out of range or lengths beyond the block table read out of bounds.
+check=True (or WARPSPEC_CHECK=1 for the whole process) scans them on the GPU first
+(attention: cu_seqlens start at 0, never decrease, end within the rows, no sequence longer
+than max_seqlen; mla_decode: seqlens within max_pages x page_size, the used page ids within
+the cache) and raises InvalidArgumentError naming the first bad entry. It waits for the
+GPU: for debugging, not inside CUDA graph capture. mla_sparse_prefill and nsa_attention
+need no check: any index is defined there (out of range = masked).
 """
 
 import ctypes
@@ -48,7 +57,7 @@ def _outputs(views, out, lse, oshape, lshape, return_lse, what):
 
 def attention(q, k, v, *, causal=False, causal_align="top_left", softmax_scale=None, cu_seqlens_q=None,
               cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, out=None, return_lse=False, lse=None,
-              stream=None):
+              stream=None, check=False):
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
     if varlen and (cu_seqlens_q is None or cu_seqlens_k is None):
         raise invalid("attention: cu_seqlens_q and cu_seqlens_k go together")
@@ -105,7 +114,8 @@ def attention(q, k, v, *, causal=False, causal_align="top_left", softmax_scale=N
     p.total_q, p.total_k = (tq, tk) if varlen else (0, 0)
     with on_device(dev):
         s = stream_handle(stream, dev)
-        _lib.check(_lib.lib.ws_attn_forward(ctypes.byref(p), ctypes.c_void_p(s)))
+        with _lib.checking(check):
+            _lib.check(_lib.lib.ws_attn_forward(ctypes.byref(p), ctypes.c_void_p(s)))
     return (out, lse) if (return_lse or lse is not None) else out
 
 
@@ -152,7 +162,7 @@ MLA_FP8_ROW_BYTES = 656  # warpspec/attention.h: WS_MLA_FP8_ROW_BYTES
 
 
 def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_scale=None, out=None, return_lse=False,
-               lse=None, stream=None):
+               lse=None, stream=None, check=False):
     """MLA decode over a paged latent cache (FlashMLA's and vLLM's layout).
     q [B, s_q, H, 576] bf16; kv_cache [pages, page_size, 576] (or [pages, page_size, 1,
     576]) bf16, its first 512 columns also V, or the FP8 cache: uint8 [pages, page_size,
@@ -161,7 +171,7 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
     max_seqlen: an upper bound of seqlens known on the host (None: max_pages x page_size;
     a tight bound lets the keys split over more CTAs). Returns o [B, s_q, H, 512] bf16
     (and lse [B, s_q, H] fp32). A split-KV workspace is allocated with PyTorch when
-    needed."""
+    needed. check=True: scan seqlens and block_table on the GPU first (module docstring)."""
     vq = view(q, "q").expect(BF16, ndim=4)
     b, s_q, heads, dqk = vq.shape
     vc = view(kv_cache, "kv_cache").expect(BF16 + ("uint8",), ndim=(3, 4))
@@ -198,8 +208,9 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
         _lib.check(_lib.lib.ws_mla_decode_workspace_size(ctypes.byref(p), ctypes.byref(need)))
         ws = empty((need.value,), "uint8", dev, "warpspec.mla_decode") if need.value else None
         s = stream_handle(stream, dev)
-        _lib.check(_lib.lib.ws_mla_decode_forward(ctypes.byref(p), ws.data_ptr() if ws is not None else None,
-                                                  need.value, ctypes.c_void_p(s)))
+        with _lib.checking(check):
+            _lib.check(_lib.lib.ws_mla_decode_forward(ctypes.byref(p), ws.data_ptr() if ws is not None else None,
+                                                      need.value, ctypes.c_void_p(s)))
     return (out, lse) if (return_lse or lse is not None) else out
 
 

@@ -128,13 +128,16 @@ def _problem(a, b, out, a_scale, b_scale, group_offsets, group_rows, what):
 
 
 def gemm(a, b, *, a_scale=None, b_scale=None, group_offsets=None, group_rows=None, out=None, workspace=None,
-         stream=None):
+         stream=None, check=False):
     """D = A @ B^T (bf16 out) on the GPU, on the current PyTorch stream (or `stream`).
 
     The layout is dense, grouped contiguous (group_offsets) or grouped masked
     (group_rows); see the module's text. Returns `out` (allocated when not given).
     Dense problems with few rows split K when a workspace is available: one is
-    allocated here unless `workspace` (a uint8 device tensor) is given."""
+    allocated here unless `workspace` (a uint8 device tensor) is given. check=True (or
+    WARPSPEC_CHECK=1): scan group_offsets (>= 0, never decreasing, the last <= m) or
+    group_rows (0 .. m) on the GPU first and raise naming the first bad entry; it waits
+    for the GPU, so not inside graph capture."""
     what = "warpspec.gemm"
     p, views, d_shape = _problem(a, b, out, a_scale, b_scale, group_offsets, group_rows, what)
     _lib.check(_lib.lib.ws_gemm_check(ctypes.byref(p)))
@@ -153,7 +156,8 @@ def gemm(a, b, *, a_scale=None, b_scale=None, group_offsets=None, group_rows=Non
             if need.value:
                 ws = empty((need.value,), "uint8", dev, what)
                 p.workspace, p.workspace_bytes = view(ws, "workspace").ptr, need.value
-        _lib.check(_lib.lib.ws_gemm(ctypes.byref(p), ctypes.c_void_p(s)))
+        with _lib.checking(check):
+            _lib.check(_lib.lib.ws_gemm(ctypes.byref(p), ctypes.c_void_p(s)))
     return out
 
 

@@ -102,10 +102,11 @@ class MoeDispatcher(Handle):
                            i32(r.src_token, R), i32(r.src_slot, R),
                            wrap_device(r.weight, R * 4, torch.float32, (R,), dev), R, L)
 
-    def dispatch(self, x, topk_idx, topk_weights, *, x_scale=None, sync_counts=False, stream=None):
+    def dispatch(self, x, topk_idx, topk_weights, *, x_scale=None, sync_counts=False, stream=None, check=False):
         """Send each token once to every rank hosting one of its experts. x [T, hidden]
         (bf16, or fp8 with x_scale [T, hidden / 128] row-major fp32), topk_idx [T, topk]
-        int32 (-1 skips a slot; int64 is converted), topk_weights [T, topk] fp32."""
+        int32 (-1 skips a slot; int64 is converted), topk_weights [T, topk] fp32. T may be
+        0 (empty tensors: an idle rank still takes part). check=True: as MoeLayer's."""
         torch = torch_or_raise("MoeDispatcher.dispatch")
         H, K = self.cfg.hidden, self.cfg.topk
         if getattr(topk_idx, "dtype", None) is torch.int64:
@@ -132,8 +133,9 @@ class MoeDispatcher(Handle):
         offs = (ctypes.c_int * (self.local_experts + 1))() if sync_counts else None
         with on_device(self.device):
             s = stream_handle(stream, self.device)
-            _lib.check(_lib.lib.ws_ep_dispatch(self._handle(), vx.ptr, vs.ptr if vs else None, vi.ptr, vw.ptr, T,
-                                               ctypes.byref(r), offs, ctypes.c_void_p(s)))
+            with _lib.checking(check):
+                _lib.check(_lib.lib.ws_ep_dispatch(self._handle(), vx.ptr, vs.ptr if vs else None, vi.ptr, vw.ptr, T,
+                                                       ctypes.byref(r), offs, ctypes.c_void_p(s)))
         if self._recv is None:
             self._recv = self._received(r)
         self._tokens = T

@@ -69,10 +69,15 @@ class MoeLayer(Handle):
         _lib.check(_lib.lib.ws_moe_layer_path_for(self._handle(), int(tokens), ctypes.byref(p)))
         return {v: k for k, v in PATHS.items()}[p.value]
 
-    def __call__(self, x, topk_idx, topk_weights, *, x_scale=None, out=None, stream=None):
+    def __call__(self, x, topk_idx, topk_weights, *, x_scale=None, out=None, stream=None, check=False):
         """out [T, H] bf16 = sum_k topk_weights[t, k] * expert_{topk_idx[t, k]}(x[t]).
         x: [T, H] bf16 (quantised to FP8 1 x 128 inside), or float8_e4m3fn with x_scale
-        [T, H / 128] fp32 row-major. topk_idx int32 (int64 converted), -1 skips a slot."""
+        [T, H / 128] fp32 row-major. topk_idx int32 (int64 converted), -1 skips a slot.
+        T may be 0 (an idle rank: it still serves its experts to the others; every rank
+        calls). check=True (or WARPSPEC_CHECK=1): topk_idx entries other than -1 and 0 ..
+        experts - 1 raise before the call (without it they are skipped); it waits for the
+        GPU, so not inside graph capture, and a rank that raises leaves its peers waiting
+        into their timeout."""
         handle = self._handle()
         torch = torch_or_raise("MoeLayer")
         H, K = self.cfg.hidden, self.cfg.topk
@@ -92,13 +97,14 @@ class MoeLayer(Handle):
         vo = view(out, "out").expect(BF16, shape=(T, H))
         with on_device(self.device):
             s = stream_handle(stream, self.device)
-            _lib.check(_lib.lib.ws_moe_layer_forward(handle, vx.ptr, vs.ptr if vs else None, vi.ptr, vw.ptr, T,
-                                                     vo.ptr, ctypes.c_void_p(s)))
+            with _lib.checking(check):
+                _lib.check(_lib.lib.ws_moe_layer_forward(handle, vx.ptr, vs.ptr if vs else None, vi.ptr, vw.ptr, T,
+                                                         vo.ptr, ctypes.c_void_p(s)))
         return out
 
 
 def moe(comm, x, topk_idx, topk_weights, w1, w1_scale, w2, w2_scale, *, x_scale=None, max_tokens=None, path="auto",
-        num_sms=0, out=None, stream=None):
+        num_sms=0, out=None, stream=None, check=False):
     """out [T, H] bf16 = sum_k topk_weights[t, k] * expert_{topk_idx[t, k]}(x[t]): the whole
     MoE layer, as MoeLayer(...)(x, topk_idx, topk_weights) (same arguments, same checks).
     H, I, the experts (comm.size x w1.shape[0]) and top-k come from the tensors. The first
@@ -126,4 +132,4 @@ def moe(comm, x, topk_idx, topk_weights, w1, w1_scale, w2, w2_scale, *, x_scale=
                          topk=vi.shape[1], max_tokens=max_tokens, w1=w1, w1_scale=w1_scale, w2=w2,
                          w2_scale=w2_scale, num_sms=num_sms, path=path)
         layers[key] = layer
-    return layer(x, topk_idx, topk_weights, x_scale=x_scale, out=out, stream=stream)
+    return layer(x, topk_idx, topk_weights, x_scale=x_scale, out=out, stream=stream, check=check)
