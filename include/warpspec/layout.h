@@ -55,7 +55,7 @@ typedef enum {
   WS_LAYOUT_NO_ROLES,        /* nroles < 1                                          */
   WS_LAYOUT_TOO_MANY_ROLES,  /* nroles > WS_MAX_ROLES                               */
   WS_LAYOUT_BAD_WARPS,       /* warps < 1 or > 32                                   */
-  WS_LAYOUT_BAD_REPLICAS,    /* replicas < 1                                        */
+  WS_LAYOUT_BAD_REPLICAS,    /* replicas < 1 or > 32                                */
   WS_LAYOUT_BAD_REGS,        /* regs not REST/ENTRY and not a multiple of 8 in 24..256 */
   WS_LAYOUT_THREADS,         /* more than 1024 threads                              */
   WS_LAYOUT_BAD_ENTRY,       /* requested entry cap not in 24..255                  */
@@ -124,7 +124,8 @@ WS_CX ws_layout ws_layout_make(const ws_role *roles, int nroles, int entry_overr
     const ws_role *ro = &roles[r];
     L.err_role = r;
     if (ro->warps < 1 || ro->warps > WS_MAX_THREADS / WS_WARP_SIZE) { L.error = WS_LAYOUT_BAD_WARPS; return L; }
-    if (ro->replicas < 1) { L.error = WS_LAYOUT_BAD_REPLICAS; return L; }
+    /* bounded before any product: warps x replicas summed over roles stays far from INT_MAX */
+    if (ro->replicas < 1 || ro->replicas > WS_MAX_THREADS / WS_WARP_SIZE) { L.error = WS_LAYOUT_BAD_REPLICAS; return L; }
     if (ro->regs != WS_REGS_ENTRY && ro->regs != WS_REGS_REST && !ws_regs_valid(ro->regs)) {
       L.error = WS_LAYOUT_BAD_REGS; return L;
     }

@@ -53,7 +53,7 @@ static ws_status layout_failure(const ws_plan *p) {
   case WS_LAYOUT_BAD_WARPS:
     return ws_fail(WS_ERR_INVALID, "kernel '%s': role '%s' has warps %d, must be 1..32", k, role_name(p, r), p->roles[r].warps);
   case WS_LAYOUT_BAD_REPLICAS:
-    return ws_fail(WS_ERR_INVALID, "kernel '%s': role '%s' has replicas %d, must be >= 1", k, role_name(p, r), p->roles[r].replicas);
+    return ws_fail(WS_ERR_INVALID, "kernel '%s': role '%s' has replicas %d, must be 1..32 (warps x replicas of all roles fit 32 warps)", k, role_name(p, r), p->roles[r].replicas);
   case WS_LAYOUT_BAD_REGS: {
     int lo, hi;
     char fit[32];
@@ -139,6 +139,9 @@ ws_status ws_plan_init(ws_plan *plan, const char *kernel, const ws_role *roles, 
 
 ws_status ws_plan_set_smem(ws_plan *plan, size_t bytes) {
   WS_REQUIRE(plan != NULL, "ws_plan_set_smem: plan is NULL");
+  /* every later check (device opt-in, the int cudaFuncSetAttribute takes) then holds */
+  WS_REQUIRE(bytes <= WS_MAX_SMEM_BYTES, "ws_plan_set_smem: %zu bytes of shared memory; a CTA can have at most %u (sm_90)",
+             bytes, WS_MAX_SMEM_BYTES);
   if (plan->smem_bytes != bytes) plan->checked_func = NULL; /* check the new size once */
   plan->smem_bytes = bytes;
   return WS_OK;

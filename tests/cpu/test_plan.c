@@ -2,6 +2,8 @@
  * the barrier allocator, and the compiled-kernel comparison. No GPU needed. */
 #include "../test.h"
 
+#include <limits.h>
+
 static void seed_pair(void) {
   /* The seed: dispatch + receiver + compute, 4 warps each = 384 threads. */
   const ws_role roles[] = {{"dispatch", 4, WS_REGS_REST, 1}, {"receiver", 4, 80, 1}, {"compute", 4, 184, 1}};
@@ -137,6 +139,34 @@ static void barrier_allocator(void) {
   CHECK(id == 1);
 }
 
+/* Every field of a role is bounded before the layout multiplies: INT_MAX replicas used to
+ * wrap to 0 threads and pass; shared memory is bounded at the device's largest opt-in. */
+static void bounds(void) {
+  ws_plan p;
+  const int big[] = {33, 1 << 20, INT_MAX, INT_MIN, -1, 0};
+  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+    const ws_role rep[] = {{"a", 4, WS_REGS_ENTRY, big[i]}};
+    CHECK_STATUS(ws_plan_init(&p, "replicas", rep, 1, 0), WS_ERR_INVALID);
+    CHECK_MSG("replicas");
+    const ws_role warps[] = {{"a", big[i], WS_REGS_ENTRY, 1}};
+    CHECK_STATUS(ws_plan_init(&p, "warps", warps, 1, 0), WS_ERR_INVALID);
+    const ws_role regs[] = {{"a", 4, big[i], 1}};
+    if (big[i] != WS_REGS_REST && big[i] != WS_REGS_ENTRY) CHECK_STATUS(ws_plan_init(&p, "regs", regs, 1, 0), WS_ERR_INVALID);
+  }
+  /* 32 replicas of one warp: the most a CTA holds, and one role more is too many threads */
+  const ws_role full[] = {{"a", 1, WS_REGS_ENTRY, 32}};
+  CHECK_STATUS(ws_plan_init(&p, "full", full, 1, 0), WS_OK);
+  CHECK(p.layout.threads == 1024);
+  const ws_role over[] = {{"a", 1, WS_REGS_ENTRY, 32}, {"b", 1, WS_REGS_ENTRY, 1}};
+  CHECK(ws_plan_init(&p, "over", over, 2, 0) != WS_OK);
+  CHECK_STATUS(ws_plan_init(&p, "full", full, 1, INT_MAX), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_init(&p, "full", full, 1, 0), WS_OK);
+  CHECK_STATUS(ws_plan_set_smem(&p, (size_t)227 * 1024), WS_OK);
+  CHECK_STATUS(ws_plan_set_smem(&p, (size_t)227 * 1024 + 1), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_set_smem(&p, (size_t)-1), WS_ERR_INVALID);
+  CHECK_MSG("shared memory");
+}
+
 static void kernel_attrs(void) {
   const ws_role roles[] = {{"dispatch", 4, WS_REGS_REST, 1}, {"receiver", 4, 80, 1}, {"compute", 4, 184, 1}};
   ws_plan p;
@@ -160,9 +190,11 @@ static void kernel_attrs(void) {
   ws_device_limits h200 = {0, "NVIDIA H200", 9, 0, 132, 232448, 65536, 1024, 60u << 20, 0};
   CHECK_STATUS(ws_plan_set_smem(&p, 200000), WS_OK);
   CHECK_STATUS(ws_plan_check_limits(&p, &h200), WS_OK);
-  CHECK_STATUS(ws_plan_set_smem(&p, 240000), WS_OK);
-  CHECK_STATUS(ws_plan_check_limits(&p, &h200), WS_ERR_BUDGET);
-  CHECK_MSG("232448");
+  ws_device_limits small = h200; /* a device with less shared memory than the plan wants */
+  small.smem_optin = 166912;
+  CHECK_STATUS(ws_plan_check_limits(&p, &small), WS_ERR_BUDGET);
+  CHECK_MSG("166912");
+  CHECK_STATUS(ws_plan_set_smem(&p, 240000), WS_ERR_INVALID); /* more than any sm_90 has */
   ws_device_limits a100 = h200;
   a100.cc_major = 8;
   CHECK_STATUS(ws_plan_check_limits(&p, &a100), WS_ERR_NO_DEVICE);
@@ -192,6 +224,7 @@ int main(void) {
   register_pool();
   threads_and_packing();
   barrier_allocator();
+  bounds();
   kernel_attrs();
   print_table();
   return test_finish("test_plan");
