@@ -7,8 +7,12 @@
  *     and not writable by group or others; created 0700 when absent. All file work
  *     happens relative to the opened folder, with O_NOFOLLOW, so the checked folder is
  *     the one used;
- *   - a reader takes a file only if its header carries this job's key and was written
- *     after the job's launcher started; anything else is stale and it keeps waiting;
+ *   - a reader takes a file only if its header carries this job's whole key and was
+ *     written after the job's launcher started; anything else is stale and it keeps
+ *     waiting. The key is required (an empty one would let any two jobs meet) and at most
+ *     255 bytes; the file name holds a hash of it (ws_rdv_file_name);
+ *   - a reader opens the file without blocking and takes only a regular file of this
+ *     user: a FIFO or device planted under the name is an error, not a wait without end;
  *   - rank 0 removes the file, and the folder if it made it, once every rank has read
  *     it (ws_rendezvous_cleanup, which ws_comm_init_from_env calls after its barrier).
  * The default folder is ${TMPDIR:-/tmp}/warpspec-rdv-<uid>-<job id> under mpirun;
@@ -65,13 +69,32 @@ const char *ws_rendezvous_dir(void) {
   return dir;
 }
 
-/* The file of `name` for this job: name.<key> (two jobs may share a folder). */
+int ws_rdv_file_name(const char *name, const char *key, char *out, size_t len) {
+  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, 64 bits */
+  for (const unsigned char *c = (const unsigned char *)key; *c; c++) h = (h ^ *c) * 0x100000001b3ull;
+  char prefix[25];
+  snprintf(prefix, sizeof prefix, "%s", key);
+  sanitize(prefix);
+  const int n = snprintf(out, len, "%s.%s-%016llx", name, prefix, (unsigned long long)h);
+  return n > 0 && (size_t)n < len && n < 256;
+}
+
+/* This job's key, checked: present (without one, any two jobs sharing a folder would
+ * read each other's id) and short enough to be kept whole in the header. */
+static ws_status job_key(const char *fn, const char **key) {
+  *key = ws_rendezvous_key();
+  WS_REQUIRE((*key)[0] != '\0', "%s: no job key: set WS_RENDEZVOUS_KEY (fresh per job) or start under `warpspec run` "
+             "or mpirun, which set one", fn);
+  WS_REQUIRE(strlen(*key) < WS_RDV_KEY_LEN, "%s: job key of %zu bytes, at most %d", fn, strlen(*key), WS_RDV_KEY_LEN - 1);
+  return WS_OK;
+}
+
+/* The file of `name` for this job (two jobs may share a folder). */
 static ws_status file_name(const char *fn, const char *name, char *out, size_t len) {
-  char key[WS_RDV_KEY_LEN];
-  snprintf(key, sizeof key, "%s", ws_rendezvous_key());
-  sanitize(key);
-  const int n = key[0] ? snprintf(out, len, "%s.%s", name, key) : snprintf(out, len, "%s", name);
-  WS_REQUIRE(n > 0 && (size_t)n < len && (size_t)n < 256, "%s: file name for '%s' too long", fn, name);
+  const char *key;
+  ws_status s = job_key(fn, &key);
+  if (s != WS_OK) return s;
+  WS_REQUIRE(ws_rdv_file_name(name, key, out, len), "%s: file name for '%s' too long", fn, name);
   return WS_OK;
 }
 
@@ -234,7 +257,7 @@ ws_status ws_rendezvous_put(const char *dir, const char *name, const void *data,
   h.created_ns = realtime_ns();
   h.payload_bytes = bytes;
   h.writer_pid = (int64_t)getpid();
-  strncpy(h.key, ws_rendezvous_key(), sizeof h.key - 1);
+  memcpy(h.key, ws_rendezvous_key(), strlen(ws_rendezvous_key()) + 1); /* checked by file_name: fits */
   const int bad = write_all(fd, &h, sizeof h) != 0 || write_all(fd, data, bytes) != 0;
   if (close(fd) != 0 || bad) {
     s = ws_fail(WS_ERR_INVALID, "%s: short write to %s/%s", fn, dir, tmp);
@@ -255,7 +278,8 @@ static ws_status try_read(const char *fn, const char *dir, const char *file, voi
   int dfd;
   ws_status s = open_dir(fn, dir, 0, &dfd);
   if (s != WS_OK || dfd < 0) return s;
-  const int fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO planted under this name must not wait for a writer */
+  const int fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   const int err = errno;
   close(dfd);
   if (fd < 0) {
@@ -264,9 +288,11 @@ static ws_status try_read(const char *fn, const char *dir, const char *file, voi
     return ws_fail(WS_ERR_INVALID, "%s: cannot open %s/%s: %s", fn, dir, file, strerror(err));
   }
   struct stat st;
+  memset(&st, 0, sizeof st);
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
     close(fd);
-    return ws_fail(WS_ERR_INVALID, "%s: %s/%s is not a regular file of this user", fn, dir, file);
+    return ws_fail(WS_ERR_INVALID, "%s: %s/%s is not a regular file of this user (%s): refused", fn, dir, file,
+                   S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISREG(st.st_mode) ? "another user's" : "a special file");
   }
   const uint64_t mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
   const uint64_t not_before = ws_rdv_not_before_ns();
@@ -285,9 +311,10 @@ static ws_status try_read(const char *fn, const char *dir, const char *file, voi
                    "truncated or foreign", fn, dir, file, got < 0 ? (ssize_t)0 : got,
                    got == (ssize_t)sizeof h ? ", bad header" : ", short header");
   }
-  if (strncmp(h.key, ws_rendezvous_key(), sizeof h.key - 1) != 0) {
+  h.key[sizeof h.key - 1] = '\0';
+  if (strcmp(h.key, ws_rendezvous_key()) != 0) {
     close(fd);
-    snprintf(stale, stale_len, "a file of another job (key '%.40s', this job's is '%.40s')", h.key, ws_rendezvous_key());
+    snprintf(stale, stale_len, "a file of another job (key '%.60s', this job's is '%.60s')", h.key, ws_rendezvous_key());
     return WS_OK;
   }
   if (h.created_ns < not_before) {

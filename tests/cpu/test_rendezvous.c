@@ -88,6 +88,13 @@ static pid_t writer_after(const char *dir, const char *name, int delay_ms, const
   return p;
 }
 
+/* dir/<the file of "id" for job key> */
+static void id_path(char *out, size_t len, const char *dir, const char *key) {
+  char file[300];
+  CHECK(ws_rdv_file_name("id", key, file, sizeof file));
+  snprintf(out, len, "%s/%s", dir, file);
+}
+
 static int wait_ok(pid_t p) {
   int st = 0;
   return waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0;
@@ -183,7 +190,7 @@ static void bad_files(void) {
   char dir[512], path[600], got[sizeof payload];
   make_dir(dir, sizeof dir, "files");
   setenv("WS_RENDEZVOUS_KEY", "job-files", 1);
-  snprintf(path, sizeof path, "%s/id.job-files", dir); /* the file of name "id" for this key */
+  id_path(path, sizeof path, dir, "job-files"); /* the file of name "id" for this key */
   setenv("WS_RENDEZVOUS_TIMEOUT_MS", "5000", 1);
   /* the id file as a symbolic link to a good-looking file elsewhere */
   char elsewhere[600];
@@ -245,7 +252,7 @@ static void timing_and_concurrency(void) {
   CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
   CHECK(wait_ok(w));
   char file[600];
-  snprintf(file, sizeof file, "%s/id.job-late", dir);
+  id_path(file, sizeof file, dir, "job-late");
   unlink(file);
   rmdir(dir);
   /* two jobs, one folder: each reader gets its own job's file */
@@ -315,9 +322,69 @@ static void early_exit(void) {
   CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
   CHECK(wait_ok(w));
   char file[600];
-  snprintf(file, sizeof file, "%s/id.job-early", dir);
+  id_path(file, sizeof file, dir, "job-early");
   unlink(file);
   rmdir(dir);
+}
+
+/* Keys: the whole key counts (two keys sharing their first 63 characters, as PMIx
+ * namespaces may, and two that differ only in characters a file name cannot hold, are
+ * two jobs), an empty key and one of more than 255 bytes are refused. A FIFO planted as
+ * the id file is an error at once, not a reader blocked in open(). */
+static void keys_and_fifo(void) {
+  char dir[512], path[700], got[sizeof payload];
+  make_dir(dir, sizeof dir, "keys");
+  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "300", 1);
+  char long_a[200], long_b[200];
+  memset(long_a, 'p', 150);
+  long_a[150] = '\0';
+  memcpy(long_b, long_a, sizeof long_a);
+  long_a[100] = 'A';
+  long_b[100] = 'B';
+  const char *pairs[3][2] = {{long_a, long_b}, {"job/A", "job_A"}, {"job A", "job_A"}};
+  for (int i = 0; i < 3; i++) {
+    setenv("WS_RENDEZVOUS_KEY", pairs[i][0], 1);
+    CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_OK);
+    setenv("WS_RENDEZVOUS_KEY", pairs[i][1], 1);
+    CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_TIMEOUT); /* not the other job's id */
+    setenv("WS_RENDEZVOUS_KEY", pairs[i][0], 1);
+    CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
+    CHECK_STATUS(ws_rendezvous_cleanup(dir, "id"), WS_OK);
+  }
+  /* the same file name for both keys (a hash collision, or a name planted by hand): the
+   * header's whole key still tells them apart */
+  id_path(path, sizeof path, dir, long_a);
+  write_file(path, long_b, realtime_ns(), sizeof payload, 0, -1);
+  setenv("WS_RENDEZVOUS_KEY", long_a, 1);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_TIMEOUT);
+  CHECK_MSG("another job");
+  unlink(path);
+  setenv("WS_RENDEZVOUS_KEY", "", 1);
+  CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_ERR_INVALID);
+  CHECK_MSG("no job key");
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_INVALID);
+  char huge[400];
+  memset(huge, 'k', 299);
+  huge[299] = '\0';
+  setenv("WS_RENDEZVOUS_KEY", huge, 1);
+  CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_ERR_INVALID);
+  CHECK_MSG("at most 255");
+  /* a FIFO under the id's name: a clear error well inside the bound (the alarm ends a
+   * reader that blocks, which fails the test instead of hanging it) */
+  setenv("WS_RENDEZVOUS_KEY", "job-fifo", 1);
+  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "5000", 1);
+  id_path(path, sizeof path, dir, "job-fifo");
+  CHECK(mkfifo(path, 0600) == 0);
+  alarm(20);
+  const uint64_t t0 = realtime_ns();
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_INVALID);
+  CHECK_MSG("FIFO");
+  CHECK(realtime_ns() - t0 < 2000000000ull);
+  alarm(0);
+  unlink(path);
+  CHECK(count_entries(dir) == 0);
+  CHECK(rmdir(dir) == 0);
+  unsetenv("WS_RENDEZVOUS_KEY");
 }
 
 static void arguments(void) {
@@ -343,6 +410,7 @@ int main(void) {
   bad_files();
   timing_and_concurrency();
   early_exit();
+  keys_and_fifo();
   arguments();
   const int left = count_entries(base);
   if (left != 0) printf("left behind in %s: %d entries\n", base, left);
