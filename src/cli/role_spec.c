@@ -3,6 +3,7 @@
 #include "../core/internal.h"
 #include "../gemm/gemm_args.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ ws_status cli_parse_role(const char *spec, ws_role *out, char *name_buf, size_t 
   memcpy(name_buf, spec, nlen);
   name_buf[nlen] = '\0';
   char *end = NULL;
+  errno = 0;
   long warps = strtol(c1 + 1, &end, 10);
   if (end != c2 || warps < 1 || warps > 32) return bad(spec, "warps must be 1..32");
   const char *regs_s = c2 + 1;
@@ -29,14 +31,18 @@ ws_status cli_parse_role(const char *spec, ws_role *out, char *name_buf, size_t 
   if (strncmp(regs_s, "rest", 4) == 0) { regs = WS_REGS_REST; end = (char *)regs_s + 4; }
   else if (strncmp(regs_s, "entry", 5) == 0) { regs = WS_REGS_ENTRY; end = (char *)regs_s + 5; }
   else {
+    errno = 0;
     regs = strtol(regs_s, &end, 10);
     if (end == regs_s) return bad(spec, "regs must be a number, rest or entry");
+    /* read whole, before the int the planner takes: 4294967528 must not become 232 */
+    if (errno == ERANGE || regs < 1 || regs > 1024) return bad(spec, "regs out of range (24..256, a multiple of 8)");
   }
   long replicas = 1;
   if (*end == 'x') {
     char *e2 = NULL;
+    errno = 0;
     replicas = strtol(end + 1, &e2, 10);
-    if (e2 == end + 1 || *e2 != '\0' || replicas < 1 || replicas > 32) return bad(spec, "replicas must be 1..32");
+    if (e2 == end + 1 || *e2 != '\0' || errno == ERANGE || replicas < 1 || replicas > 32) return bad(spec, "replicas must be 1..32");
   } else if (*end != '\0') {
     return bad(spec, "unexpected text after regs");
   }

@@ -8,9 +8,17 @@
  * unique to this launch (WS_RENDEZVOUS_KEY) go to the ranks; the folder is removed on
  * every way out: success, failure, timeout, signal. Exit status: 0 if all ranks
  * succeeded, 77 if all succeeded or skipped (CTest's "skipped"), 128 + the signal if
- * one stopped the launcher, else the first failure's. */
+ * one stopped the launcher, else the first failure's.
+ *
+ * Each rank runs in a process group of its own, and every signal goes to the group, so
+ * what a rank started (a shell's children, a data loader's workers) ends with it; when
+ * the job ends, whatever is left in the groups is killed. Each rank also dies with the
+ * launcher (PR_SET_PDEATHSIG): if the launcher itself is killed with SIGKILL, the ranks
+ * get SIGKILL, though processes a rank started survive it and its folder stays behind
+ * ($TMPDIR/warpspec-run-XXXXXX, removable by hand). */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "parse_num.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,7 +36,8 @@
 #define WS_RUN_MAX_RANKS 64
 #define WS_RUN_GRACE_S 10
 
-/* The files the ranks left in the folder (never following links), then the folder. */
+/* The files the ranks left in the folder (never following links), then the folder; a
+ * folder that stays is said, not hidden. */
 static void remove_dir(const char *dir) {
   const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) {
@@ -41,7 +51,9 @@ static void remove_dir(const char *dir) {
       close(fd);
     }
   }
-  rmdir(dir);
+  if (rmdir(dir) != 0 && errno != ENOENT)
+    fprintf(stderr, "warpspec run: could not remove the rendezvous folder %s: %s (remove it by hand)\n", dir,
+            strerror(errno));
 }
 
 static volatile sig_atomic_t stop_signal;
@@ -53,20 +65,30 @@ static double now_s(void) {
   return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static void signal_all(pid_t *pids, int *alive, int n, int sig) {
+/* Every rank's process group (the rank and what it started); `all`: also the groups of
+ * ranks that have exited, whose children may still run. */
+static void signal_all(pid_t *pids, int *alive, int n, int sig, int all) {
   for (int r = 0; r < n; r++)
-    if (alive[r]) kill(pids[r], sig);
+    if (alive[r] || all) kill(-pids[r], sig);
 }
 
 int cli_run(int argc, char **argv) {
   int n = 0, i = 0;
   double timeout = 0;
   for (; i < argc; i++) {
-    if (!strcmp(argv[i], "-n") && i + 1 < argc) n = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--")) { i++; break; }
-    else if (argv[i][0] == '-') { fprintf(stderr, "warpspec run: unknown option %s\n", argv[i]); return 2; }
-    else break;
+    if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+      if (!cli_parse_int("run -n", argv[++i], 1, WS_RUN_MAX_RANKS, &n)) return 2;
+    } else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
+      if (!cli_parse_double("run --timeout (seconds; leave it out for none)", argv[++i], 1e-3, 1e7, &timeout)) return 2;
+    } else if (!strcmp(argv[i], "--")) {
+      i++;
+      break;
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "warpspec run: unknown option %s\n", argv[i]);
+      return 2;
+    } else {
+      break;
+    }
   }
   if (n < 1 || n > WS_RUN_MAX_RANKS || i >= argc) {
     fprintf(stderr, "usage: warpspec run -n N [--timeout S] [--] PROG [ARGS...]   (1 <= N <= %d)\n", WS_RUN_MAX_RANKS);
@@ -94,10 +116,16 @@ int cli_run(int argc, char **argv) {
   int alive[WS_RUN_MAX_RANKS] = {0}, status[WS_RUN_MAX_RANKS] = {0};
   fflush(stdout);
   fflush(stderr);
+  const pid_t launcher = getpid();
   for (int r = 0; r < n; r++) {
     pid_t p = fork();
-    if (p < 0) { perror("warpspec run: fork"); signal_all(pids, alive, r, SIGKILL); remove_dir(dir); return 1; }
+    if (p < 0) { perror("warpspec run: fork"); signal_all(pids, alive, r, SIGKILL, 1); remove_dir(dir); return 1; }
     if (p == 0) {
+      /* a group of its own (set here and in the parent: whichever runs first), and death
+       * with the launcher; a launcher already gone before prctl took effect: leave */
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != launcher) _exit(1);
       char v[32];
       snprintf(v, sizeof v, "%d", r);
       setenv("WS_RANK", v, 1);
@@ -116,6 +144,7 @@ int cli_run(int argc, char **argv) {
       fprintf(stderr, "warpspec run: cannot start %s: %s\n", argv[i], strerror(errno));
       _exit(127);
     }
+    setpgid(p, p);
     pids[r] = p;
     alive[r] = 1;
   }
@@ -145,27 +174,28 @@ int cli_run(int argc, char **argv) {
     if (stop_signal && !stopped_by) {
       stopped_by = stop_signal;
       fprintf(stderr, "warpspec run: signal %d, stopping %d rank(s)\n", (int)stopped_by, left);
-      signal_all(pids, alive, n, SIGTERM);
+      signal_all(pids, alive, n, SIGTERM, 0);
       kill_at = t + 2;
     } else if (kill_at > 0 && t > kill_at) {
-      signal_all(pids, alive, n, SIGKILL);
+      signal_all(pids, alive, n, SIGKILL, 0);
       kill_at = 0;
     } else if (timeout > 0 && t - start > timeout) {
       fprintf(stderr, "warpspec run: timeout after %.0f s, stopping %d rank(s)\n", timeout, left);
-      signal_all(pids, alive, n, SIGTERM);
+      signal_all(pids, alive, n, SIGTERM, 0);
       sleep(2);
-      signal_all(pids, alive, n, SIGKILL);
+      signal_all(pids, alive, n, SIGKILL, 0);
       timed_out = 1;
       timeout = 0;
     } else if (fail_at > 0 && t - fail_at > WS_RUN_GRACE_S) {
       fprintf(stderr, "warpspec run: stopping %d rank(s) left after a failure\n", left);
-      signal_all(pids, alive, n, SIGTERM);
+      signal_all(pids, alive, n, SIGTERM, 0);
       sleep(2);
-      signal_all(pids, alive, n, SIGKILL);
+      signal_all(pids, alive, n, SIGKILL, 0);
       fail_at = -1e30;
     }
     usleep(10000);
   }
+  signal_all(pids, alive, n, SIGKILL, 1); /* what the ranks started and left running */
   remove_dir(dir);
   if (stopped_by) return 128 + stopped_by;
   if (timed_out) return 124;

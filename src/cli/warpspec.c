@@ -1,6 +1,7 @@
 /* warpspec.c - the `warpspec` command: info, plan, bench, demo. */
 #include "../../bench/bench.h"
 #include "cli.h"
+#include "parse_num.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -78,8 +79,8 @@ static int cmd_plan(int argc, char **argv) {
   long long smem = 0;
   const char *kname = "cli", *known = NULL;
   for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "--entry") == 0 && i + 1 < argc) entry = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--smem") == 0 && i + 1 < argc) smem = atoll(argv[++i]);
+    if (strcmp(argv[i], "--entry") == 0 && i + 1 < argc) { if (!cli_parse_int("--entry", argv[++i], 0, 255, &entry)) return 2; }
+    else if (strcmp(argv[i], "--smem") == 0 && i + 1 < argc) { if (!cli_parse_long("--smem", argv[++i], 0, WS_MAX_SMEM_BYTES, &smem)) return 2; }
     else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) kname = argv[++i];
     else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) known = argv[++i];
     else if (argv[i][0] == '-') return usage();
@@ -131,10 +132,14 @@ static int bench_under_launcher(int want, int least, int argc, char **argv) {
 static int cmd_bench_sendrecv(int argc, char **argv) {
   bench_sr_opts o = {1ull << 30, NULL, 0, 0, strcmp(argv[0], "allgather") == 0};
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--max-bytes") == 0 && i + 1 < argc) o.max_bytes = strtoull(argv[++i], NULL, 10);
+    if (strcmp(argv[i], "--max-bytes") == 0 && i + 1 < argc) {
+      long long v;
+      if (!cli_parse_long("--max-bytes", argv[++i], 1, 1ll << 40, &v)) return 2;
+      o.max_bytes = (unsigned long long)v;
+    }
     else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
     else if (strcmp(argv[i], "--nccl-probe") == 0) o.nccl_probe = 1;
-    else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) o.ranks = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) { if (!cli_parse_int("--ranks", argv[++i], 1, 64, &o.ranks)) return 2; }
     else return usage();
   }
   if (getenv("WS_RANK") == NULL) return bench_under_launcher(o.ranks ? o.ranks : 2, 2, argc, argv);
@@ -156,11 +161,11 @@ static int cmd_bench_moe_layer(int argc, char **argv) {
     if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
     else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) o.shape = argv[++i];
     else if (strcmp(argv[i], "--quick") == 0) o.quick = 1;
-    else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) o.ranks = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) o.tokens = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) { if (!cli_parse_int("--ranks", argv[++i], 1, 64, &o.ranks)) return 2; }
+    else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) { if (!cli_parse_int("--tokens", argv[++i], 1, 1 << 20, &o.tokens)) return 2; }
     else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) o.trace = argv[++i];
-    else if (strcmp(argv[i], "--trace-block") == 0 && i + 1 < argc) o.trace_block = atoi(argv[++i]);
-    else if (strcmp(argv[i], "--sms") == 0 && i + 1 < argc) o.sms = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--trace-block") == 0 && i + 1 < argc) { if (!cli_parse_int("--trace-block", argv[++i], -1, 1 << 20, &o.trace_block)) return 2; }
+    else if (strcmp(argv[i], "--sms") == 0 && i + 1 < argc) { if (!cli_parse_int("--sms", argv[++i], 0, 1024, &o.sms)) return 2; }
     else return usage();
   }
   if (getenv("WS_RANK") == NULL) return bench_under_launcher(o.ranks ? o.ranks : 1, 1, argc, argv);
@@ -195,7 +200,7 @@ static int cmd_bench(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
       if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) csv = argv[++i];
       else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
-      else if (strcmp(argv[i], "--soak") == 0 && i + 1 < argc) soak = atof(argv[++i]);
+      else if (strcmp(argv[i], "--soak") == 0 && i + 1 < argc) { if (!cli_parse_double("--soak", argv[++i], 0, 86400, &soak)) return 2; }
       else {
         fprintf(stderr, "bench gemm: unknown argument '%s' (--csv FILE, --only TYPE,G,M,N,K, --soak SECONDS)\n", argv[i]);
         return 2;
@@ -206,8 +211,12 @@ static int cmd_bench(int argc, char **argv) {
   bench_pipe_opts o = {(size_t)1 << 30, 20, NULL, 0};
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "pipe") == 0) continue;
-    if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) o.bytes = (size_t)atoll(argv[++i]);
-    else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) o.iters = atoi(argv[++i]);
+    if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) {
+      long long v;
+      if (!cli_parse_long("--bytes", argv[++i], 1, 1ll << 40, &v)) return 2;
+      o.bytes = (size_t)v;
+    }
+    else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) { if (!cli_parse_int("--iters", argv[++i], 1, 1000000, &o.iters)) return 2; }
     else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
     else if (strcmp(argv[i], "--sweep") == 0) o.sweep = 1;
     else return usage();

@@ -2,6 +2,8 @@
 # check_run_cleanup.sh WARPSPEC - `warpspec run` hands each rank a private folder (mode
 # 0700, under $TMPDIR) and a job key, and removes the folder on every way out: success,
 # a failing rank, --timeout, and SIGTERM / SIGINT to the launcher (ranks stopped too).
+# What a rank started (a grandchild of the launcher) ends with the rank on --timeout and
+# on SIGTERM; a SIGKILLed launcher takes its ranks with it.
 set -u
 ws=$1
 tmp=$(mktemp -d)
@@ -41,4 +43,36 @@ for sig in TERM INT; do
   rm -f "$tmp"/pid.*
   check_gone "SIG$sig"
 done
+# grandchildren: each rank starts a sleep in the background and waits for it (the sleep
+# is not the launcher's child); a unique duration finds survivors
+survivors() { pgrep -f "sleep $1" | wc -l; }
+sweep() { pkill -9 -f "sleep $1" 2>/dev/null; true; }
+"$ws" run -n 2 --timeout 1 -- sh -c 'sleep 7771 & wait'; rc=$?
+sleep 0.5
+left=$(survivors 7771)
+[ $rc -eq 124 ] && [ "$left" -eq 0 ] && echo "ok   timeout: the ranks' children stopped too" ||
+  { echo "FAIL timeout with grandchildren: exit $rc, $left left running"; fail=1; }
+sweep 7771
+"$ws" run -n 2 -- sh -c 'echo $$ > "$TMPDIR/pid.$WS_RANK"; sleep 7772 & wait' &
+launcher=$!
+for _ in $(seq 100); do [ -s "$tmp/pid.0" ] && [ -s "$tmp/pid.1" ] && break; sleep 0.05; done
+sleep 0.2
+kill -s TERM $launcher
+wait $launcher
+sleep 0.5
+left=$(survivors 7772)
+[ "$left" -eq 0 ] && echo "ok   SIGTERM: the ranks' children stopped too" || { echo "FAIL SIGTERM: $left grandchildren left"; fail=1; }
+sweep 7772
+rm -f "$tmp"/pid.*
+# the launcher killed outright: the ranks die with it (PR_SET_PDEATHSIG)
+"$ws" run -n 2 -- sh -c 'echo $$ > "$TMPDIR/pid.$WS_RANK"; exec sleep 7773' &
+launcher=$!
+for _ in $(seq 100); do [ -s "$tmp/pid.0" ] && [ -s "$tmp/pid.1" ] && break; sleep 0.05; done
+kill -s KILL $launcher
+wait $launcher 2>/dev/null
+sleep 0.5
+left=$(survivors 7773)
+[ "$left" -eq 0 ] && echo "ok   SIGKILL of the launcher: its ranks are gone" || { echo "FAIL SIGKILL: $left rank(s) left"; fail=1; }
+sweep 7773
+rm -rf "$tmp"/warpspec-run-* "$tmp"/pid.* # the folder a killed launcher cannot remove
 exit $fail
