@@ -7,6 +7,7 @@
 #include "warpspec/fp8.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,9 +230,22 @@ ws_status ws_mla_decode_check(const ws_mla_decode_problem *p) {
              p->max_pages);
   WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_mla_decode: softmax_scale %g",
              (double)p->softmax_scale);
-  WS_REQUIRE(p->max_seqlen >= 0 && p->max_seqlen <= p->max_pages * p->page_size,
-             "ws_mla_decode: max_seqlen %d, must be 0..max_pages x page_size = %d", p->max_seqlen,
-             p->max_pages * p->page_size);
+  /* the products of the shape fields in 64 bits, each bounded by the 32-bit indices the
+   * kernels use (2^26 pages of 64 rows wrapped to 0 in int and passed) */
+  const int64_t seq_cap = (int64_t)p->max_pages * p->page_size;
+  WS_REQUIRE(seq_cap <= INT32_MAX, "ws_mla_decode: max_pages %d x page_size %d = %lld rows per sequence, at most 2^31 - 1",
+             p->max_pages, p->page_size, (long long)seq_cap);
+  WS_REQUIRE((int64_t)p->num_pages * p->page_size <= INT32_MAX,
+             "ws_mla_decode: num_pages %d x page_size %d = %lld cache rows, at most 2^31 - 1", p->num_pages, p->page_size,
+             (long long)p->num_pages * p->page_size);
+  WS_REQUIRE((int64_t)p->batch * p->max_pages <= INT32_MAX,
+             "ws_mla_decode: batch %d x max_pages %d = %lld block_table entries, at most 2^31 - 1", p->batch,
+             p->max_pages, (long long)p->batch * p->max_pages);
+  WS_REQUIRE((int64_t)p->batch * p->s_q * p->heads <= INT32_MAX,
+             "ws_mla_decode: batch %d x s_q %d x heads %d = %lld query rows, at most 2^31 - 1", p->batch, p->s_q, p->heads,
+             (long long)p->batch * p->s_q * p->heads);
+  WS_REQUIRE(p->max_seqlen >= 0 && p->max_seqlen <= seq_cap,
+             "ws_mla_decode: max_seqlen %d, must be 0..max_pages x page_size = %lld", p->max_seqlen, (long long)seq_cap);
   WS_REQUIRE(p->q && p->kv_cache && p->block_table && p->seqlens && p->o,
              "ws_mla_decode: q, kv_cache, block_table, seqlens or o is NULL");
   WS_REQUIRE(aligned16(p->q) && aligned16(p->kv_cache) && aligned16(p->o), "ws_mla_decode: q, kv_cache and o must be "

@@ -69,10 +69,12 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
                  cfg->path == WS_MOE_FUSED_LAYER,
              "ws_moe_layer_create: path %d unknown (WS_MOE_AUTO = 0, WS_MOE_UNFUSED = 1, WS_MOE_FUSED_EXPERTS = 2, "
              "WS_MOE_FUSED_LAYER = 3)", (int)cfg->path);
-  WS_REQUIRE(cfg->hidden >= 128 && cfg->hidden % 128 == 0, "ws_moe_layer_create: hidden %d, a positive multiple of 128",
-             cfg->hidden);
-  WS_REQUIRE(cfg->inter >= 128 && cfg->inter % 128 == 0, "ws_moe_layer_create: inter %d, a positive multiple of 128",
-             cfg->inter);
+  /* bounded (as the dispatcher bounds hidden) so that every product of the weights' and
+   * rows' extents stays in 64 bits and each kernel's 32-bit offsets */
+  WS_REQUIRE(cfg->hidden >= 128 && cfg->hidden % 128 == 0 && cfg->hidden <= 65536,
+             "ws_moe_layer_create: hidden %d, a positive multiple of 128, at most 65536", cfg->hidden);
+  WS_REQUIRE(cfg->inter >= 128 && cfg->inter % 128 == 0 && cfg->inter <= 65536,
+             "ws_moe_layer_create: inter %d, a positive multiple of 128, at most 65536", cfg->inter);
   WS_REQUIRE(w1 && w1_scale && w2 && w2_scale, "ws_moe_layer_create: a weight or weight-scale pointer is NULL");
   WS_REQUIRE(((uintptr_t)w1 & 15u) == 0 && ((uintptr_t)w2 & 15u) == 0 && ((uintptr_t)w1_scale & 15u) == 0 &&
                  ((uintptr_t)w2_scale & 15u) == 0,

@@ -145,7 +145,42 @@ static void trace_arguments(void) {
   CHECK_MSG("2^24");
 }
 
+/* Products of shape fields are taken in 64 bits and bounded by the kernels' 32-bit
+ * indices: 2^26 pages of 64 rows used to wrap to 0 as an int and pass. */
+static void size_products(void) {
+  static char buf[256] __attribute__((aligned(16)));
+  ws_mla_decode_problem d;
+  memset(&d, 0, sizeof d);
+  d.batch = 1; d.s_q = 1; d.heads = 64; d.dim_qk = 576; d.dim_v = 512; d.page_size = 64; d.num_pages = 1;
+  d.max_pages = 1 << 26;
+  d.q = d.kv_cache = d.o = buf;
+  d.block_table = d.seqlens = (const int *)buf;
+  CHECK_STATUS(ws_mla_decode_check(&d), WS_ERR_INVALID);
+  CHECK_MSG("max_pages");
+  d.max_pages = 4;
+  CHECK_STATUS(ws_mla_decode_check(&d), WS_OK);
+  d.num_pages = 1 << 26;
+  CHECK_STATUS(ws_mla_decode_check(&d), WS_ERR_INVALID);
+  CHECK_MSG("cache rows");
+  d.num_pages = 1;
+  d.batch = 1 << 20; d.s_q = 1 << 6; d.heads = 1 << 6; /* 2^32 query rows */
+  CHECK_STATUS(ws_mla_decode_check(&d), WS_ERR_INVALID);
+  CHECK_MSG("query rows");
+  d.batch = 1 << 30; d.s_q = 1; d.heads = 1; d.max_pages = 4; /* 2^32 block_table entries */
+  CHECK_STATUS(ws_mla_decode_check(&d), WS_ERR_INVALID);
+  CHECK_MSG("block_table entries");
+  /* the MoE layer's extents, bounded before any weight size is computed (the check runs
+   * before the communicator is used: a placeholder handle never gets touched) */
+  const ws_moe_layer_config lc = {7168, 1 << 30, 256, 8, 128, 0, WS_MOE_AUTO};
+  ws_moe_layer *layer = NULL;
+  CHECK_STATUS(ws_moe_layer_create(&layer, (ws_comm *)buf, &lc, buf, (const float *)buf, buf, (const float *)buf),
+               WS_ERR_INVALID);
+  CHECK_MSG("inter");
+  CHECK(layer == NULL);
+}
+
 int main(void) {
+  size_products();
   status_strings();
   trace_arguments();
   plan_arguments();
