@@ -407,7 +407,7 @@ def test_nsa_checks(fake):
 def test_trace_checks():
     with pytest.raises(warpspec.InvalidArgumentError, match="no trace is running"):
         _lib.check(_lib.lib.ws_trace_stop(None, None))
-    with pytest.raises(warpspec.InvalidArgumentError, match="block -2"):
+    with pytest.raises(warpspec.InvalidArgumentError, match="block: -2"):
         with warpspec.trace("unused.csv", block=-2):
             pass
     with pytest.raises(warpspec.InvalidArgumentError, match="max_events"):

@@ -22,8 +22,8 @@ subclass carrying the library's message (ws_last_error()).
 """
 
 from . import _lib
-from ._lib import (BudgetError, CudaError, InvalidArgumentError, MismatchError, NoDeviceError, OutOfMemoryError,
-                   UnsupportedError, WarpspecError, WarpspecTimeoutError)
+from ._lib import (BudgetError, CudaError, InvalidArgumentError, InvalidTypeError, MismatchError, NoDeviceError,
+                   OutOfMemoryError, UnsupportedError, WarpspecError, WarpspecTimeoutError)
 from .attention import attention, mla_decode, mla_kv_quantize_fp8, mla_sparse_prefill, nsa_attention
 from .comm import Communicator, get_unique_id
 from .comm import available as comm_available
@@ -61,7 +61,9 @@ class trace:
     kernels); the rest record nothing."""
 
     def __init__(self, csv, block=0, max_events=1 << 16):
-        self.csv, self.block, self.max_events = str(csv), int(block), int(max_events)
+        self.csv = str(csv)
+        self.block = _lib.as_int(block, "trace: block", -1)
+        self.max_events = _lib.as_int(max_events, "trace: max_events", 1)
         self.events = 0
 
     def __enter__(self):
@@ -80,7 +82,7 @@ class trace:
 def set_timeout_ms(ms):
     """Bound of every device-side wait of this process (default 4000 ms, or
     $WARPSPEC_TIMEOUT_MS)."""
-    _lib.check(_lib.lib.ws_set_timeout_ms(int(ms)))
+    _lib.check(_lib.lib.ws_set_timeout_ms(_lib.as_int(ms, "set_timeout_ms: ms", 0)))
 
 
 def timeout_ms():
@@ -100,6 +102,31 @@ def info():
 
 
 __all__ = ["gemm", "gemm_tile", "gemm_workspace_size", "quantize_fp8", "plan", "gemm_plan", "Plan", "PlacedRole",
-           "Communicator", "get_unique_id", "MoeDispatcher", "MoeReceived", "MoeLayer", "moe", "moe_check_config", "swiglu_quant", "comm_available", "sync", "set_timeout_ms", "timeout_ms", "info",
-           "WarpspecError", "InvalidArgumentError", "BudgetError", "MismatchError", "NoDeviceError", "CudaError",
-           "WarpspecTimeoutError", "OutOfMemoryError", "UnsupportedError", "__version__"]
+           "Communicator", "get_unique_id", "MoeDispatcher", "MoeReceived", "MoeLayer", "moe", "moe_check_config",
+           "swiglu_quant", "comm_available", "attention", "mla_sparse_prefill", "mla_decode", "mla_kv_quantize_fp8",
+           "nsa_attention", "sync", "trace", "set_timeout_ms", "timeout_ms", "info",
+           "WarpspecError", "InvalidArgumentError", "InvalidTypeError", "BudgetError", "MismatchError", "NoDeviceError",
+           "CudaError", "WarpspecTimeoutError", "OutOfMemoryError", "UnsupportedError", "__version__"]
+
+
+def _guard_public_api():
+    """Every public function and every public method of the public classes raises only
+    the WarpspecError family for bad arguments (_lib.api): wrapped once, here."""
+    import inspect
+    g = globals()
+    for name in __all__:
+        obj = g[name]
+        if inspect.isclass(obj):
+            if issubclass(obj, BaseException):
+                continue
+            for attr, member in list(vars(obj).items()):
+                public = attr in ("__init__", "__call__") or not attr.startswith("_")
+                if public and inspect.isfunction(member):
+                    setattr(obj, attr, _lib.api(member))
+                elif public and isinstance(member, classmethod):
+                    setattr(obj, attr, classmethod(_lib.api(member.__func__)))
+        elif inspect.isfunction(obj):
+            g[name] = _lib.api(obj)
+
+
+_guard_public_api()

@@ -3,8 +3,17 @@ the C handle in self._h, destroy() once (later calls do nothing), a context mana
 one message for a call after destroy()."""
 
 from . import _lib
-from ._lib import invalid
+from ._lib import invalid, wrong_type
 from ._tensor import on_device
+
+
+def require_communicator(comm, what):
+    """comm must be a live warpspec.Communicator (not None, not a torch process group)."""
+    from .comm import Communicator
+    if not isinstance(comm, Communicator):
+        raise wrong_type(f"{what}: comm is {type(comm).__name__}, expected a warpspec.Communicator "
+                         "(Communicator.from_env() or .from_process_group())")
+    comm._handle()  # raises if destroyed
 
 
 class Handle:

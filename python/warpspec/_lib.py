@@ -9,7 +9,9 @@ CUDA runtime, the one PyTorch uses.
 """
 
 import ctypes
+import functools
 import importlib.util
+import operator
 import os
 import sys
 
@@ -38,6 +40,11 @@ class WarpspecError(RuntimeError):
 
 class InvalidArgumentError(WarpspecError, ValueError):
     """An argument is out of range, of the wrong shape, dtype or device (WS_ERR_INVALID)."""
+
+
+class InvalidTypeError(InvalidArgumentError, TypeError):
+    """An argument of the wrong type: a string or None where a tensor or an integer goes
+    (WS_ERR_INVALID; also a TypeError, as Python's own calls raise)."""
 
 
 class BudgetError(WarpspecError):
@@ -100,6 +107,47 @@ def check(code):
 
 def invalid(message):
     return InvalidArgumentError(message, status="WS_ERR_INVALID", code=WS_ERR_INVALID)
+
+
+def wrong_type(message):
+    return InvalidTypeError(message, status="WS_ERR_INVALID", code=WS_ERR_INVALID)
+
+
+INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def as_int(value, name, lo=INT_MIN, hi=INT_MAX):
+    """value as a Python int in lo .. hi, checked before ctypes sees it (ctypes wraps
+    silently: 2**32 + 4 becomes 4, -1 as a size_t becomes 2**64 - 1). Integers of any
+    kind (numpy, a 0-d integer tensor) pass; bool, float, str and None are refused."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise wrong_type(f"{name}: {value!r} ({type(value).__name__}) is not an integer")
+    v = operator.index(value)
+    if not lo <= v <= hi:
+        raise invalid(f"{name}: {v} is out of range {lo} .. {hi}")
+    return v
+
+
+def api(fn):
+    """The public functions' last guard: whatever a Python-level mistake in the arguments
+    raises below (a missing key of an array interface, an attribute a non-tensor lacks, a
+    ctypes conversion) leaves as InvalidTypeError or InvalidArgumentError naming the
+    function, so callers catch one family (WarpspecError). Checks with their own
+    messages come first, in each function."""
+    qual = getattr(fn, "__qualname__", getattr(fn, "__name__", "warpspec"))
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except WarpspecError:
+            raise
+        except (TypeError, AttributeError, ctypes.ArgumentError) as e:
+            raise wrong_type(f"{qual}: {type(e).__name__}: {e}") from e
+        except (ValueError, KeyError, IndexError, ZeroDivisionError, OverflowError) as e:
+            raise invalid(f"{qual}: {type(e).__name__}: {e}") from e
+
+    return guarded
 
 
 class checking:

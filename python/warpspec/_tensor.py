@@ -11,7 +11,7 @@ import ctypes
 import sys
 
 from . import _lib
-from ._lib import invalid
+from ._lib import invalid, wrong_type
 
 # dtype names used throughout; FP8 operands may come as raw bytes (uint8), bf16 ones as
 # raw 16-bit patterns (the CUDA array interface has no bf16 or fp8 type string).
@@ -74,13 +74,31 @@ class View:
                 setattr(self, s, getattr(v, s))
             return
         if cai is None:
-            raise invalid(f"{name}: {type(obj).__name__} is neither a torch tensor nor has __cuda_array_interface__")
-        typestr = cai.get("typestr", "")
-        dt = _TYPESTR.get(typestr[1:])
+            raise wrong_type(f"{name}: {type(obj).__name__} is neither a torch tensor nor has __cuda_array_interface__")
+        self._from_interface(cai, name)
+
+    def _from_interface(self, cai, name):
+        """The CUDA array interface (version 2 or 3), every field checked: a malformed
+        dict is an InvalidArgumentError naming the field, not a KeyError."""
+        if not isinstance(cai, dict):
+            raise wrong_type(f"{name}: __cuda_array_interface__ is a {type(cai).__name__}, not a dict")
+        for key in ("shape", "typestr", "data"):
+            if key not in cai:
+                raise invalid(f"{name}: __cuda_array_interface__ has no '{key}'")
+        typestr = cai["typestr"]
+        dt = _TYPESTR.get(typestr[1:]) if isinstance(typestr, str) else None
         if dt is None:
             raise invalid(f"{name}: array type string {typestr!r} is not supported here")
-        self.ptr = int(cai["data"][0] or 0)
-        self.shape = tuple(int(s) for s in cai["shape"])
+        data = cai["data"]
+        if not isinstance(data, (tuple, list)) or len(data) != 2 or not (data[0] is None or isinstance(data[0], int)):
+            raise invalid(f"{name}: __cuda_array_interface__ 'data' {data!r}: expected (pointer, read_only)")
+        self.ptr = int(data[0] or 0)
+        shape = cai["shape"]
+        if not isinstance(shape, (tuple, list)) or not all(isinstance(s, int) and not isinstance(s, bool) for s in shape):
+            raise invalid(f"{name}: __cuda_array_interface__ 'shape' {shape!r}: expected a tuple of integers")
+        if any(s < 0 for s in shape):
+            raise invalid(f"{name}: shape {tuple(shape)} has a negative extent")
+        self.shape = tuple(shape)
         item = _ITEMSIZE[dt]
         st = cai.get("strides")
         if st is None:
@@ -90,9 +108,12 @@ class View:
                 acc *= s
             self.strides = tuple(reversed(st))
         else:
-            if any(int(s) % item for s in st):
+            if (not isinstance(st, (tuple, list)) or len(st) != len(self.shape) or
+                    not all(isinstance(s, int) and not isinstance(s, bool) for s in st)):
+                raise invalid(f"{name}: __cuda_array_interface__ 'strides' {st!r}: expected one integer per dimension")
+            if any(s % item for s in st):
                 raise invalid(f"{name}: strides {tuple(st)} bytes are not whole {item}-byte elements")
-            self.strides = tuple(int(s) // item for s in st)
+            self.strides = tuple(s // item for s in st)
         self.dtype = dt
         self.device = None  # the pointer's device, asked from CUDA when the call runs
 
@@ -141,7 +162,7 @@ def view(obj, name, optional=False):
     if obj is None:
         if optional:
             return None
-        raise invalid(f"{name}: missing (None)")
+        raise wrong_type(f"{name}: missing (None)")
     return obj if isinstance(obj, View) else View(obj, name)
 
 
@@ -231,7 +252,7 @@ def stream_handle(stream, dev):
     for attr in ("cuda_stream", "ptr", "handle"):
         if hasattr(stream, attr):
             return int(getattr(stream, attr))
-    raise invalid(f"stream: {type(stream).__name__} is not a CUDA stream")
+    raise wrong_type(f"stream: {type(stream).__name__} is not a CUDA stream")
 
 
 class on_device:

@@ -25,9 +25,10 @@ need no check: any index is defined there (out of range = masked).
 """
 
 import ctypes
+import sys
 
 from . import _lib
-from ._lib import invalid
+from ._lib import as_int, invalid, wrong_type
 from ._tensor import BF16, I32, empty, on_device, require_hopper, stream_handle, torch_or_raise, view
 
 WS_ATTN_NO_MASK, WS_ATTN_CAUSAL_TOP_LEFT, WS_ATTN_CAUSAL_BOTTOM_RIGHT = 0, 1, 2
@@ -91,10 +92,15 @@ def attention(q, k, v, *, causal=False, causal_align="top_left", softmax_scale=N
             raise invalid(f"attention: cu_seqlens_q {vcq.shape} and cu_seqlens_k {vck.shape}: both [batch + 1]")
         batch = vcq.shape[0] - 1
         if max_seqlen_q is None or max_seqlen_k is None:
-            dq, dk = cu_seqlens_q.diff(), cu_seqlens_k.diff()  # torch tensors; waits for the GPU
+            torch = sys.modules.get("torch")  # offsets that are torch tensors have imported it
+            if torch is None or not (isinstance(cu_seqlens_q, torch.Tensor) and isinstance(cu_seqlens_k, torch.Tensor)):
+                raise wrong_type("attention: cu_seqlens given without max_seqlen_q / max_seqlen_k: pass them, or pass "
+                                 "the offsets as torch tensors (then they are read from them, which waits for the GPU)")
+            dq, dk = cu_seqlens_q.diff(), cu_seqlens_k.diff()
             max_seqlen_q = int(dq.max()) if max_seqlen_q is None else max_seqlen_q
             max_seqlen_k = int(dk.max()) if max_seqlen_k is None else max_seqlen_k
-        sq, sk = int(max_seqlen_q), int(max_seqlen_k)
+        sq = as_int(max_seqlen_q, "attention: max_seqlen_q", 1)
+        sk = as_int(max_seqlen_k, "attention: max_seqlen_k", 1)
         views += [vcq, vck]
     if causal_align not in ("top_left", "bottom_right"):
         raise invalid(f"attention: causal_align {causal_align!r}, expected 'top_left' or 'bottom_right'")
@@ -172,6 +178,7 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
     a tight bound lets the keys split over more CTAs). Returns o [B, s_q, H, 512] bf16
     (and lse [B, s_q, H] fp32). A split-KV workspace is allocated with PyTorch when
     needed. check=True: scan seqlens and block_table on the GPU first (module docstring)."""
+    max_seqlen = 0 if max_seqlen is None else as_int(max_seqlen, "mla_decode: max_seqlen", 0)
     vq = view(q, "q").expect(BF16, ndim=4)
     b, s_q, heads, dqk = vq.shape
     vc = view(kv_cache, "kv_cache").expect(BF16 + ("uint8",), ndim=(3, 4))
@@ -198,7 +205,7 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
     p = _lib.MlaDecodeProblem()
     p.batch, p.s_q, p.heads, p.dim_qk, p.dim_v = b, s_q, heads, 576, 512
     p.page_size, p.num_pages, p.max_pages = page_size, pages, max_pages
-    p.max_seqlen = 0 if max_seqlen is None else int(max_seqlen)
+    p.max_seqlen = max_seqlen
     p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
     p.q, p.kv_cache, p.block_table, p.seqlens, p.o = vq.ptr, vc.ptr, vt.ptr, vs.ptr, vo.ptr
     p.lse = vl.ptr if vl is not None else None
@@ -225,10 +232,12 @@ def mla_kv_quantize_fp8(kv, *, out=None, stream=None):
     rows = 1
     for d in vk.shape[:-1]:
         rows *= d
-    dev = vk.device
+    what = "warpspec.mla_kv_quantize_fp8"
+    vo = view(out, "out").expect(("uint8",), shape=tuple(vk.shape[:-1]) + (MLA_FP8_ROW_BYTES,)) if out is not None else None
+    dev = require_hopper([vk, vo], what)  # a __cuda_array_interface__ input's device comes from CUDA
     if out is None:
-        out = empty(tuple(vk.shape[:-1]) + (MLA_FP8_ROW_BYTES,), "uint8", dev, "warpspec.mla_kv_quantize_fp8")
-    vo = view(out, "out").expect(("uint8",), shape=tuple(vk.shape[:-1]) + (MLA_FP8_ROW_BYTES,))
+        out = empty(tuple(vk.shape[:-1]) + (MLA_FP8_ROW_BYTES,), "uint8", dev, what)
+        vo = view(out, "out")
     with on_device(dev):
         s = stream_handle(stream, dev)
         _lib.check(_lib.lib.ws_mla_kv_quantize_fp8(vk.ptr, ctypes.c_size_t(rows), vo.ptr, ctypes.c_void_p(s)))
@@ -244,6 +253,7 @@ def nsa_attention(q, k, v, block_indices, *, block=64, softmax_scale=None, out=N
     skipped, a block listed twice counts twice. Hq / Hkv query heads share a selection
     (16, 32, 64 or 128 of them); dims 64/64, 128/128, 192/128; block 64. Returns
     o [T, Hq, Dv] bf16 (and lse [T, Hq] fp32, natural log, with return_lse=True)."""
+    block = as_int(block, "nsa_attention: block", 1)
     if str(getattr(block_indices, "dtype", "")) == "torch.int64":
         block_indices = block_indices.to(dtype=torch_or_raise("warpspec.nsa_attention").int32)
     vq = view(q, "q").expect(BF16, ndim=3)
@@ -254,8 +264,9 @@ def nsa_attention(q, k, v, block_indices, *, block=64, softmax_scale=None, out=N
         raise invalid(f"nsa_attention: q {vq.shape}, k {vk.shape}, v {vv.shape}: expected k [T, Hkv, {dqk}] and "
                       f"v [T, Hkv, Dv] with T = {t}")
     hkv, dv = vk.shape[1], vv.shape[2]
-    if hq % hkv:
-        raise invalid(f"nsa_attention: {hq} query heads over {hkv} kv heads")
+    if hkv < 1 or hq < 1 or hq % hkv:
+        raise invalid(f"nsa_attention: {hq} query heads over {hkv} kv heads: both >= 1, a whole number of query "
+                      "heads per kv head")
     vi = view(block_indices, "block_indices").expect(I32, ndim=3)
     if vi.shape[0] != t or vi.shape[1] != hkv:
         raise invalid(f"block_indices: shape {vi.shape}, expected ({t}, {hkv}, topn)")
@@ -263,7 +274,7 @@ def nsa_attention(q, k, v, block_indices, *, block=64, softmax_scale=None, out=N
     dev, out, vo, lse, vl = _outputs(views, out, lse, (t, hq, dv), (t, hq), return_lse, "warpspec.nsa_attention")
     p = _lib.NsaProblem()
     p.tokens, p.heads_q, p.heads_kv, p.dim_qk, p.dim_v = t, hq, hkv, dqk, dv
-    p.block, p.topn = int(block), vi.shape[2]
+    p.block, p.topn = block, vi.shape[2]
     p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
     p.q, p.k, p.v, p.block_indices, p.o = vq.ptr, vk.ptr, vv.ptr, vi.ptr, vo.ptr
     p.lse = vl.ptr if vl is not None else None

@@ -47,12 +47,12 @@ class Communicator(Handle):
         of this rank (default: the current one)."""
         if not isinstance(unique_id, (bytes, bytearray)) or len(unique_id) != 128:
             raise invalid("Communicator: unique_id must be the 128 bytes of get_unique_id()")
-        if not (0 <= int(rank) < int(nranks)):
-            raise invalid(f"Communicator: rank {rank} out of range for {nranks} ranks")
+        nranks = _lib.as_int(nranks, "Communicator: nranks", 1, 1 << 16)
+        rank = _lib.as_int(rank, "Communicator: rank", 0, nranks - 1)
         if not available():
             _lib.check(_lib.lib.ws_comm_available())
         from ._tensor import current_device
-        dev = current_device() if device is None else int(device)
+        dev = current_device() if device is None else _lib.as_int(device, "Communicator: device", 0, 1 << 16)
         require_hopper([], "Communicator")
         uid = _lib.CommId()
         ctypes.memmove(uid.bytes, bytes(unique_id), 128)
@@ -150,7 +150,7 @@ class Communicator(Handle):
     def _peer(self, peer, name):
         if peer is None:
             return WS_NO_PEER
-        peer = int(peer)
+        peer = _lib.as_int(peer, name)
         if peer != WS_NO_PEER and not 0 <= peer < self.size:
             raise invalid(f"{name}: {peer} out of range for {self.size} ranks (or None)")
         return peer
@@ -168,7 +168,8 @@ class Communicator(Handle):
         for v in (vs, vr):
             if v is not None and v.device is not None and v.device != self.device:
                 raise invalid(f"{v.name}: on cuda:{v.device}, the communicator is on cuda:{self.device}")
-        opts = _lib.SendrecvOpts(int(ctas), 1 if zero_copy else 0, int(copy_engine))
+        opts = _lib.SendrecvOpts(_lib.as_int(ctas, "ctas", 0), 1 if zero_copy else 0,
+                                 _lib.as_int(copy_engine, "copy_engine", -1, 1))
         with on_device(self.device):
             s = stream_handle(stream, self.device)
             _lib.check(_lib.lib.ws_sendrecv(self._handle(), vs.ptr if vs else None, vs.nbytes if vs else 0, sp,

@@ -180,7 +180,7 @@ def gemm_tile(a, b, *, a_scale=None, b_scale=None, group_offsets=None, group_row
     if sms <= 0:
         require_hopper(views, "warpspec.gemm_tile")
     r, c = ctypes.c_int(0), ctypes.c_int(0)
-    _lib.check(_lib.lib.ws_gemm_tile(ctypes.byref(p), int(sms), ctypes.byref(r), ctypes.byref(c)))
+    _lib.check(_lib.lib.ws_gemm_tile(ctypes.byref(p), _lib.as_int(sms, "sms", 0), ctypes.byref(r), ctypes.byref(c)))
     return r.value, c.value
 
 

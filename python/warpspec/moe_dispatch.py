@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from . import _lib
 from ._lib import invalid
-from ._handle import Handle
+from ._handle import Handle, require_communicator
 from ._tensor import BF16, F32, FP8, I32, on_device, stream_handle, torch_or_raise, view, wrap_device
 
 _PAYLOADS = {"bf16": 0, "bfloat16": 0, "fp8": 1, "float8_e4m3fn": 1}
@@ -34,15 +34,18 @@ def _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms, mode
     md = _MODES.get(str(mode))
     if md is None:
         raise invalid(f"MoeDispatcher: mode {mode!r}, expected 'normal' or 'low_latency'")
-    return _lib.EpConfig(int(hidden), int(experts), int(topk), int(max_tokens), p, int(row_align), int(num_sms), md)
+    i = _lib.as_int
+    return _lib.EpConfig(i(hidden, "hidden", 1), i(experts, "experts", 1), i(topk, "topk", 1),
+                         i(max_tokens, "max_tokens", 1), p, i(row_align, "row_align", 1), i(num_sms, "num_sms", 0), md)
 
 
 def check_config(nranks, *, hidden, experts, topk, max_tokens, payload="fp8", row_align=1, num_sms=0, mode="normal"):
     """Validate a dispatcher config for `nranks` ranks without a GPU; returns the
     worst-case receive rows (ws_gemm's m for the layout)."""
     cfg = _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms, mode)
-    _lib.check(_lib.lib.ws_ep_config_check(ctypes.byref(cfg), int(nranks)))
-    return int(_lib.lib.ws_ep_max_rows(ctypes.byref(cfg), int(nranks)))
+    nranks = _lib.as_int(nranks, "nranks", 1)
+    _lib.check(_lib.lib.ws_ep_config_check(ctypes.byref(cfg), nranks))
+    return int(_lib.lib.ws_ep_max_rows(ctypes.byref(cfg), nranks))
 
 
 @dataclass
@@ -72,6 +75,7 @@ class MoeDispatcher(Handle):
         "low_latency": x is BF16 (quantised on the fly for the fp8 payload), rows in the
         masked layout [local_experts, nranks x max_tokens, hidden] (gemm with group_rows =
         expert_counts)."""
+        require_communicator(comm, "MoeDispatcher")
         self.cfg = _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms, mode)
         self.ll = self.cfg.mode == 1
         _lib.check(_lib.lib.ws_ep_config_check(ctypes.byref(self.cfg), comm.size))

@@ -23,7 +23,7 @@ import ctypes
 
 from . import _lib
 from ._lib import invalid
-from ._handle import Handle
+from ._handle import Handle, require_communicator
 from ._tensor import BF16, F32, FP8, I32, on_device, stream_handle, torch_or_raise, view
 
 PATHS = {"auto": 0, "unfused": 1, "fused_experts": 2, "fused_layer": 3}  # ws_moe_path
@@ -37,14 +37,17 @@ class MoeLayer(Handle):
 
     def __init__(self, comm, *, hidden, inter, experts, topk, max_tokens, w1, w1_scale, w2, w2_scale, num_sms=0,
                  path="auto"):
-        n = comm.size
         if path not in PATHS:
             raise invalid(f"MoeLayer: path {path!r}, one of {sorted(PATHS)}")
+        require_communicator(comm, "MoeLayer")
+        n = comm.size
+        experts = _lib.as_int(experts, "experts", 1)
         if experts % n:
             raise invalid(f"MoeLayer: {experts} experts over {n} ranks: must divide")
         L = experts // n
-        self.cfg = MoeLayerConfig(int(hidden), int(inter), int(experts), int(topk), int(max_tokens), int(num_sms),
-                                  PATHS[path])
+        i = _lib.as_int
+        self.cfg = MoeLayerConfig(i(hidden, "hidden", 1), i(inter, "inter", 1), i(experts, "experts", 1),
+                                  i(topk, "topk", 1), i(max_tokens, "max_tokens", 1), i(num_sms, "num_sms", 0), PATHS[path])
         H, I = self.cfg.hidden, self.cfg.inter
         if H % 128 or I % 128:
             raise invalid(f"MoeLayer: hidden {H} and inter {I} must be multiples of 128")
@@ -66,7 +69,7 @@ class MoeLayer(Handle):
     def path_for(self, tokens):
         """The path a call with `tokens` tokens takes: "unfused", "fused_experts" or "fused_layer"."""
         p = ctypes.c_int()
-        _lib.check(_lib.lib.ws_moe_layer_path_for(self._handle(), int(tokens), ctypes.byref(p)))
+        _lib.check(_lib.lib.ws_moe_layer_path_for(self._handle(), _lib.as_int(tokens, "tokens", 0), ctypes.byref(p)))
         return {v: k for k, v in PATHS.items()}[p.value]
 
     def __call__(self, x, topk_idx, topk_weights, *, x_scale=None, out=None, stream=None, check=False):
@@ -114,6 +117,8 @@ def moe(comm, x, topk_idx, topk_weights, w1, w1_scale, w2, w2_scale, *, x_scale=
     most tokens a rank passes; by default this call's tokens rounded up to a power of two,
     which with several ranks only agrees across ranks if they pass the same number of
     tokens, so pass it there."""
+    if path not in PATHS:
+        raise invalid(f"MoeLayer: path {path!r}, one of {sorted(PATHS)}")
     vw1, vw2 = view(w1, "w1").expect(FP8, ndim=3), view(w2, "w2").expect(FP8, ndim=3)
     vx = view(x, "x").expect(BF16 + FP8, ndim=2)
     vi = view(topk_idx, "topk_idx").expect(I32 + ("int64",), ndim=2)
@@ -123,7 +128,8 @@ def moe(comm, x, topk_idx, topk_weights, w1, w1_scale, w2, w2_scale, *, x_scale=
     if T > max_tokens:
         raise invalid(f"x: {T} tokens, more than max_tokens {max_tokens}")
     key = (vw1.ptr, vw1.shape, view(w1_scale, "w1_scale").ptr, vw2.ptr, vw2.shape, view(w2_scale, "w2_scale").ptr,
-           path, int(num_sms), int(max_tokens))
+           path, _lib.as_int(num_sms, "num_sms", 0), _lib.as_int(max_tokens, "max_tokens", 1))
+    require_communicator(comm, "moe")
     comm._handle()  # raises if destroyed
     layers = comm.__dict__.setdefault("_moe_layers", {})
     layer = layers.get(key)

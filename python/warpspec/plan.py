@@ -38,10 +38,10 @@ def _regs_of(value, where):
         if v == "entry":
             return _lib.WS_REGS_ENTRY
         try:
-            return int(v)
+            return _lib.as_int(int(v), f"{where}: registers", 0, 1 << 16)
         except ValueError:
             raise invalid(f"{where}: registers {value!r}: a number (24..256, multiple of 8), 'rest' or 'entry'")
-    return int(value)
+    return _lib.as_int(value, f"{where}: registers", -1, 1 << 16)
 
 
 def _role_of(spec, i):
@@ -64,12 +64,16 @@ def _role_of(spec, i):
             warps = int(warps)
         except ValueError:
             raise invalid(f"{where}: {spec!r}: warps {warps!r} is not a number")
-        return name, warps, _regs_of(regs, where), replicas
+        return name, _lib.as_int(warps, f"{where}: warps", 1, 32), _regs_of(regs, where), \
+            _lib.as_int(replicas, f"{where}: replicas", 1, 32)
     if isinstance(spec, dict):
-        return (spec["name"], int(spec["warps"]), _regs_of(spec.get("regs", "entry"), where),
-                int(spec.get("replicas", 1)))
+        if "name" not in spec or "warps" not in spec:
+            raise invalid(f"{where}: {spec!r}: a dict needs 'name' and 'warps' (and 'regs', 'replicas')")
+        return (str(spec["name"]), _lib.as_int(spec["warps"], f"{where}: warps", 1, 32),
+                _regs_of(spec.get("regs", "entry"), where), _lib.as_int(spec.get("replicas", 1), f"{where}: replicas", 1, 32))
     if isinstance(spec, (tuple, list)) and len(spec) in (3, 4):
-        return (str(spec[0]), int(spec[1]), _regs_of(spec[2], where), int(spec[3]) if len(spec) == 4 else 1)
+        return (str(spec[0]), _lib.as_int(spec[1], f"{where}: warps", 1, 32), _regs_of(spec[2], where),
+                _lib.as_int(spec[3], f"{where}: replicas", 1, 32) if len(spec) == 4 else 1)
     raise invalid(f"{where}: {spec!r}: expected (name, warps, regs[, replicas]), a dict or 'name:warps:regs'")
 
 
@@ -112,7 +116,7 @@ class Plan:
     def check_device(self, device=None):
         """Check against a GPU (sm_90, shared memory); raises on failure, returns self."""
         from ._tensor import current_device, require_hopper
-        dev = current_device() if device is None else int(device)
+        dev = current_device() if device is None else _lib.as_int(device, "device", 0, 1 << 16)
         require_hopper([], f"plan '{self.kernel}'")
         _lib.check(_lib.lib.ws_plan_check_device(ctypes.byref(self._s), dev))
         return self
@@ -148,9 +152,11 @@ def plan(roles, *, entry_regs=0, smem=0, name="python", device=None):
     for i, (nm, warps, regs, rep) in enumerate(parsed):
         arr[i] = _lib.Role(names[i], warps, regs, rep)
     s = _lib.Plan()
-    _lib.check(_lib.lib.ws_plan_init(ctypes.byref(s), name.encode(), arr, len(parsed), int(entry_regs)))
+    entry_regs = _lib.as_int(entry_regs, "plan: entry_regs", 0, 255)
+    smem = _lib.as_int(smem, "plan: smem", 0, 1 << 40)
+    _lib.check(_lib.lib.ws_plan_init(ctypes.byref(s), str(name).encode(), arr, len(parsed), entry_regs))
     if smem:
-        _lib.check(_lib.lib.ws_plan_set_smem(ctypes.byref(s), int(smem)))
+        _lib.check(_lib.lib.ws_plan_set_smem(ctypes.byref(s), smem))
     p = Plan(s, (names, arr))
     if device is not None:
         p.check_device(device)
