@@ -241,9 +241,9 @@ ws_status ws_mla_decode_check(const ws_mla_decode_problem *p) {
   WS_REQUIRE((int64_t)p->batch * p->max_pages <= INT32_MAX,
              "ws_mla_decode: batch %d x max_pages %d = %lld block_table entries, at most 2^31 - 1", p->batch,
              p->max_pages, (long long)p->batch * p->max_pages);
-  WS_REQUIRE((int64_t)p->batch * p->s_q * p->heads <= INT32_MAX,
-             "ws_mla_decode: batch %d x s_q %d x heads %d = %lld query rows, at most 2^31 - 1", p->batch, p->s_q, p->heads,
-             (long long)p->batch * p->s_q * p->heads);
+  const int64_t tokens = (int64_t)p->batch * p->s_q; /* both < 2^31: no overflow, and then neither below */
+  WS_REQUIRE(tokens <= INT32_MAX && tokens * p->heads <= INT32_MAX,
+             "ws_mla_decode: batch %d x s_q %d x heads %d query rows, at most 2^31 - 1", p->batch, p->s_q, p->heads);
   WS_REQUIRE(p->max_seqlen >= 0 && p->max_seqlen <= seq_cap,
              "ws_mla_decode: max_seqlen %d, must be 0..max_pages x page_size = %lld", p->max_seqlen, (long long)seq_cap);
   WS_REQUIRE(p->q && p->kv_cache && p->block_table && p->seqlens && p->o,
