@@ -485,6 +485,9 @@ static void size_limits(void) {
   double o[1];
   CHECK_STATUS(ws_attn_reference(&a, o, NULL), WS_ERR_INVALID);
   CHECK_MSG("heads_q 32768");
+  /* FP8 cache rows: rows x 656 bytes past size_t wrapped the grid's row count */
+  CHECK_STATUS(ws_mla_kv_quantize_fp8(x, SIZE_MAX / 512, (void *)(uintptr_t)0x1000, 0), WS_ERR_INVALID);
+  CHECK_MSG("rows");
   free(x);
 }
 
