@@ -130,7 +130,10 @@ typedef struct {
 } ws_nsa_problem;
 
 /* Argument checks without a GPU: shapes, head counts, supported dims, pointers. The
- * varlen offsets are checked only by the reference (they are device memory for kernels). */
+ * varlen offsets are checked only by the reference (they are device memory for kernels).
+ * Sizes are computed in 64 bits: one extent (seqlen, topk, tokens, keys per sequence or
+ * query) is at most 2^30, and the rows the kernels index in int (batch x seqlen, decode's
+ * batch x s_q x heads and num_pages x page_size) at most 2^31 - 1 (docs/reliability.md). */
 ws_status ws_attn_check(const ws_attn_problem *p);
 ws_status ws_mla_sparse_check(const ws_mla_sparse_problem *p);
 ws_status ws_mla_decode_check(const ws_mla_decode_problem *p);

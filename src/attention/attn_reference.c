@@ -2,6 +2,7 @@
  * ground truth for the kernels of issue 14). Softmax in float64 with the row maximum
  * subtracted; every masked key is skipped, never read. */
 #include "../core/internal.h"
+#include "../core/size_check.h"
 #include "mla_fp8_scale.h"
 #include "warpspec/attention.h"
 #include "warpspec/fp8.h"
@@ -18,8 +19,17 @@ ws_status ws_attn_check(const ws_attn_problem *p) {
   WS_REQUIRE(p->batch >= 1, "ws_attn: batch %d, must be >= 1", p->batch);
   WS_REQUIRE(p->seqlen_q >= 1 && p->seqlen_k >= 1, "ws_attn: seqlen_q %d, seqlen_k %d: both >= 1", p->seqlen_q,
              p->seqlen_k);
+  WS_REQUIRE(p->seqlen_q <= WS_EXTENT_MAX && p->seqlen_k <= WS_EXTENT_MAX,
+             "ws_attn: seqlen_q %d, seqlen_k %d: each at most 2^30", p->seqlen_q, p->seqlen_k);
   WS_REQUIRE((p->cu_seqlens_q == NULL) == (p->cu_seqlens_k == NULL),
              "ws_attn: cu_seqlens_q and cu_seqlens_k go together (both NULL for dense batches)");
+  if (!p->cu_seqlens_q) { /* dense: the token of sequence b, row i is b x seqlen + i, an int */
+    const int64_t rows_q = ws_mul_sat(p->batch, p->seqlen_q), rows_k = ws_mul_sat(p->batch, p->seqlen_k);
+    WS_REQUIRE(rows_q <= WS_INDEX_MAX, "ws_attn: batch %d x seqlen_q %d = %lld query rows, at most 2^31 - 1", p->batch,
+               p->seqlen_q, (long long)rows_q);
+    WS_REQUIRE(rows_k <= WS_INDEX_MAX, "ws_attn: batch %d x seqlen_k %d = %lld key rows, at most 2^31 - 1", p->batch,
+               p->seqlen_k, (long long)rows_k);
+  }
   WS_REQUIRE(p->heads_q >= 1 && p->heads_kv >= 1 && p->heads_q % p->heads_kv == 0,
              "ws_attn: heads_q %d must be a positive multiple of heads_kv %d (GQA / MQA)", p->heads_q, p->heads_kv);
   WS_REQUIRE((p->dim_qk == 64 && p->dim_v == 64) || (p->dim_qk == 128 && p->dim_v == 128) ||
@@ -39,6 +49,7 @@ ws_status ws_mla_sparse_check(const ws_mla_sparse_problem *p) {
   WS_REQUIRE(p != NULL, "ws_mla_sparse: problem is NULL");
   WS_REQUIRE(p->s_q >= 1 && p->heads >= 1 && p->s_kv >= 1 && p->topk >= 1,
              "ws_mla_sparse: s_q %d, heads %d, s_kv %d, topk %d: all >= 1", p->s_q, p->heads, p->s_kv, p->topk);
+  WS_REQUIRE(p->topk <= WS_EXTENT_MAX, "ws_mla_sparse: topk %d, at most 2^30", p->topk);
   WS_REQUIRE(p->dim_qk >= 64 && p->dim_qk % 64 == 0 && p->dim_v >= 64 && p->dim_v % 64 == 0 && p->dim_v <= p->dim_qk,
              "ws_mla_sparse: dims %d/%d (qk/v): multiples of 64, dim_v <= dim_qk (DeepSeek-V3.2: 576/512)", p->dim_qk,
              p->dim_v);
@@ -53,13 +64,18 @@ ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q
   WS_REQUIRE(p && q_begin && q_len && k_begin && k_len, "ws_attn_sequence: a NULL argument");
   WS_REQUIRE(b >= 0 && b < p->batch, "ws_attn_sequence: sequence %d of %d", b, p->batch);
   if (!p->cu_seqlens_q) {
+    WS_REQUIRE(ws_mul_sat(p->batch, p->seqlen_q) <= WS_INDEX_MAX && ws_mul_sat(p->batch, p->seqlen_k) <= WS_INDEX_MAX,
+               "ws_attn_sequence: batch %d of %d x %d tokens, more rows than an int counts", p->batch, p->seqlen_q,
+               p->seqlen_k);
     *q_begin = b * p->seqlen_q; *q_len = p->seqlen_q;
     *k_begin = b * p->seqlen_k; *k_len = p->seqlen_k;
     return WS_OK;
   }
   const int *cq = p->cu_seqlens_q, *ck = p->cu_seqlens_k;
   WS_REQUIRE(cq[0] == 0 && ck[0] == 0, "ws_attn: cu_seqlens must start at 0");
-  WS_REQUIRE(cq[b + 1] >= cq[b] && ck[b + 1] >= ck[b], "ws_attn: cu_seqlens decrease at sequence %d", b);
+  /* offsets >= 0 and not decreasing: their differences cannot overflow */
+  WS_REQUIRE(cq[b] >= 0 && ck[b] >= 0 && cq[b + 1] >= cq[b] && ck[b + 1] >= ck[b],
+             "ws_attn: cu_seqlens decrease or go negative at sequence %d", b);
   WS_REQUIRE(cq[b + 1] - cq[b] <= p->seqlen_q && ck[b + 1] - ck[b] <= p->seqlen_k,
              "ws_attn: sequence %d is %d x %d tokens, longer than seqlen_q %d / seqlen_k %d", b, cq[b + 1] - cq[b],
              ck[b + 1] - ck[b], p->seqlen_q, p->seqlen_k);
@@ -167,6 +183,9 @@ ws_status ws_attn_reference(const ws_attn_problem *p, double *o, double *lse) {
     if ((st = ws_attn_sequence(p, b, &qb, &lq, &kb, &lk)) == WS_OK) j.chunks += (lq + REF_CHUNK - 1) / REF_CHUNK;
   }
   if (st != WS_OK) return st;
+  WS_REQUIRE(ws_mul_sat(p->heads_q, j.chunks) <= WS_INDEX_MAX,
+             "ws_attn_reference: heads_q %d x %d chunks of %d queries is more work items than an int counts", p->heads_q,
+             j.chunks, REF_CHUNK);
   const int workers = ws_host_workers();
   st = ref_job_init(&j.r, p, o, lse, ref_scale(p->softmax_scale, p->dim_qk), (size_t)p->seqlen_k, workers,
                     "ws_attn_reference");
@@ -230,22 +249,20 @@ ws_status ws_mla_decode_check(const ws_mla_decode_problem *p) {
              p->max_pages);
   WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_mla_decode: softmax_scale %g",
              (double)p->softmax_scale);
-  /* the products of the shape fields in 64 bits, each bounded by the 32-bit indices the
-   * kernels use (2^26 pages of 64 rows wrapped to 0 in int and passed) */
-  const int64_t seq_cap = (int64_t)p->max_pages * p->page_size;
-  WS_REQUIRE(seq_cap <= INT32_MAX, "ws_mla_decode: max_pages %d x page_size %d = %lld rows per sequence, at most 2^31 - 1",
-             p->max_pages, p->page_size, (long long)seq_cap);
-  WS_REQUIRE((int64_t)p->num_pages * p->page_size <= INT32_MAX,
-             "ws_mla_decode: num_pages %d x page_size %d = %lld cache rows, at most 2^31 - 1", p->num_pages, p->page_size,
-             (long long)p->num_pages * p->page_size);
-  WS_REQUIRE((int64_t)p->batch * p->max_pages <= INT32_MAX,
-             "ws_mla_decode: batch %d x max_pages %d = %lld block_table entries, at most 2^31 - 1", p->batch,
-             p->max_pages, (long long)p->batch * p->max_pages);
-  const int64_t tokens = (int64_t)p->batch * p->s_q; /* both < 2^31: no overflow, and then neither below */
-  WS_REQUIRE(tokens <= INT32_MAX && tokens * p->heads <= INT32_MAX,
-             "ws_mla_decode: batch %d x s_q %d x heads %d query rows, at most 2^31 - 1", p->batch, p->s_q, p->heads);
-  WS_REQUIRE(p->max_seqlen >= 0 && p->max_seqlen <= seq_cap,
-             "ws_mla_decode: max_seqlen %d, must be 0..max_pages x page_size = %lld", p->max_seqlen, (long long)seq_cap);
+  /* the kernels count keys, cache rows and query rows in int */
+  const int64_t keys = ws_mul_sat(p->max_pages, p->page_size), cache_rows = ws_mul_sat(p->num_pages, p->page_size),
+                rows = ws_mul3_sat(p->batch, p->s_q, p->heads);
+  WS_REQUIRE(keys <= WS_EXTENT_MAX, "ws_mla_decode: max_pages %d x page_size %d = %lld keys per sequence, at most 2^30",
+             p->max_pages, p->page_size, (long long)keys);
+  WS_REQUIRE(cache_rows <= WS_INDEX_MAX, "ws_mla_decode: num_pages %d x page_size %d = %lld cache rows, at most 2^31 - 1",
+             p->num_pages, p->page_size, (long long)cache_rows);
+  WS_REQUIRE(ws_mul_sat(p->batch, p->max_pages) <= WS_INDEX_MAX,
+             "ws_mla_decode: batch %d x max_pages %d = %lld block_table entries, at most 2^31 - 1", p->batch, p->max_pages,
+             (long long)ws_mul_sat(p->batch, p->max_pages));
+  WS_REQUIRE(rows <= WS_INDEX_MAX, "ws_mla_decode: batch %d x s_q %d x heads %d = %lld query rows, at most 2^31 - 1",
+             p->batch, p->s_q, p->heads, (long long)rows);
+  WS_REQUIRE(p->max_seqlen >= 0 && p->max_seqlen <= keys,
+             "ws_mla_decode: max_seqlen %d, must be 0..max_pages x page_size = %lld", p->max_seqlen, (long long)keys);
   WS_REQUIRE(p->q && p->kv_cache && p->block_table && p->seqlens && p->o,
              "ws_mla_decode: q, kv_cache, block_table, seqlens or o is NULL");
   WS_REQUIRE(aligned16(p->q) && aligned16(p->kv_cache) && aligned16(p->o), "ws_mla_decode: q, kv_cache and o must be "
@@ -293,6 +310,10 @@ ws_status ws_nsa_check(const ws_nsa_problem *p) {
   WS_REQUIRE(p != NULL, "ws_nsa: problem is NULL");
   WS_REQUIRE(p->tokens >= 1 && p->topn >= 1 && p->block >= 1, "ws_nsa: tokens %d, topn %d, block %d: all >= 1",
              p->tokens, p->topn, p->block);
+  WS_REQUIRE(p->tokens <= WS_EXTENT_MAX, "ws_nsa: tokens %d, at most 2^30", p->tokens);
+  const int64_t listed = ws_mul_sat(p->topn, p->block);
+  WS_REQUIRE(listed <= WS_EXTENT_MAX, "ws_nsa: topn %d x block %d = %lld keys listed per query, at most 2^30", p->topn,
+             p->block, (long long)listed);
   WS_REQUIRE(p->heads_q >= 1 && p->heads_kv >= 1 && p->heads_q % p->heads_kv == 0,
              "ws_nsa: heads_q %d must be a positive multiple of heads_kv %d", p->heads_q, p->heads_kv);
   WS_REQUIRE((p->dim_qk == 128 && p->dim_v == 128) || (p->dim_qk == 192 && p->dim_v == 128) ||
@@ -344,7 +365,7 @@ ws_status ws_mla_decode_reference(const ws_mla_decode_problem *p, double *o, dou
   int longest = 1;
   for (int b = 0; b < p->batch; b++) {
     const int n = p->seqlens[b];
-    WS_REQUIRE(n >= 0 && n <= p->max_pages * p->page_size, "ws_mla_decode: sequence %d has %d tokens; its block_table "
+    WS_REQUIRE(n >= 0 && n <= (int64_t)p->max_pages * p->page_size, "ws_mla_decode: sequence %d has %d tokens; its block_table "
                "row holds %d pages of %d", b, n, p->max_pages, p->page_size);
     WS_REQUIRE(p->max_seqlen == 0 || n <= p->max_seqlen, "ws_mla_decode: sequence %d has %d tokens, more than max_seqlen "
                "%d", b, n, p->max_seqlen);

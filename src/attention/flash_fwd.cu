@@ -30,6 +30,7 @@
  * registers as FA3's (the loader only issues TMA copies). Not here yet: a TMA-store
  * epilogue. */
 #include "../core/internal.h"
+#include "../core/size_check.h"
 #include "warpspec/attention.h"
 #include "warpspec/check.h"
 #include "warpspec/device/warpspec.cuh"
@@ -430,11 +431,14 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   WS_REQUIRE((uint64_t)m_blocks * (uint64_t)p->batch * (uint64_t)p->heads_q < (1ull << 31),
              "ws_attn_forward: %d heads x %d query blocks x %d sequences is more than 2^31 - 1 tiles", p->heads_q, m_blocks,
              p->batch);
+  /* the loader's TMA column of head h is h x dim_qk, an int (k and v have no more columns) */
+  const uint64_t cq = (uint64_t)p->heads_q * p->dim_qk, ck = (uint64_t)p->heads_kv * p->dim_qk,
+                 cv = (uint64_t)p->heads_kv * p->dim_v;
+  WS_REQUIRE(cq <= WS_INDEX_MAX, "ws_attn_forward: heads_q %d x dim_qk %d = %llu columns of q, at most 2^31 - 1",
+             p->heads_q, p->dim_qk, (unsigned long long)cq);
   ws_plan *plan = NULL;
   if ((s = ws_plan_cached(v->slot, fa_make_plan, v, &plan)) != WS_OK) return s;
   ws_tmap mq, mk, mv;
-  const uint64_t cq = (uint64_t)p->heads_q * p->dim_qk, ck = (uint64_t)p->heads_kv * p->dim_qk,
-                 cv = (uint64_t)p->heads_kv * p->dim_v;
   if ((s = ws_tmap_2d_swizzled(&mq, p->q, WS_DTYPE_BF16, rows_q, cq, cq * 2, FA_BM, 64, WS_SWIZZLE_128B)) != WS_OK ||
       (s = ws_tmap_2d_swizzled(&mk, p->k, WS_DTYPE_BF16, rows_k, ck, ck * 2, FA_BN, 64, WS_SWIZZLE_128B)) != WS_OK ||
       (s = ws_tmap_2d_swizzled(&mv, p->v, WS_DTYPE_BF16, rows_k, cv, cv * 2, FA_BN, 64, WS_SWIZZLE_128B)) != WS_OK)

@@ -6,6 +6,7 @@
  * One warp per row: lane l takes columns 4l .. 4l + 3 of each tile (one 8-byte load), the
  * warp reduces the tile's amax, and lanes 0..7 copy the 128 bytes of rope. */
 #include "../core/internal.h"
+#include "../core/size_check.h"
 #include "../gemm/fp8_convert.cuh"
 #include "mla_fp8_scale.h"
 #include "warpspec/attention.h"
@@ -38,6 +39,10 @@ extern "C" ws_status ws_mla_kv_quantize_fp8(const void *kv, size_t rows, void *o
   WS_REQUIRE(rows == 0 || (kv != NULL && out != NULL), "ws_mla_kv_quantize_fp8: kv or out is NULL");
   WS_REQUIRE(((uintptr_t)kv & 15u) == 0 && ((uintptr_t)out & 15u) == 0,
              "ws_mla_kv_quantize_fp8: kv and out must be 16-byte aligned");
+  size_t in_bytes = 0; /* the larger side: 1152-byte BF16 rows in, 656-byte rows out */
+  WS_REQUIRE(ws_size_mul3(rows, 576 * sizeof(uint16_t), 1, &in_bytes) && ws_span_fits(kv, in_bytes) &&
+                 ws_span_fits(out, rows * WS_MLA_FP8_ROW_BYTES),
+             "ws_mla_kv_quantize_fp8: rows %zu of 1152 bytes run past the end of the address space", rows);
   if (rows == 0) return WS_OK;
   const size_t ctas = (rows + 7) / 8;
   mla_kv_quantize_fp8_kernel<<<(unsigned)(ctas < 4096 ? ctas : 4096), 256, 0, stream>>>((const uint16_t *)kv, rows,

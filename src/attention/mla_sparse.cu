@@ -32,6 +32,7 @@
  * dequantises each row into the BF16 stage the math warps read (mla_gather_fp8), so the
  * math is unchanged and the BF16 values are exact (power-of-two tile scales). */
 #include "../core/internal.h"
+#include "../core/size_check.h"
 #include "warpspec/attention.h"
 #include "warpspec/check.h"
 #include "warpspec/device/warpspec.cuh"
@@ -100,7 +101,9 @@ static __device__ __forceinline__ int mla_row(const mla_args *a, int tok, int kb
   } else {
     const int j = kbeg + kk;
     const int page = __ldg(a->block_table + (size_t)(tok / a->s_q) * a->max_pages + j / a->page_size);
-    r = page >= 0 ? page * a->page_size + j % a->page_size : -1;
+    /* 64-bit: a page id past the cache must not wrap onto one of its rows */
+    const long long row = (long long)page * a->page_size + j % a->page_size;
+    r = page >= 0 && row < a->s_kv ? (int)row : -1;
   }
   return r >= 0 && r < a->s_kv ? r : -1;
 }
@@ -611,7 +614,8 @@ extern "C" ws_status ws_mla_sparse_forward(const ws_mla_sparse_problem *p, cudaS
 
 /* ---- MLA decode: the same kernel over page-table rows, split-KV, merge --------------- */
 /* Splits of each sequence's keys: enough CTAs for one wave of the GPU, each at least one
- * block of keys; chunk = keys per split (a multiple of the block). */
+ * block of keys; chunk = keys per split (a multiple of the block). maxlen is at most 2^30
+ * (ws_mla_decode_check), so maxlen + chunk stays an int here and in mla_keys. */
 static int mla_decode_splits(const ws_mla_decode_problem *p, int sms, int *chunk) {
   const int maxlen = p->max_seqlen > 0 ? p->max_seqlen : p->max_pages * p->page_size;
   const long long ctas = (long long)p->batch * p->s_q * (p->heads / MLA_BH);
@@ -651,9 +655,6 @@ extern "C" ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void 
              p->kv_cache);
   WS_REQUIRE(((uintptr_t)p->block_table & 3u) == 0 && ((uintptr_t)p->seqlens & 3u) == 0 && ((uintptr_t)p->lse & 3u) == 0,
              "ws_mla_decode_forward: block_table, seqlens and lse must be 4-byte aligned");
-  WS_REQUIRE((uint64_t)p->num_pages * p->page_size < (1ull << 31), "ws_mla_decode_forward: %d pages of %d rows, at most "
-             "2^31 - 1 rows", p->num_pages, p->page_size);
-  WS_REQUIRE((uint64_t)p->batch * p->s_q <= 0x7FFFFFFFull, "ws_mla_decode_forward: batch x s_q too large");
   int sms = 0, chunk = 0;
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   const int splits = mla_decode_splits(p, sms, &chunk);
@@ -662,7 +663,7 @@ extern "C" ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void 
              "ws_mla_decode_forward: the key split (%d ways) needs a workspace of %zu bytes, got %zu "
              "(ws_mla_decode_workspace_size)", splits, need, workspace_bytes);
   WS_REQUIRE(((uintptr_t)workspace & 15u) == 0, "ws_mla_decode_forward: workspace %p is not 16-byte aligned", workspace);
-  const int tokens = p->batch * p->s_q, rows = tokens * p->heads;
+  const int tokens = p->batch * p->s_q, rows = tokens * p->heads; /* int: ws_mla_decode_check */
   mla_args a;
   memset(&a, 0, sizeof a);
   a.heads = p->heads;

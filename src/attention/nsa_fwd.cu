@@ -29,6 +29,7 @@
  * is close to one token's top-n. The worst case, disjoint random selections, computes
  * up to 128 / group times the useful work: the bench measures both. */
 #include "../core/internal.h"
+#include "../core/size_check.h"
 #include "warpspec/attention.h"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
@@ -345,12 +346,15 @@ extern "C" ws_status ws_nsa_forward(const ws_nsa_problem *p, cudaStream_t stream
              "ws_nsa_forward: lse and block_indices must be 4-byte aligned");
   const long long items = (long long)(p->tokens + NSA_BM / group - 1) / (NSA_BM / group) * p->heads_kv;
   WS_REQUIRE(items < (1ll << 31), "ws_nsa_forward: %lld work items (kv heads x token groups), at most 2^31 - 1", items);
+  /* the loader's TMA column of kv head g is g x dim_qk, an int (v has no more columns) */
+  const uint64_t ck = (uint64_t)p->heads_kv * p->dim_qk, cv = (uint64_t)p->heads_kv * p->dim_v;
+  WS_REQUIRE(ck <= WS_INDEX_MAX, "ws_nsa_forward: heads_kv %d x dim_qk %d = %llu columns of k, at most 2^31 - 1",
+             p->heads_kv, p->dim_qk, (unsigned long long)ck);
   int sms = 0;
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   ws_plan *plan = NULL;
   if ((s = ws_plan_cached(v->slot, nsa_make_plan, v, &plan)) != WS_OK) return s;
   ws_tmap mq, mk, mv;
-  const uint64_t ck = (uint64_t)p->heads_kv * p->dim_qk, cv = (uint64_t)p->heads_kv * p->dim_v;
   if ((s = ws_tmap_2d_swizzled(&mq, p->q, WS_DTYPE_BF16, (uint64_t)p->tokens * p->heads_q, p->dim_qk,
                                (uint64_t)p->dim_qk * 2, group, 64, WS_SWIZZLE_128B)) != WS_OK ||
       (s = ws_tmap_2d_swizzled(&mk, p->k, WS_DTYPE_BF16, p->tokens, ck, ck * 2, NSA_BLOCK, 64, WS_SWIZZLE_128B)) != WS_OK ||

@@ -14,6 +14,7 @@
  * slot carries a header (magic, step, total bytes, blocks): a receiver that expects a
  * different message faults with WS_ERR_MISMATCH instead of reading garbage. */
 #include "comm_internal.h"
+#include "../core/size_check.h"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/sendrecv_geometry.h"
 
@@ -426,10 +427,14 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
   if (sending) {
     WS_REQUIRE(sendbuf != NULL || sendbytes == 0, "ws_sendrecv: sendbuf is NULL with %zu bytes to send", sendbytes);
     WS_REQUIRE(((uintptr_t)sendbuf & 15u) == 0, "ws_sendrecv: sendbuf %p is not 16-byte aligned", sendbuf);
+    WS_REQUIRE(ws_span_fits(sendbuf, sendbytes), "ws_sendrecv: sendbuf %p + %zu bytes runs past the end of the address "
+               "space", sendbuf, sendbytes);
   }
   if (receiving) {
     WS_REQUIRE(recvbuf != NULL || recvbytes == 0, "ws_sendrecv: recvbuf is NULL with %zu bytes to receive", recvbytes);
     WS_REQUIRE(((uintptr_t)recvbuf & 15u) == 0, "ws_sendrecv: recvbuf %p is not 16-byte aligned", recvbuf);
+    WS_REQUIRE(ws_span_fits(recvbuf, recvbytes), "ws_sendrecv: recvbuf %p + %zu bytes runs past the end of the address "
+               "space", recvbuf, recvbytes);
   }
   WS_REQUIRE(!(sending && receiving && overlap(sendbuf, sendbytes, recvbuf, recvbytes)),
              "ws_sendrecv: sendbuf and recvbuf overlap");
@@ -517,6 +522,9 @@ extern "C" ws_status ws_allgather(ws_comm *c, const void *sendbuf, size_t bytes,
   WS_REQUIRE(((uintptr_t)recvbuf & 15u) == 0 && (bytes % 16 == 0 || c->nranks == 1),
              "ws_allgather: recvbuf must be 16-byte aligned and bytes (%zu) a multiple of 16, so that every rank's "
              "block is aligned", bytes);
+  size_t total = 0; /* recvbuf holds every rank's block */
+  WS_REQUIRE(ws_size_mul3((size_t)c->nranks, bytes, 1, &total) && ws_span_fits(recvbuf, total),
+             "ws_allgather: %d ranks x %zu bytes run past the end of the address space", c->nranks, bytes);
   uint8_t *out = (uint8_t *)recvbuf;
   const int n = c->nranks, r = c->rank;
   if (bytes == 0) return WS_OK;

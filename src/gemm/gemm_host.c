@@ -1,6 +1,7 @@
 /* gemm_host.c - GEMM problem checks, layout arithmetic and the float64 reference. */
 #include "../core/internal.h"
 #include "warpspec/check.h"
+#include "../core/size_check.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
 #include "gemm_args.h"
@@ -30,6 +31,13 @@ ws_status ws_gemm_check(const ws_gemm_problem *p) {
              fp8 ? "the weights' 128 x 128 scale block" : "16-byte rows of D");
   if (p->layout == WS_GEMM_DENSE) WS_REQUIRE(p->groups == 1, "ws_gemm: dense layout with groups %d (must be 1)", p->groups);
   else WS_REQUIRE(p->groups >= 1 && p->groups <= 4096, "ws_gemm: groups %d, must be 1..4096", p->groups);
+  /* The kernels' rows (g x m + tile rows) and weight rows (g x n + tile columns) are ints,
+   * and a group's rows or columns rounded up to the tile must stay one. */
+  WS_REQUIRE(ws_gemm_rows(p) <= (size_t)WS_EXTENT_MAX, "ws_gemm: m %d in %d groups is %zu rows, at most 2^30", p->m,
+             p->groups, ws_gemm_rows(p));
+  WS_REQUIRE(p->n <= WS_EXTENT_MAX, "ws_gemm: n %d, at most 2^30", p->n);
+  WS_REQUIRE(ws_mul_sat(p->groups, p->n) <= WS_INDEX_MAX, "ws_gemm: groups %d x n %d = %lld weight rows, at most 2^31 - 1",
+             p->groups, p->n, (long long)ws_mul_sat(p->groups, p->n));
   if (ws_gemm_rows(p) > 0) WS_REQUIRE(p->a != NULL && p->d != NULL, "ws_gemm: a or d is NULL");
   WS_REQUIRE(p->b != NULL, "ws_gemm: b is NULL");
   WS_REQUIRE(aligned16(p->a) && aligned16(p->b) && aligned16(p->d), "ws_gemm: a %p, b %p and d %p must be 16-byte aligned",

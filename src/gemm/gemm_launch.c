@@ -3,6 +3,7 @@
 #include "gemm_args.h"
 
 #include "../core/internal.h"
+#include "../core/size_check.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +36,14 @@ static int gemm_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms) 
 
 static ws_status make_plan(const void *k, ws_plan *plan) { return gemm_plan_of((const gemm_kernel *)k, plan); }
 
+/* SIZE_MAX when the partials do not fit size_t (WS_GEMM_SPLITS forcing many slices): no
+ * workspace is that large, so the launch falls back to one slice instead of a wrapped size. */
 static size_t gemm_workspace_need(const ws_gemm_problem *p, int splits) {
-  return splits > 1 ? (size_t)splits * ws_gemm_rows(p) * (size_t)p->n * sizeof(float) : 0;
+  size_t cells = 0, bytes = 0;
+  if (splits <= 1) return 0;
+  if (!ws_size_mul3((size_t)splits, ws_gemm_rows(p), (size_t)p->n, &cells) || !ws_size_mul3(cells, sizeof(float), 1, &bytes))
+    return SIZE_MAX;
+  return bytes;
 }
 
 ws_status gemm_workspace_of(const gemm_kernel *k, const ws_gemm_problem *p, int sms, size_t *bytes) {
@@ -93,7 +100,8 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, c
   a.shape.ksteps = p->k / k->bk;
   a.shape.splits = gemm_splits(k, p, sms);
   a.partial = NULL;
-  if (a.shape.splits > 1 && (!p->workspace || p->workspace_bytes < gemm_workspace_need(p, a.shape.splits)))
+  const size_t need = gemm_workspace_need(p, a.shape.splits);
+  if (a.shape.splits > 1 && (!p->workspace || p->workspace_bytes < need || need == SIZE_MAX))
     a.shape.splits = 1; /* no room for the partials: one CTA per tile */
   if (a.shape.splits > 1) a.partial = (float *)p->workspace;
   /* dense: exactly the work items; grouped: the counts live on the device, one CTA per SM */

@@ -7,6 +7,7 @@
  * 128 x 128 (weights): one CTA per block: a block-wide |max|, then the same conversion.
  * Tested on the GPU bit for bit against the host definition (tests/gpu/test_gemm_gpu). */
 #include "../core/internal.h"
+#include "../core/size_check.h"
 #include "warpspec/fp8.h"
 
 #include <cuda_bf16.h>
@@ -60,17 +61,22 @@ __global__ void __launch_bounds__(256) quantize_128x128_kernel(const __nv_bfloat
   if (threadIdx.x == 0) scale[rb * kb + cb] = s;
 }
 
-static ws_status check(const char *fn, const void *x, size_t cols, size_t ld, const void *q, const float *scale) {
+/* rows x ld inputs fit the address space: the grids' block counts below cannot wrap */
+static ws_status check(const char *fn, const void *x, size_t rows, size_t cols, size_t ld, const void *q,
+                       const float *scale) {
   WS_REQUIRE(x && q && scale, "%s: x, q or scale is NULL", fn);
   WS_REQUIRE(cols % 128 == 0, "%s: cols %zu is not a multiple of 128", fn, cols);
   WS_REQUIRE(ld >= cols && ld % 2 == 0, "%s: ld %zu must be even and >= cols %zu", fn, ld, cols);
+  size_t bytes = 0;
+  WS_REQUIRE(ws_size_mul3(rows, ld, 2, &bytes) && ws_span_fits(x, bytes),
+             "%s: rows %zu x ld %zu bf16 values run past the end of the address space", fn, rows, ld);
   WS_REQUIRE(((uintptr_t)x & 7u) == 0 && ((uintptr_t)q & 3u) == 0, "%s: x must be 8-byte and q 4-byte aligned", fn);
   return WS_OK;
 }
 
 static ws_status quantize_1x128(const char *fn, const void *x_bf16, size_t rows, size_t cols, size_t ld, uint8_t *q,
                                 float *scale, size_t scale_ld, cudaStream_t stream) {
-  ws_status s = check(fn, x_bf16, cols, ld, q, scale);
+  ws_status s = check(fn, x_bf16, rows, cols, ld, q, scale);
   if (s != WS_OK || rows == 0) return s;
   const size_t warps = rows * (cols / 128);
   const unsigned grid = (unsigned)((warps + 7) / 8 < 65535 * 8 ? (warps + 7) / 8 : 65535 * 8);
@@ -93,7 +99,7 @@ extern "C" ws_status ws_fp8_quantize_1x128_kmajor(const void *x_bf16, size_t row
 
 extern "C" ws_status ws_fp8_quantize_128x128(const void *x_bf16, size_t rows, size_t cols, size_t ld, uint8_t *q,
                                              float *scale, cudaStream_t stream) {
-  ws_status s = check("ws_fp8_quantize_128x128", x_bf16, cols, ld, q, scale);
+  ws_status s = check("ws_fp8_quantize_128x128", x_bf16, rows, cols, ld, q, scale);
   if (s != WS_OK || rows == 0) return s;
   WS_REQUIRE((rows + 127) / 128 <= 65535, "ws_fp8_quantize_128x128: %zu rows is too many", rows);
   const dim3 grid((unsigned)(cols / 128), (unsigned)((rows + 127) / 128), 1);

@@ -27,11 +27,11 @@ ws_status ws_ep_reference_layout(const ws_ep_config *cfg, int nranks, int me, co
         for (int k = 0; k < K; k++) {
           const int e = topk_idx[r][(size_t)t * K + k];
           if (e >= 0 && e < cfg->experts && e / L == me && e % L == l) {
-            rows[3 * at] = r; rows[3 * at + 1] = t; rows[3 * at + 2] = k;
+            rows[(size_t)3 * at] = r; rows[(size_t)3 * at + 1] = t; rows[(size_t)3 * at + 2] = k;
             at++;
           }
         }
-    for (; at < offsets[l + 1]; at++) rows[3 * at] = rows[3 * at + 1] = rows[3 * at + 2] = -1;
+    for (; at < offsets[l + 1]; at++) rows[(size_t)3 * at] = rows[(size_t)3 * at + 1] = rows[(size_t)3 * at + 2] = -1;
   }
   return WS_OK;
 }

@@ -53,6 +53,7 @@
  * The math is the FP8 GEMM's (fp8_mma.cuh, the same promotion order and rounding) and
  * the SwiGLU is swiglu.cuh's: the layer's output equals the unfused path's bit for bit. */
 #include "../core/internal.h"
+#include "../core/size_check.h"
 #include "../gemm/fp8_convert.cuh"
 #include "../gemm/fp8_mma.cuh"
 #include "../gemm/gemm_epilogue.cuh"
@@ -1011,6 +1012,13 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   WS_REQUIRE(p->groups > 0 && p->max_rows > 0 && (long long)p->groups * 2 * I < (1ll << 31) &&
                  (long long)p->groups * H < (1ll << 31),
              "moe experts: %d experts, %d rows", p->groups, p->max_rows);
+  /* its 64-row blocks and tile ends count in int, and so does the item number: every L1
+   * item (a row block's 128 act columns) and L2 item (at least 128 output columns) */
+  WS_REQUIRE(p->max_rows <= WS_EXTENT_MAX, "moe experts: max_rows %d, at most 2^30", p->max_rows);
+  const int64_t row_blocks = p->max_rows / MOE_EXPERTS_BM + p->groups,
+                items = ws_mul_sat(row_blocks, I / 128) + ws_mul_sat(row_blocks, (H + 127) / 128);
+  WS_REQUIRE(items <= WS_INDEX_MAX, "moe experts: %d rows in %d experts, hidden %d, inter %d are %lld work items, at most "
+             "2^31 - 1", p->max_rows, p->groups, H, I, (long long)items);
   WS_REQUIRE(p->offsets && p->x && p->x_scale && p->w1 && p->w1_scale && p->w2 && p->w2_scale && p->act &&
                  p->act_scale && p->y && p->counters,
              "moe experts: a pointer is NULL");

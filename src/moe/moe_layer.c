@@ -102,6 +102,8 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
     ec.num_sms = ec.num_sms < WS_EP_MAX_SMS ? ec.num_sms : WS_EP_MAX_SMS;
   }
   if ((s = ws_comm_size(comm, &n)) != WS_OK || (s = ws_ep_config_check(&ec, n)) != WS_OK) return s;
+  WS_REQUIRE(ws_ep_max_rows(&ec, n) <= (1u << 30), "ws_moe_layer_create: %zu receive rows (max_tokens %d, top-%d, %d "
+             "ranks), at most 2^30 (the expert GEMMs' m)", ws_ep_max_rows(&ec, n), cfg->max_tokens, cfg->topk, n);
   ws_moe_layer *l = (ws_moe_layer *)calloc(1, sizeof *l);
   if (!l) return ws_fail(WS_ERR_NOMEM, "ws_moe_layer_create: out of host memory");
   l->cfg = *cfg;

@@ -2,6 +2,7 @@
  * path and the fused MegaMoE kernel: float64 sums, rounded where the GPU path rounds
  * (bf16 after each GEMM, the 1 x 128 FP8 quantiser on the activation). */
 #include "../core/internal.h"
+#include "../core/size_check.h"
 #include "warpspec/fp8.h"
 #include "warpspec/moe.h"
 
@@ -12,7 +13,10 @@
 ws_status ws_moe_swiglu_quant_host(const uint16_t *h, size_t rows, size_t inter, uint8_t *q, float *scale) {
   WS_REQUIRE(h && q && scale, "ws_moe_swiglu_quant_host: h, q or scale is NULL");
   WS_REQUIRE(inter > 0 && inter % 128 == 0, "ws_moe_swiglu_quant_host: inter %zu is not a positive multiple of 128", inter);
-  float *a = (float *)malloc(sizeof(float) * (rows ? rows : 1) * inter);
+  size_t bytes = 0;
+  WS_REQUIRE(ws_size_mul3(rows ? rows : 1, inter, sizeof(float), &bytes),
+             "ws_moe_swiglu_quant_host: rows %zu x inter %zu floats of scratch do not fit size_t", rows, inter);
+  float *a = (float *)malloc(bytes);
   if (!a) return ws_fail(WS_ERR_NOMEM, "ws_moe_swiglu_quant_host: out of host memory");
   for (size_t r = 0; r < rows; r++)
     for (size_t c = 0; c < inter; c++) {
@@ -30,7 +34,8 @@ static void fp8_row_gemm(const uint8_t *a, const float *sa, const uint8_t *b, co
   for (int j = 0; j < n; j++) {
     double acc = 0;
     for (int c = 0; c < k; c++)
-      acc += ws_fp8_e4m3_decode(a[c]) * sa[c / 128] * ws_fp8_e4m3_decode(b[(size_t)j * k + c]) * sb[(j / 128) * kb + c / 128];
+      acc += ws_fp8_e4m3_decode(a[c]) * sa[c / 128] * ws_fp8_e4m3_decode(b[(size_t)j * k + c]) *
+             sb[(size_t)(j / 128) * kb + c / 128];
     d[j] = ws_float_to_bf16((float)acc);
   }
 }
@@ -78,6 +83,7 @@ ws_status ws_moe_reference(const ws_moe_shape *sh, int tokens, const uint8_t *xq
   const int H = sh->hidden, I = sh->inter, E = sh->experts, K = sh->topk;
   WS_REQUIRE(H > 0 && H % 128 == 0 && I > 0 && I % 128 == 0, "ws_moe_reference: hidden %d and inter %d must be positive "
              "multiples of 128", H, I);
+  WS_REQUIRE(I <= (1 << 29), "ws_moe_reference: inter %d, at most 2^29 (2 x inter is the L1 GEMM's n)", I);
   WS_REQUIRE(E >= 1 && K >= 1 && tokens >= 0, "ws_moe_reference: experts %d, topk %d, tokens %d", E, K, tokens);
   WS_REQUIRE(out && (tokens == 0 || (xq && xs && idx && w)) && w1 && w1s && w2 && w2s, "ws_moe_reference: a NULL argument");
   const size_t workers = (size_t)ws_host_workers();

@@ -4,6 +4,7 @@
  * 4 columns of gate and of up, the warp reduces |max|, scale = amax / 448 (1 for zeros),
  * every value e4m3(a x (1 / scale)) -- swiglu.cuh's steps, the fused kernel's bits. */
 #include "../core/internal.h"
+#include "../core/size_check.h"
 #include "../gemm/fp8_convert.cuh"
 #include "swiglu.cuh"
 #include "swiglu_internal.h"
@@ -41,6 +42,9 @@ extern "C" ws_status moe_swiglu_quant_live(const void *h, size_t rows, const int
              "ws_moe_swiglu_quant: scale_ld %zu must be 0 (row-major) or >= rows %zu and a multiple of 4", scale_ld, rows);
   WS_REQUIRE(((uintptr_t)h & 7u) == 0 && ((uintptr_t)q & 3u) == 0, "ws_moe_swiglu_quant: h must be 8-byte and q "
              "4-byte aligned");
+  size_t bytes = 0; /* h: rows x 2 inter bf16; the grid's warp count below cannot wrap then */
+  WS_REQUIRE(ws_size_mul3(rows, inter, 4, &bytes) && ws_span_fits(h, bytes),
+             "ws_moe_swiglu_quant: rows %zu x 2 inter %zu bf16 values run past the end of the address space", rows, inter);
   if (rows == 0) return WS_OK;
   /* a grid-stride loop over warps of 8 per CTA, at most 4096 CTAs: with a device-side
    * row count most of a worst-case grid would only launch and leave */

@@ -15,6 +15,7 @@
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/stream.h"
 #include "../core/internal.h"
+#include "../core/size_check.h"
 
 typedef struct __align__(128) {
   uint8_t bytes[WS_STREAM_BOX_ROWS * WS_STREAM_ROW_BYTES];
@@ -185,9 +186,13 @@ extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, co
   WS_REQUIRE(dst != NULL && src != NULL, "ws_stream_copy: dst or src is NULL");
   WS_REQUIRE(((uintptr_t)dst & 15u) == 0 && ((uintptr_t)src & 15u) == 0,
              "ws_stream_copy: dst %p and src %p must be 16-byte aligned", dst, src);
+  WS_REQUIRE(ws_span_fits(dst, bytes) && ws_span_fits(src, bytes),
+             "ws_stream_copy: %zu bytes from %p or to %p run past the end of the address space", bytes, src, dst);
   const uint8_t *s8 = (const uint8_t *)src;
   uint8_t *d8 = (uint8_t *)dst;
   WS_REQUIRE(d8 + bytes <= s8 || s8 + bytes <= d8, "ws_stream_copy: source and destination overlap");
+  WS_REQUIRE(bytes / WS_STREAM_ROW_BYTES < (1ull << 31), "ws_stream_copy: %zu bytes is more than this kernel's 2 TiB row "
+             "range", bytes);
   const int stages = o.stages ? o.stages : WS_STREAM_STAGES;
 
   int sms = 0;
@@ -209,7 +214,6 @@ extern "C" ws_status ws_stream_copy(void *dst, const void *src, size_t bytes, co
   a.tail_bytes = (uint32_t)(bytes % WS_STREAM_ROW_BYTES);
   a.src_tail = s8 + a.rows * WS_STREAM_ROW_BYTES;
   a.dst_tail = d8 + a.rows * WS_STREAM_ROW_BYTES;
-  WS_REQUIRE(a.rows < (1ull << 31), "ws_stream_copy: %zu bytes is more than this kernel's 2 TiB row range", bytes);
 
   ws_tmap in, out;
   /* A buffer shorter than one row still launches (for the tail) with a 1-row map. */

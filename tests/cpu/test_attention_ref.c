@@ -4,7 +4,8 @@
  * GQA equals the same problem with the kv heads repeated; a variable-length batch equals
  * its sequences run alone; the default scale; sparse MLA with masked (-1, out of range)
  * and duplicate indices, and with all indices equal to dense single-head attention.
- * One thread and several give the same bits. Plus the argument checks. */
+ * One thread and several give the same bits. Plus the argument checks, and the size
+ * limits: shapes whose products pass 32 bits are refused, not wrapped. */
 #include "../test.h"
 #include "warpspec/attention.h"
 #include "warpspec/fp8.h"
@@ -423,6 +424,73 @@ static void checks(void) {
   free(x);
 }
 
+/* Shapes whose sizes pass 32 bits are refused, by checks that compute them in 64 bits,
+ * instead of passing with a wrapped product (each case passed the checks when they
+ * multiplied in int). */
+static void size_limits(void) {
+  uint16_t *x = rand_bf16(64);
+  const int lens[1] = {0}, table[1] = {0};
+  /* 2^26 pages of 64 rows: 2^32 keys a sequence, 0 in 32 bits */
+  ws_mla_decode_problem d = {1, 1, 64, 576, 512, 64, 1, 1 << 26, 0, 0.0f, x, x, table, lens, (void *)16, NULL, 0};
+  CHECK_STATUS(ws_mla_decode_check(&d), WS_ERR_INVALID);
+  CHECK_MSG("max_pages 67108864 x page_size 64");
+  d.max_pages = 1 << 24; /* 2^30 keys: the limit itself */
+  CHECK_STATUS(ws_mla_decode_check(&d), WS_OK);
+  d.max_seqlen = 1 << 30;
+  CHECK_STATUS(ws_mla_decode_check(&d), WS_OK);
+  d.max_pages = 1; d.max_seqlen = 0; d.num_pages = 1 << 25; /* 2^31 rows in the cache */
+  CHECK_STATUS(ws_mla_decode_check(&d), WS_ERR_INVALID);
+  CHECK_MSG("num_pages 33554432 x page_size 64");
+  d.num_pages = 1; d.batch = 1 << 16; d.s_q = 1 << 15; /* 2^37 query rows x heads */
+  CHECK_STATUS(ws_mla_decode_check(&d), WS_ERR_INVALID);
+  CHECK_MSG("batch 65536 x s_q 32768 x heads 64");
+  const int idx[1] = {0};
+  ws_mla_sparse_problem s = {1, 64, 1, 0x7FFFFFFF, 576, 512, 0.0f, x, x, idx, (void *)16, NULL};
+  CHECK_STATUS(ws_mla_sparse_check(&s), WS_ERR_INVALID); /* the kernel's key blocks: topk + 63 */
+  CHECK_MSG("topk 2147483647");
+  ws_nsa_problem n = {1, 16, 1, 128, 128, 1 << 16, 1 << 16, 0.0f, x, x, x, idx, (void *)16, NULL};
+  CHECK_STATUS(ws_nsa_check(&n), WS_ERR_INVALID); /* 2^32 keys listed per query */
+  CHECK_MSG("topn 65536 x block 65536");
+  n.topn = 1; n.block = 64; n.tokens = 0x7FFFFFFF; /* tokens + 63 in the block count */
+  CHECK_STATUS(ws_nsa_check(&n), WS_ERR_INVALID);
+  CHECK_MSG("tokens 2147483647");
+  /* the NSA kernel's TMA column of kv head g is g x dim_qk, an int: 2^24 heads x 128 is 2^31 */
+  n.tokens = 1; n.heads_q = 1 << 28; n.heads_kv = 1 << 24; n.block = 64;
+  CHECK_STATUS(ws_nsa_forward(&n, 0), WS_ERR_INVALID);
+  CHECK_MSG("heads_kv 16777216 x dim_qk 128");
+  /* dense batches: 2^16 sequences of 2^16 tokens are 2^32 rows */
+  ws_attn_problem a = problem(1 << 16, 1 << 16, 1, 1, 1, 64, WS_ATTN_NO_MASK, x, x, x);
+  CHECK_STATUS(ws_attn_check(&a), WS_ERR_INVALID);
+  CHECK_MSG("batch 65536 x seqlen_q 65536");
+  a = problem(1 << 16, 1, 1 << 16, 1, 1, 64, WS_ATTN_NO_MASK, x, x, x);
+  CHECK_STATUS(ws_attn_check(&a), WS_ERR_INVALID);
+  CHECK_MSG("batch 65536 x seqlen_k 65536");
+  int qb = 0, lq = 0, kb = 0, lk = 0; /* sequence 2^15 would start at row 2^31 */
+  CHECK_STATUS(ws_attn_sequence(&a, 1 << 15, &qb, &lq, &kb, &lk), WS_ERR_INVALID);
+  /* variable length: seqlen_q is the longest sequence; + 127 in the kernel's query blocks */
+  const int cu[3] = {0, -2, 0x7FFFFFFF};
+  a = problem(2, 0x7FFFFFFF, 4, 1, 1, 64, WS_ATTN_NO_MASK, x, x, x);
+  a.cu_seqlens_q = cu; a.cu_seqlens_k = cu;
+  CHECK_STATUS(ws_attn_check(&a), WS_ERR_INVALID);
+  CHECK_MSG("seqlen_q 2147483647");
+  /* offsets checked one sequence at a time: -2 .. 2^31 - 1 is no length */
+  a.seqlen_q = 1 << 30;
+  CHECK_STATUS(ws_attn_sequence(&a, 1, &qb, &lq, &kb, &lk), WS_ERR_INVALID);
+  /* the flash kernel's TMA column of head h is h x dim_qk, an int */
+  a = problem(1, 1, 1, 1 << 24, 1 << 24, 128, WS_ATTN_NO_MASK, x, x, x);
+  CHECK_STATUS(ws_attn_forward(&a, 0), WS_ERR_INVALID);
+  CHECK_MSG("heads_q 16777216 x dim_qk 128");
+  /* the reference's work items (heads x 16-query chunks) are an int: 2^15 x 2^17 is 2^32 */
+  a = problem(1, 1 << 21, 1, 1 << 15, 1, 64, WS_ATTN_NO_MASK, x, x, x);
+  double o[1];
+  CHECK_STATUS(ws_attn_reference(&a, o, NULL), WS_ERR_INVALID);
+  CHECK_MSG("heads_q 32768");
+  /* FP8 cache rows: rows x 656 bytes past size_t wrapped the grid's row count */
+  CHECK_STATUS(ws_mla_kv_quantize_fp8(x, SIZE_MAX / 512, (void *)(uintptr_t)0x1000, 0), WS_ERR_INVALID);
+  CHECK_MSG("rows");
+  free(x);
+}
+
 int main(void) {
   identical_keys();
   gqa_and_scale();
@@ -433,5 +501,6 @@ int main(void) {
   nsa();
   threads_same_bits();
   checks();
+  size_limits();
   return test_finish("test_attention_ref");
 }

@@ -1,9 +1,11 @@
 /* test_gemm.c - GEMM groundwork without a GPU: E4M3 against the format definition
  * (every byte), encode rounding and saturation, bf16, block quantisation, the float64
- * reference on dense and grouped layouts, layout arithmetic and argument checks. */
+ * reference on dense and grouped layouts, layout arithmetic and argument checks, and
+ * the size limits (32-bit rows and tile ends, split-K workspace bytes). */
 #include "../test.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
+#include "../../src/gemm/gemm_args.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -310,6 +312,45 @@ static void gpu_entry_points(void) {
   CHECK_MSG("workspace");
 }
 
+/* Shapes past the kernels' 32-bit rows, columns and tile ends are refused (the checks
+ * multiply in 64 bits), and split-K's workspace size saturates instead of wrapping. */
+static void size_limits(void) {
+  char *x = (char *)(uintptr_t)0x1000;
+  const int cnt[4096] = {0};
+  /* masked: 3 x 2^30 rows; the kernel's row of group g is g x m, an int */
+  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_GROUPED_MASKED, 1 << 30, 128, 64, 3, x, x, x, NULL, NULL, NULL, cnt, NULL, 0, 0};
+  CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("3221225472 rows");
+  p.groups = 1; /* 2^30 rows: the limit itself */
+  CHECK_STATUS(ws_gemm_check(&p), WS_OK);
+  /* the weights' row of group g is g x n, an int: 4096 x 524800 is past 2^31 */
+  p.m = 1; p.groups = 4096; p.n = 524800;
+  CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("groups 4096 x n 524800");
+  /* n + 255 in the tile count */
+  ws_gemm_problem d = {WS_GEMM_BF16, WS_GEMM_DENSE, 1, 2147483640, 64, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0};
+  CHECK_STATUS(ws_gemm_check(&d), WS_ERR_INVALID);
+  CHECK_MSG("n 2147483640");
+  d.n = 8; d.m = 0x7FFFFFFF; /* m + 191 in the tile count */
+  CHECK_STATUS(ws_gemm_check(&d), WS_ERR_INVALID);
+  CHECK_MSG("2147483647 rows");
+  /* 2^22 forced K slices of a 2^20 x 2^20 fp32 output: 2^64 bytes, 0 when it wraps */
+  ws_gemm_problem w = {WS_GEMM_BF16, WS_GEMM_DENSE, 1 << 20, 1 << 20, 1 << 28, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0};
+  CHECK_STATUS(ws_gemm_check(&w), WS_OK);
+  setenv("WS_GEMM_SPLITS", "4194304", 1);
+  size_t bytes = 0;
+  CHECK_STATUS(gemm_workspace_of(gemm_bf16_kernel_desc(), &w, 132, &bytes), WS_OK);
+  CHECK(bytes == SIZE_MAX);
+  unsetenv("WS_GEMM_SPLITS");
+  /* the quantisers' grids: rows rounded up to blocks must not wrap */
+  uint8_t *q = (uint8_t *)(uintptr_t)0x2000;
+  float *sc = (float *)(uintptr_t)0x3000;
+  CHECK_STATUS(ws_fp8_quantize_128x128(x, SIZE_MAX - 64, 128, 128, q, sc, 0), WS_ERR_INVALID);
+  CHECK_MSG("rows");
+  CHECK_STATUS(ws_fp8_quantize_1x128(x, SIZE_MAX / 64, 128, 128, q, sc, 0), WS_ERR_INVALID);
+  CHECK_MSG("rows");
+}
+
 int main(void) {
   gpu_entry_points();
   e4m3();
@@ -317,5 +358,6 @@ int main(void) {
   reference();
   checks();
   tiles();
+  size_limits();
   return test_finish("test_gemm");
 }

@@ -1,12 +1,13 @@
 /* test_moe_host.c - MoE dispatch/combine without a GPU: config validation (every field,
  * named in the message), the worst-case row count, the host reference layout (padded
  * offsets, once-per-rank fan-out, -1 slots, row order) on a hand-checked example and on
- * random routings, and argument errors before any launch (dispatch/combine and the
- * whole-layer call). */
+ * random routings, argument errors before any launch (dispatch/combine and the
+ * whole-layer call), and sizes past 32 bits refused instead of wrapped. */
 #include "../test.h"
 #include "warpspec/fp8.h"
 #include "warpspec/moe.h"
 #include "warpspec/moe_layer.h"
+#include "../../src/comm/comm_internal.h"
 #include "../../src/moe/moe_experts.h"
 #include "../../src/moe/moe_layer_auto.h"
 #include "warpspec/config.h"
@@ -336,6 +337,50 @@ static void auto_rule(void) {
   CHECK(moe_layer_auto_path(2, 4096 * 8 / 128.0) == WS_MOE_UNFUSED);
 }
 
+/* Sizes past 32 bits are refused before any allocation or launch: inter whose 2 x inter
+ * (the L1 GEMM's n) would wrap, an experts kernel whose rows or work items pass its
+ * int counters, SwiGLU buffers whose byte size wraps size_t. */
+static void size_limits(void) {
+  ws_moe_layer *l = NULL;
+  ws_comm *comm = (ws_comm *)16; /* never dereferenced by the failing checks */
+  static uint4 w[64];
+  ws_moe_layer_config c = {512, (1 << 29) + 128, 8, 2, 64, 0, WS_MOE_UNFUSED};
+  CHECK_STATUS(ws_moe_layer_create(&l, comm, &c, w, (const float *)w, w, (const float *)w), WS_ERR_INVALID);
+  CHECK_MSG("inter 536871040");
+  /* 64 ranks x 2^20 tokens x top-16 is 2^30 rows, plus each expert's padding: past 2^30 */
+  static struct ws_comm ranks64;
+  ranks64.nranks = 64;
+  ws_moe_layer_config big = {128, 128, 1024, 16, 1 << 20, 24, WS_MOE_UNFUSED};
+  CHECK_STATUS(ws_moe_layer_create(&l, &ranks64, &big, w, (const float *)w, w, (const float *)w), WS_ERR_INVALID);
+  CHECK_MSG("receive rows");
+  const ws_moe_shape sh = {256, (1 << 29) + 128, 4, 2};
+  double out[1];
+  CHECK_STATUS(ws_moe_reference(&sh, 0, NULL, NULL, NULL, NULL, (const uint8_t *)w, (const float *)w, (const uint8_t *)w,
+                                (const float *)w, out),
+               WS_ERR_INVALID);
+  CHECK_MSG("inter 536871040");
+  uint32_t counters[8];
+  moe_experts_problem p;
+  memset(&p, 0, sizeof p);
+  p.hidden = 128; p.inter = 128; p.groups = 1; p.max_rows = 0x7FFFFFFC; /* + 63 in its 64-row blocks */
+  p.offsets = (const int *)w; p.x = w; p.x_scale = (const float *)w; p.x_scale_ld = 0x7FFFFFFC;
+  p.w1 = w; p.w1_scale = (const float *)w; p.w2 = w; p.w2_scale = (const float *)w;
+  p.act = (uint8_t *)w; p.act_scale = (float *)w; p.act_ld = 0x7FFFFFFC; p.y = w; p.counters = counters;
+  CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
+  CHECK_MSG("max_rows 2147483644");
+  p.max_rows = p.x_scale_ld = p.act_ld = 1 << 30; p.inter = 1 << 17; /* 2^24 row blocks x 2^10 L1 items each */
+  CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);
+  CHECK_MSG("work items");
+  static uint4 qb[16];
+  uint8_t *q = (uint8_t *)qb;
+  float sc[4];
+  CHECK_STATUS(ws_moe_swiglu_quant((const void *)w, SIZE_MAX / 256, 128, q, sc, 0, 0), WS_ERR_INVALID);
+  CHECK_MSG("rows");
+  /* 2^57 rows x 128 x 4 bytes of scratch is 2^66: 0 bytes once wrapped */
+  CHECK_STATUS(ws_moe_swiglu_quant_host((const uint16_t *)w, (size_t)1 << 57, 128, q, sc), WS_ERR_INVALID);
+  CHECK_MSG("rows");
+}
+
 int main(void) {
   config_checks();
   max_rows();
@@ -347,5 +392,6 @@ int main(void) {
   layer_arguments();
   experts_arguments();
   auto_rule();
+  size_limits();
   return test_finish("test_moe_host");
 }

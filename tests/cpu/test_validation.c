@@ -1,6 +1,7 @@
 /* test_validation.c - every public function rejects bad input with a clear status
  * and message before it touches the GPU; status strings; the error slot. */
 #include "../test.h"
+#include "../../src/comm/comm_internal.h"
 
 #include <stdint.h>
 
@@ -122,6 +123,12 @@ static void stream_copy(void) {
   CHECK_MSG("16-byte aligned");
   CHECK_STATUS(ws_stream_copy(base, base + 16, 64, NULL, 0), WS_ERR_INVALID);
   CHECK_MSG("overlap");
+  /* sizes are checked before the GPU is asked anything: 2^45 bytes is past 2 TiB */
+  CHECK_STATUS(ws_stream_copy(base, base + ((size_t)1 << 46), (size_t)1 << 45, NULL, 0), WS_ERR_INVALID);
+  CHECK_MSG("2 TiB");
+  /* a span past the end of the address space wrapped around and hid the overlap */
+  CHECK_STATUS(ws_stream_copy((char *)(uintptr_t)32, (char *)(uintptr_t)16, SIZE_MAX - 15, NULL, 0), WS_ERR_INVALID);
+  CHECK_MSG("address space");
   ws_plan p;
   CHECK_STATUS(ws_stream_plan((ws_stream_mode)3, 0, &p), WS_ERR_INVALID);
   CHECK_STATUS(ws_stream_plan(WS_STREAM_STORE_TMA, 0, NULL), WS_ERR_INVALID);
@@ -179,6 +186,21 @@ static void size_products(void) {
   CHECK(layer == NULL);
 }
 
+/* The communicator's size checks (a communicator made up here: they come before any
+ * of its buffers is used): a span past the end of the address space wrapped around and
+ * hid an overlap; allgather's receive buffer of nranks x bytes wrapped. */
+static void comm_sizes(void) {
+  static struct ws_comm c;
+  c.rank = 0;
+  c.nranks = 2;
+  char *base = (char *)(uintptr_t)0x100000;
+  const size_t past_end = SIZE_MAX - (size_t)0x100000 + 0x1001; /* base + it is 0x1000 once wrapped */
+  CHECK_STATUS(ws_sendrecv(&c, base, past_end, 1, base + 0x10000, 16, 1, NULL, 0), WS_ERR_INVALID);
+  CHECK_MSG("address space");
+  CHECK_STATUS(ws_allgather(&c, base, (size_t)1 << 63, base + 4096, 0), WS_ERR_INVALID);
+  CHECK_MSG("2 ranks x 9223372036854775808 bytes");
+}
+
 int main(void) {
   size_products();
   status_strings();
@@ -187,5 +209,6 @@ int main(void) {
   timeouts();
   tensor_maps();
   stream_copy();
+  comm_sizes();
   return test_finish("test_validation");
 }

@@ -26,8 +26,8 @@
  * of range; bench: the seed's S 4096, H 128, topk 2048, s_kv 8192 .. 131072.
  * MLA decode (ws_mla_decode_forward) against ws_mla_decode_reference: shuffled page
  * tables, mixed lengths with empty sequences, s_q 1 and 2 (causal), single- and
- * split-KV launches (workspace poisoned too); bench: batch 1 .. 128, lengths 4k .. 64k,
- * TFLOPS and bytes moved per second. */
+ * split-KV launches (workspace poisoned too), a page id past the cache (masked, as -1 is);
+ * bench: batch 1 .. 128, lengths 4k .. 64k, TFLOPS and bytes moved per second. */
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -580,6 +580,58 @@ static int check_fp8_cache(void) {
   return fails;
 }
 
+/* A page id past the cache must be masked like -1, not wrap onto a cached row: page
+ * 2^26 + 1 of 64 rows is row 2^32 + 64, row 64 in 32 bits. The same sequence with that
+ * id and with -1 in its second slot gives the same bits. */
+static int check_page_wrap(void) {
+  const int DQ = 576, DV = 512, P = 64, H = 64;
+  const size_t nq = (size_t)H * DQ, nkv = (size_t)2 * P * DQ, no = (size_t)H * DV;
+  uint16_t *hq = (uint16_t *)host_alloc(nq, 2, 0), *hkv = (uint16_t *)host_alloc(nkv, 2, 0);
+  fill_uniform(hq, nq, 1.0f);
+  fill_uniform(hkv, nkv, 1.0f);
+  const int tables[2][2] = {{0, (1 << 26) + 1}, {0, -1}}, len = 2 * P;
+  void *dq, *dkv, *dout[2], *ws = NULL;
+  int *dt, *dlen;
+  float *dl[2];
+  CUDA_OK(cudaMalloc(&dq, nq * 2));
+  CUDA_OK(cudaMalloc(&dkv, nkv * 2));
+  CUDA_OK(cudaMalloc((void **)&dt, sizeof tables));
+  CUDA_OK(cudaMalloc((void **)&dlen, sizeof len));
+  CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dkv, hkv, nkv * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dt, tables, sizeof tables, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dlen, &len, sizeof len, cudaMemcpyHostToDevice));
+  ws_mla_decode_problem p;
+  memset(&p, 0, sizeof p);
+  p.batch = 1; p.s_q = 1; p.heads = H; p.dim_qk = DQ; p.dim_v = DV; p.page_size = P;
+  p.num_pages = 2; p.max_pages = 2; p.max_seqlen = len;
+  p.q = dq; p.kv_cache = dkv; p.seqlens = dlen;
+  size_t wsb = 0;
+  WS_OK_OR_DIE(ws_mla_decode_workspace_size(&p, &wsb));
+  if (wsb) CUDA_OK(cudaMalloc(&ws, wsb));
+  uint16_t *ho[2];
+  float *hl[2];
+  for (int t = 0; t < 2; t++) {
+    CUDA_OK(cudaMalloc(&dout[t], no * 2));
+    CUDA_OK(cudaMalloc((void **)&dl[t], H * sizeof(float)));
+    CUDA_OK(cudaMemset(dout[t], 0xFF, no * 2));
+    p.block_table = dt + 2 * t; p.o = dout[t]; p.lse = dl[t];
+    WS_OK_OR_DIE(ws_mla_decode_forward(&p, ws, wsb, 0));
+    CUDA_OK(cudaDeviceSynchronize());
+    ho[t] = (uint16_t *)host_alloc(no, 2, 0);
+    hl[t] = (float *)host_alloc(H, sizeof(float), 0);
+    CUDA_OK(cudaMemcpy(ho[t], dout[t], no * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(hl[t], dl[t], H * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+  const int same = memcmp(ho[0], ho[1], no * 2) == 0 && memcmp(hl[0], hl[1], H * sizeof(float)) == 0;
+  printf("decode, a page id past the cache: %s\n", same ? "masked, ok" : "read a cached row: FAILED");
+  for (int t = 0; t < 2; t++) { cudaFree(dout[t]); cudaFree(dl[t]); free(ho[t]); free(hl[t]); }
+  cudaFree(dq); cudaFree(dkv); cudaFree(dt); cudaFree(dlen);
+  if (ws) cudaFree(ws);
+  free(hq); free(hkv);
+  return !same;
+}
+
 /* WARPSPEC_ATTN_SCHEDULE's values: the tests and the bench run each */
 static const char *const flash_scheds[4] = {"plain", "pingpong", "overlap", "overlap-pingpong"};
 /* the flash grids (WARPSPEC_ATTN_GRID): one CTA per SM walking the tiles, one CTA per tile */
@@ -751,6 +803,7 @@ int main(int argc, char **argv) {
   }
   fails += check_errors();
   fails += check_fp8_cache();
+  fails += check_page_wrap();
   /* ctest: what a user's `make test` runs in under 5 minutes: every schedule on the quick
    * cases, the long cases under the default schedules only, no batch-128 decode */
   const int lean = !strcmp(mode, "ctest"), longer = strcmp(mode, "quick") != 0;
