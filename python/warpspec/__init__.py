@@ -21,6 +21,8 @@ subclass carrying the library's message (ws_last_error()).
     trace(csv, block=0)              role timeline of one block of the kernels run inside
 """
 
+import os
+
 from . import _lib
 from ._lib import (BudgetError, CudaError, InvalidArgumentError, InvalidTypeError, MismatchError, NoDeviceError,
                    OutOfMemoryError, UnsupportedError, WarpspecError, WarpspecTimeoutError)
@@ -43,8 +45,8 @@ def sync(stream=None):
     out on the device raises WarpspecTimeoutError naming role / peer, stage and phase."""
     import ctypes
 
-    from ._tensor import current_device, stream_handle
-    s = stream_handle(stream, current_device())
+    from ._tensor import current_device, stream_arg, stream_handle
+    s = stream_handle(stream_arg(stream), current_device())
     _lib.check(_lib.lib.ws_sync(ctypes.c_void_p(s)))
 
 
@@ -61,7 +63,9 @@ class trace:
     kernels); the rest record nothing."""
 
     def __init__(self, csv, block=0, max_events=1 << 16):
-        self.csv = str(csv)
+        if not isinstance(csv, (str, os.PathLike)):
+            raise _lib.wrong_type(f"trace: csv {csv!r} ({type(csv).__name__}) is not a path (str or os.PathLike)")
+        self.csv = os.fsdecode(csv)
         self.block = _lib.as_int(block, "trace: block", -1)
         self.max_events = _lib.as_int(max_events, "trace: max_events", 1)
         self.events = 0

@@ -128,6 +128,39 @@ def as_int(value, name, lo=INT_MIN, hi=INT_MAX):
     return v
 
 
+SIZE_MAX = PTR_MAX = (1 << 64) - 1
+FLT_MAX = 3.4028234663852886e38
+
+
+def as_ints(what, **values):
+    """Extents and counts bound for the C structs' int fields, each checked to 0 .. INT_MAX
+    (a q of 2**32 + 64 rows would otherwise be planned as 64)."""
+    for name, v in values.items():
+        as_int(v, f"{what}: {name}", 0)
+
+
+def as_float(value, name, lo=-FLT_MAX, hi=FLT_MAX):
+    """value as a finite Python float in lo .. hi, for a C float: str (which float()
+    parses), bool and complex are refused, NaN and what c_float would turn into inf too."""
+    if isinstance(value, (bool, str, bytes)) or not hasattr(type(value), "__float__"):
+        raise wrong_type(f"{name}: {value!r} ({type(value).__name__}) is not a number")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise wrong_type(f"{name}: {value!r} ({type(value).__name__}) is not a real number") from None
+    except OverflowError:
+        raise invalid(f"{name}: {value!r} is out of range {lo:g} .. {hi:g}") from None
+    if not lo <= v <= hi:
+        raise invalid(f"{name}: {v!r} is out of range {lo:g} .. {hi:g}")
+    return v
+
+
+def as_str(value, name):
+    if not isinstance(value, str):
+        raise wrong_type(f"{name}: {value!r} ({type(value).__name__}) is not a str")
+    return value
+
+
 def api(fn):
     """The public functions' last guard: whatever a Python-level mistake in the arguments
     raises below (a missing key of an array interface, an attribute a non-tensor lacks, a

@@ -30,6 +30,7 @@ BF16 = ("bfloat16", "bf16_bits")
 FP8 = ("float8_e4m3fn", "uint8")
 F32 = ("float32",)
 I32 = ("int32",)
+_SPAN_MAX = (1 << 63) - 1
 
 
 def _torch():
@@ -92,7 +93,9 @@ class View:
         data = cai["data"]
         if not isinstance(data, (tuple, list)) or len(data) != 2 or not (data[0] is None or isinstance(data[0], int)):
             raise invalid(f"{name}: __cuda_array_interface__ 'data' {data!r}: expected (pointer, read_only)")
-        self.ptr = int(data[0] or 0)
+        if cai.get("mask") is not None:
+            raise invalid(f"{name}: __cuda_array_interface__ has a mask; masked arrays are not supported")
+        self.ptr = _lib.as_int(data[0] or 0, f"{name}: __cuda_array_interface__ data pointer", 0, _lib.PTR_MAX)
         shape = cai["shape"]
         if not isinstance(shape, (tuple, list)) or not all(isinstance(s, int) and not isinstance(s, bool) for s in shape):
             raise invalid(f"{name}: __cuda_array_interface__ 'shape' {shape!r}: expected a tuple of integers")
@@ -100,6 +103,11 @@ class View:
             raise invalid(f"{name}: shape {tuple(shape)} has a negative extent")
         self.shape = tuple(shape)
         item = _ITEMSIZE[dt]
+        span = item
+        for s in self.shape:
+            span *= s
+        if span > _SPAN_MAX:  # byte counts go to C as size_t
+            raise invalid(f"{name}: shape {self.shape} spans {span} bytes, more than 2^63 - 1")
         st = cai.get("strides")
         if st is None:
             st, acc = [], 1
@@ -113,6 +121,8 @@ class View:
                 raise invalid(f"{name}: __cuda_array_interface__ 'strides' {st!r}: expected one integer per dimension")
             if any(s % item for s in st):
                 raise invalid(f"{name}: strides {tuple(st)} bytes are not whole {item}-byte elements")
+            if any(s < 0 or s > _SPAN_MAX for s in st):  # the kernels read forward; strides go to C as size_t
+                raise invalid(f"{name}: strides {tuple(st)} bytes: each must be 0 .. 2^63 - 1")
             self.strides = tuple(s // item for s in st)
         self.dtype = dt
         self.device = None  # the pointer's device, asked from CUDA when the call runs
@@ -245,14 +255,23 @@ def stream_handle(stream, dev):
         if torch is not None and torch.cuda.is_available():
             return torch.cuda.current_stream(dev).cuda_stream
         return 0
-    if isinstance(stream, int):
-        return stream
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        return _lib.as_int(stream, "stream", 0, _lib.PTR_MAX)
     if hasattr(stream, "__cuda_stream__"):
-        return int(stream.__cuda_stream__()[1])
+        pair = stream.__cuda_stream__()
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise invalid(f"stream: __cuda_stream__() gave {pair!r}, expected (version, handle)")
+        return _lib.as_int(pair[1], "stream: __cuda_stream__()[1]", 0, _lib.PTR_MAX)
     for attr in ("cuda_stream", "ptr", "handle"):
         if hasattr(stream, attr):
-            return int(getattr(stream, attr))
+            return _lib.as_int(getattr(stream, attr), f"stream.{attr}", 0, _lib.PTR_MAX)
     raise wrong_type(f"stream: {type(stream).__name__} is not a CUDA stream")
+
+
+def stream_arg(stream):
+    """`stream` checked where a call starts, before the device is asked anything: None
+    (the current stream, found when the call runs) or the handle as an int."""
+    return None if stream is None else stream_handle(stream, None)
 
 
 class on_device:

@@ -28,10 +28,15 @@ import ctypes
 import sys
 
 from . import _lib
-from ._lib import as_int, invalid, wrong_type
-from ._tensor import BF16, I32, empty, on_device, require_hopper, stream_handle, torch_or_raise, view
+from ._lib import FLT_MAX, as_float, as_int, as_ints, invalid, wrong_type
+from ._tensor import BF16, I32, empty, on_device, require_hopper, stream_arg, stream_handle, torch_or_raise, view
 
 WS_ATTN_NO_MASK, WS_ATTN_CAUSAL_TOP_LEFT, WS_ATTN_CAUSAL_BOTTOM_RIGHT = 0, 1, 2
+
+
+def _scale(softmax_scale):
+    """The C softmax_scale: 0 for None (1 / sqrt(dim_qk)), else a finite number >= 0."""
+    return 0.0 if softmax_scale is None else as_float(softmax_scale, "softmax_scale", 0.0, FLT_MAX)
 
 
 def _outputs(views, out, lse, oshape, lshape, return_lse, what):
@@ -59,6 +64,7 @@ def _outputs(views, out, lse, oshape, lshape, return_lse, what):
 def attention(q, k, v, *, causal=False, causal_align="top_left", softmax_scale=None, cu_seqlens_q=None,
               cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, out=None, return_lse=False, lse=None,
               stream=None, check=False):
+    stream, scale = stream_arg(stream), _scale(softmax_scale)
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
     if varlen and (cu_seqlens_q is None or cu_seqlens_k is None):
         raise invalid("attention: cu_seqlens_q and cu_seqlens_k go together")
@@ -106,6 +112,7 @@ def attention(q, k, v, *, causal=False, causal_align="top_left", softmax_scale=N
         raise invalid(f"attention: causal_align {causal_align!r}, expected 'top_left' or 'bottom_right'")
     mask = WS_ATTN_NO_MASK if not causal else (
         WS_ATTN_CAUSAL_TOP_LEFT if causal_align == "top_left" else WS_ATTN_CAUSAL_BOTTOM_RIGHT)
+    as_ints("attention", batch=batch, seqlen_q=sq, seqlen_k=sk, heads_q=hq, heads_kv=hkv, total_q=tq, total_k=tk)
     oshape = (tq, hq, dv) if varlen else (batch, sq, hq, dv)
     dev, out, vo, lse, vl = _outputs(views, out, lse, oshape, (hq, tq), return_lse, "warpspec.attention")
     p = _lib.AttnProblem()
@@ -114,7 +121,7 @@ def attention(q, k, v, *, causal=False, causal_align="top_left", softmax_scale=N
     p.cu_seqlens_k = vck.ptr if varlen else None
     p.heads_q, p.heads_kv, p.dim_qk, p.dim_v = hq, hkv, dqk, dv
     p.mask = mask
-    p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
+    p.softmax_scale = scale
     p.q, p.k, p.v, p.o = vq.ptr, vk.ptr, vv.ptr, vo.ptr
     p.lse = vl.ptr if vl is not None else None
     p.total_q, p.total_k = (tq, tk) if varlen else (0, 0)
@@ -131,6 +138,7 @@ def mla_sparse_prefill(q, kv, indices, *, softmax_scale=None, out=None, return_l
     attends to kv rows indices[i, :]; -1 and values outside 0 .. S_kv - 1 are masked and
     never read, duplicates count as often as they appear. H a multiple of 64. Returns
     o [S, H, 512] bf16 (and lse [S, H] fp32, natural log, with return_lse=True)."""
+    stream, scale = stream_arg(stream), _scale(softmax_scale)
     if str(getattr(indices, "dtype", "")) == "torch.int64":
         indices = indices.to(dtype=torch_or_raise("warpspec.mla_sparse_prefill").int32)
     vq = view(q, "q").expect(BF16, ndim=3)
@@ -150,12 +158,13 @@ def mla_sparse_prefill(q, kv, indices, *, softmax_scale=None, out=None, return_l
     if vi.shape[0] != s_q:
         raise invalid(f"indices: shape {vi.shape}, expected ({s_q}, topk)")
     topk = vi.shape[1]
+    as_ints("mla_sparse_prefill", s_q=s_q, heads=heads, s_kv=s_kv, topk=topk)
     views = [vq, vkv, vi]
     dev, out, vo, lse, vl = _outputs(views, out, lse, (s_q, heads, dv), (s_q, heads), return_lse,
                                      "warpspec.mla_sparse_prefill")
     p = _lib.MlaSparseProblem()
     p.s_q, p.heads, p.s_kv, p.topk, p.dim_qk, p.dim_v = s_q, heads, s_kv, topk, dqk, dv
-    p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
+    p.softmax_scale = scale
     p.q, p.kv, p.indices, p.o = vq.ptr, vkv.ptr, vi.ptr, vo.ptr
     p.lse = vl.ptr if vl is not None else None
     with on_device(dev):
@@ -178,6 +187,7 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
     a tight bound lets the keys split over more CTAs). Returns o [B, s_q, H, 512] bf16
     (and lse [B, s_q, H] fp32). A split-KV workspace is allocated with PyTorch when
     needed. check=True: scan seqlens and block_table on the GPU first (module docstring)."""
+    stream, scale = stream_arg(stream), _scale(softmax_scale)
     max_seqlen = 0 if max_seqlen is None else as_int(max_seqlen, "mla_decode: max_seqlen", 0)
     vq = view(q, "q").expect(BF16, ndim=4)
     b, s_q, heads, dqk = vq.shape
@@ -199,6 +209,7 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
         raise invalid(f"block_table: shape {vt.shape}, expected ({b}, max_pages)")
     vs = view(seqlens, "seqlens").expect(I32, shape=(b,))
     max_pages = vt.shape[1]
+    as_ints("mla_decode", batch=b, s_q=s_q, heads=heads, page_size=page_size, num_pages=pages, max_pages=max_pages)
     views = [vq, vc, vt, vs]
     dev, out, vo, lse, vl = _outputs(views, out, lse, (b, s_q, heads, 512), (b, s_q, heads), return_lse,
                                      "warpspec.mla_decode")
@@ -206,7 +217,7 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
     p.batch, p.s_q, p.heads, p.dim_qk, p.dim_v = b, s_q, heads, 576, 512
     p.page_size, p.num_pages, p.max_pages = page_size, pages, max_pages
     p.max_seqlen = max_seqlen
-    p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
+    p.softmax_scale = scale
     p.q, p.kv_cache, p.block_table, p.seqlens, p.o = vq.ptr, vc.ptr, vt.ptr, vs.ptr, vo.ptr
     p.lse = vl.ptr if vl is not None else None
     p.kv_fp8 = 1 if fp8 else 0
@@ -226,6 +237,7 @@ def mla_kv_quantize_fp8(kv, *, out=None, stream=None):
     uint8 [..., 656]: 512 E4M3 in four tiles of 128, four fp32 power-of-two scales (a
     value is e4m3 x scale), the 64 rope dims as BF16 (warpspec/attention.h). On the GPU,
     bit for bit the host quantiser's bytes."""
+    stream = stream_arg(stream)
     vk = view(kv, "kv").expect(BF16)
     if not vk.shape or vk.shape[-1] != 576:
         raise invalid(f"kv: shape {vk.shape}, expected (..., 576)")
@@ -254,6 +266,7 @@ def nsa_attention(q, k, v, block_indices, *, block=64, softmax_scale=None, out=N
     (16, 32, 64 or 128 of them); dims 64/64, 128/128, 192/128; block 64. Returns
     o [T, Hq, Dv] bf16 (and lse [T, Hq] fp32, natural log, with return_lse=True)."""
     block = as_int(block, "nsa_attention: block", 1)
+    stream, scale = stream_arg(stream), _scale(softmax_scale)
     if str(getattr(block_indices, "dtype", "")) == "torch.int64":
         block_indices = block_indices.to(dtype=torch_or_raise("warpspec.nsa_attention").int32)
     vq = view(q, "q").expect(BF16, ndim=3)
@@ -270,12 +283,13 @@ def nsa_attention(q, k, v, block_indices, *, block=64, softmax_scale=None, out=N
     vi = view(block_indices, "block_indices").expect(I32, ndim=3)
     if vi.shape[0] != t or vi.shape[1] != hkv:
         raise invalid(f"block_indices: shape {vi.shape}, expected ({t}, {hkv}, topn)")
+    as_ints("nsa_attention", tokens=t, heads_q=hq, heads_kv=hkv, topn=vi.shape[2])
     views = [vq, vk, vv, vi]
     dev, out, vo, lse, vl = _outputs(views, out, lse, (t, hq, dv), (t, hq), return_lse, "warpspec.nsa_attention")
     p = _lib.NsaProblem()
     p.tokens, p.heads_q, p.heads_kv, p.dim_qk, p.dim_v = t, hq, hkv, dqk, dv
     p.block, p.topn = block, vi.shape[2]
-    p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
+    p.softmax_scale = scale
     p.q, p.k, p.v, p.block_indices, p.o = vq.ptr, vk.ptr, vv.ptr, vi.ptr, vo.ptr
     p.lse = vl.ptr if vl is not None else None
     with on_device(dev):

@@ -15,11 +15,12 @@ peer and the block. Keep one stream per communicator.
 """
 
 import ctypes
+import sys
 
 from . import _lib
-from ._lib import invalid
+from ._lib import invalid, wrong_type
 from ._handle import Handle
-from ._tensor import on_device, require_hopper, stream_handle, torch_or_raise, view, wrap_device
+from ._tensor import on_device, require_hopper, stream_arg, stream_handle, torch_or_raise, view, wrap_device
 
 WS_NO_PEER = -1
 
@@ -67,7 +68,12 @@ class Communicator(Handle):
     def from_process_group(cls, group=None, device=None):
         """Collective over a torch.distributed process group (default: the world):
         rank 0 of the group makes the unique id and broadcasts it through the group."""
-        import torch.distributed as dist
+        if device is not None:
+            device = _lib.as_int(device, "Communicator.from_process_group: device", 0, 1 << 16)
+        try:
+            import torch.distributed as dist
+        except ImportError:
+            raise invalid("Communicator.from_process_group: needs PyTorch (torch.distributed)") from None
         if not dist.is_available() or not dist.is_initialized():
             raise invalid("Communicator.from_process_group: torch.distributed is not initialised "
                           "(call dist.init_process_group first)")
@@ -111,15 +117,23 @@ class Communicator(Handle):
         """Collective: a zeroed tensor in symmetric memory (the same size on every rank),
         which peers can write into directly (sendrecv's zero_copy). It lives until
         free() or destroy()."""
-        torch = torch_or_raise("Communicator.alloc")
-        dtype = torch.uint8 if dtype is None else dtype
-        shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
+        what = "Communicator.alloc"
+        if isinstance(shape, (tuple, list)):
+            shape = tuple(_lib.as_int(s, f"{what}: shape[{i}]", 0, _lib.SIZE_MAX) for i, s in enumerate(shape))
+        else:
+            shape = (_lib.as_int(shape, f"{what}: shape", 0, _lib.SIZE_MAX),)
         numel = 1
         for s in shape:
             numel *= s
-        nbytes = numel * torch.empty((), dtype=dtype).element_size()
-        if nbytes == 0:
-            raise invalid(f"Communicator.alloc: shape {shape} has no elements")
+        if numel == 0:
+            raise invalid(f"{what}: shape {shape} has no elements")
+        _lib.as_int(numel, f"{what}: elements of shape {shape}", 1, _lib.SIZE_MAX)
+        torch = torch_or_raise(what)
+        dtype = torch.uint8 if dtype is None else dtype
+        if not isinstance(dtype, torch.dtype):
+            raise wrong_type(f"{what}: dtype {dtype!r} is not a torch.dtype")
+        nbytes = _lib.as_int(numel * torch.empty((), dtype=dtype).element_size(), f"{what}: bytes of shape {shape}", 1,
+                             _lib.SIZE_MAX)
         ptr = ctypes.c_void_p()
         with on_device(self.device):
             _lib.check(_lib.lib.ws_comm_alloc(self._handle(), nbytes, ctypes.byref(ptr)))
@@ -129,7 +143,9 @@ class Communicator(Handle):
 
     def free(self, tensor):
         """Collective: release a tensor from alloc()."""
-        ptr = tensor.data_ptr()
+        torch = sys.modules.get("torch")  # an alloc() tensor may have any dtype, which View does not take
+        is_torch = torch is not None and isinstance(tensor, torch.Tensor)
+        ptr = tensor.data_ptr() if is_torch else view(tensor, "tensor").ptr
         if ptr not in self._buffers:
             raise invalid("Communicator.free: not a tensor from this communicator's alloc()")
         del self._buffers[ptr]
@@ -160,11 +176,13 @@ class Communicator(Handle):
         (either side may be None). The receiver must expect exactly the bytes the
         sender sends. zero_copy: every rank's `recv` is the same alloc() tensor, and
         large messages are written straight into it. ctas: CTAs per direction (0 tuned)."""
+        stream = stream_arg(stream)
         sp, rp = self._peer(send_peer, "send_peer"), self._peer(recv_peer, "recv_peer")
         vs = self._bytes_view(send, "send") if sp != WS_NO_PEER else None
         vr = self._bytes_view(recv, "recv") if rp != WS_NO_PEER else None
-        if (sp != WS_NO_PEER and vs is None) or (rp != WS_NO_PEER and vr is None):
-            raise invalid("sendrecv: a peer without a tensor")
+        for side, peer, v in (("send", sp, vs), ("recv", rp, vr)):
+            if peer != WS_NO_PEER and v is None:
+                raise invalid(f"sendrecv: {side} is None, but {side}_peer is {peer}")
         for v in (vs, vr):
             if v is not None and v.device is not None and v.device != self.device:
                 raise invalid(f"{v.name}: on cuda:{v.device}, the communicator is on cuda:{self.device}")
@@ -185,9 +203,12 @@ class Communicator(Handle):
     def allgather(self, tensor, out=None, *, stream=None):
         """out[r] = rank r's tensor for every rank (ring). out: [size, *tensor.shape],
         allocated when not given."""
-        v = self._bytes_view(tensor, "tensor")
+        stream = stream_arg(stream)
+        v = self._bytes_view(view(tensor, "tensor"), "tensor")
         if out is None:
             torch = torch_or_raise("Communicator.allgather")
+            if not isinstance(tensor, torch.Tensor):
+                raise invalid("Communicator.allgather: out is needed when tensor is not a torch tensor")
             out = torch.empty((self.size,) + tuple(tensor.shape), dtype=tensor.dtype, device=f"cuda:{self.device}")
         vo = self._bytes_view(out, "out")
         if vo.nbytes != v.nbytes * self.size:
@@ -199,6 +220,7 @@ class Communicator(Handle):
 
     def barrier(self, stream=None):
         """All ranks reach this point on the stream before any goes on (device-side)."""
+        stream = stream_arg(stream)
         with on_device(self.device):
             _lib.check(_lib.lib.ws_comm_barrier(self._handle(), ctypes.c_void_p(stream_handle(stream, self.device))))
 

@@ -20,8 +20,8 @@ a [k / 128, ld] tensor).
 import ctypes
 
 from . import _lib
-from ._lib import invalid
-from ._tensor import BF16, F32, FP8, I32, empty, on_device, require_hopper, stream_handle, view
+from ._lib import invalid, wrong_type
+from ._tensor import BF16, F32, FP8, I32, empty, on_device, require_hopper, stream_arg, stream_handle, view
 
 WS_GEMM_BF16, WS_GEMM_FP8 = 0, 1
 WS_GEMM_DENSE, WS_GEMM_GROUPED_CONTIGUOUS, WS_GEMM_GROUPED_MASKED = 0, 1, 2
@@ -104,6 +104,7 @@ def _problem(a, b, out, a_scale, b_scale, group_offsets, group_rows, what):
         kb = k // 128
         vsa = view(a_scale, "a_scale").expect(F32, contiguous=False)
         a_scale_ld = _scale_rows_view(vsa, rows, kb)
+        _lib.as_ints(what, a_scale_ld=a_scale_ld)
         vsb = view(b_scale, "b_scale")
         if len(vsb.shape) == 2 and groups == 1:
             vsb.expect(F32, shape=(n // 128, kb), what=" (b_scale is [n / 128, k / 128])")
@@ -139,18 +140,20 @@ def gemm(a, b, *, a_scale=None, b_scale=None, group_offsets=None, group_rows=Non
     group_rows (0 .. m) on the GPU first and raise naming the first bad entry; it waits
     for the GPU, so not inside graph capture."""
     what = "warpspec.gemm"
+    stream = stream_arg(stream)
     p, views, d_shape = _problem(a, b, out, a_scale, b_scale, group_offsets, group_rows, what)
+    vw = view(workspace, "workspace", optional=True)
+    if vw is not None:
+        vw.expect(("uint8",) + F32 + I32)
+        p.workspace, p.workspace_bytes = vw.ptr, vw.nbytes
     _lib.check(_lib.lib.ws_gemm_check(ctypes.byref(p)))
-    dev = require_hopper(views, what)
+    dev = require_hopper(views + [vw], what)
     if out is None:
         out = empty(d_shape, "bfloat16", dev, what)
         p.d = view(out, "out").ptr
     with on_device(dev):
         s = stream_handle(stream, dev)
-        if workspace is not None:
-            vw = view(workspace, "workspace").expect(("uint8",) + F32 + I32)
-            p.workspace, p.workspace_bytes = vw.ptr, vw.nbytes
-        elif p.layout == WS_GEMM_DENSE:
+        if vw is None and p.layout == WS_GEMM_DENSE:
             need = ctypes.c_size_t(0)
             _lib.check(_lib.lib.ws_gemm_workspace_size(ctypes.byref(p), ctypes.byref(need)))
             if need.value:
@@ -175,12 +178,13 @@ def gemm_workspace_size(a, b, *, a_scale=None, b_scale=None, group_offsets=None,
 def gemm_tile(a, b, *, a_scale=None, b_scale=None, group_offsets=None, group_rows=None, sms=0):
     """The output tile (rows, cols) gemm() picks for this problem on a GPU with `sms`
     SMs (0: the current device's). Needs no GPU when sms > 0."""
+    sms = _lib.as_int(sms, "sms", 0)
     p, views, _ = _problem(a, b, None, a_scale, b_scale, group_offsets, group_rows, "warpspec.gemm_tile")
     _lib.check(_lib.lib.ws_gemm_check(ctypes.byref(p)))
-    if sms <= 0:
+    if sms == 0:
         require_hopper(views, "warpspec.gemm_tile")
     r, c = ctypes.c_int(0), ctypes.c_int(0)
-    _lib.check(_lib.lib.ws_gemm_tile(ctypes.byref(p), _lib.as_int(sms, "sms", 0), ctypes.byref(r), ctypes.byref(c)))
+    _lib.check(_lib.lib.ws_gemm_tile(ctypes.byref(p), sms, ctypes.byref(r), ctypes.byref(c)))
     return r.value, c.value
 
 
@@ -231,7 +235,12 @@ def quantize_fp8(x, *, block=(1, 128), scale_layout="row", out=None, out_scale=N
     block (128, 128): scales [ceil(rows / 128), cols / 128], gemm()'s b_scale of one group.
     Returns (q, scale); q is float8_e4m3fn [rows, cols]."""
     what = "warpspec.quantize_fp8"
-    block = tuple(block) if not isinstance(block, int) else (1, block)
+    stream = stream_arg(stream)
+    if isinstance(block, int) and not isinstance(block, bool):
+        block = (1, block)
+    elif not isinstance(block, (tuple, list)):
+        raise wrong_type(f"{what}: block {block!r} ({type(block).__name__}), expected (1, 128) or (128, 128)")
+    block = tuple(block)
     if block not in ((1, 128), (128, 128)):
         raise invalid(f"{what}: block {block}, expected (1, 128) or (128, 128)")
     if scale_layout not in ("row", "kmajor"):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from . import _lib
 from ._lib import invalid
 from ._handle import Handle, require_communicator
-from ._tensor import BF16, F32, FP8, I32, on_device, stream_handle, torch_or_raise, view, wrap_device
+from ._tensor import BF16, F32, FP8, I32, on_device, stream_arg, stream_handle, torch_or_raise, view, wrap_device
 
 _PAYLOADS = {"bf16": 0, "bfloat16": 0, "fp8": 1, "float8_e4m3fn": 1}
 _MODES = {"normal": 0, "low_latency": 1}
@@ -180,6 +180,7 @@ def swiglu_quant(h, *, scale_layout="kmajor", out=None, out_scale=None, stream=N
     fastest) or "row"."""
     from ._tensor import require_hopper
     from .gemm import fp8_allocate, fp8_outputs
+    stream = stream_arg(stream)
     vh = view(h, "h").expect(BF16, ndim=2)
     rows, two_i = vh.shape
     if two_i % 256:

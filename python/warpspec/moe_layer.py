@@ -37,7 +37,7 @@ class MoeLayer(Handle):
 
     def __init__(self, comm, *, hidden, inter, experts, topk, max_tokens, w1, w1_scale, w2, w2_scale, num_sms=0,
                  path="auto"):
-        if path not in PATHS:
+        if not isinstance(path, str) or path not in PATHS:  # a list would not even hash
             raise invalid(f"MoeLayer: path {path!r}, one of {sorted(PATHS)}")
         require_communicator(comm, "MoeLayer")
         n = comm.size
@@ -117,18 +117,21 @@ def moe(comm, x, topk_idx, topk_weights, w1, w1_scale, w2, w2_scale, *, x_scale=
     most tokens a rank passes; by default this call's tokens rounded up to a power of two,
     which with several ranks only agrees across ranks if they pass the same number of
     tokens, so pass it there."""
-    if path not in PATHS:
+    if not isinstance(path, str) or path not in PATHS:
         raise invalid(f"MoeLayer: path {path!r}, one of {sorted(PATHS)}")
     vw1, vw2 = view(w1, "w1").expect(FP8, ndim=3), view(w2, "w2").expect(FP8, ndim=3)
     vx = view(x, "x").expect(BF16 + FP8, ndim=2)
     vi = view(topk_idx, "topk_idx").expect(I32 + ("int64",), ndim=2)
     T = vx.shape[0]
+    view(topk_weights, "topk_weights").expect(F32, ndim=2)  # before a layer is made for a call that cannot run
+    view(x_scale, "x_scale", optional=True)
     if max_tokens is None:
         max_tokens = 1 << max(T - 1, 0).bit_length()
+    max_tokens, num_sms = _lib.as_int(max_tokens, "max_tokens", 1), _lib.as_int(num_sms, "num_sms", 0)
     if T > max_tokens:
         raise invalid(f"x: {T} tokens, more than max_tokens {max_tokens}")
     key = (vw1.ptr, vw1.shape, view(w1_scale, "w1_scale").ptr, vw2.ptr, vw2.shape, view(w2_scale, "w2_scale").ptr,
-           path, _lib.as_int(num_sms, "num_sms", 0), _lib.as_int(max_tokens, "max_tokens", 1))
+           path, num_sms, max_tokens)
     require_communicator(comm, "moe")
     comm._handle()  # raises if destroyed
     layers = comm.__dict__.setdefault("_moe_layers", {})

@@ -15,7 +15,7 @@ import ctypes
 from dataclasses import dataclass
 
 from . import _lib
-from ._lib import invalid
+from ._lib import invalid, wrong_type
 
 
 @dataclass(frozen=True)
@@ -69,11 +69,12 @@ def _role_of(spec, i):
     if isinstance(spec, dict):
         if "name" not in spec or "warps" not in spec:
             raise invalid(f"{where}: {spec!r}: a dict needs 'name' and 'warps' (and 'regs', 'replicas')")
-        return (str(spec["name"]), _lib.as_int(spec["warps"], f"{where}: warps", 1, 32),
-                _regs_of(spec.get("regs", "entry"), where), _lib.as_int(spec.get("replicas", 1), f"{where}: replicas", 1, 32))
+        return (_lib.as_str(spec["name"], f"{where}: name"), _lib.as_int(spec["warps"], f"{where}: warps", 1, 32),
+                _regs_of(spec.get("regs", "entry"), where),
+                _lib.as_int(spec.get("replicas", 1), f"{where}: replicas", 1, 32))
     if isinstance(spec, (tuple, list)) and len(spec) in (3, 4):
-        return (str(spec[0]), _lib.as_int(spec[1], f"{where}: warps", 1, 32), _regs_of(spec[2], where),
-                _lib.as_int(spec[3], f"{where}: replicas", 1, 32) if len(spec) == 4 else 1)
+        return (_lib.as_str(spec[0], f"{where}: name"), _lib.as_int(spec[1], f"{where}: warps", 1, 32),
+                _regs_of(spec[2], where), _lib.as_int(spec[3], f"{where}: replicas", 1, 32) if len(spec) == 4 else 1)
     raise invalid(f"{where}: {spec!r}: expected (name, warps, regs[, replicas]), a dict or 'name:warps:regs'")
 
 
@@ -141,6 +142,8 @@ def plan(roles, *, entry_regs=0, smem=0, name="python", device=None):
     what the others leave) or 'entry' (keep the kernel's entry cap). entry_regs: 0 for
     kernels built with WS_KERNEL, or the cap the kernel was built with. smem: dynamic
     shared memory per CTA. device: also check against that GPU."""
+    if isinstance(roles, (str, bytes, dict)) or not hasattr(roles, "__iter__"):
+        raise wrong_type(f"plan: roles is a {type(roles).__name__}, expected a list of role specs")
     roles = list(roles)
     if not roles:
         raise invalid("plan: no roles")
@@ -154,7 +157,8 @@ def plan(roles, *, entry_regs=0, smem=0, name="python", device=None):
     s = _lib.Plan()
     entry_regs = _lib.as_int(entry_regs, "plan: entry_regs", 0, 255)
     smem = _lib.as_int(smem, "plan: smem", 0, 1 << 40)
-    _lib.check(_lib.lib.ws_plan_init(ctypes.byref(s), str(name).encode(), arr, len(parsed), entry_regs))
+    name = _lib.as_str(name, "plan: name")
+    _lib.check(_lib.lib.ws_plan_init(ctypes.byref(s), name.encode(), arr, len(parsed), entry_regs))
     if smem:
         _lib.check(_lib.lib.ws_plan_set_smem(ctypes.byref(s), smem))
     p = Plan(s, (names, arr))
