@@ -30,7 +30,8 @@ extern "C" {
 #define WS_CHECK_ENV "WARPSPEC_CHECK"
 
 /* 1: validate index tensors before every kernel that reads them; 0: trust them (the
- * default); -1: back to what WARPSPEC_CHECK says. */
+ * default); -1: back to what WARPSPEC_CHECK says (read at the first op after this, then
+ * kept: the ops ask on their fast path). */
 ws_status ws_set_check_mode(int mode);
 /* Whether the validation mode is on for this process. */
 int ws_check_mode(void);

@@ -17,13 +17,20 @@ static int g_mode = -1; /* -1: not decided yet (read WARPSPEC_CHECK) */
 ws_status ws_set_check_mode(int mode) {
   WS_REQUIRE(mode >= -1 && mode <= 1, "ws_set_check_mode: mode %d, expected 1 (on), 0 (off) or -1 (WARPSPEC_CHECK)", mode);
   g_mode = mode;
+  if (mode < 0) g_env = -1; /* read the environment again */
   return WS_OK;
 }
 
+/* The environment is read once per ws_set_check_mode(-1) (every op asks, on its fast path). */
+static int g_env = -1;
+
 int ws_check_mode(void) {
   if (g_mode >= 0) return g_mode;
-  const char *env = getenv(WS_CHECK_ENV);
-  return env != NULL && env[0] != '\0' && strcmp(env, "0") != 0;
+  if (g_env < 0) {
+    const char *env = getenv(WS_CHECK_ENV);
+    g_env = env != NULL && env[0] != '\0' && strcmp(env, "0") != 0;
+  }
+  return g_env;
 }
 
 __global__ void offsets_scan(const int *off, int n, int first, long long total, long long max_step,

@@ -145,7 +145,8 @@ int main(void) {
   unsetenv(WS_CHECK_ENV);
   CHECK(ws_set_check_mode(-1) == WS_OK && ws_check_mode() == 0);
   setenv(WS_CHECK_ENV, "1", 1);
-  CHECK(ws_check_mode() == 1);
+  CHECK(ws_check_mode() == 0); /* the environment is read once ... */
+  CHECK(ws_set_check_mode(-1) == WS_OK && ws_check_mode() == 1); /* ... and again on -1 */
   CHECK(ws_set_check_mode(0) == WS_OK && ws_check_mode() == 0);
   CHECK(ws_set_check_mode(2) == WS_ERR_INVALID);
   CHECK(ws_set_check_mode(1) == WS_OK && ws_check_mode() == 1);
