@@ -13,6 +13,8 @@
 #define NONE ULLONG_MAX
 
 static int g_mode = -1; /* -1: not decided yet (read WARPSPEC_CHECK) */
+/* The environment, read once per ws_set_check_mode(-1) (every op asks, on its fast path). */
+static int g_env = -1;
 
 ws_status ws_set_check_mode(int mode) {
   WS_REQUIRE(mode >= -1 && mode <= 1, "ws_set_check_mode: mode %d, expected 1 (on), 0 (off) or -1 (WARPSPEC_CHECK)", mode);
@@ -20,9 +22,6 @@ ws_status ws_set_check_mode(int mode) {
   if (mode < 0) g_env = -1; /* read the environment again */
   return WS_OK;
 }
-
-/* The environment is read once per ws_set_check_mode(-1) (every op asks, on its fast path). */
-static int g_env = -1;
 
 int ws_check_mode(void) {
   if (g_mode >= 0) return g_mode;
