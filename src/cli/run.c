@@ -8,9 +8,10 @@
  * unique to this launch (WS_RENDEZVOUS_KEY) go to the ranks; the folder is removed on
  * every way out: success, failure, timeout, signal. Exit status: 0 if all ranks
  * succeeded, 77 if all succeeded or skipped (CTest's "skipped"), 128 + the signal if
- * one stopped the launcher, else the first failure's. */
+ * one stopped the launcher, 2 for a usage error, else the first failure's. */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "parse_num.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,8 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WS_RUN_MAX_RANKS 64
 #define WS_RUN_GRACE_S 10
+#define WS_RUN_MAX_TIMEOUT_S 1e6
 
 /* The files the ranks left in the folder (never following links), then the folder. */
 static void remove_dir(const char *dir) {
@@ -59,19 +60,25 @@ static void signal_all(pid_t *pids, int *alive, int n, int sig) {
 }
 
 int cli_run(int argc, char **argv) {
-  int n = 0, i = 0;
+  long long ranks = 0;
   double timeout = 0;
+  int i = 0;
   for (; i < argc; i++) {
-    if (!strcmp(argv[i], "-n") && i + 1 < argc) n = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) timeout = atof(argv[++i]);
+    ws_status s = WS_OK;
+    if (!strcmp(argv[i], "-n") && i + 1 < argc) s = cli_parse_int("-n", argv[++i], 1, WS_RUN_MAX_RANKS, &ranks);
+    else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+      s = cli_parse_real("--timeout", argv[++i], 0, WS_RUN_MAX_TIMEOUT_S, &timeout);
     else if (!strcmp(argv[i], "--")) { i++; break; }
     else if (argv[i][0] == '-') { fprintf(stderr, "warpspec run: unknown option %s\n", argv[i]); return 2; }
     else break;
+    if (s != WS_OK) { fprintf(stderr, "warpspec run: %s\n", ws_last_error()); return 2; }
   }
-  if (n < 1 || n > WS_RUN_MAX_RANKS || i >= argc) {
-    fprintf(stderr, "usage: warpspec run -n N [--timeout S] [--] PROG [ARGS...]   (1 <= N <= %d)\n", WS_RUN_MAX_RANKS);
+  if (ranks < 1 || i >= argc) {
+    fprintf(stderr, "usage: warpspec run -n N [--timeout S] [--] PROG [ARGS...]   (1 <= N <= %d, 0 <= S <= %g, 0: no limit)\n",
+            WS_RUN_MAX_RANKS, WS_RUN_MAX_TIMEOUT_S);
     return 2;
   }
+  const int n = (int)ranks;
   const char *base = getenv("TMPDIR");
   if (!base || !*base) base = "/tmp";
   char dir[1024], key[96];
