@@ -59,6 +59,7 @@ static const ws_role seed_roles[] = {{"dispatch", 4, WS_REGS_REST, 1}, {"receive
 static const ws_role gemm_roles[] = {{"producer", 1, 40, 1}, {"consumer", 4, 232, 2}};
 
 ws_status cli_named_plan(const char *name, ws_plan *plan) {
+  WS_REQUIRE(name != NULL && plan != NULL, "cli_named_plan: name or plan is NULL");
   if (strcmp(name, "stream_tma") == 0) return ws_stream_plan(WS_STREAM_STORE_TMA, 0, plan);
   if (strcmp(name, "stream_threads") == 0) return ws_stream_plan(WS_STREAM_STORE_THREADS, 0, plan);
   if (strcmp(name, "gemm_bf16") == 0) return ws_gemm_plan(WS_GEMM_BF16, plan);

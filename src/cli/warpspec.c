@@ -112,8 +112,7 @@ static int cmd_plan(int argc, char **argv) {
     } else if (strcmp(argv[i], "--smem") == 0 && i + 1 < argc) {
       /* a kernel's dynamic shared memory attribute is an int */
       if (int_option("--smem", argv[++i], 0, INT_MAX, &smem) != 0) return 2;
-    }
-    else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) kname = argv[++i];
+    } else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) kname = argv[++i];
     else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) known = argv[++i];
     else if (argv[i][0] == '-') return usage();
     else {
