@@ -16,6 +16,7 @@ ws_status cli_parse_role(const char *spec, ws_role *out, char *name_buf, size_t 
 ws_status cli_named_plan(const char *name, ws_plan *plan);
 
 /* `warpspec run -n N -- prog ...`: the single-node launcher. Returns an exit status. */
+#define WS_RUN_MAX_RANKS 64
 int cli_run(int argc, char **argv);
 
 #endif

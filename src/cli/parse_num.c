@@ -1,46 +1,43 @@
-/* parse_num.c - see parse_num.h. */
+/* parse_num.c - numbers on the command line, read in full and range-checked. */
 #include "parse_num.h"
+#include "../core/internal.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 
-static int refuse(const char *what, const char *text, const char *kind, const char *range) {
-  fprintf(stderr, "warpspec: %s '%s': %s %s\n", what, text ? text : "(missing)", kind, range);
-  return 0;
+/* strtoll and strtod skip leading white space, so "-n ' 2'" would pass; a number on the
+ * command line is the whole argument. */
+static int starts_like_number(const char *text) {
+  return text[0] != '\0' && !isspace((unsigned char)text[0]);
 }
 
-int cli_parse_long(const char *what, const char *text, long long lo, long long hi, long long *out) {
-  char range[96];
-  snprintf(range, sizeof range, "%lld .. %lld", lo, hi);
-  if (!text || !*text || isspace((unsigned char)text[0])) return refuse(what, text, "expected a whole number in", range);
+ws_status cli_parse_int(const char *option, const char *text, long long min, long long max, long long *out) {
+  if (!option) option = "a number";
+  WS_REQUIRE(text != NULL && out != NULL, "%s: no value given (accepted: %lld..%lld)", option, min, max);
   char *end = NULL;
   errno = 0;
-  const long long v = strtoll(text, &end, 10);
-  if (end == text || *end != '\0') return refuse(what, text, "expected a whole number in", range);
-  if (errno == ERANGE || v < lo || v > hi) return refuse(what, text, "out of range: must be", range);
+  const long long v = starts_like_number(text) ? strtoll(text, &end, 10) : 0;
+  WS_REQUIRE(end != NULL && end != text && *end == '\0', "%s: '%s' is not a whole number (accepted: %lld..%lld)", option,
+             text, min, max);
+  WS_REQUIRE(errno != ERANGE && v >= min && v <= max, "%s: %s is out of range (accepted: %lld..%lld)", option, text, min,
+             max);
   *out = v;
-  return 1;
+  return WS_OK;
 }
 
-int cli_parse_int(const char *what, const char *text, int lo, int hi, int *out) {
-  long long v = 0;
-  if (!cli_parse_long(what, text, lo, hi, &v)) return 0;
-  *out = (int)v;
-  return 1;
-}
-
-int cli_parse_double(const char *what, const char *text, double lo, double hi, double *out) {
-  char range[96];
-  snprintf(range, sizeof range, "%g .. %g", lo, hi);
-  if (!text || !*text || isspace((unsigned char)text[0])) return refuse(what, text, "expected a number in", range);
+ws_status cli_parse_real(const char *option, const char *text, double min, double max, double *out) {
+  if (!option) option = "a number";
+  WS_REQUIRE(text != NULL && out != NULL, "%s: no value given (accepted: %g..%g)", option, min, max);
   char *end = NULL;
   errno = 0;
-  const double v = strtod(text, &end);
-  if (end == text || *end != '\0') return refuse(what, text, "expected a number in", range);
-  if (errno == ERANGE || !isfinite(v) || v < lo || v > hi) return refuse(what, text, "out of range: must be", range);
+  const double v = starts_like_number(text) ? strtod(text, &end) : 0.0;
+  WS_REQUIRE(end != NULL && end != text && *end == '\0' && isfinite(v), "%s: '%s' is not a finite number (accepted: %g..%g)",
+             option, text, min, max);
+  /* ERANGE on underflow still gives a usable value (0 or a denormal); on overflow v is
+   * HUGE_VAL, which isfinite already refused */
+  WS_REQUIRE(v >= min && v <= max, "%s: %s is out of range (accepted: %g..%g)", option, text, min, max);
   *out = v;
-  return 1;
+  return WS_OK;
 }

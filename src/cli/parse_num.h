@@ -1,15 +1,17 @@
-/* parse_num.h - numbers on the command line, read whole and range-checked: "2abc",
- * "4294967298" (which atoi wraps to 2), "nan" and "1e23" are errors that name the option,
- * the text and the range, never a silently different number. */
+/* parse_num.h - numbers on the command line, read in full and range-checked.
+ *
+ * atoi and friends read "2abc" as 2 and wrap "4294967298" to 2; these read the whole
+ * text or fail, with a message naming the option, the text and the accepted range
+ * (ws_last_error), which the caller prints before exiting with status 2. */
 #ifndef WARPSPEC_CLI_PARSE_NUM_H
 #define WARPSPEC_CLI_PARSE_NUM_H
 
-/* 1 and *out set if `text` is a whole decimal integer in lo .. hi; else 0, with one line
- * on stderr naming `what` (the option). */
-int cli_parse_long(const char *what, const char *text, long long lo, long long hi, long long *out);
-/* The same for an int (lo and hi within int). */
-int cli_parse_int(const char *what, const char *text, int lo, int hi, int *out);
-/* A finite decimal number in lo .. hi (seconds, factors). */
-int cli_parse_double(const char *what, const char *text, double lo, double hi, double *out);
+#include "warpspec/status.h"
+
+/* A whole decimal number in min..max: optional sign, digits, nothing else (no spaces). */
+ws_status cli_parse_int(const char *option, const char *text, long long min, long long max, long long *out);
+
+/* A finite decimal number in min..max (strtod's syntax, no spaces, no nan or inf). */
+ws_status cli_parse_real(const char *option, const char *text, double min, double max, double *out);
 
 #endif

@@ -2,8 +2,8 @@
 #include "cli.h"
 #include "../core/internal.h"
 #include "../gemm/gemm_args.h"
+#include "parse_num.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,39 +13,39 @@ static ws_status bad(const char *spec, const char *why) {
                  spec, why);
 }
 
+/* One number of the spec, named in the message as "role spec 'S': FIELD". */
+static ws_status spec_number(const char *spec, const char *field, const char *text, long long min, long long max,
+                             long long *out) {
+  char what[160];
+  snprintf(what, sizeof what, "role spec '%.100s': %s", spec, field);
+  return cli_parse_int(what, text, min, max, out);
+}
+
 ws_status cli_parse_role(const char *spec, ws_role *out, char *name_buf, size_t name_len) {
-  if (!spec || !out || !name_buf || name_len == 0) return WS_ERR_INVALID;
-  const char *c1 = strchr(spec, ':');
-  const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-  if (!c1 || !c2) return bad(spec, "needs two ':'");
-  size_t nlen = (size_t)(c1 - spec);
+  WS_REQUIRE(spec && out && name_buf && name_len > 0, "cli_parse_role: spec, out or name_buf is NULL");
+  char buf[128];
+  const size_t len = strlen(spec);
+  if (len >= sizeof buf) return bad(spec, "longer than 127 characters");
+  memcpy(buf, spec, len + 1);
+  /* name:warps:regs[xreplicas], cut into its fields in place */
+  char *warps_s = strchr(buf, ':');
+  char *regs_s = warps_s ? strchr(warps_s + 1, ':') : NULL;
+  if (!warps_s || !regs_s) return bad(spec, "needs two ':'");
+  *warps_s++ = '\0';
+  *regs_s++ = '\0';
+  char *replicas_s = strchr(regs_s, 'x');
+  if (replicas_s) *replicas_s++ = '\0';
+  const size_t nlen = strlen(buf);
   if (nlen == 0 || nlen >= name_len) return bad(spec, "name empty or too long");
-  memcpy(name_buf, spec, nlen);
-  name_buf[nlen] = '\0';
-  char *end = NULL;
-  errno = 0;
-  long warps = strtol(c1 + 1, &end, 10);
-  if (end != c2 || warps < 1 || warps > 32) return bad(spec, "warps must be 1..32");
-  const char *regs_s = c2 + 1;
-  long regs;
-  if (strncmp(regs_s, "rest", 4) == 0) { regs = WS_REGS_REST; end = (char *)regs_s + 4; }
-  else if (strncmp(regs_s, "entry", 5) == 0) { regs = WS_REGS_ENTRY; end = (char *)regs_s + 5; }
-  else {
-    errno = 0;
-    regs = strtol(regs_s, &end, 10);
-    if (end == regs_s) return bad(spec, "regs must be a number, rest or entry");
-    /* read whole, before the int the planner takes: 4294967528 must not become 232 */
-    if (errno == ERANGE || regs < 1 || regs > 1024) return bad(spec, "regs out of range (24..256, a multiple of 8)");
-  }
-  long replicas = 1;
-  if (*end == 'x') {
-    char *e2 = NULL;
-    errno = 0;
-    replicas = strtol(end + 1, &e2, 10);
-    if (e2 == end + 1 || *e2 != '\0' || errno == ERANGE || replicas < 1 || replicas > 32) return bad(spec, "replicas must be 1..32");
-  } else if (*end != '\0') {
-    return bad(spec, "unexpected text after regs");
-  }
+  long long warps = 0, regs = 0, replicas = 1;
+  ws_status s = spec_number(spec, "warps", warps_s, 1, WS_MAX_THREADS / WS_WARP_SIZE, &warps);
+  if (s != WS_OK) return s;
+  if (strcmp(regs_s, "rest") == 0) regs = WS_REGS_REST;
+  else if (strcmp(regs_s, "entry") == 0) regs = WS_REGS_ENTRY;
+  else if ((s = spec_number(spec, "regs", regs_s, WS_REGS_MIN, WS_REGS_MAX, &regs)) != WS_OK) return s;
+  if (replicas_s && (s = spec_number(spec, "replicas", replicas_s, 1, WS_MAX_THREADS / WS_WARP_SIZE, &replicas)) != WS_OK)
+    return s;
+  memcpy(name_buf, buf, nlen + 1);
   out->name = name_buf;
   out->warps = (int)warps;
   out->regs = (int)regs;
@@ -59,6 +59,7 @@ static const ws_role seed_roles[] = {{"dispatch", 4, WS_REGS_REST, 1}, {"receive
 static const ws_role gemm_roles[] = {{"producer", 1, 40, 1}, {"consumer", 4, 232, 2}};
 
 ws_status cli_named_plan(const char *name, ws_plan *plan) {
+  WS_REQUIRE(name != NULL && plan != NULL, "cli_named_plan: name or plan is NULL");
   if (strcmp(name, "stream_tma") == 0) return ws_stream_plan(WS_STREAM_STORE_TMA, 0, plan);
   if (strcmp(name, "stream_threads") == 0) return ws_stream_plan(WS_STREAM_STORE_THREADS, 0, plan);
   if (strcmp(name, "gemm_bf16") == 0) return ws_gemm_plan(WS_GEMM_BF16, plan);

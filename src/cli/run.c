@@ -8,14 +8,19 @@
  * unique to this launch (WS_RENDEZVOUS_KEY) go to the ranks; the folder is removed on
  * every way out: success, failure, timeout, signal. Exit status: 0 if all ranks
  * succeeded, 77 if all succeeded or skipped (CTest's "skipped"), 128 + the signal if
- * one stopped the launcher, else the first failure's.
+ * one stopped the launcher, 2 for a usage error, else the first failure's.
  *
- * Each rank runs in a process group of its own, and every signal goes to the group, so
- * what a rank started (a shell's children, a data loader's workers) ends with it; when
- * the job ends, whatever is left in the groups is killed. Each rank also dies with the
- * launcher (PR_SET_PDEATHSIG): if the launcher itself is killed with SIGKILL, the ranks
- * get SIGKILL, though processes a rank started survive it and its folder stays behind
- * ($TMPDIR/warpspec-run-XXXXXX, removable by hand). */
+ * Each rank leads its own process group, and the launcher signals whole groups: what a
+ * rank started (a shell's children, a Python worker) is stopped with it, and whatever a
+ * rank leaves running in its group when it exits is stopped when the job ends. A
+ * process that leaves its group (setsid, a daemon) is out of reach. The ranks are not
+ * the terminal's foreground group, so a terminal on stdin is replaced by /dev/null (a
+ * read would stop them with SIGTTIN).
+ *
+ * SIGKILL to the launcher: it cannot clean up. Each rank gets SIGKILL with it (its
+ * parent-death signal), but a rank's own children live on, and the folder stays:
+ * it is $TMPDIR/warpspec-run-<launcher pid>-XXXXXX (ls -d /tmp/warpspec-run-<pid>-*),
+ * and the job key in it starts with run-<launcher pid>. */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "parse_num.h"
@@ -33,12 +38,24 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WS_RUN_MAX_RANKS 64
-#define WS_RUN_GRACE_S 10
+#define WS_RUN_GRACE_S 10      /* after a rank failed, the others' time to finish */
+#define WS_RUN_KILL_GRACE_S 2  /* from SIGTERM to SIGKILL                          */
+#define WS_RUN_MAX_TIMEOUT_S 1e6
 
-/* The files the ranks left in the folder (never following links), then the folder; a
- * folder that stays is said, not hidden. */
-static void remove_dir(const char *dir) {
+static int usage(int rc) {
+  fprintf(rc ? stderr : stdout,
+          "usage: warpspec run -n N [--timeout S] [--] PROG [ARGS...]\n"
+          "  N ranks (1..%d) of PROG, one per GPU; S seconds at most (0..%g, 0: no limit).\n"
+          "  Each rank runs in its own process group, ended with it. If the launcher is\n"
+          "  killed (SIGKILL), the ranks die with it but their rendezvous folder stays:\n"
+          "  ${TMPDIR:-/tmp}/warpspec-run-<launcher pid>-*\n",
+          WS_RUN_MAX_RANKS, WS_RUN_MAX_TIMEOUT_S);
+  return rc;
+}
+
+/* The files the ranks left in the folder (never following links), then the folder;
+ * -1 with errno if it is still there. */
+static int remove_dir(const char *dir) {
   const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) {
     DIR *d = fdopendir(fd);
@@ -51,9 +68,7 @@ static void remove_dir(const char *dir) {
       close(fd);
     }
   }
-  if (rmdir(dir) != 0 && errno != ENOENT)
-    fprintf(stderr, "warpspec run: could not remove the rendezvous folder %s: %s (remove it by hand)\n", dir,
-            strerror(errno));
+  return rmdir(dir) == 0 || errno == ENOENT ? 0 : -1;
 }
 
 static volatile sig_atomic_t stop_signal;
@@ -65,46 +80,80 @@ static double now_s(void) {
   return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-/* Every rank's process group (the rank and what it started); `all`: also the groups of
- * ranks that have exited, whose children may still run. */
-static void signal_all(pid_t *pids, int *alive, int n, int sig, int all) {
+/* Every rank's process group, also of ranks already gone: their children may not be. */
+static void signal_groups(const pid_t *pids, int n, int sig) {
+  for (int r = 0; r < n; r++) kill(-pids[r], sig);
+}
+
+static int groups_empty(const pid_t *pids, int n) {
   for (int r = 0; r < n; r++)
-    if (alive[r] || all) kill(-pids[r], sig);
+    if (kill(-pids[r], 0) == 0 || errno != ESRCH) return 0;
+  return 1;
+}
+
+/* In the child, between fork and exec. */
+static void become_rank(int r, int n, const char *dir, const char *key, pid_t launcher, char **argv) {
+  /* Also set by the launcher: whichever runs first, the group exists before either
+   * the launcher signals it or PROG starts. */
+  setpgid(0, 0);
+  /* The parent-death signal covers a launcher killed outright; if it died before this
+   * line, the rank already has a new parent and would never get the signal. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher) _exit(127);
+  if (isatty(STDIN_FILENO)) {
+    const int null = open("/dev/null", O_RDONLY);
+    if (null >= 0) { dup2(null, STDIN_FILENO); close(null); }
+  }
+  char v[32];
+  snprintf(v, sizeof v, "%d", r);
+  setenv("WS_RANK", v, 1);
+  setenv("WS_LOCAL_RANK", v, 1);
+  snprintf(v, sizeof v, "%d", n);
+  setenv("WS_NRANKS", v, 1);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGHUP, SIG_DFL);
+  setenv("WS_RENDEZVOUS_DIR", dir, 1);
+  setenv("WS_RENDEZVOUS_KEY", key, 1);
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
+  setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
+  execvp(argv[0], argv);
+  fprintf(stderr, "warpspec run: cannot start %s: %s\n", argv[0], strerror(errno));
+  _exit(127);
 }
 
 int cli_run(int argc, char **argv) {
-  int n = 0, i = 0;
+  long long n = 0;
   double timeout = 0;
+  int i = 0;
   for (; i < argc; i++) {
-    if (!strcmp(argv[i], "-n") && i + 1 < argc) {
-      if (!cli_parse_int("run -n", argv[++i], 1, WS_RUN_MAX_RANKS, &n)) return 2;
-    } else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-      if (!cli_parse_double("run --timeout (seconds; leave it out for none)", argv[++i], 1e-3, 1e7, &timeout)) return 2;
-    } else if (!strcmp(argv[i], "--")) {
-      i++;
-      break;
-    } else if (argv[i][0] == '-') {
-      fprintf(stderr, "warpspec run: unknown option %s\n", argv[i]);
-      return 2;
-    } else {
-      break;
-    }
+    ws_status s = WS_OK;
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(0);
+    else if (!strcmp(argv[i], "-n") && i + 1 < argc) s = cli_parse_int("-n", argv[++i], 1, WS_RUN_MAX_RANKS, &n);
+    else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+      s = cli_parse_real("--timeout", argv[++i], 0, WS_RUN_MAX_TIMEOUT_S, &timeout);
+    else if (!strcmp(argv[i], "--")) { i++; break; }
+    else if (argv[i][0] == '-') { fprintf(stderr, "warpspec run: unknown option %s\n", argv[i]); return usage(2); }
+    else break;
+    if (s != WS_OK) { fprintf(stderr, "warpspec run: %s\n", ws_last_error()); return 2; }
   }
-  if (n < 1 || n > WS_RUN_MAX_RANKS || i >= argc) {
-    fprintf(stderr, "usage: warpspec run -n N [--timeout S] [--] PROG [ARGS...]   (1 <= N <= %d)\n", WS_RUN_MAX_RANKS);
-    return 2;
-  }
+  if (n < 1 || i >= argc) return usage(2);
   const char *base = getenv("TMPDIR");
   if (!base || !*base) base = "/tmp";
+  const pid_t launcher = getpid();
+  /* What a rank leaves behind when it exits becomes our child, not init's: it is reaped
+   * here when stopped, so an empty group reads as empty, not as a zombie waiting for an
+   * init that may never reap it. */
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   char dir[1024], key[96];
-  if (snprintf(dir, sizeof dir, "%s/warpspec-run-XXXXXX", base) >= (int)sizeof dir) {
+  if (snprintf(dir, sizeof dir, "%s/warpspec-run-%ld-XXXXXX", base, (long)launcher) >= (int)sizeof dir) {
     fprintf(stderr, "warpspec run: TMPDIR too long\n");
     return 1;
   }
   if (!mkdtemp(dir)) { fprintf(stderr, "warpspec run: mkdtemp %s: %s\n", dir, strerror(errno)); return 1; }
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
-  snprintf(key, sizeof key, "run-%ld-%lld%09ld", (long)getpid(), (long long)now.tv_sec, now.tv_nsec);
+  snprintf(key, sizeof key, "run-%ld-%lld%09ld", (long)launcher, (long long)now.tv_sec, now.tv_nsec);
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
@@ -113,53 +162,32 @@ int cli_run(int argc, char **argv) {
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGHUP, &sa, NULL);
   pid_t pids[WS_RUN_MAX_RANKS];
-  int alive[WS_RUN_MAX_RANKS] = {0}, status[WS_RUN_MAX_RANKS] = {0};
+  int status[WS_RUN_MAX_RANKS] = {0};
+  const int nr = (int)n;
   fflush(stdout);
   fflush(stderr);
-  const pid_t launcher = getpid();
-  for (int r = 0; r < n; r++) {
+  for (int r = 0; r < nr; r++) {
     pid_t p = fork();
-    if (p < 0) { perror("warpspec run: fork"); signal_all(pids, alive, r, SIGKILL, 1); remove_dir(dir); return 1; }
-    if (p == 0) {
-      /* a group of its own (set here and in the parent: whichever runs first), and death
-       * with the launcher; a launcher already gone before prctl took effect: leave */
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != launcher) _exit(1);
-      char v[32];
-      snprintf(v, sizeof v, "%d", r);
-      setenv("WS_RANK", v, 1);
-      setenv("WS_LOCAL_RANK", v, 1);
-      snprintf(v, sizeof v, "%d", n);
-      setenv("WS_NRANKS", v, 1);
-      signal(SIGINT, SIG_DFL);
-      signal(SIGTERM, SIG_DFL);
-      signal(SIGHUP, SIG_DFL);
-      setenv("WS_RENDEZVOUS_DIR", dir, 1);
-      setenv("WS_RENDEZVOUS_KEY", key, 1);
-      setenv("NCCL_NVLS_ENABLE", "0", 1);
-      setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
-      setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);
-      execvp(argv[i], argv + i);
-      fprintf(stderr, "warpspec run: cannot start %s: %s\n", argv[i], strerror(errno));
-      _exit(127);
+    if (p < 0) {
+      perror("warpspec run: fork");
+      signal_groups(pids, r, SIGKILL);
+      remove_dir(dir);
+      return 1;
     }
-    setpgid(p, p);
+    if (p == 0) become_rank(r, nr, dir, key, launcher, argv + i);
+    setpgid(p, p); /* EACCES once the child has exec'd: it set the group itself by then */
     pids[r] = p;
-    alive[r] = 1;
   }
   const double start = now_s();
-  double fail_at = 0;
-  int left = n, first_bad = -1, timed_out = 0;
+  double fail_at = 0, kill_at = 0;
+  int left = nr, first_bad = -1, timed_out = 0, stopping = 0, killed = 0;
   int stopped_by = 0;
-  double kill_at = 0;
-  while (left > 0) {
+  for (;;) {
     int st = 0;
     pid_t p = waitpid(-1, &st, WNOHANG);
     if (p > 0) {
-      for (int r = 0; r < n; r++)
+      for (int r = 0; r < nr; r++)
         if (pids[r] == p) {
-          alive[r] = 0;
           left--;
           status[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
           if (status[r] != 0 && status[r] != 77) {
@@ -171,36 +199,39 @@ int cli_run(int argc, char **argv) {
       continue;
     }
     const double t = now_s();
+    int stop = 0;
     if (stop_signal && !stopped_by) {
       stopped_by = stop_signal;
       fprintf(stderr, "warpspec run: signal %d, stopping %d rank(s)\n", (int)stopped_by, left);
-      signal_all(pids, alive, n, SIGTERM, 0);
-      kill_at = t + 2;
-    } else if (kill_at > 0 && t > kill_at) {
-      signal_all(pids, alive, n, SIGKILL, 0);
-      kill_at = 0;
-    } else if (timeout > 0 && t - start > timeout) {
-      fprintf(stderr, "warpspec run: timeout after %.0f s, stopping %d rank(s)\n", timeout, left);
-      signal_all(pids, alive, n, SIGTERM, 0);
-      sleep(2);
-      signal_all(pids, alive, n, SIGKILL, 0);
-      timed_out = 1;
-      timeout = 0;
-    } else if (fail_at > 0 && t - fail_at > WS_RUN_GRACE_S) {
+      stop = 1;
+    } else if (timeout > 0 && !timed_out && t - start > timeout) {
+      fprintf(stderr, "warpspec run: timeout after %g s, stopping %d rank(s)\n", timeout, left);
+      timed_out = stop = 1;
+    } else if (fail_at > 0 && !stopping && t - fail_at > WS_RUN_GRACE_S) {
       fprintf(stderr, "warpspec run: stopping %d rank(s) left after a failure\n", left);
-      signal_all(pids, alive, n, SIGTERM, 0);
-      sleep(2);
-      signal_all(pids, alive, n, SIGKILL, 0);
-      fail_at = -1e30;
+      stop = 1;
+    } else if (left == 0 && !stopping && !groups_empty(pids, nr)) {
+      fprintf(stderr, "warpspec run: stopping what the ranks left running\n");
+      stop = 1;
     }
+    if (stop && !stopping) {
+      signal_groups(pids, nr, SIGTERM);
+      stopping = 1;
+      kill_at = t + WS_RUN_KILL_GRACE_S;
+    }
+    if (stopping && !killed && t > kill_at) {
+      signal_groups(pids, nr, SIGKILL);
+      killed = 1;
+    }
+    if (left == 0 && (killed || groups_empty(pids, nr))) break;
     usleep(10000);
   }
-  signal_all(pids, alive, n, SIGKILL, 1); /* what the ranks started and left running */
-  remove_dir(dir);
+  if (remove_dir(dir) != 0)
+    fprintf(stderr, "warpspec run: cannot remove the rendezvous folder %s: %s\n", dir, strerror(errno));
   if (stopped_by) return 128 + stopped_by;
   if (timed_out) return 124;
   if (first_bad >= 0) return status[first_bad] ? status[first_bad] : 1;
-  for (int r = 0; r < n; r++)
+  for (int r = 0; r < nr; r++)
     if (status[r] == 77) return 77;
   return 0;
 }

@@ -4,6 +4,7 @@
 #include "parse_num.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,33 @@ static int usage(void) {
           "  version\n");
   return 2;
 }
+
+/* Numeric options: read whole and range-checked (parse_num.h); 0, or -1 after printing
+ * the usage error (the command then exits with status 2). */
+static int int_option(const char *option, const char *text, long long min, long long max, long long *out) {
+  if (cli_parse_int(option, text, min, max, out) == WS_OK) return 0;
+  fprintf(stderr, "warpspec: %s\n", ws_last_error());
+  return -1;
+}
+
+static int int_option_i(const char *option, const char *text, int min, int max, int *out) {
+  long long v = 0;
+  if (int_option(option, text, min, max, &v) != 0) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+static int real_option(const char *option, const char *text, double min, double max, double *out) {
+  if (cli_parse_real(option, text, min, max, out) == WS_OK) return 0;
+  fprintf(stderr, "warpspec: %s\n", ws_last_error());
+  return -1;
+}
+
+/* Limits of the numeric options: what the option's type and the library accept. */
+#define CLI_MAX_BYTES (1ll << 40)     /* benchmark message and copy sizes        */
+#define CLI_MAX_SECONDS 1e6           /* --soak                                  */
+#define CLI_MAX_ITERS 1000000
+#define CLI_MAX_TOKENS (1 << 20)      /* ws_ep's max_tokens                      */
 
 static int gpu_count(void) {
   int n = 0;
@@ -79,9 +107,12 @@ static int cmd_plan(int argc, char **argv) {
   long long smem = 0;
   const char *kname = "cli", *known = NULL;
   for (int i = 0; i < argc; i++) {
-    if (strcmp(argv[i], "--entry") == 0 && i + 1 < argc) { if (!cli_parse_int("--entry", argv[++i], 0, 255, &entry)) return 2; }
-    else if (strcmp(argv[i], "--smem") == 0 && i + 1 < argc) { if (!cli_parse_long("--smem", argv[++i], 0, WS_MAX_SMEM_BYTES, &smem)) return 2; }
-    else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) kname = argv[++i];
+    if (strcmp(argv[i], "--entry") == 0 && i + 1 < argc) {
+      if (int_option_i("--entry", argv[++i], 0, 255, &entry) != 0) return 2;
+    } else if (strcmp(argv[i], "--smem") == 0 && i + 1 < argc) {
+      /* a kernel's dynamic shared memory attribute is an int */
+      if (int_option("--smem", argv[++i], 0, INT_MAX, &smem) != 0) return 2;
+    } else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) kname = argv[++i];
     else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc) known = argv[++i];
     else if (argv[i][0] == '-') return usage();
     else {
@@ -132,15 +163,15 @@ static int bench_under_launcher(int want, int least, int argc, char **argv) {
 static int cmd_bench_sendrecv(int argc, char **argv) {
   bench_sr_opts o = {1ull << 30, NULL, 0, 0, strcmp(argv[0], "allgather") == 0};
   for (int i = 1; i < argc; i++) {
+    long long v = 0;
     if (strcmp(argv[i], "--max-bytes") == 0 && i + 1 < argc) {
-      long long v;
-      if (!cli_parse_long("--max-bytes", argv[++i], 1, 1ll << 40, &v)) return 2;
+      if (int_option("--max-bytes", argv[++i], 1, CLI_MAX_BYTES, &v) != 0) return 2;
       o.max_bytes = (unsigned long long)v;
-    }
-    else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
+    } else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
     else if (strcmp(argv[i], "--nccl-probe") == 0) o.nccl_probe = 1;
-    else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) { if (!cli_parse_int("--ranks", argv[++i], 1, 64, &o.ranks)) return 2; }
-    else return usage();
+    else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
+      if (int_option_i("--ranks", argv[++i], 2, WS_RUN_MAX_RANKS, &o.ranks) != 0) return 2;
+    } else return usage();
   }
   if (getenv("WS_RANK") == NULL) return bench_under_launcher(o.ranks ? o.ranks : 2, 2, argc, argv);
 #ifdef WS_HAVE_NCCL
@@ -161,12 +192,16 @@ static int cmd_bench_moe_layer(int argc, char **argv) {
     if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
     else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) o.shape = argv[++i];
     else if (strcmp(argv[i], "--quick") == 0) o.quick = 1;
-    else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) { if (!cli_parse_int("--ranks", argv[++i], 1, 64, &o.ranks)) return 2; }
-    else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) { if (!cli_parse_int("--tokens", argv[++i], 1, 1 << 20, &o.tokens)) return 2; }
     else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) o.trace = argv[++i];
-    else if (strcmp(argv[i], "--trace-block") == 0 && i + 1 < argc) { if (!cli_parse_int("--trace-block", argv[++i], -1, 1 << 20, &o.trace_block)) return 2; }
-    else if (strcmp(argv[i], "--sms") == 0 && i + 1 < argc) { if (!cli_parse_int("--sms", argv[++i], 0, 1024, &o.sms)) return 2; }
-    else return usage();
+    else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
+      if (int_option_i("--ranks", argv[++i], 1, WS_RUN_MAX_RANKS, &o.ranks) != 0) return 2;
+    } else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) {
+      if (int_option_i("--tokens", argv[++i], 1, CLI_MAX_TOKENS, &o.tokens) != 0) return 2;
+    } else if (strcmp(argv[i], "--trace-block") == 0 && i + 1 < argc) { /* -1: every block */
+      if (int_option_i("--trace-block", argv[++i], -1, INT_MAX, &o.trace_block) != 0) return 2;
+    } else if (strcmp(argv[i], "--sms") == 0 && i + 1 < argc) { /* 0: the layer's default */
+      if (int_option_i("--sms", argv[++i], 0, WS_EP_MAX_SMS, &o.sms) != 0) return 2;
+    } else return usage();
   }
   if (getenv("WS_RANK") == NULL) return bench_under_launcher(o.ranks ? o.ranks : 1, 1, argc, argv);
   return bench_moe(&o) == 0 ? 0 : 1;
@@ -194,30 +229,31 @@ static int cmd_bench(int argc, char **argv) {
   if (argc > 0 && (strcmp(argv[0], "sendrecv") == 0 || strcmp(argv[0], "allgather") == 0)) return cmd_bench_sendrecv(argc, argv);
   if (argc > 0 && strcmp(argv[0], "nvlink") == 0) return bench_nvlink() == 0 ? 0 : 1;
   if (argc > 0 && strcmp(argv[0], "gemm") == 0) {
-    if (gpu_count() == 0) { fprintf(stderr, "bench gemm: no GPU on this machine\n"); return 1; }
     const char *csv = NULL, *only = NULL;
     double soak = 0;
     for (int i = 1; i < argc; i++) {
       if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) csv = argv[++i];
       else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
-      else if (strcmp(argv[i], "--soak") == 0 && i + 1 < argc) { if (!cli_parse_double("--soak", argv[++i], 0, 86400, &soak)) return 2; }
-      else {
+      else if (strcmp(argv[i], "--soak") == 0 && i + 1 < argc) {
+        if (real_option("--soak", argv[++i], 0, CLI_MAX_SECONDS, &soak) != 0) return 2;
+      } else {
         fprintf(stderr, "bench gemm: unknown argument '%s' (--csv FILE, --only TYPE,G,M,N,K, --soak SECONDS)\n", argv[i]);
         return 2;
       }
     }
+    if (gpu_count() == 0) { fprintf(stderr, "bench gemm: no GPU on this machine\n"); return 1; }
     return bench_gemm(csv, only, soak) == 0 ? 0 : 1;
   }
   bench_pipe_opts o = {(size_t)1 << 30, 20, NULL, 0};
   for (int i = 0; i < argc; i++) {
     if (strcmp(argv[i], "pipe") == 0) continue;
+    long long v = 0;
     if (strcmp(argv[i], "--bytes") == 0 && i + 1 < argc) {
-      long long v;
-      if (!cli_parse_long("--bytes", argv[++i], 1, 1ll << 40, &v)) return 2;
+      if (int_option("--bytes", argv[++i], 1, CLI_MAX_BYTES, &v) != 0) return 2;
       o.bytes = (size_t)v;
-    }
-    else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) { if (!cli_parse_int("--iters", argv[++i], 1, 1000000, &o.iters)) return 2; }
-    else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
+    } else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc) {
+      if (int_option_i("--iters", argv[++i], 1, CLI_MAX_ITERS, &o.iters) != 0) return 2;
+    } else if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
     else if (strcmp(argv[i], "--sweep") == 0) o.sweep = 1;
     else return usage();
   }

@@ -206,6 +206,10 @@ ws_status ws_plan_check_attrs(const ws_plan *plan, const ws_kernel_attrs *a) {
   WS_REQUIRE(plan != NULL && a != NULL, "ws_plan_check_attrs: plan or attrs is NULL");
   const ws_layout *L = &plan->layout;
   const char *k = plan->kernel;
+  /* what cudaFuncGetAttributes can report; bounded before the register arithmetic below */
+  WS_REQUIRE(a->num_regs >= 0 && a->num_regs <= 1024 && a->max_threads >= 0 && a->max_threads <= 4096,
+             "ws_plan_check_attrs: %d registers, %d threads: not a compiled kernel's attributes", a->num_regs,
+             a->max_threads);
   if (a->max_threads < L->threads)
     return ws_fail(WS_ERR_MISMATCH,
                    "kernel '%s': registers, not threads: it was compiled with %d registers per thread, so the driver "

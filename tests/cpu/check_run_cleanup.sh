@@ -2,12 +2,17 @@
 # check_run_cleanup.sh WARPSPEC - `warpspec run` hands each rank a private folder (mode
 # 0700, under $TMPDIR) and a job key, and removes the folder on every way out: success,
 # a failing rank, --timeout, and SIGTERM / SIGINT to the launcher (ranks stopped too).
-# What a rank started (a grandchild of the launcher) ends with the rank on --timeout and
-# on SIGTERM; a SIGKILLed launcher takes its ranks with it.
+# What a rank starts goes with it: a grandchild is gone after --timeout and SIGTERM, and
+# the ranks after SIGKILL to the launcher (that folder stays, named by the launcher's pid).
 set -u
 ws=$1
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# sleeps with durations unique to this run, so that survivors are found by name and
+# nothing else is touched; the script ends any it finds
+nap=7771.$$
+survivors() { pgrep -f "^sleep 777[0-9]\\.$$\$"; }
+end_survivors() { for p in $(survivors); do kill -9 "$p" 2>/dev/null; done; }
+trap 'end_survivors; rm -rf "$tmp"' EXIT
 export TMPDIR=$tmp
 fail=0
 check_gone() { # what
@@ -43,36 +48,47 @@ for sig in TERM INT; do
   rm -f "$tmp"/pid.*
   check_gone "SIG$sig"
 done
-# grandchildren: each rank starts a sleep in the background and waits for it (the sleep
-# is not the launcher's child); a unique duration finds survivors
-survivors() { pgrep -f "sleep $1" | wc -l; }
-sweep() { pkill -9 -f "sleep $1" 2>/dev/null; true; }
-"$ws" run -n 2 --timeout 1 -- sh -c 'sleep 7771 & wait'; rc=$?
-sleep 0.5
-left=$(survivors 7771)
-[ $rc -eq 124 ] && [ "$left" -eq 0 ] && echo "ok   timeout: the ranks' children stopped too" ||
-  { echo "FAIL timeout with grandchildren: exit $rc, $left left running"; fail=1; }
-sweep 7771
-"$ws" run -n 2 -- sh -c 'echo $$ > "$TMPDIR/pid.$WS_RANK"; sleep 7772 & wait' &
+
+wait_for_sleeps() { # count
+  for _ in $(seq 100); do [ "$(survivors | wc -l)" -ge "$1" ] && return 0; sleep 0.05; done
+  echo "FAIL the ranks did not start their sleeps"; fail=1
+}
+check_no_survivors() { # what
+  local left=""
+  for _ in $(seq 40); do left=$(survivors); [ -z "$left" ] && break; sleep 0.05; done
+  if [ -n "$left" ]; then echo "FAIL $1: left running: $(echo $left)"; end_survivors; fail=1; else echo "ok   $1: nothing left running"; fi
+}
+# `sh -c 'X & wait'` keeps the shell as the rank and the sleep as its child: stopping
+# only the rank leaves the sleep behind.
+"$ws" run -n 2 --timeout 1 -- sh -c "sleep $nap & wait"; rc=$?
+[ $rc -eq 124 ] && echo "ok   timeout with grandchildren: exit 124" || { echo "FAIL timeout with grandchildren: exit $rc"; fail=1; }
+check_no_survivors "timeout, grandchildren"
+check_gone "timeout, grandchildren"
+"$ws" run -n 2 -- sh -c "sleep $nap & wait" &
 launcher=$!
-for _ in $(seq 100); do [ -s "$tmp/pid.0" ] && [ -s "$tmp/pid.1" ] && break; sleep 0.05; done
-sleep 0.2
+wait_for_sleeps 2
 kill -s TERM $launcher
-wait $launcher
-sleep 0.5
-left=$(survivors 7772)
-[ "$left" -eq 0 ] && echo "ok   SIGTERM: the ranks' children stopped too" || { echo "FAIL SIGTERM: $left grandchildren left"; fail=1; }
-sweep 7772
-rm -f "$tmp"/pid.*
-# the launcher killed outright: the ranks die with it (PR_SET_PDEATHSIG)
-"$ws" run -n 2 -- sh -c 'echo $$ > "$TMPDIR/pid.$WS_RANK"; exec sleep 7773' &
+wait $launcher; rc=$?
+[ $rc -eq 143 ] && echo "ok   SIGTERM with grandchildren: exit 143" || { echo "FAIL SIGTERM with grandchildren: exit $rc"; fail=1; }
+check_no_survivors "SIGTERM, grandchildren"
+check_gone "SIGTERM, grandchildren"
+# SIGKILL: nothing of the launcher runs, the ranks die with it (their folder stays)
+"$ws" run -n 2 -- sleep $nap &
 launcher=$!
-for _ in $(seq 100); do [ -s "$tmp/pid.0" ] && [ -s "$tmp/pid.1" ] && break; sleep 0.05; done
+wait_for_sleeps 2
 kill -s KILL $launcher
 wait $launcher 2>/dev/null
-sleep 0.5
-left=$(survivors 7773)
-[ "$left" -eq 0 ] && echo "ok   SIGKILL of the launcher: its ranks are gone" || { echo "FAIL SIGKILL: $left rank(s) left"; fail=1; }
-sweep 7773
-rm -rf "$tmp"/warpspec-run-* "$tmp"/pid.* # the folder a killed launcher cannot remove
+check_no_survivors "SIGKILL to the launcher, ranks"
+left=$(find "$tmp" -mindepth 1 -maxdepth 1 -name "warpspec-run-$launcher-*" | wc -l)
+[ "$left" -eq 1 ] && echo "ok   SIGKILL: the folder stays, named by the launcher's pid" \
+  || { echo "FAIL SIGKILL: $left folder(s) named warpspec-run-$launcher-* in $tmp"; fail=1; }
+rm -rf "$tmp"/warpspec-run-*
+# a folder the launcher cannot remove (a rank made a subfolder) is reported
+"$ws" run -n 1 -- sh -c 'mkdir "$WS_RENDEZVOUS_DIR/sub"' 2>"$tmp/err"; rc=$?
+if [ $rc -eq 0 ] && grep -q "cannot remove the rendezvous folder $tmp/warpspec-run-" "$tmp/err"; then
+  echo "ok   a folder left behind is reported"
+else
+  echo "FAIL a folder left behind: exit $rc, stderr: $(cat "$tmp/err")"; fail=1
+fi
+rm -rf "$tmp"/warpspec-run-*
 exit $fail
