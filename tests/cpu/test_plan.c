@@ -2,6 +2,8 @@
  * the barrier allocator, and the compiled-kernel comparison. No GPU needed. */
 #include "../test.h"
 
+#include <limits.h>
+
 static void seed_pair(void) {
   /* The seed: dispatch + receiver + compute, 4 warps each = 384 threads. */
   const ws_role roles[] = {{"dispatch", 4, WS_REGS_REST, 1}, {"receiver", 4, 80, 1}, {"compute", 4, 184, 1}};
@@ -137,6 +139,72 @@ static void barrier_allocator(void) {
   CHECK(id == 1);
 }
 
+/* Each field of a role is bounded before the layout multiplies or adds it: a replica
+ * count near INT_MAX once wrapped the warp total and came back WS_OK with 0 threads. */
+static void field_bounds(void) {
+  ws_plan p;
+  const ws_role huge_rep[] = {{"spin", 1, 40, INT_MAX}};
+  CHECK_STATUS(ws_plan_init(&p, "huge_rep", huge_rep, 1, 0), WS_ERR_INVALID);
+  CHECK_MSG("role 'spin'");
+  CHECK_MSG("replicas 2147483647");
+  CHECK_MSG("1..32");
+  const ws_role huge_rep_entry[] = {{"a", 4, WS_REGS_ENTRY, 1}, {"b", 2, WS_REGS_ENTRY, INT_MAX / 2 + 1}};
+  CHECK_STATUS(ws_plan_init(&p, "huge_rep_entry", huge_rep_entry, 2, 0), WS_ERR_INVALID);
+  CHECK_MSG("role 'b'");
+  const ws_role neg_rep[] = {{"a", 1, WS_REGS_ENTRY, INT_MIN}};
+  CHECK_STATUS(ws_plan_init(&p, "neg_rep", neg_rep, 1, 0), WS_ERR_INVALID);
+  CHECK_MSG("replicas -2147483648");
+  const ws_role huge_warps[] = {{"a", INT_MAX, WS_REGS_ENTRY, 1}};
+  CHECK_STATUS(ws_plan_init(&p, "huge_warps", huge_warps, 1, 0), WS_ERR_INVALID);
+  CHECK_MSG("warps 2147483647");
+  const ws_role huge_regs[] = {{"a", 4, INT_MAX, 1}, {"b", 4, INT_MIN, 1}};
+  CHECK_STATUS(ws_plan_init(&p, "huge_regs", huge_regs, 2, 0), WS_ERR_INVALID);
+  CHECK_MSG("2147483647 registers");
+  const ws_role one[] = {{"a", 1, WS_REGS_ENTRY, 1}};
+  CHECK_STATUS(ws_plan_init(&p, "huge_entry", one, 1, INT_MAX), WS_ERR_INVALID);
+  CHECK_MSG("2147483647");
+  /* every field in range, the total not: still a budget error, never a wrap */
+  const ws_role wide[] = {{"a", 32, WS_REGS_ENTRY, 32}, {"b", 32, 40, 32}};
+  CHECK_STATUS(ws_plan_init(&p, "wide", wide, 2, 0), WS_ERR_BUDGET);
+  CHECK_MSG("1024 threads");
+  /* the largest legal replica count of one-warp roles fills the CTA exactly */
+  const ws_role full[] = {{"lane", 1, WS_REGS_ENTRY, 32}};
+  CHECK_STATUS(ws_plan_init(&p, "full", full, 1, 0), WS_OK);
+  CHECK(p.layout.threads == 1024);
+}
+
+/* Setters on a plan that ws_plan_init refused (or never saw), and sizes that can only
+ * be a negative number converted to size_t. */
+static void setter_bounds(void) {
+  ws_plan p;
+  const ws_role bad[] = {{"a", 1, 40, 0}};
+  CHECK_STATUS(ws_plan_init(&p, "refused", bad, 1, 0), WS_ERR_INVALID);
+  int id = -1;
+  CHECK_STATUS(ws_plan_add_barrier(&p, "b", &id), WS_ERR_INVALID);
+  CHECK_MSG("ws_plan_init");
+  char owner[96];
+  CHECK_STATUS(ws_plan_barrier_owner(&p, 1, owner, sizeof owner), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_set_smem(&p, 1024), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_print(&p, stdout), WS_ERR_INVALID);
+  ws_device_limits h200 = {0, "NVIDIA H200", 9, 0, 132, 232448, 65536, 1024, 60u << 20, 0};
+  CHECK_STATUS(ws_plan_check_limits(&p, &h200), WS_ERR_INVALID);
+  ws_plan zero;
+  memset(&zero, 0, sizeof zero);
+  CHECK_STATUS(ws_plan_add_barrier(&zero, "b", &id), WS_ERR_INVALID);
+  CHECK_MSG("ws_plan_init");
+  /* a plan whose counts were overwritten: refused, not read out of bounds */
+  const ws_role ok[] = {{"a", 2, WS_REGS_ENTRY, 1}};
+  CHECK_STATUS(ws_plan_init(&p, "ok", ok, 1, 0), WS_OK);
+  p.nuser_barriers = -5;
+  CHECK_STATUS(ws_plan_add_barrier(&p, "b", &id), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_init(&p, "ok", ok, 1, 0), WS_OK);
+  CHECK_STATUS(ws_plan_set_smem(&p, (size_t)-1), WS_ERR_INVALID);
+  CHECK_MSG("18446744073709551615");
+  CHECK_STATUS(ws_plan_set_smem(&p, (size_t)INT_MAX + 1), WS_ERR_INVALID);
+  CHECK(p.smem_bytes == 0); /* a refused size leaves the old one */
+  CHECK_STATUS(ws_plan_set_smem(&p, (size_t)INT_MAX), WS_OK); /* the device check judges this one */
+}
+
 static void kernel_attrs(void) {
   const ws_role roles[] = {{"dispatch", 4, WS_REGS_REST, 1}, {"receiver", 4, 80, 1}, {"compute", 4, 184, 1}};
   ws_plan p;
@@ -192,6 +260,8 @@ int main(void) {
   register_pool();
   threads_and_packing();
   barrier_allocator();
+  field_bounds();
+  setter_bounds();
   kernel_attrs();
   print_table();
   return test_finish("test_plan");
