@@ -290,8 +290,6 @@ ws_status ws_rendezvous_put(const char *dir, const char *name, const void *data,
   return s;
 }
 
-/* One look at the file. WS_OK with *ready = 1: payload copied; *ready = 0: absent or
- * stale (why in `stale`), keep waiting; an error status: a clear error. */
 static const char *file_type(mode_t m) {
   if (S_ISFIFO(m)) return "a FIFO";
   if (S_ISCHR(m)) return "a character device";
@@ -301,6 +299,8 @@ static const char *file_type(mode_t m) {
   return "of another type";
 }
 
+/* One look at the file. WS_OK with *ready = 1: payload copied; *ready = 0: absent or
+ * stale (why in `stale`), keep waiting; an error status: a clear error. */
 static ws_status try_read(const char *fn, const char *dir, const char *file, const char *key, void *data,
                           size_t bytes, int *ready, char *stale, size_t stale_len) {
   *ready = 0;
