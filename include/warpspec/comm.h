@@ -81,9 +81,11 @@ ws_status ws_rendezvous_cleanup(const char *dir, const char *name);
 /* The folder ws_comm_init_from_env uses: WS_RENDEZVOUS_DIR (`warpspec run` sets it), or
  * ${TMPDIR:-/tmp}/warpspec-rdv-<uid>-<job id> under mpirun; NULL if neither. */
 const char *ws_rendezvous_dir(void);
-/* This job's key, written into and checked whole in every file: WS_RENDEZVOUS_KEY
- * (`warpspec run` sets a fresh one per launch), else mpirun's job id, else "" (then put
- * and get refuse: WS_ERR_INVALID; a key has 1..255 bytes). */
+/* This job's key, written into and checked in every file: WS_RENDEZVOUS_KEY (`warpspec
+ * run` sets a fresh one per launch), else mpirun's job id, else "" (no key: the bare
+ * file name, for ranks started by hand with WS_RENDEZVOUS_DIR). The key is compared
+ * whole; put, get and cleanup refuse (WS_ERR_INVALID) a key over 255 bytes and a
+ * WS_RENDEZVOUS_KEY that is set but empty. */
 const char *ws_rendezvous_key(void);
 
 /* ---- point to point ------------------------------------------------------------- */

@@ -42,7 +42,6 @@
 #define WS_FAULT_RECORD_NS      1000000000ull
 
 /* ---- streaming copy (the pipe benchmark kernel) ------------------------------------- */
-#define WS_MAX_SMEM_BYTES       (227u * 1024u) /* dynamic shared memory a CTA can opt into (sm_90) */
 #define WS_STREAM_MAX_STAGES    6      /* pipe capacity: 6 x 32 KiB fits the opt-in smem */
 #define WS_STREAM_STAGES        6      /* default depth (fastest measured, H200)        */
 #define WS_STREAM_CTAS_PER_SM   1      /* default persistent grid: CTAs per SM          */

@@ -25,6 +25,9 @@
 #define WS_CX_VAR static const
 #endif
 
+/* Warps of one CTA: the bound of every per-role count, so no product of two wraps. */
+#define WS_MAX_CTA_WARPS (WS_MAX_THREADS / WS_WARP_SIZE)
+
 /* An all-zero aggregate initializer that neither C11 nor C++ -Wextra complains about. */
 #ifdef __cplusplus
 #define WS_ZERO_INIT {}
@@ -42,7 +45,11 @@ enum {
   WS_REGS_REST = -1   /* share what the explicit roles leave of the CTA's pool        */
 };
 
-/* One role: `warps` warps per replica, `replicas` copies, registers per thread. */
+/* One role: `warps` warps per replica, `replicas` copies, registers per thread.
+ * Bounds, checked before any of them enters a product or a sum: warps and replicas
+ * 1..WS_MAX_CTA_WARPS (32) each, regs as above; the totals then cannot wrap, and are
+ * checked against the CTA (warps x replicas summed, padding included, <= 32 warps;
+ * named barriers <= 15). */
 typedef struct {
   const char *name;
   int warps;
@@ -123,9 +130,8 @@ WS_CX ws_layout ws_layout_make(const ws_role *roles, int nroles, int entry_overr
   for (int r = 0; r < nroles; r++) {
     const ws_role *ro = &roles[r];
     L.err_role = r;
-    if (ro->warps < 1 || ro->warps > WS_MAX_THREADS / WS_WARP_SIZE) { L.error = WS_LAYOUT_BAD_WARPS; return L; }
-    /* bounded before any product: warps x replicas summed over roles stays far from INT_MAX */
-    if (ro->replicas < 1 || ro->replicas > WS_MAX_THREADS / WS_WARP_SIZE) { L.error = WS_LAYOUT_BAD_REPLICAS; return L; }
+    if (ro->warps < 1 || ro->warps > WS_MAX_CTA_WARPS) { L.error = WS_LAYOUT_BAD_WARPS; return L; }
+    if (ro->replicas < 1 || ro->replicas > WS_MAX_CTA_WARPS) { L.error = WS_LAYOUT_BAD_REPLICAS; return L; }
     if (ro->regs != WS_REGS_ENTRY && ro->regs != WS_REGS_REST && !ws_regs_valid(ro->regs)) {
       L.error = WS_LAYOUT_BAD_REGS; return L;
     }
@@ -154,8 +160,8 @@ WS_CX ws_layout ws_layout_make(const ws_role *roles, int nroles, int entry_overr
 
   /* Entry cap and the pool that setmaxnreg redistributes. */
   if (entry_override > 0) {
+    L.entry_regs = entry_override; /* kept on failure too: the message names it */
     if (entry_override < WS_REGS_MIN || entry_override > 255) { L.error = WS_LAYOUT_BAD_ENTRY; return L; }
-    L.entry_regs = entry_override;
   } else {
     L.entry_regs = ws_entry_regs_for(L.threads);
   }

@@ -58,10 +58,16 @@ typedef struct {
 } ws_kernel_attrs;
 
 /* Lay out and check a role table. entry_regs: 0 for kernels built with WS_KERNEL
- * (the cap __launch_bounds__(threads, 1) gives), or the cap the kernel was built with. */
+ * (the cap __launch_bounds__(threads, 1) gives), or the cap the kernel was built with.
+ * Each role's fields are bounded first (warps and replicas 1..32, regs as in layout.h):
+ * out of range is WS_ERR_INVALID naming role, field, value and bound; totals over the
+ * CTA (threads, register pool, named barriers) are WS_ERR_BUDGET. The functions below
+ * take only a plan this accepted (WS_ERR_INVALID otherwise). */
 ws_status ws_plan_init(ws_plan *plan, const char *kernel, const ws_role *roles, int nroles, int entry_regs);
 
-/* Dynamic shared memory the kernel is launched with. */
+/* Dynamic shared memory the kernel is launched with: at most INT_MAX bytes (the
+ * driver's attribute is an int; more is a negative size converted). The device's
+ * opt-in limit is checked by ws_plan_check_device / ws_plan_launch. */
 ws_status ws_plan_set_smem(ws_plan *plan, size_t bytes);
 
 /* Reserve one more named barrier after the roles' own; *id receives it. Running out

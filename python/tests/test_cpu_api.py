@@ -61,7 +61,8 @@ def test_plan_seed_twin_names_registers():
     assert e.value.status == "WS_ERR_BUDGET"
 
 
-@pytest.mark.parametrize("roles", [["producer:1:40x"], ["p:one:40"], [("p", 1)], ["a:1:24"] * 9, []])
+@pytest.mark.parametrize("roles", [["producer:1:40x"], ["p:one:40"], [("p", 1)], ["a:1:24"] * 9, [],
+                                   [("a", 1, 40, 2**31 - 1)], [("a", 1, "entry", 33)]])
 def test_plan_bad_specs(roles):
     with pytest.raises(warpspec.InvalidArgumentError):
         warpspec.plan(roles)

@@ -7,16 +7,25 @@
  *     and not writable by group or others; created 0700 when absent. All file work
  *     happens relative to the opened folder, with O_NOFOLLOW, so the checked folder is
  *     the one used;
- *   - a reader takes a file only if its header carries this job's whole key and was
- *     written after the job's launcher started; anything else is stale and it keeps
- *     waiting. The key is required (an empty one would let any two jobs meet) and at most
- *     255 bytes; the file name holds a hash of it (ws_rdv_file_name);
- *   - a reader opens the file without blocking and takes only a regular file of this
- *     user: a FIFO or device planted under the name is an error, not a wait without end;
+ *   - a reader takes a file only if its header carries this job's key and was written
+ *     after the job's launcher started; anything else is stale and it keeps waiting;
  *   - rank 0 removes the file, and the folder if it made it, once every rank has read
  *     it (ws_rendezvous_cleanup, which ws_comm_init_from_env calls after its barrier).
  * The default folder is ${TMPDIR:-/tmp}/warpspec-rdv-<uid>-<job id> under mpirun;
- * `warpspec run` makes a fresh one per job (mkdtemp) and hands it over. */
+ * `warpspec run` makes a fresh one per job (mkdtemp) and hands it over.
+ *
+ * The job key (WS_RENDEZVOUS_KEY, else mpirun's job id) separates jobs that share a
+ * folder, so it is used whole: the file name carries a readable prefix and a hash of
+ * all of it (ws_rdv_file_name), the header the key itself, compared in full. Keys of
+ * 1..WS_RDV_KEY_MAX bytes; a longer one is refused rather than cut. WS_RENDEZVOUS_KEY
+ * set to "" is refused too: it reads as a key, but every job given it would share it.
+ * No key at all (nothing set, no job id) keeps working with the bare name: that needs
+ * WS_RENDEZVOUS_DIR (there is no default folder without a job id), the files of earlier
+ * runs are still told apart by time, and only concurrent jobs sharing that folder by
+ * hand would meet, which is why README asks for a key per job when launching by hand.
+ *
+ * Every open of the id file is non-blocking and followed by a type check: a FIFO or a
+ * device planted under the name is refused at once, not waited on without a bound. */
 #define _GNU_SOURCE
 #include "rendezvous.h"
 
@@ -43,7 +52,7 @@ static const char *job_id(void) {
 
 const char *ws_rendezvous_key(void) {
   const char *k = getenv("WS_RENDEZVOUS_KEY");
-  if (k && *k) return k;
+  if (k) return k; /* "" included: put, get and cleanup refuse it (job_key) */
   k = job_id();
   return k ? k : "";
 }
@@ -69,32 +78,41 @@ const char *ws_rendezvous_dir(void) {
   return dir;
 }
 
-int ws_rdv_file_name(const char *name, const char *key, char *out, size_t len) {
-  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, 64 bits */
-  for (const unsigned char *c = (const unsigned char *)key; *c; c++) h = (h ^ *c) * 0x100000001b3ull;
-  char prefix[25];
-  snprintf(prefix, sizeof prefix, "%s", key);
-  sanitize(prefix);
-  const int n = snprintf(out, len, "%s.%s-%016llx", name, prefix, (unsigned long long)h);
-  return n > 0 && (size_t)n < len && n < 256;
-}
-
-/* This job's key, checked: present (without one, any two jobs sharing a folder would
- * read each other's id) and short enough to be kept whole in the header. */
+/* This job's key, checked: an explicit "" and keys over WS_RDV_KEY_MAX are errors. */
 static ws_status job_key(const char *fn, const char **key) {
-  *key = ws_rendezvous_key();
-  WS_REQUIRE((*key)[0] != '\0', "%s: no job key: set WS_RENDEZVOUS_KEY (fresh per job) or start under `warpspec run` "
-             "or mpirun, which set one", fn);
-  WS_REQUIRE(strlen(*key) < WS_RDV_KEY_LEN, "%s: job key of %zu bytes, at most %d", fn, strlen(*key), WS_RDV_KEY_LEN - 1);
+  const char *env = getenv("WS_RENDEZVOUS_KEY");
+  WS_REQUIRE(env == NULL || env[0] != '\0',
+             "%s: WS_RENDEZVOUS_KEY is set but empty: every job given it would read the others' files; unset it "
+             "(mpirun's job id is used then) or give each job its own key", fn);
+  const char *k = ws_rendezvous_key();
+  const size_t n = strlen(k);
+  WS_REQUIRE(n <= WS_RDV_KEY_MAX, "%s: job key '%.40s...' is %zu bytes, at most %d (WS_RENDEZVOUS_KEY or mpirun's job "
+             "id)", fn, k, n, WS_RDV_KEY_MAX);
+  *key = k;
   return WS_OK;
 }
 
-/* The file of `name` for this job (two jobs may share a folder). */
-static ws_status file_name(const char *fn, const char *name, char *out, size_t len) {
-  const char *key;
-  ws_status s = job_key(fn, &key);
-  if (s != WS_OK) return s;
-  WS_REQUIRE(ws_rdv_file_name(name, key, out, len), "%s: file name for '%s' too long", fn, name);
+static uint64_t fnv1a64(const char *s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+int ws_rdv_file_name(const char *name, const char *key, char *out, size_t len) {
+  char prefix[WS_RDV_KEY_PREFIX + 1];
+  snprintf(prefix, sizeof prefix, "%s", key);
+  sanitize(prefix);
+  const int n = key[0] ? snprintf(out, len, "%s.%s.%016llx", name, prefix, (unsigned long long)fnv1a64(key))
+                       : snprintf(out, len, "%s", name);
+  return n > 0 && (size_t)n < len ? n : -1;
+}
+
+static ws_status file_name(const char *fn, const char *name, const char *key, char *out, size_t len) {
+  const int n = ws_rdv_file_name(name, key, out, len);
+  WS_REQUIRE(n > 0 && n < 256, "%s: file name for '%s' too long", fn, name);
   return WS_OK;
 }
 
@@ -209,7 +227,8 @@ static ws_status open_dir(const char *fn, const char *dir, int create, int *fd) 
   return WS_OK;
 }
 
-static ws_status check_args(const char *fn, const char **dir, const char *name, const void *data, size_t bytes) {
+static ws_status check_args(const char *fn, const char **dir, const char *name, const void *data, size_t bytes,
+                            const char **key) {
   if (*dir == NULL) *dir = ws_rendezvous_dir();
   WS_REQUIRE(*dir != NULL, "%s: no rendezvous folder: set WS_RENDEZVOUS_DIR or start under `warpspec run` or mpirun", fn);
   WS_REQUIRE(strlen(*dir) < PATH_LEN - 300, "%s: rendezvous folder path too long", fn);
@@ -217,7 +236,7 @@ static ws_status check_args(const char *fn, const char **dir, const char *name, 
              "%s: name must be a plain file name (no '/', not starting with '.')", fn);
   WS_REQUIRE(data != NULL, "%s: data is NULL", fn);
   WS_REQUIRE(bytes <= WS_RDV_MAX_PAYLOAD, "%s: %zu bytes, at most %u", fn, bytes, WS_RDV_MAX_PAYLOAD);
-  return WS_OK;
+  return job_key(fn, key);
 }
 
 static int write_all(int fd, const void *p, size_t n) {
@@ -235,9 +254,10 @@ static int write_all(int fd, const void *p, size_t n) {
 /* ---- put / get / cleanup ----------------------------------------------------------- */
 ws_status ws_rendezvous_put(const char *dir, const char *name, const void *data, size_t bytes) {
   static const char *fn = "ws_rendezvous_put";
-  ws_status s = check_args(fn, &dir, name, data, bytes);
+  const char *key = NULL;
+  ws_status s = check_args(fn, &dir, name, data, bytes, &key);
   char file[256], tmp[300];
-  if (s == WS_OK) s = file_name(fn, name, file, sizeof file);
+  if (s == WS_OK) s = file_name(fn, name, key, file, sizeof file);
   if (s != WS_OK) return s;
   int dfd;
   if ((s = open_dir(fn, dir, 1, &dfd)) != WS_OK) return s;
@@ -257,7 +277,7 @@ ws_status ws_rendezvous_put(const char *dir, const char *name, const void *data,
   h.created_ns = realtime_ns();
   h.payload_bytes = bytes;
   h.writer_pid = (int64_t)getpid();
-  memcpy(h.key, ws_rendezvous_key(), strlen(ws_rendezvous_key()) + 1); /* checked by file_name: fits */
+  snprintf(h.key, sizeof h.key, "%s", key); /* whole: job_key bounded it */
   const int bad = write_all(fd, &h, sizeof h) != 0 || write_all(fd, data, bytes) != 0;
   if (close(fd) != 0 || bad) {
     s = ws_fail(WS_ERR_INVALID, "%s: short write to %s/%s", fn, dir, tmp);
@@ -270,16 +290,25 @@ ws_status ws_rendezvous_put(const char *dir, const char *name, const void *data,
   return s;
 }
 
+static const char *file_type(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISDIR(m)) return "a directory";
+  return "of another type";
+}
+
 /* One look at the file. WS_OK with *ready = 1: payload copied; *ready = 0: absent or
  * stale (why in `stale`), keep waiting; an error status: a clear error. */
-static ws_status try_read(const char *fn, const char *dir, const char *file, void *data, size_t bytes, int *ready,
-                          char *stale, size_t stale_len) {
+static ws_status try_read(const char *fn, const char *dir, const char *file, const char *key, void *data,
+                          size_t bytes, int *ready, char *stale, size_t stale_len) {
   *ready = 0;
   int dfd;
   ws_status s = open_dir(fn, dir, 0, &dfd);
   if (s != WS_OK || dfd < 0) return s;
-  /* O_NONBLOCK: opening a FIFO planted under this name must not wait for a writer */
-  const int fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  /* O_NONBLOCK: opening a FIFO would wait for a writer, outside the bound */
+  const int fd = openat(dfd, file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   const int err = errno;
   close(dfd);
   if (fd < 0) {
@@ -288,11 +317,20 @@ static ws_status try_read(const char *fn, const char *dir, const char *file, voi
     return ws_fail(WS_ERR_INVALID, "%s: cannot open %s/%s: %s", fn, dir, file, strerror(err));
   }
   struct stat st;
-  memset(&st, 0, sizeof st);
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+  if (fstat(fd, &st) != 0) {
+    const int e = errno;
     close(fd);
-    return ws_fail(WS_ERR_INVALID, "%s: %s/%s is not a regular file of this user (%s): refused", fn, dir, file,
-                   S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISREG(st.st_mode) ? "another user's" : "a special file");
+    return ws_fail(WS_ERR_INVALID, "%s: cannot stat %s/%s: %s", fn, dir, file, strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return ws_fail(WS_ERR_INVALID, "%s: %s/%s is %s, not a regular file: refused (remove it)", fn, dir, file,
+                   file_type(st.st_mode));
+  }
+  if (st.st_uid != geteuid()) {
+    close(fd);
+    return ws_fail(WS_ERR_INVALID, "%s: %s/%s is owned by uid %u, not by this user (uid %u): refused", fn, dir, file,
+                   (unsigned)st.st_uid, (unsigned)geteuid());
   }
   const uint64_t mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
   const uint64_t not_before = ws_rdv_not_before_ns();
@@ -301,7 +339,7 @@ static ws_status try_read(const char *fn, const char *dir, const char *file, voi
   const ssize_t got = pread(fd, &h, sizeof h, 0);
   const size_t want_total = sizeof h + bytes;
   if (got != (ssize_t)sizeof h || memcmp(h.magic, WS_RDV_MAGIC, sizeof h.magic) != 0 || h.version != WS_RDV_VERSION ||
-      h.header_bytes != sizeof h) {
+      h.header_bytes != sizeof h || h.key[sizeof h.key - 1] != '\0') {
     close(fd);
     if (mtime_ns < not_before) { /* left by an earlier job (or an older warpspec): not ours */
       snprintf(stale, stale_len, "a file from before this job started, without a valid header");
@@ -311,10 +349,9 @@ static ws_status try_read(const char *fn, const char *dir, const char *file, voi
                    "truncated or foreign", fn, dir, file, got < 0 ? (ssize_t)0 : got,
                    got == (ssize_t)sizeof h ? ", bad header" : ", short header");
   }
-  h.key[sizeof h.key - 1] = '\0';
-  if (strcmp(h.key, ws_rendezvous_key()) != 0) {
+  if (strcmp(h.key, key) != 0) {
     close(fd);
-    snprintf(stale, stale_len, "a file of another job (key '%.60s', this job's is '%.60s')", h.key, ws_rendezvous_key());
+    snprintf(stale, stale_len, "a file of another job (key '%.60s', this job's is '%.60s')", h.key, key);
     return WS_OK;
   }
   if (h.created_ns < not_before) {
@@ -356,9 +393,10 @@ static uint64_t monotonic_ns(void) {
 
 ws_status ws_rendezvous_get(const char *dir, const char *name, void *data, size_t bytes) {
   static const char *fn = "ws_rendezvous_get";
-  ws_status s = check_args(fn, &dir, name, data, bytes);
+  const char *key = NULL;
+  ws_status s = check_args(fn, &dir, name, data, bytes, &key);
   char file[256];
-  if (s == WS_OK) s = file_name(fn, name, file, sizeof file);
+  if (s == WS_OK) s = file_name(fn, name, key, file, sizeof file);
   if (s != WS_OK) return s;
   const long limit = timeout_ms();
   const uint64_t deadline = monotonic_ns() + (uint64_t)limit * 1000000ull;
@@ -366,7 +404,7 @@ ws_status ws_rendezvous_get(const char *dir, const char *name, void *data, size_
   char stale[256] = "";
   for (;;) {
     int ready = 0;
-    if ((s = try_read(fn, dir, file, data, bytes, &ready, stale, sizeof stale)) != WS_OK) return s;
+    if ((s = try_read(fn, dir, file, key, data, bytes, &ready, stale, sizeof stale)) != WS_OK) return s;
     if (ready) return WS_OK;
     if (monotonic_ns() > deadline) break;
     nanosleep(&nap, NULL);
@@ -378,9 +416,10 @@ ws_status ws_rendezvous_get(const char *dir, const char *name, void *data, size_
 ws_status ws_rendezvous_cleanup(const char *dir, const char *name) {
   static const char *fn = "ws_rendezvous_cleanup";
   const char dummy = 0;
-  ws_status s = check_args(fn, &dir, name, &dummy, 0);
+  const char *key = NULL;
+  ws_status s = check_args(fn, &dir, name, &dummy, 0, &key);
   char file[256];
-  if (s == WS_OK) s = file_name(fn, name, file, sizeof file);
+  if (s == WS_OK) s = file_name(fn, name, key, file, sizeof file);
   if (s != WS_OK) return s;
   int dfd;
   if ((s = open_dir(fn, dir, 0, &dfd)) != WS_OK) return s;

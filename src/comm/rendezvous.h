@@ -11,8 +11,11 @@
 #include <stdint.h>
 
 #define WS_RDV_MAGIC "wsrdv\x01\x02\x03" /* 8 bytes, no NUL inside */
-#define WS_RDV_VERSION 2u
-#define WS_RDV_KEY_LEN 256              /* the whole job key (at most 255 bytes) and its NUL */
+#define WS_RDV_VERSION 2u               /* 2: the whole key in the header              */
+/* Longest job key: PMIx namespaces (mpirun's PMIX_NAMESPACE) reach 255 bytes. Longer
+ * keys are refused, never cut: a cut key would let two jobs read each other's id. */
+#define WS_RDV_KEY_MAX 255
+#define WS_RDV_KEY_PREFIX 32            /* key bytes readable in the file name          */
 #define WS_RDV_MAX_PAYLOAD (1u << 20)   /* a rendezvous carries ids, not data            */
 /* A file written before the job's launcher started (less this slack, for the second
  * granularity of the boot time the start is computed from) is from an earlier job. */
@@ -25,7 +28,7 @@ typedef struct {
   uint64_t created_ns;     /* CLOCK_REALTIME when rank 0 wrote it */
   uint64_t payload_bytes;
   int64_t writer_pid;
-  char key[WS_RDV_KEY_LEN];
+  char key[WS_RDV_KEY_MAX + 1]; /* the whole job key, NUL-padded */
 } ws_rdv_header;
 
 #ifdef __cplusplus
@@ -34,10 +37,10 @@ extern "C" {
 /* Files older than this (CLOCK_REALTIME ns) are stale: the start of the process that
  * launched this one (warpspec run, mpirun), less the slack. */
 uint64_t ws_rdv_not_before_ns(void);
-/* The file of `name` for job `key`: name.<up to 24 characters of the key, made safe>-
- * <64-bit FNV-1a of the whole key, hex>. The readable part tells a person whose file it
- * is; the hash keeps keys apart that share a prefix or differ only in unsafe characters
- * ("job/A", "job_A"). The full key is in the header and compared whole. 0: too long. */
+/* The file that holds `name` for job `key` ("" for none), written into out; its length,
+ * or -1 if it does not fit. name.<readable prefix of the key>.<64-bit hash of the whole
+ * key, hex>: short and safe whatever the key holds, and different for keys that differ
+ * anywhere (the reader still compares the whole key in the header). Without a key: name. */
 int ws_rdv_file_name(const char *name, const char *key, char *out, size_t len);
 #ifdef __cplusplus
 }

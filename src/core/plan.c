@@ -1,6 +1,7 @@
 /* plan.c - role plans: layout, budget messages, barrier allocator, kernel checks. */
 #include "internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,9 +52,11 @@ static ws_status layout_failure(const ws_plan *p) {
   case WS_LAYOUT_TOO_MANY_ROLES:
     return ws_fail(WS_ERR_INVALID, "kernel '%s': nroles %d exceeds WS_MAX_ROLES %d", k, L->nroles, WS_MAX_ROLES);
   case WS_LAYOUT_BAD_WARPS:
-    return ws_fail(WS_ERR_INVALID, "kernel '%s': role '%s' has warps %d, must be 1..32", k, role_name(p, r), p->roles[r].warps);
+    return ws_fail(WS_ERR_INVALID, "kernel '%s': role '%s' has warps %d, must be 1..%d", k, role_name(p, r),
+                   p->roles[r].warps, WS_MAX_CTA_WARPS);
   case WS_LAYOUT_BAD_REPLICAS:
-    return ws_fail(WS_ERR_INVALID, "kernel '%s': role '%s' has replicas %d, must be 1..32 (warps x replicas of all roles fit 32 warps)", k, role_name(p, r), p->roles[r].replicas);
+    return ws_fail(WS_ERR_INVALID, "kernel '%s': role '%s' has replicas %d, must be 1..%d (a CTA has %d warps)", k,
+                   role_name(p, r), p->roles[r].replicas, WS_MAX_CTA_WARPS, WS_MAX_CTA_WARPS);
   case WS_LAYOUT_BAD_REGS: {
     int lo, hi;
     char fit[32];
@@ -117,6 +120,19 @@ static ws_status layout_failure(const ws_plan *p) {
   return ws_fail(WS_ERR_INVALID, "kernel '%s': layout error %d", k, L->error);
 }
 
+/* The setters and readers index arrays by the plan's counts: take only a plan that
+ * ws_plan_init accepted and whose counts are still in range. */
+static ws_status plan_ready(const char *fn, const ws_plan *plan) {
+  const ws_layout *L = &plan->layout;
+  WS_REQUIRE(L->error == WS_LAYOUT_OK && L->nroles >= 1 && L->nroles <= WS_MAX_ROLES && L->threads >= WS_WARP_SIZE &&
+                 L->threads <= WS_MAX_THREADS && L->nbarriers >= 0 && L->nbarriers < WS_NAMED_BARRIERS &&
+                 plan->nuser_barriers >= 0 && plan->nuser_barriers <= WS_MAX_USER_BARRIERS,
+             "%s: kernel '%.*s': the plan did not pass ws_plan_init (layout error %d, %d roles, %d threads, %d user "
+             "barriers)", fn, (int)sizeof plan->kernel, plan->kernel, L->error, L->nroles, L->threads,
+             plan->nuser_barriers);
+  return WS_OK;
+}
+
 ws_status ws_plan_init(ws_plan *plan, const char *kernel, const ws_role *roles, int nroles, int entry_regs) {
   WS_REQUIRE(plan != NULL, "ws_plan_init: plan is NULL");
   memset(plan, 0, sizeof *plan);
@@ -139,9 +155,12 @@ ws_status ws_plan_init(ws_plan *plan, const char *kernel, const ws_role *roles, 
 
 ws_status ws_plan_set_smem(ws_plan *plan, size_t bytes) {
   WS_REQUIRE(plan != NULL, "ws_plan_set_smem: plan is NULL");
-  /* every later check (device opt-in, the int cudaFuncSetAttribute takes) then holds */
-  WS_REQUIRE(bytes <= WS_MAX_SMEM_BYTES, "ws_plan_set_smem: %zu bytes of shared memory; a CTA can have at most %u (sm_90)",
-             bytes, WS_MAX_SMEM_BYTES);
+  ws_status s = plan_ready("ws_plan_set_smem", plan);
+  if (s != WS_OK) return s;
+  /* The driver's attribute is an int; above it, the size is almost surely a negative
+   * count converted. Sizes below it are the device check's to judge (opt-in limit). */
+  WS_REQUIRE(bytes <= (size_t)INT_MAX, "ws_plan_set_smem: kernel '%s': bytes %zu, must be at most %d (a negative size?)",
+             plan->kernel, bytes, INT_MAX);
   if (plan->smem_bytes != bytes) plan->checked_func = NULL; /* check the new size once */
   plan->smem_bytes = bytes;
   return WS_OK;
@@ -149,6 +168,8 @@ ws_status ws_plan_set_smem(ws_plan *plan, size_t bytes) {
 
 ws_status ws_plan_barrier_owner(const ws_plan *plan, int id, char *buf, size_t len) {
   WS_REQUIRE(plan != NULL && buf != NULL && len > 0, "ws_plan_barrier_owner: plan or buf is NULL");
+  const ws_status s = plan_ready("ws_plan_barrier_owner", plan);
+  if (s != WS_OK) return s;
   const ws_layout *L = &plan->layout;
   WS_REQUIRE(id >= 0 && id < WS_NAMED_BARRIERS, "ws_plan_barrier_owner: id %d, must be 0..15", id);
   if (id == 0) { snprintf(buf, len, "CTA (__syncthreads, init only)"); return WS_OK; }
@@ -168,6 +189,8 @@ ws_status ws_plan_add_barrier(ws_plan *plan, const char *name, int *id) {
   WS_REQUIRE(plan != NULL && name != NULL && id != NULL, "ws_plan_add_barrier: plan, name or id is NULL");
   WS_REQUIRE(name[0] != '\0' && strlen(name) < WS_NAME_LEN, "ws_plan_add_barrier: name '%s' must be 1..%d characters",
              name, WS_NAME_LEN - 1);
+  const ws_status s = plan_ready("ws_plan_add_barrier", plan);
+  if (s != WS_OK) return s;
   const int next = plan->layout.nbarriers + plan->nuser_barriers + 1;
   if (next > WS_NAMED_BARRIERS - 1 || plan->nuser_barriers >= WS_MAX_USER_BARRIERS) {
     char table[1024];
@@ -188,6 +211,8 @@ ws_status ws_plan_add_barrier(ws_plan *plan, const char *name, int *id) {
 
 ws_status ws_plan_check_limits(const ws_plan *plan, const ws_device_limits *lim) {
   WS_REQUIRE(plan != NULL && lim != NULL, "ws_plan_check_limits: plan or limits is NULL");
+  const ws_status s = plan_ready("ws_plan_check_limits", plan);
+  if (s != WS_OK) return s;
   const ws_layout *L = &plan->layout;
   if (lim->cc_major != 9)
     return ws_fail(WS_ERR_NO_DEVICE, "kernel '%s': device %d (%s) is sm_%d%d; warpspec kernels are built for sm_90a",
@@ -204,6 +229,8 @@ ws_status ws_plan_check_limits(const ws_plan *plan, const ws_device_limits *lim)
 
 ws_status ws_plan_check_attrs(const ws_plan *plan, const ws_kernel_attrs *a) {
   WS_REQUIRE(plan != NULL && a != NULL, "ws_plan_check_attrs: plan or attrs is NULL");
+  const ws_status s = plan_ready("ws_plan_check_attrs", plan);
+  if (s != WS_OK) return s;
   const ws_layout *L = &plan->layout;
   const char *k = plan->kernel;
   /* what cudaFuncGetAttributes can report; bounded before the register arithmetic below */
@@ -355,6 +382,8 @@ ws_status ws_plan_max_clusters(ws_plan *plan, const void *func, int width, int *
 
 ws_status ws_plan_print(const ws_plan *plan, FILE *out) {
   WS_REQUIRE(plan != NULL && out != NULL, "ws_plan_print: plan or out is NULL");
+  const ws_status s = plan_ready("ws_plan_print", plan);
+  if (s != WS_OK) return s;
   const ws_layout *L = &plan->layout;
   fprintf(out, "plan '%s': %d warps = %d threads, %d warpgroups, entry cap %d registers/thread\n", plan->kernel, L->warps,
           L->threads, L->nwarpgroups, L->entry_regs);

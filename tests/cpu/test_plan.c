@@ -139,32 +139,70 @@ static void barrier_allocator(void) {
   CHECK(id == 1);
 }
 
-/* Every field of a role is bounded before the layout multiplies: INT_MAX replicas used to
- * wrap to 0 threads and pass; shared memory is bounded at the device's largest opt-in. */
-static void bounds(void) {
+/* Each field of a role is bounded before the layout multiplies or adds it: a replica
+ * count near INT_MAX once wrapped the warp total and came back WS_OK with 0 threads. */
+static void field_bounds(void) {
   ws_plan p;
-  const int big[] = {33, 1 << 20, INT_MAX, INT_MIN, -1, 0};
-  for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
-    const ws_role rep[] = {{"a", 4, WS_REGS_ENTRY, big[i]}};
-    CHECK_STATUS(ws_plan_init(&p, "replicas", rep, 1, 0), WS_ERR_INVALID);
-    CHECK_MSG("replicas");
-    const ws_role warps[] = {{"a", big[i], WS_REGS_ENTRY, 1}};
-    CHECK_STATUS(ws_plan_init(&p, "warps", warps, 1, 0), WS_ERR_INVALID);
-    const ws_role regs[] = {{"a", 4, big[i], 1}};
-    if (big[i] != WS_REGS_REST && big[i] != WS_REGS_ENTRY) CHECK_STATUS(ws_plan_init(&p, "regs", regs, 1, 0), WS_ERR_INVALID);
-  }
-  /* 32 replicas of one warp: the most a CTA holds, and one role more is too many threads */
-  const ws_role full[] = {{"a", 1, WS_REGS_ENTRY, 32}};
+  const ws_role huge_rep[] = {{"spin", 1, 40, INT_MAX}};
+  CHECK_STATUS(ws_plan_init(&p, "huge_rep", huge_rep, 1, 0), WS_ERR_INVALID);
+  CHECK_MSG("role 'spin'");
+  CHECK_MSG("replicas 2147483647");
+  CHECK_MSG("1..32");
+  const ws_role huge_rep_entry[] = {{"a", 4, WS_REGS_ENTRY, 1}, {"b", 2, WS_REGS_ENTRY, INT_MAX / 2 + 1}};
+  CHECK_STATUS(ws_plan_init(&p, "huge_rep_entry", huge_rep_entry, 2, 0), WS_ERR_INVALID);
+  CHECK_MSG("role 'b'");
+  const ws_role neg_rep[] = {{"a", 1, WS_REGS_ENTRY, INT_MIN}};
+  CHECK_STATUS(ws_plan_init(&p, "neg_rep", neg_rep, 1, 0), WS_ERR_INVALID);
+  CHECK_MSG("replicas -2147483648");
+  const ws_role huge_warps[] = {{"a", INT_MAX, WS_REGS_ENTRY, 1}};
+  CHECK_STATUS(ws_plan_init(&p, "huge_warps", huge_warps, 1, 0), WS_ERR_INVALID);
+  CHECK_MSG("warps 2147483647");
+  const ws_role huge_regs[] = {{"a", 4, INT_MAX, 1}, {"b", 4, INT_MIN, 1}};
+  CHECK_STATUS(ws_plan_init(&p, "huge_regs", huge_regs, 2, 0), WS_ERR_INVALID);
+  CHECK_MSG("2147483647 registers");
+  const ws_role one[] = {{"a", 1, WS_REGS_ENTRY, 1}};
+  CHECK_STATUS(ws_plan_init(&p, "huge_entry", one, 1, INT_MAX), WS_ERR_INVALID);
+  CHECK_MSG("2147483647");
+  /* every field in range, the total not: still a budget error, never a wrap */
+  const ws_role wide[] = {{"a", 32, WS_REGS_ENTRY, 32}, {"b", 32, 40, 32}};
+  CHECK_STATUS(ws_plan_init(&p, "wide", wide, 2, 0), WS_ERR_BUDGET);
+  CHECK_MSG("1024 threads");
+  /* the largest legal replica count of one-warp roles fills the CTA exactly */
+  const ws_role full[] = {{"lane", 1, WS_REGS_ENTRY, 32}};
   CHECK_STATUS(ws_plan_init(&p, "full", full, 1, 0), WS_OK);
   CHECK(p.layout.threads == 1024);
-  const ws_role over[] = {{"a", 1, WS_REGS_ENTRY, 32}, {"b", 1, WS_REGS_ENTRY, 1}};
-  CHECK(ws_plan_init(&p, "over", over, 2, 0) != WS_OK);
-  CHECK_STATUS(ws_plan_init(&p, "full", full, 1, INT_MAX), WS_ERR_INVALID);
-  CHECK_STATUS(ws_plan_init(&p, "full", full, 1, 0), WS_OK);
-  CHECK_STATUS(ws_plan_set_smem(&p, (size_t)227 * 1024), WS_OK);
-  CHECK_STATUS(ws_plan_set_smem(&p, (size_t)227 * 1024 + 1), WS_ERR_INVALID);
+}
+
+/* Setters on a plan that ws_plan_init refused (or never saw), and sizes that can only
+ * be a negative number converted to size_t. */
+static void setter_bounds(void) {
+  ws_plan p;
+  const ws_role bad[] = {{"a", 1, 40, 0}};
+  CHECK_STATUS(ws_plan_init(&p, "refused", bad, 1, 0), WS_ERR_INVALID);
+  int id = -1;
+  CHECK_STATUS(ws_plan_add_barrier(&p, "b", &id), WS_ERR_INVALID);
+  CHECK_MSG("ws_plan_init");
+  char owner[96];
+  CHECK_STATUS(ws_plan_barrier_owner(&p, 1, owner, sizeof owner), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_set_smem(&p, 1024), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_print(&p, stdout), WS_ERR_INVALID);
+  ws_device_limits h200 = {0, "NVIDIA H200", 9, 0, 132, 232448, 65536, 1024, 60u << 20, 0};
+  CHECK_STATUS(ws_plan_check_limits(&p, &h200), WS_ERR_INVALID);
+  ws_plan zero;
+  memset(&zero, 0, sizeof zero);
+  CHECK_STATUS(ws_plan_add_barrier(&zero, "b", &id), WS_ERR_INVALID);
+  CHECK_MSG("ws_plan_init");
+  /* a plan whose counts were overwritten: refused, not read out of bounds */
+  const ws_role ok[] = {{"a", 2, WS_REGS_ENTRY, 1}};
+  CHECK_STATUS(ws_plan_init(&p, "ok", ok, 1, 0), WS_OK);
+  p.nuser_barriers = -5;
+  CHECK_STATUS(ws_plan_add_barrier(&p, "b", &id), WS_ERR_INVALID);
+  CHECK_STATUS(ws_plan_init(&p, "ok", ok, 1, 0), WS_OK);
   CHECK_STATUS(ws_plan_set_smem(&p, (size_t)-1), WS_ERR_INVALID);
-  CHECK_MSG("shared memory");
+  CHECK_MSG("18446744073709551615");
+  CHECK_STATUS(ws_plan_set_smem(&p, (size_t)INT_MAX + 1), WS_ERR_INVALID);
+  CHECK(p.smem_bytes == 0); /* a refused size leaves the old one */
+  CHECK_STATUS(ws_plan_set_smem(&p, (size_t)INT_MAX), WS_OK); /* the device check judges this one */
 }
 
 static void kernel_attrs(void) {
@@ -190,11 +228,9 @@ static void kernel_attrs(void) {
   ws_device_limits h200 = {0, "NVIDIA H200", 9, 0, 132, 232448, 65536, 1024, 60u << 20, 0};
   CHECK_STATUS(ws_plan_set_smem(&p, 200000), WS_OK);
   CHECK_STATUS(ws_plan_check_limits(&p, &h200), WS_OK);
-  ws_device_limits small = h200; /* a device with less shared memory than the plan wants */
-  small.smem_optin = 166912;
-  CHECK_STATUS(ws_plan_check_limits(&p, &small), WS_ERR_BUDGET);
-  CHECK_MSG("166912");
-  CHECK_STATUS(ws_plan_set_smem(&p, 240000), WS_ERR_INVALID); /* more than any sm_90 has */
+  CHECK_STATUS(ws_plan_set_smem(&p, 240000), WS_OK);
+  CHECK_STATUS(ws_plan_check_limits(&p, &h200), WS_ERR_BUDGET);
+  CHECK_MSG("232448");
   ws_device_limits a100 = h200;
   a100.cc_major = 8;
   CHECK_STATUS(ws_plan_check_limits(&p, &a100), WS_ERR_NO_DEVICE);
@@ -224,7 +260,8 @@ int main(void) {
   register_pool();
   threads_and_packing();
   barrier_allocator();
-  bounds();
+  field_bounds();
+  setter_bounds();
   kernel_attrs();
   print_table();
   return test_finish("test_plan");

@@ -5,7 +5,9 @@
  *   as the id file; a stale file of an earlier run and one of another job (ignored,
  *   then the fresh one is read); truncated, short-header and oversized files; the
  *   folder appearing late; two concurrent jobs, in one folder and in their default
- *   folders; cleanup after success and after a rank that exits early. */
+ *   folders; cleanup after success and after a rank that exits early; job keys that
+ *   agree on a long prefix or differ only in a character a file name cannot hold,
+ *   empty, too long or absent; a FIFO as the id file or the folder. */
 #define _GNU_SOURCE
 #include "../test.h"
 #include "../../src/comm/rendezvous.h"
@@ -86,13 +88,6 @@ static pid_t writer_after(const char *dir, const char *name, int delay_ms, const
     _exit(ws_rendezvous_put(dir, name, payload, sizeof payload) == WS_OK ? 0 : 1);
   }
   return p;
-}
-
-/* dir/<the file of "id" for job key> */
-static void id_path(char *out, size_t len, const char *dir, const char *key) {
-  char file[300];
-  CHECK(ws_rdv_file_name("id", key, file, sizeof file));
-  snprintf(out, len, "%s/%s", dir, file);
 }
 
 static int wait_ok(pid_t p) {
@@ -187,10 +182,12 @@ static void unsafe_folders(void) {
 }
 
 static void bad_files(void) {
-  char dir[512], path[600], got[sizeof payload];
+  char dir[512], path[900], got[sizeof payload];
   make_dir(dir, sizeof dir, "files");
   setenv("WS_RENDEZVOUS_KEY", "job-files", 1);
-  id_path(path, sizeof path, dir, "job-files"); /* the file of name "id" for this key */
+  char file[300];
+  CHECK(ws_rdv_file_name("id", "job-files", file, sizeof file) > 0); /* the file of name "id" for this key */
+  snprintf(path, sizeof path, "%s/%s", dir, file);
   setenv("WS_RENDEZVOUS_TIMEOUT_MS", "5000", 1);
   /* the id file as a symbolic link to a good-looking file elsewhere */
   char elsewhere[600];
@@ -251,9 +248,10 @@ static void timing_and_concurrency(void) {
   setenv("WS_RENDEZVOUS_KEY", "job-late", 1);
   CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
   CHECK(wait_ok(w));
-  char file[600];
-  id_path(file, sizeof file, dir, "job-late");
-  unlink(file);
+  char file[300], path[900];
+  CHECK(ws_rdv_file_name("id", "job-late", file, sizeof file) > 0);
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  unlink(path);
   rmdir(dir);
   /* two jobs, one folder: each reader gets its own job's file */
   make_dir(dir, sizeof dir, "shared");
@@ -321,70 +319,141 @@ static void early_exit(void) {
   setenv("WS_RENDEZVOUS_TIMEOUT_MS", "5000", 1);
   CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
   CHECK(wait_ok(w));
-  char file[600];
-  id_path(file, sizeof file, dir, "job-early");
-  unlink(file);
+  char file[300], path[900];
+  CHECK(ws_rdv_file_name("id", "job-early", file, sizeof file) > 0);
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  unlink(path);
   rmdir(dir);
 }
 
-/* Keys: the whole key counts (two keys sharing their first 63 characters, as PMIx
- * namespaces may, and two that differ only in characters a file name cannot hold, are
- * two jobs), an empty key and one of more than 255 bytes are refused. A FIFO planted as
- * the id file is an error at once, not a reader blocked in open(). */
-static void keys_and_fifo(void) {
-  char dir[512], path[700], got[sizeof payload];
+/* Keys are compared whole: keys that agree on their first 63 bytes, or that differ only
+ * in a character the file name cannot hold, are two jobs; an empty or too long key is
+ * an error; without any key the file is the bare name. */
+static void job_keys(void) {
+  char dir[512], got[sizeof payload];
   make_dir(dir, sizeof dir, "keys");
   setenv("WS_RENDEZVOUS_TIMEOUT_MS", "300", 1);
-  char long_a[200], long_b[200];
-  memset(long_a, 'p', 150);
-  long_a[150] = '\0';
-  memcpy(long_b, long_a, sizeof long_a);
-  long_a[100] = 'A';
-  long_b[100] = 'B';
-  const char *pairs[3][2] = {{long_a, long_b}, {"job/A", "job_A"}, {"job A", "job_A"}};
-  for (int i = 0; i < 3; i++) {
+  char long_a[128], long_b[128];
+  memset(long_a, 'n', 100);
+  memcpy(long_b, long_a, 100);
+  snprintf(long_a + 100, 28, "-job-A");
+  snprintf(long_b + 100, 28, "-job-B");
+  const char payload_b[sizeof payload] = "the other job's id";
+  const char *pairs[2][2] = {{long_a, long_b}, {"job/A", "job_A"}};
+  for (int i = 0; i < 2; i++) {
     setenv("WS_RENDEZVOUS_KEY", pairs[i][0], 1);
     CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_OK);
     setenv("WS_RENDEZVOUS_KEY", pairs[i][1], 1);
-    CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_TIMEOUT); /* not the other job's id */
-    setenv("WS_RENDEZVOUS_KEY", pairs[i][0], 1);
+    CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_TIMEOUT); /* A's id is not B's */
+    CHECK_STATUS(ws_rendezvous_put(dir, "id", payload_b, sizeof payload_b), WS_OK);
+    memset(got, 0, sizeof got);
     CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
-    CHECK_STATUS(ws_rendezvous_cleanup(dir, "id"), WS_OK);
+    CHECK(memcmp(got, payload_b, sizeof got) == 0);
+    setenv("WS_RENDEZVOUS_KEY", pairs[i][0], 1); /* B's put left A's file alone */
+    memset(got, 0, sizeof got);
+    CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
+    CHECK(memcmp(got, payload, sizeof got) == 0);
+    CHECK(count_entries(dir) == 2);
+    for (int j = 0; j < 2; j++) {
+      setenv("WS_RENDEZVOUS_KEY", pairs[i][j], 1);
+      CHECK_STATUS(ws_rendezvous_cleanup(dir, "id"), WS_OK);
+    }
+    CHECK(count_entries(dir) == 0);
   }
-  /* the same file name for both keys (a hash collision, or a name planted by hand): the
-   * header's whole key still tells them apart */
-  id_path(path, sizeof path, dir, long_a);
-  write_file(path, long_b, realtime_ns(), sizeof payload, 0, -1);
-  setenv("WS_RENDEZVOUS_KEY", long_a, 1);
-  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_TIMEOUT);
-  CHECK_MSG("another job");
-  unlink(path);
-  setenv("WS_RENDEZVOUS_KEY", "", 1);
-  CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_ERR_INVALID);
-  CHECK_MSG("no job key");
-  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_INVALID);
-  char huge[400];
-  memset(huge, 'k', 299);
-  huge[299] = '\0';
-  setenv("WS_RENDEZVOUS_KEY", huge, 1);
+  /* the longest key is kept whole in the header; one more byte is refused */
+  char longest[WS_RDV_KEY_MAX + 2];
+  memset(longest, 'k', WS_RDV_KEY_MAX);
+  longest[WS_RDV_KEY_MAX] = '\0';
+  setenv("WS_RENDEZVOUS_KEY", longest, 1);
+  CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_OK);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
+  char file[300], path[900];
+  CHECK(ws_rdv_file_name("id", longest, file, sizeof file) > 0);
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  ws_rdv_header h;
+  memset(&h, 0, sizeof h);
+  FILE *f = fopen(path, "rb");
+  CHECK(f != NULL && fread(&h, sizeof h, 1, f) == 1);
+  if (f) fclose(f);
+  CHECK(strncmp(h.key, longest, sizeof h.key) == 0);
+  CHECK(strlen(file) < 80); /* the name stays short whatever the key */
+  CHECK_STATUS(ws_rendezvous_cleanup(dir, "id"), WS_OK);
+  longest[WS_RDV_KEY_MAX] = 'k';
+  longest[WS_RDV_KEY_MAX + 1] = '\0';
+  setenv("WS_RENDEZVOUS_KEY", longest, 1);
   CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_ERR_INVALID);
   CHECK_MSG("at most 255");
-  /* a FIFO under the id's name: a clear error well inside the bound (the alarm ends a
-   * reader that blocks, which fails the test instead of hanging it) */
-  setenv("WS_RENDEZVOUS_KEY", "job-fifo", 1);
-  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "5000", 1);
-  id_path(path, sizeof path, dir, "job-fifo");
-  CHECK(mkfifo(path, 0600) == 0);
-  alarm(20);
-  const uint64_t t0 = realtime_ns();
   CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_INVALID);
-  CHECK_MSG("FIFO");
-  CHECK(realtime_ns() - t0 < 2000000000ull);
-  alarm(0);
-  unlink(path);
+  /* set but empty: refused at once, also where mpirun's job id could stand in */
+  setenv("WS_RENDEZVOUS_KEY", "", 1);
+  setenv("OMPI_MCA_ess_base_jobid", "4243", 1);
+  CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_ERR_INVALID);
+  CHECK_MSG("WS_RENDEZVOUS_KEY is set but empty");
+  time_t t0 = time(NULL);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_INVALID);
+  CHECK(time(NULL) - t0 < 2);
+  CHECK_STATUS(ws_rendezvous_cleanup(dir, "id"), WS_ERR_INVALID);
+  unsetenv("OMPI_MCA_ess_base_jobid");
+  CHECK(count_entries(dir) == 0);
+  /* no key at all (ranks started by hand with a folder): the file is the bare name */
+  unsetenv("WS_RENDEZVOUS_KEY");
+  unsetenv("PMIX_NAMESPACE");
+  CHECK(strcmp(ws_rendezvous_key(), "") == 0);
+  CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_OK);
+  snprintf(path, sizeof path, "%s/id", dir);
+  struct stat st;
+  CHECK(lstat(path, &st) == 0 && S_ISREG(st.st_mode));
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
+  setenv("WS_RENDEZVOUS_KEY", "job-keyed", 1); /* a keyed job does not take it */
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_TIMEOUT);
+  unsetenv("WS_RENDEZVOUS_KEY");
+  CHECK_STATUS(ws_rendezvous_cleanup(dir, "id"), WS_OK);
   CHECK(count_entries(dir) == 0);
   CHECK(rmdir(dir) == 0);
-  unsetenv("WS_RENDEZVOUS_KEY");
+}
+
+/* A FIFO where the id file should be: the reader must not block in open(). The read
+ * runs in a child with an alarm, so a regression kills the child, not the test. */
+static void fifo_as_id_file(void) {
+  char dir[512], file[300], path[900];
+  make_dir(dir, sizeof dir, "fifo");
+  setenv("WS_RENDEZVOUS_KEY", "job-fifo", 1);
+  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "3000", 1);
+  CHECK(ws_rdv_file_name("id", "job-fifo", file, sizeof file) > 0);
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  CHECK(mkfifo(path, 0600) == 0);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t p = fork();
+  if (p == 0) {
+    alarm(5);
+    char got[sizeof payload];
+    const time_t t0 = time(NULL);
+    const ws_status s = ws_rendezvous_get(dir, "id", got, sizeof got);
+    const int fast = time(NULL) - t0 < 2;
+    if (s != WS_ERR_INVALID || !strstr(ws_last_error(), "FIFO") || !fast)
+      fprintf(stderr, "fifo: %s after %lds: %s\n", ws_strerror(s), (long)(time(NULL) - t0), ws_last_error());
+    _exit(s == WS_ERR_INVALID && strstr(ws_last_error(), "FIFO") && fast ? 0 : 1);
+  }
+  int st = 0;
+  CHECK(waitpid(p, &st, 0) == p);
+  if (WIFSIGNALED(st)) fprintf(stderr, "fifo: the reader was killed by signal %d (blocked in open?)\n", WTERMSIG(st));
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  /* rank 0's put replaces it with a real file, which then reads */
+  char got[sizeof payload];
+  CHECK_STATUS(ws_rendezvous_put(dir, "id", payload, sizeof payload), WS_OK);
+  CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
+  CHECK_STATUS(ws_rendezvous_cleanup(dir, "id"), WS_OK);
+  /* a FIFO where the folder should be: not a directory, at once */
+  char fifo_dir[600];
+  snprintf(fifo_dir, sizeof fifo_dir, "%s/fifo-folder", dir);
+  CHECK(mkfifo(fifo_dir, 0600) == 0);
+  CHECK_STATUS(ws_rendezvous_put(fifo_dir, "id", payload, sizeof payload), WS_ERR_INVALID);
+  CHECK_MSG("not a directory");
+  CHECK_STATUS(ws_rendezvous_get(fifo_dir, "id", got, sizeof got), WS_ERR_INVALID);
+  unlink(fifo_dir);
+  CHECK(count_entries(dir) == 0);
+  CHECK(rmdir(dir) == 0);
 }
 
 static void arguments(void) {
@@ -410,7 +479,8 @@ int main(void) {
   bad_files();
   timing_and_concurrency();
   early_exit();
-  keys_and_fifo();
+  job_keys();
+  fifo_as_id_file();
   arguments();
   const int left = count_entries(base);
   if (left != 0) printf("left behind in %s: %d entries\n", base, left);
