@@ -606,6 +606,7 @@ static int check_page_wrap(void) {
   p.batch = 1; p.s_q = 1; p.heads = H; p.dim_qk = DQ; p.dim_v = DV; p.page_size = P;
   p.num_pages = 2; p.max_pages = 2; p.max_seqlen = len;
   p.q = dq; p.kv_cache = dkv; p.seqlens = dlen;
+  p.block_table = dt; p.o = dq; /* placeholders for the size query; each call below sets its own */
   size_t wsb = 0;
   WS_OK_OR_DIE(ws_mla_decode_workspace_size(&p, &wsb));
   if (wsb) CUDA_OK(cudaMalloc(&ws, wsb));
