@@ -46,7 +46,8 @@ typedef enum { WS_EP_BF16 = 0, WS_EP_FP8 = 1 } ws_ep_payload;
  * WS_GEMM_GROUPED_CONTIGUOUS), each expert padded to row_align, FP8 rows arrive with the
  * scales the sender gave. WS_EP_LOW_LATENCY (decode): x is always BF16; with the FP8
  * payload the sender quantises each row to E4M3 with 1 x 128 scales on the fly (the same
- * bits as ws_fp8_quantize_1x128); the receive layout is grouped-masked
+ * bits as ws_fp8_quantize_1x128: every received row's bytes and scales are compared with
+ * it, fresh Gaussian rows on every call, in tests/gpu/test_moe_idle.cu ll_bytes); the receive layout is grouped-masked
  * (WS_GEMM_GROUPED_MASKED): expert l owns rows l x m .. l x m + expert_counts[l] - 1 of
  * [local experts][m = nranks x max_tokens][hidden]; row_align is ignored. */
 typedef enum { WS_EP_NORMAL = 0, WS_EP_LOW_LATENCY = 1 } ws_ep_mode;
