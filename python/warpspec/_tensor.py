@@ -33,6 +33,9 @@ I32 = ("int32",)
 _SPAN_MAX = (1 << 63) - 1
 
 
+_TORCH_DTYPE_OF = {}  # torch dtype object -> our name, filled as dtypes are seen
+
+
 def _torch():
     return sys.modules.get("torch")
 
@@ -57,16 +60,22 @@ class View:
         self.obj = obj
         torch = _torch()
         if torch is not None and isinstance(obj, torch.Tensor):
-            if obj.device.type != "cuda":
-                raise invalid(f"{name}: a tensor on {obj.device}, must be on a CUDA device")
-            dt = _TORCH_DTYPES.get(str(obj.dtype))
+            # every decode step comes through here several times: one device object, the
+            # dtype looked up by the dtype object itself (str() of it is the slow part)
+            device = obj.device
+            if device.type != "cuda":
+                raise invalid(f"{name}: a tensor on {device}, must be on a CUDA device")
+            dt = _TORCH_DTYPE_OF.get(obj.dtype)
             if dt is None:
-                raise invalid(f"{name}: dtype {obj.dtype} is not supported here")
+                dt = _TORCH_DTYPES.get(str(obj.dtype))
+                if dt is None:
+                    raise invalid(f"{name}: dtype {obj.dtype} is not supported here")
+                _TORCH_DTYPE_OF[obj.dtype] = dt
             self.ptr = obj.data_ptr()
             self.shape = tuple(obj.shape)
-            self.strides = tuple(obj.stride())
+            self.strides = obj.stride()
             self.dtype = dt
-            self.device = obj.device.index if obj.device.index is not None else current_device()
+            self.device = device.index if device.index is not None else current_device()
             return
         cai = getattr(obj, "__cuda_array_interface__", None)
         if cai is None and hasattr(obj, "__dlpack__") and torch is not None:
@@ -246,15 +255,21 @@ def require_hopper(views, what):
     return dev
 
 
+_torch_cuda = False  # PyTorch sees a GPU (once true, it stays true)
+
+
 def stream_handle(stream, dev):
     """cudaStream_t for `stream`: None = PyTorch's current stream on dev (the default
     stream without PyTorch); an int; a torch.cuda.Stream; anything with
     __cuda_stream__ or .cuda_stream / .ptr."""
     if stream is None:
+        global _torch_cuda
         torch = _torch()
-        if torch is not None and torch.cuda.is_available():
-            return torch.cuda.current_stream(dev).cuda_stream
-        return 0
+        if torch is None:
+            return 0
+        if not _torch_cuda:  # asked until it is true (is_available asks NVML: microseconds a call)
+            _torch_cuda = torch.cuda.is_available()
+        return torch.cuda.current_stream(dev).cuda_stream if _torch_cuda else 0
     if isinstance(stream, int) and not isinstance(stream, bool):
         return _lib.as_int(stream, "stream", 0, _lib.PTR_MAX)
     if hasattr(stream, "__cuda_stream__"):

@@ -15,6 +15,7 @@ the handle's buffers, valid until the next dispatch; their row count is the wors
 sequence captures in a CUDA graph. sync_counts=True waits for the stream and returns
 the exact offsets on the host too (and reports expert ids out of range)."""
 
+import copy
 import ctypes
 from dataclasses import dataclass
 
@@ -143,7 +144,7 @@ class MoeDispatcher(Handle):
         if self._recv is None:
             self._recv = self._received(r)
         self._tokens = T
-        out = MoeReceived(**{k: getattr(self._recv, k) for k in self._recv.__dataclass_fields__})
+        out = copy.copy(self._recv)  # the same views each call; a fresh object for host_offsets
         if sync_counts:
             out.host_offsets = list(offs)
         return out
