@@ -35,8 +35,9 @@ for t in $types; do
   rc=$?
   notrun=$(grep -c "Not Run" "$log")
   # a skipped GPU test is a failure here unless it needs more GPUs than the machine has
-  skipped=$(grep -E "\(Skipped\)" "$log" | grep -E "gpu_|py_gpu" | grep -vE "2ranks|missing_peer|missing_rank|mismatch" || true)
-  if [ "$ngpu" -ge 2 ]; then skipped=$(grep -E "\(Skipped\)" "$log" | grep -E "gpu_|py_" || true); fi
+  skipped=$(grep -E "\(Skipped\)" "$log" | grep -E "gpu_|py_gpu" | grep -vE "[24]ranks|missing_peer|missing_rank|mismatch" || true)
+  if [ "$ngpu" -ge 2 ]; then skipped=$(grep -E "\(Skipped\)" "$log" | grep -E "gpu_|py_" | grep -v "4ranks" || true); fi
+  if [ "$ngpu" -ge 4 ]; then skipped=$(grep -E "\(Skipped\)" "$log" | grep -E "gpu_|py_" || true); fi
   passed=$(grep -E "tests passed" "$log")
   echo "make test [$t]: rc=$rc, $passed, not run: $notrun, $(( $(date +%s) - t0 )) s" | tee -a "$summary"
   [ -n "$skipped" ] && { echo "  skipped GPU tests on a GPU machine: $skipped" | tee -a "$summary"; rc=1; }
