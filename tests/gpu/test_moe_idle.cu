@@ -15,7 +15,7 @@
  *   calls in a row; the normal mode's FP8 rows the same way (sent as given).
  *
  * Every rank draws every rank's data from one seed (rank 0's, through the rendezvous). */
-#include "gpu_test.h"
+#include "comm_test.h"
 #include "warpspec/comm.h"
 #include "warpspec/fp8.h"
 #include "warpspec/moe.h"
@@ -290,29 +290,7 @@ static int bytes_case(ws_comm *comm, ws_ep_mode mode, int H, int E, int K, int T
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "all";
-  require_hopper();
-  int ndev = 0;
-  if (cudaGetDeviceCount(&ndev) != cudaSuccess) ndev = 0;
-  const char *n_env = getenv("WS_NRANKS");
-  if (!n_env) n_env = getenv("OMPI_COMM_WORLD_SIZE");
-  const int want = n_env ? atoi(n_env) : 1;
-  if (ws_comm_available() != WS_OK || (ndev < want && !getenv(WS_SHARE_GPU_ENV))) {
-    printf("needs NVSHMEM and %d GPUs (have %d): skipped\n", want, ndev);
-    return TEST_SKIP;
-  }
-  ws_comm *comm = NULL;
-  WS_OK_OR_DIE(ws_comm_init_from_env(&comm));
-  WS_OK_OR_DIE(ws_comm_rank(comm, &rank));
-  WS_OK_OR_DIE(ws_comm_size(comm, &nranks));
-  if (rank == 0) {
-    seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
-    WS_OK_OR_DIE(ws_rendezvous_put(NULL, "moe_idle.seed", &seed, sizeof seed));
-  } else {
-    WS_OK_OR_DIE(ws_rendezvous_get(NULL, "moe_idle.seed", &seed, sizeof seed));
-  }
-  WS_OK_OR_DIE(ws_comm_barrier(comm, 0));
-  WS_OK_OR_DIE(ws_sync(0));
-  if (rank == 0) WS_OK_OR_DIE(ws_rendezvous_cleanup(NULL, "moe_idle.seed"));
+  ws_comm *comm = comm_test_start("moe_idle.seed", &rank, &nranks, &seed);
   printf("rank %d of %d: seed %llu, mode %s\n", rank, nranks, (unsigned long long)seed, mode);
   const int all = !strcmp(mode, "all");
   if (all || !strcmp(mode, "idle")) {
