@@ -157,7 +157,9 @@ ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q
  * default at 192/128, where the overlap does not fit the registers).
  * WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap|overlap-pingpong forces one (the overlapped
  * ones at d 64 and 128 only) and WARPSPEC_ATTN_GRID=tiles launches one CTA per tile
- * instead of the persistent grid; both are read at each call, for measurements. */
+ * instead of the persistent grid; both are read at each call, for measurements. The varlen
+ * offsets are trusted; the validation mode (warpspec/check.h, WARPSPEC_CHECK=1) scans them
+ * first and names a bad entry. */
 ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream);
 
 /* Sparse MLA prefill on the GPU (sm_90a), DeepSeek-V3.2's shape: dim_qk 576, dim_v 512,
@@ -191,6 +193,7 @@ ws_status ws_mla_sparse_forward(const ws_mla_sparse_problem *p, cudaStream_t str
 ws_status ws_nsa_forward(const ws_nsa_problem *p, cudaStream_t stream);
 
 ws_status ws_mla_decode_workspace_size(const ws_mla_decode_problem *p, size_t *bytes);
+/* seqlens and block_table are trusted; the validation mode (warpspec/check.h) scans them. */
 ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void *workspace, size_t workspace_bytes,
                                 cudaStream_t stream);
 

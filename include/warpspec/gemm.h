@@ -67,7 +67,8 @@ ws_status ws_gemm_check(const ws_gemm_problem *p);
  * (BF16: 128 x 256 tiles, two warpgroups, 4 stages; FP8: 128 x 128 tiles, two
  * warpgroups, 6 stages, or 192 x 128 tiles, three warpgroups, 4 stages, whichever
  * ws_gemm_tile picks; scales promoted in fp32 per 128-wide K block). Group offsets /
- * counts are read on the device. */
+ * counts are read on the device, trusted; the validation mode (warpspec/check.h,
+ * WARPSPEC_CHECK=1) scans them first. */
 ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream);
 
 /* The output tile ws_gemm uses for p on a GPU with `sms` SMs (0: the current device's),

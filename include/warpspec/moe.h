@@ -107,7 +107,9 @@ ws_status ws_ep_destroy(ws_ep *ep); /* collective */
  * (-1: no expert, the slot is skipped), topk_weights [num_tokens][topk] fp32; all device
  * memory. recv (may be NULL) gets the layout. host_offsets: NULL for the graph-capturable
  * call; else the call waits for the stream and copies the exact expert offsets
- * (local_experts + 1 ints) there, and reports expert ids out of range as WS_ERR_INVALID. */
+ * (local_experts + 1 ints) there, and reports expert ids out of range as WS_ERR_INVALID.
+ * In the validation mode (warpspec/check.h) out-of-range ids are refused before any launch
+ * (a rank that refuses leaves its peers waiting into their bounded timeout). */
 ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_scale, const int *topk_idx, const float *topk_weights,
                          int num_tokens, ws_ep_recv *recv, int *host_offsets, cudaStream_t stream);
 
