@@ -245,7 +245,7 @@ static void ep_fill_args(const ws_ep *ep, ep_args *a) {
   a->src_rank = ep->src_rank; a->src_token = ep->src_token; a->src_slot = ep->src_slot; a->weight = ep->weight;
 }
 
-extern "C" const void *ep_kernel_args(const ws_ep *ep) { return &ep->args; }
+extern "C" const struct ep_args *ep_kernel_args(const ws_ep *ep) { return &ep->args; }
 
 extern "C" ws_status ep_launch(ws_ep *ep, int slot, const char *name, const ws_role *roles, int nroles, const void *func,
                                dim3 grid, cudaStream_t stream, void **args) {

@@ -52,7 +52,7 @@ typedef struct {
 } ep_meta;
 
 /* What every kernel of a call gets: the handle's geometry and device pointers. */
-typedef struct {
+typedef struct ep_args {
   int rank, nranks, L, topk, hidden, fp8, sms, max_tokens, max_rows, scale_ld, row_align, experts;
   int ll;                  /* low latency: bf16 in (quantised by the sender when fp8), masked layout */
   uint64_t inbox_row;

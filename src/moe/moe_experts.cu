@@ -1037,7 +1037,7 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
                "moe layer: topk_idx, topk_weights, x or out is NULL");
     WS_REQUIRE(io->ep || (io->entry_row && io->bad_id), "moe layer: entry_row or bad_id is NULL");
     if (io->ep) {
-      const ep_args *e = (const ep_args *)io->ep;
+      const ep_args *e = io->ep;
       WS_REQUIRE(e->topk == io->topk && e->L == p->groups && e->fp8 && !e->ll && e->max_tokens >= io->tokens &&
                      e->scale_ld == p->x_scale_ld && e->max_rows <= p->max_rows && (const void *)e->x == p->x,
                  "moe layer: the dispatch handle (top-%d, %d local experts, max %d tokens) does not match the layer "
@@ -1134,7 +1134,7 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     ly->expand_items = ly->reduce_items = ly->token_items;
     if (io->ep) { /* several ranks: at least one send and one gather item (their flags and
                    * acks); expand and reduce split what arrives, about as many rows as we send */
-      ly->ep = *(const ep_args *)io->ep;
+      ly->ep = *io->ep;
       ly->nranks = ly->ep.nranks;
       ly->send_items = ly->gather_items = ly->token_items > 0 ? ly->token_items : 1;
       const int share = ly->nranks * ly->send_items;

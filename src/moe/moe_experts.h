@@ -20,6 +20,8 @@ extern "C" {
  * into x / x_scale (the grouped layout: quantising BF16 rows on the way), and after the
  * experts sums each token's rows into `out`. offsets, x and x_scale of the problem are
  * then written by the kernel itself. */
+struct ep_args; /* the dispatch handle's kernel arguments: ep_internal.h */
+
 typedef struct {
   int tokens, topk;             /* T (0..max_tokens), K                                     */
   const int *topk_idx;          /* [T][K]: expert ids, -1 skips a slot                       */
@@ -32,7 +34,7 @@ typedef struct {
   /* several ranks (moe_layer_ep.cuh): the dispatch handle's kernel arguments
    * (ep_kernel_args); x, x_scale and offsets of the problem are then its receive layout,
    * and entry_row and bad_id are not used (the handle has its own) */
-  const void *ep;
+  const struct ep_args *ep;
 } moe_layer_io;
 
 /* The granule every expert's rows must be padded to, and the rows of the small tile
@@ -80,7 +82,7 @@ enum {
 
 size_t moe_experts_counter_words(int max_rows); /* with or without a layer */
 struct ws_ep;
-const void *ep_kernel_args(const struct ws_ep *ep); /* ep.cu: the kernels' ep_args of a handle */
+const struct ep_args *ep_kernel_args(const struct ws_ep *ep); /* ep.cu: the kernels' ep_args of a handle */
 ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream_t stream);
 
 #ifdef __cplusplus
