@@ -7,7 +7,7 @@
  * warp reduces the tile's amax, and lanes 0..7 copy the 128 bytes of rope. */
 #include "../core/internal.h"
 #include "../core/size_check.h"
-#include "../gemm/fp8_convert.cuh"
+#include "warpspec/device/fp8.cuh"
 #include "mla_fp8_scale.h"
 #include "warpspec/attention.h"
 

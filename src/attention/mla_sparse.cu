@@ -38,7 +38,7 @@
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
 #include "attn_device.cuh"
-#include "../gemm/fp8_convert.cuh"
+#include "warpspec/device/fp8.cuh"
 
 #include <cuda_bf16.h>
 #include <math.h>

@@ -12,7 +12,7 @@
 
 #include <cuda_bf16.h>
 
-#include "fp8_convert.cuh"
+#include "warpspec/device/fp8.cuh"
 
 /* scale_ld 0: scale[r][cols / 128]; else K-block-major scale[cols / 128][scale_ld]. */
 __global__ void __launch_bounds__(256) quantize_1x128_kernel(const __nv_bfloat16 *x, size_t rows, size_t cols, size_t ld,

@@ -4,7 +4,7 @@
 
 #include "ep_internal.h"
 #include "warpspec/device/warpspec.cuh"
-#include "../gemm/fp8_convert.cuh"
+#include "warpspec/device/fp8.cuh"
 #include "moe_sum.cuh"
 
 /* Where a transfer wait happened: what, which peer, this rank, the CTA, the epoch. */

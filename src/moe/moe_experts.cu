@@ -54,7 +54,7 @@
  * the SwiGLU is swiglu.cuh's: the layer's output equals the unfused path's bit for bit. */
 #include "../core/internal.h"
 #include "../core/size_check.h"
-#include "../gemm/fp8_convert.cuh"
+#include "warpspec/device/fp8.cuh"
 #include "../gemm/fp8_mma.cuh"
 #include "../gemm/gemm_epilogue.cuh"
 #include "../gemm/gemm_loader.cuh"

@@ -25,7 +25,7 @@
 #ifndef WARPSPEC_MOE_LAYER_ITEMS_CUH
 #define WARPSPEC_MOE_LAYER_ITEMS_CUH
 
-#include "../gemm/fp8_convert.cuh"
+#include "warpspec/device/fp8.cuh"
 #include "ep_internal.h"
 #include "moe_experts.h"
 #include "moe_sum.cuh"

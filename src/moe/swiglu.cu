@@ -5,7 +5,7 @@
  * every value e4m3(a x (1 / scale)) -- swiglu.cuh's steps, the fused kernel's bits. */
 #include "../core/internal.h"
 #include "../core/size_check.h"
-#include "../gemm/fp8_convert.cuh"
+#include "warpspec/device/fp8.cuh"
 #include "swiglu.cuh"
 #include "swiglu_internal.h"
 #include "warpspec/moe.h"

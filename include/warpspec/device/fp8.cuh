@@ -1,9 +1,10 @@
-/* fp8_convert.cuh - the device side of the 1 x 128 quantisation, shared by the quantiser
- * kernels and the MoE low-latency dispatch, so both give the same bits as
- * ws_fp8_quantize_1x128_host: scale = amax / 448 (1 for an all-zero block), each value
- * e4m3(x / scale), round to nearest even, saturating. */
-#ifndef WARPSPEC_FP8_CONVERT_CUH
-#define WARPSPEC_FP8_CONVERT_CUH
+/* warpspec/device/fp8.cuh - the FP8 (E4M3) codec on the device: conversions both ways and
+ * the 1 x 128 block quantisation, one definition for every kernel that quantises or reads
+ * FP8 (the quantisers, GEMM-side consumers, the MoE dispatch and layer, the MLA cache), so
+ * all give the same bits as ws_fp8_quantize_1x128_host: scale = amax / 448 (1 for an
+ * all-zero block), each value e4m3(x / scale), round to nearest even, saturating. */
+#ifndef WARPSPEC_DEVICE_FP8_CUH
+#define WARPSPEC_DEVICE_FP8_CUH
 
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
