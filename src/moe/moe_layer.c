@@ -6,6 +6,7 @@
  * ranks over the dispatch handle's symmetric buffers (moe_layer_ep.cuh). */
 #include "../core/index_check.h"
 #include "../core/internal.h"
+#include "../core/size_check.h"
 #include "warpspec/check.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
@@ -102,7 +103,7 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
     ec.num_sms = ec.num_sms < WS_EP_MAX_SMS ? ec.num_sms : WS_EP_MAX_SMS;
   }
   if ((s = ws_comm_size(comm, &n)) != WS_OK || (s = ws_ep_config_check(&ec, n)) != WS_OK) return s;
-  WS_REQUIRE(ws_ep_max_rows(&ec, n) <= (1u << 30), "ws_moe_layer_create: %zu receive rows (max_tokens %d, top-%d, %d "
+  WS_REQUIRE(ws_ep_max_rows(&ec, n) <= (size_t)WS_EXTENT_MAX, "ws_moe_layer_create: %zu receive rows (max_tokens %d, top-%d, %d "
              "ranks), at most 2^30 (the expert GEMMs' m)", ws_ep_max_rows(&ec, n), cfg->max_tokens, cfg->topk, n);
   ws_moe_layer *l = (ws_moe_layer *)calloc(1, sizeof *l);
   if (!l) return ws_fail(WS_ERR_NOMEM, "ws_moe_layer_create: out of host memory");
@@ -238,8 +239,10 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
   const size_t H = (size_t)l->cfg.hidden, I = (size_t)l->cfg.inter;
   const ws_moe_path path = layer_path(l, tokens);
   ws_status s;
-  if (ws_check_mode() && (s = ws_index_check_range("ws_moe_layer_forward (validation)", "topk_idx", topk_idx,
-                                                     (long long)tokens * l->cfg.topk, 0, l->cfg.experts, -1, stream)) != WS_OK)
+  /* the validation mode's expert-id scan: ws_ep_dispatch does it on the other paths */
+  if (path == WS_MOE_FUSED_LAYER && ws_check_mode() &&
+      (s = ws_index_check_range("ws_moe_layer_forward (validation)", "topk_idx", topk_idx, (long long)tokens * l->cfg.topk,
+                                0, l->cfg.experts, -1, stream)) != WS_OK)
     return s;
   STAGE_DONE(0);
   if (path == WS_MOE_FUSED_LAYER) { /* everything in one kernel, BF16 rows quantised inside; its launcher checks the inputs */
