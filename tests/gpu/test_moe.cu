@@ -19,6 +19,7 @@
  * Every rank draws every rank's routing and data from one shared seed, so each can
  * compute its own reference. */
 #include "comm_test.h"
+#include "moe_test_data.h"
 #include "warpspec/comm.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
@@ -36,12 +37,6 @@
 static int rank, nranks;
 static uint64_t seed;
 
-/* A small deterministic hash for the values every rank must agree on. */
-static __host__ __device__ uint32_t mix(uint64_t a) {
-  a ^= a >> 33; a *= 0xff51afd7ed558ccdull; a ^= a >> 33; a *= 0xc4ceb9fe1a85ec53ull; a ^= a >> 33;
-  return (uint32_t)a;
-}
-static __host__ __device__ float unit(uint64_t a) { return (float)(mix(a) % 2001) / 1000.0f - 1.0f; } /* [-1, 1] */
 
 /* The expert output of (rank, token, expert) at column c, as a float that is exactly a
  * bf16 value (a multiple of 1/1000 in [-1, 1] rounded to bf16 on both sides). */
@@ -366,17 +361,6 @@ static void bench(ws_comm *comm, int H, int E, int K, int T, ws_ep_payload paylo
 }
 
 /* ||got - ref|| / ||ref|| over n bf16 outputs; NaNs (unwritten, poisoned) counted apart. */
-static double rel_err_bf16(const uint16_t *got, const double *ref, size_t n, long *nan_count) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < n; i++) {
-    const double g = ws_bf16_to_float(got[i]);
-    if (isnan(g)) { (*nan_count)++; continue; }
-    num += (g - ref[i]) * (g - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return sqrt(num / (den > 0 ? den : 1));
-}
-
 /* "gemm": the MoE pipeline the layouts exist for. Dispatch FP8 tokens, ws_gemm over the
  * received layout as it stands (grouped contiguous, K-block-major scales, offsets on the
  * device) with each expert's FP8 weights, combine; against the float64 MoE on the same
@@ -498,17 +482,9 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T, rout
   float *xs = (float *)host_alloc((size_t)T * hb, sizeof(float), 0);
   for (size_t i = 0; i < (size_t)T * H; i++) f[i] = unit(seed ^ 0x4321ull ^ ((uint64_t)rank << 40) ^ i) * 2.0f;
   WS_OK_OR_DIE(ws_fp8_quantize_1x128_host(f, (size_t)T, (size_t)H, (size_t)H, xq, xs));
-  uint8_t *w1 = (uint8_t *)host_alloc((size_t)E * 2 * I * H, 1, 0), *w2 = (uint8_t *)host_alloc((size_t)E * H * I, 1, 0);
-  float *w1s = (float *)host_alloc((size_t)E * 2 * ib * hb, sizeof(float), 0);
-  float *w2s = (float *)host_alloc((size_t)E * hb * ib, sizeof(float), 0);
-  for (int e = 0; e < E; e++) {
-    for (size_t i = 0; i < (size_t)2 * I * H; i++) f[i] = unit(seed ^ 0xA1ull ^ ((uint64_t)e << 40) ^ i) * 0.1f;
-    WS_OK_OR_DIE(ws_fp8_quantize_128x128_host(f, (size_t)2 * I, (size_t)H, (size_t)H, w1 + (size_t)e * 2 * I * H,
-                                              w1s + (size_t)e * 2 * ib * hb));
-    for (size_t i = 0; i < (size_t)H * I; i++) f[i] = unit(seed ^ 0xA2ull ^ ((uint64_t)e << 40) ^ i) * 0.1f;
-    WS_OK_OR_DIE(ws_fp8_quantize_128x128_host(f, (size_t)H, (size_t)I, (size_t)I, w2 + (size_t)e * H * I,
-                                              w2s + (size_t)e * hb * ib));
-  }
+  uint8_t *w1, *w2;
+  float *w1s, *w2s;
+  moe_test_weights(seed, E, H, I, &w1, &w1s, &w2, &w2s);
   double *ref = (double *)host_alloc((size_t)T * H, sizeof(double), 0);
   WS_OK_OR_DIE(ws_moe_reference(&sh, T, xq, xs, idx, w, w1, w1s, w2, w2s, ref));
   const size_t R = ws_ep_max_rows(&cfg, nranks), ld = (R + 3) / 4 * 4;

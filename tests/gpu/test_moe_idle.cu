@@ -16,6 +16,7 @@
  *
  * Every rank draws every rank's data from one seed (rank 0's, through the rendezvous). */
 #include "comm_test.h"
+#include "moe_test_data.h"
 #include "warpspec/comm.h"
 #include "warpspec/fp8.h"
 #include "warpspec/moe.h"
@@ -28,11 +29,6 @@
 static int rank, nranks;
 static uint64_t seed;
 
-static uint32_t mix(uint64_t a) {
-  a ^= a >> 33; a *= 0xff51afd7ed558ccdull; a ^= a >> 33; a *= 0xc4ceb9fe1a85ec53ull; a ^= a >> 33;
-  return (uint32_t)a;
-}
-static float unit(uint64_t a) { return (float)(mix(a) % 2001) / 1000.0f - 1.0f; } /* [-1, 1] */
 /* A standard normal (Box-Muller) from two hashes: what torch.randn gives a harness. */
 static float gauss(uint64_t a) {
   const double u1 = ((double)mix(a) + 1.0) / 4294967297.0, u2 = (double)mix(a ^ 0x5555ull) / 4294967296.0;
@@ -53,35 +49,15 @@ static void make_routing(int E, int K, int r, int T, uint64_t salt, int *idx, fl
     }
 }
 
-static double rel_err_bf16(const uint16_t *got, const double *ref, size_t n, long *nan_count) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < n; i++) {
-    const double g = ws_bf16_to_float(got[i]);
-    if (isnan(g)) { (*nan_count)++; continue; }
-    num += (g - ref[i]) * (g - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return sqrt(num / (den > 0 ? den : 1));
-}
-
 /* ---- "idle" -------------------------------------------------------------------------- */
 static int idle_case(ws_comm *comm, const int *tokens, const char *name) {
   const int H = 512, I = 256, E = 8 * nranks, K = 4, L = E / nranks, hb = H / 128, ib = I / 128, MAXT = 96;
   const int T = tokens[rank];
   const ws_moe_shape sh = {H, I, E, K};
   /* every expert's weights (the reference needs them all; this rank uploads its own) */
-  float *f = (float *)host_alloc((size_t)2 * I * H, sizeof(float), 0);
-  uint8_t *w1 = (uint8_t *)host_alloc((size_t)E * 2 * I * H, 1, 0), *w2 = (uint8_t *)host_alloc((size_t)E * H * I, 1, 0);
-  float *w1s = (float *)host_alloc((size_t)E * 2 * ib * hb, sizeof(float), 0);
-  float *w2s = (float *)host_alloc((size_t)E * hb * ib, sizeof(float), 0);
-  for (int e = 0; e < E; e++) {
-    for (size_t i = 0; i < (size_t)2 * I * H; i++) f[i] = unit(seed ^ 0xA1ull ^ ((uint64_t)e << 40) ^ i) * 0.1f;
-    WS_OK_OR_DIE(ws_fp8_quantize_128x128_host(f, (size_t)2 * I, (size_t)H, (size_t)H, w1 + (size_t)e * 2 * I * H,
-                                              w1s + (size_t)e * 2 * ib * hb));
-    for (size_t i = 0; i < (size_t)H * I; i++) f[i] = unit(seed ^ 0xA2ull ^ ((uint64_t)e << 40) ^ i) * 0.1f;
-    WS_OK_OR_DIE(ws_fp8_quantize_128x128_host(f, (size_t)H, (size_t)I, (size_t)I, w2 + (size_t)e * H * I,
-                                              w2s + (size_t)e * hb * ib));
-  }
+  uint8_t *w1, *w2;
+  float *w1s, *w2s;
+  moe_test_weights(seed, E, H, I, &w1, &w1s, &w2, &w2s);
   void *dW1, *dW1s, *dW2, *dW2s;
   CUDA_OK(cudaMalloc(&dW1, (size_t)L * 2 * I * H));
   CUDA_OK(cudaMalloc(&dW1s, (size_t)L * 2 * ib * hb * 4));
@@ -197,7 +173,7 @@ static int idle_case(ws_comm *comm, const int *tokens, const char *name) {
   }
   void *bufs[] = {dW1, dW1s, dW2, dW2s, dx, dxs, di, dw, dout};
   for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
-  free(f); free(w1); free(w2); free(w1s); free(w2s); free(idx); free(w); free(xq); free(xs); free(xf); free(ref);
+  free(w1); free(w2); free(w1s); free(w2s); free(idx); free(w); free(xq); free(xs); free(xf); free(ref);
   free(got); free(first);
   return ok;
 }
