@@ -54,6 +54,19 @@ typedef struct {
   void *workspace;           /* optional, 16-byte aligned device memory: with it, a dense */
   size_t workspace_bytes;    /* problem with few rows splits K (ws_gemm_workspace_size) */
   int a_scale_ld;            /* FP8: 0 = a_scale[row][k / 128]; > 0 = a_scale[k / 128][a_scale_ld] */
+  /* Gathered A (optional; zero: A's rows are D's rows). With a_rows, D row r reads row
+   * a_rows[r] of an A of a_rows_total rows a_row_bytes apart (0: k x the element size; a
+   * multiple of 16), and, FP8, the scales of that row: a_scale[a_rows[r] x a_scale_stride
+   * + k / 128] (a_scale_stride in floats, 0: k / 128; a_scale_ld must be 0). a_rows[r] = -1
+   * marks a row whose output is not wanted (padding): it reads A row 0 and its D row holds
+   * whatever that gives. The loader fetches each row of a tile with its own TMA copy, so
+   * rows may stay where another kernel put them: ws_ep's index receive layout
+   * (WS_EP_RECV_INDEX) is read in place this way, no copy into a contiguous A. Device
+   * memory, read on the GPU. */
+  const int *a_rows;
+  int a_rows_total;
+  int a_scale_stride;
+  size_t a_row_bytes;
 } ws_gemm_problem;
 
 /* Shape and argument checks, no GPU: K a multiple of 128 (FP8) or 64 (BF16), N a

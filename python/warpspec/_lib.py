@@ -251,7 +251,8 @@ class GemmProblem(ctypes.Structure):
         ("groups", ctypes.c_int), ("a", ctypes.c_void_p), ("b", ctypes.c_void_p), ("d", ctypes.c_void_p),
         ("a_scale", ctypes.c_void_p), ("b_scale", ctypes.c_void_p), ("group_offsets", ctypes.c_void_p),
         ("group_rows", ctypes.c_void_p), ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_size_t),
-        ("a_scale_ld", ctypes.c_int),
+        ("a_scale_ld", ctypes.c_int), ("a_rows", ctypes.c_void_p), ("a_rows_total", ctypes.c_int),
+        ("a_scale_stride", ctypes.c_int), ("a_row_bytes", ctypes.c_size_t),
     ]
 
 

@@ -27,6 +27,9 @@ ws_status ws_gemm_validate(const ws_gemm_problem *p, cudaStream_t stream) {
   ws_status s = ws_gemm_check(p);
   if (s != WS_OK) return s;
   const char *fn = "ws_gemm (validation)";
+  if (p->a_rows && (s = ws_index_check_range(fn, "a_rows", p->a_rows, (long long)ws_gemm_rows(p), 0, p->a_rows_total, -1,
+                                             stream)) != WS_OK)
+    return s;
   if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS)
     return ws_index_check_offsets(fn, "group_offsets", p->group_offsets, p->groups, -1, p->m, -1, stream);
   if (p->layout == WS_GEMM_GROUPED_MASKED)

@@ -32,8 +32,10 @@ typedef struct {
   float *partial;       /* split-K: [splits][rows][n] fp32 partial sums, else NULL */
   const float *a_scale; /* FP8 only: a_scale[row * a_rs + kblock * a_ks] */
   const float *b_scale;
+  const int *a_rows;    /* gathered A: D row r reads A row a_rows[r] (-1: row 0); map_a's box is one row */
   int k;
-  uint32_t a_rs, a_ks;  /* a_scale strides (elements): (k / 128, 1) row-major, (1, a_scale_ld) K-block-major */
+  uint32_t a_rs, a_ks;  /* a_scale strides (elements): (k / 128, 1) row-major, (1, a_scale_ld) K-block-major,
+                         * (a_scale_stride, 1) gathered (by A row) */
   int scale_tma;        /* FP8: the loader brings each K block's scales into its stage (gemm_loader.cuh) */
   long long rows;       /* rows of A and D */
   gemm_shape shape;

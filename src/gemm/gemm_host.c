@@ -45,7 +45,7 @@ ws_status ws_gemm_check(const ws_gemm_problem *p) {
   if (fp8) {
     WS_REQUIRE(p->a_scale != NULL && p->b_scale != NULL, "ws_gemm: FP8 needs a_scale (1 x 128 blocks) and b_scale "
                "(128 x 128 blocks)");
-    WS_REQUIRE(aligned16(p->a_scale) && aligned16(p->b_scale), "ws_gemm: scales must be 16-byte aligned");
+    WS_REQUIRE((p->a_rows || aligned16(p->a_scale)) && aligned16(p->b_scale), "ws_gemm: scales must be 16-byte aligned");
     WS_REQUIRE(p->a_scale_ld == 0 || (p->a_scale_ld > 0 && (size_t)p->a_scale_ld >= ws_gemm_rows(p) && p->a_scale_ld % 4 == 0),
                "ws_gemm: a_scale_ld %d must be 0 (row-major scales) or >= the %zu rows and a multiple of 4",
                p->a_scale_ld, ws_gemm_rows(p));
@@ -56,6 +56,28 @@ ws_status ws_gemm_check(const ws_gemm_problem *p) {
     WS_REQUIRE(sa < ((uint64_t)1 << 32) && sb < ((uint64_t)1 << 32),
                "ws_gemm: %llu activation and %llu weight scales; at most 2^32 - 1 each", (unsigned long long)sa,
                (unsigned long long)sb);
+  }
+  if (p->a_rows) { /* gathered A */
+    const size_t row_min = (size_t)p->k * (fp8 ? 1u : 2u);
+    WS_REQUIRE(((uintptr_t)p->a_rows & 3u) == 0, "ws_gemm: a_rows %p is not 4-byte aligned", (const void *)p->a_rows);
+    WS_REQUIRE(p->a_rows_total >= 1, "ws_gemm: a_rows is set but a_rows_total is %d (the rows of the gathered A, >= 1)",
+               p->a_rows_total);
+    WS_REQUIRE(p->a_row_bytes == 0 || (p->a_row_bytes >= row_min && p->a_row_bytes % 16 == 0 &&
+                                       p->a_row_bytes <= ((size_t)1 << 39)),
+               "ws_gemm: a_row_bytes %zu must be 0 (k x element = %zu) or at least %zu and a multiple of 16 (TMA's "
+               "row stride)", p->a_row_bytes, row_min, row_min);
+    if (fp8) {
+      WS_REQUIRE(p->a_scale_ld == 0, "ws_gemm: a gathered A takes row-major scales (a_scale_stride), a_scale_ld must be 0");
+      WS_REQUIRE(p->a_scale_stride == 0 || p->a_scale_stride >= p->k / 128,
+                 "ws_gemm: a_scale_stride %d must be 0 or at least the %d K blocks", p->a_scale_stride, p->k / 128);
+      const uint64_t sa = (uint64_t)p->a_rows_total * (uint64_t)(p->a_scale_stride ? p->a_scale_stride : p->k / 128);
+      WS_REQUIRE(sa < ((uint64_t)1 << 32), "ws_gemm: %d gathered rows x %d scales a row: at most 2^32 - 1",
+                 p->a_rows_total, p->a_scale_stride ? p->a_scale_stride : p->k / 128);
+      WS_REQUIRE(((uintptr_t)p->a_scale & 3u) == 0, "ws_gemm: a_scale must be 4-byte aligned");
+    }
+  } else {
+    WS_REQUIRE(p->a_rows_total == 0 && p->a_row_bytes == 0 && p->a_scale_stride == 0,
+               "ws_gemm: a_rows_total, a_row_bytes and a_scale_stride are for a gathered A (a_rows is NULL)");
   }
   /* the tile schedule counts work items (tiles of at least 128 x 128, up to 16 K slices)
    * in 32 bits */
@@ -111,11 +133,15 @@ static void gemm_ref_row(void *ctx, int item, int worker) {
     }
   }
   const size_t boff = (size_t)g * n * k;
+  /* A's row: r, or gathered (a_rows, -1: row 0) at its own stride, the scales with it */
+  const size_t es = fp8 ? 1 : 2, ar = p->a_rows ? (size_t)(p->a_rows[r] < 0 ? 0 : p->a_rows[r]) : r;
+  const size_t a_stride = p->a_rows && p->a_row_bytes ? p->a_row_bytes / es : k;
+  const size_t s_stride = p->a_rows && p->a_scale_stride ? (size_t)p->a_scale_stride : kb;
   for (size_t c = 0; c < n; c++) {
     double acc = 0.0;
     for (size_t kk = 0; kk < k; kk++) {
-      double x = element(p, p->a, r * k + kk) * element(p, p->b, boff + c * k + kk);
-      if (fp8) x *= (double)p->a_scale[p->a_scale_ld ? (kk / 128) * (size_t)p->a_scale_ld + r : r * kb + kk / 128] *
+      double x = element(p, p->a, ar * a_stride + kk) * element(p, p->b, boff + c * k + kk);
+      if (fp8) x *= (double)p->a_scale[p->a_scale_ld ? (kk / 128) * (size_t)p->a_scale_ld + r : ar * s_stride + kk / 128] *
                     (double)p->b_scale[((size_t)g * (n / 128) + c / 128) * kb + kk / 128];
       acc += x;
     }
@@ -136,6 +162,9 @@ ws_status ws_gemm_reference(const ws_gemm_problem *p, double *d) {
   }
   const size_t rows = ws_gemm_rows(p);
   WS_REQUIRE(rows <= (size_t)INT_MAX, "ws_gemm_reference: %zu rows", rows);
+  for (size_t r = 0; p->a_rows && r < rows; r++)
+    WS_REQUIRE(p->a_rows[r] >= -1 && p->a_rows[r] < p->a_rows_total, "ws_gemm_reference: a_rows[%zu] = %d, must be -1 .. %d",
+               r, p->a_rows[r], p->a_rows_total - 1);
   gemm_ref_job j = {p, d};
   ws_parallel_for((int)rows, ws_host_workers(), gemm_ref_row, &j);
   return WS_OK;

@@ -58,9 +58,13 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, c
   if (s != WS_OK) return s;
   ws_tmap ma, mb;
   const uint64_t stride = (uint64_t)p->k * k->elem;
-  if ((s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, rows, (uint64_t)p->k, stride, (uint32_t)k->bm, (uint32_t)k->bk,
-                               WS_SWIZZLE_128B)) != WS_OK)
-    return s;
+  /* A gathered row by row (gemm_loader.cuh): a box of one row, each at its own index */
+  if (p->a_rows) s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, (uint64_t)p->a_rows_total, (uint64_t)p->k,
+                                         p->a_row_bytes ? (uint64_t)p->a_row_bytes : stride, 1, (uint32_t)k->bk,
+                                         WS_SWIZZLE_128B);
+  else s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, rows, (uint64_t)p->k, stride, (uint32_t)k->bm, (uint32_t)k->bk,
+                               WS_SWIZZLE_128B);
+  if (s != WS_OK) return s;
   if ((s = ws_tmap_2d_swizzled(&mb, p->b, k->dtype, (uint64_t)p->n * (uint64_t)p->groups, (uint64_t)p->k, stride,
                                (uint32_t)k->bn, (uint32_t)k->bk, WS_SWIZZLE_128B)) != WS_OK)
     return s;
@@ -71,8 +75,9 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, c
   gemm_args a;
   memset(&a, 0, sizeof a);
   const uint64_t kblocks = (uint64_t)p->k / 128;
-  a.a_rs = p->a_scale_ld ? 1u : (uint32_t)kblocks;
+  a.a_rs = p->a_scale_ld ? 1u : p->a_scale_stride ? (uint32_t)p->a_scale_stride : (uint32_t)kblocks;
   a.a_ks = p->a_scale_ld ? (uint32_t)p->a_scale_ld : 1u;
+  a.a_rows = p->a_rows;
   /* Scales into the stages by TMA: K-block-major activation scales (one contiguous run of
    * the tile's rows per K block) and 16-byte rows of weight scales (k a multiple of 512). */
   if (k->smem_scales && p->a_scale_ld > 0 && kblocks % 4 == 0) {

@@ -116,7 +116,7 @@ static void reference(void) {
   for (int i = 0; i < M * K; i++) a[i] = ws_float_to_bf16((float)(urand() - 0.5));
   for (int i = 0; i < G * N * K; i++) b[i] = ws_float_to_bf16((float)(urand() - 0.5));
   const int off[G + 1] = {0, 4, 4, 5};
-  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, M, N, K, G, a, b, NULL, NULL, NULL, off, NULL, NULL, 0, 0};
+  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, M, N, K, G, a, b, NULL, NULL, NULL, off, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   p.d = (void *)(uintptr_t)0x100; /* checked for alignment and presence only */
   CHECK_STATUS(ws_gemm_reference(&p, d), WS_OK);
   CHECK(ws_gemm_group_of_row(off, G, 0) == 0 && ws_gemm_group_of_row(off, G, 3) == 0);
@@ -142,7 +142,7 @@ static void reference(void) {
   for (int i = 0; i < FG * FM * 2; i++) sa[i] = (float)(0.5 + urand());
   for (int i = 0; i < FG * 2; i++) sb[i] = (float)(0.5 + urand());
   const int rows[FG] = {2, 0};
-  ws_gemm_problem f = {WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, FM, FN, FK, FG, qa, qb, (void *)(uintptr_t)0x100, sa, sb, NULL, rows, NULL, 0, 0};
+  ws_gemm_problem f = {WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, FM, FN, FK, FG, qa, qb, (void *)(uintptr_t)0x100, sa, sb, NULL, rows, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK(ws_gemm_rows(&f) == FG * FM);
   CHECK_STATUS(ws_gemm_reference(&f, fd), WS_OK);
   double e2 = 0;
@@ -173,7 +173,7 @@ static void reference(void) {
 static void checks(void) {
   char *x = (char *)(uintptr_t)0x1000;
   const int off[2] = {0, 8};
-  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0, 0};
+  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm_check(&p), WS_OK);
   CHECK_STATUS(ws_gemm_check(NULL), WS_ERR_INVALID);
   p.k = 200;
@@ -204,7 +204,7 @@ static void checks(void) {
   p.type = (ws_gemm_type)5;
   CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
   /* K-block-major activation scales: a_scale_ld at least the rows, a multiple of 4 */
-  ws_gemm_problem q = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0, 64};
+  ws_gemm_problem q = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0, 64, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm_check(&q), WS_OK);
   q.a_scale_ld = 60;
   CHECK_STATUS(ws_gemm_check(&q), WS_ERR_INVALID);
@@ -213,6 +213,73 @@ static void checks(void) {
   CHECK_STATUS(ws_gemm_check(&q), WS_ERR_INVALID);
   q.a_scale_ld = -4;
   CHECK_STATUS(ws_gemm_check(&q), WS_ERR_INVALID);
+  /* gathered A: the index, its extent, the row stride, row-major scales */
+  const int *idx = (const int *)(uintptr_t)0x2000;
+  ws_gemm_problem g = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+  g.a_rows = idx;
+  CHECK_STATUS(ws_gemm_check(&g), WS_ERR_INVALID);
+  CHECK_MSG("a_rows_total is 0");
+  g.a_rows_total = 100;
+  CHECK_STATUS(ws_gemm_check(&g), WS_OK);
+  g.a_row_bytes = 520;
+  CHECK_STATUS(ws_gemm_check(&g), WS_ERR_INVALID);
+  CHECK_MSG("a_row_bytes 520");
+  g.a_row_bytes = 496;
+  CHECK_STATUS(ws_gemm_check(&g), WS_ERR_INVALID);
+  g.a_row_bytes = 7536;
+  CHECK_STATUS(ws_gemm_check(&g), WS_OK);
+  g.a_scale_stride = 3;
+  CHECK_STATUS(ws_gemm_check(&g), WS_ERR_INVALID);
+  CHECK_MSG("a_scale_stride 3");
+  g.a_scale_stride = 1884;
+  CHECK_STATUS(ws_gemm_check(&g), WS_OK);
+  g.a_scale_ld = 64;
+  CHECK_STATUS(ws_gemm_check(&g), WS_ERR_INVALID);
+  CHECK_MSG("a_scale_ld must be 0");
+  g.a_scale_ld = 0;
+  g.a_rows = (const int *)(uintptr_t)0x2002;
+  CHECK_STATUS(ws_gemm_check(&g), WS_ERR_INVALID);
+  CHECK_MSG("4-byte aligned");
+  g.a_rows = NULL;
+  CHECK_STATUS(ws_gemm_check(&g), WS_ERR_INVALID);
+  CHECK_MSG("a_rows is NULL");
+}
+
+/* The float64 reference of a gathered A (rows shuffled into a wider source, one row -1)
+ * equals the reference of the plain A, row by row; the -1 row reads source row 0. */
+static void gathered_reference(void) {
+  enum { M = 5, N = 128, K = 256, TOTAL = 9, ROW = K + 32, SST = 4 };
+  static uint8_t a[M * K], src[TOTAL * ROW], b[N * K];
+  static float sa[M * 2], ssrc[TOTAL * SST], sb[2];
+  const int perm[M] = {7, 2, 0, 5, 8}, idx[M] = {7, 2, -1, 5, 8};
+  for (int i = 0; i < M * K; i++) a[i] = (uint8_t)(0x30 + (i * 37) % 0x40);
+  for (int i = 0; i < N * K; i++) b[i] = (uint8_t)(0x30 + (i * 11) % 0x40);
+  for (int i = 0; i < M * 2; i++) sa[i] = 0.25f * (float)(1 + i % 5);
+  sb[0] = 0.5f; sb[1] = 2.0f;
+  for (int i = 0; i < TOTAL * ROW; i++) src[i] = (uint8_t)(0x31 + i % 0x33);
+  for (int i = 0; i < TOTAL * SST; i++) ssrc[i] = 0.125f * (float)(1 + i % 3);
+  for (int r = 0; r < M; r++) {
+    memcpy(src + (size_t)perm[r] * ROW, a + (size_t)r * K, K);
+    ssrc[perm[r] * SST] = sa[r * 2];
+    ssrc[perm[r] * SST + 1] = sa[r * 2 + 1];
+  }
+  static double want[M * N], got[M * N], row0[M * N];
+  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, M, N, K, 1, a, b, want, sa, sb, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+  CHECK_STATUS(ws_gemm_reference(&p, want), WS_OK);
+  ws_gemm_problem g = p;
+  g.a = src; g.a_scale = ssrc; g.a_rows = idx; g.a_rows_total = TOTAL; g.a_row_bytes = ROW; g.a_scale_stride = SST;
+  CHECK_STATUS(ws_gemm_reference(&g, got), WS_OK);
+  for (int r = 0; r < M; r++)
+    if (idx[r] >= 0) CHECK(memcmp(want + r * N, got + r * N, N * sizeof(double)) == 0);
+  /* the -1 row: source row 0 with its scales */
+  const int zero[M] = {0, 0, 0, 0, 0};
+  g.a_rows = zero;
+  CHECK_STATUS(ws_gemm_reference(&g, row0), WS_OK);
+  CHECK(memcmp(row0 + 2 * N, got + 2 * N, N * sizeof(double)) == 0);
+  const int bad[M] = {7, 2, 9, 5, 8};
+  g.a_rows = bad;
+  CHECK_STATUS(ws_gemm_reference(&g, got), WS_ERR_INVALID);
+  CHECK_MSG("a_rows[2] = 9");
 }
 
 /* The tile ws_gemm picks (132 SMs, an H100/H200): FP8's 192-row tile where the rows per
@@ -221,7 +288,7 @@ static int g_scale_ld; /* 0: row-major activation scales; else K-block-major wit
 static int tile_rows(ws_gemm_type type, ws_gemm_layout layout, int m, int n, int k, int groups) {
   char *x = (char *)(uintptr_t)0x1000;
   const int off[2] = {0, 8};
-  ws_gemm_problem p = {type, layout, m, n, k, groups, x, x, x, (float *)x, (float *)x, off, off, NULL, 0, 0};
+  ws_gemm_problem p = {type, layout, m, n, k, groups, x, x, x, (float *)x, (float *)x, off, off, NULL, 0, 0, NULL, 0, 0, 0};
   if (type == WS_GEMM_FP8 && g_scale_ld) p.a_scale_ld = ((int)ws_gemm_rows(&p) + 3) / 4 * 4;
   int rows = 0, cols = 0;
   CHECK_STATUS(ws_gemm_tile(&p, 132, &rows, &cols), WS_OK);
@@ -264,7 +331,7 @@ static void tiles(void) {
   int r = 0, c = 0;
   CHECK_STATUS(ws_gemm_tile(NULL, 132, &r, &c), WS_ERR_INVALID);
   char *x = (char *)(uintptr_t)0x1000;
-  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0, 0};
+  ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_DENSE, 64, 256, 512, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm_tile(&p, 132, NULL, &c), WS_ERR_INVALID);
   CHECK_STATUS(ws_gemm_tile(&p, -1, &r, &c), WS_ERR_INVALID);
   CHECK_MSG("negative");
@@ -293,11 +360,11 @@ static void gpu_entry_points(void) {
   CHECK(plan.smem_bytes > 4 * 48 * 1024 && plan.smem_bytes <= 232448);
   CHECK_STATUS(ws_gemm_plan((ws_gemm_type)9, &plan), WS_ERR_INVALID);
   CHECK_STATUS(ws_gemm_plan(WS_GEMM_FP8, NULL), WS_ERR_INVALID);
-  ws_gemm_problem none = {WS_GEMM_BF16, WS_GEMM_DENSE, 0, 8, 64, 1, NULL, (void *)(uintptr_t)0x1000, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0};
+  ws_gemm_problem none = {WS_GEMM_BF16, WS_GEMM_DENSE, 0, 8, 64, 1, NULL, (void *)(uintptr_t)0x1000, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm(&none, 0), WS_OK); /* m = 0: nothing to do, no GPU needed */
   /* FP8 scale offsets are 32-bit in the kernel: 2^25 rows x 128 K blocks is refused */
   ws_gemm_problem huge = {WS_GEMM_FP8, WS_GEMM_DENSE, 1 << 25, 128, 128 * 128, 1, (void *)(uintptr_t)0x1000,
-                          (void *)(uintptr_t)0x1000, (void *)(uintptr_t)0x1000, sc, sc, NULL, NULL, NULL, 0, 0};
+                          (void *)(uintptr_t)0x1000, (void *)(uintptr_t)0x1000, sc, sc, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm(&huge, 0), WS_ERR_INVALID);
   CHECK_MSG("2^32");
   /* split-K workspace: validated before the GPU is asked anything */
@@ -318,7 +385,7 @@ static void size_limits(void) {
   char *x = (char *)(uintptr_t)0x1000;
   const int cnt[4096] = {0};
   /* masked: 3 x 2^30 rows; the kernel's row of group g is g x m, an int */
-  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_GROUPED_MASKED, 1 << 30, 128, 64, 3, x, x, x, NULL, NULL, NULL, cnt, NULL, 0, 0};
+  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_GROUPED_MASKED, 1 << 30, 128, 64, 3, x, x, x, NULL, NULL, NULL, cnt, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
   CHECK_MSG("3221225472 rows");
   p.groups = 1; /* 2^30 rows: the limit itself */
@@ -328,14 +395,14 @@ static void size_limits(void) {
   CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
   CHECK_MSG("groups 4096 x n 524800");
   /* n + 255 in the tile count */
-  ws_gemm_problem d = {WS_GEMM_BF16, WS_GEMM_DENSE, 1, 2147483640, 64, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0};
+  ws_gemm_problem d = {WS_GEMM_BF16, WS_GEMM_DENSE, 1, 2147483640, 64, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm_check(&d), WS_ERR_INVALID);
   CHECK_MSG("n 2147483640");
   d.n = 8; d.m = 0x7FFFFFFF; /* m + 191 in the tile count */
   CHECK_STATUS(ws_gemm_check(&d), WS_ERR_INVALID);
   CHECK_MSG("2147483647 rows");
   /* 2^22 forced K slices of a 2^20 x 2^20 fp32 output: 2^64 bytes, 0 when it wraps */
-  ws_gemm_problem w = {WS_GEMM_BF16, WS_GEMM_DENSE, 1 << 20, 1 << 20, 1 << 28, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0};
+  ws_gemm_problem w = {WS_GEMM_BF16, WS_GEMM_DENSE, 1 << 20, 1 << 20, 1 << 28, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm_check(&w), WS_OK);
   setenv("WS_GEMM_SPLITS", "4194304", 1);
   size_t bytes = 0;
@@ -357,6 +424,7 @@ int main(void) {
   quantize();
   reference();
   checks();
+  gathered_reference();
   tiles();
   size_limits();
   return test_finish("test_gemm");

@@ -36,7 +36,7 @@ static void run_bf16(int m, int n, int k) {
   CUDA_OK(cudaMemcpy(a, ha, na * 2, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(b, hb, nb * 2, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256)); /* poison: bf16 NaN */
-  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL, NULL, 0, 0};
+  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   attach_workspace(&p);
   WS_OK_OR_DIE(ws_gemm(&p, 0));
   WS_OK_OR_DIE(ws_sync(0));
@@ -77,6 +77,13 @@ static float frand(void) { return (float)((int)(rng_u32() % 2001) - 1000) / 1000
 /* FP8 activation scales handed over K-block-major (a_scale_ld = rows rounded up to 4,
  * plus 4) instead of row-major. */
 static int g_kmajor;
+/* A gathered (ws_gemm_problem.a_rows): the rows of A sit shuffled among GATHER_EXTRA more
+ * in a source of wider rows (GATHER_PAD bytes between them) with row-major scales of
+ * GATHER_SPAD more floats a row; every 7th row of D is padding (-1) and not checked. */
+static int g_gather;
+#define GATHER_EXTRA 37
+#define GATHER_PAD 48
+#define GATHER_SPAD 3
 
 /* A grouped / dense problem in both host and device memory, FP8 or BF16, checked. */
 static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, int k, int groups, const int *counts) {
@@ -111,17 +118,46 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
     for (size_t i = 0; i < nb; i++) ((uint16_t *)hb)[i] = ws_float_to_bf16(frand());
   }
   void *a, *b, *d, *sa = NULL, *sb = NULL, *doff = NULL, *dcnt = NULL;
-  CUDA_OK(cudaMalloc(&a, na * es + 16));
   CUDA_OK(cudaMalloc(&b, nb * es + 16));
   CUDA_OK(cudaMalloc(&d, nd * 2 + 256));
-  CUDA_OK(cudaMemcpy(a, ha, na * es, cudaMemcpyHostToDevice));
+  /* gathered: A row r is source row perm[r]; the source's other rows hold random values */
+  int *ga_rows = NULL, *dga_rows = NULL;
+  const size_t g_total = rows + GATHER_EXTRA, g_row = (size_t)k * es + GATHER_PAD, g_kb = (size_t)k / 128 + GATHER_SPAD;
+  float *gsa = NULL;
+  if (g_gather) {
+    ga_rows = (int *)host_alloc(rows + 1, sizeof(int), 0);
+    int *perm = (int *)host_alloc(g_total, sizeof(int), 0);
+    for (size_t i = 0; i < g_total; i++) perm[i] = (int)i;
+    for (size_t i = g_total - 1; i > 0; i--) { const size_t j = rng_u32() % (i + 1); const int t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
+    uint8_t *src = (uint8_t *)host_alloc(g_total * g_row, 1, 1);
+    gsa = (float *)host_alloc(g_total * g_kb, sizeof(float), 0);
+    for (size_t i = 0; i < g_total * g_kb; i++) gsa[i] = 0.5f + (float)(rng_u32() % 100) / 100.0f;
+    for (size_t r = 0; r < rows; r++) {
+      ga_rows[r] = r % 7 == 3 ? -1 : perm[r];
+      memcpy(src + (size_t)perm[r] * g_row, ha + r * k * es, (size_t)k * es);
+      for (size_t c = 0; fp8 && c < (size_t)k / 128; c++) gsa[(size_t)perm[r] * g_kb + c] = hsa[r * (k / 128) + c];
+    }
+    CUDA_OK(cudaMalloc(&a, g_total * g_row + 16));
+    CUDA_OK(cudaMemcpy(a, src, g_total * g_row, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMalloc((void **)&dga_rows, (rows + 1) * sizeof(int)));
+    CUDA_OK(cudaMemcpy(dga_rows, ga_rows, rows * sizeof(int), cudaMemcpyHostToDevice));
+    free(perm); free(src);
+  } else {
+    CUDA_OK(cudaMalloc(&a, na * es + 16));
+    CUDA_OK(cudaMemcpy(a, ha, na * es, cudaMemcpyHostToDevice));
+  }
   CUDA_OK(cudaMemcpy(b, hb, nb * es, cudaMemcpyHostToDevice));
   /* K-block-major scales: the leading dimension in size_t (it sizes a buffer), checked to
    * fit the int field of ws_gemm_problem */
   const size_t scale_ld = fp8 && g_kmajor ? (rows + 3) / 4 * 4 + 4 : 0;
   REQUIRE(scale_ld <= (size_t)INT32_MAX);
   const int a_scale_ld = (int)scale_ld;
-  if (fp8) {
+  if (fp8 && g_gather) {
+    CUDA_OK(cudaMalloc(&sa, g_total * g_kb * sizeof(float) + 16));
+    CUDA_OK(cudaMalloc(&sb, nsb * sizeof(float) + 16));
+    CUDA_OK(cudaMemcpy(sa, gsa, g_total * g_kb * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(sb, hsb, nsb * sizeof(float), cudaMemcpyHostToDevice));
+  } else if (fp8) {
     const size_t kb = (size_t)k / 128, nsa_dev = scale_ld ? kb * scale_ld : nsa;
     float *tsa = (float *)host_alloc(nsa_dev, sizeof(float), 4);
     for (size_t i = 0; i < nsa_dev; i++) tsa[i] = NAN; /* padding columns: never read */
@@ -140,7 +176,13 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
   CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
   ws_gemm_problem p = {type, layout, m, n, k, groups, a, b, d, (const float *)sa, (const float *)sb,
                        layout == WS_GEMM_GROUPED_CONTIGUOUS ? (const int *)doff : NULL,
-                       layout == WS_GEMM_GROUPED_MASKED ? (const int *)dcnt : NULL, NULL, 0, a_scale_ld};
+                       layout == WS_GEMM_GROUPED_MASKED ? (const int *)dcnt : NULL, NULL, 0, a_scale_ld, NULL, 0, 0, 0};
+  if (g_gather) {
+    p.a_rows = dga_rows;
+    p.a_rows_total = (int)g_total;
+    p.a_row_bytes = g_row;
+    p.a_scale_stride = fp8 ? (int)g_kb : 0;
+  }
   attach_workspace(&p);
   WS_OK_OR_DIE(ws_gemm(&p, 0));
   WS_OK_OR_DIE(ws_sync(0));
@@ -158,6 +200,7 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
     if (layout == WS_GEMM_GROUPED_MASKED) { g = (int)(r / m); valid = (int)(r % m) < counts[g]; }
     const uint16_t got_bits = hd[idx];
     if (!valid) { overwritten += got_bits != 0xFFFF; continue; }
+    if (g_gather && ga_rows[r] < 0) continue; /* padding: whatever A row 0 gives */
     double ref = 0;
     for (int kk = 0; kk < k; kk++) {
       const size_t ia = r * k + kk, ib = ((size_t)g * n + j) * k + kk;
@@ -173,12 +216,13 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
     den += ref * ref;
   }
   const double rel = sqrt(num / (den > 0 ? den : 1)), bound = fp8 ? 2e-2 : 1e-2;
-  printf("%s %-10s %5d x %5d x %5d, %d groups: rel err %.2e, %ld unwritten, %ld written outside groups\n",
-         fp8 ? (a_scale_ld ? "fp8k" : "fp8 ") : "bf16", layout == WS_GEMM_DENSE ? "dense" : layout == WS_GEMM_GROUPED_CONTIGUOUS ? "contiguous" : "masked",
+  printf("%s%s %-10s %5d x %5d x %5d, %d groups: rel err %.2e, %ld unwritten, %ld written outside groups\n",
+         g_gather ? "gathered " : "", fp8 ? (a_scale_ld ? "fp8k" : "fp8 ") : "bf16", layout == WS_GEMM_DENSE ? "dense" : layout == WS_GEMM_GROUPED_CONTIGUOUS ? "contiguous" : "masked",
          m, n, k, groups, rel, unwritten, overwritten);
   CHECK(rel < bound && unwritten == 0 && overwritten == 0);
   cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(sa); cudaFree(sb); cudaFree(doff); cudaFree(dcnt); cudaFree(p.workspace);
-  free(ha); free(hb); free(hsa); free(hsb); free(hd); free(offsets);
+  cudaFree(dga_rows);
+  free(ha); free(hb); free(hsa); free(hsb); free(hd); free(offsets); free(ga_rows); free(gsa);
 }
 
 static void quantize_matches_host(void) {
@@ -259,8 +303,26 @@ int main(int argc, char **argv) {
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
     if (!quick) run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 7168, 2048, 5, ragged);
   }
-  unsetenv("WS_GEMM_FP8_TILE");
+  /* A gathered row by row from a wider, shuffled source (ws_gemm_problem.a_rows): both FP8
+   * tiles, every layout, then BF16 */
   g_kmajor = 0;
+  g_gather = 1;
+  for (int t = 0; t < 2; t++) {
+    setenv("WS_GEMM_FP8_TILE", fp8_tiles[t], 1);
+    const int ragged[5] = {200, 0, 1, 513, 64};
+    const int masked[4] = {100, 0, 256, 17};
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 300, 384, 1024, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 512, 2048, 1, NULL); /* split-K */
+    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 640, 5, ragged);
+    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
+  }
+  unsetenv("WS_GEMM_FP8_TILE");
+  {
+    const int ragged[5] = {200, 0, 1, 513, 64};
+    run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 512, 5, ragged);
+    run_problem(WS_GEMM_BF16, WS_GEMM_DENSE, 300, 264, 192, 1, NULL);
+  }
+  g_gather = 0;
   {
     const int ragged[5] = {200, 0, 1, 513, 64};
     const int masked[4] = {100, 0, 256, 17};
@@ -278,7 +340,7 @@ int main(int argc, char **argv) {
     run_bf16(2048, 7168, 2048); /* DeepSeek-V3 L2 expert */
   }
   /* argument errors before the GPU */
-  ws_gemm_problem bad = {WS_GEMM_BF16, WS_GEMM_DENSE, 64, 256, 100, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0};
+  ws_gemm_problem bad = {WS_GEMM_BF16, WS_GEMM_DENSE, 64, 256, 100, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm(&bad, 0), WS_ERR_INVALID);
   return test_finish("test_gemm_gpu");
 }

@@ -25,6 +25,7 @@
 #include "warpspec/gemm.h"
 #include "warpspec/moe.h"
 #include "warpspec/moe_layer.h"
+#include "warpspec/trace.h"
 #include "../../src/moe/moe_experts.h"
 
 #include <cuda_bf16.h>
@@ -345,6 +346,19 @@ static void bench(ws_comm *comm, int H, int E, int K, int T, ws_ep_payload paylo
       CUDA_OK(cudaEventElapsedTime(&tc[it], ev[1], ev[2]));
     }
   }
+  /* WS_BENCH_TRACE=DIR: one more pair under a role timeline of every block, written to
+   * DIR/ep_rR_T<tokens>_s<sms>.csv (bench/trace_ep.py prints each kernel's span and waits) */
+  const char *trace_dir = getenv("WS_BENCH_TRACE");
+  if (trace_dir && *trace_dir) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/ep_r%d_T%d_s%d_%s.csv", trace_dir, rank, T, sms ? sms : WS_EP_DEFAULT_SMS,
+             fp8 ? "fp8" : "bf16");
+    WS_OK_OR_DIE(ws_comm_barrier(comm, 0));
+    WS_OK_OR_DIE(ws_trace_start(WS_TRACE_ALL_BLOCKS, 1u << 18));
+    WS_OK_OR_DIE(ws_ep_dispatch(ep, x, fp8 ? (const float *)sc : NULL, (const int *)di, (const float *)dw, T, NULL, NULL, 0));
+    WS_OK_OR_DIE(ws_ep_combine(ep, y, out, 0));
+    WS_OK_OR_DIE(ws_trace_stop(path, NULL));
+  }
   qsort(td, (size_t)iters, sizeof(float), cmp_float);
   qsort(tc, (size_t)iters, sizeof(float), cmp_float);
   const double d_us = td[iters / 2] * 1e3, c_us = tc[iters / 2] * 1e3;
@@ -431,7 +445,7 @@ static int moe_gemm_case(ws_comm *comm, int H, int E, int K, int T, int row_alig
     ws_ep_recv rv;
     WS_OK_OR_DIE(ws_ep_dispatch(ep, dx, (const float *)dxs, (const int *)di, (const float *)dw, T, &rv, NULL, s));
     ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, rv.max_rows, H, H, rv.local_experts, rv.x, dW, dy,
-                         rv.x_scale, (const float *)dWs, rv.expert_offsets, NULL, NULL, 0, rv.scale_ld};
+                         rv.x_scale, (const float *)dWs, rv.expert_offsets, NULL, NULL, 0, rv.scale_ld, NULL, 0, 0, 0};
     WS_OK_OR_DIE(ws_gemm(&p, s));
     WS_OK_OR_DIE(ws_ep_combine(ep, dy, dout, s));
     if (pass == 1) {
@@ -514,11 +528,11 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T, rout
   ws_ep_recv rv;
   WS_OK_OR_DIE(ws_ep_dispatch(ep, dx, (const float *)dxs, (const int *)di, (const float *)dw, T, &rv, NULL, 0));
   ws_gemm_problem l1 = {WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, rv.max_rows, 2 * I, H, L, rv.x, dW1, dh, rv.x_scale,
-                        (const float *)dW1s, rv.expert_offsets, NULL, NULL, 0, rv.scale_ld};
+                        (const float *)dW1s, rv.expert_offsets, NULL, NULL, 0, rv.scale_ld, NULL, 0, 0, 0};
   WS_OK_OR_DIE(ws_gemm(&l1, 0));
   WS_OK_OR_DIE(ws_moe_swiglu_quant(dh, R, (size_t)I, (uint8_t *)dq, (float *)dqs, ld, 0));
   ws_gemm_problem l2 = {WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, rv.max_rows, H, I, L, dq, dW2, dy, (const float *)dqs,
-                        (const float *)dW2s, rv.expert_offsets, NULL, NULL, 0, (int)ld};
+                        (const float *)dW2s, rv.expert_offsets, NULL, NULL, 0, (int)ld, NULL, 0, 0, 0};
   WS_OK_OR_DIE(ws_gemm(&l2, 0));
   WS_OK_OR_DIE(ws_ep_combine(ep, dy, dout, 0));
   WS_OK_OR_DIE(ws_sync(0));
