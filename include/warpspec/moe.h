@@ -30,6 +30,7 @@
 #include <cuda_runtime_api.h>
 
 #include "comm.h"
+#include "gemm.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -52,6 +53,16 @@ typedef enum { WS_EP_BF16 = 0, WS_EP_FP8 = 1 } ws_ep_payload;
  * [local experts][m = nranks x max_tokens][hidden]; row_align is ignored. */
 typedef enum { WS_EP_NORMAL = 0, WS_EP_LOW_LATENCY = 1 } ws_ep_mode;
 
+/* Where the received rows are read from.
+ * WS_EP_RECEIVE_COPY: each row is copied into x, once per local expert it goes to (the
+ * layout above, for any GEMM that takes contiguous rows: torch, cuBLAS).
+ * WS_EP_RECEIVE_INDEX: a row crosses NVLink once and stays in the receive buffer where
+ * the sender wrote it; the layout is an index (row_index: the buffer row of each layout
+ * row), which ws_gemm reads in place (ws_ep_recv_gemm fills its problem). No copy on the
+ * receiver: at 4096 tokens per rank (DeepSeek-V3, EP2) the copy moved 235 MB per rank
+ * against 29 MB over NVLink. The handle allocates no copy (x and x_scale are NULL). */
+typedef enum { WS_EP_RECEIVE_COPY = 0, WS_EP_RECEIVE_INDEX = 1 } ws_ep_receive;
+
 typedef struct {
   int hidden;        /* H: a multiple of 128 for FP8, of 8 for BF16                        */
   int experts;       /* E: a multiple of the number of ranks, <= WS_EP_MAX_EXPERTS           */
@@ -62,6 +73,7 @@ typedef struct {
   int num_sms;       /* CTAs of each transfer kernel, 1..WS_EP_MAX_SMS; 0: WS_EP_DEFAULT_SMS. The same on
                       * every rank. Fewer leave more SMs to compute running beside it. */
   ws_ep_mode mode;   /* WS_EP_NORMAL (0) or WS_EP_LOW_LATENCY                                */
+  ws_ep_receive receive; /* WS_EP_RECEIVE_COPY (0) or WS_EP_RECEIVE_INDEX                     */
 } ws_ep_config;
 
 typedef struct ws_ep ws_ep;
@@ -86,6 +98,16 @@ typedef struct {
   const int *src_token;       /* [max_rows]: the token's index on its rank                      */
   const int *src_slot;        /* [max_rows]: its top-k slot                                     */
   const float *weight;        /* [max_rows]: its top-k weight                                   */
+  /* WS_EP_RECEIVE_INDEX (else NULL / 0): layout row r is row row_index[r] (-1: padding) of
+   * the receive buffer `rows` (rows_total rows, row_bytes apart; FP8: its 1 x 128 scales
+   * at row_scales + row x row_bytes / 4). What ws_gemm's gathered A takes. */
+  const int *row_index;
+  const void *rows;
+  const float *row_scales;
+  size_t row_bytes;
+  int rows_total;
+  int fp8;                    /* the payload is e4m3 (scales present)                          */
+  int masked;                 /* low latency: the masked layout (m = max_rows / local_experts)   */
 } ws_ep_recv;
 
 /* Check a config for `nranks` ranks without a GPU (also done by ws_ep_create). */
@@ -122,6 +144,12 @@ ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStream_t stream
 
 /* The layout of the latest dispatch (the same as its recv). */
 ws_status ws_ep_recv_layout(const ws_ep *ep, ws_ep_recv *recv);
+
+/* The A side of the expert GEMM over a received layout, for either receive mode: p's
+ * layout (grouped contiguous, or masked in low-latency mode), m, groups, group offsets /
+ * rows, a and its scales (copied rows, or gathered in place). The caller sets type
+ * (WS_GEMM_FP8 for the FP8 payload), n, k (= hidden), b, b_scale and d. */
+ws_status ws_ep_recv_gemm(const ws_ep_recv *recv, ws_gemm_problem *p);
 
 /* Expert ids out of range seen by dispatches since the last call (they were skipped):
  * waits for the stream; WS_ERR_INVALID naming the first one, else WS_OK. */

@@ -267,14 +267,16 @@ class SendrecvOpts(ctypes.Structure):
 class EpConfig(ctypes.Structure):
     _fields_ = [("hidden", ctypes.c_int), ("experts", ctypes.c_int), ("topk", ctypes.c_int), ("max_tokens", ctypes.c_int),
                 ("payload", ctypes.c_int), ("row_align", ctypes.c_int), ("num_sms", ctypes.c_int),
-                ("mode", ctypes.c_int)]
+                ("mode", ctypes.c_int), ("receive", ctypes.c_int)]
 
 
 class EpRecv(ctypes.Structure):
     _fields_ = [("x", ctypes.c_void_p), ("x_scale", ctypes.c_void_p), ("scale_ld", ctypes.c_int),
                 ("max_rows", ctypes.c_int), ("local_experts", ctypes.c_int), ("expert_offsets", ctypes.c_void_p),
                 ("expert_counts", ctypes.c_void_p), ("src_rank", ctypes.c_void_p), ("src_token", ctypes.c_void_p),
-                ("src_slot", ctypes.c_void_p), ("weight", ctypes.c_void_p)]
+                ("src_slot", ctypes.c_void_p), ("weight", ctypes.c_void_p), ("row_index", ctypes.c_void_p),
+                ("rows", ctypes.c_void_p), ("row_scales", ctypes.c_void_p), ("row_bytes", ctypes.c_size_t),
+                ("rows_total", ctypes.c_int), ("fp8", ctypes.c_int), ("masked", ctypes.c_int)]
 
 
 class AttnProblem(ctypes.Structure):

@@ -16,10 +16,12 @@
  *           (data_flag[us][cta] = n, after a system fence).
  *   expand  (sms CTAs, RECEIVER role)  wait for every source's counts, compute the
  *           padded expert offsets, wait for every source CTA's data flag; a warp per
- *           (inbox row, 4 KB chunk) loads the chunk once and stores it into the rows of all
- *           its local experts (payload, K-block-major scales, source and weight; lane j
- *           holds entry j), marks the padding rows (source -1; their bytes are left); the
- *           last CTA acks every source.
+ *           inbox row writes each of its entries' layout row (source, weight, combine's
+ *           row; lane j holds entry j). Copy receive: then a warp per (inbox row, 4 KB
+ *           chunk) loads the chunk once and stores it into the rows of all its local
+ *           experts (payload, K-block-major scales). Index receive: the layout row's inbox
+ *           row instead, no bytes moved (the GEMM gathers the rows in place). Padding rows
+ *           are marked (source -1; their bytes are left); the last CTA acks every source.
  * Each wait is bounded and names the peer, the role and the CTA. */
 #include "ep_device.cuh"
 #include "../core/index_check.h"
@@ -184,7 +186,7 @@ static __device__ __forceinline__ int expand_row(const ep_args *a, const int *cn
   return base;
 }
 
-WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag diag) {
+WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int index, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_expand, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   __shared__ int cnt[WS_EP_MAX_EXPERTS + WS_COMM_MAX_RANKS]; /* [src][local], then tokens per src */
@@ -273,12 +275,13 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
         r = expand_row(&a, cnt, off, s, m + 1 + lane);
         w = __ldcg(&m[1 + lane].weight);
         a.src_rank[r] = s; a.src_token[r] = token; a.src_slot[r] = __ldcg(&m[1 + lane].slot); a.weight[r] = w;
+        if (index) a.row_index[r] = s * a.max_tokens + i;
       }
       if (lane < K) {
         a.comb_row[((size_t)s * a.max_tokens + i) * K + lane] = r;
         a.comb_w[((size_t)s * a.max_tokens + i) * K + lane] = w;
       }
-      if (a.fp8)
+      if (a.fp8 && !index)
         for (int c0 = 0; c0 < kb; c0 += 32) {
           const int c = c0 + lane;
           const float sv = c < kb ? __ldcg((const float *)(row + pay) + c) : 0.0f;
@@ -293,7 +296,7 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
    * so that a few tokens still spread over every warp: loaded once, stored into the row
    * of every entry */
   const int chunk = 32 * EP_COPY_UNROLL, nchunk = (int)((nv + chunk - 1) / chunk);
-  for (int s = 0; s < N; s++) {
+  for (int s = 0; s < N && !index; s++) { /* the index receive reads the rows in the inbox */
     const int ntok = cnt[N * L + s];
     for (int item = gw; item < ntok * nchunk; item += nw) {
       const int i = item / nchunk, c = item % nchunk;
@@ -322,6 +325,7 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, ws_diag
   for (int l = gw; l < L; l += nw) /* a warp per expert */
     for (int r = off[l] + expand_size(&a, cnt, l) + lane; r < off[l + 1]; r += 32) {
       a.src_rank[r] = -1; a.src_token[r] = -1; a.src_slot[r] = -1; a.weight[r] = 0.0f;
+      if (index) a.row_index[r] = -1;
     }
   /* the last CTA out tells every source its inbox is free again */
   if (ep_last_cta(&ctx, &a.epochs[2], &last)) {
@@ -336,6 +340,15 @@ extern "C" ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_sca
                                     const float *topk_weights, int num_tokens, ws_ep_recv *recv, int *host_offsets,
                                     cudaStream_t stream) {
   WS_REQUIRE(ep != NULL, "ws_ep_dispatch: ep is NULL");
+  return ep_dispatch(ep, x, x_scale, topk_idx, topk_weights, num_tokens, recv, host_offsets,
+                     ep->cfg.receive == WS_EP_RECEIVE_INDEX, stream);
+}
+
+extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale, const int *topk_idx,
+                                 const float *topk_weights, int num_tokens, ws_ep_recv *recv, int *host_offsets, int index,
+                                 cudaStream_t stream) {
+  WS_REQUIRE(ep != NULL, "ws_ep_dispatch: ep is NULL");
+  WS_REQUIRE(index || ep->x != NULL, "ws_ep_dispatch: this handle receives by index (WS_EP_RECEIVE_INDEX): no copy");
   WS_REQUIRE(num_tokens >= 0 && num_tokens <= ep->cfg.max_tokens,
              "ws_ep_dispatch: num_tokens %d, must be 0..%d (the handle's max_tokens)", num_tokens, ep->cfg.max_tokens);
   if (num_tokens > 0) {
@@ -376,12 +389,13 @@ extern "C" ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_sca
       return s;
   }
   {
-    void *args[] = {(void *)a, &diag};
+    void *args[] = {(void *)a, &index, &diag};
     if ((s = ep_launch(ep, EP_PLAN_EXPAND, "ep_expand", ep_expand_roles, ep_expand_NROLES,
                        (const void *)ep_expand_kernel, dim3{(unsigned)ep->sms, 1, 1}, stream, args)) != WS_OK)
       return s;
   }
   ep->host_tokens = num_tokens;
+  ep->last_index = index;
   if (recv) ws_ep_recv_layout(ep, recv);
   if (host_offsets) { /* the offsets and the out-of-range report, one wait for both */
     const int L = ep->local_experts;

@@ -29,6 +29,8 @@ extern "C" ws_status ws_ep_config_check(const ws_ep_config *c, int nranks) {
              c->num_sms, WS_EP_MAX_SMS, WS_EP_DEFAULT_SMS);
   WS_REQUIRE(c->mode == WS_EP_NORMAL || c->mode == WS_EP_LOW_LATENCY, "ws_ep: mode %d, must be WS_EP_NORMAL or "
              "WS_EP_LOW_LATENCY", (int)c->mode);
+  WS_REQUIRE(c->receive == WS_EP_RECEIVE_COPY || c->receive == WS_EP_RECEIVE_INDEX, "ws_ep: receive %d, must be "
+             "WS_EP_RECEIVE_COPY (0) or WS_EP_RECEIVE_INDEX (1)", (int)c->receive);
   const size_t rows = ws_ep_max_rows(c, nranks);
   WS_REQUIRE(rows + 4 < (size_t)1 << 31, "ws_ep: %zu receive rows exceed the int range of ws_gemm", rows);
   return WS_OK;
@@ -65,7 +67,7 @@ static void ep_release(ws_ep *ep) {
     if (sym[i]) ws_comm_free(ep->comm, sym[i]);
   void *dev[] = {ep->epochs, ep->send_counts, ep->entries, ep->tok_slot, ep->bad_id, ep->route_cnt, ep->num_tokens,
                  ep->recv_ntok, ep->comb_row, ep->comb_w, ep->x, ep->x_scale, ep->offsets, ep->expert_counts, ep->src_rank,
-                 ep->src_token, ep->src_slot, ep->weight};
+                 ep->src_token, ep->src_slot, ep->weight, ep->row_index};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
     if (dev[i]) cudaFree(dev[i]);
   if (ep->host_buf) cudaFreeHost(ep->host_buf);
@@ -93,7 +95,8 @@ static ws_status compare_configs(ws_ep *ep) {
     const char *field = theirs.hidden != m->hidden ? "hidden" : theirs.experts != m->experts ? "experts"
                         : theirs.topk != m->topk ? "topk" : theirs.max_tokens != m->max_tokens ? "max_tokens"
                         : theirs.payload != m->payload ? "payload" : theirs.row_align != m->row_align ? "row_align"
-                        : theirs.num_sms != m->num_sms ? "num_sms" : theirs.mode != m->mode ? "mode" : NULL;
+                        : theirs.num_sms != m->num_sms ? "num_sms" : theirs.mode != m->mode ? "mode"
+                        : theirs.receive != m->receive ? "receive" : NULL;
     if (field)
       s = ws_fail(WS_ERR_MISMATCH, "ws_ep_create: rank %d and rank %d disagree on the config's %s: every rank must pass "
                   "the same config", ep->rank, p, field);
@@ -162,8 +165,11 @@ extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config
   DEV_ALLOC(ep->recv_ntok, N * sizeof(int));
   DEV_ALLOC(ep->comb_row, N * T * K * sizeof(int));
   DEV_ALLOC(ep->comb_w, N * T * K * sizeof(float));
-  DEV_ALLOC(ep->x, R * ep_payload_bytes(cfg->hidden, ep->fp8) + 16);
-  if (ep->fp8) DEV_ALLOC(ep->x_scale, (H / 128) * (size_t)ep->scale_ld * sizeof(float) + 16);
+  if (cfg->receive == WS_EP_RECEIVE_COPY) { /* the index receive reads the rows in the inbox */
+    DEV_ALLOC(ep->x, R * ep_payload_bytes(cfg->hidden, ep->fp8) + 16);
+    if (ep->fp8) DEV_ALLOC(ep->x_scale, (H / 128) * (size_t)ep->scale_ld * sizeof(float) + 16);
+  }
+  DEV_ALLOC(ep->row_index, R * sizeof(int));
   DEV_ALLOC(ep->offsets, (L + 1) * sizeof(int));
   DEV_ALLOC(ep->expert_counts, L * sizeof(int));
   DEV_ALLOC(ep->src_rank, R * sizeof(int));
@@ -199,7 +205,7 @@ extern "C" ws_status ws_ep_recv_layout(const ws_ep *ep, ws_ep_recv *r) {
   WS_REQUIRE(ep != NULL && r != NULL, "ws_ep_recv_layout: ep or recv is NULL");
   r->x = ep->x;
   r->x_scale = ep->x_scale;
-  r->scale_ld = ep->fp8 ? ep->scale_ld : 0;
+  r->scale_ld = ep->fp8 && ep->x ? ep->scale_ld : 0;
   r->max_rows = ep->max_rows;
   r->local_experts = ep->local_experts;
   r->expert_offsets = ep->offsets;
@@ -208,6 +214,50 @@ extern "C" ws_status ws_ep_recv_layout(const ws_ep *ep, ws_ep_recv *r) {
   r->src_token = ep->src_token;
   r->src_slot = ep->src_slot;
   r->weight = ep->weight;
+  const int index = ep->last_index; /* x stays the copy's buffer where the handle has one (the MoE layer's fused paths) */
+  r->row_index = index ? ep->row_index : NULL;
+  r->rows = index ? ep->inbox : NULL;
+  r->row_scales = index && ep->fp8 ? (const float *)(ep->inbox + ep_payload_bytes(ep->cfg.hidden, 1)) : NULL;
+  r->row_bytes = index ? ep->inbox_row : 0;
+  r->rows_total = index ? ep->nranks * ep->cfg.max_tokens : 0;
+  r->fp8 = ep->fp8;
+  r->masked = ep->cfg.mode == WS_EP_LOW_LATENCY;
+  return WS_OK;
+}
+
+extern "C" ws_status ws_ep_recv_gemm(const ws_ep_recv *r, ws_gemm_problem *p) {
+  WS_REQUIRE(r != NULL && p != NULL, "ws_ep_recv_gemm: recv or problem is NULL");
+  WS_REQUIRE(r->local_experts >= 1 && r->max_rows >= 0, "ws_ep_recv_gemm: recv holds no layout (from ws_ep_dispatch "
+             "or ws_ep_recv_layout)");
+  if (r->masked) {
+    p->layout = WS_GEMM_GROUPED_MASKED;
+    p->m = r->max_rows / r->local_experts;
+    p->group_offsets = NULL;
+    p->group_rows = r->expert_counts;
+  } else {
+    p->layout = WS_GEMM_GROUPED_CONTIGUOUS;
+    p->m = r->max_rows;
+    p->group_offsets = r->expert_offsets;
+    p->group_rows = NULL;
+  }
+  p->groups = r->local_experts;
+  if (r->row_index) {
+    p->a = r->rows;
+    p->a_scale = r->row_scales;
+    p->a_scale_ld = 0;
+    p->a_rows = r->row_index;
+    p->a_rows_total = r->rows_total;
+    p->a_row_bytes = r->row_bytes;
+    p->a_scale_stride = r->row_scales ? (int)(r->row_bytes / 4) : 0;
+  } else {
+    p->a = r->x;
+    p->a_scale = r->x_scale;
+    p->a_scale_ld = r->scale_ld;
+    p->a_rows = NULL;
+    p->a_rows_total = 0;
+    p->a_row_bytes = 0;
+    p->a_scale_stride = 0;
+  }
   return WS_OK;
 }
 
@@ -243,6 +293,7 @@ static void ep_fill_args(const ws_ep *ep, ep_args *a) {
   for (int p = 0; p < ep->nranks; p++) a->peer_delta[p] = ep->peer_delta[p];
   a->x = (uint8_t *)ep->x; a->x_scale = ep->x_scale; a->offsets = ep->offsets; a->expert_counts = ep->expert_counts;
   a->src_rank = ep->src_rank; a->src_token = ep->src_token; a->src_slot = ep->src_slot; a->weight = ep->weight;
+  a->row_index = ep->row_index;
 }
 
 extern "C" const struct ep_args *ep_kernel_args(const ws_ep *ep) { return &ep->args; }

@@ -82,6 +82,7 @@ typedef struct ep_args {
   float *x_scale;
   int *offsets, *expert_counts, *src_rank, *src_token, *src_slot;
   float *weight;
+  int *row_index;          /* [max_rows]: index receive: the inbox row (src x max_tokens + i) of each layout row */
 } ep_args;
 
 struct ws_ep {
@@ -116,6 +117,8 @@ struct ws_ep {
   float *x_scale;
   int *offsets, *expert_counts, *src_rank, *src_token, *src_slot;
   float *weight;
+  int *row_index;          /* [max_rows] (index receive) */
+  int last_index;          /* the latest dispatch's receive was the index (ws_ep_recv_layout) */
   int *host_buf;           /* pinned: offsets and bad-id report for the host-synced calls */
   int64_t peer_delta[WS_COMM_MAX_RANKS]; /* peer p's heap minus ours (see ep_args) */
   ep_args args;            /* the kernels' arguments: the same for every call, built at create */
@@ -132,6 +135,11 @@ extern "C" {
 /* WS_OK if the copy of ep->bad_id says no id was out of range; else WS_ERR_INVALID
  * naming the first, and the count is reset (stream-ordered). */
 ws_status ep_report_bad_ids(ws_ep *ep, const int *bad, cudaStream_t stream);
+/* ws_ep_dispatch with the receive chosen per call (index: 1 = WS_EP_RECEIVE_INDEX): the
+ * MoE layer's unfused path reads the rows in place, its fused paths take the copy. A
+ * handle created with WS_EP_RECEIVE_INDEX has no copy to fill (index must be 1). */
+ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale, const int *topk_idx, const float *topk_weights,
+                      int num_tokens, ws_ep_recv *recv, int *host_offsets, int index, cudaStream_t stream);
 ws_status ep_launch(ws_ep *ep, int slot, const char *name, const ws_role *roles, int nroles, const void *func, dim3 grid,
                     cudaStream_t stream, void **args);
 #ifdef __cplusplus

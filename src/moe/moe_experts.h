@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "warpspec/moe.h"
 #include "warpspec/status.h"
 
 #ifdef __cplusplus
@@ -83,6 +84,10 @@ enum {
 size_t moe_experts_counter_words(int max_rows); /* with or without a layer */
 struct ws_ep;
 const struct ep_args *ep_kernel_args(const struct ws_ep *ep); /* ep.cu: the kernels' ep_args of a handle */
+/* dispatch.cu: ws_ep_dispatch with the receive chosen per call (ep_internal.h) */
+ws_status ep_dispatch(struct ws_ep *ep, const void *x, const float *x_scale, const int *topk_idx,
+                      const float *topk_weights, int num_tokens, ws_ep_recv *recv, int *host_offsets, int index,
+                      cudaStream_t stream);
 ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -90,6 +90,9 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   /* the tile rows: no tile straddles two experts */
   ec.row_align = cfg->path == WS_MOE_UNFUSED ? 128 : MOE_EXPERTS_BM;
   ec.mode = WS_EP_NORMAL;
+  /* the unfused path reads the received rows in place: no copy to allocate (235 MB a rank
+   * at 4096 tokens, DeepSeek-V3, EP2); the fused paths take the copy */
+  ec.receive = cfg->path == WS_MOE_UNFUSED ? WS_EP_RECEIVE_INDEX : WS_EP_RECEIVE_COPY;
   int n = 0;
   ws_status s;
   /* The layer's transfer kernels run alone in stream order, with no compute beside them
@@ -278,8 +281,12 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
     x = l->xq;
     x_scale = l->xs;
   }
+  /* the unfused path's L1 GEMM reads the received rows in place (gathered A); the fused
+   * experts kernel takes the copy */
   ws_ep_recv r;
-  if ((s = ws_ep_dispatch(l->ep, x, x_scale, topk_idx, topk_weights, tokens, &r, NULL, stream)) != WS_OK) return s;
+  if ((s = ep_dispatch(l->ep, x, x_scale, topk_idx, topk_weights, tokens, &r, NULL, path == WS_MOE_UNFUSED, stream)) !=
+      WS_OK)
+    return s;
   STAGE_DONE(1);
   if (path == WS_MOE_FUSED_EXPERTS) {
     moe_experts_problem p;
@@ -295,18 +302,12 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
     ws_gemm_problem g;
     memset(&g, 0, sizeof g);
     g.type = WS_GEMM_FP8;
-    g.layout = WS_GEMM_GROUPED_CONTIGUOUS;
-    g.m = r.max_rows;
+    if ((s = ws_ep_recv_gemm(&r, &g)) != WS_OK) return s;
     g.n = (int)(2 * I);
     g.k = (int)H;
-    g.groups = r.local_experts;
-    g.a = r.x;
     g.b = l->w1;
     g.d = l->h;
-    g.a_scale = r.x_scale;
     g.b_scale = l->w1_scale;
-    g.group_offsets = r.expert_offsets;
-    g.a_scale_ld = r.scale_ld;
     if ((s = ws_gemm(&g, stream)) != WS_OK) return s;
     STAGE_DONE(2);
     /* only the rows in use: expert_offsets[local experts], on the device */
@@ -318,6 +319,10 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
     g.n = (int)H;
     g.k = (int)I;
     g.a = l->act;
+    g.a_rows = NULL; /* L2 reads the activations it wrote, in layout order */
+    g.a_rows_total = 0;
+    g.a_row_bytes = 0;
+    g.a_scale_stride = 0;
     g.b = l->w2;
     g.d = l->y;
     g.a_scale = l->act_s;

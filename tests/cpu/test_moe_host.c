@@ -16,7 +16,7 @@
 #include <stdlib.h>
 
 static ws_ep_config base(void) {
-  ws_ep_config c = {512, 8, 2, 16, WS_EP_FP8, 1, 0, WS_EP_NORMAL};
+  ws_ep_config c = {512, 8, 2, 16, WS_EP_FP8, 1, 0, WS_EP_NORMAL, WS_EP_RECEIVE_COPY};
   return c;
 }
 
@@ -75,7 +75,7 @@ static void max_rows(void) {
 static void reference_example(void) {
   /* 2 ranks, 4 experts (2 local each), top-2, align 2. Rank 0's tokens: {0, 3}, {2, -1};
    * rank 1's: {1, 0}, {3, 2}, {-1, -1}. Rank 1 hosts experts 2, 3. */
-  ws_ep_config c = {256, 4, 2, 4, WS_EP_BF16, 2, 0, WS_EP_NORMAL};
+  ws_ep_config c = {256, 4, 2, 4, WS_EP_BF16, 2, 0, WS_EP_NORMAL, WS_EP_RECEIVE_COPY};
   const int r0[] = {0, 3, 2, -1}, r1[] = {1, 0, 3, 2, -1, -1};
   const int *idx[2] = {r0, r1};
   const int ntok[2] = {2, 3};
@@ -100,7 +100,7 @@ static void reference_random(void) {
   srand(12345);
   for (int trial = 0; trial < 50; trial++) {
     const int n = 1 + rand() % 4, L = 1 + rand() % 6, K = 1 + rand() % 8, T = rand() % 40;
-    ws_ep_config c = {128, n * L, K, 40, WS_EP_FP8, 1 + rand() % 8, 0, WS_EP_NORMAL};
+    ws_ep_config c = {128, n * L, K, 40, WS_EP_FP8, 1 + rand() % 8, 0, WS_EP_NORMAL, WS_EP_RECEIVE_COPY};
     int *idx[4], ntok[4];
     long valid = 0;
     for (int r = 0; r < n; r++) {

@@ -175,7 +175,9 @@ static int run_case(ws_comm *comm, const ep_case *tc) {
     WS_OK_OR_DIE(ws_ep_dispatch(ep, dx, xscale, (const int *)didx, (const float *)dw, T, &rv, NULL, 0));
     WS_OK_OR_DIE(ws_ep_combine(ep, dy, dout, 0));
   }
-  CUDA_OK(cudaMemset(rv.x, 0x7F, R * H * es)); /* poison the receive side */
+  const int index = cfg->receive == WS_EP_RECEIVE_INDEX;
+  if (!index) CUDA_OK(cudaMemset(rv.x, 0x7F, R * H * es)); /* poison the receive side */
+  else CUDA_OK(cudaMemset((void *)rv.row_index, 0x7F, R * 4)); /* the index: every row rewritten by the call */
   WS_OK_OR_DIE(ws_ep_dispatch(ep, dx, xscale, (const int *)didx, (const float *)dw, T, &rv, offs, 0));
   /* reference layout (low latency: the rows of each expert without padding, at l x m) */
   ws_ep_config rc = *cfg;
@@ -200,8 +202,40 @@ static int run_case(ws_comm *comm, const ep_case *tc) {
   CUDA_OK(cudaMemcpy(st, rv.src_token, R * 4, cudaMemcpyDeviceToHost));
   CUDA_OK(cudaMemcpy(sl, rv.src_slot, R * 4, cudaMemcpyDeviceToHost));
   CUDA_OK(cudaMemcpy(wr, rv.weight, R * 4, cudaMemcpyDeviceToHost));
-  CUDA_OK(cudaMemcpy(hx, rv.x, (size_t)total * H * es, cudaMemcpyDeviceToHost));
-  if (fp8) CUDA_OK(cudaMemcpy(hs, rv.x_scale, kb * (size_t)rv.scale_ld * 4, cudaMemcpyDeviceToHost));
+  /* index receive: rows and scales read through the index out of the inbox, into the copy
+   * layout the checks below take (scales K-block-major, ld R); a row must name an inbox row
+   * exactly when it is not padding */
+  int index_rows_bad = 0;
+  if (index) {
+    CHECK(rv.x == NULL && rv.x_scale == NULL && rv.row_index && rv.rows && rv.rows_total == nranks * cfg->max_tokens);
+    CHECK((rv.row_scales != NULL) == fp8 && rv.row_bytes % 16 == 0 && rv.row_bytes >= (size_t)H * es);
+    int *ri = (int *)host_alloc(R, sizeof(int), 0);
+    uint8_t *inbox = (uint8_t *)host_alloc((size_t)rv.rows_total, rv.row_bytes, 0);
+    CUDA_OK(cudaMemcpy(ri, rv.row_index, R * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(inbox, rv.rows, (size_t)rv.rows_total * rv.row_bytes, cudaMemcpyDeviceToHost));
+    free(hs);
+    hs = (float *)host_alloc(kb * R, sizeof(float), 0);
+    rv.scale_ld = (int)R;
+    const size_t soff = fp8 ? (size_t)((const uint8_t *)rv.row_scales - (const uint8_t *)rv.rows) : 0;
+    for (int r = 0; r < total; r++) {
+      int live = 0;
+      for (int l = 0; l < L && !live; l++) live = r >= (ll ? l * m : offs[l]) && r < (ll ? l * m : offs[l]) + rcounts[l];
+      if (live != (ri[r] >= 0 && ri[r] < rv.rows_total) || (!live && ri[r] != -1)) {
+        if (!ll || live) index_rows_bad++; /* LL: rows past an expert's count are never marked */
+        continue;
+      }
+      if (!live) continue;
+      const uint8_t *row = inbox + (size_t)ri[r] * rv.row_bytes;
+      memcpy(hx + (size_t)r * H * es, row, (size_t)H * es);
+      for (size_t b = 0; b < kb && fp8; b++) memcpy(&hs[b * R + r], row + soff + b * 4, 4);
+    }
+    if (index_rows_bad) printf("  %d layout rows with a wrong inbox index\n", index_rows_bad);
+    fails += index_rows_bad > 0;
+    free(ri); free(inbox);
+  } else {
+    CUDA_OK(cudaMemcpy(hx, rv.x, (size_t)total * H * es, cudaMemcpyDeviceToHost));
+    if (fp8) CUDA_OK(cudaMemcpy(hs, rv.x_scale, kb * (size_t)rv.scale_ld * 4, cudaMemcpyDeviceToHost));
+  }
   if (fails == 0) {
     for (int l = 0; l < L; l++) {
       /* same multiset of (rank, token, slot): find each reference row among the device's */
@@ -296,8 +330,8 @@ static int cmp_float(const void *a, const void *b) {
  * with the NCCL and PyTorch baselines is the issue's benchmark. */
 static int bench_iters = 20;
 
-static void bench(ws_comm *comm, int H, int E, int K, int T, ws_ep_payload payload, int sms) {
-  const ws_ep_config cfg = {H, E, K, T, payload, 1, sms, WS_EP_NORMAL};
+static void bench(ws_comm *comm, int H, int E, int K, int T, ws_ep_payload payload, int sms, ws_ep_receive receive) {
+  const ws_ep_config cfg = {H, E, K, T, payload, 1, sms, WS_EP_NORMAL, receive};
   const int fp8 = payload == WS_EP_FP8, L = E / nranks;
   const size_t es = fp8 ? 1 : 2, kb = (size_t)H / 128;
   ws_ep *ep = NULL;
@@ -351,8 +385,8 @@ static void bench(ws_comm *comm, int H, int E, int K, int T, ws_ep_payload paylo
   const char *trace_dir = getenv("WS_BENCH_TRACE");
   if (trace_dir && *trace_dir) {
     char path[512];
-    snprintf(path, sizeof path, "%s/ep_r%d_T%d_s%d_%s.csv", trace_dir, rank, T, sms ? sms : WS_EP_DEFAULT_SMS,
-             fp8 ? "fp8" : "bf16");
+    snprintf(path, sizeof path, "%s/ep_r%d_T%d_s%d_%s_%s.csv", trace_dir, rank, T, sms ? sms : WS_EP_DEFAULT_SMS,
+             fp8 ? "fp8" : "bf16", receive == WS_EP_RECEIVE_INDEX ? "index" : "copy");
     WS_OK_OR_DIE(ws_comm_barrier(comm, 0));
     WS_OK_OR_DIE(ws_trace_start(WS_TRACE_ALL_BLOCKS, 1u << 18));
     WS_OK_OR_DIE(ws_ep_dispatch(ep, x, fp8 ? (const float *)sc : NULL, (const int *)di, (const float *)dw, T, NULL, NULL, 0));
@@ -365,9 +399,10 @@ static void bench(ws_comm *comm, int H, int E, int K, int T, ws_ep_payload paylo
   const double row_d = (double)H * es + (fp8 ? kb * 4.0 : 0.0), row_c = (double)H * 2;
   /* received token rows (once per rank) = rows sent to us; approximated by what we send */
   const double tok_in = (double)(rows_out + rows_in_self);
-  printf("bench rank %d: H %d E %d K %d T %d %s sms %2d: dispatch %7.1f us (NVLink out %6.1f GB/s, logical %6.1f GB/s), "
+  printf("bench rank %d: %s H %d E %d K %d T %d %s sms %2d: dispatch %7.1f us (NVLink out %6.1f GB/s, logical %6.1f GB/s), "
          "combine %7.1f us (NVLink out %6.1f GB/s, logical %6.1f GB/s); %d expert rows here\n",
-         rank, H, E, K, T, fp8 ? "fp8 " : "bf16", sms ? sms : WS_EP_DEFAULT_SMS, d_us, rows_out * row_d / d_us * 1e-3,
+         rank, receive == WS_EP_RECEIVE_INDEX ? "index" : "copy ", H, E, K, T, fp8 ? "fp8 " : "bf16",
+         sms ? sms : WS_EP_DEFAULT_SMS, d_us, rows_out * row_d / d_us * 1e-3,
          tok_in * row_d / d_us * 1e-3, c_us, rows_out * row_c / c_us * 1e-3, tok_in * row_c / c_us * 1e-3, rows_recv);
   WS_OK_OR_DIE(ws_ep_destroy(ep));
   cudaFree(x); cudaFree(sc); cudaFree(di); cudaFree(dw); cudaFree(y); cudaFree(out);
@@ -381,10 +416,8 @@ static void bench(ws_comm *comm, int H, int E, int K, int T, ws_ep_payload paylo
  * quantised inputs and weights: out[t] = sum_k w_k (x_t W_{e_k}^T). Then the same three
  * calls captured in one CUDA graph and replayed. */
 static int moe_gemm_case(ws_comm *comm, int H, int E, int K, int T, int row_align) {
-  const ws_ep_config cfg = {H, E, K, T, WS_EP_FP8, row_align, 8, WS_EP_NORMAL};
+  ws_ep_config cfg = {H, E, K, T, WS_EP_FP8, row_align, 8, WS_EP_NORMAL, WS_EP_RECEIVE_COPY};
   const int L = E / nranks, kb = H / 128;
-  ws_ep *ep = NULL;
-  WS_OK_OR_DIE(ws_ep_create(&ep, comm, &cfg));
   /* this rank's tokens, quantised with the host definition */
   int *idx = (int *)host_alloc((size_t)T * K, sizeof(int), 0);
   float *w = (float *)host_alloc((size_t)T * K, sizeof(float), 0);
@@ -433,8 +466,14 @@ static int moe_gemm_case(ws_comm *comm, int H, int E, int K, int T, int row_alig
         ref[(size_t)t * H + j] += w[t * K + k] * acc;
       }
     }
-  uint16_t *hout = (uint16_t *)host_alloc((size_t)T * H, 2, 0);
+  uint16_t *hout = (uint16_t *)host_alloc((size_t)T * H, 2, 0), *copy_out = (uint16_t *)host_alloc((size_t)T * H, 2, 0);
   int ok = 1;
+  /* the copy receive (ws_gemm over contiguous rows), then the index receive (ws_gemm
+   * gathering the rows in the inbox): the same bits */
+  for (int index = 0; index < 2; index++) {
+  cfg.receive = index ? WS_EP_RECEIVE_INDEX : WS_EP_RECEIVE_COPY;
+  ws_ep *ep = NULL;
+  WS_OK_OR_DIE(ws_ep_create(&ep, comm, &cfg));
   for (int pass = 0; pass < 2; pass++) { /* eager, then a replayed graph */
     cudaStream_t s;
     CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -444,8 +483,12 @@ static int moe_gemm_case(ws_comm *comm, int H, int E, int K, int T, int row_alig
     if (pass == 1) CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     ws_ep_recv rv;
     WS_OK_OR_DIE(ws_ep_dispatch(ep, dx, (const float *)dxs, (const int *)di, (const float *)dw, T, &rv, NULL, s));
-    ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, rv.max_rows, H, H, rv.local_experts, rv.x, dW, dy,
-                         rv.x_scale, (const float *)dWs, rv.expert_offsets, NULL, NULL, 0, rv.scale_ld, NULL, 0, 0, 0};
+    ws_gemm_problem p;
+    memset(&p, 0, sizeof p);
+    p.type = WS_GEMM_FP8;
+    WS_OK_OR_DIE(ws_ep_recv_gemm(&rv, &p));
+    p.n = H; p.k = H; p.b = dW; p.b_scale = (const float *)dWs; p.d = dy;
+    CHECK(index ? p.a_rows != NULL && p.a == rv.rows : p.a_rows == NULL && p.a == rv.x);
     WS_OK_OR_DIE(ws_gemm(&p, s));
     WS_OK_OR_DIE(ws_ep_combine(ep, dy, dout, s));
     if (pass == 1) {
@@ -457,16 +500,24 @@ static int moe_gemm_case(ws_comm *comm, int H, int E, int K, int T, int row_alig
     CUDA_OK(cudaMemcpy(hout, dout, (size_t)T * H * 2, cudaMemcpyDeviceToHost));
     long nan_count = 0;
     const double rel = rel_err_bf16(hout, ref, (size_t)T * H, &nan_count);
-    printf("rank %d: dispatch -> ws_gemm -> combine, H %d E %d K %d T %d align %d%s: rel err %.2e, %ld unwritten\n",
-           rank, H, E, K, T, row_align, pass ? " (graph x5)" : "", rel, nan_count);
-    ok &= rel < 2e-2 && nan_count == 0;
+    long differ = 0;
+    if (index)
+      for (size_t i = 0; i < (size_t)T * H; i++) differ += hout[i] != copy_out[i];
+    else if (pass == 0)
+      memcpy(copy_out, hout, (size_t)T * H * 2);
+    printf("rank %d: dispatch -> ws_gemm -> combine, %s receive, H %d E %d K %d T %d align %d%s: rel err %.2e, %ld unwritten%s",
+           rank, index ? "index" : "copy ", H, E, K, T, row_align, pass ? " (graph x5)" : "", rel, nan_count,
+           index ? "" : "\n");
+    if (index) printf(", %ld outputs differ from the copy receive's\n", differ);
+    ok &= rel < 2e-2 && nan_count == 0 && differ == 0;
     if (ge) cudaGraphExecDestroy(ge);
     if (g) cudaGraphDestroy(g);
     cudaStreamDestroy(s);
   }
   WS_OK_OR_DIE(ws_ep_destroy(ep));
+  }
   cudaFree(dx); cudaFree(dxs); cudaFree(di); cudaFree(dw); cudaFree(dW); cudaFree(dWs); cudaFree(dy); cudaFree(dout);
-  free(idx); free(w); free(xf); free(xq); free(xs); free(wq); free(ws); free(wf); free(ref); free(hout);
+  free(idx); free(w); free(xf); free(xq); free(xs); free(wq); free(ws); free(wf); free(ref); free(hout); free(copy_out);
   return ok;
 }
 
@@ -483,7 +534,7 @@ static int layer_long = 1; /* 0 (mode "layer", for compute-sanitizer): no 1000-c
  * (the GPU's expf may move an activation across an FP8 rounding boundary: compared by
  * relative error, not bits). */
 static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T, routing route) {
-  const ws_ep_config cfg = {H, E, K, T, WS_EP_FP8, 128, 8, WS_EP_NORMAL};
+  const ws_ep_config cfg = {H, E, K, T, WS_EP_FP8, 128, 8, WS_EP_NORMAL, WS_EP_RECEIVE_COPY};
   const ws_moe_shape sh = {H, I, E, K};
   const int L = E / nranks, hb = H / 128, ib = I / 128;
   ws_ep *ep = NULL;
@@ -726,7 +777,7 @@ int main(int argc, char **argv) {
   ws_comm *comm = comm_test_start("moe.seed", &rank, &nranks, &seed);
   printf("rank %d of %d: seed %llu, mode %s\n", rank, nranks, (unsigned long long)seed, mode);
   if (!strcmp(mode, "missing")) {
-    const ws_ep_config cfg = {256, 4 * nranks, 2, 64, WS_EP_BF16, 1, 4, WS_EP_NORMAL};
+    const ws_ep_config cfg = {256, 4 * nranks, 2, 64, WS_EP_BF16, 1, 4, WS_EP_NORMAL, WS_EP_RECEIVE_COPY};
     ws_ep *ep = NULL;
     WS_OK_OR_DIE(ws_ep_create(&ep, comm, &cfg));
     WS_OK_OR_DIE(ws_set_timeout_ms(500));
@@ -786,19 +837,27 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "profile")) { /* few calls, for Nsight Compute: 128 and 4096 tokens at 24 SMs */
     const int E = 256 % nranks ? 8 * nranks : 256;
     bench_iters = 3;
-    bench(comm, 7168, E, 8, 128, WS_EP_FP8, 24);
-    bench(comm, 7168, E, 8, 4096, WS_EP_FP8, 24);
+    for (int index = 0; index < 2; index++) {
+      const ws_ep_receive rc = index ? WS_EP_RECEIVE_INDEX : WS_EP_RECEIVE_COPY;
+      bench(comm, 7168, E, 8, 128, WS_EP_FP8, 24, rc);
+      bench(comm, 7168, E, 8, 4096, WS_EP_FP8, 24, rc);
+    }
     WS_OK_OR_DIE(ws_comm_destroy(comm));
     return 0;
   }
   if (!strcmp(mode, "bench")) {
     const int E = 256 % nranks ? 8 * nranks : 256;
-    const int sms[4] = {8, 24, 32, 64};
-    for (int i = 0; i < 4; i++) bench(comm, 7168, E, 8, 4096, WS_EP_FP8, sms[i]);
-    bench(comm, 7168, E, 8, 4096, WS_EP_BF16, 32);
-    bench(comm, 7168, E, 8, 128, WS_EP_FP8, 24);
-    bench(comm, 4096, E, 6, 512, WS_EP_FP8, 24);
-    bench(comm, 4096, E, 6, 8192, WS_EP_FP8, 32);
+    /* the copy receive (rows copied once per local expert), then the index receive (rows
+     * read in place by the GEMM) */
+    const int sms[3] = {24, 32, 64};
+    for (int index = 0; index < 2; index++) {
+      const ws_ep_receive rc = index ? WS_EP_RECEIVE_INDEX : WS_EP_RECEIVE_COPY;
+      for (int i = 0; i < 3; i++) bench(comm, 7168, E, 8, 4096, WS_EP_FP8, sms[i], rc);
+      bench(comm, 7168, E, 8, 4096, WS_EP_BF16, 32, rc);
+      bench(comm, 7168, E, 8, 128, WS_EP_FP8, 24, rc);
+      bench(comm, 4096, E, 6, 512, WS_EP_FP8, 24, rc);
+      bench(comm, 4096, E, 6, 8192, WS_EP_FP8, 32, rc);
+    }
     WS_OK_OR_DIE(ws_comm_destroy(comm));
     return 0;
   }
@@ -828,24 +887,32 @@ int main(int argc, char **argv) {
   const int quick = !strcmp(mode, "quick");
   const int E8 = 8 * nranks;
   const ep_case cases[] = {
-      {"uniform", {512, E8, 4, 128, WS_EP_FP8, 1, 8, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 1, 0},
-      {"uniform align 128", {512, E8, 4, 128, WS_EP_FP8, 128, 8, WS_EP_NORMAL}, ROUTE_UNIFORM, 100, 1, 0},
-      {"one hot expert", {256, E8, 2, 96, WS_EP_BF16, 1, 4, WS_EP_NORMAL}, ROUTE_ONE_EXPERT, -1, 1, 0},
-      {"all to other rank", {256, E8, 3, 64, WS_EP_FP8, 64, 4, WS_EP_NORMAL}, ROUTE_OTHER_RANK, 50, 1, 0},
-      {"none leave", {256, E8, 3, 64, WS_EP_BF16, 1, 4, WS_EP_NORMAL}, ROUTE_STAY, -1, 1, 0},
-      {"-1 slots", {384, E8, 8, 64, WS_EP_FP8, 1, 6, WS_EP_NORMAL}, ROUTE_HOLES, -1, 1, 0},
-      {"no tokens", {256, E8, 2, 32, WS_EP_BF16, 1, 2, WS_EP_NORMAL}, ROUTE_UNIFORM, 0, 1, 0},
-      {"K = 1", {256, E8, 1, 64, WS_EP_BF16, 1, 3, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 1, 0},
-      {"repeated 1000", {256, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 1000, 0},
-      {"graph replay", {256, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 2, 1},
-      {"DeepSeek-V3 shape", {7168, 256, 8, 256, WS_EP_FP8, 128, 24, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 3, 0},
-      {"DeepSeek-V3 bf16", {7168, 256, 8, 128, WS_EP_BF16, 1, 24, WS_EP_NORMAL}, ROUTE_UNIFORM, -1, 1, 0},
-      {"LL fp8", {512, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_LOW_LATENCY}, ROUTE_UNIFORM, -1, 1, 0},
-      {"LL fp8 -1 slots", {384, E8, 8, 48, WS_EP_FP8, 1, 6, WS_EP_LOW_LATENCY}, ROUTE_HOLES, 40, 1, 0},
-      {"LL bf16 one hot", {256, E8, 2, 32, WS_EP_BF16, 1, 4, WS_EP_LOW_LATENCY}, ROUTE_ONE_EXPERT, -1, 1, 0},
-      {"LL graph replay", {512, E8, 4, 32, WS_EP_FP8, 1, 8, WS_EP_LOW_LATENCY}, ROUTE_UNIFORM, -1, 2, 1},
-      {"LL DeepSeek-V3 128", {7168, 256, 8, 128, WS_EP_FP8, 1, 24, WS_EP_LOW_LATENCY}, ROUTE_UNIFORM, -1, 3, 0},
-      {"LL repeated 1000", {512, E8, 4, 32, WS_EP_FP8, 1, 8, WS_EP_LOW_LATENCY}, ROUTE_HOLES, -1, 1000, 0},
+      {"uniform", {512, E8, 4, 128, WS_EP_FP8, 1, 8, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_UNIFORM, -1, 1, 0},
+      {"uniform align 128", {512, E8, 4, 128, WS_EP_FP8, 128, 8, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_UNIFORM, 100, 1, 0},
+      {"one hot expert", {256, E8, 2, 96, WS_EP_BF16, 1, 4, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_ONE_EXPERT, -1, 1, 0},
+      {"all to other rank", {256, E8, 3, 64, WS_EP_FP8, 64, 4, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_OTHER_RANK, 50, 1, 0},
+      {"none leave", {256, E8, 3, 64, WS_EP_BF16, 1, 4, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_STAY, -1, 1, 0},
+      {"-1 slots", {384, E8, 8, 64, WS_EP_FP8, 1, 6, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_HOLES, -1, 1, 0},
+      {"no tokens", {256, E8, 2, 32, WS_EP_BF16, 1, 2, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_UNIFORM, 0, 1, 0},
+      {"K = 1", {256, E8, 1, 64, WS_EP_BF16, 1, 3, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_UNIFORM, -1, 1, 0},
+      {"repeated 1000", {256, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_UNIFORM, -1, 1000, 0},
+      {"graph replay", {256, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_UNIFORM, -1, 2, 1},
+      {"DeepSeek-V3 shape", {7168, 256, 8, 256, WS_EP_FP8, 128, 24, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_UNIFORM, -1, 3, 0},
+      {"DeepSeek-V3 bf16", {7168, 256, 8, 128, WS_EP_BF16, 1, 24, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_UNIFORM, -1, 1, 0},
+      {"LL fp8", {512, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_LOW_LATENCY, WS_EP_RECEIVE_COPY}, ROUTE_UNIFORM, -1, 1, 0},
+      {"LL fp8 -1 slots", {384, E8, 8, 48, WS_EP_FP8, 1, 6, WS_EP_LOW_LATENCY, WS_EP_RECEIVE_COPY}, ROUTE_HOLES, 40, 1, 0},
+      {"LL bf16 one hot", {256, E8, 2, 32, WS_EP_BF16, 1, 4, WS_EP_LOW_LATENCY, WS_EP_RECEIVE_COPY}, ROUTE_ONE_EXPERT, -1, 1, 0},
+      {"LL graph replay", {512, E8, 4, 32, WS_EP_FP8, 1, 8, WS_EP_LOW_LATENCY, WS_EP_RECEIVE_COPY}, ROUTE_UNIFORM, -1, 2, 1},
+      {"LL DeepSeek-V3 128", {7168, 256, 8, 128, WS_EP_FP8, 1, 24, WS_EP_LOW_LATENCY, WS_EP_RECEIVE_COPY}, ROUTE_UNIFORM, -1, 3, 0},
+      {"LL repeated 1000", {512, E8, 4, 32, WS_EP_FP8, 1, 8, WS_EP_LOW_LATENCY, WS_EP_RECEIVE_COPY}, ROUTE_HOLES, -1, 1000, 0},
+      /* the index receive: the rows stay in the inbox, the layout names them */
+      {"index uniform", {512, E8, 4, 128, WS_EP_FP8, 128, 8, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_UNIFORM, 100, 1, 0},
+      {"index -1 slots bf16", {384, E8, 8, 64, WS_EP_BF16, 1, 6, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_HOLES, -1, 1, 0},
+      {"index no tokens", {256, E8, 2, 32, WS_EP_FP8, 1, 2, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_UNIFORM, 0, 1, 0},
+      {"index graph replay", {256, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_UNIFORM, -1, 2, 1},
+      {"index repeated 1000", {256, E8, 4, 64, WS_EP_FP8, 64, 8, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_HOLES, -1, 1000, 0},
+      {"index DeepSeek-V3", {7168, 256, 8, 256, WS_EP_FP8, 128, 24, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_UNIFORM, -1, 3, 0},
+      {"index LL fp8", {512, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_LOW_LATENCY, WS_EP_RECEIVE_INDEX}, ROUTE_HOLES, 40, 1, 0},
   };
   const int ncases = (int)(sizeof cases / sizeof cases[0]);
   for (int i = 0; i < ncases; i++) {

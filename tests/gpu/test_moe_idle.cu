@@ -144,7 +144,7 @@ static int idle_case(ws_comm *comm, const int *tokens, const char *name) {
   }
   /* dispatch and combine alone, BF16 payload, NULL everywhere on an idle rank */
   {
-    const ws_ep_config cfg = {H, E, K, MAXT, WS_EP_BF16, 1, 4, WS_EP_NORMAL};
+    const ws_ep_config cfg = {H, E, K, MAXT, WS_EP_BF16, 1, 4, WS_EP_NORMAL, WS_EP_RECEIVE_COPY};
     ws_ep *ep = NULL;
     WS_OK_OR_DIE(ws_ep_create(&ep, comm, &cfg));
     void *dxb = NULL, *dy, *dob = NULL;
@@ -192,7 +192,7 @@ static void gauss_rows(int r, int call, int T, int H, uint16_t *x) {
 
 static int bytes_case(ws_comm *comm, ws_ep_mode mode, int H, int E, int K, int T, int calls) {
   const int L = E / nranks, kb = H / 128, ll = mode == WS_EP_LOW_LATENCY;
-  const ws_ep_config cfg = {H, E, K, T, WS_EP_FP8, 1, 8, mode};
+  const ws_ep_config cfg = {H, E, K, T, WS_EP_FP8, 1, 8, mode, WS_EP_RECEIVE_COPY};
   ws_ep *ep = NULL;
   WS_OK_OR_DIE(ws_ep_create(&ep, comm, &cfg));
   const size_t R = ws_ep_max_rows(&cfg, nranks);
