@@ -45,7 +45,7 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
       const int *rows = a.comb_row + ((size_t)s * a.max_tokens + i) * K;
       const float *ws = a.comb_w + ((size_t)s * a.max_tokens + i) * K;
       uint4 *dst = (uint4 *)(EP_PEER(uint16_t, a, comb_inbox, s) + ((size_t)a.rank * a.max_tokens + i) * a.hidden);
-      moe_sum_rows<2>(rows, ws, K, y, a.hidden, v0, nvec, dst, 0);
+      moe_sum_rows<3>(rows, ws, K, y, a.hidden, v0, nvec, dst, 0); /* 3 rows in flight: 4 spill at 512 threads */
     }
   }
   ws_role_sync(&ctx);
@@ -74,7 +74,7 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   for (int item = gw; item < T * split; item += nw) {
     const int t = item / split;
     for (int c = (item % split) * per, c1 = min(nchunk, c + per); c < c1; c++)
-      ep_gather_chunk(&a, out, t, c * MOE_SUM_CHUNK + ctx.lane);
+      ep_gather_chunk<2>(&a, out, t, c * MOE_SUM_CHUNK + ctx.lane);
   }
   if (ep_last_cta(&ctx, &a.epochs[3], &last)) {
     ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m, (int)threadIdx.x);

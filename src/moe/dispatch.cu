@@ -261,35 +261,51 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int ind
   const size_t nv = pay / 16;
   const int kb = a.hidden / 128, lane = ctx.lane;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
-  /* first the bookkeeping, a warp per inbox row: lane j holds entry j (its row r in the
-   * layout, slot and weight): source arrays, combine's arrays, FP8 scales */
-  for (int s = 0; s < N; s++) {
+  /* first the bookkeeping, a thread per (inbox row, top-k slot j): entry j's layout row r
+   * (source arrays; the index receive's inbox row) and combine's row and weight for slot j
+   * (entries in slot order, -1 past them). Threads, not a warp per row: a row's dependent
+   * loads (its header, then its entry) are in flight for many rows at once. A warp walking
+   * its 21 rows one after another took 31 us at 4096 tokens (EP2, 24 CTAs, H100). */
+  {
+    int total = 0;
+    for (int s = 0; s < N; s++) total += cnt[N * L + s];
+    const long long units = (long long)total * K, nt = (long long)gridDim.x * blockDim.x;
+    for (long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x; u < units; u += nt) {
+      const int j = (int)(u % K);
+      int i = (int)(u / K), s = 0;
+      while (s < N - 1 && i >= cnt[N * L + s]) i -= cnt[N * L + s++];
+      const ep_meta *m = (const ep_meta *)(a.inbox + ((size_t)s * a.max_tokens + i) * a.inbox_row + meta_off);
+      const int2 head = __ldcg((const int2 *)m); /* {token, entries} */
+      int r = -1;
+      float w = 0.0f;
+      if (j < head.y) {
+        const int4 e = __ldcg((const int4 *)(m + 1 + j)); /* {local, pos, slot, weight} */
+        r = off[e.x] + e.y;
+        for (int q = 0; q < s; q++) r += cnt[q * L + e.x];
+        w = __int_as_float(e.w);
+        a.src_rank[r] = s; a.src_token[r] = head.x; a.src_slot[r] = e.z; a.weight[r] = w;
+        if (index) a.row_index[r] = s * a.max_tokens + i;
+      }
+      a.comb_row[((size_t)s * a.max_tokens + i) * K + j] = r;
+      a.comb_w[((size_t)s * a.max_tokens + i) * K + j] = w;
+    }
+  }
+  /* copy receive, FP8: a warp per inbox row puts its scales K-block-major into each of
+   * its rows (lane j: entry j's row) */
+  for (int s = 0; s < N && !index && a.fp8; s++) {
     const int ntok = cnt[N * L + s];
     for (int i = gw; i < ntok; i += nw) {
       const uint8_t *row = a.inbox + ((size_t)s * a.max_tokens + i) * a.inbox_row;
       const ep_meta *m = (const ep_meta *)(row + meta_off);
-      const int token = __ldcg(&m[0].local), entries = __ldcg(&m[0].pos);
-      int r = -1;
-      float w = 0.0f;
-      if (lane < entries) {
-        r = expand_row(&a, cnt, off, s, m + 1 + lane);
-        w = __ldcg(&m[1 + lane].weight);
-        a.src_rank[r] = s; a.src_token[r] = token; a.src_slot[r] = __ldcg(&m[1 + lane].slot); a.weight[r] = w;
-        if (index) a.row_index[r] = s * a.max_tokens + i;
-      }
-      if (lane < K) {
-        a.comb_row[((size_t)s * a.max_tokens + i) * K + lane] = r;
-        a.comb_w[((size_t)s * a.max_tokens + i) * K + lane] = w;
-      }
-      if (a.fp8 && !index)
-        for (int c0 = 0; c0 < kb; c0 += 32) {
-          const int c = c0 + lane;
-          const float sv = c < kb ? __ldcg((const float *)(row + pay) + c) : 0.0f;
-          for (int j = 0; j < entries; j++) {
-            const int rj = __shfl_sync(0xffffffffu, r, j);
-            if (c < kb) a.x_scale[(size_t)c * a.scale_ld + rj] = sv;
-          }
+      const int entries = __ldcg(&m[0].pos);
+      const int r = lane < entries ? expand_row(&a, cnt, off, s, m + 1 + lane) : -1;
+      for (int c0 = 0; c0 < kb; c0 += 32) {
+        const float sv = c0 + lane < kb ? __ldcg((const float *)(row + pay) + c0 + lane) : 0.0f;
+        for (int j = 0; j < entries; j++) {
+          const int rj = __shfl_sync(0xffffffffu, r, j);
+          if (c0 + lane < kb) a.x_scale[(size_t)(c0 + lane) * a.scale_ld + rj] = sv;
         }
+      }
     }
   }
   /* then the payload, a warp per (inbox row, chunk of 32 x EP_COPY_UNROLL vectors: 4 KB)
@@ -316,6 +332,7 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int ind
         for (int u = 0; u < EP_COPY_UNROLL; u++)
           if (u * 32 < valid) ws_st_global_v4(d + u * 32, v[u]);
       }
+
     }
   }
   /* padding rows: no source. Their payload and scales are left as they are (zero from

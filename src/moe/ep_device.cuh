@@ -174,7 +174,10 @@ static __device__ __forceinline__ void ep_send_unit(const ep_args *a, const uint
 /* ---- gather (ep_gather and the layer kernel's gather items) ------------------------ */
 /* The warp's lane vectors v0 + 32 u (u < MOE_SUM_UNROLL) of token t's output: the partial
  * sums of the ranks it went to (comb_inbox, by tok_slot), added in rank order in fp32,
- * BF16 out (zero for a token without experts). */
+ * BF16 out (zero for a token without experts). GROUP ranks' loads are in flight before
+ * any is added (ep_gather: 2; one at a time, a chunk cost a memory round trip per rank;
+ * the layer kernel's gather items keep 1: more spill its math warpgroups' registers). */
+template <int GROUP>
 static __device__ __forceinline__ void ep_gather_chunk(const ep_args *a, uint16_t *out, int t, int v0) {
   const int nvec = a->hidden / 8;
   float acc[MOE_SUM_UNROLL][8];
@@ -182,17 +185,26 @@ static __device__ __forceinline__ void ep_gather_chunk(const ep_args *a, uint16_
   for (int u = 0; u < MOE_SUM_UNROLL; u++)
 #pragma unroll
     for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
-  for (int d = 0; d < a->nranks; d++) {
-    const int slot = __ldcg(&a->tok_slot[(size_t)t * a->nranks + d]);
-    if (slot < 0) continue;
-    const uint4 *src = (const uint4 *)(a->comb_inbox + ((size_t)d * a->max_tokens + slot) * a->hidden);
-    uint4 p[MOE_SUM_UNROLL];
+#pragma unroll 1
+  for (int d0 = 0; d0 < a->nranks; d0 += GROUP) {
+    int slot[GROUP];
+    uint4 p[GROUP][MOE_SUM_UNROLL];
 #pragma unroll
-    for (int u = 0; u < MOE_SUM_UNROLL; u++)
-      if (v0 + 32 * u < nvec) p[u] = ws_ld_global_cg_v4(src + v0 + 32 * u);
+    for (int j = 0; j < GROUP; j++) {
+      const int d = d0 + j;
+      slot[j] = d < a->nranks ? __ldcg(&a->tok_slot[(size_t)t * a->nranks + d]) : -1;
+      const uint4 *src = (const uint4 *)(a->comb_inbox + ((size_t)d * a->max_tokens + (slot[j] < 0 ? 0 : slot[j])) * a->hidden);
 #pragma unroll
-    for (int u = 0; u < MOE_SUM_UNROLL; u++)
-      if (v0 + 32 * u < nvec) moe_fma8(acc[u], p[u], 1.0f);
+      for (int u = 0; u < MOE_SUM_UNROLL; u++)
+        if (slot[j] >= 0 && v0 + 32 * u < nvec) p[j][u] = ws_ld_global_cg_v4(src + v0 + 32 * u);
+    }
+#pragma unroll
+    for (int j = 0; j < GROUP; j++) {
+      if (slot[j] < 0) continue; /* a rank the token did not go to: skipped, as before */
+#pragma unroll
+      for (int u = 0; u < MOE_SUM_UNROLL; u++)
+        if (v0 + 32 * u < nvec) moe_fma8(acc[u], p[j][u], 1.0f);
+    }
   }
 #pragma unroll
   for (int u = 0; u < MOE_SUM_UNROLL; u++)

@@ -289,7 +289,7 @@ WS_DEV void mxe_gather(const mx_layer_args *L, const ws_ctx *c, int item, int gw
   const int t0 = item * L->tokens_per_item, nt = max(0, min(L->tokens_per_item, L->tokens - t0));
   const int nchunk = (a->hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
   for (int u = gw; u < nt * nchunk; u += MX_LAYER_THREADS / 32)
-    ep_gather_chunk(a, L->out, t0 + u / nchunk, (u % nchunk) * MOE_SUM_CHUNK + lane);
+    ep_gather_chunk<1>(a, L->out, t0 + u / nchunk, (u % nchunk) * MOE_SUM_CHUNK + lane);
   if (mxe_last(L->gathered, (uint32_t)L->gather_items, 1, i, bar, &sh->flag)) {
     ep_ack_peers(a->comb_ack, a->peer_delta, a->rank, a->nranks, m, i); /* every rank's partial sums read: it may combine again */
     if (i == 0) { /* the call's last item: every CTA read the epochs before its first claim */

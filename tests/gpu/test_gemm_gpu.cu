@@ -279,6 +279,17 @@ int main(int argc, char **argv) {
   quick = argc > 1 && strcmp(argv[1], "quick") == 0;
   require_hopper();
   rng_seed_from_time();
+  if (argc > 1 && strcmp(argv[1], "gather") == 0) { /* the gathered cases alone, BF16 shapes around a ragged N */
+    const int ragged[5] = {200, 0, 1, 513, 64};
+    for (g_gather = 0; g_gather < 2; g_gather++) {
+      run_problem(WS_GEMM_BF16, WS_GEMM_DENSE, 300, 264, 192, 1, NULL);
+      run_problem(WS_GEMM_BF16, WS_GEMM_DENSE, 300, 256, 192, 1, NULL);
+      run_problem(WS_GEMM_BF16, WS_GEMM_DENSE, 300, 264, 512, 1, NULL);
+      run_problem(WS_GEMM_BF16, WS_GEMM_DENSE, 256, 512, 192, 1, NULL);
+      run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, 0, 264, 192, 5, ragged);
+    }
+    return test_finish("test_gemm_gpu gather");
+  }
   quantize_matches_host();
   /* FP8 on both tiles (ws_gemm_tile picks one per problem; forced here so that each
    * shape and layout runs on the 128-row and the 192-row kernel) */
