@@ -285,6 +285,11 @@ def test_moe_check_config():
         warpspec.moe_check_config(2, hidden=128, experts=256, topk=17, max_tokens=16)
     with pytest.raises(warpspec.InvalidArgumentError, match="payload"):
         warpspec.moe_check_config(2, hidden=128, experts=256, topk=2, max_tokens=16, payload="fp16")
+    # the index receive: same rows; an unknown receive is refused before the C library
+    assert warpspec.moe_check_config(2, hidden=7168, experts=256, topk=8, max_tokens=4096, row_align=128,
+                                     receive="index") == rows
+    with pytest.raises(warpspec.InvalidArgumentError, match="receive 'gather'"):
+        warpspec.moe_check_config(2, hidden=128, experts=256, topk=2, max_tokens=16, receive="gather")
 
 
 def _stub_dispatcher(mode="normal", payload="fp8"):

@@ -95,10 +95,11 @@ def _moe_round_trip(comm, rank, nranks):
     idx[::7, 1] = -1
     w = torch.rand(T, K, generator=g).cuda()
     idx = idx.cuda()
-    for payload in ("fp8", "bf16", "ll"):
+    for payload in ("fp8", "bf16", "ll", "fp8-index"):
         mode = "low_latency" if payload == "ll" else "normal"
         with warpspec.MoeDispatcher(comm, hidden=H, experts=E, topk=K, max_tokens=256,
-                                    payload="fp8" if payload == "ll" else payload, row_align=64, mode=mode) as ep:
+                                    payload="bf16" if payload == "bf16" else "fp8", row_align=64, mode=mode,
+                                    receive="index" if payload == "fp8-index" else "copy") as ep:
             if payload == "ll":  # BF16 in, quantised on the fly; the masked layout [L, m, H]
                 r = ep.dispatch(x, idx, w, sync_counts=True)
                 q, s = warpspec.quantize_fp8(x)
@@ -119,6 +120,15 @@ def _moe_round_trip(comm, rank, nranks):
                 q, s = warpspec.quantize_fp8(x)
                 r = ep.dispatch(q, idx, w, x_scale=s, sync_counts=True)
                 xr = (r.x.float() * r.x_scale.repeat_interleave(128, dim=1)).to(torch.bfloat16)
+                xin = (q.float() * s.repeat_interleave(128, dim=1))
+            elif payload == "fp8-index":  # the rows stay in the receive buffer: read them through row_index
+                q, s = warpspec.quantize_fp8(x)
+                r = ep.dispatch(q, idx, w, x_scale=s, sync_counts=True)
+                assert r.x is None and r.x_scale is None and r.row_index.shape == (r.max_rows,)
+                used = r.rows[r.row_index.clamp(min=0).long()]
+                rq = used[:, :H].contiguous().view(torch.float8_e4m3fn).float()
+                rs = used[:, H:H + 4 * (H // 128)].contiguous().view(torch.float32)
+                xr = (rq * rs.repeat_interleave(128, dim=1)).to(torch.bfloat16)
                 xin = (q.float() * s.repeat_interleave(128, dim=1))
             else:
                 r = ep.dispatch(x, idx.long(), w, sync_counts=True)

@@ -26,24 +26,30 @@ from ._tensor import BF16, F32, FP8, I32, on_device, stream_arg, stream_handle, 
 
 _PAYLOADS = {"bf16": 0, "bfloat16": 0, "fp8": 1, "float8_e4m3fn": 1}
 _MODES = {"normal": 0, "low_latency": 1}
+_RECEIVES = {"copy": 0, "index": 1}
 
 
-def _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms, mode="normal"):
+def _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms, mode="normal", receive="copy"):
     p = _PAYLOADS.get(str(payload).replace("torch.", ""))
     if p is None:
         raise invalid(f"MoeDispatcher: payload {payload!r}, expected 'fp8' or 'bf16'")
     md = _MODES.get(str(mode))
     if md is None:
         raise invalid(f"MoeDispatcher: mode {mode!r}, expected 'normal' or 'low_latency'")
+    rc = _RECEIVES.get(str(receive))
+    if rc is None:
+        raise invalid(f"MoeDispatcher: receive {receive!r}, expected 'copy' or 'index'")
     i = _lib.as_int
     return _lib.EpConfig(i(hidden, "hidden", 1), i(experts, "experts", 1), i(topk, "topk", 1),
-                         i(max_tokens, "max_tokens", 1), p, i(row_align, "row_align", 1), i(num_sms, "num_sms", 0), md)
+                         i(max_tokens, "max_tokens", 1), p, i(row_align, "row_align", 1), i(num_sms, "num_sms", 0), md,
+                         rc)
 
 
-def check_config(nranks, *, hidden, experts, topk, max_tokens, payload="fp8", row_align=1, num_sms=0, mode="normal"):
+def check_config(nranks, *, hidden, experts, topk, max_tokens, payload="fp8", row_align=1, num_sms=0, mode="normal",
+                 receive="copy"):
     """Validate a dispatcher config for `nranks` ranks without a GPU; returns the
     worst-case receive rows (ws_gemm's m for the layout)."""
-    cfg = _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms, mode)
+    cfg = _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms, mode, receive)
     nranks = _lib.as_int(nranks, "nranks", 1)
     _lib.check(_lib.lib.ws_ep_config_check(ctypes.byref(cfg), nranks))
     return int(_lib.lib.ws_ep_max_rows(ctypes.byref(cfg), nranks))
@@ -63,6 +69,11 @@ class MoeReceived:
     max_rows: int
     local_experts: int
     host_offsets: list = None  # exact offsets, with sync_counts=True
+    # receive="index" (x and x_scale are then None): layout row r is row row_index[r] (-1:
+    # padding) of `rows`, the receive buffer as bytes [rows_total, row_bytes]: the payload
+    # first (hidden fp8 or bf16), then (fp8) its hidden / 128 fp32 scales
+    row_index: object = None
+    rows: object = None
 
 
 class MoeDispatcher(Handle):
@@ -71,13 +82,16 @@ class MoeDispatcher(Handle):
     _free = "ws_ep_destroy"
 
     def __init__(self, comm, *, hidden, experts, topk, max_tokens, payload="fp8", row_align=1, num_sms=0,
-                 mode="normal"):
+                 mode="normal", receive="copy"):
         """mode "normal": rows grouped-contiguous by local expert (gemm with group_offsets);
         "low_latency": x is BF16 (quantised on the fly for the fp8 payload), rows in the
         masked layout [local_experts, nranks x max_tokens, hidden] (gemm with group_rows =
-        expert_counts)."""
+        expert_counts). receive "copy": the rows copied into that layout (x); "index":
+        they stay where they arrived, the layout is row_index into `rows` (no copy on the
+        receiver; the C API's ws_gemm reads them in place)."""
         require_communicator(comm, "MoeDispatcher")
-        self.cfg = _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms, mode)
+        self.cfg = _config(hidden, experts, topk, max_tokens, payload, row_align, num_sms, mode, receive)
+        self.index = self.cfg.receive == 1
         self.ll = self.cfg.mode == 1
         _lib.check(_lib.lib.ws_ep_config_check(ctypes.byref(self.cfg), comm.size))
         self.comm, self.device = comm, comm.device
@@ -95,17 +109,21 @@ class MoeDispatcher(Handle):
         torch = torch_or_raise("MoeDispatcher.dispatch")
         R, H, L, dev = r.max_rows, self.cfg.hidden, r.local_experts, self.device
         xdt = torch.float8_e4m3fn if self.fp8 else torch.bfloat16
-        x = wrap_device(r.x, R * H * (1 if self.fp8 else 2), xdt, (R, H), dev)
-        if self.ll:
-            x = x.view(L, R // L, H)
-        xs = None
-        if self.fp8:
-            kb = H // 128
-            xs = wrap_device(r.x_scale, kb * r.scale_ld * 4, torch.float32, (kb, r.scale_ld), dev).t()[:R]
         i32 = lambda p, n: wrap_device(p, n * 4, torch.int32, (n,), dev)  # noqa: E731
+        x = xs = row_index = rows = None
+        if self.index:
+            row_index = i32(r.row_index, R)
+            rows = wrap_device(r.rows, r.rows_total * r.row_bytes, torch.uint8, (r.rows_total, r.row_bytes), dev)
+        else:
+            x = wrap_device(r.x, R * H * (1 if self.fp8 else 2), xdt, (R, H), dev)
+            if self.ll:
+                x = x.view(L, R // L, H)
+            if self.fp8:
+                kb = H // 128
+                xs = wrap_device(r.x_scale, kb * r.scale_ld * 4, torch.float32, (kb, r.scale_ld), dev).t()[:R]
         return MoeReceived(x, xs, i32(r.expert_offsets, L + 1), i32(r.expert_counts, L), i32(r.src_rank, R),
                            i32(r.src_token, R), i32(r.src_slot, R),
-                           wrap_device(r.weight, R * 4, torch.float32, (R,), dev), R, L)
+                           wrap_device(r.weight, R * 4, torch.float32, (R,), dev), R, L, row_index=row_index, rows=rows)
 
     def dispatch(self, x, topk_idx, topk_weights, *, x_scale=None, sync_counts=False, stream=None, check=False):
         """Send each token once to every rank hosting one of its experts. x [T, hidden]

@@ -59,6 +59,9 @@ ws_status ws_gemm_check(const ws_gemm_problem *p) {
   }
   if (p->a_rows) { /* gathered A */
     const size_t row_min = (size_t)p->k * (fp8 ? 1u : 2u);
+    /* BF16 gathered gave wrong rows now and then on an H100 (1 case in 6, never the same
+     * one; FP8's every case bit-equal): refused until that is understood (docs/design.md) */
+    if (!fp8) return ws_fail(WS_ERR_UNSUPPORTED, "ws_gemm: a gathered A (a_rows) is FP8 only for now");
     WS_REQUIRE(((uintptr_t)p->a_rows & 3u) == 0, "ws_gemm: a_rows %p is not 4-byte aligned", (const void *)p->a_rows);
     WS_REQUIRE(p->a_rows_total >= 1, "ws_gemm: a_rows is set but a_rows_total is %d (the rows of the gathered A, >= 1)",
                p->a_rows_total);

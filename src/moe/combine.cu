@@ -37,15 +37,29 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
   ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   const int nvec = a.hidden / 8, nchunk = (nvec + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
+  const int lane = ctx.lane;
   for (int s = 0; s < N; s++) {
-    const int ntok = a.recv_ntok[s];
-    /* work item: one chunk of one token's row (a few tokens still reach every warp) */
-    for (int item = gw; item < ntok * nchunk; item += nw) {
-      const int i = item / nchunk, v0 = (item % nchunk) * MOE_SUM_CHUNK + ctx.lane;
-      const int *rows = a.comb_row + ((size_t)s * a.max_tokens + i) * K;
-      const float *ws = a.comb_w + ((size_t)s * a.max_tokens + i) * K;
+    const int units = a.recv_ntok[s] * nchunk;
+    /* work item: one chunk of one token's row (a few tokens still reach every warp). The
+     * next item's rows and weights are loaded before this one's sum: loaded in turn, each
+     * item waited for two memory round trips one after the other. */
+    const size_t base = (size_t)s * a.max_tokens * K;
+    int row = -1;
+    float w = 0.0f;
+    if (gw < units && lane < K) {
+      row = __ldcg(a.comb_row + base + (size_t)(gw / nchunk) * K + lane);
+      w = __ldcg(a.comb_w + base + (size_t)(gw / nchunk) * K + lane);
+    }
+    for (int item = gw; item < units; item += nw) {
+      const int i = item / nchunk, v0 = (item % nchunk) * MOE_SUM_CHUNK + lane, next = item + nw;
+      const int cur_row = row;
+      const float cur_w = w;
+      if (next < units && lane < K) {
+        row = __ldcg(a.comb_row + base + (size_t)(next / nchunk) * K + lane);
+        w = __ldcg(a.comb_w + base + (size_t)(next / nchunk) * K + lane);
+      }
       uint4 *dst = (uint4 *)(EP_PEER(uint16_t, a, comb_inbox, s) + ((size_t)a.rank * a.max_tokens + i) * a.hidden);
-      moe_sum_rows<3>(rows, ws, K, y, a.hidden, v0, nvec, dst, 0); /* 3 rows in flight: 4 spill at 512 threads */
+      moe_sum_rows_of<2>(cur_row, cur_w, K, y, a.hidden, v0, nvec, dst, 0); /* 2 rows in flight: 3 spill with the prefetch */
     }
   }
   ws_role_sync(&ctx);

@@ -44,11 +44,22 @@ static __device__ __forceinline__ uint4 moe_pack8(const float *acc) {
  * combine took 15 us after the last L2 tile, H100). GROUP x MOE_SUM_UNROLL x 4 registers
  * hold the loads. */
 template <int GROUP>
+static __device__ __forceinline__ void moe_sum_rows_of(int my_row, float my_w, int K, const uint16_t *y, int hidden,
+                                                       int v0, int nvec, uint4 *dst, int y_in_kernel);
+
+template <int GROUP>
 static __device__ __forceinline__ void moe_sum_rows(const int *rows, const float *w, int K, const uint16_t *y,
                                                     int hidden, int v0, int nvec, uint4 *dst, int y_in_kernel) {
   const int lane = (int)(threadIdx.x % 32);
-  const int my_row = lane < K ? __ldcg(rows + lane) : -1;
-  const float my_w = lane < K ? __ldcg(w + lane) : 0.0f;
+  moe_sum_rows_of<GROUP>(lane < K ? __ldcg(rows + lane) : -1, lane < K ? __ldcg(w + lane) : 0.0f, K, y, hidden, v0,
+                         nvec, dst, y_in_kernel);
+}
+
+/* The same with slot `lane`'s row and weight already loaded (my_row, my_w; -1 / 0 past K):
+ * a caller walking many chunks loads the next chunk's while this one's rows are summed. */
+template <int GROUP>
+static __device__ __forceinline__ void moe_sum_rows_of(int my_row, float my_w, int K, const uint16_t *y, int hidden,
+                                                       int v0, int nvec, uint4 *dst, int y_in_kernel) {
   const uint4 *y4 = (const uint4 *)y;
   const size_t row_vecs = (size_t)hidden / 8;
   float acc[MOE_SUM_UNROLL][8];

@@ -243,6 +243,9 @@ static void checks(void) {
   g.a_rows = NULL;
   CHECK_STATUS(ws_gemm_check(&g), WS_ERR_INVALID);
   CHECK_MSG("a_rows is NULL");
+  g.a_rows = idx; g.a_scale_stride = 0; g.type = WS_GEMM_BF16; g.k = 256; g.a_row_bytes = 0;
+  CHECK_STATUS(ws_gemm_check(&g), WS_ERR_UNSUPPORTED);
+  CHECK_MSG("FP8 only");
 }
 
 /* The float64 reference of a gathered A (rows shuffled into a wider source, one row -1)

@@ -279,14 +279,15 @@ int main(int argc, char **argv) {
   quick = argc > 1 && strcmp(argv[1], "quick") == 0;
   require_hopper();
   rng_seed_from_time();
-  if (argc > 1 && strcmp(argv[1], "gather") == 0) { /* the gathered cases alone, BF16 shapes around a ragged N */
+  if (argc > 1 && strcmp(argv[1], "gather") == 0) { /* the FP8 gathered cases alone, 10 times each, both tiles */
     const int ragged[5] = {200, 0, 1, 513, 64};
-    for (g_gather = 0; g_gather < 2; g_gather++) {
-      run_problem(WS_GEMM_BF16, WS_GEMM_DENSE, 300, 264, 192, 1, NULL);
-      run_problem(WS_GEMM_BF16, WS_GEMM_DENSE, 300, 256, 192, 1, NULL);
-      run_problem(WS_GEMM_BF16, WS_GEMM_DENSE, 300, 264, 512, 1, NULL);
-      run_problem(WS_GEMM_BF16, WS_GEMM_DENSE, 256, 512, 192, 1, NULL);
-      run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, 0, 264, 192, 5, ragged);
+    const int masked[4] = {100, 0, 256, 17};
+    g_gather = 1;
+    for (int rep = 0; rep < 20; rep++) {
+      setenv("WS_GEMM_FP8_TILE", rep % 2 ? "192" : "128", 1);
+      run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 300, 384, 1024, 1, NULL);
+      run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 640, 5, ragged);
+      run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
     }
     return test_finish("test_gemm_gpu gather");
   }
@@ -328,11 +329,6 @@ int main(int argc, char **argv) {
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
   }
   unsetenv("WS_GEMM_FP8_TILE");
-  {
-    const int ragged[5] = {200, 0, 1, 513, 64};
-    run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 512, 5, ragged);
-    run_problem(WS_GEMM_BF16, WS_GEMM_DENSE, 300, 264, 192, 1, NULL);
-  }
   g_gather = 0;
   {
     const int ragged[5] = {200, 0, 1, 513, 64};
