@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def main(src, dst):
+def main(src, dst, title="MoE dispatch / combine (warpspec N = SMs; -index: rows read in place)"):
     worst = {}
     for r in csv.DictReader(open(src)):
         k = (r["case"], r["impl"], int(r["sms"]))
@@ -22,7 +22,7 @@ def main(src, dst):
     fig, axes = plt.subplots(1, len(cases), figsize=(5.2 * len(cases), 4.6), squeeze=False)
     for ax, case in zip(axes[0], cases):
         keys = sorted((k for k in worst if k[0] == case), key=lambda k: (k[1] != "warpspec", k[1], k[2]))
-        labels = [f"{k[1]} {k[2]}" if k[1] == "warpspec" else k[1] for k in keys]
+        labels = [f"{k[1]} {k[2]}" if k[1] in ("warpspec", "warpspec-index") else k[1] for k in keys]
         xs = range(len(keys))
         ax.bar([x - 0.2 for x in xs], [worst[k][0] for k in keys], 0.4, label="dispatch")
         ax.bar([x + 0.2 for x in xs], [worst[k][1] for k in keys], 0.4, label="combine")
@@ -33,10 +33,10 @@ def main(src, dst):
         ax.set_ylabel("us (slowest rank)")
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].legend()
-    fig.suptitle("MoE dispatch / combine, 2 x H200 (warpspec N = SMs)")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(dst, dpi=110)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])

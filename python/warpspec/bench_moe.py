@@ -32,6 +32,8 @@ import torch.distributed as dist  # noqa: E402
 LL_MAX_TOKENS = 128  # cases up to this many tokens per rank also time the low-latency mode
 CASES = [  # name, hidden, experts, topk, tokens per rank
     ("DeepSeek-V3, 4096 tok", 7168, 256, 8, 4096),
+    ("DeepSeek-V3, 2048 tok", 7168, 256, 8, 2048),
+    ("DeepSeek-V3, 1024 tok", 7168, 256, 8, 1024),
     ("DeepSeek-V3, 128 tok", 7168, 256, 8, 128),
     ("H4096 top-6, 512 tok", 4096, 256, 6, 512),
     ("H4096 top-6, 8192 tok", 4096, 256, 6, 8192),
@@ -254,12 +256,18 @@ def worker(rank, n, port, args, queue):
         y_t = ((gx.float() * gs.repeat_interleave(128, 1)) * (rank * L + gexp[:, None] + 1).float()).to(torch.bfloat16)
         out_t = tm.combine(y_t)
         results = []
-        for sms in sms_list:
-            ep = warpspec.MoeDispatcher(comm, hidden=H, experts=E, topk=K, max_tokens=T, payload="fp8", num_sms=sms)
+        for sms, receive in [(sms, rc) for sms in sms_list for rc in ("copy", "index")]:
+            ep = warpspec.MoeDispatcher(comm, hidden=H, experts=E, topk=K, max_tokens=T, payload="fp8", num_sms=sms,
+                                        receive=receive)
             r = ep.dispatch(q, idx, w, x_scale=s, sync_counts=True)
             offs = r.host_offsets
             y = torch.zeros(r.max_rows, H, dtype=torch.bfloat16, device="cuda")
-            xr = r.x.float() * r.x_scale.repeat_interleave(128, 1)
+            if receive == "index":  # the rows where they arrived, read through the index
+                used = r.rows[r.row_index.clamp(min=0).long()]
+                xr = used[:, :H].contiguous().view(torch.float8_e4m3fn).float() * \
+                    used[:, H:H + 4 * (H // 128)].contiguous().view(torch.float32).repeat_interleave(128, 1)
+            else:
+                xr = r.x.float() * r.x_scale.repeat_interleave(128, 1)
             for l in range(L):
                 a, b = offs[l], offs[l] + int(r.expert_counts[l])
                 y[a:b] = (xr[a:b] * (rank * L + l + 1)).to(torch.bfloat16)
@@ -268,7 +276,7 @@ def worker(rank, n, port, args, queue):
             err = ((out.float() - out_t.float()).norm() / out_t.float().norm().clamp_min(1e-30)).item()
             td = timed(lambda: ep.dispatch(q, idx, w, x_scale=s), args.iters, comm.barrier)
             tc = timed(lambda: ep.combine(y), args.iters, comm.barrier)
-            results.append(("warpspec", sms, td, tc, err))
+            results.append(("warpspec" if receive == "copy" else "warpspec-index", sms, td, tc, err))
             ep.destroy()
         if T <= LL_MAX_TOKENS:  # the low-latency mode (decode): BF16 rows in, quantised on the fly, masked layout
             ep = warpspec.MoeDispatcher(comm, hidden=H, experts=E, topk=K, max_tokens=T, payload="fp8",
