@@ -19,6 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef MOE_LAYER_GATHER
+#define MOE_LAYER_GATHER 0 /* 1: the unfused path's L1 reads the received rows in place */
+#endif
+
 struct ws_moe_layer {
   ws_moe_layer_config cfg;
   ws_ep *ep;
@@ -92,7 +96,7 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   ec.mode = WS_EP_NORMAL;
   /* the unfused path reads the received rows in place: no copy to allocate (235 MB a rank
    * at 4096 tokens, DeepSeek-V3, EP2); the fused paths take the copy */
-  ec.receive = cfg->path == WS_MOE_UNFUSED ? WS_EP_RECEIVE_INDEX : WS_EP_RECEIVE_COPY;
+  ec.receive = MOE_LAYER_GATHER && cfg->path == WS_MOE_UNFUSED ? WS_EP_RECEIVE_INDEX : WS_EP_RECEIVE_COPY;
   int n = 0;
   ws_status s;
   /* The layer's transfer kernels run alone in stream order, with no compute beside them
@@ -281,11 +285,12 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
     x = l->xq;
     x_scale = l->xs;
   }
-  /* the unfused path's L1 GEMM reads the received rows in place (gathered A); the fused
-   * experts kernel takes the copy */
+  /* the unfused path's L1 GEMM may read the received rows in place (gathered A) when
+   * MOE_LAYER_GATHER says so; off until the gathered loader keeps pace (one TMA copy per
+   * row: L1 4x slower at 4096 tokens, docs/benchmarks.md session 18) */
   ws_ep_recv r;
-  if ((s = ep_dispatch(l->ep, x, x_scale, topk_idx, topk_weights, tokens, &r, NULL, path == WS_MOE_UNFUSED, stream)) !=
-      WS_OK)
+  if ((s = ep_dispatch(l->ep, x, x_scale, topk_idx, topk_weights, tokens, &r, NULL,
+                       MOE_LAYER_GATHER && path == WS_MOE_UNFUSED, stream)) != WS_OK)
     return s;
   STAGE_DONE(1);
   if (path == WS_MOE_FUSED_EXPERTS) {
