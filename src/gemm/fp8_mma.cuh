@@ -11,8 +11,12 @@
 /* Wait for the stage at cursor k (unless the probe already saw it full) and issue its 4
  * wgmmas into acc (overwriting it). */
 static __device__ __forceinline__ void fp8_issue(float *acc, const ws_pipe *pipe, const ws_ctx *ctx, uint64_t da0,
-                                                 uint64_t db0, uint32_t stage_bytes, ws_cursor k, uint32_t full) {
+                                                 uint64_t db0, uint32_t stage_bytes, ws_cursor k, uint32_t full,
+                                                 int generic_a = 0) {
   ws_pipe_wait_probed_at(pipe, ctx, k, full);
+  /* A written by cp.async (gemm_loader.cuh's gathered rows): in the generic proxy, read
+   * here by wgmma in the async proxy */
+  if (generic_a) ws_fence_proxy_async_shared_cta();
   const uint32_t stage_off = k.stage * stage_bytes;
   const uint64_t da = ws_wgmma_desc_advance(da0, stage_off), db = ws_wgmma_desc_advance(db0, stage_off);
   ws_wgmma_fence();

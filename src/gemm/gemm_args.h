@@ -32,7 +32,9 @@ typedef struct {
   float *partial;       /* split-K: [splits][rows][n] fp32 partial sums, else NULL */
   const float *a_scale; /* FP8 only: a_scale[row * a_rs + kblock * a_ks] */
   const float *b_scale;
-  const int *a_rows;    /* gathered A: D row r reads A row a_rows[r] (-1: row 0); map_a's box is one row */
+  const int *a_rows;    /* gathered A: D row r reads A row a_rows[r] (-1: row 0), cp.async from a_gather */
+  const uint8_t *a_gather;
+  uint32_t a_row_bytes; /* gathered A: bytes between its rows (< 2^32, ws_gemm_check) */
   int k;
   uint32_t a_rs, a_ks;  /* a_scale strides (elements): (k / 128, 1) row-major, (1, a_scale_ld) K-block-major,
                          * (a_scale_stride, 1) gathered (by A row) */

@@ -176,7 +176,7 @@ WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, con
     for (int kb = tile.k0; kb < tile.k1; kb++, c = ws_cursor_next(c, pipe.stages)) {
       fp8_scales next = s;
       if constexpr (!SMEM_SCALES) next = fp8_load_scales(&args, sp, min(kb + 1, tile.k1 - 1));
-      fp8_issue(acc, &pipe, &ctx, da0, db0, stage_bytes, c, full);
+      fp8_issue(acc, &pipe, &ctx, da0, db0, stage_bytes, c, full, args.a_rows != NULL);
       if constexpr (SMEM_SCALES) {
         /* The block's scales came with its tiles: read after the issue (the latency hides
          * behind the wgmmas) and before the release. Three shared loads in place of the

@@ -66,9 +66,9 @@ ws_status ws_gemm_check(const ws_gemm_problem *p) {
     WS_REQUIRE(p->a_rows_total >= 1, "ws_gemm: a_rows is set but a_rows_total is %d (the rows of the gathered A, >= 1)",
                p->a_rows_total);
     WS_REQUIRE(p->a_row_bytes == 0 || (p->a_row_bytes >= row_min && p->a_row_bytes % 16 == 0 &&
-                                       p->a_row_bytes <= ((size_t)1 << 39)),
-               "ws_gemm: a_row_bytes %zu must be 0 (k x element = %zu) or at least %zu and a multiple of 16 (TMA's "
-               "row stride)", p->a_row_bytes, row_min, row_min);
+                                       p->a_row_bytes < ((size_t)1 << 32)),
+               "ws_gemm: a_row_bytes %zu must be 0 (k x element = %zu) or at least %zu, a multiple of 16 and below "
+               "2^32", p->a_row_bytes, row_min, row_min);
     if (fp8) {
       WS_REQUIRE(p->a_scale_ld == 0, "ws_gemm: a gathered A takes row-major scales (a_scale_stride), a_scale_ld must be 0");
       WS_REQUIRE(p->a_scale_stride == 0 || p->a_scale_stride >= p->k / 128,

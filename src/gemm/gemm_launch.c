@@ -78,6 +78,8 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, c
   a.a_rs = p->a_scale_ld ? 1u : p->a_scale_stride ? (uint32_t)p->a_scale_stride : (uint32_t)kblocks;
   a.a_ks = p->a_scale_ld ? (uint32_t)p->a_scale_ld : 1u;
   a.a_rows = p->a_rows;
+  a.a_gather = (const uint8_t *)p->a;
+  a.a_row_bytes = (uint32_t)(p->a_row_bytes ? (uint64_t)p->a_row_bytes : stride);
   /* Scales into the stages by TMA: K-block-major activation scales (one contiguous run of
    * the tile's rows per K block) and 16-byte rows of weight scales (k a multiple of 512). */
   if (k->smem_scales && p->a_scale_ld > 0 && kblocks % 4 == 0) {

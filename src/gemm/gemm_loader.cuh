@@ -11,13 +11,12 @@
  * ks & ~3 .. ks | 3 for the tile's columns (4 floats; the math reads ks & 3).
  * The math warps then read three floats of shared memory per K block instead of loading
  * them from global memory (gemm_fp8.cu).
- * Gathered A (args->a_rows): Hopper's TMA has no row gather, so every row of the A tile
- * is its own copy, a box of one row (bk elements, 128 bytes) from row a_rows[r] into
- * the tile's row r. The 128-byte swizzle follows the shared-memory address (the row's
- * 128-byte line within the 1024-byte atom), so the rows land exactly where one box of
- * the whole tile would put them, and the math is unchanged. The leader announces the
- * stage's bytes once, then each lane copies rows lane, lane + 32, ... of the tile; the
- * indices are read per K step from L1 (the wide tile's loader runs on 32 registers). */
+ * Gathered A (args->a_rows): Hopper's TMA has no row gather. One TMA copy of a one-row
+ * box per row was correct (the 128-byte swizzle follows the shared-memory address) but
+ * the TMA unit took about 40 ns per such copy: the L1 GEMM of the MoE layer at 4096
+ * tokens ran 4.3x slower (H100, session 18). The rows come by 16-byte cp.async instead
+ * (gemm_gather_rows); the indices are read per K step from L1 (the wide tile's loader
+ * runs on 32 registers). */
 #ifndef WARPSPEC_GEMM_LOADER_CUH
 #define WARPSPEC_GEMM_LOADER_CUH
 
@@ -32,17 +31,19 @@ WS_DEV uint8_t *gemm_smem_base(uint8_t *raw) { return (uint8_t *)(((uintptr_t)ra
 #define GEMM_SCALE_BYTES(BM) (GEMM_SCALE_A_BYTES(BM) + 4 * 4)
 
 /* The gathered A tile of rows row0 .. row0 + bm - 1 (rows past A read its row 0; so do
- * padding rows, a_rows -1), K columns col .. col + bk - 1: one TMA copy per row. */
-WS_DEV void gemm_gather_rows(const ws_pipe *pipe, const ws_ctx *c, ws_cursor k, uint8_t *stage, const ws_tmap *map_a,
-                             const gemm_args *args, int col, int row0) {
-  const int bm = args->shape.bm;
-  if (ws_role_leader(c)) ws_mbarrier_expect_tx(&pipe->full[k.stage], (uint32_t)bm * map_a->box_bytes);
-  __syncwarp(); /* the bytes announced before any copy can complete */
-  for (int r = c->lane; r < bm; r += 32) {
-    const long long row = (long long)row0 + r;
-    const int src = row < args->rows ? __ldg(args->a_rows + row) : 0;
-    ws_cp_async_bulk_tensor_2d_global_to_shared(stage + (size_t)r * map_a->box_bytes, &map_a->map, col, src < 0 ? 0 : src,
-                                                &pipe->full[k.stage]);
+ * padding rows, a_rows -1), the K block at byte col_bytes of each row: 16-byte cp.async
+ * pieces, 8 lanes per row and 4 rows per warp instruction, each piece stored where the
+ * 128-byte swizzle puts it (piece p of row r at 16 x (p ^ (r & 7))). Every lane then
+ * arrives on the stage's full barrier when its pieces have landed (noinc: those 32
+ * arrivals are the pipe's writer count); the math fences the async proxy before wgmma. */
+WS_DEV void gemm_gather_rows(const ws_ctx *c, uint8_t *stage, const gemm_args *args, size_t col_bytes, int row0) {
+  const int bm = args->shape.bm, piece = c->lane & 7, rows = (int)args->rows; /* rows <= 2^30 (ws_gemm_check) */
+  const uint32_t base = ws_smem_addr(stage), row_bytes = args->a_row_bytes;
+  const uint8_t *g = args->a_gather + col_bytes + (uint32_t)piece * 16u;
+  for (int r = c->lane >> 3; r < bm; r += 4) {
+    const int src = row0 + r < rows ? __ldg(args->a_rows + row0 + r) : 0;
+    ws_cp_async_cg_16_to(base + (uint32_t)r * 128u + ((uint32_t)(piece ^ (r & 7)) << 4),
+                         g + (uint64_t)(uint32_t)max(src, 0) * row_bytes, 16);
   }
 }
 
@@ -65,8 +66,13 @@ WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_arg
   for (int t = (int)blockIdx.x; gemm_tile_at(&args->shape, &cur, t, &tile); t += (int)gridDim.x)
     for (int ks = tile.k0; ks < tile.k1; ks++, k = ws_cursor_next(k, pipe->stages)) {
       uint8_t *stage = slots + ws_pipe_acquire_at(pipe, c, k) * slot_bytes;
-      if (args->a_rows) gemm_gather_rows(pipe, c, k, stage, map_a, args, ks * bk, tile.row0 + tile.tm * args->shape.bm);
-      else ws_pipe_load_tile_2d_at(pipe, c, k, stage, map_a, ks * bk, tile.row0 + tile.tm * args->shape.bm);
+      if (args->a_rows) { /* gathered: the A rows by cp.async, B by TMA, no scales in the stage */
+        gemm_gather_rows(c, stage, args, (size_t)ks * 128u, tile.row0 + tile.tm * args->shape.bm);
+        ws_pipe_load_tile_2d_at(pipe, c, k, stage + b_offset, map_b, ks * bk, tile.g * n + tile.tn * args->shape.bn);
+        ws_cp_async_mbarrier_arrive_noinc(&pipe->full[k.stage]);
+        continue;
+      }
+      ws_pipe_load_tile_2d_at(pipe, c, k, stage, map_a, ks * bk, tile.row0 + tile.tm * args->shape.bm);
       ws_pipe_load_tile_2d_at(pipe, c, k, stage + b_offset, map_b, ks * bk, tile.g * n + tile.tn * args->shape.bn);
       if (scale_tma) {
         ws_pipe_load_tile_2d_at(pipe, c, k, stage + scale_offset, &args->map_sa,

@@ -45,6 +45,7 @@ struct ws_moe_layer {
   int *entry_row; /* [max_tokens][K]                                             */
   int *bad_id;   /* [4]                                                          */
   int tile_force; /* WARPSPEC_MOE_TILE at create: 64 or 128 forces the tile, else 0   */
+  int gather;     /* the unfused path's L1 reads the received rows in place (index receive) */
   int pair_force; /* WARPSPEC_MOE_PAIR at create: 1 / 0 forces CTA pairs on / off, else -1 */
 };
 
@@ -96,7 +97,9 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   ec.mode = WS_EP_NORMAL;
   /* the unfused path reads the received rows in place: no copy to allocate (235 MB a rank
    * at 4096 tokens, DeepSeek-V3, EP2); the fused paths take the copy */
-  ec.receive = MOE_LAYER_GATHER && cfg->path == WS_MOE_UNFUSED ? WS_EP_RECEIVE_INDEX : WS_EP_RECEIVE_COPY;
+  const char *gather_env = getenv("WARPSPEC_MOE_GATHER"); /* 0 / 1: force the unfused L1's gathered rows off / on */
+  const int gather = gather_env && (gather_env[0] == '0' || gather_env[0] == '1') ? gather_env[0] - '0' : MOE_LAYER_GATHER;
+  ec.receive = gather && cfg->path == WS_MOE_UNFUSED ? WS_EP_RECEIVE_INDEX : WS_EP_RECEIVE_COPY;
   int n = 0;
   ws_status s;
   /* The layer's transfer kernels run alone in stream order, with no compute beside them
@@ -122,6 +125,7 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
     const char *pair = getenv("WARPSPEC_MOE_PAIR");
     l->pair_force = pair && (pair[0] == '0' || pair[0] == '1') ? pair[0] - '0' : -1;
   }
+  l->gather = gather;
   l->local_experts = cfg->experts / n;
   l->nranks = n;
   l->max_rows = ws_ep_max_rows(&ec, n);
@@ -290,7 +294,7 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
    * row: L1 4x slower at 4096 tokens, docs/benchmarks.md session 18) */
   ws_ep_recv r;
   if ((s = ep_dispatch(l->ep, x, x_scale, topk_idx, topk_weights, tokens, &r, NULL,
-                       MOE_LAYER_GATHER && path == WS_MOE_UNFUSED, stream)) != WS_OK)
+                       l->gather && path == WS_MOE_UNFUSED, stream)) != WS_OK)
     return s;
   STAGE_DONE(1);
   if (path == WS_MOE_FUSED_EXPERTS) {

@@ -219,6 +219,12 @@ WS_DEV void ws_cp_async_cg_16_to(uint32_t dst, const void *src, uint32_t src_byt
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 /* The same from a generic pointer into shared memory. */
+/* Arrive on the mbarrier once all of this thread's earlier cp.async copies have landed,
+ * without raising its expected count (the arrival is one of those it was made with). */
+WS_DEV void ws_cp_async_mbarrier_arrive_noinc(uint64_t *bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(ws_smem_addr(bar)) : "memory");
+}
+
 WS_DEV void ws_cp_async_cg_16(void *dst, const void *src, uint32_t src_bytes) {
   ws_cp_async_cg_16_to(ws_smem_addr(dst), src, src_bytes);
 }
