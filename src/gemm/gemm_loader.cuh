@@ -40,6 +40,9 @@ WS_DEV void gemm_gather_rows(const ws_ctx *c, uint8_t *stage, const gemm_args *a
   const int bm = args->shape.bm, piece = c->lane & 7, rows = (int)args->rows; /* rows <= 2^30 (ws_gemm_check) */
   const uint32_t base = ws_smem_addr(stage), row_bytes = args->a_row_bytes;
   const uint8_t *g = args->a_gather + col_bytes + (uint32_t)piece * 16u;
+  /* unrolled: the index loads of several rows in flight before their copies (one at a
+   * time, each copy waited for its index: the gathered L1 GEMM ran 2.9x the contiguous) */
+#pragma unroll 8
   for (int r = c->lane >> 3; r < bm; r += 4) {
     const int src = row0 + r < rows ? __ldg(args->a_rows + row0 + r) : 0;
     ws_cp_async_cg_16_to(base + (uint32_t)r * 128u + ((uint32_t)(piece ^ (r & 7)) << 4),
