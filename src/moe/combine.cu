@@ -1,4 +1,5 @@
-/* combine.cu - MoE combine: weighted sums of the expert outputs back at each token's rank.
+/* combine.cu - MoE combine: weighted sums of the expert outputs back at each token's rank,
+ * the protocol's reduce and gather steps (ep_protocol.cuh) driven a CTA at a time.
  *
  * Two kernels in stream order, graph-capturable; the combine epoch m = epochs[1] + 1:
  *   reduce  (sms CTAs, REDUCER role, on the experts' side)  wait until each source has
@@ -11,7 +12,7 @@
  *           flags, add each token's partials (per 2 KB chunk) from the ranks it went to in fp32, write
  *           BF16 (zero for a token without experts); the last CTA acks every rank and
  *           advances the epoch. */
-#include "ep_device.cuh"
+#include "ep_protocol.cuh"
 #include "moe_sum.cuh"
 
 #include <cuda_bf16.h>
@@ -58,15 +59,12 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
         row = __ldcg(a.comb_row + base + (size_t)(next / nchunk) * K + lane);
         w = __ldcg(a.comb_w + base + (size_t)(next / nchunk) * K + lane);
       }
-      uint4 *dst = (uint4 *)(EP_PEER(uint16_t, a, comb_inbox, s) + ((size_t)a.rank * a.max_tokens + i) * a.hidden);
-      moe_sum_rows_of<2>(cur_row, cur_w, K, y, a.hidden, v0, nvec, dst, 0); /* 2 rows in flight: 3 spill with the prefetch */
+      ep_reduce_unit<2>(&a, y, s, i, v0, cur_row, cur_w, 0); /* 2 rows in flight: 3 spill with the prefetch */
     }
   }
-  ws_role_sync(&ctx);
-  if (threadIdx.x < (unsigned)N) {
-    ws_fence_acq_rel_sys();
-    ws_st_relaxed_sys_u64(EP_PEER(uint64_t, a, comb_flag, threadIdx.x) + (size_t)a.rank * a.sms + blockIdx.x, m);
-  }
+  const ep_group g = {(int)threadIdx.x, (int)blockDim.x, ctx.bar};
+  ep_sync(&g);
+  ep_raise(&a, a.comb_flag, m, (int)blockIdx.x, 1, &g);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 

@@ -101,7 +101,7 @@ struct ws_ep {
   uint64_t *comb_ack;
   /* local device state */
   uint64_t *epochs;        /* [0] dispatch, [1] combine; CTAs finished: [2] expand, [3] gather, [4] route */
-  int *send_counts;        /* [nranks][L + 1]: what this rank sends each peer */
+  int *send_counts;        /* [experts + nranks]: what this rank sends, per expert, then tokens per rank */
   ep_entry *entries;       /* [max_tokens][topk] */
   int *tok_slot;           /* [max_tokens][nranks]: the token's row in peer's inbox, -1 */
   int *bad_id;             /* [4]: count, first token, slot, value of ids out of range */

@@ -866,7 +866,7 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     } else if (phase == MX_SEND + 1) {
       mxe_send(&a.layer, tile.g, gw, ctx.lane, mi, bar, &sm->ep);
     } else if (ep) {
-      mxe_expand(&a.layer, &ctx, tile.g, gw, ctx.lane, mi, bar, &sm->ep);
+      mxe_expand(&a.layer, (int *)sm->epi[0].out, &ctx, tile.g, gw, ctx.lane, mi, bar, &sm->ep);
     } else {
       mx_expand(&a.layer, tile.g, gw, ctx.lane, a.hidden);
       mx_expand_done(&a.layer, mi, bar);

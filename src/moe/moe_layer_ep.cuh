@@ -1,7 +1,8 @@
 /* moe_layer_ep.cuh - the whole MoE layer in the experts kernel on several ranks (EP > 1):
  * dispatch and combine as work items of the same persistent kernel, on the dispatch
- * handle's symmetric buffers and with its protocol (ep_internal.h: counts, inbox, flags,
- * acks, epochs), so the buffers and epochs stay those of ws_ep_dispatch / ws_ep_combine.
+ * handle's symmetric buffers (ep_internal.h) and driving the same protocol steps as
+ * ws_ep_dispatch / ws_ep_combine (ep_protocol.cuh: the steps exist once), so a rank on
+ * this path and one on the unfused path understand each other.
  * The math warpgroups (256 threads) run the items, handed over by the loader in claim
  * order like the tiles:
  *
@@ -13,10 +14,12 @@
  *   send    (S items) a warp per (token, chunk): the row once to each rank it goes to
  *                     (ep_send_unit: a BF16 row is quantised on the way); the last send
  *                     item raises our data flags on every rank.
- *   expand  (X items) wait for every source's data flags; a warp per (received row,
- *                     chunk) copies it into the rows of its local experts (and, in chunk
- *                     0, its scales K-block-major and combine's row and weight per slot);
- *                     one release-add on `expanded` each; the last one acks every source.
+ *   expand  (X items) wait for every source's data flags; their share of the entries'
+ *                     bookkeeping (a thread per entry: layout row, combine's row and
+ *                     weight per slot), then a warp per (received row, chunk) copies it
+ *                     into the rows of its local experts (chunk 0 also its scales,
+ *                     K-block-major); one release-add on `expanded` each; the last one
+ *                     acks every source.
  *   (the L1 and L2 tiles)
  *   reduce  (Y items) wait for every L2 tile's stores and every source's combine ack; a
  *                     warp per (received token, chunk) sums its local experts' rows
@@ -35,7 +38,7 @@
 #ifndef WARPSPEC_MOE_LAYER_EP_CUH
 #define WARPSPEC_MOE_LAYER_EP_CUH
 
-#include "ep_device.cuh"
+#include "ep_protocol.cuh"
 #include "moe_layer_items.cuh"
 
 /* A CTA's shared state for these items: the call's dispatch and combine epochs, read
@@ -76,87 +79,32 @@ WS_DEV int mxe_last(uint32_t *count, uint32_t items, int reset, int i, uint32_t 
   return last;
 }
 
-/* flags[rank x sms + b] = v on every rank, every b (the system fence first, per thread). */
-WS_DEV void mxe_raise(const ep_args *a, const uint64_t *flags, uint64_t v, int i) {
-  for (int f = i; f < a->nranks * a->sms; f += MX_LAYER_THREADS) {
-    const int d = f / a->sms, b = f % a->sms;
-    ws_fence_acq_rel_sys();
-    ws_st_relaxed_sys_u64((uint64_t *)((char *)flags + a->peer_delta[d]) + (size_t)a->rank * a->sms + b, v);
-  }
-}
-
-
-/* The rows local expert l receives from all N ranks (rc: each rank's counts, per apart). */
-WS_DEV int mxe_rows_in(const int *rc, int N, int per, int l) {
-  int rows = 0;
-  for (int s = 0; s < N; s++) rows += rc[s * per + l];
-  return rows;
-}
-
 /* ---- route ------------------------------------------------------------------------- */
-/* scratch: E + N (our counts per expert, then tokens per rank) + N (L + 1) (the counts we
- * receive) + 8 ints of shared memory. */
+/* The protocol's route, counts and layout steps (ep_protocol.cuh) on the 256 math
+ * threads. scratch (shared): E + N counters, the N (L + 1) counts we receive, L + 1 group
+ * starts and 32 ints for the scan. */
 WS_DEV void mxe_route(const mx_layer_args *L, int *scratch, const ws_ctx *c, int i, uint32_t bar, const mxe_shared *sh) {
   const ep_args *a = &L->ep;
-  const int E = a->experts, N = a->nranks, K = a->topk, LE = a->L, T = L->tokens, per = LE + 1;
+  const ep_group g = {i, MX_LAYER_THREADS, bar};
+  const int E = a->experts, N = a->nranks, T = L->tokens;
   const uint64_t n = sh->epoch[0];
-  int *cnt = scratch, *rc = scratch + E + N, *warp_sum = rc + N * per;
+  int *cnt = scratch, *rc = cnt + E + N, *off = rc + N * (a->L + 1), *warp_start = off + a->L + 1;
   for (int e = i; e < E + N; e += MX_LAYER_THREADS) cnt[e] = 0;
-  ws_named_sync(bar, MX_LAYER_THREADS);
-  for (int t = i; t < T; t += MX_LAYER_THREADS) {
-    uint64_t sent = 0;
-    for (int k = 0; k < K; k++) {
-      const int e = __ldg(L->topk_idx + (size_t)t * K + k);
-      int4 en = make_int4(-1, -1, -1, 0);
-      if (e >= 0 && e < E) {
-        en = make_int4(e / LE, e % LE, atomicAdd(&cnt[e], 1), 0);
-        sent |= 1ull << en.x;
-      } else if (e != -1 && atomicAdd(&a->bad_id[0], 1) == 0) { /* skipped like -1, reported */
-        a->bad_id[1] = t; a->bad_id[2] = k; a->bad_id[3] = e;
-      }
-      *(int4 *)&a->entries[(size_t)t * K + k] = en;
-    }
-    for (int d = 0; d < N; d++)
-      a->tok_slot[(size_t)t * N + d] = (sent >> d) & 1 ? atomicAdd(&cnt[E + d], 1) : -1;
-  }
+  ep_sync(&g);
+  for (int t0 = i / 32 * 32; t0 < T; t0 += MX_LAYER_THREADS) /* whole warps, a token per lane */
+    ep_route_token(a, L->topk_idx, T, t0 + i % 32, cnt, i % 32);
   /* every rank has read our previous dispatch out of its counts and inbox */
   if (i < N) {
     const ws_site site = mxe_site(a, "moe layer dispatch ack", WS_EDGE_PEER_CREDIT, i, n - 1);
     ws_wait_flag_geq(&a->ack[i], n - 1, c, &site);
   }
-  ws_named_sync(bar, MX_LAYER_THREADS);
-  for (int j = i; j < N * per; j += MX_LAYER_THREADS) {
-    const int d = j / per, l = j % per;
-    EP_PEER(int, *a, counts, d)[(size_t)a->rank * per + l] = l < LE ? cnt[d * LE + l] : cnt[E + d];
-  }
-  ws_named_sync(bar, MX_LAYER_THREADS); /* every count stored before the flags' system fence */
-  ep_ack_peers(a->count_flag, a->peer_delta, a->rank, N, n, i);
+  ep_sync(&g); /* and every token routed */
+  ep_publish_counts(a, cnt, n, &g);
   if (i == 0) *a->num_tokens = T;
-  /* every rank's counts to us */
-  if (i < N) {
-    const ws_site site = mxe_site(a, "moe layer counts", WS_EDGE_PEER_DATA, i, n);
-    ws_wait_flag_geq(&a->count_flag[i], n, c, &site);
-  }
-  ws_named_sync(bar, MX_LAYER_THREADS);
-  for (int j = i; j < N * per; j += MX_LAYER_THREADS) rc[j] = *(const volatile int *)&a->counts[j];
-  ws_named_sync(bar, MX_LAYER_THREADS);
-  /* padded group starts (mx_padded_start's scan; each thread's rows summed over the
-   * ranks twice, in registers: kept in shared memory for the scan they cost 88 more
-   * instructions of once-per-call code) */
-  int l0, l1, sum = 0;
-  mx_run_of(LE, i, MX_LAYER_THREADS, &l0, &l1);
-  for (int l = l0; l < l1; l++) sum += mx_pad_rows(mxe_rows_in(rc, N, per, l));
-  int start = mx_scan_excl(sum, i, warp_sum, bar);
-  for (int l = l0; l < l1; l++) {
-    const int rows = mxe_rows_in(rc, N, per, l);
-    L->offsets[l] = start;
-    a->expert_counts[l] = rows;
-    start += mx_pad_rows(rows);
-  }
-  if (i == MX_LAYER_THREADS - 1) L->offsets[LE] = start;
-  for (int s = i; s < N; s += MX_LAYER_THREADS) a->recv_ntok[s] = rc[s * per + LE];
-  /* every thread's stores ordered before thread 0 by the barrier; its release is cumulative */
-  ws_named_sync(bar, MX_LAYER_THREADS);
+  ep_receive_counts(a, rc, n, "moe layer counts", c, &g);
+  ep_layout(a, rc, off, warp_start, 1, &g); /* the offsets are L->offsets: the handle's */
+  /* every thread's stores ordered before thread 0 by ep_layout's closing barrier; its
+   * release is cumulative */
   if (i == 0 && L->drop != MOE_DROP_ROUTED) ws_red_release_gpu_add_u32(L->routed, 1u);
 }
 
@@ -167,7 +115,10 @@ WS_DEV void mxe_send(const mx_layer_args *L, int item, int gw, int lane, int i, 
   const int nchunk = ep_send_chunks(a, L->x_bf16);
   for (int u = gw; u < nt * nchunk; u += MX_LAYER_THREADS / 32)
     ep_send_unit(a, L->x, L->x_scale, L->topk_weights, t0 + u / nchunk, u % nchunk, lane, L->x_bf16);
-  if (mxe_last(L->sent, (uint32_t)L->send_items, 1, i, bar, &sh->flag)) mxe_raise(a, a->data_flag, sh->epoch[0], i);
+  if (mxe_last(L->sent, (uint32_t)L->send_items, 1, i, bar, &sh->flag)) {
+    const ep_group g = {i, MX_LAYER_THREADS, bar};
+    ep_raise(a, a->data_flag, sh->epoch[0], 0, a->sms, &g);
+  }
 }
 
 /* ---- expand ------------------------------------------------------------------------ */
@@ -196,56 +147,31 @@ WS_DEV void mxe_share(long long units, int items, int item, long long *u0, long 
   *u1 = units * (item + 1) / items;
 }
 
-WS_DEV void mxe_expand(const mx_layer_args *L, const ws_ctx *c, int item, int gw, int lane, int i, uint32_t bar,
-                       mxe_shared *sh) {
+/* The protocol's receive steps (ep_protocol.cuh) for this item's share of the received
+ * rows: its share of the entries' bookkeeping (a thread per entry), then of the copies (a
+ * warp per (row, 4 KB chunk); chunk 0 also the row's scales). The counts and group starts
+ * come from the route item (another CTA's) into scratch (shared), read past L1. */
+WS_DEV void mxe_expand(const mx_layer_args *L, int *scratch, const ws_ctx *c, int item, int gw, int lane, int i,
+                       uint32_t bar, mxe_shared *sh) {
   const ep_args *a = &L->ep;
-  const int N = a->nranks, LE = a->L, K = a->topk, per = LE + 1, kb = a->hidden / 128;
+  const ep_group g = {i, MX_LAYER_THREADS, bar};
+  const int N = a->nranks, K = a->topk, per = a->L + 1;
   const uint64_t n = sh->epoch[0];
   ep_wait_all_slots(a, a->data_flag, n, "moe layer rows in", c, i, MX_LAYER_THREADS);
-  ws_named_sync(bar, MX_LAYER_THREADS);
-  const size_t pay = ep_payload_bytes(a->hidden, 1), meta_off = EP_ALIGN16(pay + ep_scale_bytes(a->hidden, 1));
-  const int nv = (int)(pay / 16), chunk = 32 * EP_COPY_UNROLL, nchunk = (nv + chunk - 1) / chunk;
+  int *rc = scratch, *off = rc + N * per;
+  for (int j = i; j < N * per; j += MX_LAYER_THREADS) rc[j] = __ldcg(&a->counts[j]);
+  for (int l = i; l < per; l += MX_LAYER_THREADS) off[l] = __ldcg(&a->offsets[l]);
+  ep_sync(&g);
+  const int rows = mxe_received(a), nchunk = ep_copy_chunks(a);
   long long u0, u1;
-  mxe_share((long long)mxe_received(a) * nchunk, L->expand_items, item, &u0, &u1);
+  mxe_share((long long)rows * K, L->expand_items, item, &u0, &u1);
+  for (long long u = u0 + i; u < u1; u += MX_LAYER_THREADS) ep_book_entry(a, rc, off, (int)(u / K), (int)(u % K), 0);
+  mxe_share((long long)rows * nchunk, L->expand_items, item, &u0, &u1);
   for (long long u = u0 + gw; u < u1; u += MX_LAYER_THREADS / 32) {
-    const int ch = (int)(u % nchunk);
     int idx;
-    const int s = mxe_source(a, (int)(u / nchunk), &idx);
-    const uint8_t *row = a->inbox + ((size_t)s * a->max_tokens + idx) * a->inbox_row;
-    const ep_meta *m = (const ep_meta *)(row + meta_off);
-    const int entries = __ldcg(&m[0].pos);
-    int r = -1;
-    if (lane < entries) { /* its local expert's group start, then lower sources' rows, then its position */
-      const int local = __ldcg(&m[1 + lane].local);
-      r = __ldcg(&L->offsets[local]) + __ldcg(&m[1 + lane].pos);
-      for (int q = 0; q < s; q++) r += __ldcg(&a->counts[q * per + local]);
-    }
-    const uint4 *src = (const uint4 *)row + (size_t)ch * chunk + lane;
-    const int valid = nv - ch * chunk - lane;
-    uint4 v[EP_COPY_UNROLL];
-#pragma unroll
-    for (int q = 0; q < EP_COPY_UNROLL; q++)
-      if (q * 32 < valid) v[q] = ws_ld_global_cg_v4(src + q * 32);
-    for (int j = 0; j < entries; j++) {
-      uint4 *d = (uint4 *)(a->x + (size_t)__shfl_sync(0xffffffffu, r, j) * pay) + (size_t)ch * chunk + lane;
-#pragma unroll
-      for (int q = 0; q < EP_COPY_UNROLL; q++)
-        if (q * 32 < valid) ws_st_global_v4(d + q * 32, v[q]);
-    }
-    if (ch != 0) continue;
-    /* chunk 0: combine's row and weight of every slot (-1: not here), the scales */
-    if (lane < K) {
-      const size_t e = ((size_t)s * a->max_tokens + idx) * K + lane;
-      a->comb_row[e] = r;
-      a->comb_w[e] = lane < entries ? __ldcg(&m[1 + lane].weight) : 0.0f;
-    }
-    for (int c0 = 0; c0 < kb; c0 += 32) {
-      const float sv = c0 + lane < kb ? __ldcg((const float *)(row + pay) + c0 + lane) : 0.0f;
-      for (int j = 0; j < entries; j++) {
-        const int rj = __shfl_sync(0xffffffffu, r, j);
-        if (c0 + lane < kb) a->x_scale[(size_t)(c0 + lane) * a->scale_ld + rj] = sv;
-      }
-    }
+    const int s = ep_source_of(a, rc, (int)(u / nchunk), &idx), ch = (int)(u % nchunk);
+    ep_copy_unit(a, rc, off, s, idx, ch, lane);
+    if (ch == 0) ep_copy_scales(a, rc, off, s, idx, lane);
   }
   ws_fence_proxy_async_global(); /* the rows are read next by TMA */
   if (L->drop == MOE_DROP_EXPANDED) return;
@@ -273,10 +199,14 @@ WS_DEV void mxe_reduce(const mx_layer_args *L, const ws_ctx *c, const uint16_t *
     int idx;
     const int s = mxe_source(a, (int)(u / nchunk), &idx);
     const size_t e = ((size_t)s * a->max_tokens + idx) * K;
-    uint4 *dst = (uint4 *)(EP_PEER(uint16_t, *a, comb_inbox, s) + ((size_t)a->rank * a->max_tokens + idx) * a->hidden);
-    moe_sum_rows<4>(a->comb_row + e, a->comb_w + e, K, y, a->hidden, (int)(u % nchunk) * MOE_SUM_CHUNK + lane, nvec, dst, 1);
+    /* the rows and weights were written by the expand items, other CTAs: read past L1 */
+    ep_reduce_unit<4>(a, y, s, idx, (int)(u % nchunk) * MOE_SUM_CHUNK + lane, lane < K ? __ldcg(a->comb_row + e + lane) : -1,
+                      lane < K ? __ldcg(a->comb_w + e + lane) : 0.0f, 1);
   }
-  if (mxe_last(L->reduced, (uint32_t)L->reduce_items, 1, i, bar, &sh->flag)) mxe_raise(a, a->comb_flag, m, i);
+  if (mxe_last(L->reduced, (uint32_t)L->reduce_items, 1, i, bar, &sh->flag)) {
+    const ep_group g = {i, MX_LAYER_THREADS, bar};
+    ep_raise(a, a->comb_flag, m, 0, a->sms, &g);
+  }
 }
 
 /* ---- gather ------------------------------------------------------------------------ */
