@@ -122,9 +122,10 @@ WS_PIPE_STORAGE(mx_items, mx_claimed, 1);
 
 /* A math warpgroup's epilogue memory: its L2 output chunks, or L1's act rows (and the
  * 128-row tile's parked SwiGLU half). A CTA runs every L1 item it claims before any L2
- * item (claims are in order), and the route item's scratch comes before both. 64-row
+ * item (claims are in order), and the route and expand items' scratch (epi[0].out) comes
+ * before both. 64-row
  * tile: both warpgroups write the one act tile of warpgroup 0's region, and leave it on a
- * barrier of both; 128-row tile: each warpgroup only ever touches its own region. */
+ * barrier of both; 128-row tile: each warpgroup only ever touches its own region. */ 
 template <int BM> union __align__(1024) mx_epi {
   uint8_t out[2 * GEMM_CHUNK_BYTES];    /* L2: two 64 x 64 bf16 chunks            */
   struct {
