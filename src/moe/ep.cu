@@ -44,27 +44,22 @@ extern "C" size_t ws_ep_max_rows(const ws_ep_config *c, int nranks) {
   return (size_t)nranks * (size_t)c->max_tokens * (size_t)per_token + (size_t)L * (size_t)(c->row_align - 1);
 }
 
-/* One symmetric object: allocate it and check that every peer's copy sits at the one
- * offset from ours that the kernels use (ep_args.peer_delta; the first object sets it). */
-static ws_status sym_alloc(ws_ep *ep, size_t bytes, void **mine, int first) {
+/* The symmetric buffer: one allocation (ep_buffers.h lays the objects out in it), and
+ * every peer's copy at one offset from ours (ep_args.peer_delta): checked here, so the
+ * kernels can reach any object of any peer by adding that offset. */
+static ws_status sym_alloc(ws_ep *ep, size_t bytes, void **mine) {
   ws_status s = ws_comm_alloc(ep->comm, bytes, mine);
   if (s != WS_OK) return s;
   for (int p = 0; p < ep->nranks; p++) {
     void *q = NULL;
     if ((s = ws_comm_peer_ptr(ep->comm, *mine, p, &q)) != WS_OK) return s;
-    const int64_t d = (int64_t)((const char *)q - (const char *)*mine);
-    if (first) ep->peer_delta[p] = d;
-    else if (d != ep->peer_delta[p])
-      return ws_fail(WS_ERR_UNSUPPORTED, "ws_ep_create: rank %d's symmetric objects are not at one common offset from "
-                     "ours: this NVSHMEM maps peers' heaps in pieces", p);
+    ep->peer_delta[p] = (int64_t)((const char *)q - (const char *)*mine);
   }
   return WS_OK;
 }
 
 static void ep_release(ws_ep *ep) {
-  void *sym[] = {ep->counts, ep->count_flag, ep->inbox, ep->data_flag, ep->ack, ep->comb_inbox, ep->comb_flag, ep->comb_ack};
-  for (size_t i = 0; i < sizeof sym / sizeof sym[0]; i++)
-    if (sym[i]) ws_comm_free(ep->comm, sym[i]);
+  if (ep->sym) ws_comm_free(ep->comm, ep->sym);
   void *dev[] = {ep->epochs, ep->send_counts, ep->entries, ep->tok_slot, ep->bad_id, ep->route_cnt, ep->num_tokens,
                  ep->recv_ntok, ep->comb_row, ep->comb_w, ep->x, ep->x_scale, ep->offsets, ep->expert_counts, ep->src_rank,
                  ep->src_token, ep->src_slot, ep->weight, ep->row_index};
@@ -142,18 +137,24 @@ extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config
     return s;
   }
   const size_t L = (size_t)ep->local_experts, T = (size_t)cfg->max_tokens, N = (size_t)n, K = (size_t)cfg->topk;
-  const size_t H = (size_t)cfg->hidden, R = (size_t)ep->max_rows, G = (size_t)ep->sms;
-  /* symmetric: every rank allocates the same sizes in the same order */
-  if ((s = sym_alloc(ep, N * (L + 1) * sizeof(int), (void **)&ep->counts, 1)) != WS_OK ||
-      (s = sym_alloc(ep, N * sizeof(uint64_t), (void **)&ep->count_flag, 0)) != WS_OK ||
-      (s = sym_alloc(ep, N * T * ep->inbox_row, (void **)&ep->inbox, 0)) != WS_OK ||
-      (s = sym_alloc(ep, N * G * sizeof(uint64_t), (void **)&ep->data_flag, 0)) != WS_OK ||
-      (s = sym_alloc(ep, N * sizeof(uint64_t), (void **)&ep->ack, 0)) != WS_OK ||
-      (s = sym_alloc(ep, N * T * H * 2, (void **)&ep->comb_inbox, 0)) != WS_OK ||
-      (s = sym_alloc(ep, N * G * sizeof(uint64_t), (void **)&ep->comb_flag, 0)) != WS_OK ||
-      (s = sym_alloc(ep, N * sizeof(uint64_t), (void **)&ep->comb_ack, 0)) != WS_OK) {
+  const size_t H = (size_t)cfg->hidden, R = (size_t)ep->max_rows;
+  /* symmetric: every rank allocates the same buffer, laid out the same way */
+  const ep_buffers lay = ep_buffers_make(n, ep->local_experts, cfg->max_tokens, cfg->hidden, ep->fp8, cfg->topk, ep->sms);
+  if ((s = sym_alloc(ep, lay.bytes, &ep->sym)) != WS_OK) {
     ep_release(ep);
     return s;
+  }
+  {
+    uint8_t *b = (uint8_t *)ep->sym;
+    ep->counts = (int *)(b + lay.counts);
+    ep->count_flag = (uint64_t *)(b + lay.count_flag);
+    ep->inbox = b + lay.inbox;
+    ep->data_flag = (uint64_t *)(b + lay.data_flag);
+    ep->ack = (uint64_t *)(b + lay.ack);
+    ep->comb_inbox = (uint16_t *)(b + lay.comb_inbox);
+    ep->comb_flag = (uint64_t *)(b + lay.comb_flag);
+    ep->comb_ack = (uint64_t *)(b + lay.comb_ack);
+    /* ws_comm_alloc zeroes it: flags and counts start at zero on every rank */
   }
   DEV_ALLOC(ep->epochs, 5 * sizeof(uint64_t));
   DEV_ALLOC(ep->send_counts, N * (L + 1) * sizeof(int));

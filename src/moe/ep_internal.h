@@ -1,39 +1,15 @@
-/* ep_internal.h - the dispatch/combine handle, its buffer geometry and the kernels'
- * arguments, shared by ep.cu, dispatch.cu and combine.cu.
- *
- * Symmetric buffers (every rank the same layout; peers write into ours):
- *   counts[src][L + 1]         routing counts src sends us (per local expert, then tokens)
- *   count_flag[src]            dispatch epoch of those counts (release store by src)
- *   inbox[src][max_tokens]     a token row src sends us: payload, FP8 scales, then the meta
- *                              block {token, entries} + K x {local expert, pos, slot, weight}
- *   data_flag[src][sms]        dispatch epoch each of src's sender CTAs has finished writing
- *   ack[dst]                   dispatch epoch dst has finished reading from us (we may refill)
- *   comb_inbox[dst][max_tokens] the BF16 partial sum dst returns for each token we sent it
- *   comb_flag[dst][sms]        combine epoch each of dst's CTAs has finished writing
- *   comb_ack[src]              combine epoch src has finished reading from us
- * Epochs count calls on the device (no host counters, no resets): graph-replayable. */
+/* ep_internal.h - the dispatch/combine handle, the kernels' arguments, shared by ep.cu,
+ * dispatch.cu, combine.cu and the layer kernel. The symmetric buffer's objects and their
+ * layout: ep_buffers.h. Epochs count calls on the device (no host counters, no resets):
+ * graph-replayable. */
 #ifndef WARPSPEC_EP_INTERNAL_H
 #define WARPSPEC_EP_INTERNAL_H
 
 #include <stdint.h>
 
 #include "../comm/comm_internal.h"
+#include "ep_buffers.h"
 #include "warpspec/moe.h"
-
-#define EP_META_ENTRY_BYTES 16
-#define EP_ALIGN16(x) (((x) + 15) / 16 * 16)
-
-/* Bytes of one row's payload and scales, of the meta block, of an inbox row. */
-static inline __host__ __device__ size_t ep_payload_bytes(int hidden, int fp8) {
-  return (size_t)hidden * (fp8 ? 1 : 2);
-}
-static inline __host__ __device__ size_t ep_scale_bytes(int hidden, int fp8) {
-  return fp8 ? (size_t)(hidden / 128) * 4 : 0;
-}
-static inline __host__ __device__ size_t ep_meta_bytes(int topk) { return (size_t)EP_META_ENTRY_BYTES * (1 + topk); }
-static inline __host__ __device__ size_t ep_inbox_row_bytes(int hidden, int fp8, int topk) {
-  return EP_ALIGN16(ep_payload_bytes(hidden, fp8) + ep_scale_bytes(hidden, fp8)) + ep_meta_bytes(topk);
-}
 
 /* One top-k entry of a token as the sender routes it. */
 typedef struct {
@@ -120,6 +96,7 @@ struct ws_ep {
   int *row_index;          /* [max_rows] (index receive) */
   int last_index;          /* the latest dispatch's receive was the index (ws_ep_recv_layout) */
   int *host_buf;           /* pinned: offsets and bad-id report for the host-synced calls */
+  void *sym;                /* the one symmetric allocation the objects above live in (ep_buffers) */
   int64_t peer_delta[WS_COMM_MAX_RANKS]; /* peer p's heap minus ours (see ep_args) */
   ep_args args;            /* the kernels' arguments: the same for every call, built at create */
   ws_plan plans[5];

@@ -10,6 +10,7 @@
 #include "../../src/comm/comm_internal.h"
 #include "../../src/moe/moe_experts.h"
 #include "../../src/moe/moe_layer_auto.h"
+#include "../../src/moe/ep_buffers.h"
 #include "warpspec/config.h"
 
 #include <math.h>
@@ -381,8 +382,49 @@ static void size_limits(void) {
   CHECK_MSG("rows");
 }
 
+/* The symmetric buffer's layout (ep_buffers.h) for configs the library accepts: every
+ * object aligned and in order, at least as large as the kernels index it, none
+ * overlapping the next, and inbox rows 16-byte multiples that hold payload, scales and
+ * the meta block. */
+static void buffer_layout(void) {
+  const int hidden[4] = {128, 512, 4096, 7168}, experts[3] = {8, 64, 256}, topk[3] = {1, 4, 8};
+  const int ranks[4] = {1, 2, 4, 8}, tokens[3] = {1, 128, 4096}, sms[3] = {1, 24, WS_EP_MAX_SMS};
+  long cases = 0, bad = 0;
+  for (int h = 0; h < 4; h++)
+    for (int e = 0; e < 3; e++)
+      for (int k = 0; k < 3; k++)
+        for (int r = 0; r < 4; r++)
+          for (int t = 0; t < 3; t++)
+            for (int g = 0; g < 3; g++)
+              for (int fp8 = 0; fp8 < 2; fp8++) {
+                const ws_ep_config c = {hidden[h], experts[e], topk[k], tokens[t], fp8 ? WS_EP_FP8 : WS_EP_BF16, 1, sms[g],
+                                        WS_EP_NORMAL, WS_EP_RECEIVE_COPY};
+                if (ws_ep_config_check(&c, ranks[r]) != WS_OK) continue;
+                const size_t N = (size_t)ranks[r], L = (size_t)(experts[e] / ranks[r]), T = (size_t)tokens[t];
+                const size_t G = (size_t)sms[g], H = (size_t)hidden[h];
+                const ep_buffers b = ep_buffers_make(ranks[r], (int)L, tokens[t], hidden[h], fp8, topk[k], sms[g]);
+                const size_t at[8] = {b.counts, b.count_flag, b.inbox, b.data_flag, b.ack, b.comb_inbox, b.comb_flag,
+                                      b.comb_ack};
+                const size_t need[8] = {N * (L + 1) * 4, N * 8, N * T * b.inbox_row, N * G * 8, N * 8, N * T * H * 2,
+                                        N * G * 8, N * 8};
+                int ok = b.inbox_row % 16 == 0 &&
+                         b.inbox_row >= H * (fp8 ? 1 : 2) + (fp8 ? H / 128 * 4 : 0) + 16 * (size_t)(1 + topk[k]);
+                for (int i = 0; i < 8; i++) {
+                  ok &= at[i] % EP_OBJECT_ALIGN == 0;
+                  ok &= at[i] + need[i] <= (i + 1 < 8 ? at[i + 1] : b.bytes); /* in order, none overlapping */
+                }
+                ok &= b.counts == 0 && b.bytes % EP_OBJECT_ALIGN == 0;
+                cases++;
+                if (!ok && bad++ < 3)
+                  printf("  ep_buffers: H %d E %d K %d ranks %d T %d sms %d fp8 %d: a bad layout\n", hidden[h],
+                         experts[e], topk[k], ranks[r], tokens[t], sms[g], fp8);
+              }
+  CHECK(cases > 500 && bad == 0);
+}
+
 int main(void) {
   config_checks();
+  buffer_layout();
   max_rows();
   reference_example();
   reference_random();

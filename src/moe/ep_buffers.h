@@ -1,0 +1,68 @@
+/* ep_buffers.h - where each object of the dispatch/combine handle's symmetric buffer lives:
+ * one allocation on the communicator's heap per handle, every rank the same layout, so a
+ * peer's copy of any object is at our offset in its buffer. Plain C, usable on the host,
+ * in kernels and in the CPU tests (tests/cpu/test_moe_host.c checks alignment, order,
+ * sizes and that no two objects overlap, for the configs the library accepts).
+ *
+ *   counts[src][L + 1]          routing counts src sends us (per local expert, then tokens)
+ *   count_flag[src]             dispatch epoch of those counts (release store by src)
+ *   inbox[src][max_tokens]      a token row src sends us: payload, FP8 scales, then the
+ *                               meta block {token, entries} + K x {local, pos, slot, weight}
+ *   data_flag[src][sms]         dispatch epoch each of src's sender CTAs has finished writing
+ *   ack[dst]                    dispatch epoch dst has finished reading from us
+ *   comb_inbox[dst][max_tokens] the BF16 partial sum dst returns for each token we sent it
+ *   comb_flag[dst][sms]         combine epoch each of dst's CTAs has finished writing
+ *   comb_ack[src]               combine epoch src has finished reading from us */
+#ifndef WARPSPEC_EP_BUFFERS_H
+#define WARPSPEC_EP_BUFFERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define EP_HD __host__ __device__
+#else
+#define EP_HD
+#endif
+
+#define EP_META_ENTRY_BYTES 16
+#define EP_ALIGN16(x) (((x) + 15) / 16 * 16)
+#define EP_OBJECT_ALIGN 256 /* every object starts on this: flags never share a line with rows */
+
+/* Bytes of one row's payload and scales, of the meta block, of an inbox row. */
+static inline EP_HD size_t ep_payload_bytes(int hidden, int fp8) { return (size_t)hidden * (fp8 ? 1 : 2); }
+static inline EP_HD size_t ep_scale_bytes(int hidden, int fp8) { return fp8 ? (size_t)(hidden / 128) * 4 : 0; }
+static inline EP_HD size_t ep_meta_bytes(int topk) { return (size_t)EP_META_ENTRY_BYTES * (1 + topk); }
+static inline EP_HD size_t ep_inbox_row_bytes(int hidden, int fp8, int topk) {
+  return EP_ALIGN16(ep_payload_bytes(hidden, fp8) + ep_scale_bytes(hidden, fp8)) + ep_meta_bytes(topk);
+}
+
+/* The byte offset of each object, and the whole buffer's size. */
+typedef struct {
+  size_t counts, count_flag, inbox, data_flag, ack, comb_inbox, comb_flag, comb_ack;
+  size_t bytes;
+  size_t inbox_row; /* bytes of an inbox row (a multiple of 16) */
+} ep_buffers;
+
+static inline EP_HD size_t ep_buffers_align(size_t x) { return (x + EP_OBJECT_ALIGN - 1) / EP_OBJECT_ALIGN * EP_OBJECT_ALIGN; }
+
+/* The layout for nranks ranks, L local experts, max_tokens, hidden, the payload (fp8),
+ * topk and sms transfer CTAs (the config's, checked by ws_ep_config_check first). */
+static inline EP_HD ep_buffers ep_buffers_make(int nranks, int L, int max_tokens, int hidden, int fp8, int topk, int sms) {
+  ep_buffers b;
+  const size_t N = (size_t)nranks, T = (size_t)max_tokens, G = (size_t)sms;
+  size_t at = 0;
+  b.inbox_row = ep_inbox_row_bytes(hidden, fp8, topk);
+  b.counts = at;     at = ep_buffers_align(at + N * ((size_t)L + 1) * sizeof(int));
+  b.count_flag = at; at = ep_buffers_align(at + N * sizeof(uint64_t));
+  b.inbox = at;      at = ep_buffers_align(at + N * T * b.inbox_row);
+  b.data_flag = at;  at = ep_buffers_align(at + N * G * sizeof(uint64_t));
+  b.ack = at;        at = ep_buffers_align(at + N * sizeof(uint64_t));
+  b.comb_inbox = at; at = ep_buffers_align(at + N * T * (size_t)hidden * 2);
+  b.comb_flag = at;  at = ep_buffers_align(at + N * G * sizeof(uint64_t));
+  b.comb_ack = at;   at = ep_buffers_align(at + N * sizeof(uint64_t));
+  b.bytes = at;
+  return b;
+}
+
+#endif
