@@ -85,7 +85,6 @@ def main(dst):
     arrow(ax, [(tx, 7.0), (tx, 5.9)], label="tests may include every\nsrc/ folder (white box)", at=(tx + 0.08, 6.45))
     # The listed exceptions (tools/check_includes.py, EXCEPTIONS), dashed.
     red = "#c0392b"
-    arrow(ax, [(0.45, 4.8), (0.45, 3.95)], dashed=True, label="ep_internal.h ->\ncomm_internal.h", at=(-0.85, 4.37))
     arrow(ax, [(W, 5.55), (W + GAP, 5.55)], dashed=True)
     note(ax, (2.3, 4.45), "moe_experts.cu, moe_experts_sched.cuh ->\ngemm's FP8 wgmma issue, epilogue, tile schedule",
          red, va="top")
