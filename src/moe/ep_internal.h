@@ -7,8 +7,9 @@
 
 #include <stdint.h>
 
-#include "../comm/comm_internal.h"
+#include "../core/internal.h"
 #include "ep_buffers.h"
+#include "warpspec/config.h" /* WS_COMM_MAX_RANKS: the peer arrays */
 #include "warpspec/moe.h"
 
 /* One top-k entry of a token as the sender routes it. */
