@@ -420,6 +420,8 @@ static void buffer_layout(void) {
                          experts[e], topk[k], ranks[r], tokens[t], sms[g], fp8);
               }
   CHECK(cases > 500 && bad == 0);
+}
+
 /* ws_ep_recv_gemm on the three layouts a dispatch leaves (no GPU: the fields only). */
 static void recv_gemm(void) {
   ws_ep_recv r;
