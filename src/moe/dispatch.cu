@@ -154,11 +154,20 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int ind
    * create, or rows of an earlier call: finite values); the GEMM's outputs for them are
    * never read, combine skips them. Zeroing them cost more than the rows themselves
    * when experts are many and tokens few (256 experts x 127 rows of 7 KB at EP1). */
-  for (int l = gw; l < L; l += nw) /* a warp per expert */
-    for (int r = off[l] + ep_rows_in(&a, rc, l) + lane; r < off[l + 1]; r += 32) {
+  for (int l = gw; l < L; l += nw) { /* a warp per expert */
+    const int rows = ep_rows_in(&a, rc, l);
+    /* low latency: only the rows the previous call had and this one has not (ll_marked[l]:
+     * the expert's rows last call; every row past it is still marked, create's value marks
+     * all at the first call). Marking the whole block every call was local experts x
+     * nranks x max_tokens rows (32768 at EP2, 128 tokens) for a few hundred real ones. */
+    const int end = a.ll ? off[l] + max(rows, a.ll_marked[l]) : off[l + 1];
+    for (int r = off[l] + rows + lane; r < end; r += 32) {
       a.src_rank[r] = -1; a.src_token[r] = -1; a.src_slot[r] = -1; a.weight[r] = 0.0f;
       if (index) a.row_index[r] = -1;
     }
+    __syncwarp(); /* every lane read ll_marked[l] before lane 0 replaces it */
+    if (a.ll && lane == 0) a.ll_marked[l] = rows; /* this warp alone touches expert l */
+  }
   /* the last CTA out tells every source its inbox is free again */
   if (ep_last_cta(&ctx, &a.epochs[2], &last)) {
     ep_ack_peers(a.ack, a.peer_delta, a.rank, N, n, (int)threadIdx.x);

@@ -62,7 +62,7 @@ static void ep_release(ws_ep *ep) {
   if (ep->sym) ws_comm_free(ep->comm, ep->sym);
   void *dev[] = {ep->epochs, ep->send_counts, ep->entries, ep->tok_slot, ep->bad_id, ep->route_cnt, ep->num_tokens,
                  ep->recv_ntok, ep->comb_row, ep->comb_w, ep->x, ep->x_scale, ep->offsets, ep->expert_counts, ep->src_rank,
-                 ep->src_token, ep->src_slot, ep->weight, ep->row_index};
+                 ep->src_token, ep->src_slot, ep->weight, ep->row_index, ep->ll_marked};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
     if (dev[i]) cudaFree(dev[i]);
   if (ep->host_buf) cudaFreeHost(ep->host_buf);
@@ -171,6 +171,21 @@ extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config
     if (ep->fp8) DEV_ALLOC(ep->x_scale, (H / 128) * (size_t)ep->scale_ld * sizeof(float) + 16);
   }
   DEV_ALLOC(ep->row_index, R * sizeof(int));
+  if (cfg->mode == WS_EP_LOW_LATENCY) { /* "every row was real": the first call marks each block's padding */
+    DEV_ALLOC(ep->ll_marked, L * sizeof(int));
+    int *full = (int *)malloc(L * sizeof(int));
+    if (!full) {
+      ep_release(ep);
+      return ws_fail(WS_ERR_NOMEM, "ws_ep_create: out of host memory");
+    }
+    for (size_t l = 0; l < L; l++) full[l] = (int)(N * T);
+    const cudaError_t e = cudaMemcpy(ep->ll_marked, full, L * sizeof(int), cudaMemcpyHostToDevice);
+    free(full);
+    if (e != cudaSuccess) {
+      ep_release(ep);
+      return ws_fail_cuda(e, "ws_ep_create: cudaMemcpy");
+    }
+  }
   DEV_ALLOC(ep->offsets, (L + 1) * sizeof(int));
   DEV_ALLOC(ep->expert_counts, L * sizeof(int));
   DEV_ALLOC(ep->src_rank, R * sizeof(int));
@@ -295,6 +310,7 @@ static void ep_fill_args(const ws_ep *ep, ep_args *a) {
   a->x = (uint8_t *)ep->x; a->x_scale = ep->x_scale; a->offsets = ep->offsets; a->expert_counts = ep->expert_counts;
   a->src_rank = ep->src_rank; a->src_token = ep->src_token; a->src_slot = ep->src_slot; a->weight = ep->weight;
   a->row_index = ep->row_index;
+  a->ll_marked = ep->ll_marked;
 }
 
 extern "C" const struct ep_args *ep_kernel_args(const ws_ep *ep) { return &ep->args; }

@@ -60,6 +60,7 @@ typedef struct ep_args {
   int *offsets, *expert_counts, *src_rank, *src_token, *src_slot;
   float *weight;
   int *row_index;          /* [max_rows]: index receive: the inbox row (src x max_tokens + i) of each layout row */
+  int *ll_marked;          /* low latency, [L]: real rows of each expert at the last call (padding past it marked) */
 } ep_args;
 
 struct ws_ep {
@@ -95,6 +96,7 @@ struct ws_ep {
   int *offsets, *expert_counts, *src_rank, *src_token, *src_slot;
   float *weight;
   int *row_index;          /* [max_rows] (index receive) */
+  int *ll_marked;          /* [L], low latency: see ep_args */
   int last_index;          /* the latest dispatch's receive was the index (ws_ep_recv_layout) */
   int *host_buf;           /* pinned: offsets and bad-id report for the host-synced calls */
   void *sym;                /* the one symmetric allocation the objects above live in (ep_buffers) */
