@@ -54,7 +54,7 @@ for n in 2 4; do
 done
 if [ "$ngpu" -ge 2 ]; then # the same cases through the tool (bench_ep.cu, new in session 18)
   step "warpspec bench ep, 2 ranks" bench_ep_2.log timeout 300 "$b/warpspec" bench ep --ranks 2 --csv "$logs/bench_ep_2.csv"
-  grep -E "rank 0 .*T  (128|4096)" "$logs/bench_ep_2.log" >>"$sum"
+  grep -E "rank 0 .*T +(128|4096) " "$logs/bench_ep_2.log" >>"$sum"
 fi
 if [ "$ngpu" -ge 2 ]; then
   for g in 0 1; do
