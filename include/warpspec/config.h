@@ -24,6 +24,7 @@
 #define WS_MAX_USER_BARRIERS    8      /* extra named barriers a plan may reserve      */
 #define WS_PIPE_MAX_STAGES      32
 #define WS_PIPE_MAX_READERS     8
+#define WS_COMM_MAX_RANKS       64     /* ranks of a communicator (peer arrays sized by it) */
 
 /* ---- bounded waits ----------------------------------------------------------------- */
 /* Every wait the library performs gives up after this long and reports WS_ERR_TIMEOUT.

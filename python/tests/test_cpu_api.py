@@ -324,6 +324,32 @@ def test_moe_dispatch_argument_checks(fake):
     assert warpspec.moe_check_config(2, hidden=128, experts=8, topk=2, max_tokens=16, mode="low_latency") == 4 * 2 * 16
 
 
+def test_moe_expert_gemm_checks(fake):
+    d = _stub_dispatcher()
+    with pytest.raises(warpspec.InvalidArgumentError, match="no dispatch on this handle yet"):
+        d.expert_gemm(fake((4, 128, 256), FP8), fake((4, 1, 2), F32))
+    from warpspec import _lib
+    r = _lib.EpRecv()  # the layout a dispatch would have left: copy receive, 4 experts, 64 rows
+    r.x, r.x_scale, r.scale_ld, r.max_rows, r.local_experts = 0x7E0000000000, 0x7E0000100000, 64, 64, 4
+    r.expert_offsets, r.fp8 = 0x7E0000200000, 1
+    d._last = r
+    with pytest.raises(warpspec.InvalidArgumentError, match=r"b: shape \(3, 128, 256\), expected \(4, n, 256\)"):
+        d.expert_gemm(fake((3, 128, 256), FP8), fake((3, 1, 2), F32))
+    with pytest.raises(warpspec.InvalidArgumentError, match="need b_scale"):
+        d.expert_gemm(fake((4, 128, 256), FP8))
+    with pytest.raises(warpspec.InvalidArgumentError, match="b_scale: shape"):
+        d.expert_gemm(fake((4, 128, 256), FP8), fake((4, 2, 2), F32))
+    with pytest.raises(warpspec.InvalidArgumentError, match="n 100 is not a multiple of 128"):
+        d.expert_gemm(fake((4, 100, 256), FP8), fake((4, 0, 2), F32))
+    with pytest.raises(warpspec.InvalidArgumentError, match="out: shape"):
+        d.expert_gemm(fake((4, 128, 256), FP8), fake((4, 1, 2), F32), out=fake((63, 128), BF16))
+    # the index receive: the gathered problem goes to ws_gemm_check (a bad stride is the C library's message)
+    r.x, r.x_scale, r.scale_ld = None, None, 0
+    r.row_index, r.rows, r.row_scales, r.row_bytes, r.rows_total = 0x7E0000300000, 0x7E0000400000, 0x7E0000400100, 250, 32
+    with pytest.raises(warpspec.InvalidArgumentError, match="a_row_bytes 250"):
+        d.expert_gemm(fake((4, 128, 256), FP8), fake((4, 1, 2), F32))
+
+
 def test_moe_layer_path_checks():
     import types
     comm = types.SimpleNamespace(size=1, device=0)  # the path is checked before anything else

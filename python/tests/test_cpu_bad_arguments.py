@@ -129,6 +129,17 @@ def _dispatcher():
     return d
 
 
+def _dispatched():
+    """A dispatcher stub as a dispatch leaves it: the copy receive's layout, 4 experts, 64 rows."""
+    from warpspec import _lib
+    d = _dispatcher()
+    r = _lib.EpRecv()
+    r.x, r.x_scale, r.scale_ld, r.max_rows, r.local_experts = 0x7E0000000000, 0x7E0000100000, 64, 64, 4
+    r.expert_offsets, r.fp8 = 0x7E0000200000, 1
+    d._last = r
+    return d
+
+
 def _layer():
     layer = warpspec.MoeLayer.__new__(warpspec.MoeLayer)
     layer.cfg = warpspec.moe_layer.MoeLayerConfig(128, 128, 2, 1, 16, 0, 0)
@@ -215,15 +226,18 @@ def _targets():
     ep = {"comm": _comm(), "hidden": 256, "experts": 8, "topk": 2, "max_tokens": 16}
     ep_ints = {k: ints(lo=1) for k in ("hidden", "experts", "topk", "max_tokens", "row_align")}
     add(Target("MoeDispatcher", warpspec.MoeDispatcher, ep, {},
-               ep_ints | {"num_sms": ints(), "comm": BAD_COMMS, "mode": choices(),
+               ep_ints | {"num_sms": ints(), "comm": BAD_COMMS, "mode": choices(), "receive": choices(),
                           "payload": [("None", None, INVALID), ("fp16", "fp16", VALUE)]}))
     add(Target("moe_check_config", warpspec.moe_check_config, {k: v for k, v in ep.items() if k != "comm"} | {"nranks": 2},
-               {}, ep_ints | {"nranks": ints(lo=1), "num_sms": ints(), "mode": choices()}))
+               {}, ep_ints | {"nranks": ints(lo=1), "num_sms": ints(), "mode": choices(), "receive": choices()}))
     x, idx, w = A((16, 256), FP8), A((16, 2), I32), A((16, 2), F32)
     add(Target("MoeDispatcher.dispatch", _dispatcher().dispatch,
                {"x": x, "topk_idx": idx, "topk_weights": w, "x_scale": A((16, 2), F32)},
                {"x": ALL_KINDS, "topk_idx": ALL_KINDS, "topk_weights": ALL_KINDS, "x_scale": OPTIONAL},
                {"stream": STREAMS, "x_scale": [("None_for_fp8", None, VALUE)]}, torch_first=True))
+    add(Target("MoeDispatcher.expert_gemm", _dispatched().expert_gemm,
+               {"b": A((4, 128, 256), FP8), "b_scale": A((4, 1, 2), F32), "out": A((64, 128), BF16)},
+               {"b": ALL_KINDS, "b_scale": OPTIONAL, "out": OPTIONAL}, {"stream": STREAMS}))
     add(Target("MoeDispatcher.combine", _dispatcher().combine, {"y": A((64, 256), BF16), "out": A((16, 256), BF16)},
                {"y": ALL_KINDS, "out": OPTIONAL}, {"stream": STREAMS}, torch_first=True))
 

@@ -135,6 +135,23 @@ def _moe_round_trip(comm, rank, nranks):
                 xr, xin = r.x, x.float()
             offs = r.host_offsets
             assert offs == r.expert_offsets.tolist() and len(offs) == L + 1
+            if payload in ("fp8", "fp8-index"):  # the experts' GEMM over the received rows (in place: index)
+                gw = torch.Generator().manual_seed(4321)
+                wq, ws = zip(*(warpspec.quantize_fp8((torch.rand(128, H, generator=gw) * 2 - 1).to(torch.bfloat16).cuda(),
+                                                     block=(128, 128)) for _ in range(L)))
+                wq, ws = torch.stack(wq), torch.stack(ws)
+                h = ep.expert_gemm(wq, ws)
+                warpspec.sync()
+                wd = wq.float() * ws.repeat_interleave(128, dim=1).repeat_interleave(128, dim=2)
+                num = den = 0.0
+                for l in range(L):
+                    a, n = offs[l], int(r.expert_counts[l])
+                    ref = xr[a:a + n].double() @ wd[l].double().t()
+                    num += (h[a:a + n].double() - ref).norm().item() ** 2
+                    den += ref.norm().item() ** 2
+                err = (num / max(den, 1e-30)) ** 0.5
+                assert err < 2e-2, f"rank {rank}: expert_gemm over the {payload} receive: rel err {err}"
+
             y = torch.full((r.max_rows, H), float("nan"), dtype=torch.bfloat16, device="cuda")
             for l in range(L):
                 n = int(r.expert_counts[l])

@@ -134,3 +134,9 @@ def _guard_public_api():
 
 
 _guard_public_api()
+
+# the custom ops (torch.compile, CUDA graphs), registered now if PyTorch is already loaded,
+# else at the first call on torch tensors (_ops.py)
+if "torch" in __import__("sys").modules:
+    from . import _ops as _custom_ops
+    _custom_ops.ops()

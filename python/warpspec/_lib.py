@@ -385,6 +385,7 @@ def _declare(L):
         "ws_sync": (c_int, [c_void_p]),
         "ws_gemm_check": (c_int, [P(GemmProblem)]),
         "ws_gemm": (c_int, [P(GemmProblem), c_void_p]),
+        "ws_ep_recv_gemm": (c_int, [P(EpRecv), P(GemmProblem)]),
         "ws_gemm_tile": (c_int, [P(GemmProblem), c_int, P(c_int), P(c_int)]),
         "ws_gemm_workspace_size": (c_int, [P(GemmProblem), P(c_size_t)]),
         "ws_fp8_quantize_1x128": (c_int, [c_void_p, c_size_t, c_size_t, c_size_t, c_void_p, c_void_p, c_void_p]),

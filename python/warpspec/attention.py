@@ -27,7 +27,7 @@ need no check: any index is defined there (out of range = masked).
 import ctypes
 import sys
 
-from . import _lib
+from . import _lib, _ops
 from ._lib import FLT_MAX, as_float, as_int, as_ints, invalid, wrong_type
 from ._tensor import BF16, I32, empty, on_device, require_hopper, stream_arg, stream_handle, torch_or_raise, view
 
@@ -61,9 +61,35 @@ def _outputs(views, out, lse, oshape, lshape, return_lse, what):
 
 
 
+def _real(x):
+    """A Python int or float (not bool): what the custom ops' optional numbers take."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def attention(q, k, v, *, causal=False, causal_align="top_left", softmax_scale=None, cu_seqlens_q=None,
               cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, out=None, return_lse=False, lse=None,
               stream=None, check=False):
+    """Flash attention forward (see the module's text). Called plainly on torch tensors it
+    goes through the custom op torch.ops.warpspec.attention (torch.compile, CUDA graphs);
+    varlen batches need max_seqlen_q / max_seqlen_k for that."""
+    varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
+    if (out is None and lse is None and stream is None and check is False and isinstance(causal, bool)
+            and isinstance(causal_align, str) and (softmax_scale is None or _real(softmax_scale))
+            and (not varlen or (type(max_seqlen_q) is int and type(max_seqlen_k) is int))):
+        op = _ops.routed(q, k, v, cu_seqlens_q, cu_seqlens_k)
+        if op is not None:
+            o, l = op.attention(q, k, v, causal, causal_align, None if softmax_scale is None else float(softmax_scale),
+                                cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
+            return (o, l) if return_lse else o
+    return attention_direct(q, k, v, causal=causal, causal_align=causal_align, softmax_scale=softmax_scale,
+                            cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q,
+                            max_seqlen_k=max_seqlen_k, out=out, return_lse=return_lse, lse=lse, stream=stream,
+                            check=check)
+
+
+def attention_direct(q, k, v, *, causal=False, causal_align="top_left", softmax_scale=None, cu_seqlens_q=None,
+                     cu_seqlens_k=None, max_seqlen_q=None, max_seqlen_k=None, out=None, return_lse=False, lse=None,
+                     stream=None, check=False):
     stream, scale = stream_arg(stream), _scale(softmax_scale)
     varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
     if varlen and (cu_seqlens_q is None or cu_seqlens_k is None):
@@ -187,6 +213,20 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
     a tight bound lets the keys split over more CTAs). Returns o [B, s_q, H, 512] bf16
     (and lse [B, s_q, H] fp32). A split-KV workspace is allocated with PyTorch when
     needed. check=True: scan seqlens and block_table on the GPU first (module docstring)."""
+    if (out is None and lse is None and stream is None and check is False
+            and (max_seqlen is None or type(max_seqlen) is int) and (softmax_scale is None or _real(softmax_scale))):
+        op = _ops.routed(q, kv_cache, block_table, seqlens)
+        if op is not None:  # torch tensors: the custom op (torch.compile, CUDA graphs)
+            o, l = op.mla_decode(q, kv_cache, block_table, seqlens, max_seqlen,
+                                 None if softmax_scale is None else float(softmax_scale))
+            return (o, l) if return_lse else o
+    return mla_decode_direct(q, kv_cache, block_table, seqlens, max_seqlen=max_seqlen, softmax_scale=softmax_scale,
+                             out=out, return_lse=return_lse, lse=lse, stream=stream, check=check)
+
+
+def mla_decode_direct(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_scale=None, out=None,
+                      return_lse=False, lse=None, stream=None, check=False):
+    """mla_decode() without the custom op: the checks and the C calls (the op's implementation)."""
     stream, scale = stream_arg(stream), _scale(softmax_scale)
     max_seqlen = 0 if max_seqlen is None else as_int(max_seqlen, "mla_decode: max_seqlen", 0)
     vq = view(q, "q").expect(BF16, ndim=4)

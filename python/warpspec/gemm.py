@@ -19,7 +19,7 @@ a [k / 128, ld] tensor).
 
 import ctypes
 
-from . import _lib
+from . import _lib, _ops
 from ._lib import invalid, wrong_type
 from ._tensor import BF16, F32, FP8, I32, empty, on_device, require_hopper, stream_arg, stream_handle, view
 
@@ -139,6 +139,17 @@ def gemm(a, b, *, a_scale=None, b_scale=None, group_offsets=None, group_rows=Non
     WARPSPEC_CHECK=1): scan group_offsets (>= 0, never decreasing, the last <= m) or
     group_rows (0 .. m) on the GPU first and raise naming the first bad entry; it waits
     for the GPU, so not inside graph capture."""
+    if out is None and workspace is None and stream is None and check is False:
+        op = _ops.routed(a, b, a_scale, b_scale, group_offsets, group_rows)
+        if op is not None:  # torch tensors: the custom op (torch.compile sees one op, not ctypes)
+            return op.gemm(a, b, a_scale, b_scale, group_offsets, group_rows)
+    return gemm_direct(a, b, a_scale=a_scale, b_scale=b_scale, group_offsets=group_offsets, group_rows=group_rows,
+                       out=out, workspace=workspace, stream=stream, check=check)
+
+
+def gemm_direct(a, b, *, a_scale=None, b_scale=None, group_offsets=None, group_rows=None, out=None, workspace=None,
+                stream=None, check=False):
+    """gemm() without the custom op: the checks and the C call (the op's implementation)."""
     what = "warpspec.gemm"
     stream = stream_arg(stream)
     p, views, d_shape = _problem(a, b, out, a_scale, b_scale, group_offsets, group_rows, what)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from . import _lib
 from ._lib import invalid
 from ._handle import Handle, require_communicator
-from ._tensor import BF16, F32, FP8, I32, on_device, stream_arg, stream_handle, torch_or_raise, view, wrap_device
+from ._tensor import BF16, F32, FP8, I32, empty, on_device, stream_arg, stream_handle, torch_or_raise, view, wrap_device
 
 _PAYLOADS = {"bf16": 0, "bfloat16": 0, "fp8": 1, "float8_e4m3fn": 1}
 _MODES = {"normal": 0, "low_latency": 1}
@@ -153,6 +153,7 @@ class MoeDispatcher(Handle):
             if v is not None and v.device is not None and v.device != self.device:
                 raise invalid(f"{v.name}: on cuda:{v.device}, the dispatcher is on cuda:{self.device}")
         r = _lib.EpRecv()
+        self._last = r  # the layout expert_gemm works on
         offs = (ctypes.c_int * (self.local_experts + 1))() if sync_counts else None
         with on_device(self.device):
             s = stream_handle(stream, self.device)
@@ -165,6 +166,53 @@ class MoeDispatcher(Handle):
         out = copy.copy(self._recv)  # the same views each call; a fresh object for host_offsets
         if sync_counts:
             out.host_offsets = list(offs)
+        return out
+
+    def expert_gemm(self, b, b_scale=None, *, out=None, stream=None):
+        """D = A @ B^T per local expert over the latest dispatch's rows, whichever the receive
+        (the index receive's rows are read where they arrived: no copy). b [local_experts,
+        n, hidden] (fp8 with b_scale [local_experts, n / 128, hidden / 128] fp32, as the
+        payload), out [max_rows, n] bf16 (low latency: [local_experts, m, n]); rows of
+        padding hold values no one reads. The gathered rows need the fp8 payload."""
+        what = "MoeDispatcher.expert_gemm"
+        stream = stream_arg(stream)
+        r = getattr(self, "_last", None)
+        if r is None:
+            raise invalid(f"{what}: no dispatch on this handle yet (it works on the latest one's rows)")
+        L, H = self.local_experts, self.cfg.hidden
+        vb = view(b, "b").expect(FP8 if self.fp8 else BF16, ndim=3)
+        if vb.shape[0] != L or vb.shape[2] != H:
+            raise invalid(f"b: shape {vb.shape}, expected ({L}, n, {H}): one [n, hidden] matrix per local expert")
+        n = vb.shape[1]
+        vs = None
+        if self.fp8:
+            if b_scale is None:
+                raise invalid(f"{what}: fp8 weights need b_scale [{L}, n / 128, {H // 128}] (128 x 128 blocks)")
+            vs = view(b_scale, "b_scale").expect(F32, shape=(L, n // 128, H // 128))
+        elif b_scale is not None:
+            raise invalid(f"{what}: b_scale is for fp8 weights; this dispatcher carries bf16 rows")
+        rows = self.max_rows
+        d_shape = (L, rows // L, n) if self.ll else (rows, n)
+        p = _lib.GemmProblem()
+        p.type = 1 if self.fp8 else 0
+        _lib.check(_lib.lib.ws_ep_recv_gemm(ctypes.byref(r), ctypes.byref(p)))
+        p.n, p.k, p.b, p.b_scale = n, H, vb.ptr, vs.ptr if vs else None
+        vo = view(out, "out", optional=True)
+        if vo is not None:
+            vo.expect(BF16, shape=d_shape)
+            p.d = vo.ptr
+        else:
+            p.d = p.a  # d is allocated below, after the checks; they only ask for an aligned address
+        _lib.check(_lib.lib.ws_gemm_check(ctypes.byref(p)))
+        for v in (vb, vs, vo):
+            if v is not None and v.device is not None and v.device != self.device:
+                raise invalid(f"{v.name}: on cuda:{v.device}, the dispatcher is on cuda:{self.device}")
+        if out is None:
+            out = empty(d_shape, "bfloat16", self.device, what)
+            p.d = view(out, "out").ptr
+        with on_device(self.device):
+            s = stream_handle(stream, self.device)
+            _lib.check(_lib.lib.ws_gemm(ctypes.byref(p), ctypes.c_void_p(s)))
         return out
 
     def combine(self, y, out=None, *, stream=None):

@@ -20,16 +20,37 @@ The functional form keeps one layer per communicator, weights and path:
                        max_tokens=4096)"""
 
 import ctypes
+import weakref
 
-from . import _lib
+from . import _lib, _ops
 from ._lib import invalid
 from ._handle import Handle, require_communicator
-from ._tensor import BF16, F32, FP8, I32, on_device, stream_handle, torch_or_raise, view
+from ._tensor import BF16, F32, FP8, I32, on_device, stream_arg, stream_handle, torch_or_raise, view
 
 PATHS = {"auto": 0, "unfused": 1, "fused_experts": 2, "fused_layer": 3}  # ws_moe_path
 
 
 MoeLayerConfig = _lib.MoeLayerConfig
+
+
+_LAYERS = {}  # id -> weak reference: the custom op names a layer by an int (a graph constant)
+_NEXT_ID = [1]
+
+
+def _register_layer(layer):
+    i = _NEXT_ID[0]
+    _NEXT_ID[0] += 1
+    _LAYERS[i] = weakref.ref(layer, lambda _, i=i: _LAYERS.pop(i, None))
+    return i
+
+
+def layer_by_id(i):
+    """The live MoeLayer the custom op torch.ops.warpspec.moe_layer names."""
+    ref = _LAYERS.get(i)
+    layer = ref() if ref is not None else None
+    if layer is None:
+        raise invalid(f"moe_layer: layer {i} no longer exists (destroyed or collected)")
+    return layer
 
 
 class MoeLayer(Handle):
@@ -65,6 +86,7 @@ class MoeLayer(Handle):
             _lib.check(_lib.lib.ws_moe_layer_create(ctypes.byref(h), comm._handle(), ctypes.byref(self.cfg),
                                                     self._w[0].ptr, self._w[1].ptr, self._w[2].ptr, self._w[3].ptr))
         self._h = h
+        self._id = _register_layer(self)
 
     def path_for(self, tokens):
         """The path a call with `tokens` tokens takes: "unfused", "fused_experts" or "fused_layer"."""
@@ -81,6 +103,15 @@ class MoeLayer(Handle):
         experts - 1 raise before the call (without it they are skipped); it waits for the
         GPU, so not inside graph capture, and a rank that raises leaves its peers waiting
         into their timeout."""
+        if out is None and stream is None and check is False:
+            op = _ops.routed(x, x_scale, topk_idx, topk_weights)
+            if op is not None:  # torch tensors: the custom op (torch.compile, CUDA graphs)
+                return op.moe_layer(self._id, x, x_scale, topk_idx, topk_weights)
+        return self._call_direct(x, topk_idx, topk_weights, x_scale=x_scale, out=out, stream=stream, check=check)
+
+    def _call_direct(self, x, topk_idx, topk_weights, *, x_scale=None, out=None, stream=None, check=False):
+        """The call without the custom op: the checks and the C call (the op's implementation)."""
+        stream = stream_arg(stream)  # checked before anything asks the device
         handle = self._handle()
         torch = torch_or_raise("MoeLayer")
         H, K = self.cfg.hidden, self.cfg.topk

@@ -243,4 +243,7 @@ static __device__ __forceinline__ void attn_store_row(const float *o, int x, flo
   if (lse && quad == 0) *lse = l > 0.0f ? (m * sl2 + log2f(l)) * ATTN_LN2 : -INFINITY;
 }
 
+/* Host: 1 if p is 16-byte aligned (the argument checks of every attention op). */
+static inline int attn_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
 #endif

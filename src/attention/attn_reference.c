@@ -1,5 +1,6 @@
-/* attn_reference.c - the attention problems' checks and float64 references (the tests'
- * ground truth for the kernels of issue 14). Softmax in float64 with the row maximum
+/* attn_reference.c - the attention problems' float64 references (the tests' ground truth;
+ * each problem's argument check lives with its op: flash_fwd.cu, mla_sparse.cu,
+ * mla_decode.cu, nsa_fwd.cu). Softmax in float64 with the row maximum
  * subtracted; every masked key is skipped, never read. */
 #include "../core/internal.h"
 #include "../core/size_check.h"
@@ -11,54 +12,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
-
-ws_status ws_attn_check(const ws_attn_problem *p) {
-  WS_REQUIRE(p != NULL, "ws_attn: problem is NULL");
-  WS_REQUIRE(p->batch >= 1, "ws_attn: batch %d, must be >= 1", p->batch);
-  WS_REQUIRE(p->seqlen_q >= 1 && p->seqlen_k >= 1, "ws_attn: seqlen_q %d, seqlen_k %d: both >= 1", p->seqlen_q,
-             p->seqlen_k);
-  WS_REQUIRE(p->seqlen_q <= WS_EXTENT_MAX && p->seqlen_k <= WS_EXTENT_MAX,
-             "ws_attn: seqlen_q %d, seqlen_k %d: each at most 2^30", p->seqlen_q, p->seqlen_k);
-  WS_REQUIRE((p->cu_seqlens_q == NULL) == (p->cu_seqlens_k == NULL),
-             "ws_attn: cu_seqlens_q and cu_seqlens_k go together (both NULL for dense batches)");
-  if (!p->cu_seqlens_q) { /* dense: the token of sequence b, row i is b x seqlen + i, an int */
-    const int64_t rows_q = ws_mul_sat(p->batch, p->seqlen_q), rows_k = ws_mul_sat(p->batch, p->seqlen_k);
-    WS_REQUIRE(rows_q <= WS_INDEX_MAX, "ws_attn: batch %d x seqlen_q %d = %lld query rows, at most 2^31 - 1", p->batch,
-               p->seqlen_q, (long long)rows_q);
-    WS_REQUIRE(rows_k <= WS_INDEX_MAX, "ws_attn: batch %d x seqlen_k %d = %lld key rows, at most 2^31 - 1", p->batch,
-               p->seqlen_k, (long long)rows_k);
-  }
-  WS_REQUIRE(p->heads_q >= 1 && p->heads_kv >= 1 && p->heads_q % p->heads_kv == 0,
-             "ws_attn: heads_q %d must be a positive multiple of heads_kv %d (GQA / MQA)", p->heads_q, p->heads_kv);
-  WS_REQUIRE((p->dim_qk == 64 && p->dim_v == 64) || (p->dim_qk == 128 && p->dim_v == 128) ||
-                 (p->dim_qk == 192 && p->dim_v == 128),
-             "ws_attn: head dims %d/%d (qk/v) not supported: 64/64, 128/128 or 192/128", p->dim_qk, p->dim_v);
-  WS_REQUIRE(p->mask == WS_ATTN_NO_MASK || p->mask == WS_ATTN_CAUSAL_TOP_LEFT || p->mask == WS_ATTN_CAUSAL_BOTTOM_RIGHT,
-             "ws_attn: mask %d unknown", (int)p->mask);
-  WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_attn: softmax_scale %g (0: 1/sqrt(dim_qk))",
-             (double)p->softmax_scale);
-  WS_REQUIRE(p->q && p->k && p->v && p->o, "ws_attn: q, k, v or o is NULL");
-  WS_REQUIRE(aligned16(p->q) && aligned16(p->k) && aligned16(p->v) && aligned16(p->o),
-             "ws_attn: q, k, v and o must be 16-byte aligned");
-  return WS_OK;
-}
-
-ws_status ws_mla_sparse_check(const ws_mla_sparse_problem *p) {
-  WS_REQUIRE(p != NULL, "ws_mla_sparse: problem is NULL");
-  WS_REQUIRE(p->s_q >= 1 && p->heads >= 1 && p->s_kv >= 1 && p->topk >= 1,
-             "ws_mla_sparse: s_q %d, heads %d, s_kv %d, topk %d: all >= 1", p->s_q, p->heads, p->s_kv, p->topk);
-  WS_REQUIRE(p->topk <= WS_EXTENT_MAX, "ws_mla_sparse: topk %d, at most 2^30", p->topk);
-  WS_REQUIRE(p->dim_qk >= 64 && p->dim_qk % 64 == 0 && p->dim_v >= 64 && p->dim_v % 64 == 0 && p->dim_v <= p->dim_qk,
-             "ws_mla_sparse: dims %d/%d (qk/v): multiples of 64, dim_v <= dim_qk (DeepSeek-V3.2: 576/512)", p->dim_qk,
-             p->dim_v);
-  WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_mla_sparse: softmax_scale %g",
-             (double)p->softmax_scale);
-  WS_REQUIRE(p->q && p->kv && p->indices && p->o, "ws_mla_sparse: q, kv, indices or o is NULL");
-  WS_REQUIRE(aligned16(p->q) && aligned16(p->kv) && aligned16(p->o), "ws_mla_sparse: q, kv and o must be 16-byte aligned");
-  return WS_OK;
-}
 
 ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q_len, int *k_begin, int *k_len) {
   WS_REQUIRE(p && q_begin && q_len && k_begin && k_len, "ws_attn_sequence: a NULL argument");
@@ -237,42 +190,6 @@ ws_status ws_mla_sparse_reference(const ws_mla_sparse_problem *p, double *o, dou
 }
 
 /* ---- MLA decode (paged latent cache) and NSA selected-block attention ---------------- */
-ws_status ws_mla_decode_check(const ws_mla_decode_problem *p) {
-  WS_REQUIRE(p != NULL, "ws_mla_decode: problem is NULL");
-  WS_REQUIRE(p->batch >= 1 && p->s_q >= 1 && p->heads >= 1, "ws_mla_decode: batch %d, s_q %d, heads %d: all >= 1",
-             p->batch, p->s_q, p->heads);
-  WS_REQUIRE(p->dim_qk >= 64 && p->dim_qk % 64 == 0 && p->dim_v >= 64 && p->dim_v % 64 == 0 && p->dim_v <= p->dim_qk,
-             "ws_mla_decode: dims %d/%d (qk/v): multiples of 64, dim_v <= dim_qk (DeepSeek-V3: 576/512)", p->dim_qk,
-             p->dim_v);
-  WS_REQUIRE(p->page_size >= 1 && p->num_pages >= 1 && p->max_pages >= 1,
-             "ws_mla_decode: page_size %d, num_pages %d, max_pages %d: all >= 1", p->page_size, p->num_pages,
-             p->max_pages);
-  WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_mla_decode: softmax_scale %g",
-             (double)p->softmax_scale);
-  /* the kernels count keys, cache rows and query rows in int */
-  const int64_t keys = ws_mul_sat(p->max_pages, p->page_size), cache_rows = ws_mul_sat(p->num_pages, p->page_size),
-                rows = ws_mul3_sat(p->batch, p->s_q, p->heads);
-  WS_REQUIRE(keys <= WS_EXTENT_MAX, "ws_mla_decode: max_pages %d x page_size %d = %lld keys per sequence, at most 2^30",
-             p->max_pages, p->page_size, (long long)keys);
-  WS_REQUIRE(cache_rows <= WS_INDEX_MAX, "ws_mla_decode: num_pages %d x page_size %d = %lld cache rows, at most 2^31 - 1",
-             p->num_pages, p->page_size, (long long)cache_rows);
-  WS_REQUIRE(ws_mul_sat(p->batch, p->max_pages) <= WS_INDEX_MAX,
-             "ws_mla_decode: batch %d x max_pages %d = %lld block_table entries, at most 2^31 - 1", p->batch, p->max_pages,
-             (long long)ws_mul_sat(p->batch, p->max_pages));
-  WS_REQUIRE(rows <= WS_INDEX_MAX, "ws_mla_decode: batch %d x s_q %d x heads %d = %lld query rows, at most 2^31 - 1",
-             p->batch, p->s_q, p->heads, (long long)rows);
-  WS_REQUIRE(p->max_seqlen >= 0 && p->max_seqlen <= keys,
-             "ws_mla_decode: max_seqlen %d, must be 0..max_pages x page_size = %lld", p->max_seqlen, (long long)keys);
-  WS_REQUIRE(p->q && p->kv_cache && p->block_table && p->seqlens && p->o,
-             "ws_mla_decode: q, kv_cache, block_table, seqlens or o is NULL");
-  WS_REQUIRE(aligned16(p->q) && aligned16(p->kv_cache) && aligned16(p->o), "ws_mla_decode: q, kv_cache and o must be "
-             "16-byte aligned");
-  WS_REQUIRE(p->kv_fp8 == 0 || p->kv_fp8 == 1, "ws_mla_decode: kv_fp8 %d, 0 (bf16 rows) or 1 (FP8 rows)", p->kv_fp8);
-  WS_REQUIRE(!p->kv_fp8 || (p->dim_qk == 576 && p->dim_v == 512), "ws_mla_decode: the FP8 cache rows hold dims 576/512 "
-             "(512 latent + 64 rope), not %d/%d", p->dim_qk, p->dim_v);
-  return WS_OK;
-}
-
 /* ---- the FP8 latent cache (WS_MLA_FP8_ROW_BYTES rows) ------------------------------- */
 ws_status ws_mla_kv_quantize_fp8_host(const uint16_t *kv, size_t rows, uint8_t *out) {
   WS_REQUIRE(rows == 0 || (kv != NULL && out != NULL), "ws_mla_kv_quantize_fp8_host: kv or out is NULL");
@@ -303,26 +220,6 @@ ws_status ws_mla_kv_dequantize_fp8_host(const uint8_t *in, size_t rows, uint16_t
     }
     memcpy(o + 512, x + 528, 64 * sizeof(uint16_t));
   }
-  return WS_OK;
-}
-
-ws_status ws_nsa_check(const ws_nsa_problem *p) {
-  WS_REQUIRE(p != NULL, "ws_nsa: problem is NULL");
-  WS_REQUIRE(p->tokens >= 1 && p->topn >= 1 && p->block >= 1, "ws_nsa: tokens %d, topn %d, block %d: all >= 1",
-             p->tokens, p->topn, p->block);
-  WS_REQUIRE(p->tokens <= WS_EXTENT_MAX, "ws_nsa: tokens %d, at most 2^30", p->tokens);
-  const int64_t listed = ws_mul_sat(p->topn, p->block);
-  WS_REQUIRE(listed <= WS_EXTENT_MAX, "ws_nsa: topn %d x block %d = %lld keys listed per query, at most 2^30", p->topn,
-             p->block, (long long)listed);
-  WS_REQUIRE(p->heads_q >= 1 && p->heads_kv >= 1 && p->heads_q % p->heads_kv == 0,
-             "ws_nsa: heads_q %d must be a positive multiple of heads_kv %d", p->heads_q, p->heads_kv);
-  WS_REQUIRE((p->dim_qk == 128 && p->dim_v == 128) || (p->dim_qk == 192 && p->dim_v == 128) ||
-                 (p->dim_qk == 64 && p->dim_v == 64),
-             "ws_nsa: head dims %d/%d (qk/v): 64/64, 128/128 or 192/128", p->dim_qk, p->dim_v);
-  WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_nsa: softmax_scale %g", (double)p->softmax_scale);
-  WS_REQUIRE(p->q && p->k && p->v && p->block_indices && p->o, "ws_nsa: q, k, v, block_indices or o is NULL");
-  WS_REQUIRE(aligned16(p->q) && aligned16(p->k) && aligned16(p->v) && aligned16(p->o),
-             "ws_nsa: q, k, v and o must be 16-byte aligned");
   return WS_OK;
 }
 

@@ -412,6 +412,38 @@ static const fa_variant *fa_variant_of(int dqk, int dv) {
   return NULL;
 }
 
+/* The problem's argument check (no GPU): shapes, dims, mask, scale, pointers. */
+extern "C" ws_status ws_attn_check(const ws_attn_problem *p) {
+  WS_REQUIRE(p != NULL, "ws_attn: problem is NULL");
+  WS_REQUIRE(p->batch >= 1, "ws_attn: batch %d, must be >= 1", p->batch);
+  WS_REQUIRE(p->seqlen_q >= 1 && p->seqlen_k >= 1, "ws_attn: seqlen_q %d, seqlen_k %d: both >= 1", p->seqlen_q,
+             p->seqlen_k);
+  WS_REQUIRE(p->seqlen_q <= WS_EXTENT_MAX && p->seqlen_k <= WS_EXTENT_MAX,
+             "ws_attn: seqlen_q %d, seqlen_k %d: each at most 2^30", p->seqlen_q, p->seqlen_k);
+  WS_REQUIRE((p->cu_seqlens_q == NULL) == (p->cu_seqlens_k == NULL),
+             "ws_attn: cu_seqlens_q and cu_seqlens_k go together (both NULL for dense batches)");
+  if (!p->cu_seqlens_q) { /* dense: the token of sequence b, row i is b x seqlen + i, an int */
+    const int64_t rows_q = ws_mul_sat(p->batch, p->seqlen_q), rows_k = ws_mul_sat(p->batch, p->seqlen_k);
+    WS_REQUIRE(rows_q <= WS_INDEX_MAX, "ws_attn: batch %d x seqlen_q %d = %lld query rows, at most 2^31 - 1", p->batch,
+               p->seqlen_q, (long long)rows_q);
+    WS_REQUIRE(rows_k <= WS_INDEX_MAX, "ws_attn: batch %d x seqlen_k %d = %lld key rows, at most 2^31 - 1", p->batch,
+               p->seqlen_k, (long long)rows_k);
+  }
+  WS_REQUIRE(p->heads_q >= 1 && p->heads_kv >= 1 && p->heads_q % p->heads_kv == 0,
+             "ws_attn: heads_q %d must be a positive multiple of heads_kv %d (GQA / MQA)", p->heads_q, p->heads_kv);
+  WS_REQUIRE((p->dim_qk == 64 && p->dim_v == 64) || (p->dim_qk == 128 && p->dim_v == 128) ||
+                 (p->dim_qk == 192 && p->dim_v == 128),
+             "ws_attn: head dims %d/%d (qk/v) not supported: 64/64, 128/128 or 192/128", p->dim_qk, p->dim_v);
+  WS_REQUIRE(p->mask == WS_ATTN_NO_MASK || p->mask == WS_ATTN_CAUSAL_TOP_LEFT || p->mask == WS_ATTN_CAUSAL_BOTTOM_RIGHT,
+             "ws_attn: mask %d unknown", (int)p->mask);
+  WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_attn: softmax_scale %g (0: 1/sqrt(dim_qk))",
+             (double)p->softmax_scale);
+  WS_REQUIRE(p->q && p->k && p->v && p->o, "ws_attn: q, k, v or o is NULL");
+  WS_REQUIRE(attn_aligned16(p->q) && attn_aligned16(p->k) && attn_aligned16(p->v) && attn_aligned16(p->o),
+             "ws_attn: q, k, v and o must be 16-byte aligned");
+  return WS_OK;
+}
+
 extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream) {
   ws_status s = ws_check_mode() ? ws_attn_validate(p, stream) : ws_attn_check(p);
   if (s != WS_OK) return s;

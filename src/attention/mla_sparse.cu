@@ -28,9 +28,10 @@
  * runs its mask, max exchange and P under that PV (mla_overlap_blocks; P in the rope box).
  * Shared memory: Q 72 KB, two kv stages of 72 KB, the P tile 8 KB, the exchange arrays and
  * the barriers: 225 KB of the 227 available.
- * MLA decode with the FP8 cache (kv_fp8) runs the same kernel with FP8 = 1: the gather
- * dequantises each row into the BF16 stage the math warps read (mla_gather_fp8), so the
- * math is unchanged and the BF16 values are exact (power-of-two tile scales). */
+ * MLA decode (mla_decode.cu) runs the same kernel over page-table rows; with the FP8 cache
+ * (kv_fp8) with FP8 = 1: the gather dequantises each row into the BF16 stage the math
+ * warps read (mla_gather_fp8), so the math is unchanged and the BF16 values are exact
+ * (power-of-two tile scales). */
 #include "../core/internal.h"
 #include "../core/size_check.h"
 #include "warpspec/attention.h"
@@ -38,6 +39,7 @@
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
 #include "attn_device.cuh"
+#include "mla_internal.h"
 #include "warpspec/device/fp8.cuh"
 
 #include <cuda_bf16.h>
@@ -45,10 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MLA_BH 64              /* heads per CTA                              */
-#define MLA_BN 64              /* kv rows per block (stage)                  */
-#define MLA_DQK 576
-#define MLA_DV 512
 #define MLA_BOXES (MLA_DQK / 64) /* 64-column boxes of a row: 9              */
 #define MLA_PIECES (MLA_DQK / 8) /* 16-byte pieces of a row: 72              */
 #define MLA_STAGES 2
@@ -65,22 +63,6 @@ typedef struct {
   int q_closed[1], kv_closed[MLA_STAGES];
 } mla_smem;
 
-/* Where a CTA's keys come from. Sparse prefill: indices[tok][0 .. topk). Decode (indices
- * NULL): keys kbeg .. kend of sequence b = tok / s_q through its page table, kbeg from the
- * CTA's split; query tok % s_q sees keys up to seqlen - s_q + tok % s_q. */
-typedef struct {
-  int heads, s_kv, topk, xchg_bar;
-  float scale_log2;
-  const uint16_t *kv;
-  const uint8_t *kv8;                   /* FP8 = 1: WS_MLA_FP8_ROW_BYTES rows instead of kv */
-  const int *indices;
-  const int *block_table, *seqlens;
-  int s_q, page_size, max_pages, chunk; /* decode: queries per sequence, keys per split */
-  uint16_t *o;
-  float *lse;
-  float *o_part, *lse_part;             /* splits > 1: [split][row][512] and [split][row] */
-  int rows;                             /* query rows x heads (the partials' stride)      */
-} mla_args;
 
 /* This CTA's keys: the first key's index and the count. */
 static __device__ __forceinline__ void mla_keys(const mla_args *a, int tok, int *kbeg, int *nkeys) {
@@ -512,40 +494,6 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   }
 }
 
-/* Split-KV merge: one warp per (query row, head): lse = log sum_z exp(lse_z), o = sum_z
- * exp(lse_z - lse) o_z (an empty split has lse -inf and weighs 0). */
-__global__ void mla_merge_kernel(const float *o_part, const float *lse_part, int splits, int rows, uint16_t *o,
-                                 float *lse) {
-  const int row = (int)(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32), lane = (int)(threadIdx.x % 32);
-  if (row >= rows) return;
-  float mx = -INFINITY;
-  for (int z = 0; z < splits; z++) mx = fmaxf(mx, lse_part[(size_t)z * rows + row]);
-  float acc[MLA_DV / 32];
-#pragma unroll
-  for (int i = 0; i < MLA_DV / 32; i++) acc[i] = 0.0f;
-  float den = 0.0f;
-  if (mx != -INFINITY)
-    for (int z = 0; z < splits; z++) {
-      const float lz = lse_part[(size_t)z * rows + row];
-      if (lz == -INFINITY) continue;
-      const float wz = expf(lz - mx);
-      den += wz;
-      const float4 *src = (const float4 *)(o_part + ((size_t)z * rows + row) * MLA_DV);
-#pragma unroll
-      for (int i = 0; i < MLA_DV / 128; i++) {
-        const float4 v = src[i * 32 + lane];
-        acc[4 * i] += wz * v.x; acc[4 * i + 1] += wz * v.y; acc[4 * i + 2] += wz * v.z; acc[4 * i + 3] += wz * v.w;
-      }
-    }
-  const float inv = den > 0.0f ? 1.0f / den : 0.0f;
-  uint2 *dst = (uint2 *)(o + (size_t)row * MLA_DV);
-#pragma unroll
-  for (int i = 0; i < MLA_DV / 128; i++)
-    dst[i * 32 + lane] = make_uint2(attn_pack_bf16(acc[4 * i] * inv, acc[4 * i + 1] * inv),
-                                    attn_pack_bf16(acc[4 * i + 2] * inv, acc[4 * i + 3] * inv));
-  if (lse && lane == 0) lse[row] = den > 0.0f ? mx + logf(den) : -INFINITY;
-}
-
 /* ---- the call ---------------------------------------------------------------------- */
 static ws_status mla_make_plan(const void *ctx, ws_plan *plan) {
   ws_status s = ws_plan_init(plan, (const char *)ctx, mla_sparse_roles, mla_sparse_NROLES, 0);
@@ -557,7 +505,7 @@ static ws_status mla_make_plan(const void *ctx, ws_plan *plan) {
 
 /* Checks shared by both calls, then the tensor map of q ([tokens x heads][576]), the plan
  * and the launch over tokens x head groups x splits; a->kv8 set: the FP8 kernel. */
-static ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float softmax_scale, cudaStream_t stream) {
+ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float softmax_scale, cudaStream_t stream) {
   WS_REQUIRE((uint64_t)tokens * (uint64_t)a->heads < (1ull << 31), "mla: %d query rows x %d heads, at most 2^31 - 1",
              tokens, a->heads);
   ws_plan *plan = NULL;
@@ -586,11 +534,27 @@ static ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, 
   return ws_plan_launch(plan, funcs[fp8][ov], grid, stream, args);
 }
 
-static ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads) {
+ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads) {
   if (dim_qk != MLA_DQK || dim_v != MLA_DV)
     return ws_fail(WS_ERR_UNSUPPORTED, "%s: dims %d/%d; the kernel is built for %d/%d (DeepSeek-V3 / V3.2)", what, dim_qk,
                    dim_v, MLA_DQK, MLA_DV);
   WS_REQUIRE(heads % MLA_BH == 0 && heads / MLA_BH <= 65535, "%s: heads %d, a multiple of %d", what, heads, MLA_BH);
+  return WS_OK;
+}
+
+/* The problem's argument check (no GPU): shapes, dims, scale, pointers. */
+extern "C" ws_status ws_mla_sparse_check(const ws_mla_sparse_problem *p) {
+  WS_REQUIRE(p != NULL, "ws_mla_sparse: problem is NULL");
+  WS_REQUIRE(p->s_q >= 1 && p->heads >= 1 && p->s_kv >= 1 && p->topk >= 1,
+             "ws_mla_sparse: s_q %d, heads %d, s_kv %d, topk %d: all >= 1", p->s_q, p->heads, p->s_kv, p->topk);
+  WS_REQUIRE(p->topk <= WS_EXTENT_MAX, "ws_mla_sparse: topk %d, at most 2^30", p->topk);
+  WS_REQUIRE(p->dim_qk >= 64 && p->dim_qk % 64 == 0 && p->dim_v >= 64 && p->dim_v % 64 == 0 && p->dim_v <= p->dim_qk,
+             "ws_mla_sparse: dims %d/%d (qk/v): multiples of 64, dim_v <= dim_qk (DeepSeek-V3.2: 576/512)", p->dim_qk,
+             p->dim_v);
+  WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_mla_sparse: softmax_scale %g",
+             (double)p->softmax_scale);
+  WS_REQUIRE(p->q && p->kv && p->indices && p->o, "ws_mla_sparse: q, kv, indices or o is NULL");
+  WS_REQUIRE(attn_aligned16(p->q) && attn_aligned16(p->kv) && attn_aligned16(p->o), "ws_mla_sparse: q, kv and o must be 16-byte aligned");
   return WS_OK;
 }
 
@@ -610,80 +574,4 @@ extern "C" ws_status ws_mla_sparse_forward(const ws_mla_sparse_problem *p, cudaS
   a.o = (uint16_t *)p->o;
   a.lse = p->lse;
   return mla_launch(p->q, p->s_q, &a, 1, p->softmax_scale, stream);
-}
-
-/* ---- MLA decode: the same kernel over page-table rows, split-KV, merge --------------- */
-/* Splits of each sequence's keys: enough CTAs for one wave of the GPU, each at least one
- * block of keys; chunk = keys per split (a multiple of the block). maxlen is at most 2^30
- * (ws_mla_decode_check), so maxlen + chunk stays an int here and in mla_keys. */
-static int mla_decode_splits(const ws_mla_decode_problem *p, int sms, int *chunk) {
-  const int maxlen = p->max_seqlen > 0 ? p->max_seqlen : p->max_pages * p->page_size;
-  const long long ctas = (long long)p->batch * p->s_q * (p->heads / MLA_BH);
-  int splits = ctas >= sms ? 1 : (int)((sms + ctas - 1) / ctas);
-  const int blocks = (maxlen + MLA_BN - 1) / MLA_BN;
-  if (splits > blocks) splits = blocks > 0 ? blocks : 1;
-  if (splits > 65535) splits = 65535;
-  *chunk = ((maxlen + splits - 1) / splits + MLA_BN - 1) / MLA_BN * MLA_BN;
-  if (*chunk < MLA_BN) *chunk = MLA_BN;
-  return (maxlen + *chunk - 1) / *chunk > 0 ? (maxlen + *chunk - 1) / *chunk : 1;
-}
-
-static size_t mla_decode_need(const ws_mla_decode_problem *p, int splits) {
-  const size_t rows = (size_t)p->batch * p->s_q * p->heads;
-  return splits > 1 ? (size_t)splits * rows * (MLA_DV + 1) * sizeof(float) + 256 : 0;
-}
-
-extern "C" ws_status ws_mla_decode_workspace_size(const ws_mla_decode_problem *p, size_t *bytes) {
-  WS_REQUIRE(bytes != NULL, "ws_mla_decode_workspace_size: bytes is NULL");
-  ws_status s = ws_mla_decode_check(p);
-  if (s != WS_OK) return s;
-  /* the kernel's shape rules before the split arithmetic (fewer than MLA_BH heads would
-   * make it divide by zero CTAs) */
-  if ((s = mla_shape_check("ws_mla_decode_workspace_size", p->dim_qk, p->dim_v, p->heads)) != WS_OK) return s;
-  int sms = 0, chunk = 0;
-  if ((s = ws_device_sms(&sms)) != WS_OK) return s;
-  *bytes = mla_decode_need(p, mla_decode_splits(p, sms, &chunk));
-  return WS_OK;
-}
-
-extern "C" ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void *workspace, size_t workspace_bytes,
-                                           cudaStream_t stream) {
-  ws_status s = ws_check_mode() ? ws_mla_decode_validate(p, stream) : ws_mla_decode_check(p);
-  if (s != WS_OK) return s;
-  if ((s = mla_shape_check("ws_mla_decode_forward", p->dim_qk, p->dim_v, p->heads)) != WS_OK) return s;
-  WS_REQUIRE(((uintptr_t)p->kv_cache & 15u) == 0, "ws_mla_decode_forward: kv_cache %p is not 16-byte aligned",
-             p->kv_cache);
-  WS_REQUIRE(((uintptr_t)p->block_table & 3u) == 0 && ((uintptr_t)p->seqlens & 3u) == 0 && ((uintptr_t)p->lse & 3u) == 0,
-             "ws_mla_decode_forward: block_table, seqlens and lse must be 4-byte aligned");
-  int sms = 0, chunk = 0;
-  if ((s = ws_device_sms(&sms)) != WS_OK) return s;
-  const int splits = mla_decode_splits(p, sms, &chunk);
-  const size_t need = mla_decode_need(p, splits);
-  WS_REQUIRE(workspace_bytes >= need && (need == 0 || workspace != NULL),
-             "ws_mla_decode_forward: the key split (%d ways) needs a workspace of %zu bytes, got %zu "
-             "(ws_mla_decode_workspace_size)", splits, need, workspace_bytes);
-  WS_REQUIRE(((uintptr_t)workspace & 15u) == 0, "ws_mla_decode_forward: workspace %p is not 16-byte aligned", workspace);
-  const int tokens = p->batch * p->s_q, rows = tokens * p->heads; /* int: ws_mla_decode_check */
-  mla_args a;
-  memset(&a, 0, sizeof a);
-  a.heads = p->heads;
-  a.s_kv = p->num_pages * p->page_size;
-  if (p->kv_fp8) a.kv8 = (const uint8_t *)p->kv_cache;
-  else a.kv = (const uint16_t *)p->kv_cache;
-  a.block_table = p->block_table;
-  a.seqlens = p->seqlens;
-  a.s_q = p->s_q;
-  a.page_size = p->page_size;
-  a.max_pages = p->max_pages;
-  a.chunk = splits > 1 ? chunk : 0x7FFFFFFF / 2;
-  a.o = (uint16_t *)p->o;
-  a.lse = p->lse;
-  if (splits > 1) {
-    a.o_part = (float *)workspace;
-    a.lse_part = a.o_part + (size_t)splits * rows * MLA_DV;
-  }
-  if ((s = mla_launch(p->q, tokens, &a, splits, p->softmax_scale, stream)) != WS_OK || splits == 1) return s;
-  mla_merge_kernel<<<(unsigned)((rows + 7) / 8), 256, 0, stream>>>(a.o_part, a.lse_part, splits, rows, a.o, a.lse);
-  WS_CUDA_TRY(cudaGetLastError());
-  return WS_OK;
 }

@@ -322,6 +322,27 @@ static const nsa_variant *nsa_variant_of(int dqk, int dv) {
   return NULL;
 }
 
+/* The problem's argument check (no GPU): shapes, dims, scale, pointers. */
+extern "C" ws_status ws_nsa_check(const ws_nsa_problem *p) {
+  WS_REQUIRE(p != NULL, "ws_nsa: problem is NULL");
+  WS_REQUIRE(p->tokens >= 1 && p->topn >= 1 && p->block >= 1, "ws_nsa: tokens %d, topn %d, block %d: all >= 1",
+             p->tokens, p->topn, p->block);
+  WS_REQUIRE(p->tokens <= WS_EXTENT_MAX, "ws_nsa: tokens %d, at most 2^30", p->tokens);
+  const int64_t listed = ws_mul_sat(p->topn, p->block);
+  WS_REQUIRE(listed <= WS_EXTENT_MAX, "ws_nsa: topn %d x block %d = %lld keys listed per query, at most 2^30", p->topn,
+             p->block, (long long)listed);
+  WS_REQUIRE(p->heads_q >= 1 && p->heads_kv >= 1 && p->heads_q % p->heads_kv == 0,
+             "ws_nsa: heads_q %d must be a positive multiple of heads_kv %d", p->heads_q, p->heads_kv);
+  WS_REQUIRE((p->dim_qk == 128 && p->dim_v == 128) || (p->dim_qk == 192 && p->dim_v == 128) ||
+                 (p->dim_qk == 64 && p->dim_v == 64),
+             "ws_nsa: head dims %d/%d (qk/v): 64/64, 128/128 or 192/128", p->dim_qk, p->dim_v);
+  WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_nsa: softmax_scale %g", (double)p->softmax_scale);
+  WS_REQUIRE(p->q && p->k && p->v && p->block_indices && p->o, "ws_nsa: q, k, v, block_indices or o is NULL");
+  WS_REQUIRE(attn_aligned16(p->q) && attn_aligned16(p->k) && attn_aligned16(p->v) && attn_aligned16(p->o),
+             "ws_nsa: q, k, v and o must be 16-byte aligned");
+  return WS_OK;
+}
+
 extern "C" ws_status ws_nsa_forward(const ws_nsa_problem *p, cudaStream_t stream) {
   ws_status s = ws_nsa_check(p);
   if (s != WS_OK) return s;

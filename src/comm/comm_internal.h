@@ -6,8 +6,7 @@
 
 #include "../core/internal.h"
 #include "warpspec/comm.h"
-
-#define WS_COMM_MAX_RANKS 64
+#include "warpspec/config.h" /* WS_COMM_MAX_RANKS */
 
 struct ws_comm {
   int rank, nranks, device;

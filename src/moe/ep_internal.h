@@ -17,7 +17,8 @@
 
 #include <stdint.h>
 
-#include "../comm/comm_internal.h"
+#include "../core/internal.h"
+#include "warpspec/config.h" /* WS_COMM_MAX_RANKS: the peer arrays */
 #include "warpspec/moe.h"
 
 #define EP_META_ENTRY_BYTES 16

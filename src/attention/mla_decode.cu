@@ -1,0 +1,160 @@
+/* mla_decode.cu - DeepSeek MLA decode over a paged latent cache (BF16 or FP8 rows): the
+ * sparse MLA kernel (mla_sparse.cu) with each query's keys taken from its sequence's page
+ * table instead of an index list, the keys split over enough CTAs for one wave of the
+ * GPU (split-KV: fp32 partials and their lse in a workspace), then a merge kernel. */
+#include "../core/internal.h"
+#include "../core/size_check.h"
+#include "warpspec/attention.h"
+#include "warpspec/check.h"
+#include "attn_device.cuh"
+#include "mla_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The problem's argument check (no GPU): shapes, the cache's geometry, pointers. */
+extern "C" ws_status ws_mla_decode_check(const ws_mla_decode_problem *p) {
+  WS_REQUIRE(p != NULL, "ws_mla_decode: problem is NULL");
+  WS_REQUIRE(p->batch >= 1 && p->s_q >= 1 && p->heads >= 1, "ws_mla_decode: batch %d, s_q %d, heads %d: all >= 1",
+             p->batch, p->s_q, p->heads);
+  WS_REQUIRE(p->dim_qk >= 64 && p->dim_qk % 64 == 0 && p->dim_v >= 64 && p->dim_v % 64 == 0 && p->dim_v <= p->dim_qk,
+             "ws_mla_decode: dims %d/%d (qk/v): multiples of 64, dim_v <= dim_qk (DeepSeek-V3: 576/512)", p->dim_qk,
+             p->dim_v);
+  WS_REQUIRE(p->page_size >= 1 && p->num_pages >= 1 && p->max_pages >= 1,
+             "ws_mla_decode: page_size %d, num_pages %d, max_pages %d: all >= 1", p->page_size, p->num_pages,
+             p->max_pages);
+  WS_REQUIRE(isfinite(p->softmax_scale) && p->softmax_scale >= 0.0f, "ws_mla_decode: softmax_scale %g",
+             (double)p->softmax_scale);
+  /* the kernels count keys, cache rows and query rows in int */
+  const int64_t keys = ws_mul_sat(p->max_pages, p->page_size), cache_rows = ws_mul_sat(p->num_pages, p->page_size),
+                rows = ws_mul3_sat(p->batch, p->s_q, p->heads);
+  WS_REQUIRE(keys <= WS_EXTENT_MAX, "ws_mla_decode: max_pages %d x page_size %d = %lld keys per sequence, at most 2^30",
+             p->max_pages, p->page_size, (long long)keys);
+  WS_REQUIRE(cache_rows <= WS_INDEX_MAX, "ws_mla_decode: num_pages %d x page_size %d = %lld cache rows, at most 2^31 - 1",
+             p->num_pages, p->page_size, (long long)cache_rows);
+  WS_REQUIRE(ws_mul_sat(p->batch, p->max_pages) <= WS_INDEX_MAX,
+             "ws_mla_decode: batch %d x max_pages %d = %lld block_table entries, at most 2^31 - 1", p->batch, p->max_pages,
+             (long long)ws_mul_sat(p->batch, p->max_pages));
+  WS_REQUIRE(rows <= WS_INDEX_MAX, "ws_mla_decode: batch %d x s_q %d x heads %d = %lld query rows, at most 2^31 - 1",
+             p->batch, p->s_q, p->heads, (long long)rows);
+  WS_REQUIRE(p->max_seqlen >= 0 && p->max_seqlen <= keys,
+             "ws_mla_decode: max_seqlen %d, must be 0..max_pages x page_size = %lld", p->max_seqlen, (long long)keys);
+  WS_REQUIRE(p->q && p->kv_cache && p->block_table && p->seqlens && p->o,
+             "ws_mla_decode: q, kv_cache, block_table, seqlens or o is NULL");
+  WS_REQUIRE(attn_aligned16(p->q) && attn_aligned16(p->kv_cache) && attn_aligned16(p->o), "ws_mla_decode: q, kv_cache and o must be "
+             "16-byte aligned");
+  WS_REQUIRE(p->kv_fp8 == 0 || p->kv_fp8 == 1, "ws_mla_decode: kv_fp8 %d, 0 (bf16 rows) or 1 (FP8 rows)", p->kv_fp8);
+  WS_REQUIRE(!p->kv_fp8 || (p->dim_qk == 576 && p->dim_v == 512), "ws_mla_decode: the FP8 cache rows hold dims 576/512 "
+             "(512 latent + 64 rope), not %d/%d", p->dim_qk, p->dim_v);
+  return WS_OK;
+}
+
+/* Split-KV merge: one warp per (query row, head): lse = log sum_z exp(lse_z), o = sum_z
+ * exp(lse_z - lse) o_z (an empty split has lse -inf and weighs 0). */
+__global__ void mla_merge_kernel(const float *o_part, const float *lse_part, int splits, int rows, uint16_t *o,
+                                 float *lse) {
+  const int row = (int)(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32), lane = (int)(threadIdx.x % 32);
+  if (row >= rows) return;
+  float mx = -INFINITY;
+  for (int z = 0; z < splits; z++) mx = fmaxf(mx, lse_part[(size_t)z * rows + row]);
+  float acc[MLA_DV / 32];
+#pragma unroll
+  for (int i = 0; i < MLA_DV / 32; i++) acc[i] = 0.0f;
+  float den = 0.0f;
+  if (mx != -INFINITY)
+    for (int z = 0; z < splits; z++) {
+      const float lz = lse_part[(size_t)z * rows + row];
+      if (lz == -INFINITY) continue;
+      const float wz = expf(lz - mx);
+      den += wz;
+      const float4 *src = (const float4 *)(o_part + ((size_t)z * rows + row) * MLA_DV);
+#pragma unroll
+      for (int i = 0; i < MLA_DV / 128; i++) {
+        const float4 v = src[i * 32 + lane];
+        acc[4 * i] += wz * v.x; acc[4 * i + 1] += wz * v.y; acc[4 * i + 2] += wz * v.z; acc[4 * i + 3] += wz * v.w;
+      }
+    }
+  const float inv = den > 0.0f ? 1.0f / den : 0.0f;
+  uint2 *dst = (uint2 *)(o + (size_t)row * MLA_DV);
+#pragma unroll
+  for (int i = 0; i < MLA_DV / 128; i++)
+    dst[i * 32 + lane] = make_uint2(attn_pack_bf16(acc[4 * i] * inv, acc[4 * i + 1] * inv),
+                                    attn_pack_bf16(acc[4 * i + 2] * inv, acc[4 * i + 3] * inv));
+  if (lse && lane == 0) lse[row] = den > 0.0f ? mx + logf(den) : -INFINITY;
+}
+
+/* ---- MLA decode: the same kernel over page-table rows, split-KV, merge --------------- */
+/* Splits of each sequence's keys: enough CTAs for one wave of the GPU, each at least one
+ * block of keys; chunk = keys per split (a multiple of the block). maxlen is at most 2^30
+ * (ws_mla_decode_check), so maxlen + chunk stays an int here and in mla_keys. */
+static int mla_decode_splits(const ws_mla_decode_problem *p, int sms, int *chunk) {
+  const int maxlen = p->max_seqlen > 0 ? p->max_seqlen : p->max_pages * p->page_size;
+  const long long ctas = (long long)p->batch * p->s_q * (p->heads / MLA_BH);
+  int splits = ctas >= sms ? 1 : (int)((sms + ctas - 1) / ctas);
+  const int blocks = (maxlen + MLA_BN - 1) / MLA_BN;
+  if (splits > blocks) splits = blocks > 0 ? blocks : 1;
+  if (splits > 65535) splits = 65535;
+  *chunk = ((maxlen + splits - 1) / splits + MLA_BN - 1) / MLA_BN * MLA_BN;
+  if (*chunk < MLA_BN) *chunk = MLA_BN;
+  return (maxlen + *chunk - 1) / *chunk > 0 ? (maxlen + *chunk - 1) / *chunk : 1;
+}
+
+static size_t mla_decode_need(const ws_mla_decode_problem *p, int splits) {
+  const size_t rows = (size_t)p->batch * p->s_q * p->heads;
+  return splits > 1 ? (size_t)splits * rows * (MLA_DV + 1) * sizeof(float) + 256 : 0;
+}
+
+extern "C" ws_status ws_mla_decode_workspace_size(const ws_mla_decode_problem *p, size_t *bytes) {
+  WS_REQUIRE(bytes != NULL, "ws_mla_decode_workspace_size: bytes is NULL");
+  ws_status s = ws_mla_decode_check(p);
+  if (s != WS_OK) return s;
+  /* the kernel's shape rules before the split arithmetic (fewer than MLA_BH heads would
+   * make it divide by zero CTAs) */
+  if ((s = mla_shape_check("ws_mla_decode_workspace_size", p->dim_qk, p->dim_v, p->heads)) != WS_OK) return s;
+  int sms = 0, chunk = 0;
+  if ((s = ws_device_sms(&sms)) != WS_OK) return s;
+  *bytes = mla_decode_need(p, mla_decode_splits(p, sms, &chunk));
+  return WS_OK;
+}
+
+extern "C" ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void *workspace, size_t workspace_bytes,
+                                           cudaStream_t stream) {
+  ws_status s = ws_check_mode() ? ws_mla_decode_validate(p, stream) : ws_mla_decode_check(p);
+  if (s != WS_OK) return s;
+  if ((s = mla_shape_check("ws_mla_decode_forward", p->dim_qk, p->dim_v, p->heads)) != WS_OK) return s;
+  WS_REQUIRE(((uintptr_t)p->kv_cache & 15u) == 0, "ws_mla_decode_forward: kv_cache %p is not 16-byte aligned",
+             p->kv_cache);
+  WS_REQUIRE(((uintptr_t)p->block_table & 3u) == 0 && ((uintptr_t)p->seqlens & 3u) == 0 && ((uintptr_t)p->lse & 3u) == 0,
+             "ws_mla_decode_forward: block_table, seqlens and lse must be 4-byte aligned");
+  int sms = 0, chunk = 0;
+  if ((s = ws_device_sms(&sms)) != WS_OK) return s;
+  const int splits = mla_decode_splits(p, sms, &chunk);
+  const size_t need = mla_decode_need(p, splits);
+  WS_REQUIRE(workspace_bytes >= need && (need == 0 || workspace != NULL),
+             "ws_mla_decode_forward: the key split (%d ways) needs a workspace of %zu bytes, got %zu "
+             "(ws_mla_decode_workspace_size)", splits, need, workspace_bytes);
+  WS_REQUIRE(((uintptr_t)workspace & 15u) == 0, "ws_mla_decode_forward: workspace %p is not 16-byte aligned", workspace);
+  const int tokens = p->batch * p->s_q, rows = tokens * p->heads; /* int: ws_mla_decode_check */
+  mla_args a;
+  memset(&a, 0, sizeof a);
+  a.heads = p->heads;
+  a.s_kv = p->num_pages * p->page_size;
+  if (p->kv_fp8) a.kv8 = (const uint8_t *)p->kv_cache;
+  else a.kv = (const uint16_t *)p->kv_cache;
+  a.block_table = p->block_table;
+  a.seqlens = p->seqlens;
+  a.s_q = p->s_q;
+  a.page_size = p->page_size;
+  a.max_pages = p->max_pages;
+  a.chunk = splits > 1 ? chunk : 0x7FFFFFFF / 2;
+  a.o = (uint16_t *)p->o;
+  a.lse = p->lse;
+  if (splits > 1) {
+    a.o_part = (float *)workspace;
+    a.lse_part = a.o_part + (size_t)splits * rows * MLA_DV;
+  }
+  if ((s = mla_launch(p->q, tokens, &a, splits, p->softmax_scale, stream)) != WS_OK || splits == 1) return s;
+  mla_merge_kernel<<<(unsigned)((rows + 7) / 8), 256, 0, stream>>>(a.o_part, a.lse_part, splits, rows, a.o, a.lse);
+  WS_CUDA_TRY(cudaGetLastError());
+  return WS_OK;
+}
