@@ -86,7 +86,7 @@ def main(dst):
     # The listed exceptions (tools/check_includes.py, EXCEPTIONS), dashed.
     red = "#c0392b"
     arrow(ax, [(W, 5.55), (W + GAP, 5.55)], dashed=True)
-    note(ax, (2.3, 4.45), "moe_experts.cu, moe_experts_sched.cuh ->\ngemm's FP8 wgmma issue, epilogue, tile schedule",
+    note(ax, (2.3, 4.45), "moe_experts*.cu* (the fused experts kernel) ->\ngemm's FP8 wgmma issue, epilogue, tile schedule",
          red, va="top")
     arrow(ax, [(W, 7.3), (W + GAP, 7.3)], dashed=True)
     note(ax, (W + GAP / 2, 8.25), "warpspec.c -> bench.h\n(the bench subcommands)", red, ha="center", va="bottom")

@@ -381,8 +381,41 @@ static void size_limits(void) {
   CHECK_MSG("rows");
 }
 
+/* ws_ep_recv_gemm on the three layouts a dispatch leaves (no GPU: the fields only). */
+static void recv_gemm(void) {
+  ws_ep_recv r;
+  memset(&r, 0, sizeof r);
+  ws_gemm_problem p;
+  memset(&p, 0, sizeof p);
+  CHECK_STATUS(ws_ep_recv_gemm(NULL, &p), WS_ERR_INVALID);
+  CHECK_STATUS(ws_ep_recv_gemm(&r, &p), WS_ERR_INVALID); /* no layout yet */
+  CHECK_MSG("no layout");
+  int offs[5], counts[4], index[64];
+  float xs[4];
+  static uint8_t rows[8192], x[64];
+  /* the copy receive: grouped contiguous over x, K-block-major scales */
+  r.x = x; r.x_scale = xs; r.scale_ld = 64; r.max_rows = 64; r.local_experts = 4; r.expert_offsets = offs;
+  r.expert_counts = counts; r.fp8 = 1;
+  CHECK_STATUS(ws_ep_recv_gemm(&r, &p), WS_OK);
+  CHECK(p.layout == WS_GEMM_GROUPED_CONTIGUOUS && p.m == 64 && p.groups == 4 && p.group_offsets == offs &&
+        p.group_rows == NULL && p.a == x && p.a_scale == xs && p.a_scale_ld == 64 && p.a_rows == NULL &&
+        p.a_rows_total == 0 && p.a_row_bytes == 0 && p.a_scale_stride == 0);
+  /* the index receive: the same groups, A gathered from the receive buffer */
+  r.row_index = index; r.rows = rows; r.row_scales = (const float *)(rows + 7168); r.row_bytes = 7536; /* the inbox row of DeepSeek-V3 */
+  r.rows_total = 8192;
+  CHECK_STATUS(ws_ep_recv_gemm(&r, &p), WS_OK);
+  CHECK(p.layout == WS_GEMM_GROUPED_CONTIGUOUS && p.a == rows && p.a_rows == index && p.a_rows_total == 8192 &&
+        p.a_row_bytes == 7536 && p.a_scale == r.row_scales && p.a_scale_stride == 7536 / 4 && p.a_scale_ld == 0);
+  /* low latency: the masked layout, m = max_rows / local experts, counts as group_rows */
+  r.masked = 1; r.row_index = NULL;
+  CHECK_STATUS(ws_ep_recv_gemm(&r, &p), WS_OK);
+  CHECK(p.layout == WS_GEMM_GROUPED_MASKED && p.m == 16 && p.groups == 4 && p.group_rows == counts &&
+        p.group_offsets == NULL && p.a == x && p.a_rows == NULL);
+}
+
 int main(void) {
   config_checks();
+  recv_gemm();
   max_rows();
   reference_example();
   reference_random();
