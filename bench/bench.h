@@ -15,6 +15,11 @@ typedef struct {
   int sweep;          /* 1: also the L2 evict-first and contiguous-run variants */
 } bench_pipe_opts;
 
+/* One line of a run's closing summary (printf format), kept until bench_headlines_print;
+ * at most 16 lines. */
+void bench_headline(const char *fmt, ...);
+void bench_headlines_print(const char *title);
+
 /* Streaming copy (both modes) against cudaMemcpy D2D, and pipe hand-off latency. */
 int bench_pipe(const bench_pipe_opts *o);
 

@@ -126,6 +126,7 @@ int bench_pipe(const bench_pipe_opts *o) {
            i == best ? "  <- best" : "");
     if (csv) fprintf(csv, "%s,%zu,%.4f,%.1f,%.1f,%.4f\n", v[i].name, bytes, v[i].ms, gbs, 2 * gbs, v[0].ms / v[i].ms);
   }
+  bench_headline("streaming copy of %zu MiB: %.3fx cudaMemcpy at best (%s)", bytes >> 20, v[0].ms / v[best].ms, v[best].name);
   printf("\n  pipe hand-off (one CTA, writer role -> reader role, 4-byte items), ns per item, median of 9:\n");
   printf("  %-26s %8s %8s %8s %8s\n", "roles", "1 stage", "2", "4", "8");
   for (int row = 0; row < 4; row++) {

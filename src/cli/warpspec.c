@@ -275,7 +275,12 @@ static int cmd_demo(int planner_only) {
     if (n >= 2) {
       char *sr[] = {(char *)"sendrecv"};
       rc |= cmd_bench_sendrecv(1, sr);
+      bench_headline("sendrecv on 2 GPUs against NCCL: the last column of its table (NCCL's best / ours)");
     }
+    /* the newcomer's last screen: what ran, how it compared, where the rest is */
+    bench_headlines_print(rc ? "Summary (a benchmark FAILED: see its output above)" : "Summary");
+    printf("  The full tables are above; `warpspec bench gemm --csv F` and the others write CSVs, and\n"
+           "  docs/benchmarks.md has every figure measured so far, with the commands.\n");
     return rc ? 1 : 0;
   }
   if (planner_only) printf("The budget planner on the library's kernels and on the seed pair:\n\n");

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# run_ep.sh [BUILD] - the expert-parallel transfers in one device call, for the one-copy
+# protocol (issue 34): build what it runs (BUILD, default build-ep, -DWS_WERROR=ON), then
+#   1. correctness: test_moe all and test_moe_idle all on 1, 2 and 4 ranks (as many as
+#      the machine has), the gathered GEMM alone (test_gemm_gpu gather), the Python
+#      multi-GPU round trip (test_gpu_comm.py: both receives, expert_gemm);
+#   2. speed: `test_moe bench` on 2 and 4 ranks with role timelines of every CTA
+#      (WS_BENCH_TRACE, summarised by bench/trace_ep.py), and the MoE layer at 4096 tokens
+#      on 2 ranks with the L1 GEMM over copied rows and over the rows gathered in place
+#      (WARPSPEC_MOE_GATHER=0 / 1).
+# At most 8 files come back from a device call: everything is summarised into
+# $OUT/ep_summary.txt, the logs go to $OUT/ep_logs.tar.gz.
+set -u
+out=${OUT:-results}
+mkdir -p "$out"
+. "$(dirname "$0")/env.sh"
+b=${1:-build-ep}
+logs=$(mktemp -d)
+sum="$out/ep_summary.txt"
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c GPU)
+{ date -u; nvidia-smi --query-gpu=index,name --format=csv,noheader; } >"$sum"
+cmake -S . -B "$b" -DWS_WERROR=ON >"$logs/cmake.log" 2>&1 &&
+  cmake --build "$b" -j "$(nproc)" --target warpspec warpspec_cli test_moe test_moe_idle test_gemm_gpu \
+    >"$logs/build.log" 2>&1 || { grep -E "error|warning" "$logs/build.log" | head -30 | tee -a "$sum"; exit 1; }
+rc=0
+step() { # step NAME LOG COMMAND...: run it, one line of outcome into the summary
+  local name=$1 log=$2; shift 2
+  "$@" >"$logs/$log" 2>&1
+  local r=$?
+  [ $r -ne 0 ] && rc=1
+  echo "$name: rc=$r, $(tail -1 "$logs/$log")" >>"$sum"
+  grep -E "FAIL|differ from|CHECK failed" "$logs/$log" | grep -v " 0 outputs differ" | head -5 >>"$sum"
+}
+for n in 1 2 4; do
+  [ "$ngpu" -ge "$n" ] || continue
+  step "test_moe all, $n rank(s)" "moe_all_$n.log" timeout 300 "$b/warpspec" run -n "$n" --timeout 280 -- "$b/tests/gpu/test_moe" all
+  step "test_moe_idle all, $n rank(s)" "idle_$n.log" timeout 300 "$b/warpspec" run -n "$n" --timeout 280 -- "$b/tests/gpu/test_moe_idle" all
+done
+step "test_gemm_gpu gather" gemm_gather.log timeout 300 "$b/tests/gpu/test_gemm_gpu" gather
+if [ "$ngpu" -ge 2 ]; then
+  ab=$(cd "$b" && pwd)
+  step "python test_gpu_comm.py" py_comm.log env WARPSPEC_LIBRARY="$ab/libwarpspec.so" WARPSPEC_CLI="$ab/warpspec" \
+    PYTHONPATH="$PWD/python" timeout 400 python3 -m pytest -q -x -p no:cacheprovider python/tests/test_gpu_comm.py
+fi
+for n in 2 4; do
+  [ "$ngpu" -ge "$n" ] || continue
+  mkdir -p "$logs/trace$n"
+  step "test_moe bench, $n ranks" "bench_$n.log" env WS_BENCH_TRACE="$logs/trace$n" timeout 400 "$b/warpspec" run -n "$n" \
+    --timeout 380 -- "$b/tests/gpu/test_moe" bench
+  grep "rank 0" "$logs/bench_$n.log" | grep -E "T 4096 fp8  sms 24|T 128 " | sed 's/bench rank 0: //' >>"$sum"
+  python3 bench/trace_ep.py "$logs"/trace$n/ep_r0_T4096_s24_fp8_*.csv "$logs"/trace$n/ep_r0_T128_s24_fp8_*.csv \
+    >>"$sum" 2>&1
+  rm -f "$logs"/trace$n/ep_r[1-9]_*.csv
+done
+if [ "$ngpu" -ge 2 ]; then
+  for g in 0 1; do
+    step "layer, 2 ranks, gathered L1 = $g" "layer_g$g.log" env WARPSPEC_MOE_GATHER=$g timeout 300 "$b/warpspec" bench moe \
+      --ranks 2 --tokens 4096 --shape DeepSeekV3
+    grep -E "rank 0.*(unfused|fused  )" "$logs/layer_g$g.log" >>"$sum"
+  done
+fi
+tar -czf "$out/ep_logs.tar.gz" -C "$logs" .
+cat "$sum"
+exit $rc
