@@ -55,6 +55,18 @@ typedef struct {
   int sms;           /* the layer's num_sms: CTAs of the transfer kernels (0: default) */
 } bench_moe_opts;
 
+typedef struct {
+  const char *csv;   /* rank 0 writes the CSV (NULL: none)                               */
+  int ranks;         /* outside the launcher: ranks to start (0: 2)                      */
+  int tokens;        /* one token count per rank only (0: 128 .. 4096)                    */
+  int sms;           /* CTAs of the transfer kernels (0: 24)                               */
+  int receive;       /* -1: both receives; WS_EP_RECEIVE_COPY or _INDEX: that one          */
+  const char *trace; /* a directory: one more pair per case under a role timeline       */
+} bench_ep_opts;
+
+/* Under `warpspec run -n N`: ws_ep_dispatch and ws_ep_combine alone (bench_ep.cu). 0 or -1. */
+int bench_ep(const bench_ep_opts *o);
+
 /* Under `warpspec run -n N`: the whole MoE layer (ws_moe_layer_forward) and its stages'
  * time split at the issue's shapes. 0 or -1. */
 int bench_moe(const bench_moe_opts *o);

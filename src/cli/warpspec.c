@@ -29,6 +29,8 @@ static int usage(void) {
           "  bench moe [--ranks N] [--csv FILE] [--quick] [--shape DeepSeekV3|Flash] [--tokens T] [--sms N]\n"
           "            [--trace PREFIX [--trace-block B]]  role timeline of CTA B (-1: all) of each fused call\n"
           "                                    the whole MoE layer per rank and its time split\n"
+          "  bench ep [--ranks N] [--tokens T] [--sms N] [--receive copy|index|both] [--csv FILE] [--trace DIR]\n"
+          "                                    MoE dispatch and combine alone (ws_ep), NVLink GB/s per rank\n"
           "  bench moe-a2a [--ranks N] [--csv FILE]   MoE dispatch/combine vs PyTorch (python -m warpspec)\n"
           "  bench moe-layer [--ranks N] [--shape S] [--tokens T,T] [--csv FILE]\n"
           "                                    the MoE layer vs the NCCL + cuBLASLt composite (Python)\n"
@@ -186,6 +188,29 @@ static int cmd_bench_sendrecv(int argc, char **argv) {
 
 /* `bench moe` runs one process per rank (default 1: EP1 on one GPU): outside the
  * launcher, start it. */
+static int cmd_bench_ep(int argc, char **argv) {
+  bench_ep_opts o = {NULL, 0, 0, 0, -1, NULL};
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
+    else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) o.trace = argv[++i];
+    else if (strcmp(argv[i], "--receive") == 0 && i + 1 < argc) {
+      const char *r = argv[++i];
+      if (strcmp(r, "copy") == 0) o.receive = WS_EP_RECEIVE_COPY;
+      else if (strcmp(r, "index") == 0) o.receive = WS_EP_RECEIVE_INDEX;
+      else if (strcmp(r, "both") == 0) o.receive = -1;
+      else { fprintf(stderr, "bench ep: --receive %s: copy, index or both\n", r); return 2; }
+    } else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
+      if (int_option_i("--ranks", argv[++i], 1, WS_RUN_MAX_RANKS, &o.ranks) != 0) return 2;
+    } else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) {
+      if (int_option_i("--tokens", argv[++i], 1, CLI_MAX_TOKENS, &o.tokens) != 0) return 2;
+    } else if (strcmp(argv[i], "--sms") == 0 && i + 1 < argc) {
+      if (int_option_i("--sms", argv[++i], 1, WS_EP_MAX_SMS, &o.sms) != 0) return 2;
+    } else return usage();
+  }
+  if (getenv("WS_RANK") == NULL) return bench_under_launcher(o.ranks ? o.ranks : 2, 1, argc, argv);
+  return bench_ep(&o) == 0 ? 0 : 1;
+}
+
 static int cmd_bench_moe_layer(int argc, char **argv) {
   bench_moe_opts o = {NULL, NULL, 0, 0, 0, NULL, 0, 0};
   for (int i = 1; i < argc; i++) {
@@ -224,6 +249,7 @@ static int cmd_bench_python(int argc, char **argv) {
 
 static int cmd_bench(int argc, char **argv) {
   if (argc > 0 && strcmp(argv[0], "moe") == 0) return cmd_bench_moe_layer(argc, argv);
+  if (argc > 0 && strcmp(argv[0], "ep") == 0) return cmd_bench_ep(argc, argv);
   if (argc > 0 && (strcmp(argv[0], "moe-a2a") == 0 || strcmp(argv[0], "moe-layer") == 0 || strcmp(argv[0], "attention") == 0))
     return cmd_bench_python(argc, argv);
   if (argc > 0 && (strcmp(argv[0], "sendrecv") == 0 || strcmp(argv[0], "allgather") == 0)) return cmd_bench_sendrecv(argc, argv);

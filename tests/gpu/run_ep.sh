@@ -52,6 +52,10 @@ for n in 2 4; do
     >>"$sum" 2>&1
   rm -f "$logs"/trace$n/ep_r[1-9]_*.csv
 done
+if [ "$ngpu" -ge 2 ]; then # the same cases through the tool (bench_ep.cu, new in session 18)
+  step "warpspec bench ep, 2 ranks" bench_ep_2.log timeout 300 "$b/warpspec" bench ep --ranks 2 --csv "$logs/bench_ep_2.csv"
+  grep -E "rank 0 .*T +(128|4096) " "$logs/bench_ep_2.log" >>"$sum"
+fi
 if [ "$ngpu" -ge 2 ]; then
   for g in 0 1; do
     step "layer, 2 ranks, gathered L1 = $g" "layer_g$g.log" env WARPSPEC_MOE_GATHER=$g timeout 300 "$b/warpspec" bench moe \
