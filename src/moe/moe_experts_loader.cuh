@@ -152,7 +152,7 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
   const int I = a->inter, l2_items = moe_experts_l2_items(BM, a->hidden);
   const mx_layer_args *ly = &a->layer;
   gemm_cursor c1, c2;
-  const int pre = ly->on ? 1 + ly->send_items + ly->expand_items : 0, per_tile = I / MOE_EXPERTS_L1_BN + l2_items;
+  const int pre = moe_layer_pre(ly->on, ly->send_items, ly->expand_items), per_tile = I / MOE_EXPERTS_L1_BN + l2_items;
   int tiles = ly->on ? -1 : 0, l1_done = 0, walk = 0, routed_seen = !ly->on;
   if (!ly->on) mx_load_offsets(c, a, sm, &c1, &c2);
   for (ws_cursor k = {0, 0};; k = ws_cursor_next(k, items->stages)) {
@@ -171,17 +171,9 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
       tiles = mx_count_tiles(&sm->shape[0], c->lane);
     }
     /* route; send, expand; the tiles; reduce (one GPU: combine), gather */
-    int kind = t == 0 ? MX_ROUTE : t <= ly->send_items ? MX_SEND : MX_EXPAND;
-    int index = kind == MX_EXPAND ? t - 1 - ly->send_items : t - 1;
-    if (t >= pre) {
-      index = t - pre - tiles * per_tile;
-      kind = MX_L1;
-      if (ly->on && index >= 0) {
-        kind = index < ly->reduce_items ? (ly->nranks > 1 ? MX_REDUCE : MX_COMBINE) : MX_GATHER;
-        if (kind == MX_GATHER) index -= ly->reduce_items;
-        if (kind == MX_GATHER && index >= ly->gather_items) kind = -1;
-      }
-    }
+    int index;
+    int kind = moe_layer_item(ly->on, ly->nranks, ly->send_items, ly->reduce_items, ly->gather_items, pre, tiles * per_tile,
+                              t, &index);
     gemm_tile tile;
     int l2 = 0;
     if (kind == MX_L1 && !moe_experts_item(&sm->shape[0], &sm->shape[1], &c1, &c2, &l1_done, t - pre, &tile, &l2)) kind = -1;

@@ -38,6 +38,38 @@ GEMM_HD gemm_shape moe_experts_shape(int groups, int max_rows, const int *offset
   return s;
 }
 
+/* The kinds of work item (the whole layer's, moe_layer_items.cuh / moe_layer_ep.cuh, around
+ * the tiles). */
+enum { MX_L1 = 0, MX_L2, MX_ROUTE, MX_EXPAND, MX_COMBINE, MX_SEND, MX_REDUCE, MX_GATHER };
+
+/* The kind of the whole layer's item t (on: a layer, not the experts alone) and its index
+ * among the items of that kind, in the order the CTAs claim them: the route (item 0), the
+ * send items (several ranks), the expand items, every tile (MX_L1 here: moe_experts_item
+ * tells L1 from L2; tile_items of them, which the caller knows once it has the offsets),
+ * the reduce items (one GPU: combine), the gather items; -1 past the last. An item only
+ * waits on items of earlier kinds (a send on the route, an expand on every rank's sends,
+ * a tile on the expands or its L1 rows, a reduce on every tile, a gather on every rank's
+ * reduces), and every rank numbers them alike, so each wait is on items claimed before
+ * it by running CTAs: the layer's deadlock freedom (tests/cpu/test_moe_experts_sched.cu
+ * walks it). pre = moe_layer_pre(...): the number of the first tile. */
+GEMM_HD int moe_layer_pre(int on, int send_items, int expand_items) { return on ? 1 + send_items + expand_items : 0; }
+
+GEMM_HD int moe_layer_item(int on, int nranks, int send_items, int reduce_items, int gather_items, int pre,
+                           int tile_items, int t, int *index) {
+  int kind = t == 0 ? MX_ROUTE : t <= send_items ? MX_SEND : MX_EXPAND;
+  *index = kind == MX_EXPAND ? t - 1 - send_items : t - 1;
+  if (t >= pre) {
+    *index = t - pre - tile_items;
+    kind = MX_L1;
+    if (on && *index >= 0) {
+      kind = *index < reduce_items ? (nranks > 1 ? MX_REDUCE : MX_COMBINE) : MX_GATHER;
+      if (kind == MX_GATHER) *index -= reduce_items;
+      if (kind == MX_GATHER && *index >= gather_items) kind = -1;
+    }
+  }
+  return kind;
+}
+
 /* Item t into *tile and *l2 (0: L1, 1: L2); 0 past the last item. `l1_done` and the
  * cursors belong to the caller and only move forward (every role sees its CTA's items in
  * increasing order). */

@@ -47,7 +47,6 @@ template <int BM> struct mx_pipe {
 /* An item as the loader decoded it, handed to the math in the item's first stage: the
  * math no longer walks the groups itself (at 1 token that walk, up to 256 mostly empty
  * experts, stood between every landed first stage and the item's first wgmma). */
-enum { MX_L1 = 0, MX_L2, MX_ROUTE, MX_EXPAND, MX_COMBINE, MX_SEND, MX_REDUCE, MX_GATHER };
 typedef struct {
   int t;          /* the item, -1: none left                                        */
   int kind;       /* MX_L1 .. MX_GATHER                                             */

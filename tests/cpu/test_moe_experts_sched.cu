@@ -9,7 +9,8 @@
  * its expert's. CTA pairs (moe_experts.cu, mx_load_pair) number 128-row blocks with the
  * 64-row tile's L2 columns (256): each 64-row block must still get I / 128 L1 items and
  * ceil(H / 256) L2 items, the kernel's release target and reader count per block. Host
- * code only. */
+ * code only. The whole layer's items around the tiles (route, send, expand, reduce or
+ * combine, gather) come in the order its deadlock freedom rests on (layer_items). */
 #include "../test.h"
 #include "../../src/moe/moe_experts_sched.cuh"
 
@@ -73,7 +74,44 @@ static void check(int groups, int H, int I, int bm, int cta_bm, const char *what
   free(offsets); free(seen); free(per_block[0]); free(per_block[1]);
 }
 
+/* The whole layer's items (moe_layer_item) in claim order: the route, the sends, the
+ * expands, the tiles, the reduces (one GPU: combines), the gathers, each kind's indices
+ * 0 .. count - 1 in turn, then -1. That order is the deadlock-freedom argument: every wait
+ * of an item is on items of earlier kinds (every rank numbers them alike), which running
+ * CTAs claimed before it. */
+static void layer_items(int nranks, int sends, int expands, int tile_items, int reduces, int gathers) {
+  const int pre = moe_layer_pre(1, sends, expands);
+  const int want_kind[6] = {MX_ROUTE, MX_SEND, MX_EXPAND, MX_L1, nranks > 1 ? MX_REDUCE : MX_COMBINE, MX_GATHER};
+  const int count[6] = {1, sends, expands, tile_items, reduces, gathers};
+  int t = 0, bad = 0;
+  for (int k = 0; k < 6; k++)
+    for (int i = 0; i < count[k]; i++, t++) {
+      int index = -2;
+      const int kind = moe_layer_item(1, nranks, sends, reduces, gathers, pre, tile_items, t, &index);
+      /* tiles carry their position relative to the first reduce (negative), as the loader
+       * hands them on to moe_experts_item */
+      const int want_index = k == 3 ? i - tile_items : k == 0 ? -1 : i;
+      if (kind != want_kind[k] || index != want_index) {
+        if (bad++ < 3)
+          printf("  layer items (ranks %d, %d sends, %d expands, %d tiles, %d reduces, %d gathers): item %d is kind %d "
+                 "index %d, want kind %d index %d\n", nranks, sends, expands, tile_items, reduces, gathers, t, kind, index,
+                 want_kind[k], want_index);
+      }
+    }
+  int index;
+  CHECK(bad == 0 && moe_layer_item(1, nranks, sends, reduces, gathers, pre, tile_items, t, &index) == -1);
+  /* the experts alone (no layer): every item a tile, none before them */
+  CHECK(moe_layer_pre(0, sends, expands) == 0 &&
+        moe_layer_item(0, nranks, sends, reduces, gathers, 0, tile_items, 0, &index) == MX_L1);
+}
+
 int main(void) {
+  for (int rep = 0; rep < 200; rep++) {
+    const int nranks = 1 << (int)(next() % 3);
+    layer_items(nranks, nranks > 1 ? 1 + (int)(next() % 40) : 0, 1 + (int)(next() % 40), (int)(next() % 500),
+                1 + (int)(next() % 40), nranks > 1 ? 1 + (int)(next() % 40) : 0);
+  }
+  layer_items(1, 0, 1, 0, 1, 0); /* an idle rank: no tiles */
   const int shapes[][2] = {{128, 128}, {256, 128}, {1152, 384}, {4096, 2048}, {7168, 2048}};
   for (int s = 0; s < 5; s++)
     for (int bm = MOE_EXPERTS_BM; bm <= MOE_EXPERTS_BM_WIDE; bm *= 2)
