@@ -14,11 +14,6 @@
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
-size_t ws_gemm_rows(const ws_gemm_problem *p) {
-  if (!p) return 0;
-  return p->layout == WS_GEMM_GROUPED_MASKED ? (size_t)p->groups * (size_t)p->m : (size_t)p->m;
-}
-
 ws_status ws_gemm_check(const ws_gemm_problem *p) {
   WS_REQUIRE(p != NULL, "ws_gemm: problem is NULL");
   WS_REQUIRE(p->type == WS_GEMM_BF16 || p->type == WS_GEMM_FP8, "ws_gemm: type %d unknown", (int)p->type);

@@ -36,9 +36,10 @@ static int gemm_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms) 
 
 static ws_status make_plan(const void *k, ws_plan *plan) { return gemm_plan_of((const gemm_kernel *)k, plan); }
 
-/* Rows of A and D (ws_gemm_rows' rule, kept here so that this file, the launcher, calls
- * nothing of gemm_host.c: the host API calls down into the launcher, never back). */
-static size_t rows_of(const ws_gemm_problem *p) {
+/* Rows of A and D. Defined here, with the launcher, so that the calls go one way: the host
+ * API (gemm_host.c) calls down into this file, never back. */
+size_t ws_gemm_rows(const ws_gemm_problem *p) {
+  if (!p) return 0;
   return p->layout == WS_GEMM_GROUPED_MASKED ? (size_t)p->groups * (size_t)p->m : (size_t)p->m;
 }
 
@@ -47,18 +48,18 @@ static size_t rows_of(const ws_gemm_problem *p) {
 static size_t gemm_workspace_need(const ws_gemm_problem *p, int splits) {
   size_t cells = 0, bytes = 0;
   if (splits <= 1) return 0;
-  if (!ws_size_mul3((size_t)splits, rows_of(p), (size_t)p->n, &cells) || !ws_size_mul3(cells, sizeof(float), 1, &bytes))
+  if (!ws_size_mul3((size_t)splits, ws_gemm_rows(p), (size_t)p->n, &cells) || !ws_size_mul3(cells, sizeof(float), 1, &bytes))
     return SIZE_MAX;
   return bytes;
 }
 
 ws_status gemm_workspace_of(const gemm_kernel *k, const ws_gemm_problem *p, int sms, size_t *bytes) {
-  *bytes = rows_of(p) ? gemm_workspace_need(p, gemm_splits(k, p, sms)) : 0;
+  *bytes = ws_gemm_rows(p) ? gemm_workspace_need(p, gemm_splits(k, p, sms)) : 0;
   return WS_OK;
 }
 
 ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, cudaStream_t stream) {
-  const size_t rows = rows_of(p); /* > 0: ws_gemm returns before the GPU otherwise */
+  const size_t rows = ws_gemm_rows(p); /* > 0: ws_gemm returns before the GPU otherwise */
   ws_plan *plan = NULL;
   ws_status s = ws_plan_cached(k->id, make_plan, k, &plan);
   if (s != WS_OK) return s;
