@@ -36,25 +36,29 @@ WS_DEV uint8_t *gemm_smem_base(uint8_t *raw) { return (uint8_t *)(((uintptr_t)ra
  * 128-byte swizzle puts it (piece p of row r at 16 x (p ^ (r & 7))). Every lane then
  * arrives on the stage's full barrier when its pieces have landed (noinc: those 32
  * arrivals are the pipe's writer count); the math fences the async proxy before wgmma. */
-WS_DEV void gemm_gather_rows(const ws_ctx *c, uint8_t *stage, const gemm_args *args, size_t col_bytes, int row0) {
+WS_DEV void gemm_gather_rows(const ws_ctx *c, uint8_t *stage, const gemm_args *args, size_t col_bytes, int row0,
+                             int part, int parts) {
   const int bm = args->shape.bm, piece = c->lane & 7, rows = (int)args->rows; /* rows <= 2^30 (ws_gemm_check) */
+  const int r0 = part * (bm / parts), r1 = r0 + bm / parts; /* this warp's share of the tile's rows */
   const uint32_t base = ws_smem_addr(stage), row_bytes = args->a_row_bytes;
   const uint8_t *g = args->a_gather + col_bytes + (uint32_t)piece * 16u;
   /* unrolled: the index loads of several rows in flight before their copies (one at a
    * time, each copy waited for its index: the gathered L1 GEMM ran 2.9x the contiguous) */
 #pragma unroll 8
-  for (int r = c->lane >> 3; r < bm; r += 4) {
+  for (int r = r0 + (c->lane >> 3); r < r1; r += 4) {
     const int src = row0 + r < rows ? __ldg(args->a_rows + row0 + r) : 0;
     ws_cp_async_cg_16_to(base + (uint32_t)r * 128u + ((uint32_t)(piece ^ (r & 7)) << 4),
                          g + (uint64_t)(uint32_t)max(src, 0) * row_bytes, 16);
   }
 }
 
+/* part / parts: this loader warp's share when several copy a gathered A (the first one
+ * also loads B); 0 / 1 otherwise. */
 WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_args *args, int bk, uint8_t *slots,
                             size_t slot_bytes, size_t b_offset, size_t scale_offset, const ws_tmap *map_a,
-                            const ws_tmap *map_b) {
+                            const ws_tmap *map_b, int part = 0, int parts = 1) {
   const int scale_tma = scale_offset && args->scale_tma;
-  if (ws_role_leader(c)) {
+  if (ws_role_leader(c) && part == 0) {
     ws_prefetch_tensormap(&map_a->map);
     ws_prefetch_tensormap(&map_b->map);
     if (scale_tma) {
@@ -70,8 +74,9 @@ WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_arg
     for (int ks = tile.k0; ks < tile.k1; ks++, k = ws_cursor_next(k, pipe->stages)) {
       uint8_t *stage = slots + ws_pipe_acquire_at(pipe, c, k) * slot_bytes;
       if (args->a_rows) { /* gathered: the A rows by cp.async, B by TMA, no scales in the stage */
-        gemm_gather_rows(c, stage, args, (size_t)ks * 128u, tile.row0 + tile.tm * args->shape.bm);
-        ws_pipe_load_tile_2d_at(pipe, c, k, stage + b_offset, map_b, ks * bk, tile.g * n + tile.tn * args->shape.bn);
+        gemm_gather_rows(c, stage, args, (size_t)ks * 128u, tile.row0 + tile.tm * args->shape.bm, part, parts);
+        if (part == 0) /* a padding warp's lane 0 is a "leader" too: one B copy per stage */
+          ws_pipe_load_tile_2d_at(pipe, c, k, stage + b_offset, map_b, ks * bk, tile.g * n + tile.tn * args->shape.bn);
         ws_cp_async_mbarrier_arrive_noinc(&pipe->full[k.stage]);
         continue;
       }
