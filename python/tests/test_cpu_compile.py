@@ -100,3 +100,24 @@ def test_non_torch_arguments_stay_direct(fake):
     # arrays that are not torch tensors (here: __cuda_array_interface__ only) take the direct path
     assert _ops.routed(fake((4, 4), "<f4")) is None
     assert _ops.routed(torch.zeros(1), None) is not None
+
+
+def test_real_implementations_reach_the_package_checks():
+    """Each op's real implementation calls the package's own function (not a name that
+    __init__ rebinds): on CPU tensors it fails in the package's checks, and the message
+    says so, never an AttributeError from the op's wiring."""
+    ops = _ops.ops()
+    f8 = torch.float8_e4m3fn
+    bf = torch.bfloat16
+    calls = [
+        lambda: ops.gemm(torch.zeros(256, 512, dtype=f8), torch.zeros(4, 384, 512, dtype=f8), torch.ones(256, 4),
+                         torch.ones(4, 3, 4), torch.tensor([0, 64, 128, 192, 256], dtype=torch.int32), None),
+        lambda: ops.attention(*(torch.zeros(1, 128, 2, 128, dtype=bf) for _ in range(3)), True, "top_left", None,
+                              None, None, None, None),
+        lambda: ops.mla_decode(torch.zeros(1, 1, 16, 576, dtype=bf), torch.zeros(1, 64, 1, 576, dtype=bf),
+                               torch.zeros(1, 1, dtype=torch.int32), torch.ones(1, dtype=torch.int32), None, None),
+    ]
+    for call in calls:
+        with pytest.raises(warpspec.WarpspecError) as e:
+            call()
+        assert "AttributeError" not in str(e.value), str(e.value)

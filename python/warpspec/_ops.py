@@ -19,9 +19,12 @@ _OPS = None  # torch.ops.warpspec once registered
 def _register(torch):
     from typing import List, Optional
 
-    from . import attention as _attn
-    from . import gemm as _gemm
-    from . import moe_layer as _moe
+    # The package's __init__ binds the public functions over their submodules' names
+    # (warpspec.gemm is the function), so `from . import gemm` would give the function.
+    import importlib
+    _attn = importlib.import_module(__package__ + ".attention")
+    _gemm = importlib.import_module(__package__ + ".gemm")
+    _moe = importlib.import_module(__package__ + ".moe_layer")
 
     Tensor = torch.Tensor
     lib = "warpspec::"
