@@ -8,6 +8,7 @@
 #      (WS_BENCH_TRACE, summarised by bench/trace_ep.py), and the MoE layer at 4096 tokens
 #      on 2 ranks with the L1 GEMM over copied rows and over the rows gathered in place
 #      (WARPSPEC_MOE_GATHER=0 / 1).
+# EP_TESTS=0 skips part 1 (when `make test` already ran it on this tree).
 # At most 8 files come back from a device call: everything is summarised into
 # $OUT/ep_summary.txt, the logs go to $OUT/ep_logs.tar.gz.
 set -u
@@ -32,12 +33,12 @@ step() { # step NAME LOG COMMAND...: run it, one line of outcome into the summar
   grep -E "FAIL|differ from|CHECK failed" "$logs/$log" | grep -v " 0 outputs differ" | head -5 >>"$sum"
 }
 for n in 1 2 4; do
-  [ "$ngpu" -ge "$n" ] || continue
+  [ "$ngpu" -ge "$n" ] && [ "${EP_TESTS:-1}" = 1 ] || continue
   step "test_moe all, $n rank(s)" "moe_all_$n.log" timeout 300 "$b/warpspec" run -n "$n" --timeout 280 -- "$b/tests/gpu/test_moe" all
   step "test_moe_idle all, $n rank(s)" "idle_$n.log" timeout 300 "$b/warpspec" run -n "$n" --timeout 280 -- "$b/tests/gpu/test_moe_idle" all
 done
-step "test_gemm_gpu gather" gemm_gather.log timeout 300 "$b/tests/gpu/test_gemm_gpu" gather
-if [ "$ngpu" -ge 2 ]; then
+[ "${EP_TESTS:-1}" = 1 ] && step "test_gemm_gpu gather" gemm_gather.log timeout 300 "$b/tests/gpu/test_gemm_gpu" gather
+if [ "$ngpu" -ge 2 ] && [ "${EP_TESTS:-1}" = 1 ]; then
   ab=$(cd "$b" && pwd)
   step "python test_gpu_comm.py" py_comm.log env WARPSPEC_LIBRARY="$ab/libwarpspec.so" WARPSPEC_CLI="$ab/warpspec" \
     PYTHONPATH="$PWD/python" timeout 400 python3 -m pytest -q -x -p no:cacheprovider python/tests/test_gpu_comm.py
@@ -52,17 +53,19 @@ for n in 2 4; do
     >>"$sum" 2>&1
   rm -f "$logs"/trace$n/ep_r[1-9]_*.csv
 done
-if [ "$ngpu" -ge 2 ]; then # the same cases through the tool (bench_ep.cu, new in session 18)
-  step "warpspec bench ep, 2 ranks" bench_ep_2.log timeout 300 "$b/warpspec" bench ep --ranks 2 --csv "$logs/bench_ep_2.csv"
-  grep -E "rank 0 .*T +(128|4096) " "$logs/bench_ep_2.log" >>"$sum"
-fi
-if [ "$ngpu" -ge 2 ]; then
+for n in 2 4; do # the same cases through the tool (bench_ep.cu, new in session 18)
+  [ "$ngpu" -ge "$n" ] || continue
+  step "warpspec bench ep, $n ranks" bench_ep_$n.log timeout 300 "$b/warpspec" bench ep --ranks $n --csv "$logs/bench_ep_$n.csv"
+  grep -E "rank 0 .*T +(128|4096) " "$logs/bench_ep_$n.log" >>"$sum"
+done
+for n in 2 4; do
+  [ "$ngpu" -ge "$n" ] || continue
   for g in 0 1; do
-    step "layer, 2 ranks, gathered L1 = $g" "layer_g$g.log" env WARPSPEC_MOE_GATHER=$g timeout 300 "$b/warpspec" bench moe \
-      --ranks 2 --tokens 4096 --shape DeepSeekV3
-    grep -E "rank 0.*(unfused|fused  )" "$logs/layer_g$g.log" >>"$sum"
+    step "layer, $n ranks, gathered L1 = $g" "layer_${n}_g$g.log" env WARPSPEC_MOE_GATHER=$g timeout 300 "$b/warpspec" \
+      bench moe --ranks $n --tokens 4096 --shape DeepSeekV3
+    grep -E "rank 0.*(unfused|fused  )" "$logs/layer_${n}_g$g.log" >>"$sum"
   done
-fi
+done
 tar -czf "$out/ep_logs.tar.gz" -C "$logs" .
 cat "$sum"
 exit $rc
