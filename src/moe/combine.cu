@@ -13,7 +13,7 @@
  *           BF16 (zero for a token without experts); the last CTA acks every rank and
  *           advances the epoch. */
 #include "ep_protocol.cuh"
-#include "moe_sum.cuh"
+#include "ep_stream.cuh"
 
 #include <cuda_bf16.h>
 
@@ -22,12 +22,18 @@ WS_DECLARE_ROLES(ep_reduce, REDUCE_ROLES);
 #define GATHER_ROLES(ROLE) ROLE(EP_GATHERER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(ep_gather, GATHER_ROLES);
 
+/* Both kernels stream rows through each warp's ring (ep_stream.cuh). */
+extern __shared__ __align__(16) uint4 ep_stream_ring[];
+#define EP_STREAM_SMEM ((size_t)WS_EP_WARPS * EP_STREAM_WARP_BYTES)
+
 
 WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const uint16_t *y, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_reduce, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
-  const int N = a.nranks, K = a.topk;
+  __shared__ int ntok[WS_COMM_MAX_RANKS];
+  const int N = a.nranks;
   const uint64_t m = a.epochs[1] + 1;
+  if (threadIdx.x < (unsigned)N) ntok[threadIdx.x] = __ldcg(a.recv_ntok + threadIdx.x);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
   if (threadIdx.x < (unsigned)N) {
     const int s = threadIdx.x;
@@ -36,32 +42,11 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
   }
   ws_role_sync(&ctx);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
-  const int nvec = a.hidden / 8, nchunk = (nvec + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
+  int total = 0;
+  for (int s = 0; s < N; s++) total += ntok[s];
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
-  const int lane = ctx.lane;
-  for (int s = 0; s < N; s++) {
-    const int units = a.recv_ntok[s] * nchunk;
-    /* work item: one chunk of one token's row (a few tokens still reach every warp). The
-     * next item's rows and weights are loaded before this one's sum: loaded in turn, each
-     * item waited for two memory round trips one after the other. */
-    const size_t base = (size_t)s * a.max_tokens * K;
-    int row = -1;
-    float w = 0.0f;
-    if (gw < units && lane < K) {
-      row = __ldcg(a.comb_row + base + (size_t)(gw / nchunk) * K + lane);
-      w = __ldcg(a.comb_w + base + (size_t)(gw / nchunk) * K + lane);
-    }
-    for (int item = gw; item < units; item += nw) {
-      const int i = item / nchunk, v0 = (item % nchunk) * MOE_SUM_CHUNK + lane, next = item + nw;
-      const int cur_row = row;
-      const float cur_w = w;
-      if (next < units && lane < K) {
-        row = __ldcg(a.comb_row + base + (size_t)(next / nchunk) * K + lane);
-        w = __ldcg(a.comb_w + base + (size_t)(next / nchunk) * K + lane);
-      }
-      ep_reduce_unit<2>(&a, y, s, i, v0, cur_row, cur_w, 0); /* 2 rows in flight: 3 spill with the prefetch */
-    }
-  }
+  const ep_stream_spec sp = ep_stream_items(&a, EP_STREAM_REDUCE, ntok, total, nw, y, NULL);
+  ep_stream_sums(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
   const ep_group g = {(int)threadIdx.x, (int)blockDim.x, ctx.bar};
   ep_sync(&g);
   ep_raise(&a, a.comb_flag, m, (int)blockIdx.x, 1, &g);
@@ -78,15 +63,16 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   ep_wait_all_slots(&a, a.comb_flag, m, "combine data", &ctx, (int)threadIdx.x, (int)blockDim.x);
   ws_role_sync(&ctx);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
-  const int nvec = a.hidden / 8, nchunk = (nvec + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
-  /* whole rows when the tokens outnumber the warps (as many CTAs as SMs allowed), else
-   * chunks, so that a few tokens still reach every warp */
-  const int split = T >= nw ? 1 : nchunk, per = (nchunk + split - 1) / split;
-  for (int item = gw; item < T * split; item += nw) {
-    const int t = item / split;
-    for (int c = (item % split) * per, c1 = min(nchunk, c + per); c < c1; c++)
-      ep_gather_chunk<2>(&a, out, t, c * MOE_SUM_CHUNK + ctx.lane);
+  const ep_stream_spec sp = ep_stream_items(&a, EP_STREAM_GATHER, NULL, T, nw, NULL, out);
+  if (N <= 32) { /* a lane per rank */
+    ep_stream_sums(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
+  } else {
+    for (int item = gw; item < sp.total; item += nw) {
+      const int t = item / sp.split;
+      for (int c = (item % sp.split) * sp.per, c1 = min(sp.nchunk, c + sp.per); c < c1; c++)
+        ep_gather_chunk<2>(&a, out, t, c * MOE_SUM_CHUNK + ctx.lane);
+    }
   }
   if (ep_last_cta(&ctx, &a.epochs[3], &last)) {
     ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m, (int)threadIdx.x);
@@ -117,11 +103,11 @@ extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStre
     const uint16_t *yy = (const uint16_t *)y;
     void *args[] = {(void *)a, &yy, &diag};
     if ((s = ep_launch(ep, EP_PLAN_REDUCE, "ep_reduce", ep_reduce_roles, ep_reduce_NROLES, (const void *)ep_reduce_kernel,
-                       dim3{(unsigned)ep->sms, 1, 1}, stream, args)) != WS_OK)
+                       dim3{(unsigned)ep->sms, 1, 1}, EP_STREAM_SMEM, stream, args)) != WS_OK)
       return s;
   }
   uint16_t *o = (uint16_t *)out;
   void *args[] = {(void *)a, &o, &diag};
   return ep_launch(ep, EP_PLAN_GATHER, "ep_gather", ep_gather_roles, ep_gather_NROLES, (const void *)ep_gather_kernel,
-                   dim3{(unsigned)ep->sms, 1, 1}, stream, args);
+                   dim3{(unsigned)ep->sms, 1, 1}, EP_STREAM_SMEM, stream, args);
 }

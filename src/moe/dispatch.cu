@@ -219,20 +219,20 @@ extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale,
     void *args[] = {(void *)a, &topk_idx, &num_tokens, &diag};
     if ((s = ep_launch(ep, EP_PLAN_LAYOUT, "ep_route", ep_route_roles, ep_route_NROLES, (const void *)ep_route_kernel,
                        dim3{(unsigned)(num_tokens > 0 ? (num_tokens + WS_EP_ROUTE_THREADS - 1) / WS_EP_ROUTE_THREADS : 1), 1, 1},
-                       stream, args)) != WS_OK)
+                       0, stream, args)) != WS_OK)
       return s;
   }
   {
     const uint8_t *xb = (const uint8_t *)x;
     void *args[] = {(void *)a, &xb, &x_scale, &topk_weights, &diag};
     if ((s = ep_launch(ep, EP_PLAN_SEND, "ep_send", ep_send_roles, ep_send_NROLES, (const void *)ep_send_kernel,
-                       dim3{(unsigned)ep->sms, 1, 1}, stream, args)) != WS_OK)
+                       dim3{(unsigned)ep->sms, 1, 1}, 0, stream, args)) != WS_OK)
       return s;
   }
   {
     void *args[] = {(void *)a, &index, &diag};
     if ((s = ep_launch(ep, EP_PLAN_EXPAND, "ep_expand", ep_expand_roles, ep_expand_NROLES,
-                       (const void *)ep_expand_kernel, dim3{(unsigned)ep->sms, 1, 1}, stream, args)) != WS_OK)
+                       (const void *)ep_expand_kernel, dim3{(unsigned)ep->sms, 1, 1}, 0, stream, args)) != WS_OK)
       return s;
   }
   ep->host_tokens = num_tokens;

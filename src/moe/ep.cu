@@ -316,10 +316,11 @@ static void ep_fill_args(const ws_ep *ep, ep_args *a) {
 extern "C" const struct ep_args *ep_kernel_args(const ws_ep *ep) { return &ep->args; }
 
 extern "C" ws_status ep_launch(ws_ep *ep, int slot, const char *name, const ws_role *roles, int nroles, const void *func,
-                               dim3 grid, cudaStream_t stream, void **args) {
+                               dim3 grid, size_t smem, cudaStream_t stream, void **args) {
   ws_status s;
   if (!ep->planned[slot]) {
     if ((s = ws_plan_init(&ep->plans[slot], name, roles, nroles, 0)) != WS_OK) return s;
+    if ((s = ws_plan_set_smem(&ep->plans[slot], smem)) != WS_OK) return s;
     ep->planned[slot] = 1;
   }
   return ws_plan_launch_chained(&ep->plans[slot], func, grid, stream, args);

@@ -120,8 +120,10 @@ ws_status ep_report_bad_ids(ws_ep *ep, const int *bad, cudaStream_t stream);
  * handle created with WS_EP_RECEIVE_INDEX has no copy to fill (index must be 1). */
 ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale, const int *topk_idx, const float *topk_weights,
                       int num_tokens, ws_ep_recv *recv, int *host_offsets, int index, cudaStream_t stream);
+/* Launch one of the transfer kernels through its plan (checked once per handle); smem:
+ * its dynamic shared memory. */
 ws_status ep_launch(ws_ep *ep, int slot, const char *name, const ws_role *roles, int nroles, const void *func, dim3 grid,
-                    cudaStream_t stream, void **args);
+                    size_t smem, cudaStream_t stream, void **args);
 #ifdef __cplusplus
 }
 #endif

@@ -51,6 +51,10 @@ for n in 2 4; do
   grep "rank 0" "$logs/bench_$n.log" | grep -E "T 4096 fp8  sms 24|T 128 " | sed 's/bench rank 0: //' >>"$sum"
   python3 bench/trace_ep.py "$logs"/trace$n/ep_r0_T4096_s24_fp8_*.csv "$logs"/trace$n/ep_r0_T128_s24_fp8_*.csv \
     >>"$sum" 2>&1
+  for r in $(seq 1 $((n - 1))); do # the other ranks' combine, where rank 0 waits for them
+    python3 bench/trace_ep.py "$logs"/trace$n/ep_r${r}_T4096_s24_fp8_index.csv 2>&1 | grep -E "REDUCER|GATHERER" |
+      sed "s/^/  rank $r /" >>"$sum"
+  done
   rm -f "$logs"/trace$n/ep_r[1-9]_*.csv
 done
 for n in 2 4; do # the same cases through the tool (bench_ep.cu, new in session 18)

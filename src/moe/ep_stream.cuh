@@ -1,0 +1,208 @@
+/* ep_stream.cuh - combine's two sums (reduce: a received token's local expert rows,
+ * weighted; gather: a token's partials from the ranks it went to) as one warp loop that
+ * streams the rows through the warp's own ring of shared memory, for the standalone
+ * kernels (combine.cu).
+ *
+ * Why: both steps only read rows and add them, so they run at the bytes in flight. Loaded
+ * into registers (ep_reduce_unit, ep_gather_chunk) a lane holds 2 rows x 4 vectors (64
+ * registers); with 16 warps that is 64 KB per SM, and 24 SMs read 1.1 TB/s (463 MB of
+ * expert rows per rank at EP2, 4096 tokens: the reduce took 430 us). 16-byte cp.async
+ * into shared memory holds no registers: EP_STREAM_AHEAD row chunks (2 KB each) per warp
+ * stay in flight while the warp adds the oldest one, 160 KB per SM.
+ *
+ * Each lane copies, waits for and reads back only its own 16-byte vectors, so the warp
+ * needs no barrier and no mbarrier: cp.async.wait_group is the whole protocol. One
+ * commit group per row chunk (empty ones too) keeps "AHEAD groups younger than the one
+ * needed" true at every step.
+ *
+ * The sums are the same as the register forms' (and the layer kernel's items): fp32,
+ * slots in order, a slot without a row skipped, BF16 out; a token with no rows is zeros.
+ * A warp walks its items q = first, first + stride, ... (below `total`; an item is a token's
+ * row or a range of its 2 KB chunks), chunk by chunk, the token's slots in order within a
+ * chunk. */
+#ifndef WARPSPEC_EP_STREAM_CUH
+#define WARPSPEC_EP_STREAM_CUH
+
+#include "ep_internal.h"
+#include "moe_sum.cuh"
+#include "warpspec/device/ptx.cuh"
+
+#ifndef EP_STREAM_AHEAD
+#define EP_STREAM_AHEAD 5 /* row chunks in flight per warp (-D to measure others: 16 warps x 7 fit) */
+#endif
+#define EP_STREAM_RING (EP_STREAM_AHEAD + 1)                     /* ring slots per warp            */
+#define EP_STREAM_SLOT_VECS MOE_SUM_CHUNK                        /* 16-byte vectors per slot: 2 KB */
+#define EP_STREAM_WARP_BYTES (EP_STREAM_RING * EP_STREAM_SLOT_VECS * 16)
+
+enum { EP_STREAM_REDUCE = 0, EP_STREAM_GATHER = 1 };
+
+/* One token of the stream. Per lane (slot = lane): the row it adds (NULL: none) and its
+ * weight; warp-wide: which slots have rows (set when the token becomes current, so the
+ * loads of a prefetched token do not stall the warp), and where the sum goes. */
+typedef struct {
+  const uint16_t *row;
+  float w;
+  unsigned mask;
+  int c0, c1; /* the item's chunks of the token's row */
+  uint16_t *dst;
+} ep_stream_tok;
+
+/* The stream's items: a token's chunks [c0, c1) each; `split` items per token (1: whole
+ * rows, when the tokens outnumber the warps; else chunks, so that few tokens still reach
+ * every warp), `per` chunks per item, `total` items. */
+typedef struct {
+  int mode, split, per, nchunk, total;
+  const int *ntok;
+  const uint16_t *y;
+  uint16_t *out;
+} ep_stream_spec;
+
+/* The items of `tokens` tokens over `warps` warps. */
+static __device__ __forceinline__ ep_stream_spec ep_stream_items(const ep_args *a, int mode, const int *ntok,
+                                                                 int tokens, int warps, const uint16_t *y,
+                                                                 uint16_t *out) {
+  ep_stream_spec sp;
+  sp.mode = mode; sp.ntok = ntok; sp.y = y; sp.out = out;
+  sp.nchunk = (a->hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
+  sp.split = tokens >= warps ? 1 : sp.nchunk;
+  sp.per = (sp.nchunk + sp.split - 1) / sp.split;
+  sp.total = tokens * sp.split;
+  return sp;
+}
+
+/* Item q of the stream, of token g = q / split: reduce: the g-th received token over the
+ * sources in order (ntok: tokens received from each source, a copy in shared memory), its
+ * local rows of y and weights, the sum pushed into the source's comb_inbox; gather: our
+ * token g, the partials of the ranks it went to (weight 1; rank = lane, so at most 32
+ * ranks), the sum into out. Past the last item: none. */
+static __device__ __forceinline__ ep_stream_tok ep_stream_load(const ep_args *a, const ep_stream_spec *sp, int q,
+                                                               int lane) {
+  ep_stream_tok k = {NULL, 0.0f, 0u, 0, 0, NULL};
+  if (q >= sp->total) return k;
+  const int g = q / sp->split;
+  k.c0 = (q % sp->split) * sp->per;
+  k.c1 = min(sp->nchunk, k.c0 + sp->per);
+  const size_t H = (size_t)a->hidden;
+  if (sp->mode == EP_STREAM_REDUCE) {
+    int s = 0, i = g;
+    while (i >= sp->ntok[s]) i -= sp->ntok[s++];
+    const size_t e = ((size_t)s * a->max_tokens + i) * a->topk + lane;
+    if (lane < a->topk) {
+      const int r = __ldcg(a->comb_row + e);
+      k.w = __ldcg(a->comb_w + e);
+      if (r >= 0) k.row = sp->y + (size_t)r * H;
+    }
+    k.dst = EP_PEER(uint16_t, *a, comb_inbox, s) + ((size_t)a->rank * a->max_tokens + i) * H;
+  } else {
+    if (lane < a->nranks) {
+      const int slot = __ldcg(&a->tok_slot[(size_t)g * a->nranks + lane]);
+      k.w = 1.0f;
+      if (slot >= 0) k.row = a->comb_inbox + ((size_t)lane * a->max_tokens + slot) * H;
+    }
+    k.dst = sp->out + (size_t)g * H;
+  }
+  return k;
+}
+
+/* A position in the stream: item q (cur; nxt is the warp's next one, loading), chunk c,
+ * the current slot (-1: a token without rows, one step per chunk) and the slots after it
+ * in this chunk (left). */
+typedef struct {
+  int q, c, slot;
+  unsigned left;
+  ep_stream_tok cur, nxt;
+} ep_stream_pos;
+
+static __device__ __forceinline__ void ep_stream_enter(ep_stream_pos *p) {
+  p->cur.mask = __ballot_sync(0xffffffffu, p->cur.row != NULL);
+  p->c = p->cur.c0;
+  p->slot = p->cur.mask ? __ffs(p->cur.mask) - 1 : -1;
+  p->left = p->cur.mask ? p->cur.mask & (p->cur.mask - 1) : 0u;
+}
+
+/* The next step; returns 1 at the chunk's last step (its sum is complete). */
+static __device__ __forceinline__ int ep_stream_last(const ep_stream_pos *p) { return p->left == 0u; }
+
+static __device__ __forceinline__ void ep_stream_next(ep_stream_pos *p, const ep_args *a, const ep_stream_spec *sp,
+                                                      int stride, int lane) {
+  if (p->left) {
+    p->slot = __ffs(p->left) - 1;
+    p->left &= p->left - 1;
+  } else if (++p->c < p->cur.c1) {
+    p->slot = p->cur.mask ? __ffs(p->cur.mask) - 1 : -1;
+    p->left = p->cur.mask ? p->cur.mask & (p->cur.mask - 1) : 0u;
+  } else {
+    p->q += stride;
+    p->cur = p->nxt;
+    p->nxt = ep_stream_load(a, sp, p->q + stride, lane);
+    ep_stream_enter(p);
+  }
+}
+
+/* The whole warp: every item of its stream (first, first + stride, ... < sp->total),
+ * ring: the warp's EP_STREAM_WARP_BYTES of shared memory (16-byte aligned). */
+static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep_stream_spec *sp, int first, int stride,
+                                                      uint4 *ring, int lane) {
+  const int total = sp->total;
+  if (first >= total) return;
+  const int nvec = a->hidden / 8;
+  const uint32_t ring_addr = ws_smem_addr(ring);
+  ep_stream_pos in, out_pos; /* in: the next step to copy; out_pos: the next step to add */
+  in.q = first;
+  in.cur = ep_stream_load(a, sp, first, lane);
+  in.nxt = ep_stream_load(a, sp, first + stride, lane);
+  ep_stream_enter(&in);
+  out_pos = in;
+  int in_slot = 0, out_slot = 0;
+  float acc[MOE_SUM_UNROLL][8];
+#pragma unroll
+  for (int u = 0; u < MOE_SUM_UNROLL; u++)
+#pragma unroll
+    for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+  /* copy step `in` into ring slot in_slot (nothing past the end or for a token without
+   * rows), one commit group either way */
+#define EP_STREAM_COPY()                                                                               \
+  do {                                                                                                 \
+    if (in.q < total && in.slot >= 0) {                                                                \
+      const uint16_t *row = (const uint16_t *)__shfl_sync(0xffffffffu, (unsigned long long)in.cur.row, \
+                                                          in.slot);                                    \
+      const uint4 *src = (const uint4 *)row + (size_t)in.c * MOE_SUM_CHUNK + lane;                      \
+      _Pragma("unroll") for (int u = 0; u < MOE_SUM_UNROLL; u++) if (in.c * MOE_SUM_CHUNK + lane + 32 * u < nvec) \
+        ws_cp_async_cg_16_to(ring_addr + (uint32_t)((in_slot * EP_STREAM_SLOT_VECS + 32 * u + lane) * 16), \
+                             src + 32 * u, 16);                                                        \
+    }                                                                                                  \
+    ws_cp_async_commit_group();                                                                        \
+    in_slot = in_slot + 1 == EP_STREAM_RING ? 0 : in_slot + 1;                                          \
+    if (in.q < total) ep_stream_next(&in, a, sp, stride, lane);                                        \
+  } while (0)
+#pragma unroll 1
+  for (int k = 0; k < EP_STREAM_AHEAD; k++) EP_STREAM_COPY();
+#pragma unroll 1
+  while (out_pos.q < total) {
+    EP_STREAM_COPY();
+    WS_CP_ASYNC_WAIT_GROUP(EP_STREAM_AHEAD); /* this lane's copies of step out_pos landed */
+    const int v0 = out_pos.c * MOE_SUM_CHUNK + lane;
+    if (out_pos.slot >= 0) {
+      const float w = __shfl_sync(0xffffffffu, out_pos.cur.w, out_pos.slot);
+      const uint4 *s = ring + out_slot * EP_STREAM_SLOT_VECS + lane;
+#pragma unroll
+      for (int u = 0; u < MOE_SUM_UNROLL; u++)
+        if (v0 + 32 * u < nvec) moe_fma8(acc[u], s[32 * u], w);
+    }
+    out_slot = out_slot + 1 == EP_STREAM_RING ? 0 : out_slot + 1;
+    if (ep_stream_last(&out_pos)) {
+      uint4 *d = (uint4 *)out_pos.cur.dst + v0;
+#pragma unroll
+      for (int u = 0; u < MOE_SUM_UNROLL; u++) {
+        if (v0 + 32 * u < nvec) ws_st_global_v4(d + 32 * u, moe_pack8(acc[u]));
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+      }
+    }
+    ep_stream_next(&out_pos, a, sp, stride, lane);
+  }
+#undef EP_STREAM_COPY
+  WS_CP_ASYNC_WAIT_GROUP(0);
+}
+
+#endif
