@@ -109,21 +109,6 @@ struct ws_ep {
 /* Peer p's address of the symmetric object `field` of ep_args a (a.field + delta). */
 #define EP_PEER(T, a, field, p) ((T *)((char *)(a).field + (a).peer_delta[p]))
 
-/* Where combine's partial sums wait (comb_inbox[source][slot], each rank's own object):
- * pushed into the token's rank by the reducer (0), or kept on the experts' rank and pulled
- * over NVLink by the gather (1). */
-#ifndef EP_COMBINE_PULL
-#define EP_COMBINE_PULL 1
-#endif
-/* The partial of the token in inbox slot i of source s, summed here (reduce's side). */
-#define EP_PARTIAL_OUT(a, s, i)                                                                   \
-  (EP_COMBINE_PULL ? (uint16_t *)(a).comb_inbox + ((size_t)(s) * (a).max_tokens + (i)) * (a).hidden \
-                   : EP_PEER(uint16_t, a, comb_inbox, s) + ((size_t)(a).rank * (a).max_tokens + (i)) * (a).hidden)
-/* Our token's partial from rank d, where it sits in d's inbox slot `slot` (gather's side). */
-#define EP_PARTIAL_IN(a, d, slot)                                                                         \
-  (EP_COMBINE_PULL ? (const uint16_t *)EP_PEER(uint16_t, a, comb_inbox, d) + ((size_t)(a).rank * (a).max_tokens + (slot)) * (a).hidden \
-                   : (a).comb_inbox + ((size_t)(d) * (a).max_tokens + (slot)) * (a).hidden)
-
 #ifdef __cplusplus
 extern "C" {
 #endif

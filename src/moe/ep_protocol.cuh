@@ -451,7 +451,7 @@ WS_DEV void ep_copy_scales(const ep_args *a, const int *rc, const int *off, int 
 template <int GROUP>
 WS_DEV void ep_reduce_unit(const ep_args *a, const uint16_t *y, int s, int i, int v0, int my_row, float my_w,
                            int y_in_kernel) {
-  uint4 *dst = (uint4 *)EP_PARTIAL_OUT(*a, s, i);
+  uint4 *dst = (uint4 *)(EP_PEER(uint16_t, *a, comb_inbox, s) + ((size_t)a->rank * a->max_tokens + i) * a->hidden);
   moe_sum_rows_of<GROUP>(my_row, my_w, a->topk, y, a->hidden, v0, a->hidden / 8, dst, y_in_kernel);
 }
 
@@ -477,7 +477,7 @@ static __device__ __forceinline__ void ep_gather_chunk(const ep_args *a, uint16_
     for (int j = 0; j < GROUP; j++) {
       const int d = d0 + j;
       slot[j] = d < a->nranks ? __ldcg(&a->tok_slot[(size_t)t * a->nranks + d]) : -1;
-      const uint4 *src = (const uint4 *)EP_PARTIAL_IN(*a, d < a->nranks ? d : 0, slot[j] < 0 ? 0 : slot[j]);
+      const uint4 *src = (const uint4 *)(a->comb_inbox + ((size_t)d * a->max_tokens + (slot[j] < 0 ? 0 : slot[j])) * a->hidden);
 #pragma unroll
       for (int u = 0; u < MOE_SUM_UNROLL; u++)
         if (slot[j] >= 0 && v0 + 32 * u < nvec) p[j][u] = ws_ld_global_cg_v4(src + v0 + 32 * u);

@@ -92,12 +92,12 @@ static __device__ __forceinline__ ep_stream_tok ep_stream_load(const ep_args *a,
       k.w = __ldcg(a->comb_w + e);
       if (r >= 0) k.row = sp->y + (size_t)r * H;
     }
-    k.dst = EP_PARTIAL_OUT(*a, s, i);
+    k.dst = EP_PEER(uint16_t, *a, comb_inbox, s) + ((size_t)a->rank * a->max_tokens + i) * H;
   } else {
     if (lane < a->nranks) {
       const int slot = __ldcg(&a->tok_slot[(size_t)g * a->nranks + lane]);
       k.w = 1.0f;
-      if (slot >= 0) k.row = EP_PARTIAL_IN(*a, lane, slot);
+      if (slot >= 0) k.row = a->comb_inbox + ((size_t)lane * a->max_tokens + slot) * H;
     }
     k.dst = sp->out + (size_t)g * H;
   }
