@@ -3,12 +3,12 @@
  * streams the rows through the warp's own ring of shared memory, for the standalone
  * kernels (combine.cu).
  *
- * Why: both steps only read rows and add them, so they run at the bytes in flight. Loaded
- * into registers (ep_reduce_unit, ep_gather_chunk) a lane holds 2 rows x 4 vectors (64
- * registers); with 16 warps that is 64 KB per SM, and 24 SMs read 1.1 TB/s (463 MB of
- * expert rows per rank at EP2, 4096 tokens: the reduce took 430 us). 16-byte cp.async
- * into shared memory holds no registers: EP_STREAM_AHEAD row chunks (2 KB each) per warp
- * stay in flight while the warp adds the oldest one, 160 KB per SM.
+ * Why: loaded into registers (ep_reduce_unit, ep_gather_chunk) a lane holds 2 rows x 4
+ * vectors, 64 KB per SM with 16 warps. 16-byte cp.async into shared memory holds no
+ * registers: EP_STREAM_AHEAD row chunks (2 KB each) per warp stay in flight while the
+ * warp adds the oldest one, 160 KB per SM. Measured (H200, 24 SMs, 4096 tokens per rank):
+ * EP4 combine 1352 -> 1209 us, EP2 unchanged (567 / 581 us); reading was not the limit
+ * (24 SMs read 2.4-2.9 TB/s alone, docs/benchmarks.md), the stores the same SMs make are.
  *
  * Each lane copies, waits for and reads back only its own 16-byte vectors, so the warp
  * needs no barrier and no mbarrier: cp.async.wait_group is the whole protocol. One
@@ -17,9 +17,11 @@
  *
  * The sums are the same as the register forms' (and the layer kernel's items): fp32,
  * slots in order, a slot without a row skipped, BF16 out; a token with no rows is zeros.
- * A warp walks its items q = first, first + stride, ... (below `total`; an item is a token's
- * row or a range of its 2 KB chunks), chunk by chunk, the token's slots in order within a
- * chunk. */
+ * A warp walks its tokens g = first, first + stride, ... (below `total`), each row chunk by
+ * chunk (2 KB), the token's slots in order within a chunk. It is for many tokens per warp:
+ * with fewer tokens than warps the chunk-per-warp forms (ep_protocol.cuh) spread a token
+ * over several warps and finish sooner (at 128 tokens per rank this loop was 15-18%
+ * slower). */
 #ifndef WARPSPEC_EP_STREAM_CUH
 #define WARPSPEC_EP_STREAM_CUH
 
@@ -43,45 +45,34 @@ typedef struct {
   const uint16_t *row;
   float w;
   unsigned mask;
-  int c0, c1; /* the item's chunks of the token's row */
   uint16_t *dst;
 } ep_stream_tok;
 
-/* The stream's items: a token's chunks [c0, c1) each; `split` items per token (1: whole
- * rows, when the tokens outnumber the warps; else chunks, so that few tokens still reach
- * every warp), `per` chunks per item, `total` items. */
+/* The stream: `total` tokens, each row in `nchunk` chunks of 2 KB. */
 typedef struct {
-  int mode, split, per, nchunk, total;
+  int mode, nchunk, total;
   const int *ntok;
   const uint16_t *y;
   uint16_t *out;
 } ep_stream_spec;
 
-/* The items of `tokens` tokens over `warps` warps. */
-static __device__ __forceinline__ ep_stream_spec ep_stream_items(const ep_args *a, int mode, const int *ntok,
-                                                                 int tokens, int warps, const uint16_t *y,
-                                                                 uint16_t *out) {
+static __device__ __forceinline__ ep_stream_spec ep_stream_tokens(const ep_args *a, int mode, const int *ntok,
+                                                                  int tokens, const uint16_t *y, uint16_t *out) {
   ep_stream_spec sp;
   sp.mode = mode; sp.ntok = ntok; sp.y = y; sp.out = out;
   sp.nchunk = (a->hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
-  sp.split = tokens >= warps ? 1 : sp.nchunk;
-  sp.per = (sp.nchunk + sp.split - 1) / sp.split;
-  sp.total = tokens * sp.split;
+  sp.total = tokens;
   return sp;
 }
 
-/* Item q of the stream, of token g = q / split: reduce: the g-th received token over the
- * sources in order (ntok: tokens received from each source, a copy in shared memory), its
+/* Token g of the stream: reduce: the g-th received token over the sources in order (ntok: tokens received from each source, a copy in shared memory), its
  * local rows of y and weights, the sum pushed into the source's comb_inbox; gather: our
  * token g, the partials of the ranks it went to (weight 1; rank = lane, so at most 32
- * ranks), the sum into out. Past the last item: none. */
-static __device__ __forceinline__ ep_stream_tok ep_stream_load(const ep_args *a, const ep_stream_spec *sp, int q,
+ * ranks), the sum into out. Past the last token: none. */
+static __device__ __forceinline__ ep_stream_tok ep_stream_load(const ep_args *a, const ep_stream_spec *sp, int g,
                                                                int lane) {
-  ep_stream_tok k = {NULL, 0.0f, 0u, 0, 0, NULL};
-  if (q >= sp->total) return k;
-  const int g = q / sp->split;
-  k.c0 = (q % sp->split) * sp->per;
-  k.c1 = min(sp->nchunk, k.c0 + sp->per);
+  ep_stream_tok k = {NULL, 0.0f, 0u, NULL};
+  if (g >= sp->total) return k;
   const size_t H = (size_t)a->hidden;
   if (sp->mode == EP_STREAM_REDUCE) {
     int s = 0, i = g;
@@ -104,18 +95,18 @@ static __device__ __forceinline__ ep_stream_tok ep_stream_load(const ep_args *a,
   return k;
 }
 
-/* A position in the stream: item q (cur; nxt is the warp's next one, loading), chunk c,
+/* A position in the stream: token g (cur; nxt is the warp's next one, loading), chunk c,
  * the current slot (-1: a token without rows, one step per chunk) and the slots after it
  * in this chunk (left). */
 typedef struct {
-  int q, c, slot;
+  int g, c, slot;
   unsigned left;
   ep_stream_tok cur, nxt;
 } ep_stream_pos;
 
 static __device__ __forceinline__ void ep_stream_enter(ep_stream_pos *p) {
   p->cur.mask = __ballot_sync(0xffffffffu, p->cur.row != NULL);
-  p->c = p->cur.c0;
+  p->c = 0;
   p->slot = p->cur.mask ? __ffs(p->cur.mask) - 1 : -1;
   p->left = p->cur.mask ? p->cur.mask & (p->cur.mask - 1) : 0u;
 }
@@ -128,18 +119,18 @@ static __device__ __forceinline__ void ep_stream_next(ep_stream_pos *p, const ep
   if (p->left) {
     p->slot = __ffs(p->left) - 1;
     p->left &= p->left - 1;
-  } else if (++p->c < p->cur.c1) {
+  } else if (++p->c < sp->nchunk) {
     p->slot = p->cur.mask ? __ffs(p->cur.mask) - 1 : -1;
     p->left = p->cur.mask ? p->cur.mask & (p->cur.mask - 1) : 0u;
   } else {
-    p->q += stride;
+    p->g += stride;
     p->cur = p->nxt;
-    p->nxt = ep_stream_load(a, sp, p->q + stride, lane);
+    p->nxt = ep_stream_load(a, sp, p->g + stride, lane);
     ep_stream_enter(p);
   }
 }
 
-/* The whole warp: every item of its stream (first, first + stride, ... < sp->total),
+/* The whole warp: every token of its stream (first, first + stride, ... < sp->total),
  * ring: the warp's EP_STREAM_WARP_BYTES of shared memory (16-byte aligned). */
 static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep_stream_spec *sp, int first, int stride,
                                                       uint4 *ring, int lane) {
@@ -148,7 +139,7 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
   const int nvec = a->hidden / 8;
   const uint32_t ring_addr = ws_smem_addr(ring);
   ep_stream_pos in, out_pos; /* in: the next step to copy; out_pos: the next step to add */
-  in.q = first;
+  in.g = first;
   in.cur = ep_stream_load(a, sp, first, lane);
   in.nxt = ep_stream_load(a, sp, first + stride, lane);
   ep_stream_enter(&in);
@@ -163,7 +154,7 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
    * rows), one commit group either way */
 #define EP_STREAM_COPY()                                                                               \
   do {                                                                                                 \
-    if (in.q < total && in.slot >= 0) {                                                                \
+    if (in.g < total && in.slot >= 0) {                                                                \
       const uint16_t *row = (const uint16_t *)__shfl_sync(0xffffffffu, (unsigned long long)in.cur.row, \
                                                           in.slot);                                    \
       const uint4 *src = (const uint4 *)row + (size_t)in.c * MOE_SUM_CHUNK + lane;                      \
@@ -173,12 +164,12 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
     }                                                                                                  \
     ws_cp_async_commit_group();                                                                        \
     in_slot = in_slot + 1 == EP_STREAM_RING ? 0 : in_slot + 1;                                          \
-    if (in.q < total) ep_stream_next(&in, a, sp, stride, lane);                                        \
+    if (in.g < total) ep_stream_next(&in, a, sp, stride, lane);                                        \
   } while (0)
 #pragma unroll 1
   for (int k = 0; k < EP_STREAM_AHEAD; k++) EP_STREAM_COPY();
 #pragma unroll 1
-  while (out_pos.q < total) {
+  while (out_pos.g < total) {
     EP_STREAM_COPY();
     WS_CP_ASYNC_WAIT_GROUP(EP_STREAM_AHEAD); /* this lane's copies of step out_pos landed */
     const int v0 = out_pos.c * MOE_SUM_CHUNK + lane;
