@@ -28,6 +28,18 @@ WS_DECLARE_ROLES(ep_gather, GATHER_ROLES);
 extern __shared__ __align__(16) uint4 ep_stream_ring[];
 #define EP_STREAM_SMEM ((size_t)WS_EP_WARPS * EP_STREAM_WARP_BYTES)
 
+/* The host launches with the ring only when the latest dispatch had as many tokens as the
+ * warps (a launch asking for 196 KB of shared memory cost 1-3 us at 128 tokens); the
+ * kernel streams only when it has the ring and the tokens outnumber its warps. */
+static __device__ __forceinline__ int stream_ok(int tokens, int warps) {
+  uint32_t dyn;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+  return dyn >= EP_STREAM_SMEM && tokens >= warps;
+}
+static size_t stream_smem(const ws_ep *ep) {
+  return ep->host_tokens >= ep->sms * WS_EP_WARPS ? EP_STREAM_SMEM : 0;
+}
+
 
 /* The reduce with few tokens per warp: per (received token, 2 KB chunk of its row) one
  * warp, through the registers (ep_reduce_unit). The next item's rows and weights are
@@ -76,7 +88,7 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
   int total = 0;
   for (int s = 0; s < N; s++) total += ntok[s];
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
-  if (total >= nw) { /* many tokens per warp: streamed (ep_stream.cuh) */
+  if (stream_ok(total, nw)) { /* many tokens per warp: streamed (ep_stream.cuh) */
     const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_REDUCE, ntok, total, y, NULL);
     ep_stream_sums(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
   } else {
@@ -99,7 +111,7 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   ws_role_sync(&ctx);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
-  if (T >= nw && N <= 32) { /* many tokens per warp, a lane per rank: streamed */
+  if (stream_ok(T, nw) && N <= 32) { /* many tokens per warp, a lane per rank: streamed */
     const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_GATHER, NULL, T, NULL, out);
     ep_stream_sums(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
   } else { /* whole rows when the tokens outnumber the warps, else chunks, so that a few
@@ -141,11 +153,11 @@ extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStre
     const uint16_t *yy = (const uint16_t *)y;
     void *args[] = {(void *)a, &yy, &diag};
     if ((s = ep_launch(ep, EP_PLAN_REDUCE, "ep_reduce", ep_reduce_roles, ep_reduce_NROLES, (const void *)ep_reduce_kernel,
-                       dim3{(unsigned)ep->sms, 1, 1}, EP_STREAM_SMEM, stream, args)) != WS_OK)
+                       dim3{(unsigned)ep->sms, 1, 1}, stream_smem(ep), stream, args)) != WS_OK)
       return s;
   }
   uint16_t *o = (uint16_t *)out;
   void *args[] = {(void *)a, &o, &diag};
   return ep_launch(ep, EP_PLAN_GATHER, "ep_gather", ep_gather_roles, ep_gather_NROLES, (const void *)ep_gather_kernel,
-                   dim3{(unsigned)ep->sms, 1, 1}, EP_STREAM_SMEM, stream, args);
+                   dim3{(unsigned)ep->sms, 1, 1}, stream_smem(ep), stream, args);
 }

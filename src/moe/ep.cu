@@ -320,8 +320,8 @@ extern "C" ws_status ep_launch(ws_ep *ep, int slot, const char *name, const ws_r
   ws_status s;
   if (!ep->planned[slot]) {
     if ((s = ws_plan_init(&ep->plans[slot], name, roles, nroles, 0)) != WS_OK) return s;
-    if ((s = ws_plan_set_smem(&ep->plans[slot], smem)) != WS_OK) return s;
     ep->planned[slot] = 1;
   }
+  if ((s = ws_plan_set_smem(&ep->plans[slot], smem)) != WS_OK) return s; /* re-checked only when it changes */
   return ws_plan_launch_chained(&ep->plans[slot], func, grid, stream, args);
 }
