@@ -75,6 +75,8 @@ int bench_moe(const bench_moe_opts *o);
 int bench_gemm(const char *csv, const char *only, double soak_seconds);
 
 /* One process, two GPUs: copy engine, SM push/pull and TMA push over NVLink. 0 or -1. */
+/* Local-memory read and copy ceilings by CTA count, GPU 0 (bench_hbm.cu). 0 or -1. */
+int bench_hbm(void);
 int bench_nvlink(void);
 
 #ifdef __cplusplus

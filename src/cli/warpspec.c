@@ -24,6 +24,7 @@ static int usage(void) {
           "  bench sendrecv [--ranks N] [--max-bytes N] [--csv FILE]   ws_sendrecv vs NCCL (ring)\n"
           "  bench allgather [--ranks N] [--max-bytes N] [--csv FILE]  ws_allgather vs ncclAllGather\n"
           "  bench nvlink                      NVLink ceilings: copy engine, SM and TMA copies\n"
+          "  bench hbm                         local-memory read/copy ceilings by CTA count\n"
           "  bench gemm [--csv FILE] [--only TYPE,G,M,N,K] [--soak S]\n"
           "                                    ws_gemm (BF16, FP8) against cuBLASLt\n"
           "  bench moe [--ranks N] [--csv FILE] [--quick] [--shape DeepSeekV3|Flash] [--tokens T] [--sms N]\n"
@@ -254,6 +255,7 @@ static int cmd_bench(int argc, char **argv) {
     return cmd_bench_python(argc, argv);
   if (argc > 0 && (strcmp(argv[0], "sendrecv") == 0 || strcmp(argv[0], "allgather") == 0)) return cmd_bench_sendrecv(argc, argv);
   if (argc > 0 && strcmp(argv[0], "nvlink") == 0) return bench_nvlink() == 0 ? 0 : 1;
+  if (argc > 0 && strcmp(argv[0], "hbm") == 0) return bench_hbm() == 0 ? 0 : 1;
   if (argc > 0 && strcmp(argv[0], "gemm") == 0) {
     const char *csv = NULL, *only = NULL;
     double soak = 0;

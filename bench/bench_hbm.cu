@@ -1,0 +1,167 @@
+/* bench_hbm.cu - `warpspec bench hbm`: what a few SMs can read and copy in local memory
+ * (GPU 0, 512 MiB, median of 7), by CTA count (one CTA per SM):
+ *   ld.v4        16-byte loads into registers, 8 per thread in flight, 512 threads
+ *   cp.async     16-byte copies into each warp's shared-memory ring, 6 chunks of 2 KB
+ *                in flight per warp (the combine's ep_stream.cuh), 16 warps
+ *   TMA          1-D bulk copies of 16 KB into 12 stages, one thread issuing
+ *   copy         ld.v4 + st.v4 to a second buffer (GB/s read; as many written)
+ * The MoE combine's reduce runs on at most 24 SMs and reads every expert output row; these
+ * are the ceilings it is measured against (docs/benchmarks.md, session 19). */
+#include "bench.h"
+#include "bench_check.h"
+#include "warpspec/device/ptx.cuh"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define HBM_BYTES (512ull << 20)
+#define LD_VEC 8
+#define RING 7 /* cp.async: slots per warp, RING - 1 in flight */
+#define RING_WARPS 16
+#define TMA_CHUNK (16 * 1024)
+#define TMA_STAGES 12
+
+/* Keeps the loads alive: a value no fill produces. */
+#define SINK(acc, sink) \
+  if ((acc).x == 0x9E3779B9u && (acc).y == 0x7F4A7C15u) *(sink) = (acc)
+
+static __device__ __forceinline__ void mix(uint4 *acc, uint4 v) { acc->x ^= v.x; acc->y ^= v.y; acc->z ^= v.z; acc->w ^= v.w; }
+
+__global__ void __launch_bounds__(512, 1) hbm_ld(const uint4 *p, uint64_t n, uint4 *sink) {
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  const uint64_t nt = (uint64_t)gridDim.x * blockDim.x;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i + (LD_VEC - 1) * nt < n; i += LD_VEC * nt) {
+    uint4 v[LD_VEC];
+#pragma unroll
+    for (int u = 0; u < LD_VEC; u++) v[u] = ws_ld_global_nc_v4(p + i + u * nt);
+#pragma unroll
+    for (int u = 0; u < LD_VEC; u++) mix(&acc, v[u]);
+  }
+  SINK(acc, sink);
+}
+
+/* Each warp streams 2 KB chunks (gw, gw + nw, ...) through its own ring; a lane reads back
+ * only its own copies, so cp.async.wait_group is all the synchronisation. */
+__global__ void __launch_bounds__(RING_WARPS * 32, 1) hbm_cp_async(const uint4 *p, uint64_t n, uint4 *sink) {
+  extern __shared__ __align__(16) uint4 ring[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  uint4 *mine = ring + (size_t)warp * RING * 128;
+  const uint32_t base = ws_smem_addr(mine);
+  const uint64_t chunks = n / 128, gw = (uint64_t)blockIdx.x * RING_WARPS + warp, nw = (uint64_t)gridDim.x * RING_WARPS;
+  const uint64_t steps = gw < chunks ? (chunks - gw + nw - 1) / nw : 0;
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  for (uint64_t k = 0; k < steps + RING - 1; k++) {
+    if (k < steps) {
+      const uint4 *src = p + (gw + k * nw) * 128 + lane;
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+        ws_cp_async_cg_16_to(base + (uint32_t)(((k % RING) * 128 + 32 * u + lane) * 16), src + 32 * u, 16);
+    }
+    ws_cp_async_commit_group();
+    if (k >= RING - 1) {
+      WS_CP_ASYNC_WAIT_GROUP(RING - 1);
+      const uint4 *s = mine + ((k - (RING - 1)) % RING) * 128 + lane;
+#pragma unroll
+      for (int u = 0; u < 4; u++) mix(&acc, s[32 * u]);
+    }
+  }
+  SINK(acc, sink);
+}
+
+/* One thread per CTA keeps TMA_STAGES bulk loads in flight; nothing reads the data. */
+__global__ void __launch_bounds__(32, 1) hbm_tma(const uint8_t *p, uint64_t bytes, uint4 *sink) {
+  extern __shared__ __align__(128) uint8_t stage[];
+  __shared__ uint64_t full[TMA_STAGES];
+  if (threadIdx.x != 0) return;
+  for (int s = 0; s < TMA_STAGES; s++) ws_mbarrier_init(&full[s], 1);
+  ws_fence_mbarrier_init();
+  const uint64_t chunks = bytes / TMA_CHUNK, steps = blockIdx.x < chunks ? (chunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+  for (uint64_t k = 0; k < steps + TMA_STAGES; k++) {
+    if (k >= TMA_STAGES) { /* the oldest stage landed: reuse it */
+      const uint64_t j = k - TMA_STAGES;
+      while (!ws_mbarrier_try_wait_parity(&full[j % TMA_STAGES], (uint32_t)(j / TMA_STAGES) & 1u)) {
+      }
+    }
+    if (k < steps) {
+      const int s = (int)(k % TMA_STAGES);
+      ws_mbarrier_arrive_expect_tx(&full[s], TMA_CHUNK);
+      ws_cp_async_bulk_global_to_shared(stage + (size_t)s * TMA_CHUNK, p + (blockIdx.x + k * gridDim.x) * TMA_CHUNK,
+                                        TMA_CHUNK, &full[s]);
+    }
+  }
+  if (stage[5] == 0x11 && stage[7] == 0x22) sink->x = 1;
+}
+
+__global__ void __launch_bounds__(512, 1) hbm_copy(const uint4 *p, uint4 *q, uint64_t n) {
+  const uint64_t nt = (uint64_t)gridDim.x * blockDim.x;
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i + 3 * nt < n; i += 4 * nt) {
+    uint4 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) v[u] = ws_ld_global_nc_v4(p + i + u * nt);
+#pragma unroll
+    for (int u = 0; u < 4; u++) ws_st_global_v4(q + i + u * nt, v[u]);
+  }
+}
+
+enum { M_LD, M_CP_ASYNC, M_TMA, M_COPY, M_COUNT };
+
+static int launch(int m, int ctas, uint4 *p, uint4 *q, uint4 *sink) {
+  const uint64_t n = HBM_BYTES / 16;
+  if (m == M_LD) hbm_ld<<<ctas, 512>>>(p, n, sink);
+  else if (m == M_CP_ASYNC) hbm_cp_async<<<ctas, RING_WARPS * 32, RING_WARPS * RING * 2048>>>(p, n, sink);
+  else if (m == M_TMA) hbm_tma<<<ctas, 32, TMA_STAGES * TMA_CHUNK>>>((const uint8_t *)p, HBM_BYTES, sink);
+  else hbm_copy<<<ctas, 512>>>(p, q, n);
+  CK(cudaGetLastError());
+  return 0;
+}
+
+static int cmp_float(const void *a, const void *b) {
+  const float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+extern "C" int bench_hbm(void) {
+  uint4 *p, *q, *sink;
+  CK(cudaSetDevice(0));
+  CK(cudaMalloc(&p, HBM_BYTES));
+  CK(cudaMalloc(&q, HBM_BYTES));
+  CK(cudaMalloc(&sink, 64));
+  CK(cudaMemset(p, 0x5A, HBM_BYTES));
+  CK(cudaFuncSetAttribute(hbm_cp_async, cudaFuncAttributeMaxDynamicSharedMemorySize, RING_WARPS * RING * 2048));
+  CK(cudaFuncSetAttribute(hbm_tma, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_STAGES * TMA_CHUNK));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  const int ctas[] = {8, 16, 24, 32, 48, 66, 132};
+  const int nc = (int)(sizeof ctas / sizeof ctas[0]);
+  const char *names[M_COUNT] = {"ld.v4, 8 in flight", "cp.async ring (combine)", "TMA 1-D, 12 x 16 KB",
+                                "copy ld.v4 + st.v4"};
+  printf("bench hbm: %s, 512 MiB, GB/s read (copy: as many written too), median of 7, by CTAs (one per SM)\n",
+         prop.name);
+  printf("  %-24s", "method");
+  for (int i = 0; i < nc; i++) printf(" %7d", ctas[i]);
+  printf("\n");
+  for (int m = 0; m < M_COUNT; m++) {
+    printf("  %-24s", names[m]);
+    for (int i = 0; i < nc; i++) {
+      if (ctas[i] > prop.multiProcessorCount) { printf(" %7s", "-"); continue; }
+      float t[8];
+      for (int r = 0; r < 8; r++) { /* run 0 warms up */
+        CK(cudaEventRecord(a));
+        if (launch(m, ctas[i], p, q, sink)) return -1;
+        CK(cudaEventRecord(b));
+        CK(cudaEventSynchronize(b));
+        CK(cudaEventElapsedTime(&t[r], a, b));
+      }
+      qsort(t + 1, 7, sizeof(float), cmp_float);
+      printf(" %7.0f", HBM_BYTES / (t[4] * 1e6));
+    }
+    printf("\n");
+  }
+  CK(cudaFree(p));
+  CK(cudaFree(q));
+  CK(cudaFree(sink));
+  return 0;
+}
