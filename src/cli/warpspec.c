@@ -1,5 +1,5 @@
 /* warpspec.c - the `warpspec` command: info, plan, bench, demo. */
-#include "../../bench/bench.h"
+#include "bench.h" /* warpspec_bench's interface (CMakeLists.txt) */
 #include "cli.h"
 #include "parse_num.h"
 
