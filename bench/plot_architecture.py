@@ -91,7 +91,6 @@ def main(dst):
     arrow(ax, [(W, 5.55), (W + GAP, 5.55)], dashed=True)
     note(ax, (2.3, 4.45), "moe_experts*.cu* (the fused experts kernel) ->\ngemm's FP8 wgmma issue, epilogue, tile schedule",
          red, va="top")
-    arrow(ax, [(1.6, 7.0), (W + GAP + 0.3, 5.9)], dashed=True, label="role_spec.c -> gemm_args.h", at=(0.05, 6.45))
     # Every folder on the left includes the public headers; the kernel headers include the host ones.
     ax.plot([10.05, 10.05], [0.6, 8.15], color="#222222", lw=1.4)
     arrow(ax, [(10.05, 6.95), (10.6, 6.95)])

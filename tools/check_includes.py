@@ -65,8 +65,6 @@ EXCEPTIONS = [
      "the fused experts kernel (moe_experts.cu, its types, loader, math and schedule parts) runs the GEMM's FP8 "
      "wgmma issue (fp8_issue), TMA-store epilogue (gemm_store_fragment) and tile schedule (gemm_shape, "
      "gemm_tile_at) as they are, not copies"),
-    ("src/cli/role_spec.c", "src/gemm/gemm_args.h",
-     "`warpspec plan gemm_fp8_wide` plans a kernel whose descriptor the public API does not export"),
 ]
 
 

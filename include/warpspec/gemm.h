@@ -103,6 +103,11 @@ ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes);
 /* The role plan of a GEMM kernel (for `warpspec plan --kernel gemm_bf16|gemm_fp8`). */
 ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan);
 
+/* The role plan of the GEMM kernel of that type whose output tiles have `tile_rows`
+ * rows, as ws_gemm_tile names it: 128 (BF16, FP8) or 192 (FP8's three math warpgroups,
+ * `warpspec plan --kernel gemm_fp8_wide`). WS_ERR_INVALID for a tile no kernel has. */
+ws_status ws_gemm_plan_tile(ws_gemm_type type, int tile_rows, ws_plan *plan);
+
 /* Rows of A and D the problem has (m, or groups x m when masked). */
 size_t ws_gemm_rows(const ws_gemm_problem *p);
 

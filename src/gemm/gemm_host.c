@@ -226,3 +226,13 @@ ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan) {
   WS_REQUIRE(type == WS_GEMM_BF16 || type == WS_GEMM_FP8, "ws_gemm_plan: type %d unknown", (int)type);
   return gemm_plan_of(type == WS_GEMM_FP8 ? gemm_fp8_kernel_desc() : gemm_bf16_kernel_desc(), plan);
 }
+
+ws_status ws_gemm_plan_tile(ws_gemm_type type, int tile_rows, ws_plan *plan) {
+  WS_REQUIRE(type == WS_GEMM_BF16 || type == WS_GEMM_FP8, "ws_gemm_plan_tile: type %d unknown", (int)type);
+  const gemm_kernel *wide = gemm_fp8_wide_kernel_desc();
+  const gemm_kernel *k = type == WS_GEMM_BF16 ? gemm_bf16_kernel_desc()
+                         : tile_rows == wide->bm ? wide : gemm_fp8_kernel_desc();
+  WS_REQUIRE(tile_rows == k->bm, "ws_gemm_plan_tile: no %s kernel has %d-row tiles (%s)",
+             type == WS_GEMM_BF16 ? "BF16" : "FP8", tile_rows, type == WS_GEMM_BF16 ? "128" : "128 or 192");
+  return gemm_plan_of(k, plan);
+}

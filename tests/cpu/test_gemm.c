@@ -363,6 +363,19 @@ static void gpu_entry_points(void) {
   CHECK(plan.smem_bytes > 4 * 48 * 1024 && plan.smem_bytes <= 232448);
   CHECK_STATUS(ws_gemm_plan((ws_gemm_type)9, &plan), WS_ERR_INVALID);
   CHECK_STATUS(ws_gemm_plan(WS_GEMM_FP8, NULL), WS_ERR_INVALID);
+  /* by tile rows (ws_gemm_tile's answer): FP8's 192-row kernel is 3 math warpgroups and a
+   * loader warpgroup, with setmaxnreg; 128 rows is ws_gemm_plan's kernel */
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_FP8, 192, &plan), WS_OK);
+  CHECK(plan.layout.threads == 512 && plan.layout.setmaxnreg == 1 && plan.smem_bytes <= 232448);
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_FP8, 128, &plan), WS_OK);
+  CHECK(plan.layout.threads == 288);
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_BF16, 128, &plan), WS_OK);
+  CHECK(plan.layout.threads == 384);
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_BF16, 192, &plan), WS_ERR_INVALID);
+  CHECK_MSG("no BF16 kernel has 192-row tiles");
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_FP8, 64, &plan), WS_ERR_INVALID);
+  CHECK_MSG("128 or 192");
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_FP8, 192, NULL), WS_ERR_INVALID);
   ws_gemm_problem none = {WS_GEMM_BF16, WS_GEMM_DENSE, 0, 8, 64, 1, NULL, (void *)(uintptr_t)0x1000, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm(&none, 0), WS_OK); /* m = 0: nothing to do, no GPU needed */
   /* FP8 scale offsets are 32-bit in the kernel: 2^25 rows x 128 K blocks is refused */
