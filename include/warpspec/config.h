@@ -28,14 +28,14 @@
 
 /* ---- bounded waits ----------------------------------------------------------------- */
 /* Every wait the library performs gives up after this long and reports WS_ERR_TIMEOUT.
- * Override per process with the environment variable below or ws_set_timeout_ms(). */
+ * Override per process with WARPSPEC_TIMEOUT_MS (below) or ws_set_timeout_ms(). */
 #define WS_TIMEOUT_MS_DEFAULT   4000
+#define WS_TIMEOUT_MS_MAX       (3600u * 1000u) /* one hour: a bound, not a way to wait forever */
 /* A wait on a peer (a transfer's data or credit) gives up at the bound; a wait on a hand-
  * off inside the kernel at this many times it. When a rank is missing, the waits queued
  * behind the one on it (a loader waiting for the route, math waiting for a stage) then
  * still wait when the peer wait gives up, and the error names the peer. */
 #define WS_LOCAL_WAIT_PATIENCE  2
-#define WS_TIMEOUT_ENV          "WARPSPEC_TIMEOUT_MS"
 /* try_wait polls between two reads of the global timer: keeps the clock off the hot path */
 #define WS_WAIT_POLLS_PER_CLOCK 32
 /* After a timeout, how long other timed-out threads give the first one to finish
@@ -66,8 +66,6 @@
 #define WS_COMM_HEAP_SPARE      (1ull << 30) /* symmetric heap beyond the staging, default  */
 #define WS_RENDEZVOUS_TIMEOUT_MS 60000 /* ranks wait this long for each other at init   */
 #define WS_HOST_THREADS_MAX     64     /* threads of the float64 host references          */
-#define WS_HOST_THREADS_ENV     "WARPSPEC_HOST_THREADS" /* their number (default: the CPUs) */
-#define WS_SHARE_GPU_ENV        "WARPSPEC_SHARE_GPU" /* tests: ranks share GPUs (under MPS) */
 
 /* ---- MoE dispatch / combine ----------------------------------------------------- */
 #define WS_EP_DEFAULT_SMS       24     /* CTAs per transfer kernel unless the config says  */
@@ -109,6 +107,10 @@
  * for the route item's offsets (0: never). WARPSPEC_MOE_SELF_ROUTE=0 turns it off. */
 #define WS_MOE_SELF_ROUTE_ENTRIES   256
 
+/* The unfused path's L1 GEMM reads the received rows in place (no gathered copy) when 1;
+ * 0 until that gathered loader keeps pace with the copy. WARPSPEC_MOE_GATHER=0|1 forces it. */
+#define WS_MOE_GATHER_DEFAULT       0
+
 /* ---- GEMM ------------------------------------------------------------------------ */
 /* Split-K for dense problems with fewer output tiles than half the SMs (a few rows):
  * each tile's K range is cut into slices for more CTAs; fp32 partials, then one summing
@@ -122,5 +124,38 @@
  * against the padding of each group's last tile. */
 #define WS_GEMM_FP8_WIDE_GAIN     1.08
 #define WS_GEMM_FP8_WIDE_GAIN_TMA 1.15
+
+/* ---- environment variables -------------------------------------------------------- */
+/* Every knob the library reads from the environment, one prefix, one reader
+ * (src/core/knobs.c): parsed once, at the first call that needs one, and kept, because
+ * the ops consult them on their fast path. ws_knobs_reload() (knobs.h) reads them again
+ * after a setenv. A value outside the accepted ones is reported once on stderr and the
+ * default is used. What each accepts and changes: docs/knobs.md. The WS_* spellings of
+ * earlier releases are still read, as deprecated aliases, where the new name is unset. */
+#define WS_TIMEOUT_ENV            "WARPSPEC_TIMEOUT_MS"    /* WS_TIMEOUT_MS_DEFAULT          */
+#define WS_CHECK_ENV              "WARPSPEC_CHECK"         /* 0: the validation mode, off    */
+#define WS_HOST_THREADS_ENV       "WARPSPEC_HOST_THREADS"  /* the online CPUs                */
+#define WS_PDL_ENV                "WARPSPEC_PDL"           /* 1: chained launches            */
+#define WS_ATTN_SCHEDULE_ENV      "WARPSPEC_ATTN_SCHEDULE" /* per head dim (flash_fwd.cu)    */
+#define WS_ATTN_GRID_ENV          "WARPSPEC_ATTN_GRID"     /* persistent                     */
+#define WS_MLA_SCHEDULE_ENV       "WARPSPEC_MLA_SCHEDULE"  /* plain                          */
+#define WS_GEMM_SPLITS_ENV        "WARPSPEC_GEMM_SPLITS"   /* per problem (split-K above)    */
+#define WS_GEMM_FP8_TILE_ENV      "WARPSPEC_GEMM_FP8_TILE" /* per problem (WIDE_GAIN above)  */
+#define WS_MOE_GATHER_ENV         "WARPSPEC_MOE_GATHER"    /* WS_MOE_GATHER_DEFAULT          */
+#define WS_MOE_TILE_ENV           "WARPSPEC_MOE_TILE"      /* per layer (WS_MOE_WIDE_ROWS)   */
+#define WS_MOE_PAIR_ENV           "WARPSPEC_MOE_PAIR"      /* per layer (WS_MOE_PAIR_ROWS)   */
+#define WS_MOE_SCHED_ENV          "WARPSPEC_MOE_SCHED"     /* claimed                        */
+#define WS_MOE_SELF_ROUTE_ENV     "WARPSPEC_MOE_SELF_ROUTE" /* 1: WS_MOE_SELF_ROUTE_ENTRIES  */
+#define WS_SR_CE_MIN_BYTES_ENV    "WARPSPEC_SR_CE_MIN_BYTES" /* WS_SR_CE_MIN_BYTES           */
+#define WS_RENDEZVOUS_TIMEOUT_ENV "WARPSPEC_RENDEZVOUS_TIMEOUT_MS" /* WS_RENDEZVOUS_TIMEOUT_MS */
+#define WS_SHARE_GPU_ENV          "WARPSPEC_SHARE_GPU"     /* 0; tests: ranks share GPUs (MPS) */
+#define WS_DEBUG_NVML_ENV         "WARPSPEC_DEBUG_NVML"    /* 0; the CLI's NVLink count      */
+/* Not knobs: what a launcher (`warpspec run`, or one's own) tells each rank. They name
+ * the process and its job, so they are read where used, each time. */
+#define WS_RANK_ENV               "WS_RANK"
+#define WS_NRANKS_ENV             "WS_NRANKS"
+#define WS_LOCAL_RANK_ENV         "WS_LOCAL_RANK"
+#define WS_RENDEZVOUS_DIR_ENV     "WS_RENDEZVOUS_DIR"
+#define WS_RENDEZVOUS_KEY_ENV     "WS_RENDEZVOUS_KEY"
 
 #endif
