@@ -15,6 +15,7 @@
  * slot carries a header (magic, step, total bytes, blocks): a receiver that expects a
  * different message faults with WS_ERR_MISMATCH instead of reading garbage. */
 #include "sendrecv_internal.h"
+#include "../core/knobs.h"
 #include "../core/size_check.h"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/sendrecv_geometry.h"
@@ -397,15 +398,10 @@ static ws_status zero_copy_ce(ws_comm *c, const void *sendbuf, size_t n, int sen
 }
 
 /* From this size on, zero-copy goes through the copy engine (WS_SR_CE_MIN_BYTES, or
- * the environment variable of the same name). */
+ * WARPSPEC_SR_CE_MIN_BYTES; 0 counts as 1: every zero-copy transfer). */
 static uint64_t ce_min_bytes(void) {
-  static uint64_t v;
-  if (v == 0) {
-    const char *e = getenv("WS_SR_CE_MIN_BYTES");
-    v = e && *e ? strtoull(e, NULL, 10) : (uint64_t)WS_SR_CE_MIN_BYTES;
-    if (v == 0) v = 1;
-  }
-  return v;
+  const long long v = ws_knobs_get()->sr_ce_min_bytes;
+  return v > 1 ? (uint64_t)v : 1;
 }
 
 static int overlap(const void *a, size_t na, const void *b, size_t nb) {

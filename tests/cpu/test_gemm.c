@@ -300,7 +300,7 @@ static int tile_rows(ws_gemm_type type, ws_gemm_layout layout, int m, int n, int
 }
 
 static void tiles(void) {
-  unsetenv("WS_GEMM_FP8_TILE");
+  test_set_knob(WS_GEMM_FP8_TILE_ENV, NULL);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8192, 8192, 1) == 192);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 4096, 7168, 1) == 192);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 4096, 4096, 7168, 1) == 128); /* 8 waves of 128 against 6 of 192 */
@@ -326,11 +326,11 @@ static void tiles(void) {
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 512, 4096, 7168, 1) == 128);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 4096, 4096, 640, 1) == 128); /* k / 128 = 5: no TMA scales */
   g_scale_ld = 0;
-  setenv("WS_GEMM_FP8_TILE", "192", 1); /* forced, even where it pads */
+  test_set_knob(WS_GEMM_FP8_TILE_ENV, "192"); /* forced, even where it pads */
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1) == 192);
-  setenv("WS_GEMM_FP8_TILE", "128", 1);
+  test_set_knob(WS_GEMM_FP8_TILE_ENV, "128");
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8192, 8192, 1) == 128);
-  unsetenv("WS_GEMM_FP8_TILE");
+  test_set_knob(WS_GEMM_FP8_TILE_ENV, NULL);
   int r = 0, c = 0;
   CHECK_STATUS(ws_gemm_tile(NULL, 132, &r, &c), WS_ERR_INVALID);
   char *x = (char *)(uintptr_t)0x1000;
@@ -420,11 +420,11 @@ static void size_limits(void) {
   /* 2^22 forced K slices of a 2^20 x 2^20 fp32 output: 2^64 bytes, 0 when it wraps */
   ws_gemm_problem w = {WS_GEMM_BF16, WS_GEMM_DENSE, 1 << 20, 1 << 20, 1 << 28, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm_check(&w), WS_OK);
-  setenv("WS_GEMM_SPLITS", "4194304", 1);
+  test_set_knob(WS_GEMM_SPLITS_ENV, "4194304");
   size_t bytes = 0;
   CHECK_STATUS(gemm_workspace_of(gemm_bf16_kernel_desc(), &w, 132, &bytes), WS_OK);
   CHECK(bytes == SIZE_MAX);
-  unsetenv("WS_GEMM_SPLITS");
+  test_set_knob(WS_GEMM_SPLITS_ENV, NULL);
   /* the quantisers' grids: rows rounded up to blocks must not wrap */
   uint8_t *q = (uint8_t *)(uintptr_t)0x2000;
   float *sc = (float *)(uintptr_t)0x3000;
