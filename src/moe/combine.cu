@@ -78,11 +78,7 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
   const uint64_t m = a.epochs[1] + 1;
   if (threadIdx.x < (unsigned)N) ntok[threadIdx.x] = __ldcg(a.recv_ntok + threadIdx.x);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
-  if (threadIdx.x < (unsigned)N) {
-    const int s = threadIdx.x;
-    const ws_site site = ep_site("combine ack", WS_EDGE_PEER_CREDIT, s, a.rank, blockIdx.x, m - 1);
-    ws_wait_flag_geq(&a.comb_ack[s], m - 1, &ctx, &site);
-  }
+  ep_wait_acked(&a, a.comb_ack, m - 1, "combine ack", &ctx, (int)threadIdx.x);
   ws_role_sync(&ctx);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   int total = 0;

@@ -82,15 +82,11 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
                                   const float *topk_weights, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_send, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
-  const int N = a.nranks, T = *a.num_tokens;
+  const int T = *a.num_tokens;
   const uint64_t n = a.epochs[0];
   /* every destination has read our previous dispatch out of its inbox */
   ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
-  if (threadIdx.x < (unsigned)N) {
-    const int d = threadIdx.x;
-    const ws_site site = ep_site("dispatch ack", WS_EDGE_PEER_CREDIT, d, a.rank, blockIdx.x, n - 1);
-    ws_wait_flag_geq(&a.ack[d], n - 1, &ctx, &site);
-  }
+  ep_wait_acked(&a, a.ack, n - 1, "dispatch ack", &ctx, (int)threadIdx.x);
   ws_role_sync(&ctx);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   const ep_group g = {(int)threadIdx.x, (int)blockDim.x, ctx.bar};

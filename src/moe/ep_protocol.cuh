@@ -16,8 +16,9 @@
  *              ep_copy_scales      copy receive, FP8: a row's scales, K-block-major
  *   reduce     ep_reduce_unit      a chunk of a token's local sum, pushed to its rank
  *   gather     ep_gather_chunk     a chunk of a token's sum of partials
- *   acks       ep_ack_peers        "done" to every rank; ep_wait_all_slots: every rank's
- *                                  CTA slots' flags; ep_last_cta: the last CTA of a grid */
+ *   acks       ep_ack_peers        "done" to every rank; ep_wait_acked: every rank's "done";
+ *                                  ep_wait_all_slots: every rank's CTA slots' flags;
+ *                                  ep_last_cta: the last CTA of a grid */
 #ifndef WARPSPEC_EP_PROTOCOL_CUH
 #define WARPSPEC_EP_PROTOCOL_CUH
 
@@ -41,6 +42,17 @@ static __device__ __forceinline__ void ep_wait_all_slots(const ep_args *a, const
   for (int f = tid; f < a->nranks * a->sms; f += nthreads) {
     const ws_site site = ep_site(what, WS_EDGE_PEER_DATA, f / a->sms, a->rank, f % a->sms, v);
     ws_wait_flag_geq(flags + f, v, c, &site);
+  }
+}
+
+/* Thread tid of a group (the ones below nranks wait, the others pass): until rank tid has
+ * acknowledged step v (acks[tid] >= v: it has read what we sent it then), so that we may
+ * write over it; `what` names the wait in a timeout. The caller syncs its group after. */
+static __device__ __forceinline__ void ep_wait_acked(const ep_args *a, const uint64_t *acks, uint64_t v,
+                                                     const char *what, const ws_ctx *c, int tid) {
+  if (tid < a->nranks) {
+    const ws_site site = ep_site(what, WS_EDGE_PEER_CREDIT, tid, a->rank, (int)blockIdx.x, v);
+    ws_wait_flag_geq(&acks[tid], v, c, &site);
   }
 }
 

@@ -94,10 +94,7 @@ WS_DEV void mxe_route(const mx_layer_args *L, int *scratch, const ws_ctx *c, int
   for (int t0 = i / 32 * 32; t0 < T; t0 += MX_LAYER_THREADS) /* whole warps, a token per lane */
     ep_route_token(a, L->topk_idx, T, t0 + i % 32, cnt, i % 32);
   /* every rank has read our previous dispatch out of its counts and inbox */
-  if (i < N) {
-    const ws_site site = mxe_site(a, "moe layer dispatch ack", WS_EDGE_PEER_CREDIT, i, n - 1);
-    ws_wait_flag_geq(&a->ack[i], n - 1, c, &site);
-  }
+  ep_wait_acked(a, a->ack, n - 1, "moe layer dispatch ack", c, i);
   ep_sync(&g); /* and every token routed */
   ep_publish_counts(a, cnt, n, &g);
   if (i == 0) *a->num_tokens = T;
@@ -184,13 +181,10 @@ WS_DEV void mxe_expand(const mx_layer_args *L, int *scratch, const ws_ctx *c, in
 WS_DEV void mxe_reduce(const mx_layer_args *L, const ws_ctx *c, const uint16_t *y, int item, uint32_t target, int gw,
                        int lane, int i, uint32_t bar, mxe_shared *sh) {
   const ep_args *a = &L->ep;
-  const int N = a->nranks, K = a->topk;
+  const int K = a->topk;
   const uint64_t m = sh->epoch[1];
   if (i == 0) mx_combine_wait(L, c, target, L->reduce_items);
-  if (i < N) {
-    const ws_site site = mxe_site(a, "moe layer combine ack", WS_EDGE_PEER_CREDIT, i, m - 1);
-    ws_wait_flag_geq(&a->comb_ack[i], m - 1, c, &site);
-  }
+  ep_wait_acked(a, a->comb_ack, m - 1, "moe layer combine ack", c, i);
   ws_named_sync(bar, MX_LAYER_THREADS);
   const int nvec = a->hidden / 8, nchunk = (nvec + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
   long long u0, u1;
