@@ -130,6 +130,25 @@ static __device__ __forceinline__ void ep_stream_next(ep_stream_pos *p, const ep
   }
 }
 
+/* Copy step *in into ring slot *slot (nothing past the end or for a token without rows),
+ * one commit group either way; then both move on by one step. */
+static __device__ __forceinline__ void ep_stream_copy(const ep_args *a, const ep_stream_spec *sp, ep_stream_pos *in,
+                                                      int *slot, uint32_t ring_addr, int stride, int lane) {
+  const int nvec = a->hidden / 8;
+  if (in->g < sp->total && in->slot >= 0) {
+    const uint16_t *row = (const uint16_t *)__shfl_sync(0xffffffffu, (unsigned long long)in->cur.row, in->slot);
+    const uint4 *src = (const uint4 *)row + (size_t)in->c * MOE_SUM_CHUNK + lane;
+#pragma unroll
+    for (int u = 0; u < MOE_SUM_UNROLL; u++)
+      if (in->c * MOE_SUM_CHUNK + lane + 32 * u < nvec)
+        ws_cp_async_cg_16_to(ring_addr + (uint32_t)((*slot * EP_STREAM_SLOT_VECS + 32 * u + lane) * 16), src + 32 * u,
+                             16);
+  }
+  ws_cp_async_commit_group();
+  *slot = *slot + 1 == EP_STREAM_RING ? 0 : *slot + 1;
+  if (in->g < sp->total) ep_stream_next(in, a, sp, stride, lane);
+}
+
 /* The whole warp: every token of its stream (first, first + stride, ... < sp->total),
  * ring: the warp's EP_STREAM_WARP_BYTES of shared memory (16-byte aligned). */
 static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep_stream_spec *sp, int first, int stride,
@@ -150,27 +169,11 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
   for (int u = 0; u < MOE_SUM_UNROLL; u++)
 #pragma unroll
     for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
-  /* copy step `in` into ring slot in_slot (nothing past the end or for a token without
-   * rows), one commit group either way */
-#define EP_STREAM_COPY()                                                                               \
-  do {                                                                                                 \
-    if (in.g < total && in.slot >= 0) {                                                                \
-      const uint16_t *row = (const uint16_t *)__shfl_sync(0xffffffffu, (unsigned long long)in.cur.row, \
-                                                          in.slot);                                    \
-      const uint4 *src = (const uint4 *)row + (size_t)in.c * MOE_SUM_CHUNK + lane;                      \
-      _Pragma("unroll") for (int u = 0; u < MOE_SUM_UNROLL; u++) if (in.c * MOE_SUM_CHUNK + lane + 32 * u < nvec) \
-        ws_cp_async_cg_16_to(ring_addr + (uint32_t)((in_slot * EP_STREAM_SLOT_VECS + 32 * u + lane) * 16), \
-                             src + 32 * u, 16);                                                        \
-    }                                                                                                  \
-    ws_cp_async_commit_group();                                                                        \
-    in_slot = in_slot + 1 == EP_STREAM_RING ? 0 : in_slot + 1;                                          \
-    if (in.g < total) ep_stream_next(&in, a, sp, stride, lane);                                        \
-  } while (0)
 #pragma unroll 1
-  for (int k = 0; k < EP_STREAM_AHEAD; k++) EP_STREAM_COPY();
+  for (int k = 0; k < EP_STREAM_AHEAD; k++) ep_stream_copy(a, sp, &in, &in_slot, ring_addr, stride, lane);
 #pragma unroll 1
   while (out_pos.g < total) {
-    EP_STREAM_COPY();
+    ep_stream_copy(a, sp, &in, &in_slot, ring_addr, stride, lane);
     WS_CP_ASYNC_WAIT_GROUP(EP_STREAM_AHEAD); /* this lane's copies of step out_pos landed */
     const int v0 = out_pos.c * MOE_SUM_CHUNK + lane;
     if (out_pos.slot >= 0) {
@@ -192,7 +195,6 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
     }
     ep_stream_next(&out_pos, a, sp, stride, lane);
   }
-#undef EP_STREAM_COPY
   WS_CP_ASYNC_WAIT_GROUP(0);
 }
 
