@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "warpspec/comm.h"
 #include "warpspec/knobs.h"
 #include "warpspec/status.h"
 
@@ -39,6 +40,18 @@
 static inline int bench_set_knob(const char *name, const char *value) {
   if ((value ? setenv(name, value, 1) : unsetenv(name)) != 0) BENCH_FAIL(value ? "setenv" : "unsetenv", name);
   WK(ws_knobs_reload());
+  return 0;
+}
+
+/* A benchmark run under `warpspec run -n N`: the communicator the launcher's environment
+ * describes, this rank, the number of ranks and this rank's device. */
+static inline int bench_comm_open(ws_comm **comm, int *rank, int *nranks, struct cudaDeviceProp *prop) {
+  WK(ws_comm_init_from_env(comm));
+  WK(ws_comm_rank(*comm, rank));
+  WK(ws_comm_size(*comm, nranks));
+  int dev = 0;
+  CK(cudaGetDevice(&dev));
+  CK(cudaGetDeviceProperties(prop, dev));
   return 0;
 }
 

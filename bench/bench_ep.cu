@@ -132,14 +132,9 @@ static int ep_case(ws_comm *comm, int rank, int n, int H, int E, int K, int T, i
 
 extern "C" int bench_ep(const bench_ep_opts *o) {
   ws_comm *comm = NULL;
-  WK(ws_comm_init_from_env(&comm));
   int rank = 0, n = 1;
-  WK(ws_comm_rank(comm, &rank));
-  WK(ws_comm_size(comm, &n));
   cudaDeviceProp prop;
-  int dev = 0;
-  CK(cudaGetDevice(&dev));
-  CK(cudaGetDeviceProperties(&prop, dev));
+  if (bench_comm_open(&comm, &rank, &n, &prop) != 0) return -1;
   const int E = 256 % n ? 8 * n : 256;
   const int iters = o->profile ? EP_BENCH_PROFILE_ITERS : EP_BENCH_ITERS;
   if (rank == 0)

@@ -12,7 +12,6 @@
 #include "warpspec/device/ptx.cuh"
 
 #include <stdio.h>
-#include <stdlib.h>
 
 #define HBM_BYTES (512ull << 20)
 #define LD_VEC 8
@@ -115,11 +114,6 @@ static int launch(int m, int ctas, uint4 *p, uint4 *q, uint4 *sink) {
   return 0;
 }
 
-static int cmp_float(const void *a, const void *b) {
-  const float x = *(const float *)a, y = *(const float *)b;
-  return (x > y) - (x < y);
-}
-
 extern "C" int bench_hbm(void) {
   uint4 *p, *q, *sink;
   CK(cudaSetDevice(0));
@@ -155,8 +149,7 @@ extern "C" int bench_hbm(void) {
         CK(cudaEventSynchronize(b));
         CK(cudaEventElapsedTime(&t[r], a, b));
       }
-      qsort(t + 1, 7, sizeof(float), cmp_float);
-      printf(" %7.0f", HBM_BYTES / (t[4] * 1e6));
+      printf(" %7.0f", HBM_BYTES / (bench_median(t + 1, 7) * 1e6));
     }
     printf("\n");
   }

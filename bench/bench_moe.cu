@@ -308,14 +308,9 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
 
 extern "C" int bench_moe(const bench_moe_opts *o) {
   ws_comm *comm = NULL;
-  WK(ws_comm_init_from_env(&comm));
   int rank = 0, n = 1;
-  WK(ws_comm_rank(comm, &rank));
-  WK(ws_comm_size(comm, &n));
   cudaDeviceProp prop;
-  int dev = 0;
-  CK(cudaGetDevice(&dev));
-  CK(cudaGetDeviceProperties(&prop, dev));
+  if (bench_comm_open(&comm, &rank, &n, &prop) != 0) return -1;
   if (rank == 0) printf("bench moe: %d rank(s) (EP%d), %s, ws_moe_layer_forward, unfused, fused-experts and fused-layer paths\n", n, n, prop.name);
   static const moe_shape shapes[] = {{"DeepSeekV3", 7168, 2048, 256, 8}, {"Flash", 4096, 2048, 256, 6}};
   static const int all_tokens[] = {1, 8, 128, 512, 4096, 8192};
