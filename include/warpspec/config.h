@@ -63,6 +63,12 @@
 #define WS_SR_VEC_PER_THREAD    8      /* 16-byte vectors each thread keeps in flight   */
 #define WS_SR_ZC_MIN_BYTES      (2u << 20)  /* zero-copy: from here stores go to the peer's buffer */
 #define WS_SR_CE_MIN_BYTES      (64u << 20) /* zero-copy: from here the copy engine moves it */
+#define WS_SR_MAX_PAIRS         7      /* (send, receive) pairs of one launch: 8 ranks  */
+/* ws_allgather sends each block to every rank at once (one launch) up to this many bytes
+ * per rank with 3..WS_SR_MAX_PAIRS + 1 ranks; above, or with 2 ranks, the ring. On 4
+ * GPUs the ring took about 20 us at 32 B - 512 KB, NCCL 10 us (issue 37). */
+#define WS_AG_DIRECT_MAX_BYTES  (1u << 20)
+#define WS_AG_DIRECT_MAX_CTAS   128    /* its grid, every row resident on 132 SMs       */
 #define WS_COMM_HEAP_SPARE      (1ull << 30) /* symmetric heap beyond the staging, default  */
 #define WS_RENDEZVOUS_TIMEOUT_MS 60000 /* ranks wait this long for each other at init   */
 #define WS_HOST_THREADS_MAX     64     /* threads of the float64 host references          */

@@ -1,9 +1,12 @@
-/* allgather.c - ws_allgather: a ring of ws_sendrecv calls, nranks - 1 steps.
+/* allgather.c - ws_allgather: small blocks on 3+ ranks go to every rank at once (one
+ * launch of sendrecv's kernel over every pair: ws_sr_allgather_direct), larger ones or 2
+ * ranks around a ring of ws_sendrecv calls, nranks - 1 steps.
  *
- * It keeps no state of its own: every step goes through ws_sendrecv, so it moves
- * through sendrecv's staging and step counters (sendrecv_internal.h), which that
- * operation owns; here only the communicator's rank and size are read. */
+ * It keeps no state of its own: both paths move through sendrecv's staging and step
+ * counters (sendrecv_internal.h), which that operation owns; here only the
+ * communicator's rank and size are read. */
 #include "comm_internal.h"
+#include "sendrecv_internal.h"
 #include "../core/size_check.h"
 
 #include <stdint.h>
@@ -20,6 +23,8 @@ ws_status ws_allgather(ws_comm *c, const void *sendbuf, size_t bytes, void *recv
   uint8_t *out = (uint8_t *)recvbuf;
   const int n = c->nranks, r = c->rank;
   if (bytes == 0) return WS_OK;
+  if (n > 2 && n - 1 <= WS_SR_MAX_PAIRS && bytes <= WS_AG_DIRECT_MAX_BYTES) /* small: every block at once */
+    return ws_sr_allgather_direct(c, sendbuf, bytes, recvbuf, stream);
   if (out + (size_t)r * bytes != (const uint8_t *)sendbuf)
     WS_CUDA_TRY(cudaMemcpyAsync(out + (size_t)r * bytes, sendbuf, bytes, cudaMemcpyDeviceToDevice, stream));
   /* Ring: in step s, pass on the block that arrived in step s-1 (our own first). */

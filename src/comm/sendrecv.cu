@@ -285,22 +285,50 @@ static __device__ __forceinline__ void zc_receiver(const sr_args *a, const ws_ct
   a->zrecv_seq[b] = seq;
 }
 
-WS_KERNEL(sr) sendrecv_kernel(const __grid_constant__ sr_args a, ws_diag diag) {
-  ws_ctx ctx = WS_SELF(sr, diag);
-  const uint32_t b = blockIdx.x;
-  if (ctx.role == SR_SENDER) {
-    if (a.send_peer >= 0 && b < a.send.blocks) {
-      if (a.zero_copy) zc_sender(&a, &ctx, b);
-      else if (a.send.ll) ll_sender(&a, &ctx, b);
-      else sender(&a, &ctx, b);
+/* CTA b of one (send, receive) pair: its sending role and its receiving role. */
+static __device__ __forceinline__ void sr_block(const sr_args *a, const ws_ctx *ctx, uint32_t b) {
+  if (ctx->role == SR_SENDER) {
+    if (a->send_peer >= 0 && b < a->send.blocks) {
+      if (a->zero_copy) zc_sender(a, ctx, b);
+      else if (a->send.ll) ll_sender(a, ctx, b);
+      else sender(a, ctx, b);
     }
-  } else if (ctx.role == SR_RECEIVER) {
-    if (a.recv_peer >= 0 && b < a.recv.blocks) {
-      if (a.zero_copy) zc_receiver(&a, &ctx, b);
-      else if (a.recv.ll) ll_receiver(&a, &ctx, b);
-      else receiver(&a, &ctx, b);
+  } else if (ctx->role == SR_RECEIVER) {
+    if (a->recv_peer >= 0 && b < a->recv.blocks) {
+      if (a->zero_copy) zc_receiver(a, ctx, b);
+      else if (a->recv.ll) ll_receiver(a, ctx, b);
+      else receiver(a, ctx, b);
     }
   }
+}
+
+WS_KERNEL(sr) sendrecv_kernel(const __grid_constant__ sr_args a, ws_diag diag) {
+  ws_ctx ctx = WS_SELF(sr, diag);
+  sr_block(&a, &ctx, blockIdx.x);
+}
+
+/* ---- several pairs in one launch: the direct all-gather -----------------------------
+ * Row y < npairs of the grid runs pair y (its own peers, so its own staging regions and
+ * step counters: the steps stay in order per (peer, block) whatever else uses them);
+ * the last row copies our own block into place with its sending roles. */
+typedef struct {
+  sr_args pair[WS_SR_MAX_PAIRS];
+  int npairs;
+  const uint8_t *local_src;
+  uint8_t *local_dst;
+  uint64_t local_bytes;
+} sr_multi_args;
+
+WS_KERNEL(sr) sendrecv_multi_kernel(const __grid_constant__ sr_multi_args m, ws_diag diag) {
+  ws_ctx ctx = WS_SELF(sr, diag);
+  if ((int)blockIdx.y < m.npairs) {
+    sr_block(&m.pair[blockIdx.y], &ctx, blockIdx.x);
+    return;
+  }
+  if (ctx.role != SR_SENDER || m.local_bytes == 0) return;
+  const uint64_t per = (m.local_bytes / gridDim.x + 15) / 16 * 16, off = (uint64_t)blockIdx.x * per;
+  if (off < m.local_bytes)
+    role_copy(m.local_dst + off, m.local_src + off, m.local_bytes - off < per ? m.local_bytes - off : per, &ctx, 0);
 }
 
 /* ---- zero-copy: the copy engine writes into the receiver's symmetric buffer ---------
@@ -409,6 +437,39 @@ static int overlap(const void *a, size_t na, const void *b, size_t nb) {
   return na && nb && x < y + nb && y < x + na;
 }
 
+/* The staging path's arguments of one (send, receive) pair (either peer WS_NO_PEER);
+ * *grid: at least the pair's CTAs. */
+static ws_status sr_pair(ws_comm *c, sr_args *a, const void *sendbuf, size_t sendbytes, int send_peer, void *recvbuf,
+                         size_t recvbytes, int recv_peer, int ctas, uint32_t *grid) {
+  ws_sr_state *sr = c->sr;
+  a->rank = c->rank;
+  a->send_peer = send_peer != WS_NO_PEER ? send_peer : -1;
+  a->recv_peer = recv_peer != WS_NO_PEER ? recv_peer : -1;
+  if (send_peer != WS_NO_PEER) {
+    a->src = (const uint8_t *)sendbuf;
+    a->send = ws_sr_geometry_make(sendbytes, (uint32_t)ctas);
+    WS_REQUIRE(sr->peer_staging[send_peer] != NULL, "ws_sendrecv: rank %d cannot reach rank %d's memory (no NVLink/P2P)",
+               c->rank, send_peer);
+    a->remote_staging = sr->peer_staging[send_peer] + (size_t)c->rank * WS_SR_REGION_BYTES;
+    a->remote_tail = sr->peer_tail[send_peer] + (size_t)c->rank * WS_SR_MAX_BLOCKS;
+    a->credits = sr->head + (size_t)send_peer * WS_SR_MAX_BLOCKS;
+    a->send_step = sr->send_step + (size_t)send_peer * WS_SR_MAX_BLOCKS;
+    if (a->send.blocks > *grid) *grid = a->send.blocks;
+  }
+  if (recv_peer != WS_NO_PEER) {
+    a->dst = (uint8_t *)recvbuf;
+    a->recv = ws_sr_geometry_make(recvbytes, (uint32_t)ctas);
+    WS_REQUIRE(sr->peer_head[recv_peer] != NULL, "ws_sendrecv: rank %d cannot reach rank %d's memory (no NVLink/P2P)",
+               c->rank, recv_peer);
+    a->staging = sr->staging + (size_t)recv_peer * WS_SR_REGION_BYTES;
+    a->tails = sr->tail + (size_t)recv_peer * WS_SR_MAX_BLOCKS;
+    a->remote_head = sr->peer_head[recv_peer] + (size_t)c->rank * WS_SR_MAX_BLOCKS;
+    a->recv_step = sr->recv_step + (size_t)recv_peer * WS_SR_MAX_BLOCKS;
+    if (a->recv.blocks > *grid) *grid = a->recv.blocks;
+  }
+  return WS_OK;
+}
+
 extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbytes, int send_peer, void *recvbuf,
                                  size_t recvbytes, int recv_peer, const ws_sendrecv_opts *opts, cudaStream_t stream) {
   WS_REQUIRE(c != NULL, "ws_sendrecv: comm is NULL");
@@ -457,32 +518,8 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
   }
   sr_args a;
   memset(&a, 0, sizeof a);
-  a.rank = c->rank;
-  a.send_peer = sending ? send_peer : -1;
-  a.recv_peer = receiving ? recv_peer : -1;
   uint32_t grid = 0;
-  if (sending) {
-    a.src = (const uint8_t *)sendbuf;
-    a.send = ws_sr_geometry_make(sendbytes, (uint32_t)ctas);
-    WS_REQUIRE(sr->peer_staging[send_peer] != NULL, "ws_sendrecv: rank %d cannot reach rank %d's memory (no NVLink/P2P)",
-               c->rank, send_peer);
-    a.remote_staging = sr->peer_staging[send_peer] + (size_t)c->rank * WS_SR_REGION_BYTES;
-    a.remote_tail = sr->peer_tail[send_peer] + (size_t)c->rank * WS_SR_MAX_BLOCKS;
-    a.credits = sr->head + (size_t)send_peer * WS_SR_MAX_BLOCKS;
-    a.send_step = sr->send_step + (size_t)send_peer * WS_SR_MAX_BLOCKS;
-    grid = a.send.blocks;
-  }
-  if (receiving) {
-    a.dst = (uint8_t *)recvbuf;
-    a.recv = ws_sr_geometry_make(recvbytes, (uint32_t)ctas);
-    WS_REQUIRE(sr->peer_head[recv_peer] != NULL, "ws_sendrecv: rank %d cannot reach rank %d's memory (no NVLink/P2P)",
-               c->rank, recv_peer);
-    a.staging = sr->staging + (size_t)recv_peer * WS_SR_REGION_BYTES;
-    a.tails = sr->tail + (size_t)recv_peer * WS_SR_MAX_BLOCKS;
-    a.remote_head = sr->peer_head[recv_peer] + (size_t)c->rank * WS_SR_MAX_BLOCKS;
-    a.recv_step = sr->recv_step + (size_t)recv_peer * WS_SR_MAX_BLOCKS;
-    if (a.recv.blocks > grid) grid = a.recv.blocks;
-  }
+  if ((s = sr_pair(c, &a, sendbuf, sendbytes, send_peer, recvbuf, recvbytes, recv_peer, ctas, &grid)) != WS_OK) return s;
   if (zero_copy && sendbytes >= WS_SR_ZC_MIN_BYTES) { /* smaller: the low-latency staging path is faster */
     const size_t B = WS_SR_MAX_BLOCKS;
     void *peer_dst = NULL;
@@ -513,4 +550,43 @@ extern "C" ws_status ws_send(ws_comm *c, const void *buf, size_t bytes, int peer
 extern "C" ws_status ws_recv(ws_comm *c, void *buf, size_t bytes, int peer, cudaStream_t stream) {
   WS_REQUIRE(peer != WS_NO_PEER, "ws_recv: peer is WS_NO_PEER");
   return ws_sendrecv(c, NULL, 0, WS_NO_PEER, buf, bytes, peer, NULL, stream);
+}
+
+/* The direct all-gather (allgather.c chooses it): every rank sends its block to every
+ * other rank at once, pair k = (to rank + 1 + k, from rank - 1 - k), one launch; the
+ * block of rank q lands at out + q x bytes, ours copied by the last row of the grid. */
+extern "C" ws_status ws_sr_allgather_direct(ws_comm *c, const void *sendbuf, size_t bytes, void *recvbuf,
+                                            cudaStream_t stream) {
+  const int n = c->nranks, r = c->rank;
+  WS_REQUIRE(n - 1 <= WS_SR_MAX_PAIRS, "ws_allgather: the direct path takes at most %d peers, not %d", WS_SR_MAX_PAIRS,
+             n - 1);
+  ws_sr_state *sr = c->sr;
+  ws_status s;
+  if (!sr->ag_planned) {
+    if ((s = ws_plan_init(&sr->ag_plan, "allgather_direct", sr_roles, sr_NROLES, 0)) != WS_OK) return s;
+    sr->ag_planned = 1;
+  }
+  static sr_multi_args m; /* about 2 KB: not on the host stack of every call */
+  memset(&m, 0, sizeof m);
+  uint8_t *out = (uint8_t *)recvbuf;
+  uint32_t grid = 1;
+  /* CTAs per pair: the tuned count, but all rows at once on the GPU (a fixed cap, not the
+   * SM count, so that every rank cuts the blocks the same way) */
+  const uint32_t cap = WS_AG_DIRECT_MAX_CTAS / (uint32_t)n, def = ws_sr_default_blocks(bytes);
+  const int ctas = (int)(def < cap ? def : cap);
+  for (int k = 0; k < n - 1; k++) {
+    const int to = (r + 1 + k) % n, from = (r - 1 - k + n) % n;
+    if ((s = sr_pair(c, &m.pair[k], sendbuf, bytes, to, out + (size_t)from * bytes, bytes, from, ctas, &grid)) != WS_OK)
+      return s;
+  }
+  m.npairs = n - 1;
+  if (out + (size_t)r * bytes != (const uint8_t *)sendbuf) {
+    m.local_src = (const uint8_t *)sendbuf;
+    m.local_dst = out + (size_t)r * bytes;
+    m.local_bytes = bytes;
+  }
+  ws_diag diag;
+  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  void *args[] = {&m, &diag};
+  return ws_plan_launch(&sr->ag_plan, (const void *)sendrecv_multi_kernel, dim3{grid, (unsigned)n, 1}, stream, args);
 }

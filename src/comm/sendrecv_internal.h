@@ -44,6 +44,15 @@ typedef struct ws_sr_state {
   int sr_planned;
   ws_plan zc_plan;     /* the zero-copy handshake kernel's */
   int zc_planned;
+  ws_plan ag_plan;     /* the direct all-gather's (several pairs in one launch) */
+  int ag_planned;
 } ws_sr_state;
+
+/* ws_allgather's direct path (sendrecv.cu): every pair of ranks at once, in one launch,
+ * through the staging path. At most WS_SR_MAX_PAIRS + 1 ranks. */
+#ifdef __cplusplus
+extern "C"
+#endif
+ws_status ws_sr_allgather_direct(ws_comm *c, const void *sendbuf, size_t bytes, void *recvbuf, cudaStream_t stream);
 
 #endif
