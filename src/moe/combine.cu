@@ -48,8 +48,8 @@ static size_t stream_smem(const ws_ep *ep) {
 static __device__ __forceinline__ void reduce_chunks(const ep_args *a, const uint16_t *y, const int *ntok, int gw,
                                                      int nw, int lane) {
   const int K = a->topk, nchunk = (a->hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
-  for (int s = 0; s < a->nranks; s++) {
-    const int units = ntok[s] * nchunk;
+  for (int k = 0; k < a->nranks; k++) {
+    const int s = ep_reduce_source(a, k), units = ntok[s] * nchunk;
     const size_t base = (size_t)s * a->max_tokens * K;
     int row = -1;
     float w = 0.0f;

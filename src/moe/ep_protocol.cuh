@@ -456,6 +456,28 @@ WS_DEV void ep_copy_scales(const ep_args *a, const int *rc, const int *off, int 
 }
 
 /* ---- reduce ------------------------------------------------------------------------ */
+/* The reduce's walk over its sources: rank r takes source r + 1 first and itself last, so
+ * that at any moment the ranks push into different ranks. Walked in source order, every
+ * rank pushed into rank 0 first (N - 1 senders sharing its inbound NVLink while the other
+ * ranks' inbound links idled), then into rank 1, ... The k-th source of the walk: */
+WS_DEV int ep_reduce_source(const ep_args *a, int k) {
+  const int s = a->rank + 1 + k;
+  return s >= a->nranks ? s - a->nranks : s;
+}
+
+/* Received token `row` of that walk (ntok[s]: tokens received from source s; in_kernel:
+ * written earlier in this kernel, read past L1): its source, and its index there. */
+WS_DEV int ep_reduce_token(const ep_args *a, const int *ntok, int in_kernel, int row, int *index) {
+  int k = 0, s = ep_reduce_source(a, 0);
+  for (; k < a->nranks - 1; s = ep_reduce_source(a, ++k)) {
+    const int nt = in_kernel ? __ldcg(ntok + s) : ntok[s];
+    if (row < nt) break;
+    row -= nt;
+  }
+  *index = row;
+  return s;
+}
+
 /* A warp: the lane vectors v0 + 32 u of received token (s, i)'s sum over its local
  * experts' rows of y (lane j holding slot j's row and weight: my_row, my_w, loaded by the
  * caller from comb_row / comb_w, -1 / 0 past the entries), fp32 in slot order, pushed as

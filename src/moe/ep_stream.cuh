@@ -25,7 +25,7 @@
 #ifndef WARPSPEC_EP_STREAM_CUH
 #define WARPSPEC_EP_STREAM_CUH
 
-#include "ep_internal.h"
+#include "ep_protocol.cuh"
 #include "moe_sum.cuh"
 #include "warpspec/device/ptx.cuh"
 
@@ -65,8 +65,8 @@ static __device__ __forceinline__ ep_stream_spec ep_stream_tokens(const ep_args 
   return sp;
 }
 
-/* Token g of the stream: reduce: the g-th received token over the sources in order (ntok: tokens received from each source, a copy in shared memory), its
- * local rows of y and weights, the sum pushed into the source's comb_inbox; gather: our
+/* Token g of the stream: reduce: the g-th received token of the reduce's walk over its
+ * sources (ep_reduce_token; ntok: a copy in shared memory), its local rows of y and weights, the sum pushed into the source's comb_inbox; gather: our
  * token g, the partials of the ranks it went to (weight 1; rank = lane, so at most 32
  * ranks), the sum into out. Past the last token: none. */
 static __device__ __forceinline__ ep_stream_tok ep_stream_load(const ep_args *a, const ep_stream_spec *sp, int g,
@@ -75,8 +75,8 @@ static __device__ __forceinline__ ep_stream_tok ep_stream_load(const ep_args *a,
   if (g >= sp->total) return k;
   const size_t H = (size_t)a->hidden;
   if (sp->mode == EP_STREAM_REDUCE) {
-    int s = 0, i = g;
-    while (i >= sp->ntok[s]) i -= sp->ntok[s++];
+    int i;
+    const int s = ep_reduce_token(a, sp->ntok, 0, g, &i);
     const size_t e = ((size_t)s * a->max_tokens + i) * a->topk + lane;
     if (lane < a->topk) {
       const int r = __ldcg(a->comb_row + e);

@@ -126,18 +126,6 @@ WS_DEV int mxe_received(const ep_args *a) {
   return n;
 }
 
-/* The received token `row` (over all sources, in source order): its source and index. */
-WS_DEV int mxe_source(const ep_args *a, int row, int *index) {
-  int s = 0;
-  for (; s < a->nranks - 1; s++) {
-    const int nt = __ldcg(&a->recv_ntok[s]);
-    if (row < nt) break;
-    row -= nt;
-  }
-  *index = row;
-  return s;
-}
-
 /* This item's share [u0, u1) of `units` units split over `items` items. */
 WS_DEV void mxe_share(long long units, int items, int item, long long *u0, long long *u1) {
   *u0 = units * item / items;
@@ -191,7 +179,7 @@ WS_DEV void mxe_reduce(const mx_layer_args *L, const ws_ctx *c, const uint16_t *
   mxe_share((long long)mxe_received(a) * nchunk, L->reduce_items, item, &u0, &u1);
   for (long long u = u0 + gw; u < u1; u += MX_LAYER_THREADS / 32) {
     int idx;
-    const int s = mxe_source(a, (int)(u / nchunk), &idx);
+    const int s = ep_reduce_token(a, a->recv_ntok, 1, (int)(u / nchunk), &idx);
     const size_t e = ((size_t)s * a->max_tokens + idx) * K;
     /* the rows and weights were written by the expand items, other CTAs: read past L1 */
     ep_reduce_unit<4>(a, y, s, idx, (int)(u % nchunk) * MOE_SUM_CHUNK + lane, lane < K ? __ldcg(a->comb_row + e + lane) : -1,
