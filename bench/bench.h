@@ -62,10 +62,16 @@ typedef struct {
   int sms;           /* CTAs of the transfer kernels (0: 24)                               */
   int receive;       /* -1: both receives; WS_EP_RECEIVE_COPY or _INDEX: that one          */
   const char *trace; /* a directory: one more pair per case under a role timeline       */
+  int profile;       /* few calls, for Nsight Compute: 3 timed pairs, 128 and 4096 tokens  */
 } bench_ep_opts;
 
 /* Under `warpspec run -n N`: ws_ep_dispatch and ws_ep_combine alone (bench_ep.cu). 0 or -1. */
 int bench_ep(const bench_ep_opts *o);
+
+/* The attention kernels alone on one GPU (bench_attn_kernels.cu): the parts named in
+ * `parts`, a mask of BENCH_ATTN_*, every schedule and grid each has. 0 or -1. */
+enum { BENCH_ATTN_MLA = 1, BENCH_ATTN_FLASH = 2, BENCH_ATTN_NSA = 4 };
+int bench_attn_kernels(int parts);
 
 /* Under `warpspec run -n N`: the whole MoE layer (ws_moe_layer_forward) and its stages'
  * time split at the issue's shapes. 0 or -1. */

@@ -6,8 +6,10 @@
  * this rank sends to other ranks, over the time; logical = bytes of every row a rank
  * receives, its own included (how DeepEP counts), over the time. With --trace DIR one more
  * pair runs under a role timeline of every CTA, written to DIR/ep_r<rank>_T<tokens>_s<sms>_
- * <receive>.csv (bench/trace_ep.py prints each kernel's span and waits). The PyTorch and
- * NCCL composites: `warpspec bench moe-a2a` (Python). */
+ * <receive>.csv (bench/trace_ep.py prints each kernel's span and waits). --profile: few
+ * calls, for Nsight Compute (3 timed pairs after the warm-ups, at 128 and 4096 tokens
+ * unless --tokens), so that a profiler that serialises every kernel finishes soon. The
+ * PyTorch and NCCL composites: `warpspec bench moe-a2a` (Python). */
 #include "bench.h"
 #include "bench_check.h"
 #include "warpspec/comm.h"
@@ -19,7 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EP_BENCH_ITERS 20
+#define EP_BENCH_ITERS 20 /* timed pairs (at most) */
+#define EP_BENCH_PROFILE_ITERS 3
 #define EP_BENCH_WARMUP 5
 
 static uint64_t ep_mix(uint64_t x) {
@@ -51,7 +54,7 @@ static void ep_routing(int E, int K, int rank, int T, int *idx, float *w) {
 }
 
 static int ep_case(ws_comm *comm, int rank, int n, int H, int E, int K, int T, int sms, ws_ep_receive receive,
-                   const char *trace_dir, FILE *csv) {
+                   int iters, const char *trace_dir, FILE *csv) {
   const ws_ep_config cfg = {H, E, K, T, WS_EP_FP8, 1, sms, WS_EP_NORMAL, receive};
   const int L = E / n;
   const size_t kb = (size_t)H / 128;
@@ -84,7 +87,7 @@ static int ep_case(ws_comm *comm, int rank, int n, int H, int E, int K, int T, i
   cudaEvent_t ev[3];
   for (int i = 0; i < 3; i++) CK(cudaEventCreate(&ev[i]));
   float td[EP_BENCH_ITERS], tc[EP_BENCH_ITERS];
-  for (int it = -EP_BENCH_WARMUP; it < EP_BENCH_ITERS; it++) {
+  for (int it = -EP_BENCH_WARMUP; it < iters; it++) {
     WK(ws_comm_barrier(comm, 0));
     CK(cudaEventRecord(ev[0], 0));
     WK(ws_ep_dispatch(ep, x, (const float *)sc, (const int *)di, (const float *)dw, T, NULL, NULL, 0));
@@ -108,9 +111,9 @@ static int ep_case(ws_comm *comm, int rank, int n, int H, int E, int K, int T, i
     WK(ws_ep_combine(ep, y, out, 0));
     WK(ws_trace_stop(path, NULL));
   }
-  qsort(td, EP_BENCH_ITERS, sizeof(float), cmp_float);
-  qsort(tc, EP_BENCH_ITERS, sizeof(float), cmp_float);
-  const double d_us = td[EP_BENCH_ITERS / 2] * 1e3, c_us = tc[EP_BENCH_ITERS / 2] * 1e3;
+  qsort(td, (size_t)iters, sizeof(float), cmp_float);
+  qsort(tc, (size_t)iters, sizeof(float), cmp_float);
+  const double d_us = td[iters / 2] * 1e3, c_us = tc[iters / 2] * 1e3;
   const double row_d = (double)H + (double)kb * 4.0, row_c = (double)H * 2;
   const double out_d = rows_out * row_d / d_us * 1e-3, out_c = rows_out * row_c / c_us * 1e-3;
   const double log_d = (rows_out + rows_self) * row_d / d_us * 1e-3, log_c = (rows_out + rows_self) * row_c / c_us * 1e-3;
@@ -138,9 +141,10 @@ extern "C" int bench_ep(const bench_ep_opts *o) {
   CK(cudaGetDevice(&dev));
   CK(cudaGetDeviceProperties(&prop, dev));
   const int E = 256 % n ? 8 * n : 256;
+  const int iters = o->profile ? EP_BENCH_PROFILE_ITERS : EP_BENCH_ITERS;
   if (rank == 0)
     printf("bench ep: %d rank(s) (EP%d), %s: ws_ep_dispatch + ws_ep_combine, FP8 rows, uniform top-8 routing, median "
-           "of %d pairs\n", n, n, prop.name, EP_BENCH_ITERS);
+           "of %d pairs\n", n, n, prop.name, iters);
   FILE *csv = NULL;
   if (o->csv && rank == 0) {
     csv = fopen(o->csv, "w");
@@ -148,15 +152,17 @@ extern "C" int bench_ep(const bench_ep_opts *o) {
     fprintf(csv, "ranks,receive,rank,tokens,hidden,experts,topk,sms,dispatch_us,combine_us,nvlink_dispatch_GBs,"
             "nvlink_combine_GBs,logical_dispatch_GBs,logical_combine_GBs\n");
   }
-  static const int all_tokens[] = {128, 512, 1024, 2048, 4096};
-  const int *tokens = o->tokens > 0 ? &o->tokens : all_tokens;
-  const int ntok = o->tokens > 0 ? 1 : (int)(sizeof all_tokens / sizeof all_tokens[0]);
+  static const int all_tokens[] = {128, 512, 1024, 2048, 4096}, profile_tokens[] = {128, 4096};
+  const int *tokens = o->tokens > 0 ? &o->tokens : o->profile ? profile_tokens : all_tokens;
+  const int ntok = o->tokens > 0 ? 1
+                   : o->profile  ? (int)(sizeof profile_tokens / sizeof profile_tokens[0])
+                                 : (int)(sizeof all_tokens / sizeof all_tokens[0]);
   const int sms = o->sms > 0 ? o->sms : 24;
   int rc = 0;
   for (int r = 0; r < 2 && rc == 0; r++) {
     const ws_ep_receive receive = r ? WS_EP_RECEIVE_INDEX : WS_EP_RECEIVE_COPY;
     if (o->receive >= 0 && o->receive != (int)receive) continue;
-    for (int i = 0; i < ntok && rc == 0; i++) rc = ep_case(comm, rank, n, 7168, E, 8, tokens[i], sms, receive, o->trace, csv);
+    for (int i = 0; i < ntok && rc == 0; i++) rc = ep_case(comm, rank, n, 7168, E, 8, tokens[i], sms, receive, iters, o->trace, csv);
   }
   if (csv) fclose(csv);
   ws_comm_destroy(comm);

@@ -1,7 +1,7 @@
 """plot_attention_kernels.py LOG [LOG_BEFORE] PNG - the kernels' own timings from
-`test_attention bench` / `test_attention nsa` logs as bars: MLA decode and sparse prefill
-TFLOPS (with an earlier log: before and after), and NSA against the dense causal flash
-kernel of the same run."""
+`warpspec bench attn-kernels` logs (or the older `test_attention bench` / `nsa` ones: the
+same rows) as bars: MLA decode and sparse prefill TFLOPS (with an earlier log: before and
+after), and NSA against the dense causal flash kernel of the same run."""
 import re
 import sys
 
@@ -43,7 +43,7 @@ def main(argv):
     ax.set_yticklabels(names, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("TFLOPS")
-    ax.set_title("MLA decode and sparse prefill (test_attention bench)")
+    ax.set_title("MLA decode and sparse prefill (warpspec bench attn-kernels)")
     ax.legend()
     if nsa:
         ax = axes[0][1]

@@ -1,5 +1,5 @@
 """trace_ep.py CSV... - where the time of one dispatch + combine pair goes, from the role
-timelines `test_moe bench` writes with WS_BENCH_TRACE=DIR (every block of ep_route,
+timelines `warpspec bench ep --trace DIR` writes (every block of ep_route,
 ep_send, ep_expand, ep_reduce, ep_gather). Per kernel (its role): the span from the first
 block's start to the last block's end, the blocks' median and longest time, and the
 median time a block spent in its waits on peers (acks, counts, data flags). Times are

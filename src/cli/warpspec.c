@@ -31,11 +31,13 @@ static int usage(void) {
           "            [--trace PREFIX [--trace-block B]]  role timeline of CTA B (-1: all) of each fused call\n"
           "                                    the whole MoE layer per rank and its time split\n"
           "  bench ep [--ranks N] [--tokens T] [--sms N] [--receive copy|index|both] [--csv FILE] [--trace DIR]\n"
-          "                                    MoE dispatch and combine alone (ws_ep), NVLink GB/s per rank\n"
+          "           [--profile]              MoE dispatch and combine alone (ws_ep), NVLink GB/s per rank;\n"
+          "                                    --profile: 3 timed pairs at 128 and 4096 tokens (for ncu)\n"
           "  bench moe-a2a [--ranks N] [--csv FILE]   MoE dispatch/combine vs PyTorch (python -m warpspec)\n"
           "  bench moe-layer [--ranks N] [--shape S] [--tokens T,T] [--csv FILE]\n"
           "                                    the MoE layer vs the NCCL + cuBLASLt composite (Python)\n"
           "  bench attention [--csv FILE] [--quick]   flash attention vs PyTorch SDPA (cuDNN, flash)\n"
+          "  bench attn-kernels [--only mla,flash,nsa] the attention kernels alone, every schedule and grid\n"
           "  run -n N [--timeout S] -- PROG ... start N ranks of PROG, one per GPU (no MPI needed)\n"
           "  demo [--planner]                  the main job: benchmarks on the GPUs present, or the\n"
           "                                    planner on the library's kernels (without a GPU, or asked)\n"
@@ -190,9 +192,10 @@ static int cmd_bench_sendrecv(int argc, char **argv) {
 /* `bench moe` runs one process per rank (default 1: EP1 on one GPU): outside the
  * launcher, start it. */
 static int cmd_bench_ep(int argc, char **argv) {
-  bench_ep_opts o = {NULL, 0, 0, 0, -1, NULL};
+  bench_ep_opts o = {NULL, 0, 0, 0, -1, NULL, 0};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--csv") == 0 && i + 1 < argc) o.csv = argv[++i];
+    else if (strcmp(argv[i], "--profile") == 0) o.profile = 1;
     else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc) o.trace = argv[++i];
     else if (strcmp(argv[i], "--receive") == 0 && i + 1 < argc) {
       const char *r = argv[++i];
@@ -210,6 +213,29 @@ static int cmd_bench_ep(int argc, char **argv) {
   }
   if (getenv("WS_RANK") == NULL) return bench_under_launcher(o.ranks ? o.ranks : 2, 1, argc, argv);
   return bench_ep(&o) == 0 ? 0 : 1;
+}
+
+/* `bench attn-kernels [--only PART,...]`: one GPU, one process; the parts run in the
+ * order mla, flash, nsa whatever the order named. */
+static int cmd_bench_attn_kernels(int argc, char **argv) {
+  int parts = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      for (const char *t = argv[++i]; *t;) { /* a comma-separated list */
+        const size_t len = strcspn(t, ",");
+        if (len == 3 && strncmp(t, "mla", 3) == 0) parts |= BENCH_ATTN_MLA;
+        else if (len == 5 && strncmp(t, "flash", 5) == 0) parts |= BENCH_ATTN_FLASH;
+        else if (len == 3 && strncmp(t, "nsa", 3) == 0) parts |= BENCH_ATTN_NSA;
+        else { fprintf(stderr, "bench attn-kernels: --only %s: mla, flash or nsa (comma-separated)\n", argv[i]); return 2; }
+        t += len + (t[len] == ',');
+      }
+    } else {
+      fprintf(stderr, "bench attn-kernels: unknown argument '%s' (--only mla,flash,nsa)\n", argv[i]);
+      return 2;
+    }
+  }
+  if (gpu_count() == 0) { fprintf(stderr, "bench attn-kernels: no GPU on this machine\n"); return 1; }
+  return bench_attn_kernels(parts ? parts : BENCH_ATTN_MLA | BENCH_ATTN_FLASH | BENCH_ATTN_NSA) == 0 ? 0 : 1;
 }
 
 static int cmd_bench_moe_layer(int argc, char **argv) {
@@ -251,6 +277,7 @@ static int cmd_bench_python(int argc, char **argv) {
 static int cmd_bench(int argc, char **argv) {
   if (argc > 0 && strcmp(argv[0], "moe") == 0) return cmd_bench_moe_layer(argc, argv);
   if (argc > 0 && strcmp(argv[0], "ep") == 0) return cmd_bench_ep(argc, argv);
+  if (argc > 0 && strcmp(argv[0], "attn-kernels") == 0) return cmd_bench_attn_kernels(argc, argv);
   if (argc > 0 && (strcmp(argv[0], "moe-a2a") == 0 || strcmp(argv[0], "moe-layer") == 0 || strcmp(argv[0], "attention") == 0))
     return cmd_bench_python(argc, argv);
   if (argc > 0 && (strcmp(argv[0], "sendrecv") == 0 || strcmp(argv[0], "allgather") == 0)) return cmd_bench_sendrecv(argc, argv);

@@ -7,8 +7,9 @@
 #             under both schedules) and the Python GPU tests
 #   sanitize  compute-sanitizer memcheck, racecheck and synccheck on the small cases
 #             (SAN_MODES, default "fp8 nsa-quick"; "quick" adds every quick case)
-#   bench     the kernels' own timing (test_attention bench: decode, flash, MLA under
-#             both schedules, NSA against the dense flash kernel)
+#   bench     the kernels' own timing (`warpspec bench attn-kernels`: decode, MLA under
+#             both schedules, flash under every schedule and grid, NSA against the dense
+#             flash kernel)
 #   sdpa      `warpspec bench attention` against PyTorch (SDPA cuDNN / flash, the MLA, decode
 #             and NSA composites); SDPA_ONLY=flash|mla|decode|nsa runs one part, QUICK=1
 #             the short list
@@ -43,7 +44,8 @@ for stage in $stages; do
         done
       done ;;
     bench)
-      timeout 300 "$t" bench >"$out/attn_bench.txt" 2>&1; echo "bench rc=$?"; cat "$out/attn_bench.txt" ;;
+      timeout 300 "$build/warpspec" bench attn-kernels >"$out/attn_bench.txt" 2>&1; echo "bench rc=$?"
+      cat "$out/attn_bench.txt" ;;
     sdpa)
       args=(--csv "$out/attn_sdpa.csv")
       [ "${QUICK:-0}" = 1 ] && args+=(--quick)

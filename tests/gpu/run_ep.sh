@@ -4,8 +4,8 @@
 #   1. correctness: test_moe all and test_moe_idle all on 1, 2 and 4 ranks (as many as
 #      the machine has), the gathered GEMM alone (test_gemm_gpu gather), the Python
 #      multi-GPU round trip (test_gpu_comm.py: both receives, expert_gemm);
-#   2. speed: `test_moe bench` on 2 and 4 ranks with role timelines of every CTA
-#      (WS_BENCH_TRACE, summarised by bench/trace_ep.py), and the MoE layer at 4096 tokens
+#   2. speed: `warpspec bench ep` on 2 and 4 ranks with role timelines of every CTA
+#      (--trace DIR, summarised by bench/trace_ep.py), and the MoE layer at 4096 tokens
 #      on 2 ranks with the L1 GEMM over copied rows and over the rows gathered in place
 #      (WARPSPEC_MOE_GATHER=0 / 1).
 # EP_TESTS=0 skips part 1 (when `make test` already ran it on this tree).
@@ -43,24 +43,19 @@ if [ "$ngpu" -ge 2 ] && [ "${EP_TESTS:-1}" = 1 ]; then
   step "python test_gpu_comm.py" py_comm.log env WARPSPEC_LIBRARY="$ab/libwarpspec.so" WARPSPEC_CLI="$ab/warpspec" \
     PYTHONPATH="$PWD/python" timeout 400 python3 -m pytest -q -x -p no:cacheprovider python/tests/test_gpu_comm.py
 fi
-for n in 2 4; do
+for n in 2 4; do # dispatch and combine alone (bench_ep.cu), FP8, 24 SMs, both receives
   [ "$ngpu" -ge "$n" ] || continue
-  mkdir -p "$logs/trace$n"
-  step "test_moe bench, $n ranks" "bench_$n.log" env WS_BENCH_TRACE="$logs/trace$n" timeout 400 "$b/warpspec" run -n "$n" \
-    --timeout 380 -- "$b/tests/gpu/test_moe" bench
-  grep "rank 0" "$logs/bench_$n.log" | grep -E "T 4096 fp8  sms 24|T 128 " | sed 's/bench rank 0: //' >>"$sum"
-  python3 bench/trace_ep.py "$logs"/trace$n/ep_r0_T4096_s24_fp8_*.csv "$logs"/trace$n/ep_r0_T128_s24_fp8_*.csv \
+  mkdir -p "$logs/trace$n" # one more pair per case under a role timeline: ep_r<rank>_T<tokens>_s24_<receive>.csv
+  step "warpspec bench ep, $n ranks" bench_ep_$n.log timeout 400 "$b/warpspec" bench ep --ranks $n \
+    --csv "$logs/bench_ep_$n.csv" --trace "$logs/trace$n"
+  grep -E "rank 0 .*T +(128|4096) " "$logs/bench_ep_$n.log" >>"$sum"
+  python3 bench/trace_ep.py "$logs"/trace$n/ep_r0_T4096_s24_*.csv "$logs"/trace$n/ep_r0_T128_s24_*.csv \
     >>"$sum" 2>&1
   for r in $(seq 1 $((n - 1))); do # the other ranks' combine, where rank 0 waits for them
-    python3 bench/trace_ep.py "$logs"/trace$n/ep_r${r}_T4096_s24_fp8_index.csv 2>&1 | grep -E "REDUCER|GATHERER" |
+    python3 bench/trace_ep.py "$logs"/trace$n/ep_r${r}_T4096_s24_index.csv 2>&1 | grep -E "REDUCER|GATHERER" |
       sed "s/^/  rank $r /" >>"$sum"
   done
   rm -f "$logs"/trace$n/ep_r[1-9]_*.csv
-done
-for n in 2 4; do # the same cases through the tool (bench_ep.cu, new in session 18)
-  [ "$ngpu" -ge "$n" ] || continue
-  step "warpspec bench ep, $n ranks" bench_ep_$n.log timeout 300 "$b/warpspec" bench ep --ranks $n --csv "$logs/bench_ep_$n.csv"
-  grep -E "rank 0 .*T +(128|4096) " "$logs/bench_ep_$n.log" >>"$sum"
 done
 for n in 2 4; do
   [ "$ngpu" -ge "$n" ] || continue

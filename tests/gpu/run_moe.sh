@@ -3,8 +3,9 @@
 # call: build (unless NO_BUILD=1), test_moe on 1 and 2 ranks (all cases, the
 # dispatch -> ws_gemm -> combine pipeline, a missing rank), the Python multi-GPU tests,
 # compute-sanitizer on a small case, Nsight Compute on each kernel at 128 tokens (what
-# the fixed cost is), test_moe's own timing and `warpspec bench moe-a2a` against the NCCL
-# composite and PyTorch (2+ GPUs), `warpspec bench moe` (the whole layer). Logs go to $OUT
+# the fixed cost is; `warpspec bench ep --profile`), `warpspec bench ep` (dispatch and
+# combine alone) and `warpspec bench moe-a2a` against the NCCL composite and PyTorch
+# (2+ GPUs), `warpspec bench moe` (the whole layer). Logs go to $OUT
 # (or ./results); at most 8 files come back: moe_tests.log moe_sanitizer.log moe_ncu.txt
 # moe_bench.txt moe_layer.txt moe_layer.csv (+ moe_a2a.txt moe_a2a.csv with 2 GPUs)
 set -u
@@ -37,11 +38,11 @@ done
 # metric: no kernel replay, which communication kernels could not survive)
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 WARPSPEC_TIMEOUT_MS=60000 timeout 300 "$ws" run -n $nr --timeout 280 -- sh -c \
-  'if [ "$WS_RANK" = 0 ]; then exec '"$ncu"' --clock-control none -k regex:ep_ --metrics gpu__time_duration.sum '"$t"' profile; else exec '"$t"' profile; fi' \
+  'if [ "$WS_RANK" = 0 ]; then exec '"$ncu"' --clock-control none -k regex:ep_ --metrics gpu__time_duration.sum '"$ws"' bench ep --profile; else exec '"$ws"' bench ep --profile; fi' \
   >"$out/moe_ncu.txt" 2>&1
 echo "ncu rc=$?"; grep -E "ep_[a-z]+_kernel|gpu__time_duration" "$out/moe_ncu.txt" | head -30
-timeout 200 "$ws" run -n $nr --timeout 190 -- "$t" bench >"$out/moe_bench.txt" 2>&1
-echo "bench rc=$?"; grep "bench rank 0" "$out/moe_bench.txt"
+timeout 200 "$ws" bench ep --ranks $nr >"$out/moe_bench.txt" 2>&1
+echo "bench ep rc=$?"; grep "rank 0 " "$out/moe_bench.txt"
 # the whole layer (unfused path) and its time split, on every rank the machine has
 timeout 500 "$ws" bench moe --ranks $nr ${QUICK:+--quick} --csv "$out/moe_layer.csv" >"$out/moe_layer.txt" 2>&1
 echo "bench moe rc=$?"; grep "rank 0" "$out/moe_layer.txt"

@@ -1,0 +1,422 @@
+/* bench_attn_kernels.cu - `warpspec bench attn-kernels`: the attention kernels alone, on
+ * one GPU, each shape timed under every schedule it has (the tests check the same
+ * kernels: tests/gpu/attention/). Parts (--only, default all three, in this order):
+ *   mla    MLA decode (batch 1 .. 128, lengths 4k .. 64k, the BF16 and the FP8 cache;
+ *          TFLOPS and bytes moved per second) and sparse MLA prefill (the seed's S 4096,
+ *          H 128, topk 2048, s_kv 8192 .. 131072), under both MLA schedules
+ *          (WARPSPEC_MLA_SCHEDULE unset, then overlap);
+ *   flash  the flash forward at batch x seq = 16k tokens, heads 16 and 32, d 64 and 128,
+ *          under each of its four schedules (WARPSPEC_ATTN_SCHEDULE), then the default
+ *          schedules on each grid (WARPSPEC_ATTN_GRID: persistent, one CTA per tile);
+ *   nsa    NSA selected-block attention, and the dense causal flash kernel on the same
+ *          q, k, v (TFLOPS on each one's own useful work).
+ * Each row: median of CUDA-event timings of single calls after warm-ups, no L2 flush (the
+ * PyTorch comparison with an L2 flush is `warpspec bench attention`). Data from a fixed
+ * seed, so two runs time the same selections and lengths. The printed rows ("bench NAME
+ * ... ms ... TFLOPS") are what bench/plot_attention_kernels.py reads. These were the
+ * modes bench, mla-bench and flash-bench of test_attention until session 19. */
+#include "bench.h"
+#include "bench_check.h"
+#include "warpspec/warpspec.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The data: uniform BF16 values from a xorshift stream with a fixed start. */
+static uint64_t ak_rng_state = 0x2545F4914F6CDD1Dull;
+static uint32_t ak_rng_u32(void) {
+  ak_rng_state ^= ak_rng_state << 13;
+  ak_rng_state ^= ak_rng_state >> 7;
+  ak_rng_state ^= ak_rng_state << 17;
+  return (uint32_t)(ak_rng_state >> 16);
+}
+static uint16_t ak_bf16_of(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static void ak_fill_uniform(uint16_t *x, size_t n, float amp) {
+  for (size_t i = 0; i < n; i++) x[i] = ak_bf16_of(amp * ((float)(ak_rng_u32() % 2000001u) / 1000000.0f - 1.0f));
+}
+
+/* Zeroed host memory, or fail the enclosing benchmark. */
+#define AK_ALLOC(ptr, count, size)                                              \
+  do {                                                                          \
+    (ptr) = (decltype(ptr))calloc((size_t)(count), (size_t)(size));             \
+    if (!(ptr)) BENCH_FAIL("calloc", #ptr);                                     \
+  } while (0)
+
+/* The median in ms (mean of the two middle ones) of `runs` calls of launch(ctx), each
+ * between two CUDA events, after `warm` calls not counted. runs <= 32, even. -1 on an
+ * error. */
+typedef ws_status (*launch_fn)(const void *ctx);
+static double median_ms(launch_fn launch, const void *ctx, int warm, int runs) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  float ms[32];
+  for (int it = 0; it < warm + runs; it++) {
+    CK(cudaEventRecord(e0, 0));
+    WK(launch(ctx));
+    CK(cudaEventRecord(e1, 0));
+    CK(cudaEventSynchronize(e1));
+    if (it >= warm) CK(cudaEventElapsedTime(&ms[it - warm], e0, e1));
+  }
+  for (int i = 1; i < runs; i++)
+    for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) { const float t = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = t; }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  return 0.5 * (ms[runs / 2 - 1] + ms[runs / 2]);
+}
+static ws_status launch_attn(const void *p) { return ws_attn_forward((const ws_attn_problem *)p, 0); }
+static ws_status launch_mla(const void *p) { return ws_mla_sparse_forward((const ws_mla_sparse_problem *)p, 0); }
+typedef struct {
+  const ws_mla_decode_problem *p;
+  void *ws;
+  size_t bytes;
+} decode_call;
+static ws_status launch_decode(const void *c) {
+  const decode_call *d = (const decode_call *)c;
+  return ws_mla_decode_forward(d->p, d->ws, d->bytes, 0);
+}
+static ws_status launch_nsa(const void *p) { return ws_nsa_forward((const ws_nsa_problem *)p, 0); }
+
+/* ---- flash forward ----------------------------------------------------------------- */
+typedef struct {
+  const char *name;
+  int batch, sq, sk, hq, hkv, dqk, dv;
+  ws_attn_mask mask;
+} attn_case;
+
+static int time_flash(const attn_case *c) {
+  const size_t Tq = (size_t)c->batch * c->sq, Tk = (size_t)c->batch * c->sk;
+  const size_t nq = Tq * c->hq * c->dqk, nk = Tk * c->hkv * c->dqk, nv = Tk * c->hkv * c->dv, no = Tq * c->hq * c->dv;
+  uint16_t *hq, *hk, *hv;
+  AK_ALLOC(hq, nq, 2);
+  AK_ALLOC(hk, nk, 2);
+  AK_ALLOC(hv, nv, 2);
+  ak_fill_uniform(hq, nq, 1.0f);
+  ak_fill_uniform(hk, nk, 1.0f);
+  ak_fill_uniform(hv, nv, 1.0f);
+  void *dq, *dk, *dv, *dout;
+  float *dl;
+  CK(cudaMalloc(&dq, nq * 2));
+  CK(cudaMalloc(&dk, nk * 2));
+  CK(cudaMalloc(&dv, nv * 2));
+  CK(cudaMalloc(&dout, no * 2));
+  CK(cudaMalloc((void **)&dl, Tq * c->hq * sizeof(float)));
+  CK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dk, hk, nk * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dv, hv, nv * 2, cudaMemcpyHostToDevice));
+  ws_attn_problem p;
+  memset(&p, 0, sizeof p);
+  p.batch = c->batch;
+  p.seqlen_q = c->sq;
+  p.seqlen_k = c->sk;
+  p.total_q = (int)Tq;
+  p.total_k = (int)Tk;
+  p.heads_q = c->hq;
+  p.heads_kv = c->hkv;
+  p.dim_qk = c->dqk;
+  p.dim_v = c->dv;
+  p.mask = c->mask;
+  p.q = dq; p.k = dk; p.v = dv; p.o = dout; p.lse = dl;
+  /* 3 warm-ups, median of 20 */
+  const double med = median_ms(launch_attn, &p, 3, 20);
+  if (med < 0) return -1;
+  const double lq = c->sq, lk = c->sk;
+  const double pairs = c->mask == WS_ATTN_NO_MASK ? lq * lk : lq * lk - lq * (lq - 1) / 2; /* sq == sk here */
+  const double flops = 2.0 * pairs * c->hq * (c->dqk + c->dv) * c->batch;
+  printf("bench %-36s %8.3f ms  %6.1f TFLOPS\n", c->name, med, flops / (med * 1e-3) / 1e12);
+  cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dl);
+  free(hq); free(hk); free(hv);
+  return 0;
+}
+
+/* ---- sparse MLA prefill ------------------------------------------------------------ */
+typedef struct {
+  const char *name;
+  int s_q, heads, s_kv, topk;
+} mla_case;
+
+static int time_mla(const mla_case *c) {
+  const int DQ = 576, DV = 512;
+  const size_t nq = (size_t)c->s_q * c->heads * DQ, nkv = (size_t)c->s_kv * DQ, no = (size_t)c->s_q * c->heads * DV;
+  uint16_t *hq, *hkv;
+  int *hi;
+  AK_ALLOC(hq, nq, 2);
+  AK_ALLOC(hkv, nkv, 2);
+  AK_ALLOC(hi, (size_t)c->s_q * c->topk, sizeof(int));
+  ak_fill_uniform(hq, nq, 1.0f);
+  ak_fill_uniform(hkv, nkv, 1.0f);
+  for (int i = 0; i < c->s_q; i++)
+    for (int j = 0; j < c->topk; j++) hi[(size_t)i * c->topk + j] = (int)(ak_rng_u32() % (uint32_t)c->s_kv);
+  void *dq, *dkv, *dout;
+  int *di;
+  float *dl;
+  CK(cudaMalloc(&dq, nq * 2));
+  CK(cudaMalloc(&dkv, nkv * 2));
+  CK(cudaMalloc(&dout, no * 2));
+  CK(cudaMalloc((void **)&di, (size_t)c->s_q * c->topk * sizeof(int)));
+  CK(cudaMalloc((void **)&dl, (size_t)c->s_q * c->heads * sizeof(float)));
+  CK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dkv, hkv, nkv * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(di, hi, (size_t)c->s_q * c->topk * sizeof(int), cudaMemcpyHostToDevice));
+  ws_mla_sparse_problem p;
+  memset(&p, 0, sizeof p);
+  p.s_q = c->s_q; p.heads = c->heads; p.s_kv = c->s_kv; p.topk = c->topk; p.dim_qk = DQ; p.dim_v = DV;
+  p.q = dq; p.kv = dkv; p.indices = di; p.o = dout; p.lse = dl;
+  const double med = median_ms(launch_mla, &p, 2, 10);
+  if (med < 0) return -1;
+  const double flops = 2.0 * c->s_q * c->heads * (double)c->topk * (DQ + DV);
+  printf("bench %-36s %8.3f ms  %6.1f TFLOPS\n", c->name, med, flops / (med * 1e-3) / 1e12);
+  cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(di); cudaFree(dl);
+  free(hq); free(hkv); free(hi);
+  return 0;
+}
+
+/* ---- MLA decode (paged cache, split-KV) ------------------------------------------- */
+typedef struct {
+  const char *name;
+  int batch, s_q, heads, len; /* every sequence `len` tokens */
+  int fp8;                    /* the FP8 cache (kv_fp8): rows quantised on the host */
+} dec_case;
+
+static int time_decode(const dec_case *c) {
+  const int DQ = 576, DV = 512, P = 64;
+  const int maxp = (c->len + P - 1) / P;
+  const int pages = c->batch * maxp + 3; /* and 3 pages no sequence uses */
+  int *lens, *table, *perm;
+  AK_ALLOC(lens, c->batch, sizeof(int));
+  AK_ALLOC(table, (size_t)c->batch * maxp, sizeof(int));
+  AK_ALLOC(perm, pages, sizeof(int));
+  for (int b = 0; b < c->batch; b++) lens[b] = c->len;
+  /* the pages shuffled, as a cache's pages are after a while */
+  for (int i = 0; i < pages; i++) perm[i] = i;
+  for (int i = pages - 1; i > 0; i--) { const int j = (int)(ak_rng_u32() % (uint32_t)(i + 1)), t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
+  for (int i = 0; i < c->batch * maxp; i++) table[i] = perm[i];
+  const size_t rows = (size_t)c->batch * c->s_q * c->heads, nq = rows * DQ, nkv = (size_t)pages * P * DQ, no = rows * DV;
+  uint16_t *hq, *hkv;
+  AK_ALLOC(hq, nq, 2);
+  AK_ALLOC(hkv, nkv, 2);
+  ak_fill_uniform(hq, nq, 1.0f);
+  ak_fill_uniform(hkv, nkv, 1.0f);
+  const size_t kv_rows = (size_t)pages * P, kv_bytes = c->fp8 ? kv_rows * WS_MLA_FP8_ROW_BYTES : nkv * 2;
+  uint8_t *hkv8 = NULL;
+  if (c->fp8) { /* rows of several magnitudes, so that the tile scales differ */
+    for (size_t r = 0; r < kv_rows; r += 5) ak_fill_uniform(hkv + r * DQ, DQ, r % 3 ? 8.0f : 0.01f);
+    AK_ALLOC(hkv8, kv_bytes, 1);
+    WK(ws_mla_kv_quantize_fp8_host(hkv, kv_rows, hkv8));
+  }
+  void *dq, *dkv, *dout, *ws = NULL;
+  int *dt, *dlen;
+  float *dl;
+  CK(cudaMalloc(&dq, nq * 2));
+  CK(cudaMalloc(&dkv, kv_bytes));
+  CK(cudaMalloc(&dout, no * 2));
+  CK(cudaMalloc((void **)&dl, rows * sizeof(float)));
+  CK(cudaMalloc((void **)&dt, (size_t)c->batch * maxp * sizeof(int)));
+  CK(cudaMalloc((void **)&dlen, (size_t)c->batch * sizeof(int)));
+  CK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dkv, c->fp8 ? (const void *)hkv8 : (const void *)hkv, kv_bytes, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dt, table, (size_t)c->batch * maxp * sizeof(int), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dlen, lens, (size_t)c->batch * sizeof(int), cudaMemcpyHostToDevice));
+  ws_mla_decode_problem p;
+  memset(&p, 0, sizeof p);
+  p.batch = c->batch; p.s_q = c->s_q; p.heads = c->heads; p.dim_qk = DQ; p.dim_v = DV; p.page_size = P;
+  p.num_pages = pages; p.max_pages = maxp; p.max_seqlen = c->len;
+  p.q = dq; p.kv_cache = dkv; p.block_table = dt; p.seqlens = dlen; p.o = dout; p.lse = dl;
+  p.kv_fp8 = c->fp8;
+  size_t wsb = 0;
+  WK(ws_mla_decode_workspace_size(&p, &wsb));
+  if (wsb) CK(cudaMalloc(&ws, wsb));
+  const decode_call call = {&p, ws, wsb};
+  const double med = median_ms(launch_decode, &call, 3, 20);
+  if (med < 0) return -1;
+  double keys = 0, bytes = 0;
+  for (int b = 0; b < c->batch; b++) keys += lens[b];
+  bytes += keys * (c->fp8 ? WS_MLA_FP8_ROW_BYTES : DQ * 2);
+  bytes += (double)nq * 2 + (double)no * 2;
+  const double flops = 2.0 * keys * c->s_q * c->heads * (DQ + DV);
+  printf("bench %-36s %8.3f ms  %6.1f TFLOPS  %6.0f GB/s (kv cache + q + o)\n", c->name, med, flops / (med * 1e-3) / 1e12,
+         bytes / (med * 1e-3) / 1e9);
+  cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(dl); cudaFree(dt); cudaFree(dlen);
+  if (ws) cudaFree(ws);
+  free(lens); free(table); free(perm); free(hq); free(hkv); free(hkv8);
+  return 0;
+}
+
+/* ---- NSA selected-block attention ------------------------------------------------- */
+typedef struct {
+  const char *name;
+  int tokens, heads_q, heads_kv, dim_qk, dim_v, topn;
+  int shared; /* 1: the tokens of each 64-token block share one selection (as NSA's
+               * neighbours mostly do); 0: every token its own random one, with -1,
+               * out-of-range and future blocks and duplicates */
+} nsa_case;
+
+/* Selections: always the first block and the token's own (last) block, then random
+ * earlier ones; unshared ones also get -1, past-the-end and future entries (the same
+ * draws as the test's, tests/gpu/attention/nsa.cuh). */
+static void nsa_select(const nsa_case *c, int *sel) {
+  const int nb = (c->tokens + 63) / 64;
+  for (int i = 0; i < c->tokens; i++)
+    for (int g = 0; g < c->heads_kv; g++) {
+      int *e = sel + ((size_t)i * c->heads_kv + g) * c->topn;
+      const int own = i / 64;
+      if (c->shared && i % 64 != 0) { /* as the block's first token (its own block is the same) */
+        memcpy(e, sel + ((size_t)(i - i % 64) * c->heads_kv + g) * c->topn, (size_t)c->topn * sizeof(int));
+        continue;
+      }
+      for (int n = 0; n < c->topn; n++) {
+        const uint32_t r = ak_rng_u32();
+        if (n == 0) e[n] = 0;
+        else if (n == 1) e[n] = own;
+        else if (c->shared || r % 8 < 5) e[n] = (int)(ak_rng_u32() % (uint32_t)(own + 1)); /* earlier (duplicates happen) */
+        else if (r % 8 == 5) e[n] = -1;
+        else if (r % 8 == 6) e[n] = nb + (int)(ak_rng_u32() % 3u); /* past the end */
+        else e[n] = (int)(ak_rng_u32() % (uint32_t)nb);             /* any, possibly in the future */
+      }
+    }
+}
+
+static int time_nsa(const nsa_case *c) {
+  const size_t nq = (size_t)c->tokens * c->heads_q * c->dim_qk, nk = (size_t)c->tokens * c->heads_kv * c->dim_qk,
+               nv = (size_t)c->tokens * c->heads_kv * c->dim_v, no = (size_t)c->tokens * c->heads_q * c->dim_v,
+               rows = (size_t)c->tokens * c->heads_q, nsel = (size_t)c->tokens * c->heads_kv * c->topn;
+  uint16_t *hq, *hk, *hv;
+  int *hs;
+  AK_ALLOC(hq, nq, 2);
+  AK_ALLOC(hk, nk, 2);
+  AK_ALLOC(hv, nv, 2);
+  AK_ALLOC(hs, nsel, sizeof(int));
+  ak_fill_uniform(hq, nq, 1.0f);
+  ak_fill_uniform(hk, nk, 1.0f);
+  ak_fill_uniform(hv, nv, 1.0f);
+  nsa_select(c, hs);
+  void *dq, *dk, *dv, *dout;
+  int *ds;
+  float *dl;
+  CK(cudaMalloc(&dq, nq * 2));
+  CK(cudaMalloc(&dk, nk * 2));
+  CK(cudaMalloc(&dv, nv * 2));
+  CK(cudaMalloc(&dout, no * 2));
+  CK(cudaMalloc((void **)&dl, rows * sizeof(float)));
+  CK(cudaMalloc((void **)&ds, nsel * sizeof(int)));
+  CK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dk, hk, nk * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dv, hv, nv * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(ds, hs, nsel * sizeof(int), cudaMemcpyHostToDevice));
+  ws_nsa_problem p;
+  memset(&p, 0, sizeof p);
+  p.tokens = c->tokens; p.heads_q = c->heads_q; p.heads_kv = c->heads_kv; p.dim_qk = c->dim_qk; p.dim_v = c->dim_v;
+  p.block = 64; p.topn = c->topn;
+  p.q = dq; p.k = dk; p.v = dv; p.block_indices = ds; p.o = dout; p.lse = dl;
+  /* the work: every query row times the valid keys it selected (a block listed twice counts twice) */
+  double keys = 0;
+  const int nb = (c->tokens + 63) / 64;
+  for (int i = 0; i < c->tokens; i++)
+    for (int g = 0; g < c->heads_kv; g++)
+      for (int n = 0; n < c->topn; n++) {
+        const int b = hs[((size_t)i * c->heads_kv + g) * c->topn + n];
+        if (b >= 0 && b < nb && b * 64 <= i) keys += (double)(c->heads_q / c->heads_kv) * (i - b * 64 + 1 < 64 ? i - b * 64 + 1 : 64);
+      }
+  const double flops = 2.0 * keys * (c->dim_qk + c->dim_v);
+  const double med = median_ms(launch_nsa, &p, 3, 20);
+  if (med < 0) return -1;
+  /* the dense flash kernel, causal, on the same q, k, v: its TFLOPS on its own work */
+  ws_attn_problem d;
+  memset(&d, 0, sizeof d);
+  d.batch = 1; d.seqlen_q = c->tokens; d.seqlen_k = c->tokens; d.heads_q = c->heads_q; d.heads_kv = c->heads_kv;
+  d.dim_qk = c->dim_qk; d.dim_v = c->dim_v; d.mask = WS_ATTN_CAUSAL_TOP_LEFT; d.q = dq; d.k = dk; d.v = dv; d.o = dout;
+  const double dmed = median_ms(launch_attn, &d, 3, 20);
+  if (dmed < 0) return -1;
+  const double dflops = 2.0 * c->heads_q * ((double)c->tokens * (c->tokens + 1) / 2) * (c->dim_qk + c->dim_v);
+  const double tf = flops / (med * 1e-3) / 1e12, dtf = dflops / (dmed * 1e-3) / 1e12;
+  printf("bench %-44s %8.3f ms %6.1f TFLOPS | dense causal flash %8.3f ms %6.1f TFLOPS | %.0f%% of dense\n", c->name, med,
+         tf, dmed, dtf, 100.0 * tf / dtf);
+  cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dl); cudaFree(ds);
+  free(hq); free(hk); free(hv); free(hs);
+  return 0;
+}
+
+/* ---- the shapes -------------------------------------------------------------------- */
+static const attn_case flash_bench[] = {
+    {"B4 S4096 H16 d128", 4, 4096, 4096, 16, 16, 128, 128, WS_ATTN_NO_MASK},
+    {"B4 S4096 H16 d128 causal", 4, 4096, 4096, 16, 16, 128, 128, WS_ATTN_CAUSAL_TOP_LEFT},
+    {"B2 S8192 H16 d128", 2, 8192, 8192, 16, 16, 128, 128, WS_ATTN_NO_MASK},
+    {"B2 S8192 H16 d128 causal", 2, 8192, 8192, 16, 16, 128, 128, WS_ATTN_CAUSAL_TOP_LEFT},
+    {"B4 S8192 H16 d128", 4, 8192, 8192, 16, 16, 128, 128, WS_ATTN_NO_MASK},
+    {"B4 S8192 H16 d128 causal", 4, 8192, 8192, 16, 16, 128, 128, WS_ATTN_CAUSAL_TOP_LEFT},
+    {"B8 S2048 H32 d64", 8, 2048, 2048, 32, 32, 64, 64, WS_ATTN_NO_MASK},
+    {"B8 S2048 H32 d64 causal", 8, 2048, 2048, 32, 32, 64, 64, WS_ATTN_CAUSAL_TOP_LEFT},
+};
+static const mla_case mla_bench[] = {
+    {"mla S4096 H128 topk2048 s_kv 8192", 4096, 128, 8192, 2048},
+    {"mla S4096 H128 topk2048 s_kv 32768", 4096, 128, 32768, 2048},
+    {"mla S4096 H128 topk2048 s_kv 65536", 4096, 128, 65536, 2048},
+    {"mla S4096 H128 topk2048 s_kv 98304", 4096, 128, 98304, 2048},
+    {"mla S4096 H128 topk2048 s_kv 131072", 4096, 128, 131072, 2048},
+};
+static const dec_case dec_bench[] = {
+    {"decode B64 s_q1 H128 len 4096", 64, 1, 128, 4096, 0},
+    {"decode B128 s_q1 H128 len 4096", 128, 1, 128, 4096, 0},
+    {"decode B128 s_q2 H128 len 8192", 128, 2, 128, 8192, 0},
+    {"decode B8 s_q1 H128 len 32768", 8, 1, 128, 32768, 0},
+    {"decode B1 s_q1 H128 len 65536", 1, 1, 128, 65536, 0},
+    {"decode fp8 B64 s_q1 H128 len 4096", 64, 1, 128, 4096, 1},
+    {"decode fp8 B128 s_q1 H128 len 4096", 128, 1, 128, 4096, 1},
+    {"decode fp8 B128 s_q2 H128 len 8192", 128, 2, 128, 8192, 1},
+    {"decode fp8 B8 s_q1 H128 len 32768", 8, 1, 128, 32768, 1},
+    {"decode fp8 B1 s_q1 H128 len 65536", 1, 1, 128, 65536, 1},
+};
+static const nsa_case nsa_bench[] = {
+    {"nsa T 16384 Hq 64 Hkv 4 d128 topn 16 shared", 16384, 64, 4, 128, 128, 16, 1},
+    {"nsa T 16384 Hq 64 Hkv 4 d128 topn 16 random", 16384, 64, 4, 128, 128, 16, 0},
+    {"nsa T 65536 Hq 64 Hkv 4 d128 topn 16 shared", 65536, 64, 4, 128, 128, 16, 1},
+    {"nsa T 16384 Hq 64 Hkv 4 d192/128 topn 16 shared", 16384, 64, 4, 192, 128, 16, 1},
+};
+/* WARPSPEC_ATTN_SCHEDULE's values and the flash grids (WARPSPEC_ATTN_GRID) */
+static const char *const flash_scheds[4] = {"plain", "pingpong", "overlap", "overlap-pingpong"};
+static const char *const flash_grids[2] = {"persistent", "tiles"};
+
+#define AK_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+extern "C" int bench_attn_kernels(int parts) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* a line at a time: a log cut by a timeout shows where */
+  cudaDeviceProp prop;
+  int dev = 0;
+  CK(cudaGetDevice(&dev));
+  CK(cudaGetDeviceProperties(&prop, dev));
+  printf("bench attn-kernels: %s: the attention kernels alone, medians of CUDA-event timings, no L2 flush\n", prop.name);
+  int rc = 0;
+  if (parts & BENCH_ATTN_MLA) {
+    for (int sw = 0; sw < 2 && rc == 0; sw++) { /* both MLA schedules: the default, then the overlapped one */
+      if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "overlap", 1);
+      printf("mla schedule: %s\n", sw ? "overlap" : "default");
+      for (size_t i = 0; i < AK_COUNT(dec_bench) && rc == 0; i++) rc = time_decode(&dec_bench[i]);
+      for (size_t i = 0; i < AK_COUNT(mla_bench) && rc == 0; i++) rc = time_mla(&mla_bench[i]);
+    }
+    unsetenv("WARPSPEC_MLA_SCHEDULE");
+  }
+  if (parts & BENCH_ATTN_FLASH) {
+    for (int sc = 0; sc < 4 && rc == 0; sc++) { /* the four schedules of the flash kernel */
+      setenv("WARPSPEC_ATTN_SCHEDULE", flash_scheds[sc], 1);
+      printf("flash schedule: %s\n", flash_scheds[sc]);
+      for (size_t i = 0; i < AK_COUNT(flash_bench) && rc == 0; i++) rc = time_flash(&flash_bench[i]);
+    }
+    unsetenv("WARPSPEC_ATTN_SCHEDULE");
+    for (int g = 0; g < 2 && rc == 0; g++) { /* the default schedules on each grid (WARPSPEC_ATTN_GRID) */
+      setenv("WARPSPEC_ATTN_GRID", flash_grids[g], 1);
+      printf("flash grid: %s\n", flash_grids[g]);
+      for (size_t i = 0; i < AK_COUNT(flash_bench) && rc == 0; i++) rc = time_flash(&flash_bench[i]);
+    }
+    unsetenv("WARPSPEC_ATTN_GRID");
+  }
+  if (parts & BENCH_ATTN_NSA)
+    for (size_t i = 0; i < AK_COUNT(nsa_bench) && rc == 0; i++) rc = time_nsa(&nsa_bench[i]);
+  return rc;
+}

@@ -1,0 +1,196 @@
+/* mla_decode.cuh - test_attention: MLA decode (ws_mla_decode_forward) against
+ * ws_mla_decode_reference: shuffled page tables, mixed lengths with empty sequences, s_q
+ * 1 and 2 (causal), single- and split-KV launches (workspace poisoned too), the BF16 and
+ * the FP8 cache (rows quantised on the host), batch 128 checked on a sample of sequences
+ * and heads; and a page id past the cache, which must be masked as -1 is, not wrap onto
+ * a cached row. Run under both MLA schedules. */
+#ifndef WARPSPEC_TEST_ATTN_MLA_DECODE_CUH
+#define WARPSPEC_TEST_ATTN_MLA_DECODE_CUH
+
+#include "attn_common.cuh"
+
+typedef struct {
+  const char *name;
+  int batch, s_q, heads, max_len; /* lens: random 0 .. max_len (the first = max_len) unless `fixed` */
+  int fixed;
+  int fp8;                        /* the FP8 cache (kv_fp8): rows quantised on the host */
+} dec_case;
+
+static int run_decode(const dec_case *c) {
+  const int DQ = 576, DV = 512, P = 64;
+  int *lens = (int *)host_alloc((size_t)c->batch, sizeof(int), 0);
+  for (int b = 0; b < c->batch; b++) lens[b] = c->fixed || b == 0 ? c->max_len : (int)(rng_u32() % (uint32_t)(c->max_len + 1));
+  const int maxp = (c->max_len + P - 1) / P;
+  int pages = 0;
+  for (int b = 0; b < c->batch; b++) pages += (lens[b] + P - 1) / P;
+  pages += 3; /* pages no sequence uses */
+  int *table = (int *)host_alloc((size_t)c->batch * maxp, sizeof(int), 0), *perm = (int *)host_alloc((size_t)pages, sizeof(int), 0);
+  for (int i = 0; i < pages; i++) perm[i] = i;
+  for (int i = pages - 1; i > 0; i--) { const int j = (int)(rng_u32() % (uint32_t)(i + 1)), t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
+  int next = 0;
+  for (int b = 0; b < c->batch; b++)
+    for (int g = 0; g < maxp; g++) table[(size_t)b * maxp + g] = g < (lens[b] + P - 1) / P ? perm[next++] : -1;
+  const size_t rows = (size_t)c->batch * c->s_q * c->heads, nq = rows * DQ, nkv = (size_t)pages * P * DQ, no = rows * DV;
+  uint16_t *hq = (uint16_t *)host_alloc(nq, 2, 0), *hkv = (uint16_t *)host_alloc(nkv, 2, 0), *ho = (uint16_t *)host_alloc(no, 2, 0);
+  float *hl = (float *)host_alloc(rows, sizeof(float), 0);
+  fill_uniform(hq, nq, 1.0f);
+  fill_uniform(hkv, nkv, 1.0f);
+  const size_t kv_rows = (size_t)pages * P, kv_bytes = c->fp8 ? kv_rows * WS_MLA_FP8_ROW_BYTES : nkv * 2;
+  uint8_t *hkv8 = NULL;
+  if (c->fp8) { /* rows of several magnitudes, so that the tile scales differ */
+    for (size_t r = 0; r < kv_rows; r += 5) fill_uniform(hkv + r * DQ, DQ, r % 3 ? 8.0f : 0.01f);
+    hkv8 = (uint8_t *)host_alloc(kv_bytes, 1, 0);
+    WS_OK_OR_DIE(ws_mla_kv_quantize_fp8_host(hkv, kv_rows, hkv8));
+  }
+  void *dq, *dkv, *dout, *ws = NULL;
+  int *dt, *dlen;
+  float *dl;
+  CUDA_OK(cudaMalloc(&dq, nq * 2));
+  CUDA_OK(cudaMalloc(&dkv, kv_bytes));
+  CUDA_OK(cudaMalloc(&dout, no * 2));
+  CUDA_OK(cudaMalloc((void **)&dl, rows * sizeof(float)));
+  CUDA_OK(cudaMalloc((void **)&dt, (size_t)c->batch * maxp * sizeof(int)));
+  CUDA_OK(cudaMalloc((void **)&dlen, (size_t)c->batch * sizeof(int)));
+  CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dkv, c->fp8 ? (const void *)hkv8 : (const void *)hkv, kv_bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dt, table, (size_t)c->batch * maxp * sizeof(int), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dlen, lens, (size_t)c->batch * sizeof(int), cudaMemcpyHostToDevice));
+  ws_mla_decode_problem p;
+  memset(&p, 0, sizeof p);
+  p.batch = c->batch; p.s_q = c->s_q; p.heads = c->heads; p.dim_qk = DQ; p.dim_v = DV; p.page_size = P;
+  p.num_pages = pages; p.max_pages = maxp; p.max_seqlen = c->max_len;
+  p.q = dq; p.kv_cache = dkv; p.block_table = dt; p.seqlens = dlen; p.o = dout; p.lse = dl;
+  p.kv_fp8 = c->fp8;
+  size_t wsb = 0;
+  WS_OK_OR_DIE(ws_mla_decode_workspace_size(&p, &wsb));
+  if (wsb) CUDA_OK(cudaMalloc(&ws, wsb));
+  int fails = 0;
+  CUDA_OK(cudaMemset(dout, 0xFF, no * 2));
+  CUDA_OK(cudaMemset(dl, 0xFF, rows * sizeof(float)));
+  if (ws) CUDA_OK(cudaMemset(ws, 0xFF, wsb));
+  WS_OK_OR_DIE(ws_mla_decode_forward(&p, ws, wsb, 0));
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(ho, dout, no * 2, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(hl, dl, rows * sizeof(float), cudaMemcpyDeviceToHost));
+  /* a large batch: the float64 reference on 4 of its sequences (the first, the longest;
+   * the middle one, the last, one at random) and 16 of their heads (one in 8, at a
+   * different offset in each group of 8), the kernel's rows of those gathered */
+  const int big = c->batch > 32, sub_h = big ? 16 : c->heads;
+  int pick[4], np = 0;
+  if (big) {
+    pick[np++] = 0; pick[np++] = c->batch / 2; pick[np++] = c->batch - 1;
+    pick[np++] = 1 + (int)(rng_u32() % (uint32_t)(c->batch - 2));
+  }
+  const int nb = big ? np : c->batch;
+  const size_t srows = (size_t)nb * c->s_q * sub_h;
+  uint16_t *sq = hq, *so = ho;
+  float *sl = hl;
+  int *stab = table, *slen = lens;
+  if (big) { /* the picked rows' q, table, lengths and kernel output */
+    sq = (uint16_t *)host_alloc(srows * DQ, 2, 0);
+    so = (uint16_t *)host_alloc(srows * DV, 2, 0);
+    sl = (float *)host_alloc(srows, sizeof(float), 0);
+    stab = (int *)host_alloc((size_t)nb * maxp, sizeof(int), 0);
+    slen = (int *)host_alloc((size_t)nb, sizeof(int), 0);
+    for (int i = 0; i < nb; i++) {
+      const int b = pick[i];
+      for (int t = 0; t < c->s_q; t++)
+        for (int j = 0; j < sub_h; j++) {
+          const size_t from = ((size_t)b * c->s_q + t) * c->heads + 8 * j + j % 8, to = ((size_t)i * c->s_q + t) * sub_h + j;
+          memcpy(sq + to * DQ, hq + from * DQ, DQ * 2);
+          memcpy(so + to * DV, ho + from * DV, DV * 2);
+          sl[to] = hl[from];
+        }
+      memcpy(stab + (size_t)i * maxp, table + (size_t)b * maxp, (size_t)maxp * sizeof(int));
+      slen[i] = lens[b];
+    }
+  }
+  double *ro = (double *)host_alloc(srows * DV, sizeof(double), 0), *rl = (double *)host_alloc(srows, sizeof(double), 0);
+  ws_mla_decode_problem hp = p;
+  hp.batch = nb;
+  hp.heads = sub_h;
+  hp.q = sq; hp.kv_cache = c->fp8 ? (const void *)hkv8 : (const void *)hkv; hp.block_table = stab; hp.seqlens = slen;
+  hp.o = so; hp.lse = NULL;
+  WS_OK_OR_DIE(ws_mla_decode_reference(&hp, ro, rl));
+  char extra[96];
+  snprintf(extra, sizeof extra, ", workspace %zu B%s", wsb, big ? ", 4 sequences x 16 heads checked" : "");
+  fails += !compare(c->name, extra, so, ro, srows * DV, DV, sl, rl, srows, 1, 64);
+  if (big) { free(sq); free(so); free(sl); free(stab); free(slen); }
+  free(ro);
+  free(rl);
+  cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(dl); cudaFree(dt); cudaFree(dlen);
+  if (ws) cudaFree(ws);
+  free(lens); free(table); free(perm); free(hq); free(hkv); free(hkv8); free(ho); free(hl);
+  return fails;
+}
+
+/* A page id past the cache must be masked like -1, not wrap onto a cached row: page
+ * 2^26 + 1 of 64 rows is row 2^32 + 64, row 64 in 32 bits. The same sequence with that
+ * id and with -1 in its second slot gives the same bits. */
+static int check_page_wrap(void) {
+  const int DQ = 576, DV = 512, P = 64, H = 64;
+  const size_t nq = (size_t)H * DQ, nkv = (size_t)2 * P * DQ, no = (size_t)H * DV;
+  uint16_t *hq = (uint16_t *)host_alloc(nq, 2, 0), *hkv = (uint16_t *)host_alloc(nkv, 2, 0);
+  fill_uniform(hq, nq, 1.0f);
+  fill_uniform(hkv, nkv, 1.0f);
+  const int tables[2][2] = {{0, (1 << 26) + 1}, {0, -1}}, len = 2 * P;
+  void *dq, *dkv, *dout[2], *ws = NULL;
+  int *dt, *dlen;
+  float *dl[2];
+  CUDA_OK(cudaMalloc(&dq, nq * 2));
+  CUDA_OK(cudaMalloc(&dkv, nkv * 2));
+  CUDA_OK(cudaMalloc((void **)&dt, sizeof tables));
+  CUDA_OK(cudaMalloc((void **)&dlen, sizeof len));
+  CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dkv, hkv, nkv * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dt, tables, sizeof tables, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dlen, &len, sizeof len, cudaMemcpyHostToDevice));
+  ws_mla_decode_problem p;
+  memset(&p, 0, sizeof p);
+  p.batch = 1; p.s_q = 1; p.heads = H; p.dim_qk = DQ; p.dim_v = DV; p.page_size = P;
+  p.num_pages = 2; p.max_pages = 2; p.max_seqlen = len;
+  p.q = dq; p.kv_cache = dkv; p.seqlens = dlen;
+  p.block_table = dt; p.o = dq; /* placeholders for the size query; each call below sets its own */
+  size_t wsb = 0;
+  WS_OK_OR_DIE(ws_mla_decode_workspace_size(&p, &wsb));
+  if (wsb) CUDA_OK(cudaMalloc(&ws, wsb));
+  uint16_t *ho[2];
+  float *hl[2];
+  for (int t = 0; t < 2; t++) {
+    CUDA_OK(cudaMalloc(&dout[t], no * 2));
+    CUDA_OK(cudaMalloc((void **)&dl[t], H * sizeof(float)));
+    CUDA_OK(cudaMemset(dout[t], 0xFF, no * 2));
+    p.block_table = dt + 2 * t; p.o = dout[t]; p.lse = dl[t];
+    WS_OK_OR_DIE(ws_mla_decode_forward(&p, ws, wsb, 0));
+    CUDA_OK(cudaDeviceSynchronize());
+    ho[t] = (uint16_t *)host_alloc(no, 2, 0);
+    hl[t] = (float *)host_alloc(H, sizeof(float), 0);
+    CUDA_OK(cudaMemcpy(ho[t], dout[t], no * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(hl[t], dl[t], H * sizeof(float), cudaMemcpyDeviceToHost));
+  }
+  const int same = memcmp(ho[0], ho[1], no * 2) == 0 && memcmp(hl[0], hl[1], H * sizeof(float)) == 0;
+  printf("decode, a page id past the cache: %s\n", same ? "masked, ok" : "read a cached row: FAILED");
+  for (int t = 0; t < 2; t++) { cudaFree(dout[t]); cudaFree(dl[t]); free(ho[t]); free(hl[t]); }
+  cudaFree(dq); cudaFree(dkv); cudaFree(dt); cudaFree(dlen);
+  if (ws) cudaFree(ws);
+  free(hq); free(hkv);
+  return !same;
+}
+
+static const dec_case dec_quick[] = {
+    {"decode B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1, 0},
+    {"decode B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 0},
+    {"decode fp8 B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1, 1},
+    {"decode fp8 B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 1},
+};
+static const dec_case dec_full[] = {
+    {"decode B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 0},
+    {"decode B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 0},
+    {"decode fp8 B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 1},
+    {"decode fp8 B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 1},
+    {"decode B128 s_q1 H128 lens 0..32768", 128, 1, 128, 32768, 0, 0},
+    {"decode fp8 B128 s_q2 H128 lens 0..32768", 128, 2, 128, 32768, 0, 1},
+};
+
+#endif

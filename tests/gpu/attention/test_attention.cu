@@ -1,0 +1,119 @@
+/* test_attention.cu - the attention kernels against their float64 host references
+ * (ws_attn_reference, ws_mla_sparse_reference, ws_mla_decode_reference,
+ * ws_nsa_reference), fresh random data every run (the seed printed), outputs poisoned
+ * (NaN) before each launch so an unwritten element fails. Each case: ||o - ref|| / ||ref||
+ * and the same for lse, against 1e-2; every element finite except the -inf lse of rows
+ * without keys, which must match exactly. The mode (argv[1]):
+ *   test_attention          all cases
+ *   test_attention ctest    make test: every schedule on the quick cases, the long cases
+ *                           under the default schedules, no batch-128 decode
+ *   test_attention quick    the small ones
+ *   test_attention fp8      the FP8 MLA cache only (quantiser, decode): for compute-sanitizer
+ *   test_attention nsa      NSA selected-block attention only
+ *   test_attention nsa-quick the small NSA tests (for compute-sanitizer)
+ * The MLA cases run under both schedules (WARPSPEC_MLA_SCHEDULE unset, then overlap).
+ * The cases live in one file per area, included here (the random stream and test.h's
+ * state are per translation unit, so they are one unit):
+ *   attn_common.cuh   random BF16 data, the verdict against a reference
+ *   flash.cuh         ws_attn_forward: dense, GQA / MQA, masks, varlen; argument checks
+ *   mla_sparse.cuh    sparse MLA prefill (ws_mla_sparse_forward)
+ *   mla_decode.cuh    MLA decode (ws_mla_decode_forward), paged, split-KV; page ids past
+ *                     the cache
+ *   fp8_cache.cuh     the FP8 MLA cache quantiser, GPU against host
+ *   nsa.cuh           NSA selected-block attention (ws_nsa_forward)
+ * Timing is not a mode: `warpspec bench attn-kernels` (bench/bench_attn_kernels.cu: every
+ * flash schedule and grid, MLA under both schedules, NSA against the dense kernel) and
+ * `warpspec bench attention` (against PyTorch). */
+#include "attn_common.cuh"
+#include "flash.cuh"
+#include "mla_sparse.cuh"
+#include "mla_decode.cuh"
+#include "fp8_cache.cuh"
+#include "nsa.cuh"
+
+/* wall seconds since the first call: the log says where the time goes */
+static double elapsed_s(void) {
+  static struct timespec t0;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  if (t0.tv_sec == 0 && t0.tv_nsec == 0) t0 = t;
+  return (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "all";
+  setvbuf(stdout, NULL, _IOLBF, 0); /* a line at a time: a log cut by a timeout shows where */
+  if (!strcmp(mode, "bench") || !strcmp(mode, "mla-bench") || !strcmp(mode, "flash-bench")) {
+    /* were modes of this test until session 19 */
+    fprintf(stderr, "test_attention %s: moved to `warpspec bench attn-kernels%s` (bench/bench_attn_kernels.cu)\n", mode,
+            !strcmp(mode, "mla-bench") ? " --only mla" : !strcmp(mode, "flash-bench") ? " --only flash,nsa" : "");
+    return 2;
+  }
+  elapsed_s();
+  require_hopper();
+  rng_seed_from_time();
+  flash_ragged_lengths();
+  int fails = 0;
+  if (!strcmp(mode, "nsa") || !strcmp(mode, "nsa-quick")) { /* NSA alone (its timing: warpspec bench attn-kernels --only nsa) */
+    for (size_t i = 0; i < sizeof nsa_quick / sizeof nsa_quick[0]; i++) fails += run_nsa(&nsa_quick[i]);
+    if (!strcmp(mode, "nsa"))
+      for (size_t i = 0; i < sizeof nsa_full / sizeof nsa_full[0]; i++) fails += run_nsa(&nsa_full[i]);
+    printf(fails ? "test_attention nsa: %d FAILED\n" : "test_attention nsa: all checks passed\n", fails);
+    return fails ? 1 : 0;
+  }
+  if (!strcmp(mode, "fp8")) { /* the FP8 cache alone: small enough for compute-sanitizer */
+    fails += check_fp8_cache();
+    for (int sw = 0; sw < 2; sw++) { /* both MLA schedules */
+      if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "overlap", 1);
+      for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++)
+        if (dec_quick[i].fp8) fails += run_decode(&dec_quick[i]);
+    }
+    unsetenv("WARPSPEC_MLA_SCHEDULE");
+    printf(fails ? "test_attention fp8: %d FAILED\n" : "test_attention fp8: all checks passed\n", fails);
+    return fails ? 1 : 0;
+  }
+  fails += check_errors();
+  fails += check_fp8_cache();
+  fails += check_page_wrap();
+  /* ctest: what a user's `make test` runs in under 5 minutes: every schedule on the quick
+   * cases, the long cases under the default schedules only, no batch-128 decode */
+  const int lean = !strcmp(mode, "ctest"), longer = strcmp(mode, "quick") != 0;
+  printf("flash schedule: default (%.0f s)\n", elapsed_s());
+  for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++) fails += run_case(&flash_quick[i]);
+  for (int sc = 0; sc < 4; sc++) { /* each schedule forced, on the same cases (the default is one of them per dim) */
+    setenv("WARPSPEC_ATTN_SCHEDULE", flash_scheds[sc], 1);
+    printf("flash schedule: %s (%.0f s)\n", flash_scheds[sc], elapsed_s());
+    for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++) fails += run_case(&flash_quick[i]);
+    if (longer && !lean) fails += run_case(&flash_full[2]);
+  }
+  unsetenv("WARPSPEC_ATTN_SCHEDULE");
+  for (int g = 0; g < 2; g++) { /* the default schedules on each grid: persistent, one CTA per tile */
+    setenv("WARPSPEC_ATTN_GRID", flash_grids[g], 1);
+    printf("flash grid: %s (%.0f s)\n", flash_grids[g], elapsed_s());
+    for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++) fails += run_case(&flash_quick[i]);
+  }
+  unsetenv("WARPSPEC_ATTN_GRID");
+  for (int sw = 0; sw < 2; sw++) { /* both MLA schedules (WARPSPEC_MLA_SCHEDULE, read at each call) */
+    if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "overlap", 1);
+    printf("mla schedule: %s (%.0f s)\n", sw ? "overlap" : "default", elapsed_s());
+    for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i]);
+    for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i]);
+    if (longer && !(lean && sw)) {
+      for (size_t i = 0; i < sizeof mla_full / sizeof mla_full[0]; i++) fails += run_mla(&mla_full[i]);
+      for (size_t i = 0; i < sizeof dec_full / sizeof dec_full[0]; i++)
+        if (dec_full[i].batch <= 32 || (!sw && !lean)) /* batch 128: once, not under ctest */
+          fails += run_decode(&dec_full[i]);
+    }
+  }
+  unsetenv("WARPSPEC_MLA_SCHEDULE");
+  printf("nsa (%.0f s)\n", elapsed_s());
+  for (size_t i = 0; i < sizeof nsa_quick / sizeof nsa_quick[0]; i++) fails += run_nsa(&nsa_quick[i]);
+  if (longer) {
+    for (size_t i = 0; i < sizeof nsa_full / sizeof nsa_full[0]; i++) fails += run_nsa(&nsa_full[i]);
+    printf("long flash cases (%.0f s)\n", elapsed_s());
+    for (size_t i = 0; i < sizeof flash_full / sizeof flash_full[0]; i++) fails += run_case(&flash_full[i]);
+  }
+  printf("(%.0f s) ", elapsed_s());
+  printf(fails ? "test_attention: %d FAILED\n" : "test_attention: all checks passed\n", fails);
+  return fails ? 1 : 0;
+}
