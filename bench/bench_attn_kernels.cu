@@ -395,26 +395,26 @@ extern "C" int bench_attn_kernels(int parts) {
   int rc = 0;
   if (parts & BENCH_ATTN_MLA) {
     for (int sw = 0; sw < 2 && rc == 0; sw++) { /* both MLA schedules: the default, then the overlapped one */
-      if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "overlap", 1);
+      if (sw) rc = bench_set_knob(WS_MLA_SCHEDULE_ENV, "overlap");
       printf("mla schedule: %s\n", sw ? "overlap" : "default");
       for (size_t i = 0; i < AK_COUNT(dec_bench) && rc == 0; i++) rc = time_decode(&dec_bench[i]);
       for (size_t i = 0; i < AK_COUNT(mla_bench) && rc == 0; i++) rc = time_mla(&mla_bench[i]);
     }
-    unsetenv("WARPSPEC_MLA_SCHEDULE");
+    if (bench_set_knob(WS_MLA_SCHEDULE_ENV, NULL) != 0) rc = -1;
   }
   if (parts & BENCH_ATTN_FLASH) {
     for (int sc = 0; sc < 4 && rc == 0; sc++) { /* the four schedules of the flash kernel */
-      setenv("WARPSPEC_ATTN_SCHEDULE", flash_scheds[sc], 1);
+      rc = bench_set_knob(WS_ATTN_SCHEDULE_ENV, flash_scheds[sc]);
       printf("flash schedule: %s\n", flash_scheds[sc]);
       for (size_t i = 0; i < AK_COUNT(flash_bench) && rc == 0; i++) rc = time_flash(&flash_bench[i]);
     }
-    unsetenv("WARPSPEC_ATTN_SCHEDULE");
+    if (bench_set_knob(WS_ATTN_SCHEDULE_ENV, NULL) != 0) rc = -1;
     for (int g = 0; g < 2 && rc == 0; g++) { /* the default schedules on each grid (WARPSPEC_ATTN_GRID) */
-      setenv("WARPSPEC_ATTN_GRID", flash_grids[g], 1);
+      rc = bench_set_knob(WS_ATTN_GRID_ENV, flash_grids[g]);
       printf("flash grid: %s\n", flash_grids[g]);
       for (size_t i = 0; i < AK_COUNT(flash_bench) && rc == 0; i++) rc = time_flash(&flash_bench[i]);
     }
-    unsetenv("WARPSPEC_ATTN_GRID");
+    if (bench_set_knob(WS_ATTN_GRID_ENV, NULL) != 0) rc = -1;
   }
   if (parts & BENCH_ATTN_NSA)
     for (size_t i = 0; i < AK_COUNT(nsa_bench) && rc == 0; i++) rc = time_nsa(&nsa_bench[i]);

@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "warpspec/knobs.h"
 #include "warpspec/status.h"
 
 #define BENCH_FAIL(what, why)                                                   \
@@ -32,6 +33,14 @@
       return -1;                                                                \
     }                                                                           \
   } while (0)
+
+/* Force a library knob (value NULL: unset it) between two variants of a benchmark: the
+ * library reads its knobs once (docs/knobs.md), so the change is followed by a reload. */
+static inline int bench_set_knob(const char *name, const char *value) {
+  if ((value ? setenv(name, value, 1) : unsetenv(name)) != 0) BENCH_FAIL(value ? "setenv" : "unsetenv", name);
+  WK(ws_knobs_reload());
+  return 0;
+}
 
 /* The median of n timings (sorts them in place). */
 static inline int bench_cmp_float_(const void *a, const void *b) {

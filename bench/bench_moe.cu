@@ -191,10 +191,10 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
   ws_moe_layer *layer[4] = {NULL, NULL, NULL, NULL};
   for (int p = 0; p < np; p++) {
     ws_moe_layer_config cfg = {H, I, E, K, tmax, o->sms, path_of[p]};
-    setenv("WARPSPEC_MOE_PAIR", p == 3 ? "1" : "0", 1);
+    if (bench_set_knob(WS_MOE_PAIR_ENV, p == 3 ? "1" : "0") != 0) return -1;
     WK(ws_moe_layer_create(&layer[p], comm, &cfg, w1, w1s, w2, w2s));
   }
-  unsetenv("WARPSPEC_MOE_PAIR");
+  if (bench_set_knob(WS_MOE_PAIR_ENV, NULL) != 0) return -1;
   ws_moe_layer *auto_layer = NULL; /* only asked which path it would take */
   {
     ws_moe_layer_config cfg = {H, I, E, K, 1, o->sms, WS_MOE_AUTO};

@@ -20,7 +20,7 @@ COL = [i * (W + GAP) for i in range(4)]  # left edges of the four columns
 # name: (x, y, width, height, colour, label)
 BOXES = {
     "cli": (COL[0], 7.0, W, 1.15, TOOLS, "src/cli\nthe warpspec tool\n(info, plan, run, bench)"),
-    "bench": (COL[1], 7.0, W, 1.15, TOOLS, "bench/\nbenchmarks against\nthe baseline, plots"),
+    "bench": (COL[1], 7.0, W, 1.15, TOOLS, "bench/\nwarpspec_bench: against\nthe baseline; plots"),
     "tests": (COL[2], 7.0, W, 1.15, TOOLS, "tests/\ncpu/ and gpu/ suites:\nbad inputs, poisoned outputs"),
     "python": (COL[3], 7.0, W, 1.15, TOOLS, "python/warpspec\nctypes over the C API\n(no #include)"),
     "moe": (COL[0], 4.8, W, 1.1, OPS, "src/moe\ndispatch, combine,\nexperts, the layer"),
@@ -78,6 +78,9 @@ def main(dst):
     for name in ("gemm", "attention", "stream"):
         x = BOXES[name][0] + W / 2
         arrow(ax, [(x, 4.8), (x, top_core)])
+    # the CLI links the bench library and includes its interface (the bench subcommands).
+    arrow(ax, [(W, 7.3), (W + GAP, 7.3)])
+    note(ax, (W + GAP / 2, 8.25), "warpspec.c -> bench.h\n(links warpspec_bench)", ha="center", va="bottom")
     # the CLI includes src/core too, down the left margin.
     arrow(ax, [(0.0, 7.55), (-0.45, 7.55), (-0.45, 1.2), (0.0, 1.2)])
     # tests: any src/ folder (white box).
@@ -88,9 +91,6 @@ def main(dst):
     arrow(ax, [(W, 5.55), (W + GAP, 5.55)], dashed=True)
     note(ax, (2.3, 4.45), "moe_experts*.cu* (the fused experts kernel) ->\ngemm's FP8 wgmma issue, epilogue, tile schedule",
          red, va="top")
-    arrow(ax, [(W, 7.3), (W + GAP, 7.3)], dashed=True)
-    note(ax, (W + GAP / 2, 8.25), "warpspec.c -> bench.h\n(the bench subcommands)", red, ha="center", va="bottom")
-    arrow(ax, [(1.6, 7.0), (W + GAP + 0.3, 5.9)], dashed=True, label="role_spec.c -> gemm_args.h", at=(0.05, 6.45))
     # Every folder on the left includes the public headers; the kernel headers include the host ones.
     ax.plot([10.05, 10.05], [0.6, 8.15], color="#222222", lw=1.4)
     arrow(ax, [(10.05, 6.95), (10.6, 6.95)])

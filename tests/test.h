@@ -51,6 +51,14 @@ static int test_failures;
 
 #define TEST_SKIP 77
 
+/* Set an environment knob (value NULL: unset it) and have the library read its knobs
+ * again: it reads them once (docs/knobs.md), so a test that switches a variant between
+ * two calls goes through here. */
+static inline void test_set_knob(const char *name, const char *value) {
+  REQUIRE((value ? setenv(name, value, 1) : unsetenv(name)) == 0);
+  REQUIRE(ws_knobs_reload() == WS_OK);
+}
+
 static inline int test_finish(const char *name) {
   if (test_failures) fprintf(stderr, "%s: %d failure(s)\n", name, test_failures);
   else printf("%s: all checks passed\n", name);

@@ -157,7 +157,7 @@ ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q
  * default at 192/128, where the overlap does not fit the registers).
  * WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap|overlap-pingpong forces one (the overlapped
  * ones at d 64 and 128 only) and WARPSPEC_ATTN_GRID=tiles launches one CTA per tile
- * instead of the persistent grid; both are read at each call, for measurements. The varlen
+ * instead of the persistent grid, for measurements (read once: docs/knobs.md). The varlen
  * offsets are trusted; the validation mode (warpspec/check.h, WARPSPEC_CHECK=1) scans them
  * first and names a bad entry. */
 ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream);
@@ -167,7 +167,7 @@ ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream);
  * token's selected kv rows by cp.async into a pipe; two math warpgroups share every block
  * (each computes S for half of its keys, they swap row maxima, then each accumulates half
  * of the 512 output columns). Masked indices are never read.
- * WARPSPEC_MLA_SCHEDULE=overlap (read at each call; also for ws_mla_decode_forward)
+ * WARPSPEC_MLA_SCHEDULE=overlap (read once, docs/knobs.md; also for ws_mla_decode_forward)
  * selects FA3's overlap inside each warpgroup: S of the next block is issued before this
  * block's O += P V, and the mask, max exchange and P of the next block run under that PV
  * (P in the stage's rope box, dead once S is done). */

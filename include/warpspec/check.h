@@ -20,6 +20,7 @@
 #include <cuda_runtime_api.h>
 
 #include "attention.h"
+#include "config.h"
 #include "gemm.h"
 #include "status.h"
 
@@ -27,11 +28,9 @@
 extern "C" {
 #endif
 
-#define WS_CHECK_ENV "WARPSPEC_CHECK"
-
 /* 1: validate index tensors before every kernel that reads them; 0: trust them (the
- * default); -1: back to what WARPSPEC_CHECK says (read at the first op after this, then
- * kept: the ops ask on their fast path). */
+ * default); -1: back to what WARPSPEC_CHECK (WS_CHECK_ENV, config.h) says, read again
+ * now and then kept: the ops ask on their fast path. */
 ws_status ws_set_check_mode(int mode);
 /* Whether the validation mode is on for this process. */
 int ws_check_mode(void);

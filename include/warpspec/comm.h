@@ -67,9 +67,9 @@ ws_status ws_comm_barrier(ws_comm *comm, cudaStream_t stream);
 ws_status ws_comm_destroy(ws_comm *comm);
 
 /* Host-side rendezvous between the processes of one node: rank 0 puts, others get
- * (bounded by WS_RENDEZVOUS_TIMEOUT_MS, default 60 s). `dir` may be NULL for the default
- * folder. The folder must be a real directory of this user, not writable by group or
- * others (created 0700 when absent; anything else is WS_ERR_INVALID naming it). A file
+ * (bounded by WARPSPEC_RENDEZVOUS_TIMEOUT_MS, default 60 s). `dir` may be NULL for the
+ * default folder. The folder must be a real directory of this user, not writable by group
+ * or others (created 0700 when absent; anything else is WS_ERR_INVALID naming it). A file
  * carries the job key and its creation time: get ignores files of another job or from
  * before this job's launcher started, and waits for the fresh one; a truncated or
  * foreign file is WS_ERR_INVALID. Payloads up to 1 MiB. */
@@ -93,9 +93,10 @@ typedef struct {
   int ctas;       /* CTAs per direction, 1..WS_SR_MAX_BLOCKS; 0: tuned default by size */
   int zero_copy;  /* 1: every rank's recvbuf is the same symmetric object (ws_comm_alloc):
                    * from WS_SR_ZC_MIN_BYTES on the sender writes straight into the
-                   * receiver's buffer with 16-byte stores, from WS_SR_CE_MIN_BYTES on by
-                   * the copy engine; smaller messages take the staging path, which is
-                   * faster there. All ranks of the call must agree. */
+                   * receiver's buffer with 16-byte stores, from WS_SR_CE_MIN_BYTES (or
+                   * WARPSPEC_SR_CE_MIN_BYTES) on by the copy engine; smaller messages
+                   * take the staging path, which is faster there. All ranks of the call
+                   * must agree. */
   int copy_engine; /* zero-copy only: 0 by size, 1 copy engine at any size, -1 never */
 } ws_sendrecv_opts;
 

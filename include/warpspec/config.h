@@ -28,14 +28,14 @@
 
 /* ---- bounded waits ----------------------------------------------------------------- */
 /* Every wait the library performs gives up after this long and reports WS_ERR_TIMEOUT.
- * Override per process with the environment variable below or ws_set_timeout_ms(). */
+ * Override per process with WARPSPEC_TIMEOUT_MS (below) or ws_set_timeout_ms(). */
 #define WS_TIMEOUT_MS_DEFAULT   4000
+#define WS_TIMEOUT_MS_MAX       (3600u * 1000u) /* one hour: a bound, not a way to wait forever */
 /* A wait on a peer (a transfer's data or credit) gives up at the bound; a wait on a hand-
  * off inside the kernel at this many times it. When a rank is missing, the waits queued
  * behind the one on it (a loader waiting for the route, math waiting for a stage) then
  * still wait when the peer wait gives up, and the error names the peer. */
 #define WS_LOCAL_WAIT_PATIENCE  2
-#define WS_TIMEOUT_ENV          "WARPSPEC_TIMEOUT_MS"
 /* try_wait polls between two reads of the global timer: keeps the clock off the hot path */
 #define WS_WAIT_POLLS_PER_CLOCK 32
 /* After a timeout, how long other timed-out threads give the first one to finish
@@ -44,7 +44,7 @@
 
 /* ---- streaming copy (the pipe benchmark kernel) ------------------------------------- */
 #define WS_STREAM_MAX_STAGES    6      /* pipe capacity: 6 x 32 KiB fits the opt-in smem */
-#define WS_STREAM_STAGES        6      /* default depth (fastest measured, H200)        */
+#define WS_STREAM_STAGES        6      /* default depth: the fastest one measured       */
 #define WS_STREAM_CTAS_PER_SM   1      /* default persistent grid: CTAs per SM          */
 #define WS_STREAM_BOX_ROWS      32     /* TMA box: rows x 1024 bytes = 32 KiB per stage */
 #define WS_STREAM_ROW_BYTES     1024
@@ -66,8 +66,6 @@
 #define WS_COMM_HEAP_SPARE      (1ull << 30) /* symmetric heap beyond the staging, default  */
 #define WS_RENDEZVOUS_TIMEOUT_MS 60000 /* ranks wait this long for each other at init   */
 #define WS_HOST_THREADS_MAX     64     /* threads of the float64 host references          */
-#define WS_HOST_THREADS_ENV     "WARPSPEC_HOST_THREADS" /* their number (default: the CPUs) */
-#define WS_SHARE_GPU_ENV        "WARPSPEC_SHARE_GPU" /* tests: ranks share GPUs (under MPS) */
 
 /* ---- MoE dispatch / combine ----------------------------------------------------- */
 #define WS_EP_DEFAULT_SMS       24     /* CTAs per transfer kernel unless the config says  */
@@ -75,39 +73,35 @@
 #define WS_EP_ROUTE_THREADS     256    /* tokens per CTA of the routing kernel              */
 /* MoE layer, WS_MOE_AUTO, by the rows a local expert is expected to get (tokens x topk /
  * local experts). On one GPU: the whole-layer kernel (WS_MOE_FUSED_LAYER) below
- * WS_MOE_AUTO_LAYER_ROWS, else the unfused GEMMs, whose 128- and 192-row tiles read the
- * weights fewer times. One H200, session 10, calls back to back, whole layer / unfused:
- * DeepSeek-V3 0.72x at 32 rows per expert (1024 tokens), 0.85x at 64 (2048), 1.12x at
- * 128 (4096); Flash 0.71x at 48 rows, 1.21x at 96. One H100, session 15: 1.03x at 128
- * rows, 1.02x at 96, 0.93x at 192 (Flash 8192), 1.18x at 256: level around the crossover.
- * With several ranks: the whole-layer kernel below WS_MOE_AUTO_EP_LAYER_ROWS, the fused
- * experts kernel (64-row tiles) between dispatch and combine below WS_MOE_AUTO_FUSED_ROWS,
- * else unfused. Two H200 over NVLink (EP2, session 16), time against unfused: fused experts
- * DeepSeek-V3 0.95x at 64 rows (1024 tokens), 0.87x at 128, 0.90x at 192, 1.11x at 256,
- * 1.26x at 384; Flash 0.76x at 48, 0.80x at 144, 0.90x at 192, 1.22x at 288 (and 1.04x at
- * 96, where that run's unfused GEMMs were unusually fast). The whole layer against fused
- * experts: 2-7% faster at 0.5 rows (1 and 8 tokens), 4-10% slower from 8 rows (128
- * tokens), where its dispatch and combine run on the math warps of the CTAs; the
- * threshold 2 lies between the two measured points. */
+ * WS_MOE_AUTO_LAYER_ROWS, where one launch beats the unfused GEMMs' launches and padding;
+ * above it the unfused GEMMs, whose 128- and 192-row tiles read the weights fewer times.
+ * With several ranks: the whole layer below WS_MOE_AUTO_EP_LAYER_ROWS (at decode its
+ * in-kernel dispatch and combine save launches; beyond a few rows they cost the math
+ * warps' time), the fused experts kernel (64-row tiles) between dispatch and combine below
+ * WS_MOE_AUTO_FUSED_ROWS, else unfused. Each threshold sits at a measured crossover
+ * (docs/design.md, "Knobs: why these defaults"). */
 #define WS_MOE_AUTO_LAYER_ROWS      80
 #define WS_MOE_AUTO_FUSED_ROWS      224
 #define WS_MOE_AUTO_EP_LAYER_ROWS   2
 /* The fused experts kernel (both fused paths) would take its 128-row tile from this many
- * rows per local expert; 0: never. Off: on one H200 (session 10) it was 9% slower than
- * the 64-row tile at 128 rows per expert (DeepSeek-V3, 4096 tokens: its last 64 rows of
- * an expert cost a whole 128-row tile) and level at 256 (8192 tokens). WARPSPEC_MOE_TILE
- * =128 takes it anyway. */
+ * rows per local expert; 0: never, because an expert's last partial tile then costs a
+ * whole 128-row tile, and the 64-row tile was never slower where it was measured.
+ * WARPSPEC_MOE_TILE=128 takes it anyway. */
 #define WS_MOE_WIDE_ROWS            0
 
 /* The fused experts path (WS_MOE_FUSED_EXPERTS) runs its kernel in CTA pairs, each pair's
- * weights read from L2 once for 128 rows, from this many rows per local expert; 0: never.
- * WARPSPEC_MOE_PAIR=1|0 forces them on or off. */
+ * weights read from L2 once for 128 rows, from this many rows per local expert; 0: never
+ * (not a clear win where measured). WARPSPEC_MOE_PAIR=1|0 forces them on or off. */
 #define WS_MOE_PAIR_ROWS            0
 
 /* The whole layer on one GPU with at most this many (token, slot) entries: each loader of
  * the experts kernel counts the experts' rows itself at its first tile instead of waiting
  * for the route item's offsets (0: never). WARPSPEC_MOE_SELF_ROUTE=0 turns it off. */
 #define WS_MOE_SELF_ROUTE_ENTRIES   256
+
+/* The unfused path's L1 GEMM reads the received rows in place (no gathered copy) when 1;
+ * 0 until that gathered loader keeps pace with the copy. WARPSPEC_MOE_GATHER=0|1 forces it. */
+#define WS_MOE_GATHER_DEFAULT       0
 
 /* ---- GEMM ------------------------------------------------------------------------ */
 /* Split-K for dense problems with fewer output tiles than half the SMs (a few rows):
@@ -116,11 +110,44 @@
 #define WS_GEMM_SPLITK_MIN_STEPS 4
 #define WS_GEMM_SPLITK_MAX       16
 /* FP8: how much faster a 192-row tile (three math warpgroups) computes a row than a
- * 128-row tile (two), as measured on an H200 (docs/benchmarks.md): with row-major
- * activation scales (global loads in both kernels), and with K-block-major ones, which
- * the 192-row kernel takes through TMA (k a multiple of 512). ws_gemm_tile weighs it
- * against the padding of each group's last tile. */
+ * 128-row tile (two), with row-major activation scales (global loads in both kernels)
+ * and with K-block-major ones, which the 192-row kernel takes through TMA (k a multiple
+ * of 512). ws_gemm_tile weighs it against the padding of each group's last tile. Measured
+ * numbers (docs/design.md, "Knobs: why these defaults"), not a model. */
 #define WS_GEMM_FP8_WIDE_GAIN     1.08
 #define WS_GEMM_FP8_WIDE_GAIN_TMA 1.15
+
+/* ---- environment variables -------------------------------------------------------- */
+/* Every knob the library reads from the environment, one prefix, one reader
+ * (src/core/knobs.c): parsed once, at the first call that needs one, and kept, because
+ * the ops consult them on their fast path. ws_knobs_reload() (knobs.h) reads them again
+ * after a setenv. A value outside the accepted ones is reported once on stderr and the
+ * default is used. What each accepts and changes: docs/knobs.md. The WS_* spellings of
+ * earlier releases are still read, as deprecated aliases, where the new name is unset. */
+#define WS_TIMEOUT_ENV            "WARPSPEC_TIMEOUT_MS"    /* WS_TIMEOUT_MS_DEFAULT          */
+#define WS_CHECK_ENV              "WARPSPEC_CHECK"         /* 0: the validation mode, off    */
+#define WS_HOST_THREADS_ENV       "WARPSPEC_HOST_THREADS"  /* the online CPUs                */
+#define WS_PDL_ENV                "WARPSPEC_PDL"           /* 1: chained launches            */
+#define WS_ATTN_SCHEDULE_ENV      "WARPSPEC_ATTN_SCHEDULE" /* per head dim (flash_fwd.cu)    */
+#define WS_ATTN_GRID_ENV          "WARPSPEC_ATTN_GRID"     /* persistent                     */
+#define WS_MLA_SCHEDULE_ENV       "WARPSPEC_MLA_SCHEDULE"  /* plain                          */
+#define WS_GEMM_SPLITS_ENV        "WARPSPEC_GEMM_SPLITS"   /* per problem (split-K above)    */
+#define WS_GEMM_FP8_TILE_ENV      "WARPSPEC_GEMM_FP8_TILE" /* per problem (WIDE_GAIN above)  */
+#define WS_MOE_GATHER_ENV         "WARPSPEC_MOE_GATHER"    /* WS_MOE_GATHER_DEFAULT          */
+#define WS_MOE_TILE_ENV           "WARPSPEC_MOE_TILE"      /* per layer (WS_MOE_WIDE_ROWS)   */
+#define WS_MOE_PAIR_ENV           "WARPSPEC_MOE_PAIR"      /* per layer (WS_MOE_PAIR_ROWS)   */
+#define WS_MOE_SCHED_ENV          "WARPSPEC_MOE_SCHED"     /* claimed                        */
+#define WS_MOE_SELF_ROUTE_ENV     "WARPSPEC_MOE_SELF_ROUTE" /* 1: WS_MOE_SELF_ROUTE_ENTRIES  */
+#define WS_SR_CE_MIN_BYTES_ENV    "WARPSPEC_SR_CE_MIN_BYTES" /* WS_SR_CE_MIN_BYTES           */
+#define WS_RENDEZVOUS_TIMEOUT_ENV "WARPSPEC_RENDEZVOUS_TIMEOUT_MS" /* WS_RENDEZVOUS_TIMEOUT_MS */
+#define WS_SHARE_GPU_ENV          "WARPSPEC_SHARE_GPU"     /* 0; tests: ranks share GPUs (MPS) */
+#define WS_DEBUG_NVML_ENV         "WARPSPEC_DEBUG_NVML"    /* 0; the CLI's NVLink count      */
+/* Not knobs: what a launcher (`warpspec run`, or one's own) tells each rank. They name
+ * the process and its job, so they are read where used, each time. */
+#define WS_RANK_ENV               "WS_RANK"
+#define WS_NRANKS_ENV             "WS_NRANKS"
+#define WS_LOCAL_RANK_ENV         "WS_LOCAL_RANK"
+#define WS_RENDEZVOUS_DIR_ENV     "WS_RENDEZVOUS_DIR"
+#define WS_RENDEZVOUS_KEY_ENV     "WS_RENDEZVOUS_KEY"
 
 #endif

@@ -88,7 +88,7 @@ ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream);
  * rows x cols. FP8 takes the 192-row tile when the rows per group are many enough that
  * its higher tensor-core use outweighs the padding of the last tile (a wave model over
  * the tiles; WS_GEMM_FP8_WIDE_GAIN and _GAIN_TMA in config.h), else the 128-row one.
- * WS_GEMM_FP8_TILE=128 or 192 in the environment forces one. */
+ * WARPSPEC_GEMM_FP8_TILE=128 or 192 in the environment forces one (docs/knobs.md). */
 ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *tile_cols);
 
 /* Device memory ws_gemm would use for split-K on this problem on the current device: a
@@ -96,12 +96,17 @@ ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *t
  * slices for more CTAs, writes fp32 partials there and sums them in a second pass (the
  * same result on every run). 0 when the problem does not split. Without a workspace of
  * that size ws_gemm runs without split-K. A workspace serves one call at a time: calls
- * in flight together (other streams) need their own. WS_GEMM_SPLITS=N in the
+ * in flight together (other streams) need their own. WARPSPEC_GEMM_SPLITS=N in the
  * environment forces N slices (1: never split). */
 ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes);
 
 /* The role plan of a GEMM kernel (for `warpspec plan --kernel gemm_bf16|gemm_fp8`). */
 ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan);
+
+/* The role plan of the GEMM kernel of that type whose output tiles have `tile_rows`
+ * rows, as ws_gemm_tile names it: 128 (BF16, FP8) or 192 (FP8's three math warpgroups,
+ * `warpspec plan --kernel gemm_fp8_wide`). WS_ERR_INVALID for a tile no kernel has. */
+ws_status ws_gemm_plan_tile(ws_gemm_type type, int tile_rows, ws_plan *plan);
 
 /* Rows of A and D the problem has (m, or groups x m when masked). */
 size_t ws_gemm_rows(const ws_gemm_problem *p);

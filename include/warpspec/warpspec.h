@@ -16,4 +16,5 @@
 #include "moe_layer.h"
 #include "attention.h"
 #include "check.h"
+#include "knobs.h"
 #endif

@@ -293,7 +293,7 @@ def _targets():
     return t
 
 
-NO_ARGUMENTS = {"info", "timeout_ms", "comm_available", "get_unique_id", "Communicator.from_env",
+NO_ARGUMENTS = {"info", "timeout_ms", "reload_knobs", "comm_available", "get_unique_id", "Communicator.from_env",
                 "Communicator.destroy", "MoeDispatcher.destroy", "MoeLayer.destroy", "Plan.table"}
 DATA_RECORDS = {"PlacedRole", "MoeReceived"}  # dataclasses the package fills; they check nothing
 

@@ -87,7 +87,7 @@ CASES = {
     "set_timeout_ms": [(("a",), {}, TYPE), ((-5,), {}, VALUE), ((2**40,), {}, VALUE)],
 }
 # Functions without arguments to get wrong, and the result types users do not construct.
-NO_ARGUMENTS = {"get_unique_id", "comm_available", "timeout_ms", "info"}
+NO_ARGUMENTS = {"get_unique_id", "comm_available", "timeout_ms", "reload_knobs", "info"}
 RESULTS = {"Plan", "PlacedRole", "MoeReceived"}
 
 

@@ -18,6 +18,7 @@ subclass carrying the library's message (ws_last_error()).
     mla_kv_quantize_fp8(kv)           BF16 latent cache rows into FlashMLA-style FP8 rows
     nsa_attention(q, k, v, sel)       NSA selected-block attention, forward (BF16)
     sync(stream)                     wait for the stream; device-side errors raise here
+    reload_knobs()                   read the WARPSPEC_* environment variables again
     trace(csv, block=0)              role timeline of one block of the kernels run inside
 """
 
@@ -93,6 +94,13 @@ def timeout_ms():
     return int(_lib.lib.ws_timeout_ms())
 
 
+def reload_knobs():
+    """Read the library's WARPSPEC_* environment variables again (docs/knobs.md). The
+    library reads them once, at the first call that needs one; after changing one in
+    os.environ inside the process, call this for the change to take effect."""
+    _lib.check(_lib.lib.ws_knobs_reload())
+
+
 def info():
     """The library, its build and the GPUs it sees, as a dict."""
     from ._tensor import device_count, device_limits
@@ -108,7 +116,7 @@ def info():
 __all__ = ["gemm", "gemm_tile", "gemm_workspace_size", "quantize_fp8", "plan", "gemm_plan", "Plan", "PlacedRole",
            "Communicator", "get_unique_id", "MoeDispatcher", "MoeReceived", "MoeLayer", "moe", "moe_check_config",
            "swiglu_quant", "comm_available", "attention", "mla_sparse_prefill", "mla_decode", "mla_kv_quantize_fp8",
-           "nsa_attention", "sync", "trace", "set_timeout_ms", "timeout_ms", "info",
+           "nsa_attention", "sync", "trace", "set_timeout_ms", "timeout_ms", "reload_knobs", "info",
            "WarpspecError", "InvalidArgumentError", "InvalidTypeError", "BudgetError", "MismatchError", "NoDeviceError",
            "CudaError", "WarpspecTimeoutError", "OutOfMemoryError", "UnsupportedError", "__version__"]
 

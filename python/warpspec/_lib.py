@@ -382,6 +382,7 @@ def _declare(L):
         "ws_trace_start": (c_int, [c_int, c_size_t]),
         "ws_trace_stop": (c_int, [c_char_p, P(c_size_t)]),
         "ws_timeout_ms": (ctypes.c_uint, []),
+        "ws_knobs_reload": (c_int, []),
         "ws_sync": (c_int, [c_void_p]),
         "ws_gemm_check": (c_int, [P(GemmProblem)]),
         "ws_gemm": (c_int, [P(GemmProblem), c_void_p]),

@@ -30,6 +30,7 @@
  * registers as FA3's (the loader only issues TMA copies). Not here yet: a TMA-store
  * epilogue. */
 #include "../core/internal.h"
+#include "../core/knobs.h"
 #include "../core/size_check.h"
 #include "warpspec/attention.h"
 #include "warpspec/check.h"
@@ -380,12 +381,12 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
 #define FA_VARIANT(SLOT, DQK, DV, PP, NAME) \
   {SLOT, DQK, DV, PP, NAME, (const void *)flash_fwd_kernel<DQK, DV, PP>, sizeof(fa_smem<DQK, DV>) + 1024}
 
-/* The schedule, measured on an H200 (docs/benchmarks.md, sessions 6 and 7): by default
- * both of FA3's schedules at once for d 128 (overlap-pingpong: +8-13% over plain, 0-4% over
- * the overlap alone), ping-pong for d 64 (on par with plain), plain for 192/128
- * (the overlapped one spills there). WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap|
- * overlap-pingpong (both of FA3's schedules at once) forces one (192/128 falls back to
- * plain where an overlapped one is asked); the bench compares them. */
+/* The schedule by default: both of FA3's schedules at once for d 128 (overlap-pingpong:
+ * the softmax hides under the other warpgroup's products), ping-pong for d 64, plain for
+ * 192/128 (the overlapped one spills there); each the fastest measured (docs/design.md,
+ * "Knobs: why these defaults"). WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap|
+ * overlap-pingpong forces one (192/128 falls back to plain where an overlapped one is
+ * asked); the bench compares them, with ws_knobs_reload() between. */
 static const fa_variant *fa_variant_of(int dqk, int dv) {
   static const fa_variant v[] = {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_64, 64, 64, 0, "flash_fwd_64"),
@@ -399,12 +400,11 @@ static const fa_variant *fa_variant_of(int dqk, int dv) {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_64_OVPP, 64, 64, 3, "flash_fwd_64_overlap_pingpong"),
       FA_VARIANT(WS_PLAN_SLOT_ATTN_128_OVPP, 128, 128, 3, "flash_fwd_128_overlap_pingpong"),
   };
-  const char *env = getenv("WARPSPEC_ATTN_SCHEDULE");
-  int sched = dqk == 128 ? 3 : dqk == 64 ? 1 : 0; /* the measured best */
-  if (env && strcmp(env, "plain") == 0) sched = 0;
-  if (env && strcmp(env, "pingpong") == 0) sched = 1;
-  if (env && strcmp(env, "overlap") == 0) sched = 2;
-  if (env && strcmp(env, "overlap-pingpong") == 0) sched = 3;
+  const int forced = ws_knobs_get()->attn_schedule;
+  const int sched = forced != WS_ATTN_SCHED_AUTO ? forced
+                    : dqk == 128                  ? WS_ATTN_SCHED_OVERLAP_PINGPONG
+                    : dqk == 64                   ? WS_ATTN_SCHED_PINGPONG
+                                                  : WS_ATTN_SCHED_PLAIN;
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i].dqk == dqk && v[i].dv == dv && v[i].sched == sched) return &v[i];
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) /* no overlapped 192/128 (it spills): the plain one */
@@ -498,12 +498,11 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   void *args[] = {&mq, &mk, &mv, &a, &diag};
   int sms = 0;
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
-  /* Persistent, one CTA per SM: its Q prefetch across tiles is worth up to 1.3x at S 512-1024.
-   * One CTA per tile (the hardware hands them out greedily, longest first) measured level
-   * with it at causal d 128 S >= 4k and slower at d 64 and short sequences (session 7).
-   * WARPSPEC_ATTN_GRID=persistent|tiles forces either. */
-  const char *genv = getenv("WARPSPEC_ATTN_GRID");
-  const int persistent = !(genv && strcmp(genv, "tiles") == 0);
+  /* Persistent, one CTA per SM: it prefetches the next tile's Q while finishing one,
+   * which one CTA per tile (the hardware hands them out greedily, longest first) cannot;
+   * the grid measured never slower (docs/design.md). WARPSPEC_ATTN_GRID=tiles forces one
+   * CTA per tile. */
+  const int persistent = ws_knobs_get()->attn_persistent;
   const dim3 grid = {(unsigned)(persistent && a.tiles > sms ? sms : a.tiles), 1, 1};
   return ws_plan_launch(plan, v->func, grid, stream, args);
 }

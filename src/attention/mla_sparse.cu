@@ -34,6 +34,7 @@
  * warps read (mla_gather_fp8), so the math is unchanged and the BF16 values are exact
  * (power-of-two tile scales). */
 #include "../core/internal.h"
+#include "../core/knobs.h"
 #include "../core/size_check.h"
 #include "warpspec/attention.h"
 #include "warpspec/check.h"
@@ -535,8 +536,7 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   ws_plan *plan = NULL;
   ws_status s;
   const int fp8 = a->kv8 != NULL;
-  const char *env = getenv("WARPSPEC_MLA_SCHEDULE"); /* read at each call, as the flash kernel's */
-  const int ov = env != NULL && strcmp(env, "overlap") == 0;
+  const int ov = ws_knobs_get()->mla_overlap; /* WARPSPEC_MLA_SCHEDULE=overlap */
   static const int slots[2][2] = {{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_OV},
                                   {WS_PLAN_SLOT_MLA_FP8, WS_PLAN_SLOT_MLA_FP8_OV}};
   static const char *const names[2][2] = {{"mla_sparse", "mla_sparse_overlap"}, {"mla_decode_fp8", "mla_decode_fp8_overlap"}};

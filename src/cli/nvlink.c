@@ -2,6 +2,8 @@
  * (the CLI must run where NVML is absent, e.g. on CPU-only build machines). */
 #include "cli.h"
 
+#include "../core/knobs.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +58,7 @@ static int same_bus(const char *a, const char *b) {
 }
 
 int cli_nvlinks(int dev_a, int dev_b, int *unknown) {
-  const int debug = getenv("WS_DEBUG_NVML") != NULL;
+  const int debug = ws_knobs_get()->debug_nvml; /* WARPSPEC_DEBUG_NVML */
   if (!nvml_open()) return -1;
   char bus_a[32], bus_b[32];
   if (cudaDeviceGetPCIBusId(bus_a, sizeof bus_a, dev_a) != cudaSuccess ||

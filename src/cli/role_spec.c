@@ -1,7 +1,6 @@
 /* role_spec.c - role specs on the command line, and plans known by name. */
 #include "cli.h"
 #include "../core/internal.h"
-#include "../gemm/gemm_args.h"
 #include "parse_num.h"
 
 #include <stdio.h>
@@ -64,7 +63,7 @@ ws_status cli_named_plan(const char *name, ws_plan *plan) {
   if (strcmp(name, "stream_threads") == 0) return ws_stream_plan(WS_STREAM_STORE_THREADS, 0, plan);
   if (strcmp(name, "gemm_bf16") == 0) return ws_gemm_plan(WS_GEMM_BF16, plan);
   if (strcmp(name, "gemm_fp8") == 0) return ws_gemm_plan(WS_GEMM_FP8, plan);
-  if (strcmp(name, "gemm_fp8_wide") == 0) return gemm_plan_of(gemm_fp8_wide_kernel_desc(), plan);
+  if (strcmp(name, "gemm_fp8_wide") == 0) return ws_gemm_plan_tile(WS_GEMM_FP8, 192, plan);
   if (strcmp(name, "seed") == 0) return ws_plan_init(plan, "seed", seed_roles, 3, 0);
   if (strcmp(name, "seed_twin") == 0) return ws_plan_init(plan, "seed_twin", seed_roles, 3, 240);
   if (strcmp(name, "gemm") == 0) return ws_plan_init(plan, "gemm", gemm_roles, 2, 0);

@@ -105,15 +105,15 @@ static void become_rank(int r, int n, const char *dir, const char *key, pid_t la
   }
   char v[32];
   snprintf(v, sizeof v, "%d", r);
-  setenv("WS_RANK", v, 1);
-  setenv("WS_LOCAL_RANK", v, 1);
+  setenv(WS_RANK_ENV, v, 1);
+  setenv(WS_LOCAL_RANK_ENV, v, 1);
   snprintf(v, sizeof v, "%d", n);
-  setenv("WS_NRANKS", v, 1);
+  setenv(WS_NRANKS_ENV, v, 1);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   signal(SIGHUP, SIG_DFL);
-  setenv("WS_RENDEZVOUS_DIR", dir, 1);
-  setenv("WS_RENDEZVOUS_KEY", key, 1);
+  setenv(WS_RENDEZVOUS_DIR_ENV, dir, 1);
+  setenv(WS_RENDEZVOUS_KEY_ENV, key, 1);
   setenv("NCCL_NVLS_ENABLE", "0", 1);
   setenv("NVSHMEM_DISABLE_NVLS", "1", 1);
   setenv("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1", 1);

@@ -1,5 +1,5 @@
 /* warpspec.c - the `warpspec` command: info, plan, bench, demo. */
-#include "../../bench/bench.h"
+#include "bench.h" /* warpspec_bench's interface (CMakeLists.txt) */
 #include "cli.h"
 #include "parse_num.h"
 
@@ -178,7 +178,7 @@ static int cmd_bench_sendrecv(int argc, char **argv) {
       if (int_option_i("--ranks", argv[++i], 2, WS_RUN_MAX_RANKS, &o.ranks) != 0) return 2;
     } else return usage();
   }
-  if (getenv("WS_RANK") == NULL) return bench_under_launcher(o.ranks ? o.ranks : 2, 2, argc, argv);
+  if (getenv(WS_RANK_ENV) == NULL) return bench_under_launcher(o.ranks ? o.ranks : 2, 2, argc, argv);
 #ifdef WS_HAVE_NCCL
   if (o.allgather) return bench_allgather(&o) == 0 ? 0 : 1;
   return bench_sendrecv(&o) == 0 ? 0 : 1;
@@ -211,7 +211,7 @@ static int cmd_bench_ep(int argc, char **argv) {
       if (int_option_i("--sms", argv[++i], 1, WS_EP_MAX_SMS, &o.sms) != 0) return 2;
     } else return usage();
   }
-  if (getenv("WS_RANK") == NULL) return bench_under_launcher(o.ranks ? o.ranks : 2, 1, argc, argv);
+  if (getenv(WS_RANK_ENV) == NULL) return bench_under_launcher(o.ranks ? o.ranks : 2, 1, argc, argv);
   return bench_ep(&o) == 0 ? 0 : 1;
 }
 
@@ -255,7 +255,7 @@ static int cmd_bench_moe_layer(int argc, char **argv) {
       if (int_option_i("--sms", argv[++i], 0, WS_EP_MAX_SMS, &o.sms) != 0) return 2;
     } else return usage();
   }
-  if (getenv("WS_RANK") == NULL) return bench_under_launcher(o.ranks ? o.ranks : 1, 1, argc, argv);
+  if (getenv(WS_RANK_ENV) == NULL) return bench_under_launcher(o.ranks ? o.ranks : 1, 1, argc, argv);
   return bench_moe(&o) == 0 ? 0 : 1;
 }
 

@@ -27,13 +27,15 @@ extern "C" ws_status ws_comm_get_unique_id(ws_comm_id *id) {
 /* NVLink multicast stays off on shared hosts; everything else is the user's choice. */
 static void default_env(int nranks) {
   setenv("NVSHMEM_DISABLE_NVLS", "1", 0);
-  /* The staging of every peer plus room for the user's symmetric buffers. */
+  /* sendrecv's staging for every peer plus room for the user's symmetric buffers. */
   char size[32];
-  snprintf(size, sizeof size, "%llu", (unsigned long long)(nranks * WS_SR_REGION_BYTES + WS_COMM_HEAP_SPARE));
+  snprintf(size, sizeof size, "%llu", (unsigned long long)(ws_sr_heap_bytes(nranks) + WS_COMM_HEAP_SPARE));
   setenv("NVSHMEM_SYMMETRIC_SIZE", size, 0);
 }
 
-static ws_status alloc_sym(size_t bytes, void **p, const char *what) {
+/* The hooks' heap (comm_internal.h). The names are C: sendrecv_state.c calls them. */
+extern "C" ws_status ws_comm_sym_alloc(ws_comm *c, size_t bytes, void **p, const char *what) {
+  (void)c;
   *p = nvshmem_malloc(bytes);
   if (*p == NULL)
     return ws_fail(WS_ERR_NOMEM, "ws_comm_init: nvshmem_malloc of %zu bytes for %s failed (symmetric heap too small? "
@@ -42,16 +44,19 @@ static ws_status alloc_sym(size_t bytes, void **p, const char *what) {
   return WS_OK;
 }
 
+extern "C" void ws_comm_sym_free(ws_comm *c, void *p) {
+  (void)c;
+  nvshmem_free(p);
+}
+
+extern "C" void *ws_comm_peer_addr(const ws_comm *c, const void *p, int peer) {
+  (void)c;
+  return nvshmem_ptr(p, peer);
+}
+
+/* Operations' state first (collective frees, in the order they were made), then ours. */
 static void release(ws_comm *c) {
-  if (c->staging) nvshmem_free(c->staging);
-  if (c->tail) nvshmem_free(c->tail);
-  if (c->head) nvshmem_free(c->head);
-  if (c->zc_ready) nvshmem_free(c->zc_ready);
-  if (c->zc_addr) nvshmem_free(c->zc_addr);
-  if (c->zc_done) nvshmem_free(c->zc_done);
-  if (c->zc_seq) cudaFree(c->zc_seq);
-  if (c->send_step) cudaFree(c->send_step);
-  if (c->recv_step) cudaFree(c->recv_step);
+  ws_sr_fini(c, 1);
   free(c);
 }
 
@@ -86,30 +91,10 @@ extern "C" ws_status ws_comm_init(ws_comm **out, int rank, int nranks, const ws_
   c->rank = rank;
   c->nranks = nranks;
   c->device = dev;
-  ws_status s;
-  const size_t nsig = (size_t)nranks * WS_SR_MAX_BLOCKS * sizeof(uint64_t);
-  if ((s = alloc_sym((size_t)nranks * WS_SR_REGION_BYTES, (void **)&c->staging, "staging")) != WS_OK ||
-      (s = alloc_sym(nsig, (void **)&c->tail, "tail signals")) != WS_OK ||
-      (s = alloc_sym(nsig, (void **)&c->head, "head signals")) != WS_OK ||
-      (s = alloc_sym(nsig, (void **)&c->zc_ready, "zero-copy signals")) != WS_OK ||
-      (s = alloc_sym(2 * nsig, (void **)&c->zc_addr, "zero-copy signals")) != WS_OK ||
-      (s = alloc_sym(nsig, (void **)&c->zc_done, "zero-copy signals")) != WS_OK) {
+  ws_status s = ws_sr_init(c); /* sendrecv's symmetric blocks: the first ones of the heap */
+  if (s != WS_OK) {
     release(c);
     return s;
-  }
-  if (cudaMalloc(&c->send_step, nsig) != cudaSuccess || cudaMalloc(&c->recv_step, nsig) != cudaSuccess ||
-      cudaMemset(c->send_step, 0, nsig) != cudaSuccess || cudaMemset(c->recv_step, 0, nsig) != cudaSuccess ||
-      cudaMalloc(&c->zc_seq, 2 * nsig) != cudaSuccess || cudaMemset(c->zc_seq, 0, 2 * nsig) != cudaSuccess) {
-    release(c);
-    return ws_fail(WS_ERR_NOMEM, "ws_comm_init: step counters: %s", cudaGetErrorString(cudaGetLastError()));
-  }
-  for (int p = 0; p < nranks; p++) {
-    c->peer_staging[p] = (uint8_t *)nvshmem_ptr(c->staging, p);
-    c->peer_tail[p] = (uint64_t *)nvshmem_ptr(c->tail, p);
-    c->peer_head[p] = (uint64_t *)nvshmem_ptr(c->head, p);
-    c->peer_zc_ready[p] = (uint64_t *)nvshmem_ptr(c->zc_ready, p);
-    c->peer_zc_addr[p] = (uint64_t *)nvshmem_ptr(c->zc_addr, p);
-    c->peer_zc_done[p] = (uint64_t *)nvshmem_ptr(c->zc_done, p);
   }
   WS_CUDA_TRY(cudaDeviceSynchronize());
   nvshmem_barrier_all(); /* everyone's buffers are zeroed before anyone writes into them */
@@ -164,6 +149,7 @@ extern "C" ws_status ws_comm_destroy(ws_comm *c) {
   if (e != cudaSuccess) {
     /* A dead context (a trapped kernel) cannot take part in collectives: do not wait for
      * peers, just report. */
+    ws_sr_fini(c, 0);
     free(c);
     return ws_check_cuda(e, "ws_comm_destroy: cudaDeviceSynchronize");
   }

@@ -1,6 +1,8 @@
 /* comm_common.c - communicator functions that do not touch NVSHMEM. */
 #include "comm_internal.h"
 
+#include "../core/knobs.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -33,9 +35,10 @@ static int env_int(const char *a, const char *b, int fallback) {
 
 ws_status ws_comm_init_from_env(ws_comm **comm) {
   WS_REQUIRE(comm != NULL, "ws_comm_init_from_env: comm is NULL");
-  const int rank = env_int("WS_RANK", "OMPI_COMM_WORLD_RANK", -1);
-  const int nranks = env_int("WS_NRANKS", "OMPI_COMM_WORLD_SIZE", -1);
-  const int local = env_int("WS_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", rank);
+  /* the launcher's variables (config.h): they name this process, read here each time */
+  const int rank = env_int(WS_RANK_ENV, "OMPI_COMM_WORLD_RANK", -1);
+  const int nranks = env_int(WS_NRANKS_ENV, "OMPI_COMM_WORLD_SIZE", -1);
+  const int local = env_int(WS_LOCAL_RANK_ENV, "OMPI_COMM_WORLD_LOCAL_RANK", rank);
   WS_REQUIRE(rank >= 0 && nranks >= 1 && local >= 0,
              "ws_comm_init_from_env: no valid rank/size in the environment (WS_RANK/WS_NRANKS from `warpspec run`, or "
              "OMPI_COMM_WORLD_RANK/SIZE from mpirun)");
@@ -46,7 +49,7 @@ ws_status ws_comm_init_from_env(ws_comm **comm) {
    * code of several ranks runs on a machine of one GPU. The ranks' kernels wait on each
    * other, so they must run side by side: under MPS, each client capped to its share of
    * the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE). Timings there say nothing about NVLink. */
-  const int share = env_int(WS_SHARE_GPU_ENV, NULL, 0) > 0;
+  const int share = ws_knobs_get()->share_gpu;
   WS_REQUIRE(ndev > 0 && (share || local < ndev),
              "ws_comm_init_from_env: local rank %d but only %d GPUs: one rank per GPU", local, ndev);
   WS_CUDA_TRY(cudaSetDevice(local % ndev));

@@ -2,7 +2,8 @@
  *
  * Rank 0 writes `name` (header + payload, see rendezvous.h) into a temporary file it
  * creates exclusively, then renames it into place; the others poll for it, bounded by
- * WS_RENDEZVOUS_TIMEOUT_MS. What keeps a stranger, an earlier job and a crash out:
+ * WARPSPEC_RENDEZVOUS_TIMEOUT_MS (default WS_RENDEZVOUS_TIMEOUT_MS, config.h). What
+ * keeps a stranger, an earlier job and a crash out:
  *   - the folder is used only if it is a real directory (not a link), owned by this user
  *     and not writable by group or others; created 0700 when absent. All file work
  *     happens relative to the opened folder, with O_NOFOLLOW, so the checked folder is
@@ -23,6 +24,8 @@
  * WS_RENDEZVOUS_DIR (there is no default folder without a job id), the files of earlier
  * runs are still told apart by time, and only concurrent jobs sharing that folder by
  * hand would meet, which is why README asks for a key per job when launching by hand.
+ * The key and the folder come from the launcher and name this job: they are read at each
+ * call, not kept with the knobs (docs/knobs.md).
  *
  * Every open of the id file is non-blocking and followed by a type check: a FIFO or a
  * device planted under the name is refused at once, not waited on without a bound. */
@@ -30,6 +33,7 @@
 #include "rendezvous.h"
 
 #include "../core/internal.h"
+#include "../core/knobs.h"
 #include "warpspec/comm.h"
 
 #include <errno.h>
@@ -51,7 +55,7 @@ static const char *job_id(void) {
 }
 
 const char *ws_rendezvous_key(void) {
-  const char *k = getenv("WS_RENDEZVOUS_KEY");
+  const char *k = getenv(WS_RENDEZVOUS_KEY_ENV);
   if (k) return k; /* "" included: put, get and cleanup refuse it (job_key) */
   k = job_id();
   return k ? k : "";
@@ -65,7 +69,7 @@ static void sanitize(char *s) {
 
 const char *ws_rendezvous_dir(void) {
   static _Thread_local char dir[PATH_LEN];
-  const char *d = getenv("WS_RENDEZVOUS_DIR");
+  const char *d = getenv(WS_RENDEZVOUS_DIR_ENV);
   if (d && d[0]) return d;
   const char *job = job_id();
   if (!job) return NULL;
@@ -80,7 +84,7 @@ const char *ws_rendezvous_dir(void) {
 
 /* This job's key, checked: an explicit "" and keys over WS_RDV_KEY_MAX are errors. */
 static ws_status job_key(const char *fn, const char **key) {
-  const char *env = getenv("WS_RENDEZVOUS_KEY");
+  const char *env = getenv(WS_RENDEZVOUS_KEY_ENV);
   WS_REQUIRE(env == NULL || env[0] != '\0',
              "%s: WS_RENDEZVOUS_KEY is set but empty: every job given it would read the others' files; unset it "
              "(mpirun's job id is used then) or give each job its own key", fn);
@@ -379,11 +383,7 @@ static ws_status try_read(const char *fn, const char *dir, const char *file, con
   return WS_OK;
 }
 
-static long timeout_ms(void) {
-  const char *env = getenv("WS_RENDEZVOUS_TIMEOUT_MS");
-  const long v = env ? atol(env) : 0;
-  return v > 0 ? v : WS_RENDEZVOUS_TIMEOUT_MS;
-}
+static long timeout_ms(void) { return ws_knobs_get()->rendezvous_timeout_ms; }
 
 static uint64_t monotonic_ns(void) {
   struct timespec t;

@@ -8,12 +8,14 @@
  *   RECEIVER (8 warps)  block b of the incoming message: the leader waits for the
  *                       peer's tail, checks the slot header, the role copies the slot
  *                       into the destination, role sync, the leader returns a credit.
- * Staging, tails and heads live in symmetric memory; all polling is of local memory,
+ * Staging, tails and heads live in symmetric memory (ws_sr_state, sendrecv_internal.h:
+ * this operation's, made with the communicator); all polling is of local memory,
  * all remote traffic is stores. Step counters are monotonic per (peer, block) and kept
  * in device memory across launches: no reset kernels, CUDA-graph replayable. Every
  * slot carries a header (magic, step, total bytes, blocks): a receiver that expects a
  * different message faults with WS_ERR_MISMATCH instead of reading garbage. */
-#include "comm_internal.h"
+#include "sendrecv_internal.h"
+#include "../core/knobs.h"
 #include "../core/size_check.h"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/sendrecv_geometry.h"
@@ -359,10 +361,11 @@ WS_KERNEL(zc) zc_kernel(const __grid_constant__ zc_args a, ws_diag diag) {
 
 static ws_status zero_copy_ce(ws_comm *c, const void *sendbuf, size_t n, int send_peer, void *recvbuf, int recv_peer,
                               cudaStream_t stream) {
+  ws_sr_state *sr = c->sr;
   ws_status s;
-  if (!c->zc_planned) {
-    if ((s = ws_plan_init(&c->zc_plan, "zero_copy", zc_roles, zc_NROLES, 0)) != WS_OK) return s;
-    c->zc_planned = 1;
+  if (!sr->zc_planned) {
+    if ((s = ws_plan_init(&sr->zc_plan, "zero_copy", zc_roles, zc_NROLES, 0)) != WS_OK) return s;
+    sr->zc_planned = 1;
   }
   void *peer_dst = NULL;
   if ((s = ws_comm_peer_ptr(c, recvbuf, send_peer, &peer_dst)) != WS_OK) return s;
@@ -373,37 +376,32 @@ static ws_status zero_copy_ce(ws_comm *c, const void *sendbuf, size_t n, int sen
   a.recv_peer = recv_peer;
   /* block 0 of the per-block handshake words: the copy engine is one "block" */
   const size_t B = WS_SR_MAX_BLOCKS;
-  a.send_seq = c->zc_seq + (size_t)send_peer * B;
-  a.recv_seq = c->zc_seq + ((size_t)c->nranks + recv_peer) * B;
-  a.peer_ready = c->peer_zc_ready[recv_peer] + (size_t)c->rank * B;
-  a.peer_addr = c->peer_zc_addr[recv_peer] + 2 * (size_t)c->rank * B;
+  a.send_seq = sr->zc_seq + (size_t)send_peer * B;
+  a.recv_seq = sr->zc_seq + ((size_t)c->nranks + recv_peer) * B;
+  a.peer_ready = sr->peer_zc_ready[recv_peer] + (size_t)c->rank * B;
+  a.peer_addr = sr->peer_zc_addr[recv_peer] + 2 * (size_t)c->rank * B;
   a.recv_addr = (uint64_t)(uintptr_t)recvbuf;
   a.recv_bytes = n;
-  a.ready = c->zc_ready + (size_t)send_peer * B;
-  a.addr = c->zc_addr + 2 * (size_t)send_peer * B;
+  a.ready = sr->zc_ready + (size_t)send_peer * B;
+  a.addr = sr->zc_addr + 2 * (size_t)send_peer * B;
   a.send_addr = (uint64_t)(uintptr_t)recvbuf; /* the SHMEM convention: the same symmetric object */
   a.send_bytes = n;
-  a.peer_done = c->peer_zc_done[send_peer] + (size_t)c->rank * B;
-  a.done = c->zc_done + (size_t)recv_peer * B;
+  a.peer_done = sr->peer_zc_done[send_peer] + (size_t)c->rank * B;
+  a.done = sr->zc_done + (size_t)recv_peer * B;
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&a, &diag};
-  if ((s = ws_plan_launch(&c->zc_plan, (const void *)zc_kernel, dim3{1, 1, 1}, stream, args)) != WS_OK) return s;
+  if ((s = ws_plan_launch(&sr->zc_plan, (const void *)zc_kernel, dim3{1, 1, 1}, stream, args)) != WS_OK) return s;
   WS_CUDA_TRY(cudaMemcpyAsync(peer_dst, sendbuf, n, cudaMemcpyDeviceToDevice, stream));
   a.phase = 1;
-  return ws_plan_launch(&c->zc_plan, (const void *)zc_kernel, dim3{1, 1, 1}, stream, args);
+  return ws_plan_launch(&sr->zc_plan, (const void *)zc_kernel, dim3{1, 1, 1}, stream, args);
 }
 
 /* From this size on, zero-copy goes through the copy engine (WS_SR_CE_MIN_BYTES, or
- * the environment variable of the same name). */
+ * WARPSPEC_SR_CE_MIN_BYTES; 0 counts as 1: every zero-copy transfer). */
 static uint64_t ce_min_bytes(void) {
-  static uint64_t v;
-  if (v == 0) {
-    const char *e = getenv("WS_SR_CE_MIN_BYTES");
-    v = e && *e ? strtoull(e, NULL, 10) : (uint64_t)WS_SR_CE_MIN_BYTES;
-    if (v == 0) v = 1;
-  }
-  return v;
+  const long long v = ws_knobs_get()->sr_ce_min_bytes;
+  return v > 1 ? (uint64_t)v : 1;
 }
 
 static int overlap(const void *a, size_t na, const void *b, size_t nb) {
@@ -451,10 +449,11 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
       return zero_copy_ce(c, sendbuf, sendbytes, send_peer, recvbuf, recv_peer, stream);
   }
 
+  ws_sr_state *sr = c->sr;
   ws_status s;
-  if (!c->sr_planned) {
-    if ((s = ws_plan_init(&c->sr_plan, "sendrecv", sr_roles, sr_NROLES, 0)) != WS_OK) return s;
-    c->sr_planned = 1;
+  if (!sr->sr_planned) {
+    if ((s = ws_plan_init(&sr->sr_plan, "sendrecv", sr_roles, sr_NROLES, 0)) != WS_OK) return s;
+    sr->sr_planned = 1;
   }
   sr_args a;
   memset(&a, 0, sizeof a);
@@ -465,23 +464,23 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
   if (sending) {
     a.src = (const uint8_t *)sendbuf;
     a.send = ws_sr_geometry_make(sendbytes, (uint32_t)ctas);
-    WS_REQUIRE(c->peer_staging[send_peer] != NULL, "ws_sendrecv: rank %d cannot reach rank %d's memory (no NVLink/P2P)",
+    WS_REQUIRE(sr->peer_staging[send_peer] != NULL, "ws_sendrecv: rank %d cannot reach rank %d's memory (no NVLink/P2P)",
                c->rank, send_peer);
-    a.remote_staging = c->peer_staging[send_peer] + (size_t)c->rank * WS_SR_REGION_BYTES;
-    a.remote_tail = c->peer_tail[send_peer] + (size_t)c->rank * WS_SR_MAX_BLOCKS;
-    a.credits = c->head + (size_t)send_peer * WS_SR_MAX_BLOCKS;
-    a.send_step = c->send_step + (size_t)send_peer * WS_SR_MAX_BLOCKS;
+    a.remote_staging = sr->peer_staging[send_peer] + (size_t)c->rank * WS_SR_REGION_BYTES;
+    a.remote_tail = sr->peer_tail[send_peer] + (size_t)c->rank * WS_SR_MAX_BLOCKS;
+    a.credits = sr->head + (size_t)send_peer * WS_SR_MAX_BLOCKS;
+    a.send_step = sr->send_step + (size_t)send_peer * WS_SR_MAX_BLOCKS;
     grid = a.send.blocks;
   }
   if (receiving) {
     a.dst = (uint8_t *)recvbuf;
     a.recv = ws_sr_geometry_make(recvbytes, (uint32_t)ctas);
-    WS_REQUIRE(c->peer_head[recv_peer] != NULL, "ws_sendrecv: rank %d cannot reach rank %d's memory (no NVLink/P2P)",
+    WS_REQUIRE(sr->peer_head[recv_peer] != NULL, "ws_sendrecv: rank %d cannot reach rank %d's memory (no NVLink/P2P)",
                c->rank, recv_peer);
-    a.staging = c->staging + (size_t)recv_peer * WS_SR_REGION_BYTES;
-    a.tails = c->tail + (size_t)recv_peer * WS_SR_MAX_BLOCKS;
-    a.remote_head = c->peer_head[recv_peer] + (size_t)c->rank * WS_SR_MAX_BLOCKS;
-    a.recv_step = c->recv_step + (size_t)recv_peer * WS_SR_MAX_BLOCKS;
+    a.staging = sr->staging + (size_t)recv_peer * WS_SR_REGION_BYTES;
+    a.tails = sr->tail + (size_t)recv_peer * WS_SR_MAX_BLOCKS;
+    a.remote_head = sr->peer_head[recv_peer] + (size_t)c->rank * WS_SR_MAX_BLOCKS;
+    a.recv_step = sr->recv_step + (size_t)recv_peer * WS_SR_MAX_BLOCKS;
     if (a.recv.blocks > grid) grid = a.recv.blocks;
   }
   if (zero_copy && sendbytes >= WS_SR_ZC_MIN_BYTES) { /* smaller: the low-latency staging path is faster */
@@ -491,19 +490,19 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
     a.zero_copy = 1;
     a.remote_dst = (uint8_t *)peer_dst;
     a.expect_addr = (uint64_t)(uintptr_t)recvbuf; /* the same symmetric object on the peer */
-    a.zc_ready = c->zc_ready + (size_t)send_peer * B;
-    a.zc_addr = c->zc_addr + 2 * (size_t)send_peer * B;
-    a.peer_zc_done = c->peer_zc_done[send_peer] + (size_t)c->rank * B;
-    a.zsend_seq = c->zc_seq + (size_t)send_peer * B;
-    a.peer_zc_ready = c->peer_zc_ready[recv_peer] + (size_t)c->rank * B;
-    a.peer_zc_addr = c->peer_zc_addr[recv_peer] + 2 * (size_t)c->rank * B;
-    a.zc_done = c->zc_done + (size_t)recv_peer * B;
-    a.zrecv_seq = c->zc_seq + ((size_t)c->nranks + recv_peer) * B;
+    a.zc_ready = sr->zc_ready + (size_t)send_peer * B;
+    a.zc_addr = sr->zc_addr + 2 * (size_t)send_peer * B;
+    a.peer_zc_done = sr->peer_zc_done[send_peer] + (size_t)c->rank * B;
+    a.zsend_seq = sr->zc_seq + (size_t)send_peer * B;
+    a.peer_zc_ready = sr->peer_zc_ready[recv_peer] + (size_t)c->rank * B;
+    a.peer_zc_addr = sr->peer_zc_addr[recv_peer] + 2 * (size_t)c->rank * B;
+    a.zc_done = sr->zc_done + (size_t)recv_peer * B;
+    a.zrecv_seq = sr->zc_seq + ((size_t)c->nranks + recv_peer) * B;
   }
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&a, &diag};
-  return ws_plan_launch(&c->sr_plan, (const void *)sendrecv_kernel, dim3{grid, 1, 1}, stream, args);
+  return ws_plan_launch(&sr->sr_plan, (const void *)sendrecv_kernel, dim3{grid, 1, 1}, stream, args);
 }
 
 extern "C" ws_status ws_send(ws_comm *c, const void *buf, size_t bytes, int peer, cudaStream_t stream) {
@@ -514,29 +513,4 @@ extern "C" ws_status ws_send(ws_comm *c, const void *buf, size_t bytes, int peer
 extern "C" ws_status ws_recv(ws_comm *c, void *buf, size_t bytes, int peer, cudaStream_t stream) {
   WS_REQUIRE(peer != WS_NO_PEER, "ws_recv: peer is WS_NO_PEER");
   return ws_sendrecv(c, NULL, 0, WS_NO_PEER, buf, bytes, peer, NULL, stream);
-}
-
-extern "C" ws_status ws_allgather(ws_comm *c, const void *sendbuf, size_t bytes, void *recvbuf, cudaStream_t stream) {
-  WS_REQUIRE(c != NULL, "ws_allgather: comm is NULL");
-  WS_REQUIRE((sendbuf && recvbuf) || bytes == 0, "ws_allgather: sendbuf or recvbuf is NULL");
-  WS_REQUIRE(((uintptr_t)recvbuf & 15u) == 0 && (bytes % 16 == 0 || c->nranks == 1),
-             "ws_allgather: recvbuf must be 16-byte aligned and bytes (%zu) a multiple of 16, so that every rank's "
-             "block is aligned", bytes);
-  size_t total = 0; /* recvbuf holds every rank's block */
-  WS_REQUIRE(ws_size_mul3((size_t)c->nranks, bytes, 1, &total) && ws_span_fits(recvbuf, total),
-             "ws_allgather: %d ranks x %zu bytes run past the end of the address space", c->nranks, bytes);
-  uint8_t *out = (uint8_t *)recvbuf;
-  const int n = c->nranks, r = c->rank;
-  if (bytes == 0) return WS_OK;
-  if (out + (size_t)r * bytes != (const uint8_t *)sendbuf)
-    WS_CUDA_TRY(cudaMemcpyAsync(out + (size_t)r * bytes, sendbuf, bytes, cudaMemcpyDeviceToDevice, stream));
-  /* Ring: in step s, pass on the block that arrived in step s-1 (our own first). */
-  const int right = (r + 1) % n, left = (r + n - 1) % n;
-  for (int s = 0; s < n - 1; s++) {
-    const int give = (r - s + n) % n, take = (r - s - 1 + 2 * n) % n;
-    ws_status st = ws_sendrecv(c, out + (size_t)give * bytes, bytes, right, out + (size_t)take * bytes, bytes, left, NULL,
-                               stream);
-    if (st != WS_OK) return st;
-  }
-  return WS_OK;
 }

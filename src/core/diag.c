@@ -1,8 +1,8 @@
 /* diag.c - the host side of bounded waits: timeout setting, fault record, ws_sync. */
 #include "internal.h"
+#include "knobs.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define WS_MAX_DEVICES 64
@@ -13,19 +13,14 @@ typedef struct {
 } diag_slot;
 
 static diag_slot slots[WS_MAX_DEVICES];
-static unsigned int timeout_ms_setting; /* 0: not set yet */
+static unsigned int timeout_ms_setting; /* 0: not set by ws_set_timeout_ms: WARPSPEC_TIMEOUT_MS */
 
 unsigned int ws_timeout_ms(void) {
-  if (timeout_ms_setting == 0) {
-    const char *env = getenv(WS_TIMEOUT_ENV);
-    long v = env ? strtol(env, NULL, 10) : 0;
-    timeout_ms_setting = v > 0 ? (unsigned int)v : WS_TIMEOUT_MS_DEFAULT;
-  }
-  return timeout_ms_setting;
+  return timeout_ms_setting ? timeout_ms_setting : (unsigned int)ws_knobs_get()->timeout_ms;
 }
 
 ws_status ws_set_timeout_ms(unsigned int ms) {
-  WS_REQUIRE(ms >= 1 && ms <= 3600u * 1000u, "ws_set_timeout_ms: %u ms, must be 1 ms .. 1 hour", ms);
+  WS_REQUIRE(ms >= 1 && ms <= WS_TIMEOUT_MS_MAX, "ws_set_timeout_ms: %u ms, must be 1 ms .. 1 hour", ms);
   timeout_ms_setting = ms;
   for (int d = 0; d < WS_MAX_DEVICES; d++) slots[d].dev.timeout_ns = (unsigned long long)ms * 1000000ull;
   return WS_OK;

@@ -4,33 +4,23 @@
  * simple and synchronous (a cudaMalloc'd record, a wait for the stream) rather than fast. */
 #include "internal.h"
 #include "index_check.h"
+#include "knobs.h"
 #include "warpspec/check.h"
 
 #include <limits.h>
-#include <stdlib.h>
-#include <string.h>
 
 #define NONE ULLONG_MAX
 
-static int g_mode = -1; /* -1: not decided yet (read WARPSPEC_CHECK) */
-/* The environment, read once per ws_set_check_mode(-1) (every op asks, on its fast path). */
-static int g_env = -1;
+static int g_mode = -1; /* -1: WARPSPEC_CHECK decides (the knob, read once: every op asks) */
 
 ws_status ws_set_check_mode(int mode) {
   WS_REQUIRE(mode >= -1 && mode <= 1, "ws_set_check_mode: mode %d, expected 1 (on), 0 (off) or -1 (WARPSPEC_CHECK)", mode);
   g_mode = mode;
-  if (mode < 0) g_env = -1; /* read the environment again */
+  if (mode < 0) ws_knobs_reread(WS_CHECK_ENV); /* back to the environment as it is now */
   return WS_OK;
 }
 
-int ws_check_mode(void) {
-  if (g_mode >= 0) return g_mode;
-  if (g_env < 0) {
-    const char *env = getenv(WS_CHECK_ENV);
-    g_env = env != NULL && env[0] != '\0' && strcmp(env, "0") != 0;
-  }
-  return g_env;
-}
+int ws_check_mode(void) { return g_mode >= 0 ? g_mode : ws_knobs_get()->check; }
 
 __global__ void offsets_scan(const int *off, int n, int first, long long total, long long max_step,
                              unsigned long long *bad) {

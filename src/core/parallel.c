@@ -3,20 +3,19 @@
  * A reference's items (query rows, tokens) are independent and each writes its own
  * outputs, so they can run on several threads and give the same bits as on one: every
  * item does the same arithmetic in the same order, whichever thread takes it. The GPU
- * tests spend most of their time in these references (gpu_attention alone took 365 s of
- * a fresh `make test` on the 16-core H100 machine, session 15). */
+ * tests spend most of their time in these references. */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "knobs.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 int ws_host_workers(void) {
-  const char *env = getenv(WS_HOST_THREADS_ENV);
-  long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-  if (n < 1) n = 1;
+  const int forced = ws_knobs_get()->host_threads; /* WARPSPEC_HOST_THREADS, 0: unset */
+  long n = forced > 0 ? forced : sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) n = 1; /* sysconf failed */
   return n > WS_HOST_THREADS_MAX ? WS_HOST_THREADS_MAX : (int)n;
 }
 

@@ -1,5 +1,6 @@
 /* plan.c - role plans: layout, budget messages, barrier allocator, kernel checks. */
 #include "internal.h"
+#include "knobs.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -296,18 +297,11 @@ ws_status ws_plan_check_func(ws_plan *plan, const void *func) {
 
 /* The library's own kernels, which all call WS_SELF (griddepcontrol.wait) before they
  * read memory, are launched chained: with programmatic stream serialisation, so that the
- * next kernel's launch overlaps the end of the previous one (about 3 us per kernel
- * boundary at 1 token in the MoE layer, docs/benchmarks.md). WARPSPEC_PDL=0 launches
- * them plainly (for measurements). Not ws_plan_launch's default: a user's kernel may
- * read memory before its WS_SELF. */
-static int plan_pdl_enabled(void) {
-  static int enabled = -1;
-  if (enabled < 0) {
-    const char *env = getenv("WARPSPEC_PDL");
-    enabled = !(env && env[0] == '0');
-  }
-  return enabled;
-}
+ * next kernel's launch overlaps the end of the previous one, a few microseconds per
+ * kernel boundary where a call is made of short kernels. WARPSPEC_PDL=0 launches them
+ * plainly (for measurements). Not ws_plan_launch's default: a user's kernel may read
+ * memory before its WS_SELF. */
+static int plan_pdl_enabled(void) { return ws_knobs_get()->pdl; }
 
 static cudaLaunchConfig_t plan_config(const ws_plan *plan, dim3 grid, cudaStream_t stream, int chained, int width,
                                       cudaLaunchAttribute attr[2]) {

@@ -1,5 +1,6 @@
 /* gemm_host.c - GEMM problem checks, layout arithmetic and the float64 reference. */
 #include "../core/internal.h"
+#include "../core/knobs.h"
 #include "warpspec/check.h"
 #include "../core/size_check.h"
 #include "warpspec/fp8.h"
@@ -180,11 +181,12 @@ static double fp8_cost(const ws_gemm_problem *p, int bm, int sms, double gain) {
   return (double)waves * (double)bm / 128.0 / gain;
 }
 
-/* The kernel for a checked problem on a GPU of `sms` SMs (ws_gemm_tile). */
+/* The kernel for a checked problem on a GPU of `sms` SMs (ws_gemm_tile); the FP8 tile is
+ * the one of least time (fp8_cost) unless WARPSPEC_GEMM_FP8_TILE=128|192 forces it. */
 static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   if (p->type != WS_GEMM_FP8) return gemm_bf16_kernel_desc();
-  const char *env = getenv("WS_GEMM_FP8_TILE");
-  if (env && *env) return atoi(env) == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_kernel_desc();
+  const int forced = ws_knobs_get()->gemm_fp8_tile; /* 0: not forced */
+  if (forced) return forced == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_kernel_desc();
   if (sms < 1) sms = 1;
   /* K-block-major activation scales reach the 192-row kernel's stages by TMA (gemm_launch.c) */
   const double gain = p->a_scale_ld > 0 && (p->k / 128) % 4 == 0 ? WS_GEMM_FP8_WIDE_GAIN_TMA : WS_GEMM_FP8_WIDE_GAIN;
@@ -225,4 +227,14 @@ ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes) {
 ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan) {
   WS_REQUIRE(type == WS_GEMM_BF16 || type == WS_GEMM_FP8, "ws_gemm_plan: type %d unknown", (int)type);
   return gemm_plan_of(type == WS_GEMM_FP8 ? gemm_fp8_kernel_desc() : gemm_bf16_kernel_desc(), plan);
+}
+
+ws_status ws_gemm_plan_tile(ws_gemm_type type, int tile_rows, ws_plan *plan) {
+  WS_REQUIRE(type == WS_GEMM_BF16 || type == WS_GEMM_FP8, "ws_gemm_plan_tile: type %d unknown", (int)type);
+  const gemm_kernel *wide = gemm_fp8_wide_kernel_desc();
+  const gemm_kernel *k = type == WS_GEMM_BF16 ? gemm_bf16_kernel_desc()
+                         : tile_rows == wide->bm ? wide : gemm_fp8_kernel_desc();
+  WS_REQUIRE(tile_rows == k->bm, "ws_gemm_plan_tile: no %s kernel has %d-row tiles (%s)",
+             type == WS_GEMM_BF16 ? "BF16" : "FP8", tile_rows, type == WS_GEMM_BF16 ? "128" : "128 or 192");
+  return gemm_plan_of(k, plan);
 }

@@ -3,9 +3,9 @@
 #include "gemm_args.h"
 
 #include "../core/internal.h"
+#include "../core/knobs.h"
 #include "../core/size_check.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 ws_status gemm_plan_of(const gemm_kernel *k, ws_plan *plan) {
@@ -16,15 +16,13 @@ ws_status gemm_plan_of(const gemm_kernel *k, ws_plan *plan) {
 
 /* Split-K for dense problems whose tiles leave most SMs idle: enough K slices to give
  * every SM a work item, each slice at least WS_GEMM_SPLITK_MIN_STEPS K steps long, at
- * most WS_GEMM_SPLITK_MAX slices. WS_GEMM_SPLITS=N in the environment forces N (tests,
- * benchmarks; 1 turns it off). */
+ * most WS_GEMM_SPLITK_MAX slices. WARPSPEC_GEMM_SPLITS=N forces N (tests, benchmarks; 1
+ * turns it off), at most one slice per K step. */
 static int gemm_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms) {
   const int ksteps = p->k / k->bk;
-  const char *env = getenv("WS_GEMM_SPLITS");
-  int splits = 1;
-  if (env && *env) {
-    splits = atoi(env);
-  } else if (p->layout == WS_GEMM_DENSE) {
+  int splits = ws_knobs_get()->gemm_splits; /* 0: not forced */
+  if (splits == 0 && p->layout == WS_GEMM_DENSE) {
+    splits = 1;
     const long long tiles = (long long)((p->m + k->bm - 1) / k->bm) * ((p->n + k->bn - 1) / k->bn);
     if (2 * tiles <= sms) splits = (int)(sms / tiles);
     if (splits > ksteps / WS_GEMM_SPLITK_MIN_STEPS) splits = ksteps / WS_GEMM_SPLITK_MIN_STEPS;
@@ -43,7 +41,7 @@ size_t ws_gemm_rows(const ws_gemm_problem *p) {
   return p->layout == WS_GEMM_GROUPED_MASKED ? (size_t)p->groups * (size_t)p->m : (size_t)p->m;
 }
 
-/* SIZE_MAX when the partials do not fit size_t (WS_GEMM_SPLITS forcing many slices): no
+/* SIZE_MAX when the partials do not fit size_t (WARPSPEC_GEMM_SPLITS forcing many slices): no
  * workspace is that large, so the launch falls back to one slice instead of a wrapped size. */
 static size_t gemm_workspace_need(const ws_gemm_problem *p, int splits) {
   size_t cells = 0, bytes = 0;

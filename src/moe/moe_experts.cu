@@ -53,6 +53,7 @@
  * The math is the FP8 GEMM's (fp8_mma.cuh, the same promotion order and rounding) and
  * the SwiGLU is swiglu.cuh's: the layer's output equals the unfused path's bit for bit. */
 #include "../core/internal.h"
+#include "../core/knobs.h"
 #include "../core/size_check.h"
 #include "warpspec/device/fp8.cuh"
 #include "../gemm/fp8_mma.cuh"
@@ -223,12 +224,9 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   a.hidden = H;
   a.inter = I;
   a.bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mx_make_plan) */
-  static int static_walk = -1; /* for measurements: WARPSPEC_MOE_SCHED=static or claimed (default), read once */
-  if (static_walk < 0) {
-    const char *sched = getenv("WARPSPEC_MOE_SCHED");
-    static_walk = sched && !strcmp(sched, "static");
-  }
-  a.static_walk = static_walk && !p->pair;
+  /* for measurements: WARPSPEC_MOE_SCHED=static gives each CTA a strided walk of the
+   * items instead of claims from a counter (the default) */
+  a.static_walk = ws_knobs_get()->moe_static_walk && !p->pair;
   a.layer.drop = p->drop;
   int sms = 0; /* one CTA per SM (shared memory allows no more) */
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
@@ -265,11 +263,8 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
       ly->expand_items = ly->reduce_items = share < 2 * sms ? share : 2 * sms;
     }
     /* one GPU, few entries: every loader routes for itself (mx_self_route) */
-    static int self_route = -1; /* WARPSPEC_MOE_SELF_ROUTE=0 turns it off (measurements), read once */
-    if (self_route < 0) {
-      const char *env = getenv("WARPSPEC_MOE_SELF_ROUTE");
-      self_route = env && *env && atoi(env) == 0 ? 0 : WS_MOE_SELF_ROUTE_ENTRIES;
-    }
+    /* WARPSPEC_MOE_SELF_ROUTE=0 turns it off (measurements) */
+    const int self_route = ws_knobs_get()->moe_self_route ? WS_MOE_SELF_ROUTE_ENTRIES : 0;
     ly->self_route = ly->nranks == 1 && io->tokens >= 1 && (long long)io->tokens * io->topk <= self_route &&
                      p->groups < MX_SMEM_OFFSETS;
     ly->topk_idx = io->topk_idx;

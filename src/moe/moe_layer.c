@@ -6,6 +6,7 @@
  * ranks over the dispatch handle's symmetric buffers (moe_layer_ep.cuh). */
 #include "../core/index_check.h"
 #include "../core/internal.h"
+#include "../core/knobs.h"
 #include "../core/size_check.h"
 #include "warpspec/check.h"
 #include "warpspec/fp8.h"
@@ -18,10 +19,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-#ifndef MOE_LAYER_GATHER
-#define MOE_LAYER_GATHER 0 /* 1: the unfused path's L1 reads the received rows in place */
-#endif
 
 struct ws_moe_layer {
   ws_moe_layer_config cfg;
@@ -95,18 +92,18 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   /* the tile rows: no tile straddles two experts */
   ec.row_align = cfg->path == WS_MOE_UNFUSED ? 128 : MOE_EXPERTS_BM;
   ec.mode = WS_EP_NORMAL;
-  /* the unfused path reads the received rows in place: no copy to allocate (235 MB a rank
-   * at 4096 tokens, DeepSeek-V3, EP2); the fused paths take the copy */
-  const char *gather_env = getenv("WARPSPEC_MOE_GATHER"); /* 0 / 1: force the unfused L1's gathered rows off / on */
-  const int gather = gather_env && (gather_env[0] == '0' || gather_env[0] == '1') ? gather_env[0] - '0' : MOE_LAYER_GATHER;
+  /* gathered (WS_MOE_GATHER_DEFAULT, WARPSPEC_MOE_GATHER): the unfused path reads the
+   * received rows in place, with no copy to allocate (hundreds of MB a rank at thousands
+   * of tokens); the fused paths take the copy */
+  const ws_knobs *knobs = ws_knobs_get();
+  const int gather = knobs->moe_gather;
   ec.receive = gather && cfg->path == WS_MOE_UNFUSED ? WS_EP_RECEIVE_INDEX : WS_EP_RECEIVE_COPY;
   int n = 0;
   ws_status s;
   /* The layer's transfer kernels run alone in stream order, with no compute beside them
    * to leave SMs to, so by default they take every SM up to WS_EP_MAX_SMS (ws_ep's own
-   * default, 24, leaves room for overlap). H100, EP1: dispatch and combine 1.8-2.0x
-   * faster at 4096-8192 tokens on 128 CTAs than on 24, level at 1-128 tokens
-   * (docs/benchmarks.md, session 13). */
+   * default, 24, leaves room for overlap): at thousands of tokens they are bound by the
+   * SMs' copies, not by the links (docs/design.md, "Knobs: why these defaults"). */
   ec.num_sms = cfg->num_sms;
   if (ec.num_sms == 0) {
     if ((s = ws_device_sms(&ec.num_sms)) != WS_OK) return s;
@@ -118,13 +115,8 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   ws_moe_layer *l = (ws_moe_layer *)calloc(1, sizeof *l);
   if (!l) return ws_fail(WS_ERR_NOMEM, "ws_moe_layer_create: out of host memory");
   l->cfg = *cfg;
-  {
-    const char *force = getenv("WARPSPEC_MOE_TILE");
-    const int t = force ? atoi(force) : 0;
-    l->tile_force = t == MOE_EXPERTS_BM || t == MOE_EXPERTS_BM_WIDE ? t : 0;
-    const char *pair = getenv("WARPSPEC_MOE_PAIR");
-    l->pair_force = pair && (pair[0] == '0' || pair[0] == '1') ? pair[0] - '0' : -1;
-  }
+  l->tile_force = knobs->moe_tile == MOE_EXPERTS_BM || knobs->moe_tile == MOE_EXPERTS_BM_WIDE ? knobs->moe_tile : 0;
+  l->pair_force = knobs->moe_pair;
   l->gather = gather;
   l->local_experts = cfg->experts / n;
   l->nranks = n;
@@ -290,8 +282,8 @@ static ws_status layer_run(ws_moe_layer *l, const void *x, const float *x_scale,
     x_scale = l->xs;
   }
   /* the unfused path's L1 GEMM may read the received rows in place (gathered A) when
-   * MOE_LAYER_GATHER says so; off until the gathered loader keeps pace (one TMA copy per
-   * row: L1 4x slower at 4096 tokens, docs/benchmarks.md session 18) */
+   * WARPSPEC_MOE_GATHER (default WS_MOE_GATHER_DEFAULT) says so; off by default until the
+   * gathered loader, which fetches row by row, keeps pace with the copied tile */
   ws_ep_recv r;
   if ((s = ep_dispatch(l->ep, x, x_scale, topk_idx, topk_weights, tokens, &r, NULL,
                        l->gather && path == WS_MOE_UNFUSED, stream)) != WS_OK)

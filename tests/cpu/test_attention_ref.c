@@ -356,7 +356,7 @@ static void threads_same_bits(void) {
   double *o[2], *l[2];
   for (int r = 0; r < 2; r++) { o[r] = (double *)malloc(no * sizeof(double)); l[r] = (double *)malloc(nl * sizeof(double)); }
   for (int r = 0; r < 2; r++) {
-    setenv("WARPSPEC_HOST_THREADS", r ? "5" : "1", 1);
+    test_set_knob(WS_HOST_THREADS_ENV, r ? "5" : "1");
     ws_attn_problem a = problem(B, 63, 79, Hq, Hk, d, WS_ATTN_CAUSAL_BOTTOM_RIGHT, q, k, v);
     a.cu_seqlens_q = cq; a.cu_seqlens_k = ck;
     CHECK_STATUS(ws_attn_reference(&a, o[r], l[r]), WS_OK);
@@ -365,14 +365,14 @@ static void threads_same_bits(void) {
   int *idx = (int *)malloc(sizeof(int) * 40 * 24);
   for (int i = 0; i < 40 * 24; i++) idx[i] = (int)(rng = rng * 1664525u + 1013904223u) % 70 - 5; /* some -1 .. -5 */
   for (int r = 0; r < 2; r++) {
-    setenv("WARPSPEC_HOST_THREADS", r ? "5" : "1", 1);
+    test_set_knob(WS_HOST_THREADS_ENV, r ? "5" : "1");
     ws_mla_sparse_problem m = {40, 2, 60, 24, 192, 128, 0.0f, q, k, idx, (void *)16, NULL};
     CHECK_STATUS(ws_mla_sparse_reference(&m, o[r], l[r]), WS_OK);
   }
   CHECK(same_bits(o[0], o[1], (size_t)40 * 2 * 128) && same_bits(l[0], l[1], (size_t)40 * 2));
   const int lens[3] = {9, 0, 14}, table[3][4] = {{3, 1, 0, 0}, {0, 0, 0, 0}, {2, 0, 4, 5}};
   for (int r = 0; r < 2; r++) {
-    setenv("WARPSPEC_HOST_THREADS", r ? "5" : "1", 1);
+    test_set_knob(WS_HOST_THREADS_ENV, r ? "5" : "1");
     ws_mla_decode_problem dp = {3, 2, 2, 128, 64, 4, 6, 4, 0, 0.0f, q, k, &table[0][0], lens, (void *)16, NULL, 0};
     CHECK_STATUS(ws_mla_decode_reference(&dp, o[r], l[r]), WS_OK);
   }
@@ -380,12 +380,12 @@ static void threads_same_bits(void) {
   int *sel = (int *)malloc(sizeof(int) * T * Hk * 3);
   for (int i = 0; i < T * Hk * 3; i++) sel[i] = (int)((rng = rng * 1664525u + 1013904223u) >> 8) % 4 - 1;
   for (int r = 0; r < 2; r++) {
-    setenv("WARPSPEC_HOST_THREADS", r ? "5" : "1", 1);
+    test_set_knob(WS_HOST_THREADS_ENV, r ? "5" : "1");
     ws_nsa_problem n = {T, Hq, Hk, d, d, 64, 3, 0.0f, q, k, v, sel, (void *)16, NULL};
     CHECK_STATUS(ws_nsa_reference(&n, o[r], l[r]), WS_OK);
   }
   CHECK(same_bits(o[0], o[1], (size_t)T * Hq * d) && same_bits(l[0], l[1], (size_t)T * Hq));
-  unsetenv("WARPSPEC_HOST_THREADS");
+  test_set_knob(WS_HOST_THREADS_ENV, NULL);
   for (int r = 0; r < 2; r++) { free(o[r]); free(l[r]); }
   free(q); free(k); free(v); free(idx); free(sel);
 }

@@ -248,6 +248,8 @@ static void fuzz_plans(int iters, FILE *sink) {
     (void)ws_stream_plan((ws_stream_mode)fuzz_int(), below(2) ? (int)below(WS_STREAM_MAX_STAGES + 2) : fuzz_int(),
                          below(16) ? &plan : NULL);
     (void)ws_gemm_plan((ws_gemm_type)(below(2) ? (int)below(3) : fuzz_int()), below(16) ? &plan : NULL);
+    const int tile_rows = below(2) ? (int)below(257) : fuzz_int();
+    (void)ws_gemm_plan_tile((ws_gemm_type)(below(2) ? (int)below(3) : fuzz_int()), tile_rows, below(16) ? &plan : NULL);
   }
 }
 

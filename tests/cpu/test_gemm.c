@@ -300,7 +300,7 @@ static int tile_rows(ws_gemm_type type, ws_gemm_layout layout, int m, int n, int
 }
 
 static void tiles(void) {
-  unsetenv("WS_GEMM_FP8_TILE");
+  test_set_knob(WS_GEMM_FP8_TILE_ENV, NULL);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8192, 8192, 1) == 192);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 4096, 7168, 1) == 192);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 4096, 4096, 7168, 1) == 128); /* 8 waves of 128 against 6 of 192 */
@@ -326,11 +326,11 @@ static void tiles(void) {
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 512, 4096, 7168, 1) == 128);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 4096, 4096, 640, 1) == 128); /* k / 128 = 5: no TMA scales */
   g_scale_ld = 0;
-  setenv("WS_GEMM_FP8_TILE", "192", 1); /* forced, even where it pads */
+  test_set_knob(WS_GEMM_FP8_TILE_ENV, "192"); /* forced, even where it pads */
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1) == 192);
-  setenv("WS_GEMM_FP8_TILE", "128", 1);
+  test_set_knob(WS_GEMM_FP8_TILE_ENV, "128");
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8192, 8192, 1) == 128);
-  unsetenv("WS_GEMM_FP8_TILE");
+  test_set_knob(WS_GEMM_FP8_TILE_ENV, NULL);
   int r = 0, c = 0;
   CHECK_STATUS(ws_gemm_tile(NULL, 132, &r, &c), WS_ERR_INVALID);
   char *x = (char *)(uintptr_t)0x1000;
@@ -363,6 +363,19 @@ static void gpu_entry_points(void) {
   CHECK(plan.smem_bytes > 4 * 48 * 1024 && plan.smem_bytes <= 232448);
   CHECK_STATUS(ws_gemm_plan((ws_gemm_type)9, &plan), WS_ERR_INVALID);
   CHECK_STATUS(ws_gemm_plan(WS_GEMM_FP8, NULL), WS_ERR_INVALID);
+  /* by tile rows (ws_gemm_tile's answer): FP8's 192-row kernel is 3 math warpgroups and a
+   * loader warpgroup, with setmaxnreg; 128 rows is ws_gemm_plan's kernel */
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_FP8, 192, &plan), WS_OK);
+  CHECK(plan.layout.threads == 512 && plan.layout.setmaxnreg == 1 && plan.smem_bytes <= 232448);
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_FP8, 128, &plan), WS_OK);
+  CHECK(plan.layout.threads == 288);
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_BF16, 128, &plan), WS_OK);
+  CHECK(plan.layout.threads == 384);
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_BF16, 192, &plan), WS_ERR_INVALID);
+  CHECK_MSG("no BF16 kernel has 192-row tiles");
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_FP8, 64, &plan), WS_ERR_INVALID);
+  CHECK_MSG("128 or 192");
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_FP8, 192, NULL), WS_ERR_INVALID);
   ws_gemm_problem none = {WS_GEMM_BF16, WS_GEMM_DENSE, 0, 8, 64, 1, NULL, (void *)(uintptr_t)0x1000, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm(&none, 0), WS_OK); /* m = 0: nothing to do, no GPU needed */
   /* FP8 scale offsets are 32-bit in the kernel: 2^25 rows x 128 K blocks is refused */
@@ -407,11 +420,11 @@ static void size_limits(void) {
   /* 2^22 forced K slices of a 2^20 x 2^20 fp32 output: 2^64 bytes, 0 when it wraps */
   ws_gemm_problem w = {WS_GEMM_BF16, WS_GEMM_DENSE, 1 << 20, 1 << 20, 1 << 28, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm_check(&w), WS_OK);
-  setenv("WS_GEMM_SPLITS", "4194304", 1);
+  test_set_knob(WS_GEMM_SPLITS_ENV, "4194304");
   size_t bytes = 0;
   CHECK_STATUS(gemm_workspace_of(gemm_bf16_kernel_desc(), &w, 132, &bytes), WS_OK);
   CHECK(bytes == SIZE_MAX);
-  unsetenv("WS_GEMM_SPLITS");
+  test_set_knob(WS_GEMM_SPLITS_ENV, NULL);
   /* the quantisers' grids: rows rounded up to blocks must not wrap */
   uint8_t *q = (uint8_t *)(uintptr_t)0x2000;
   float *sc = (float *)(uintptr_t)0x3000;

@@ -228,11 +228,11 @@ static void moe_reference(void) {
   for (int j = 0; j < H; j++) CHECK(out[2 * H + j] == 0.0); /* token 2: no expert */
   /* tokens run on several threads (WARPSPEC_HOST_THREADS): one and three give the same bits */
   double one[5 * 256];
-  setenv("WARPSPEC_HOST_THREADS", "1", 1);
+  test_set_knob(WS_HOST_THREADS_ENV, "1");
   CHECK_STATUS(ws_moe_reference(&sh, T, xq, xs, idx, w, w1, w1s, w2, w2s, one), WS_OK);
-  setenv("WARPSPEC_HOST_THREADS", "3", 1);
+  test_set_knob(WS_HOST_THREADS_ENV, "3");
   CHECK_STATUS(ws_moe_reference(&sh, T, xq, xs, idx, w, w1, w1s, w2, w2s, out), WS_OK);
-  unsetenv("WARPSPEC_HOST_THREADS");
+  test_set_knob(WS_HOST_THREADS_ENV, NULL);
   CHECK(memcmp(one, out, sizeof one) == 0);
   CHECK_STATUS(ws_moe_reference(&sh, T, xq, xs, idx, w, NULL, w1s, w2, w2s, out), WS_ERR_INVALID);
   free(xf); free(w1f); free(w2f); free(xq); free(w1); free(w2);

@@ -120,7 +120,7 @@ static void basic_and_cleanup(void) {
 
 static void unsafe_folders(void) {
   char dir[512], got[sizeof payload];
-  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "5000", 1); /* errors must come at once, not at the bound */
+  test_set_knob(WS_RENDEZVOUS_TIMEOUT_ENV, "5000"); /* errors must come at once, not at the bound */
   /* mode 0777 */
   make_dir(dir, sizeof dir, "open");
   CHECK(chmod(dir, 0777) == 0);
@@ -188,7 +188,7 @@ static void bad_files(void) {
   char file[300];
   CHECK(ws_rdv_file_name("id", "job-files", file, sizeof file) > 0); /* the file of name "id" for this key */
   snprintf(path, sizeof path, "%s/%s", dir, file);
-  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "5000", 1);
+  test_set_knob(WS_RENDEZVOUS_TIMEOUT_ENV, "5000");
   /* the id file as a symbolic link to a good-looking file elsewhere */
   char elsewhere[600];
   snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere", base);
@@ -217,7 +217,7 @@ static void bad_files(void) {
   CHECK(wait_ok(w));
   /* the same without a writer: a timeout that says what was ignored */
   write_file(path, "job-files", realtime_ns() - 3600ull * 1000000000ull, sizeof payload, 0, -1);
-  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "200", 1);
+  test_set_knob(WS_RENDEZVOUS_TIMEOUT_ENV, "200");
   CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_TIMEOUT);
   CHECK_MSG("earlier run");
   /* an old file without any header (an older warpspec, a crash): stale as well */
@@ -230,7 +230,7 @@ static void bad_files(void) {
   write_file(path, "job-other", realtime_ns(), sizeof payload, 0, -1);
   CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_ERR_TIMEOUT);
   CHECK_MSG("another job");
-  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "5000", 1);
+  test_set_knob(WS_RENDEZVOUS_TIMEOUT_ENV, "5000");
   w = writer_after(dir, "id", 100, NULL);
   CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
   CHECK(wait_ok(w));
@@ -242,7 +242,7 @@ static void bad_files(void) {
 /* The folder appears late (rank 0 starts after the readers); two jobs run at once. */
 static void timing_and_concurrency(void) {
   char dir[512], got[sizeof payload];
-  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "10000", 1);
+  test_set_knob(WS_RENDEZVOUS_TIMEOUT_ENV, "10000");
   snprintf(dir, sizeof dir, "%s/late", base);
   pid_t w = writer_after(dir, "id", 200, "job-late");
   setenv("WS_RENDEZVOUS_KEY", "job-late", 1);
@@ -316,7 +316,7 @@ static void early_exit(void) {
   CHECK(lstat(dir, &sb) != 0);
   /* a later job with the same key and folder is not blocked by anything */
   pid_t w = writer_after(dir, "id", 50, NULL);
-  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "5000", 1);
+  test_set_knob(WS_RENDEZVOUS_TIMEOUT_ENV, "5000");
   CHECK_STATUS(ws_rendezvous_get(dir, "id", got, sizeof got), WS_OK);
   CHECK(wait_ok(w));
   char file[300], path[900];
@@ -332,7 +332,7 @@ static void early_exit(void) {
 static void job_keys(void) {
   char dir[512], got[sizeof payload];
   make_dir(dir, sizeof dir, "keys");
-  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "300", 1);
+  test_set_knob(WS_RENDEZVOUS_TIMEOUT_ENV, "300");
   char long_a[128], long_b[128];
   memset(long_a, 'n', 100);
   memcpy(long_b, long_a, 100);
@@ -418,7 +418,7 @@ static void fifo_as_id_file(void) {
   char dir[512], file[300], path[900];
   make_dir(dir, sizeof dir, "fifo");
   setenv("WS_RENDEZVOUS_KEY", "job-fifo", 1);
-  setenv("WS_RENDEZVOUS_TIMEOUT_MS", "3000", 1);
+  test_set_knob(WS_RENDEZVOUS_TIMEOUT_ENV, "3000");
   CHECK(ws_rdv_file_name("id", "job-fifo", file, sizeof file) > 0);
   snprintf(path, sizeof path, "%s/%s", dir, file);
   CHECK(mkfifo(path, 0600) == 0);

@@ -10,7 +10,7 @@ mkdir -p "$out"
 . "$(dirname "$0")/env.sh"
 { date -u; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm --format=csv; nvidia-smi topo -m; } >"$out/comm_tests.log" 2>&1
 ws_build "$build" "$out/comm_build.log" || exit 1
-{ WS_DEBUG_NVML=1 "$build/warpspec" info; (cd "$build" && ctest --output-on-failure -R "sendrecv|gpu_"); } >>"$out/comm_tests.log" 2>&1
+{ WARPSPEC_DEBUG_NVML=1 "$build/warpspec" info; (cd "$build" && ctest --output-on-failure -R "sendrecv|gpu_"); } >>"$out/comm_tests.log" 2>&1
 echo "tests rc=$?"; grep -E "tests passed|Failed|Skipped|Passed|NVLink|nvlink" "$out/comm_tests.log" | head -30
 # the same test under Open MPI's launcher: rank and size from OMPI_COMM_WORLD_*, the
 # unique id through the file rendezvous keyed by the job id

@@ -284,7 +284,7 @@ int main(int argc, char **argv) {
     const int masked[4] = {100, 0, 256, 17};
     g_gather = 1;
     for (int rep = 0; rep < 20; rep++) {
-      setenv("WS_GEMM_FP8_TILE", rep % 2 ? "192" : "128", 1);
+      test_set_knob(WS_GEMM_FP8_TILE_ENV, rep % 2 ? "192" : "128");
       run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 300, 384, 1024, 1, NULL);
       run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 640, 5, ragged);
       run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
@@ -296,7 +296,7 @@ int main(int argc, char **argv) {
    * shape and layout runs on the 128-row and the 192-row kernel) */
   const char *fp8_tiles[2] = {"128", "192"};
   for (int t = 0; t < 4; t++) {
-    setenv("WS_GEMM_FP8_TILE", fp8_tiles[t % 2], 1);
+    test_set_knob(WS_GEMM_FP8_TILE_ENV, fp8_tiles[t % 2]);
     g_kmajor = t / 2; /* then with K-block-major activation scales (the TMA path of the 192-row tile) */
     printf("FP8 tile %s rows, %s activation scales\n", fp8_tiles[t % 2], g_kmajor ? "K-block-major" : "row-major");
     const int ragged[5] = {200, 0, 1, 513, 64}; /* an empty expert and a 1-row one */
@@ -320,7 +320,7 @@ int main(int argc, char **argv) {
   g_kmajor = 0;
   g_gather = 1;
   for (int t = 0; t < 2; t++) {
-    setenv("WS_GEMM_FP8_TILE", fp8_tiles[t], 1);
+    test_set_knob(WS_GEMM_FP8_TILE_ENV, fp8_tiles[t]);
     const int ragged[5] = {200, 0, 1, 513, 64};
     const int masked[4] = {100, 0, 256, 17};
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 300, 384, 1024, 1, NULL);
@@ -328,7 +328,7 @@ int main(int argc, char **argv) {
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 640, 5, ragged);
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
   }
-  unsetenv("WS_GEMM_FP8_TILE");
+  test_set_knob(WS_GEMM_FP8_TILE_ENV, NULL);
   g_gather = 0;
   {
     const int ragged[5] = {200, 0, 1, 513, 64};

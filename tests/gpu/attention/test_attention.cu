@@ -64,11 +64,11 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "fp8")) { /* the FP8 cache alone: small enough for compute-sanitizer */
     fails += check_fp8_cache();
     for (int sw = 0; sw < 2; sw++) { /* both MLA schedules */
-      if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "overlap", 1);
+      if (sw) test_set_knob(WS_MLA_SCHEDULE_ENV, "overlap");
       for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++)
         if (dec_quick[i].fp8) fails += run_decode(&dec_quick[i]);
     }
-    unsetenv("WARPSPEC_MLA_SCHEDULE");
+    test_set_knob(WS_MLA_SCHEDULE_ENV, NULL);
     printf(fails ? "test_attention fp8: %d FAILED\n" : "test_attention fp8: all checks passed\n", fails);
     return fails ? 1 : 0;
   }
@@ -81,20 +81,20 @@ int main(int argc, char **argv) {
   printf("flash schedule: default (%.0f s)\n", elapsed_s());
   for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++) fails += run_case(&flash_quick[i]);
   for (int sc = 0; sc < 4; sc++) { /* each schedule forced, on the same cases (the default is one of them per dim) */
-    setenv("WARPSPEC_ATTN_SCHEDULE", flash_scheds[sc], 1);
+    test_set_knob(WS_ATTN_SCHEDULE_ENV, flash_scheds[sc]);
     printf("flash schedule: %s (%.0f s)\n", flash_scheds[sc], elapsed_s());
     for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++) fails += run_case(&flash_quick[i]);
     if (longer && !lean) fails += run_case(&flash_full[2]);
   }
-  unsetenv("WARPSPEC_ATTN_SCHEDULE");
+  test_set_knob(WS_ATTN_SCHEDULE_ENV, NULL);
   for (int g = 0; g < 2; g++) { /* the default schedules on each grid: persistent, one CTA per tile */
-    setenv("WARPSPEC_ATTN_GRID", flash_grids[g], 1);
+    test_set_knob(WS_ATTN_GRID_ENV, flash_grids[g]);
     printf("flash grid: %s (%.0f s)\n", flash_grids[g], elapsed_s());
     for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++) fails += run_case(&flash_quick[i]);
   }
-  unsetenv("WARPSPEC_ATTN_GRID");
-  for (int sw = 0; sw < 2; sw++) { /* both MLA schedules (WARPSPEC_MLA_SCHEDULE, read at each call) */
-    if (sw) setenv("WARPSPEC_MLA_SCHEDULE", "overlap", 1);
+  test_set_knob(WS_ATTN_GRID_ENV, NULL);
+  for (int sw = 0; sw < 2; sw++) { /* both MLA schedules (WARPSPEC_MLA_SCHEDULE) */
+    if (sw) test_set_knob(WS_MLA_SCHEDULE_ENV, "overlap");
     printf("mla schedule: %s (%.0f s)\n", sw ? "overlap" : "default", elapsed_s());
     for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i]);
     for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i]);
@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
           fails += run_decode(&dec_full[i]);
     }
   }
-  unsetenv("WARPSPEC_MLA_SCHEDULE");
+  test_set_knob(WS_MLA_SCHEDULE_ENV, NULL);
   printf("nsa (%.0f s)\n", elapsed_s());
   for (size_t i = 0; i < sizeof nsa_quick / sizeof nsa_quick[0]; i++) fails += run_nsa(&nsa_quick[i]);
   if (longer) {

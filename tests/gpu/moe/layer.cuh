@@ -119,8 +119,8 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T, rout
   for (int variant = 0; variant < 7; variant++) {
     const int path = variant < 2 ? variant : variant < 4 || variant == 6 ? WS_MOE_FUSED_EXPERTS : WS_MOE_FUSED_LAYER;
     const int wide = variant == 3 || variant == 5, pair = variant == 6;
-    if (variant >= 2) setenv("WARPSPEC_MOE_TILE", wide ? "128" : "64", 1);
-    setenv("WARPSPEC_MOE_PAIR", pair ? "1" : "0", 1);
+    if (variant >= 2) test_set_knob(WS_MOE_TILE_ENV, wide ? "128" : "64");
+    test_set_knob(WS_MOE_PAIR_ENV, pair ? "1" : "0");
     const char *pname = path == WS_MOE_AUTO ? "auto" : path == WS_MOE_UNFUSED ? "unfused"
                         : pair ? "fused experts, CTA pairs"
                         : path == WS_MOE_FUSED_EXPERTS ? (wide ? "fused experts, 128-row tile" : "fused experts, 64-row tile")
@@ -174,8 +174,8 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T, rout
     if (graph) cudaGraphDestroy(graph);
     cudaStreamDestroy(st);
     WS_OK_OR_DIE(ws_moe_layer_destroy(layer));
-    unsetenv("WARPSPEC_MOE_TILE");
-    unsetenv("WARPSPEC_MOE_PAIR");
+    test_set_knob(WS_MOE_TILE_ENV, NULL);
+    test_set_knob(WS_MOE_PAIR_ENV, NULL);
   }
   free(ref_b);
   cudaFree(dxb);

@@ -1,0 +1,34 @@
+/* allgather.c - ws_allgather: a ring of ws_sendrecv calls, nranks - 1 steps.
+ *
+ * It keeps no state of its own: every step goes through ws_sendrecv, so it moves
+ * through sendrecv's staging and step counters (sendrecv_internal.h), which that
+ * operation owns; here only the communicator's rank and size are read. */
+#include "comm_internal.h"
+#include "../core/size_check.h"
+
+#include <stdint.h>
+
+ws_status ws_allgather(ws_comm *c, const void *sendbuf, size_t bytes, void *recvbuf, cudaStream_t stream) {
+  WS_REQUIRE(c != NULL, "ws_allgather: comm is NULL");
+  WS_REQUIRE((sendbuf && recvbuf) || bytes == 0, "ws_allgather: sendbuf or recvbuf is NULL");
+  WS_REQUIRE(((uintptr_t)recvbuf & 15u) == 0 && (bytes % 16 == 0 || c->nranks == 1),
+             "ws_allgather: recvbuf must be 16-byte aligned and bytes (%zu) a multiple of 16, so that every rank's "
+             "block is aligned", bytes);
+  size_t total = 0; /* recvbuf holds every rank's block */
+  WS_REQUIRE(ws_size_mul3((size_t)c->nranks, bytes, 1, &total) && ws_span_fits(recvbuf, total),
+             "ws_allgather: %d ranks x %zu bytes run past the end of the address space", c->nranks, bytes);
+  uint8_t *out = (uint8_t *)recvbuf;
+  const int n = c->nranks, r = c->rank;
+  if (bytes == 0) return WS_OK;
+  if (out + (size_t)r * bytes != (const uint8_t *)sendbuf)
+    WS_CUDA_TRY(cudaMemcpyAsync(out + (size_t)r * bytes, sendbuf, bytes, cudaMemcpyDeviceToDevice, stream));
+  /* Ring: in step s, pass on the block that arrived in step s-1 (our own first). */
+  const int right = (r + 1) % n, left = (r + n - 1) % n;
+  for (int s = 0; s < n - 1; s++) {
+    const int give = (r - s + n) % n, take = (r - s - 1 + 2 * n) % n;
+    ws_status st = ws_sendrecv(c, out + (size_t)give * bytes, bytes, right, out + (size_t)take * bytes, bytes, left, NULL,
+                               stream);
+    if (st != WS_OK) return st;
+  }
+  return WS_OK;
+}

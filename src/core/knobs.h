@@ -1,0 +1,51 @@
+/* knobs.h - the library's environment knobs, parsed once (knobs.c); not installed.
+ *
+ * Callers read a field of ws_knobs_get() where they used to call getenv: the names and
+ * defaults are in config.h, the accepted values in docs/knobs.md and in knobs.c's table.
+ * Plain C, also included by the .cu launchers. */
+#ifndef WARPSPEC_KNOBS_INTERNAL_H
+#define WARPSPEC_KNOBS_INTERNAL_H
+
+#include "warpspec/knobs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* WARPSPEC_ATTN_SCHEDULE: the flash kernel's schedule; AUTO picks per head dim. */
+enum { WS_ATTN_SCHED_AUTO = -1, WS_ATTN_SCHED_PLAIN = 0, WS_ATTN_SCHED_PINGPONG = 1, WS_ATTN_SCHED_OVERLAP = 2,
+       WS_ATTN_SCHED_OVERLAP_PINGPONG = 3 };
+
+typedef struct {
+  int timeout_ms;            /* WARPSPEC_TIMEOUT_MS: bound of every device-side wait        */
+  int check;                 /* WARPSPEC_CHECK: 1 = validation mode on                       */
+  int host_threads;          /* WARPSPEC_HOST_THREADS: 0 = the online CPUs                   */
+  int pdl;                   /* WARPSPEC_PDL: 1 = the library's launches chained             */
+  int attn_schedule;         /* WARPSPEC_ATTN_SCHEDULE: WS_ATTN_SCHED_*                      */
+  int attn_persistent;       /* WARPSPEC_ATTN_GRID: 1 persistent, 0 one CTA per tile         */
+  int mla_overlap;           /* WARPSPEC_MLA_SCHEDULE: 1 overlap, 0 plain                    */
+  int gemm_splits;           /* WARPSPEC_GEMM_SPLITS: 0 = chosen per problem, else forced    */
+  int gemm_fp8_tile;         /* WARPSPEC_GEMM_FP8_TILE: 0 = chosen per problem, 128 or 192   */
+  int moe_gather;            /* WARPSPEC_MOE_GATHER: 0 / 1                                   */
+  int moe_tile;              /* WARPSPEC_MOE_TILE: 0 = chosen per layer, 64 or 128           */
+  int moe_pair;              /* WARPSPEC_MOE_PAIR: -1 = chosen per layer, 0 / 1 forced       */
+  int moe_static_walk;       /* WARPSPEC_MOE_SCHED: 1 static, 0 claimed                      */
+  int moe_self_route;        /* WARPSPEC_MOE_SELF_ROUTE: 0 / 1                               */
+  long long sr_ce_min_bytes; /* WARPSPEC_SR_CE_MIN_BYTES: zero-copy by copy engine from here */
+  int rendezvous_timeout_ms; /* WARPSPEC_RENDEZVOUS_TIMEOUT_MS                               */
+  int share_gpu;             /* WARPSPEC_SHARE_GPU: 1 = ranks may share a GPU (tests, MPS)   */
+  int debug_nvml;            /* WARPSPEC_DEBUG_NVML: 1 = the CLI prints its NVML queries     */
+} ws_knobs;
+
+/* The knobs, parsed from the environment at the first call in the process (thread-safe)
+ * and again at ws_knobs_reload(). Never NULL. */
+const ws_knobs *ws_knobs_get(void);
+
+/* Parse the one knob called `name` (its WARPSPEC_ name) again, leaving the others as they
+ * are: ws_set_check_mode(-1) goes back to the environment's WARPSPEC_CHECK this way. */
+void ws_knobs_reread(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
