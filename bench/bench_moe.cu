@@ -12,7 +12,7 @@
  * same data: unfused (dispatch, L1 ws_gemm, SwiGLU pass, L2 ws_gemm, combine), fused
  * experts (one persistent kernel between dispatch and combine) and fused layer (the
  * whole layer, dispatch and combine included, in one persistent kernel per rank), and
- * the fused experts kernel in CTA pairs ("pairs", moe_experts.cu); their outputs are
+ * the fused experts kernel in CTA pairs ("pairs", layer_kernel.cu); their outputs are
  * compared bit for bit. The NCCL + cuBLASLt composite is `warpspec bench
  * moe-layer` (python/warpspec/bench_moe_layer.py). */
 #include "bench.h"

@@ -23,7 +23,7 @@ BOXES = {
     "bench": (COL[1], 7.0, W, 1.15, TOOLS, "bench/\nwarpspec_bench: against\nthe baseline; plots"),
     "tests": (COL[2], 7.0, W, 1.15, TOOLS, "tests/\ncpu/ and gpu/ suites:\nbad inputs, poisoned outputs"),
     "python": (COL[3], 7.0, W, 1.15, TOOLS, "python/warpspec\nctypes over the C API\n(no #include)"),
-    "moe": (COL[0], 4.8, W, 1.1, OPS, "src/moe\ndispatch, combine,\nexperts, the layer"),
+    "moe": (COL[0], 4.8, W, 1.1, OPS, "src/moe\ndispatch, combine, SwiGLU;\nlayer/: the fused layer"),
     "gemm": (COL[1], 4.8, W, 1.1, OPS, "src/gemm\nBF16 / FP8 GEMM,\nquantise, schedule"),
     "attention": (COL[2], 4.8, W, 1.1, OPS, "src/attention\nflash, sparse MLA,\nMLA decode, NSA"),
     "stream": (COL[3], 4.8, W, 1.1, OPS, "src/stream\nthe TMA-pipe copy"),
@@ -89,7 +89,7 @@ def main(dst):
     # The listed exceptions (tools/check_includes.py, EXCEPTIONS), dashed.
     red = "#c0392b"
     arrow(ax, [(W, 5.55), (W + GAP, 5.55)], dashed=True)
-    note(ax, (2.3, 4.45), "moe_experts*.cu* (the fused experts kernel) ->\ngemm's FP8 wgmma issue, epilogue, tile schedule",
+    note(ax, (2.3, 4.45), "moe/layer/layer_*.cu* (the fused MoE kernel) ->\ngemm's FP8 wgmma issue, epilogue, tile schedule",
          red, va="top")
     # Every folder on the left includes the public headers; the kernel headers include the host ones.
     ax.plot([10.05, 10.05], [0.6, 8.15], color="#222222", lw=1.4)

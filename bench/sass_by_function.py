@@ -3,7 +3,7 @@ source function accounts for (the function that holds the instruction's source l
 inlining), most first. LISTING: `nvdisasm -g` of a cubin built with -lineinfo, e.g.
 
     nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -I include --expt-relaxed-constexpr \\
-         -std=c++17 -lineinfo -cubin -o k.cubin src/moe/moe_experts.cu
+         -std=c++17 -lineinfo -cubin -o k.cubin src/moe/layer/layer_kernel.cu
     nvdisasm -g k.cubin > k.sass
     python3 bench/sass_by_function.py k.sass _Z18moe_experts_kernelILi64ELi0E 40
 

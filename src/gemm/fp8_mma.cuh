@@ -1,5 +1,5 @@
 /* fp8_mma.cuh - one 128-wide K block of an FP8 tile on the tensor cores, shared by the
- * FP8 GEMM (gemm_fp8.cu) and the fused MoE experts kernel (src/moe/moe_experts.cu): wait
+ * FP8 GEMM (gemm_fp8.cu) and the fused MoE experts kernel (src/moe/layer/layer_kernel.cu): wait
  * for the pipe's stage and issue four dependent m64n128k32 wgmmas into a fresh fp32
  * accumulator (the caller promotes it with the block's scales). */
 #ifndef WARPSPEC_FP8_MMA_CUH

@@ -1,7 +1,7 @@
 /* ep_protocol.cuh - the dispatch/combine wire protocol, written once: each step a device
  * function taking the threads that run it as an ep_group, driven by the standalone
  * kernels (dispatch.cu, combine.cu: a group is a CTA) and by the whole-layer kernel's
- * work items (moe_layer_ep.cuh: a group is the 256 math threads). The drivers decide
+ * work items (layer_items_ep.cuh: a group is the 256 math threads). The drivers decide
  * which threads run which units and keep their epochs; the bytes on the wire, the
  * receive layout and the flags are these functions' (ep_internal.h: the buffers).
  *

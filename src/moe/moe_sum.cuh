@@ -1,5 +1,5 @@
 /* moe_sum.cuh - one chunk of a token's weighted sum of expert rows, shared by the combine
- * kernels (combine.cu) and the whole-layer kernel's combine items (moe_layer_items.cuh),
+ * kernels (combine.cu) and the whole-layer kernel's combine items (layer_items.cuh),
  * so both give the same bits: fp32 in slot order, BF16 out. */
 #ifndef WARPSPEC_MOE_SUM_CUH
 #define WARPSPEC_MOE_SUM_CUH

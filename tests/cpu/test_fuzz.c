@@ -8,7 +8,7 @@
 #include "../test.h"
 #include "../../src/cli/cli.h"
 #include "../../src/cli/parse_num.h"
-#include "../../src/moe/moe_layer_auto.h"
+#include "../../src/moe/layer/layer_auto.h"
 #include "warpspec/sendrecv_geometry.h"
 
 #include <float.h>

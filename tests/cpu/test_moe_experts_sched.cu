@@ -1,18 +1,18 @@
 /* test_moe_experts_sched.cu - the fused experts kernel's work items, walked on the host in
- * the order the CTAs claim them (moe_experts_sched.cuh): for random experts (empty ones
+ * the order the CTAs claim them (layer_sched.cuh): for random experts (empty ones
  * included) with rows padded to 64, several H and I, every L1 tile and every L2 tile is
  * an item exactly once, all L1 items come before any L2 item (what keeps the kernel free
  * of deadlock: an L2 item only waits on items claimed before it), and every 64-row block
  * gets exactly I / 128 L1 items and moe_experts_l2_items L2 items (ceil(H / 256) with
  * 64-row tiles, H / 128 with 128-row ones), the kernel's release target and its number
  * of readers. With 128-row tiles a tile's second 64 rows count only when they are still
- * its expert's. CTA pairs (moe_experts.cu, mx_load_pair) number 128-row blocks with the
+ * its expert's. CTA pairs (layer_kernel.cu, mx_load_pair) number 128-row blocks with the
  * 64-row tile's L2 columns (256): each 64-row block must still get I / 128 L1 items and
  * ceil(H / 256) L2 items, the kernel's release target and reader count per block. Host
  * code only. The whole layer's items around the tiles (route, send, expand, reduce or
  * combine, gather) come in the order its deadlock freedom rests on (layer_items). */
 #include "../test.h"
-#include "../../src/moe/moe_experts_sched.cuh"
+#include "../../src/moe/layer/layer_sched.cuh"
 
 #include <stdlib.h>
 #include <string.h>

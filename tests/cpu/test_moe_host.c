@@ -8,8 +8,8 @@
 #include "warpspec/moe.h"
 #include "warpspec/moe_layer.h"
 #include "../../src/comm/comm_internal.h"
-#include "../../src/moe/moe_experts.h"
-#include "../../src/moe/moe_layer_auto.h"
+#include "../../src/moe/layer/layer_kernel.h"
+#include "../../src/moe/layer/layer_auto.h"
 #include "../../src/moe/ep_buffers.h"
 #include "warpspec/config.h"
 

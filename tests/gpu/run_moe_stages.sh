@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_moe_stages.sh [BUILD] - is the fused experts kernel's weight stream bound by the
-# bytes in flight? Rebuilds only src/moe/moe_experts.cu in BUILD (default build, already
+# bytes in flight? Rebuilds only src/moe/layer/layer_kernel.cu in BUILD (default build, already
 # configured and built) at each pipe depth in STAGES (default "2 3 4"; 4 is the shipped
 # one) through the WS_MOE_EXPERTS_FLAGS cache variable, and times the layer with
 # `warpspec bench moe` on one GPU at each of TOKENS (default "1 8"; SHAPE, default

@@ -9,7 +9,7 @@
 
 #include "moe_common.cuh"
 #include "warpspec/moe_layer.h"
-#include "../../../src/moe/moe_experts.h"
+#include "../../../src/moe/layer/layer_kernel.h"
 
 /* The fused experts kernel (and, for the layer's hand-offs, the whole layer in it) with
  * one hand-off left out (moe_experts_problem.drop): the bounded wait on it must end in

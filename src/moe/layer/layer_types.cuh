@@ -1,19 +1,19 @@
-/* moe_experts_types.cuh - the fused experts kernel's (moe_experts.cu) shared-memory
- * layout, pipes, role table and arguments: what its loader (moe_experts_loader.cuh) and
- * math (moe_experts_math.cuh) both read. */
-#ifndef WARPSPEC_MOE_EXPERTS_TYPES_CUH
-#define WARPSPEC_MOE_EXPERTS_TYPES_CUH
+/* layer_types.cuh - the fused experts kernel's (layer_kernel.cu) shared-memory
+ * layout, pipes, role table and arguments: what its loader (layer_loader.cuh) and
+ * math (layer_math.cuh) both read. */
+#ifndef WARPSPEC_MOE_LAYER_TYPES_CUH
+#define WARPSPEC_MOE_LAYER_TYPES_CUH
 
-#include "../core/internal.h"
+#include "../../core/internal.h"
 #include "warpspec/device/fp8.cuh"
-#include "../gemm/fp8_mma.cuh"
-#include "../gemm/gemm_epilogue.cuh"
-#include "../gemm/gemm_loader.cuh"
-#include "moe_experts.h"
-#include "moe_experts_sched.cuh"
-#include "moe_layer_ep.cuh"
-#include "moe_layer_items.cuh"
-#include "swiglu.cuh"
+#include "../../gemm/fp8_mma.cuh"
+#include "../../gemm/gemm_epilogue.cuh"
+#include "../../gemm/gemm_loader.cuh"
+#include "layer_kernel.h"
+#include "layer_sched.cuh"
+#include "layer_items_ep.cuh"
+#include "layer_items.cuh"
+#include "../swiglu.cuh"
 
 #include <cuda_bf16.h>
 
@@ -119,7 +119,7 @@ typedef struct {
   int static_walk;        /* CTA-strided items instead of claims (WARPSPEC_MOE_SCHED=static) */
   int pair;               /* launched in CTA pairs (moe_experts_kernel<BM, 1>): l1 / l2 number
                            * 128-row blocks, each CTA of the pair takes 64 of the rows      */
-  mx_layer_args layer;    /* the whole layer (moe_layer_items.cuh), or layer.on = 0        */
+  mx_layer_args layer;    /* the whole layer (layer_items.cuh), or layer.on = 0        */
 } mx_args;
 
 #endif

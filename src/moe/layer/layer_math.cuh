@@ -1,10 +1,10 @@
-/* moe_experts_math.cuh - the fused experts kernel's math warpgroups (moe_experts.cu):
+/* layer_math.cuh - the fused experts kernel's math warpgroups (layer_kernel.cu):
  * the FP8 K loop and promotion, the L1 epilogue (SwiGLU, the 1 x 128 requant, the act
  * rows out), the L2 stores, and the layer's work items between tiles. */
-#ifndef WARPSPEC_MOE_EXPERTS_MATH_CUH
-#define WARPSPEC_MOE_EXPERTS_MATH_CUH
+#ifndef WARPSPEC_MOE_LAYER_MATH_CUH
+#define WARPSPEC_MOE_LAYER_MATH_CUH
 
-#include "moe_experts_types.cuh"
+#include "layer_types.cuh"
 
 /* ---- MATH -------------------------------------------------------------------------- */
 /* total += acc x a_scale x b_scale, columns 0..63 of the warpgroup's 128 with b0 and
@@ -282,8 +282,8 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
   WS_PROBE_DECLARE(p);
   WS_PROBE(p, 0);
   int phase = mx_next(&pipe, &ctx, sm, c, &tile);
-  /* the whole layer's route, send and expand items (moe_layer_items.cuh, one GPU;
-   * moe_layer_ep.cuh, several ranks): their stage carries only the item, free again at
+  /* the whole layer's route, send and expand items (layer_items.cuh, one GPU;
+   * layer_items_ep.cuh, several ranks): their stage carries only the item, free again at
    * once. The route's scratch is warpgroup 0's epilogue memory: no L2 store pending yet. */
   const uint32_t bar = (uint32_t)a.bar;
   const int ep = a.layer.nranks > 1;

@@ -1,21 +1,21 @@
-/* moe_layer.c - the MoE layer in one call: dispatch, the experts (unfused: L1 grouped
+/* layer.c - the MoE layer in one call: dispatch, the experts (unfused: L1 grouped
  * GEMM, SwiGLU + per-128 requantisation, L2 grouped GEMM; fused: one persistent kernel,
- * moe_experts.cu), combine, all stream-ordered on the handle's buffers (no host
+ * layer_kernel.cu), combine, all stream-ordered on the handle's buffers (no host
  * synchronisation: graph-capturable). The fused layer path runs dispatch and combine
- * inside the same kernel: on one GPU as local copies (moe_layer_items.cuh), on several
- * ranks over the dispatch handle's symmetric buffers (moe_layer_ep.cuh). */
-#include "../core/index_check.h"
-#include "../core/internal.h"
-#include "../core/knobs.h"
-#include "../core/size_check.h"
+ * inside the same kernel: on one GPU as local copies (layer_items.cuh), on several
+ * ranks over the dispatch handle's symmetric buffers (layer_items_ep.cuh). */
+#include "../../core/index_check.h"
+#include "../../core/internal.h"
+#include "../../core/knobs.h"
+#include "../../core/size_check.h"
 #include "warpspec/check.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
 #include "warpspec/moe.h"
 #include "warpspec/moe_layer.h"
-#include "moe_experts.h"
-#include "moe_layer_auto.h"
-#include "swiglu_internal.h"
+#include "layer_kernel.h"
+#include "layer_auto.h"
+#include "../swiglu_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -192,7 +192,7 @@ static int layer_tile_rows(const ws_moe_layer *l, int tokens) {
   return WS_MOE_WIDE_ROWS > 0 && rows >= WS_MOE_WIDE_ROWS ? MOE_EXPERTS_BM_WIDE : MOE_EXPERTS_BM;
 }
 
-/* The fused experts path's CTA pairs (moe_experts.cu: the weights read from L2 once per
+/* The fused experts path's CTA pairs (layer_kernel.cu: the weights read from L2 once per
  * 128 rows) from WS_MOE_PAIR_ROWS rows per local expert (config.h); WARPSPEC_MOE_PAIR=1|0
  * when the layer was created forces them on or off. Not with a forced 128-row tile. */
 static int layer_pair(const ws_moe_layer *l, int tokens) {

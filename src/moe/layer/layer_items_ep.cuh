@@ -1,4 +1,4 @@
-/* moe_layer_ep.cuh - the whole MoE layer in the experts kernel on several ranks (EP > 1):
+/* layer_items_ep.cuh - the whole MoE layer in the experts kernel on several ranks (EP > 1):
  * dispatch and combine as work items of the same persistent kernel, on the dispatch
  * handle's symmetric buffers (ep_internal.h) and driving the same protocol steps as
  * ws_ep_dispatch / ws_ep_combine (ep_protocol.cuh: the steps exist once), so a rank on
@@ -35,11 +35,11 @@
  * them, as ws_ep_dispatch / ws_ep_combine do, so a rank on this path and a rank on the
  * unfused one understand each other. Every wait is bounded and names the peer; every
  * counter is back to zero at the end of the call. */
-#ifndef WARPSPEC_MOE_LAYER_EP_CUH
-#define WARPSPEC_MOE_LAYER_EP_CUH
+#ifndef WARPSPEC_MOE_LAYER_ITEMS_EP_CUH
+#define WARPSPEC_MOE_LAYER_ITEMS_EP_CUH
 
-#include "ep_protocol.cuh"
-#include "moe_layer_items.cuh"
+#include "../ep_protocol.cuh"
+#include "layer_items.cuh"
 
 /* A CTA's shared state for these items: the call's dispatch and combine epochs, read
  * once when the CTA starts (mxe_read_epochs, before the CTA's loader claims anything),

@@ -1,4 +1,10 @@
-/* moe_experts.cu - a rank's MoE experts in one persistent kernel:
+/* layer_kernel.cu - the fused MoE kernel: a rank's experts in one persistent kernel
+ * (the WS_MOE_FUSED_EXPERTS path), and with its work items (layer_items.cuh,
+ * layer_items_ep.cuh) the whole layer (WS_MOE_FUSED_LAYER). Files of src/moe/layer/:
+ * layer_kernel.h its arguments and launcher, layer_types.cuh / layer_loader.cuh /
+ * layer_math.cuh its parts, layer_sched.cuh its item numbering, layer.c the one-call
+ * layer on the host (every path), layer_auto.h WS_MOE_AUTO's rule.
+ *
  *
  *   act = requant_1x128(silu(x W1g^T) * (x W1u^T)),   y = act W2^T     (per local expert)
  *
@@ -52,25 +58,25 @@
  *
  * The math is the FP8 GEMM's (fp8_mma.cuh, the same promotion order and rounding) and
  * the SwiGLU is swiglu.cuh's: the layer's output equals the unfused path's bit for bit. */
-#include "../core/internal.h"
-#include "../core/knobs.h"
-#include "../core/size_check.h"
+#include "../../core/internal.h"
+#include "../../core/knobs.h"
+#include "../../core/size_check.h"
 #include "warpspec/device/fp8.cuh"
-#include "../gemm/fp8_mma.cuh"
-#include "../gemm/gemm_epilogue.cuh"
-#include "../gemm/gemm_loader.cuh"
-#include "moe_experts.h"
-#include "moe_experts_sched.cuh"
-#include "moe_layer_ep.cuh"
-#include "moe_layer_items.cuh"
-#include "swiglu.cuh"
+#include "../../gemm/fp8_mma.cuh"
+#include "../../gemm/gemm_epilogue.cuh"
+#include "../../gemm/gemm_loader.cuh"
+#include "layer_kernel.h"
+#include "layer_sched.cuh"
+#include "layer_items_ep.cuh"
+#include "layer_items.cuh"
+#include "../swiglu.cuh"
 
 #include <cuda_bf16.h>
 
 #include "warpspec/moe.h"
-#include "moe_experts_types.cuh"  /* shared memory, pipes, roles, arguments */
-#include "moe_experts_loader.cuh" /* the scheduler and loader warps         */
-#include "moe_experts_math.cuh"   /* the math warpgroups                     */
+#include "layer_types.cuh"  /* shared memory, pipes, roles, arguments */
+#include "layer_loader.cuh" /* the scheduler and loader warps         */
+#include "layer_math.cuh"   /* the math warpgroups                     */
 
 template <int BM, int PAIR>
 WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x, const __grid_constant__ ws_tmap map_w1,

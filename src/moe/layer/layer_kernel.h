@@ -1,8 +1,8 @@
-/* moe_experts.h - a rank's experts in one persistent kernel (moe_experts.cu): the L1
+/* layer_kernel.h - a rank's experts in one persistent kernel (layer_kernel.cu): the L1
  * grouped FP8 GEMM, SwiGLU + per-128 requant in its epilogue, and the L2 grouped FP8
  * GEMM, on the receive layout of a dispatch. The MoE layer's WS_MOE_FUSED_EXPERTS path. */
-#ifndef WARPSPEC_MOE_EXPERTS_H
-#define WARPSPEC_MOE_EXPERTS_H
+#ifndef WARPSPEC_MOE_LAYER_KERNEL_H
+#define WARPSPEC_MOE_LAYER_KERNEL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-/* The whole layer in the same kernel (moe_layer_items.cuh), one GPU (EP1): with `layer`
+/* The whole layer in the same kernel (layer_items.cuh), one GPU (EP1): with `layer`
  * set, the kernel first routes the tokens (offsets, each entry's row) and copies them
  * into x / x_scale (the grouped layout: quantising BF16 rows on the way), and after the
  * experts sums each token's rows into `out`. offsets, x and x_scale of the problem are
@@ -32,7 +32,7 @@ typedef struct {
   void *out;                    /* [T][H] bf16                                               */
   int *entry_row;               /* [max_tokens][K]: each entry's row in the grouped layout, -1 */
   int *bad_id;                  /* [4]: count, first token, slot, value of ids out of range  */
-  /* several ranks (moe_layer_ep.cuh): the dispatch handle's kernel arguments
+  /* several ranks (layer_items_ep.cuh): the dispatch handle's kernel arguments
    * (ep_kernel_args); x, x_scale and offsets of the problem are then its receive layout,
    * and entry_row and bad_id are not used (the handle has its own) */
   const struct ep_args *ep;

@@ -1,18 +1,18 @@
-/* moe_experts_sched.cuh - which work item the fused experts kernel's item t is (host and
+/* layer_sched.cuh - which work item the fused experts kernel's item t is (host and
  * device: tests/cpu/test_moe_experts_sched.cu walks it on the CPU). Items are numbered
  * as ws_gemm's grouped tiles (gemm_sched.cuh): first every L1 tile (expert, row block,
  * 128 act columns: K = H), then every L2 tile (expert, row block, output columns: K = I).
- * Two tile shapes (moe_experts.cu): 64-row blocks with 256 output columns per L2 item,
+ * Two tile shapes (layer_kernel.cu): 64-row blocks with 256 output columns per L2 item,
  * or 128-row blocks with 128. Expert rows are padded to 64 either way, so a 128-row
  * block may end in its expert's last 64 rows: the kernel's hand-off counters stay per
  * 64-row block. Each 64-row block of an expert gets I / 128 L1 releases (from the L1
  * items of its tile) and moe_experts_l2_items(bm, H) readers (the L2 items of its tile,
  * which clean its counters). */
-#ifndef WARPSPEC_MOE_EXPERTS_SCHED_CUH
-#define WARPSPEC_MOE_EXPERTS_SCHED_CUH
+#ifndef WARPSPEC_MOE_LAYER_SCHED_CUH
+#define WARPSPEC_MOE_LAYER_SCHED_CUH
 
-#include "../gemm/gemm_sched.cuh"
-#include "moe_experts.h"
+#include "../../gemm/gemm_sched.cuh"
+#include "layer_kernel.h"
 
 #define MOE_EXPERTS_L1_BN 128 /* act columns of an L1 item */
 
@@ -38,7 +38,7 @@ GEMM_HD gemm_shape moe_experts_shape(int groups, int max_rows, const int *offset
   return s;
 }
 
-/* The kinds of work item (the whole layer's, moe_layer_items.cuh / moe_layer_ep.cuh, around
+/* The kinds of work item (the whole layer's, layer_items.cuh / layer_items_ep.cuh, around
  * the tiles). */
 enum { MX_L1 = 0, MX_L2, MX_ROUTE, MX_EXPAND, MX_COMBINE, MX_SEND, MX_REDUCE, MX_GATHER };
 

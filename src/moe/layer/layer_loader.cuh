@@ -1,10 +1,10 @@
-/* moe_experts_loader.cuh - the fused experts kernel's loader warpgroup (moe_experts.cu):
+/* layer_loader.cuh - the fused experts kernel's loader warpgroup (layer_kernel.cu):
  * the scheduler warp's claims and item decoding, the TMA loader of every item's stages,
  * and the CTA-pair variant that multicasts the weights into both CTAs. */
-#ifndef WARPSPEC_MOE_EXPERTS_LOADER_CUH
-#define WARPSPEC_MOE_EXPERTS_LOADER_CUH
+#ifndef WARPSPEC_MOE_LAYER_LOADER_CUH
+#define WARPSPEC_MOE_LAYER_LOADER_CUH
 
-#include "moe_experts_types.cuh"
+#include "layer_types.cuh"
 
 /* ---- LOADER ------------------------------------------------------------------------ */
 /* An L2 tile's wait for the act rows of one of its 64-row blocks (lane 0; TMA is issued

@@ -1,4 +1,4 @@
-/* moe_layer_items.cuh - the whole MoE layer in the experts kernel (moe_experts.cu) on one
+/* layer_items.cuh - the whole MoE layer in the experts kernel (layer_kernel.cu) on one
  * GPU: the work items that are not GEMM tiles. The kernel's math warpgroups (256
  * threads) run them between tiles, handed over by the loader like the tiles:
  *
@@ -26,9 +26,9 @@
 #define WARPSPEC_MOE_LAYER_ITEMS_CUH
 
 #include "warpspec/device/fp8.cuh"
-#include "ep_internal.h"
-#include "moe_experts.h"
-#include "moe_sum.cuh"
+#include "../ep_internal.h"
+#include "layer_kernel.h"
+#include "../moe_sum.cuh"
 #include "warpspec/moe.h"
 
 #include <cuda_bf16.h>
@@ -38,15 +38,15 @@
 
 typedef struct {
   int on;                      /* 0: the experts only                                     */
-  int drop;                    /* tests: MOE_DROP_* (moe_experts.h), also without a layer */
+  int drop;                    /* tests: MOE_DROP_* (layer_kernel.h), also without a layer */
   int tokens, topk, experts, x_bf16, scale_ld;
   int tokens_per_item;         /* of an expand, combine, send or gather item                */
   int token_items;             /* items of tokens_per_item tokens: tokens / tokens_per_item   */
   /* the items between route and the tiles, and after the tiles: one GPU: expand
-   * (token_items), combine (token_items); several ranks (moe_layer_ep.cuh): send, expand,
+   * (token_items), combine (token_items); several ranks (layer_items_ep.cuh): send, expand,
    * reduce, gather */
   int send_items, expand_items, reduce_items, gather_items;
-  int nranks;                  /* > 1: the items of moe_layer_ep.cuh on `ep`             */
+  int nranks;                  /* > 1: the items of layer_items_ep.cuh on `ep`             */
   int self_route;              /* one GPU, few entries: the loaders count the offsets too  */
   const int *topk_idx;
   const float *topk_weights;
