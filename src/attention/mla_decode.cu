@@ -84,13 +84,15 @@ __global__ void mla_merge_kernel(const float *o_part, const float *lse_part, int
 }
 
 /* ---- MLA decode: the same kernel over page-table rows, split-KV, merge --------------- */
-/* Splits of each sequence's keys: enough CTAs for one wave of the GPU, each at least one
- * block of keys; chunk = keys per split (a multiple of the block). maxlen is at most 2^30
- * (ws_mla_decode_check), so maxlen + chunk stays an int here and in mla_keys. */
+/* Splits of each sequence's keys: as many as fit one wave of the GPU (a CTA per SM), each
+ * at least one block of keys; chunk = keys per split (a multiple of the block). Rounded
+ * down: rounded up, 16 CTAs x 9 splits = 144 CTAs ran as two waves on 132 SMs, and 128
+ * CTAs were split in 2 for nothing. maxlen is at most 2^30 (ws_mla_decode_check), so
+ * maxlen + chunk stays an int here and in mla_keys. */
 static int mla_decode_splits(const ws_mla_decode_problem *p, int sms, int *chunk) {
   const int maxlen = p->max_seqlen > 0 ? p->max_seqlen : p->max_pages * p->page_size;
   const long long ctas = (long long)p->batch * p->s_q * (p->heads / MLA_BH);
-  int splits = ctas >= sms ? 1 : (int)((sms + ctas - 1) / ctas);
+  int splits = ctas >= sms ? 1 : (int)(sms / ctas);
   const int blocks = (maxlen + MLA_BN - 1) / MLA_BN;
   if (splits > blocks) splits = blocks > 0 ? blocks : 1;
   if (splits > 65535) splits = 65535;

@@ -5,6 +5,7 @@
  * (query token, 64 heads); the token's kv rows stream in blocks of 64 through a pipe.
  *   S_GATHER (4 warps, 40 regs)      the Q tile by TMA once (q pipe), then per block of 64
  *                                    indices the 64 rows by cp.async, 16 bytes at a time,
+ *                                    8 lanes per 128-byte line (BF16), each piece
  *                                    placed in the 128-byte swizzle wgmma reads (nine
  *                                    [64][64] boxes); a masked index (-1, out of range,
  *                                    past topk) reads nothing and zero-fills its row, and
@@ -371,7 +372,10 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   mla_smem *sm = (mla_smem *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
   ws_ctx ctx = WS_SELF(mla_sparse, diag);
-  const int tok = (int)blockIdx.x, hg = (int)blockIdx.y;
+  /* the head groups of a token are neighbours in the grid: they gather the same kv rows,
+   * and the second finds them in L2 (token-major, the second group of every token ran a
+   * wave later and read the whole cache from DRAM again; docs/design_mla.md, 5.2) */
+  const int groups = a.heads / MLA_BH, tok = (int)blockIdx.x / groups, hg = (int)blockIdx.x % groups;
   int kbeg, nkeys;
   mla_keys(&a, tok, &kbeg, &nkeys);
   const int nblk = (nkeys + MLA_BN - 1) / MLA_BN;
@@ -396,34 +400,54 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     for (int c = 0; c < MLA_BOXES; c++)
       ws_pipe_load_tile_2d_at(&qp, &ctx, c0, sm->q[c], &map_q, c * 64, tok * a.heads + hg * MLA_BH);
     ws_pipe_commit_at(&qp, &ctx, c0);
-    /* BF16: two threads per row, 36 pieces each; FP8: rows t % 64, halves t / 64 */
-    const int t = ws_role_thread(&ctx), row = FP8 ? t & 63 : t >> 1, first = (t & 1) * (MLA_PIECES / 2);
     /* Double buffering: block nb is copied while the math warps work on nb - 1, and
      * published as soon as it has landed, so it is ready when they finish (publishing
-     * it only after the next acquire would make every block wait for the one after). */
-    /* The row of the next block is looked up (page table / indices: a global load) while
-     * this block is copied, and each block's rows are published as valid flags in the
-     * stage: the math warps mask by them and never touch the indices themselves. */
+     * it only after the next acquire would make every block wait for the one after).
+     * The rows of the next block are looked up (page table / indices: global loads)
+     * while this block is copied, and each block's rows are published as valid flags in
+     * the stage: the math warps mask by them and never touch the indices themselves. */
+    const int t = ws_role_thread(&ctx);
     ws_cursor k = c0;
-    int r_next = nblk > 0 ? mla_row(&a, tok, kbeg, nkeys, row) : -1;
-    for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
-      const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
-      const int r = r_next;
-      if (nb + 1 < nblk) r_next = mla_row(&a, tok, kbeg, nkeys, (nb + 1) * MLA_BN + row);
-      if ((FP8 ? t >> 6 : t & 1) == 0) sm->valid[s][row] = r >= 0;
-      if (FP8) {
+    if (FP8) { /* rows t % 64, halves t / 64 (mla_gather_fp8's layout) */
+      const int row = t & 63;
+      int r_next = nblk > 0 ? mla_row(&a, tok, kbeg, nkeys, row) : -1;
+      for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
+        const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
+        const int r = r_next;
+        if (nb + 1 < nblk) r_next = mla_row(&a, tok, kbeg, nkeys, (nb + 1) * MLA_BN + row);
+        if ((t >> 6) == 0) sm->valid[s][row] = r >= 0;
         mla_gather_fp8(&ctx, sm->kv[s][0], a.kv8, r, row, t >> 6);
         ws_pipe_commit_at(&kvp, &ctx, k); /* fence.proxy.async (the generic stores), then arrive */
-        continue;
       }
-      const int ok = r >= 0;
-      const uint8_t *src = (const uint8_t *)(a.kv + (size_t)(ok ? r : 0) * MLA_DQK);
-      uint8_t *stage = (uint8_t *)sm->kv[s][0];
-#pragma unroll 4
-      for (int i = 0; i < MLA_PIECES / 2; i++) {
-        const int piece = first + i;
-        ws_cp_async_cg_16(stage + (piece >> 3) * (MLA_BN * 128) + mla_swizzle(row, piece & 7), src + piece * 16,
-                          ok ? 16u : 0u);
+      return;
+    }
+    /* BF16: 8 lanes per 128-byte line, 4 rows per warp instruction. Thread t copies the
+     * 16-byte piece t & 7 of each of the 9 boxes of rows (t >> 3) + 16 j, j = 0..3: a warp
+     * instruction reads four whole lines and fills four whole 128-byte rows of a box. (A
+     * thread per half row read 16 bytes of 32 lines per instruction: twice the L2 sectors
+     * and 8x the shared-memory wavefronts; docs/design_mla.md, 5.1.) */
+    const int piece = t & 7, row0 = t >> 3;
+    int r_next[4];
+#pragma unroll
+    for (int j = 0; j < 4; j++) r_next[j] = nblk > 0 ? mla_row(&a, tok, kbeg, nkeys, row0 + 16 * j) : -1;
+    for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
+      const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
+      int r[4];
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        r[j] = r_next[j];
+        if (nb + 1 < nblk) r_next[j] = mla_row(&a, tok, kbeg, nkeys, (nb + 1) * MLA_BN + row0 + 16 * j);
+      }
+      const uint32_t stage = ws_smem_addr(sm->kv[s][0]);
+#pragma unroll
+      for (int j = 0; j < 4; j++) {
+        const int row = row0 + 16 * j, ok = r[j] >= 0;
+        if (piece == 0) sm->valid[s][row] = ok;
+        const uint8_t *src = (const uint8_t *)(a.kv + (size_t)(ok ? r[j] : 0) * MLA_DQK) + piece * 16;
+        const uint32_t dst = stage + mla_swizzle(row, piece);
+#pragma unroll
+        for (int b = 0; b < MLA_BOXES; b++)
+          ws_cp_async_cg_16_to(dst + (uint32_t)b * (MLA_BN * 128), src + b * 128, ok ? 16u : 0u);
       }
       ws_cp_async_commit_group();
       WS_CP_ASYNC_WAIT_GROUP(0);          /* this thread's copies have landed      */
@@ -505,7 +529,7 @@ static ws_status mla_make_plan(const void *ctx, ws_plan *plan) {
 }
 
 /* Checks shared by both calls, then the tensor map of q ([tokens x heads][576]), the plan
- * and the launch over tokens x head groups x splits; a->kv8 set: the FP8 kernel. */
+ * and the launch over (token, head group) x splits; a->kv8 set: the FP8 kernel. */
 ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float softmax_scale, cudaStream_t stream) {
   WS_REQUIRE((uint64_t)tokens * (uint64_t)a->heads < (1ull << 31), "mla: %d query rows x %d heads, at most 2^31 - 1",
              tokens, a->heads);
@@ -530,7 +554,7 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mq, a, &diag};
-  const dim3 grid = {(unsigned)tokens, (unsigned)(a->heads / MLA_BH), (unsigned)splits};
+  const dim3 grid = {(unsigned)tokens * (unsigned)(a->heads / MLA_BH), 1, (unsigned)splits};
   return ws_plan_launch(plan, funcs[fp8][ov], grid, stream, args);
 }
 
