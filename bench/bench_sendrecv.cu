@@ -338,10 +338,15 @@ extern "C" int bench_allgather(const bench_sr_opts *o) {
   if (csv) fprintf(csv, "bytes_per_rank,variant,us,algbw_gbps\n");
   if (c.rank == 0)
     printf("bench allgather: %d ranks, bytes per rank; us = max over ranks; algbw = ranks x bytes / time\n"
-           "%12s %12s %12s %9s\n", c.nranks, "bytes/rank", "ws ring", "nccl", "ws/nccl");
+           "%12s %7s %12s %12s %9s\n", c.nranks, "bytes/rank", "path", "ws", "nccl", "ws/nccl");
   int failures = 0;
   for (uint64_t n = 32; n * (uint64_t)c.nranks <= o->max_bytes; n *= 4) {
     double us[2];
+    /* ws_allgather's choice (allgather.c): every block at once on 2-8 ranks up to
+     * WARPSPEC_AG_DIRECT_MAX_BYTES (default WS_AG_DIRECT_MAX_BYTES), else the ring */
+    const char *env = getenv(WS_AG_DIRECT_MAX_BYTES_ENV);
+    const unsigned long long direct_max = env && *env ? strtoull(env, NULL, 10) : WS_AG_DIRECT_MAX_BYTES;
+    const char *path = c.nranks > 1 && c.nranks - 1 <= WS_SR_MAX_PAIRS && n <= direct_max ? "direct" : "ring";
     for (int v = 0; v < 2; v++) {
       fill_k<<<264, 256, 0, c.s>>>(c.sbuf, n, c.seed, c.rank);
       CK(cudaMemsetAsync(c.rbuf, 0xCD, n * c.nranks, c.s));
@@ -375,10 +380,10 @@ extern "C" int bench_allgather(const bench_sr_opts *o) {
       us[v] = mine;
       cudaEventDestroy(a);
       cudaEventDestroy(b);
-      if (csv) fprintf(csv, "%llu,%s,%.3f,%.2f\n", (unsigned long long)n, v ? "nccl" : "ws ring", us[v],
+      if (csv) fprintf(csv, "%llu,%s,%.3f,%.2f\n", (unsigned long long)n, v ? "nccl" : path, us[v],
                        (double)n * c.nranks / us[v] / 1e3);
     }
-    if (c.rank == 0) printf("%12llu %12.2f %12.2f %8.2fx\n", (unsigned long long)n, us[0], us[1], us[1] / us[0]);
+    if (c.rank == 0) printf("%12llu %7s %12.2f %12.2f %8.2fx\n", (unsigned long long)n, path, us[0], us[1], us[1] / us[0]);
   }
   if (csv) fclose(csv);
   ncclCommDestroy(c.nccl);

@@ -110,7 +110,9 @@ ws_status ws_sendrecv(ws_comm *comm, const void *sendbuf, size_t sendbytes, int 
 ws_status ws_send(ws_comm *comm, const void *buf, size_t bytes, int peer, cudaStream_t stream);
 ws_status ws_recv(ws_comm *comm, void *buf, size_t bytes, int peer, cudaStream_t stream);
 
-/* Ring all-gather: recvbuf[r * bytes ...] = rank r's sendbuf, for every rank r. */
+/* All-gather: recvbuf[r * bytes ...] = rank r's sendbuf, for every rank r (sendbuf may be
+ * recvbuf's own block: in place). One launch sends our block to every rank at once (up to
+ * WARPSPEC_AG_DIRECT_MAX_BYTES per rank, default every size); above, a ring of sendrecvs. */
 ws_status ws_allgather(ws_comm *comm, const void *sendbuf, size_t bytes, void *recvbuf, cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -64,10 +64,12 @@
 #define WS_SR_ZC_MIN_BYTES      (2u << 20)  /* zero-copy: from here stores go to the peer's buffer */
 #define WS_SR_CE_MIN_BYTES      (64u << 20) /* zero-copy: from here the copy engine moves it */
 #define WS_SR_MAX_PAIRS         7      /* (send, receive) pairs of one launch: 8 ranks  */
-/* ws_allgather sends each block to every rank at once (one launch) up to this many bytes
- * per rank with 3..WS_SR_MAX_PAIRS + 1 ranks; above, or with 2 ranks, the ring. On 4
- * GPUs the ring took about 20 us at 32 B - 512 KB, NCCL 10 us (issue 37). */
-#define WS_AG_DIRECT_MAX_BYTES  (1u << 20)
+/* ws_allgather sends each block to every rank at once (one launch, our own block copied
+ * by the same kernel) up to this many bytes per rank with 2..WS_SR_MAX_PAIRS + 1 ranks;
+ * above, the ring of ws_sendrecv. Every size by default: on 4 x H200 the direct path was
+ * as fast as the ring or faster at every size from 32 B to 128 MB per rank (5 against
+ * 18-20 us below 512 KB, 28 against 43 us at 2 MB; docs/benchmarks.md, session 20). */
+#define WS_AG_DIRECT_MAX_BYTES  (1ull << 40)
 #define WS_AG_DIRECT_MAX_CTAS   128    /* its grid, every row resident on 132 SMs       */
 #define WS_COMM_HEAP_SPARE      (1ull << 30) /* symmetric heap beyond the staging, default  */
 #define WS_RENDEZVOUS_TIMEOUT_MS 60000 /* ranks wait this long for each other at init   */
@@ -145,6 +147,7 @@
 #define WS_MOE_SCHED_ENV          "WARPSPEC_MOE_SCHED"     /* claimed                        */
 #define WS_MOE_SELF_ROUTE_ENV     "WARPSPEC_MOE_SELF_ROUTE" /* 1: WS_MOE_SELF_ROUTE_ENTRIES  */
 #define WS_SR_CE_MIN_BYTES_ENV    "WARPSPEC_SR_CE_MIN_BYTES" /* WS_SR_CE_MIN_BYTES           */
+#define WS_AG_DIRECT_MAX_BYTES_ENV "WARPSPEC_AG_DIRECT_MAX_BYTES" /* WS_AG_DIRECT_MAX_BYTES    */
 #define WS_RENDEZVOUS_TIMEOUT_ENV "WARPSPEC_RENDEZVOUS_TIMEOUT_MS" /* WS_RENDEZVOUS_TIMEOUT_MS */
 #define WS_SHARE_GPU_ENV          "WARPSPEC_SHARE_GPU"     /* 0; tests: ranks share GPUs (MPS) */
 #define WS_DEBUG_NVML_ENV         "WARPSPEC_DEBUG_NVML"    /* 0; the CLI's NVLink count      */

@@ -61,6 +61,7 @@ typedef struct {
   float rmax[2][MLA_BH];                            /* each warpgroup's block row maxima */
   float lsum[2][MLA_BH];                            /* each warpgroup's row sums (end)   */
   uint8_t valid[MLA_STAGES][MLA_BN];                /* the stage's rows: 1 read, 0 masked */
+  int rows[MLA_STAGES][MLA_BN];                     /* FP8: the stage's kv rows, for the copies */
   uint64_t q_full[1], q_empty[1], kv_full[MLA_STAGES], kv_empty[MLA_STAGES];
   int q_closed[1], kv_closed[MLA_STAGES];
 } mla_smem;
@@ -151,30 +152,47 @@ static __device__ __forceinline__ void mla_dequant_chunk(uint32_t stage, int chu
   mla_dequant_store(stage, chunk, row, 2 * half + 1, r1, scale);
 }
 
-/* Row `row` (0..63) of the stage, half `half`: this thread copies latent bytes
- * 256 half .. + 255 and rope pieces 4 half .. + 3, and later converts, in every chunk,
- * the row's 32 columns 32 half .. + 31 (two raw pieces). r < 0: a masked row, zeros. */
-static __device__ __forceinline__ void mla_gather_fp8(const ws_ctx *ctx, void *stage_ptr, const uint8_t *kv8, int r,
-                                                      int row, int half) {
+/* One block of 64 FP8 rows into a stage, in two steps, so that the next block's rows are
+ * looked up between them (with the lookups in flight across the copies, the 40-register
+ * gather role spilled; each row is looked up once, by its converting threads, and the
+ * copies read it from shared memory). Copy: 8 lanes per 128-byte line, 4 rows per warp instruction, as
+ * the BF16 gather's: this thread copies 16-byte piece t & 7 of each 128-byte part of rows
+ * 4 (t >> 3) + j, j = 0..3 (kv rows r[j], < 0: masked, zeros); rows 4 apart put the four
+ * rows of an instruction on different swizzle lines, so that its 32 pieces land in 4
+ * shared-memory wavefronts. (A thread per half row read 16 bytes of 32 rows per
+ * instruction: 32 lines for 512 bytes.) One commit group. */
+static __device__ __forceinline__ void mla_gather_fp8_copy(uint32_t stage, const uint8_t *kv8, const int r[4], int t) {
+  asm volatile("mov.b32 %0, %0;" : "+r"(t)); /* no shared-memory offsets hoisted out of the block loop */
+  const int piece = t & 7, row0 = 4 * (t >> 3);
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    const int ok = r[j] >= 0, crow = row0 + j;
+    const uint8_t *src = kv8 + (size_t)(ok ? r[j] : 0) * WS_MLA_FP8_ROW_BYTES + 16 * piece;
+    const uint32_t bytes = ok ? 16u : 0u;
+#pragma unroll
+    for (int l = 0; l < 4; l++) { /* latent bytes 128 l .. + 127: raw pieces q = 8 l + piece */
+      const int q = 8 * l + piece;
+      ws_cp_async_cg_16_to(stage + mla_raw_offset(q >> 2, crow, q & 3), src + 128 * l, bytes);
+    }
+    ws_cp_async_cg_16_to(stage + 8 * MLA_BN * 128 + mla_swizzle(crow, piece), src + MLA_FP8_ROPE_AT, bytes);
+  }
+  ws_cp_async_commit_group();
+}
+
+/* The tile scales of kv row d (zeros for a masked row). */
+static __device__ __forceinline__ float4 mla_fp8_scales(const uint8_t *kv8, int d) {
+  return d >= 0 ? __ldg((const float4 *)(kv8 + (size_t)d * WS_MLA_FP8_ROW_BYTES + MLA_FP8_SCALES_AT))
+                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+}
+
+/* Convert: once every thread's copies have landed, this thread converts, in every chunk,
+ * the 32 columns 32 half .. + 31 of row `row` (its scales sc). */
+static __device__ __forceinline__ void mla_gather_fp8_convert(const ws_ctx *ctx, uint32_t stage, float4 sc, int row,
+                                                              int half) {
   /* row and half through an opaque move: otherwise the compiler keeps every address below
    * (loop invariants of the block loop) live across it, and 40 registers do not hold them */
   asm volatile("mov.b32 %0, %0;" : "+r"(row));
   asm volatile("mov.b32 %0, %0;" : "+r"(half));
-  const int ok = r >= 0;
-  const uint8_t *src = kv8 + (size_t)(ok ? r : 0) * WS_MLA_FP8_ROW_BYTES;
-  const uint32_t stage = ws_smem_addr(stage_ptr), bytes = ok ? 16u : 0u;
-#pragma unroll
-  for (int i = 0; i < 16; i++) {
-    const int q = 16 * half + i; /* 16-byte piece of the row's 512 e4m3 bytes */
-    ws_cp_async_cg_16_to(stage + mla_raw_offset(q >> 2, row, q & 3), src + 16 * q, bytes);
-  }
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    const int piece = 4 * half + i;
-    ws_cp_async_cg_16_to(stage + 8 * MLA_BN * 128 + mla_swizzle(row, piece), src + MLA_FP8_ROPE_AT + 16 * piece, bytes);
-  }
-  ws_cp_async_commit_group();
-  const float4 sc = ok ? __ldg((const float4 *)(src + MLA_FP8_SCALES_AT)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   WS_CP_ASYNC_WAIT_GROUP(0);
   ws_role_sync(ctx); /* every thread's raw bytes have landed */
   mla_dequant_chunk(stage, 0, row, half, sc.x);
@@ -408,15 +426,24 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
      * the stage: the math warps mask by them and never touch the indices themselves. */
     const int t = ws_role_thread(&ctx);
     ws_cursor k = c0;
-    if (FP8) { /* rows t % 64, halves t / 64 (mla_gather_fp8's layout) */
-      const int row = t & 63;
-      int r_next = nblk > 0 ? mla_row(&a, tok, kbeg, nkeys, row) : -1;
+    if (FP8) { /* lookup and conversion: row t % 64, half t / 64; copies: rows 4 (t >> 3) + j */
+      const int row = t & 63, half = t >> 6, row0 = 4 * (t >> 3);
+      int d = nblk > 0 ? mla_row(&a, tok, kbeg, nkeys, row) : -1;
       for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
-        const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
-        const int r = r_next;
-        if (nb + 1 < nblk) r_next = mla_row(&a, tok, kbeg, nkeys, (nb + 1) * MLA_BN + row);
-        if ((t >> 6) == 0) sm->valid[s][row] = r >= 0;
-        mla_gather_fp8(&ctx, sm->kv[s][0], a.kv8, r, row, t >> 6);
+        const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k), stage = ws_smem_addr(sm->kv[s][0]);
+        if (half == 0) {
+          sm->valid[s][row] = d >= 0;
+          sm->rows[s][row] = d;
+        }
+        ws_role_sync(&ctx); /* the block's kv rows, for the copies */
+        int r[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) r[j] = sm->rows[s][row0 + j];
+        mla_gather_fp8_copy(stage, a.kv8, r, t);
+        const float4 sc = mla_fp8_scales(a.kv8, d);
+        /* the next block's row, looked up while these land */
+        if (nb + 1 < nblk) d = mla_row(&a, tok, kbeg, nkeys, (nb + 1) * MLA_BN + row);
+        mla_gather_fp8_convert(&ctx, stage, sc, row, half);
         ws_pipe_commit_at(&kvp, &ctx, k); /* fence.proxy.async (the generic stores), then arrive */
       }
       return;

@@ -7,6 +7,7 @@
  * communicator's rank and size are read. */
 #include "comm_internal.h"
 #include "sendrecv_internal.h"
+#include "../core/knobs.h"
 #include "../core/size_check.h"
 
 #include <stdint.h>
@@ -23,7 +24,7 @@ ws_status ws_allgather(ws_comm *c, const void *sendbuf, size_t bytes, void *recv
   uint8_t *out = (uint8_t *)recvbuf;
   const int n = c->nranks, r = c->rank;
   if (bytes == 0) return WS_OK;
-  if (n > 2 && n - 1 <= WS_SR_MAX_PAIRS && bytes <= WS_AG_DIRECT_MAX_BYTES) /* small: every block at once */
+  if (n > 1 && n - 1 <= WS_SR_MAX_PAIRS && (long long)bytes <= ws_knobs_get()->ag_direct_max_bytes) /* small: every block at once */
     return ws_sr_allgather_direct(c, sendbuf, bytes, recvbuf, stream);
   if (out + (size_t)r * bytes != (const uint8_t *)sendbuf)
     WS_CUDA_TRY(cudaMemcpyAsync(out + (size_t)r * bytes, sendbuf, bytes, cudaMemcpyDeviceToDevice, stream));

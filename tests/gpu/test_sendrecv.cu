@@ -175,34 +175,39 @@ static void run_all(ws_comm *c) {
     printf("rank %d: zero-copy (16-byte stores and copy engine) ok\n", rank);
   }
 
-  /* All-gather: the direct path (every block at once, up to WS_AG_DIRECT_MAX_BYTES on 3+
-   * ranks: the low-latency lines, one step, two steps per block) and the ring above it,
-   * out of place and in place (our block already in recvbuf), each size twice in a row so
-   * that the step counters carry over. */
+  /* All-gather: the direct path (every block at once, ws_allgather's default at every
+   * size: the low-latency lines, one step, two steps per block) and the
+   * ring (WARPSPEC_AG_DIRECT_MAX_BYTES=0), out of place and in place (our block already in
+   * recvbuf), each size four times in a row so that the step counters carry over. */
   {
-    const uint64_t sizes[] = {16, 4096 + 16, 64 * 1024, 300 * 1024 + 16 * 3, WS_AG_DIRECT_MAX_BYTES,
-                              (1 << 20) + 16 * 7};
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-      for (int rep = 0; rep < 4; rep++) {
-        const uint64_t n = sizes[i];
-        const int in_place = rep & 1;
-        uint8_t *send = in_place ? rbuf + (size_t)rank * n : sbuf;
-        CUDA_OK(cudaMemsetAsync(rbuf, 0xCD, n * nranks + GUARD, s));
-        fill(send, n, rank, seq, s);
-        WS_OK_OR_DIE(ws_allgather(c, send, n, rbuf, s));
-        WS_OK_OR_DIE(ws_sync(s));
-        for (int r = 0; r < nranks; r++) {
-          /* only the last block is followed by the poisoned guard */
-          const unsigned long long bad = check_guard(rbuf + r * n, n, r == nranks - 1 ? GUARD : 0, r, seq, s);
-          if (bad) {
-            fprintf(stderr, "rank %d: all-gather of %llu bytes (%s), block of rank %d: %llu wrong bytes\n", rank,
-                    (unsigned long long)n, in_place ? "in place" : "out of place", r, bad);
-            test_failures++;
+    const uint64_t sizes[] = {16, 4096 + 16, 64 * 1024, 300 * 1024 + 16 * 3, 1 << 20, (1 << 20) + 16 * 7};
+    for (int ring = 0; ring < 2; ring++) {
+      if (ring) setenv("WARPSPEC_AG_DIRECT_MAX_BYTES", "0", 1);
+      WS_OK_OR_DIE(ws_knobs_reload());
+      for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int rep = 0; rep < 4; rep++) {
+          const uint64_t n = sizes[i];
+          const int in_place = rep & 1;
+          uint8_t *send = in_place ? rbuf + (size_t)rank * n : sbuf;
+          CUDA_OK(cudaMemsetAsync(rbuf, 0xCD, n * nranks + GUARD, s));
+          fill(send, n, rank, seq, s);
+          WS_OK_OR_DIE(ws_allgather(c, send, n, rbuf, s));
+          WS_OK_OR_DIE(ws_sync(s));
+          for (int r = 0; r < nranks; r++) {
+            /* only the last block is followed by the poisoned guard */
+            const unsigned long long bad = check_guard(rbuf + r * n, n, r == nranks - 1 ? GUARD : 0, r, seq, s);
+            if (bad) {
+              fprintf(stderr, "rank %d: %s all-gather of %llu bytes (%s), block of rank %d: %llu wrong bytes\n", rank,
+                      ring ? "ring" : "direct", (unsigned long long)n, in_place ? "in place" : "out of place", r, bad);
+              test_failures++;
+            }
           }
+          WS_OK_OR_DIE(ws_comm_barrier(c, s)); /* everyone checked before rbuf is poisoned again */
+          seq++;
         }
-        WS_OK_OR_DIE(ws_comm_barrier(c, s)); /* everyone checked before rbuf is poisoned again */
-        seq++;
-      }
+    }
+    unsetenv("WARPSPEC_AG_DIRECT_MAX_BYTES");
+    WS_OK_OR_DIE(ws_knobs_reload());
     printf("rank %d: all-gather (direct and ring, in and out of place) ok\n", rank);
   }
 
