@@ -1,7 +1,8 @@
 /* combine.cu - MoE combine: weighted sums of the expert outputs back at each token's rank,
  * the protocol's reduce and gather steps (ep_protocol.cuh) driven a CTA at a time.
  *
- * Two kernels in stream order, graph-capturable; the combine epoch m = epochs[1] + 1:
+ * With many tokens per warp, one kernel (ep_combine, below) runs both steps; otherwise,
+ * two kernels in stream order, graph-capturable; the combine epoch m = epochs[1] + 1:
  *   reduce  (sms CTAs, REDUCER role, on the experts' side)  wait until each source has
  *           read our previous combine (comb_ack >= m - 1); each received token's sum of
  *           weight x row over its local experts, fp32, pushed as BF16 into the source's
@@ -13,6 +14,7 @@
  *           advances the epoch. */
 #include "ep_protocol.cuh"
 #include "ep_stream.cuh"
+#include "../core/knobs.h"
 
 #include <cuda_bf16.h>
 
@@ -20,6 +22,8 @@
 WS_DECLARE_ROLES(ep_reduce, REDUCE_ROLES);
 #define GATHER_ROLES(ROLE) ROLE(EP_GATHERER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(ep_gather, GATHER_ROLES);
+#define COMBINE_ROLES(ROLE) ROLE(EP_COMBINER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
+WS_DECLARE_ROLES(ep_combine, COMBINE_ROLES);
 
 /* With more tokens than warps both kernels stream the rows through each warp's ring of
  * shared memory (ep_stream.cuh: at 4096 tokens per rank, 24 SMs, EP4 combine 1352 ->
@@ -86,7 +90,7 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   if (stream_ok(total, nw)) { /* many tokens per warp: streamed (ep_stream.cuh) */
     const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_REDUCE, ntok, total, y, NULL);
-    ep_stream_sums(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
+    ep_stream_sums<0>(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
   } else {
     reduce_chunks(&a, y, ntok, gw, nw, ctx.lane);
   }
@@ -109,7 +113,7 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   if (stream_ok(T, nw) && N <= 32) { /* many tokens per warp, a lane per rank: streamed */
     const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_GATHER, NULL, T, NULL, out);
-    ep_stream_sums(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
+    ep_stream_sums<0>(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
   } else { /* whole rows when the tokens outnumber the warps, else chunks, so that a few
             * tokens still reach every warp */
     const int nchunk = (a.hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
@@ -131,6 +135,64 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
+/* Both steps in one kernel, for many tokens per warp (the host launches it only with the
+ * stream's ring). The reduce walks only the other ranks' tokens (ep_reduce_token takes our
+ * own last, and `remote` stops before it); each CTA then flags every rank, as the reduce
+ * kernel does, and waits for every rank's flags; the gather then forms each of our tokens'
+ * own-rank partial from the local expert rows (EP_STREAM_COMBINE) instead of reading it
+ * back. What this saves (EP4, 4096 tokens, H200, session 20's timelines): our own partials
+ * written and read back (53 MB each way per rank) and the second launch; the wait for the
+ * slowest rank remains, but the other ranks' partials to us are done before their own
+ * local phase, the last of their walk. */
+WS_KERNEL(ep_combine) ep_combine_kernel(const __grid_constant__ ep_args a, const uint16_t *y, uint16_t *out,
+                                        ws_diag diag) {
+  ws_ctx ctx = WS_SELF(ep_combine, diag);
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0);
+  __shared__ int ntok[WS_COMM_MAX_RANKS];
+  __shared__ int last;
+  const int N = a.nranks, T = *a.num_tokens;
+  const uint64_t m = a.epochs[1] + 1;
+  if (threadIdx.x < (unsigned)N) ntok[threadIdx.x] = __ldcg(a.recv_ntok + threadIdx.x);
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
+  ep_wait_acked(&a, a.comb_ack, m - 1, "combine ack", &ctx, (int)threadIdx.x);
+  ws_role_sync(&ctx);
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
+  int remote = 0;
+  for (int s = 0; s < N; s++) remote += s == a.rank ? 0 : ntok[s];
+  const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
+  uint4 *ring = ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16);
+  {
+    const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_REDUCE, ntok, remote, y, NULL);
+    ep_stream_sums<0>(&a, &sp, gw, nw, ring, ctx.lane);
+  }
+  const ep_group g = {(int)threadIdx.x, (int)blockDim.x, ctx.bar};
+  ep_sync(&g);
+  ep_raise(&a, a.comb_flag, m, (int)blockIdx.x, 1, &g);
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
+  ep_wait_all_slots(&a, a.comb_flag, m, "combine data", &ctx, (int)threadIdx.x, (int)blockDim.x);
+  ws_role_sync(&ctx);
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
+  {
+    const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_COMBINE, NULL, T, y, out);
+    ep_stream_sums<1>(&a, &sp, gw, nw, ring, ctx.lane);
+  }
+  if (ep_last_cta(&ctx, &a.epochs[3], &last)) {
+    ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m, (int)threadIdx.x);
+    ws_role_sync(&ctx); /* every thread has read epochs[1] (m) long before; now advance it */
+    if (threadIdx.x == 0) {
+      a.epochs[3] = 0;
+      a.epochs[1] = m;
+    }
+  }
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
+}
+
+/* The one-kernel combine: with the stream's ring (many tokens per warp), a stream lane for
+ * every slot (nranks + topk <= 33), and not switched off (WARPSPEC_EP_ONE_KERNEL_COMBINE). */
+static int one_kernel(const ws_ep *ep) {
+  return stream_smem(ep) != 0 && ep->args.nranks + ep->args.topk <= 33 && ws_knobs_get()->ep_one_kernel_combine;
+}
+
 extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStream_t stream) {
   WS_REQUIRE(ep != NULL, "ws_ep_combine: ep is NULL");
   WS_REQUIRE(ep->host_tokens >= 0, "ws_ep_combine: no dispatch on this handle yet (combine uses the latest one's layout)");
@@ -145,6 +207,13 @@ extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStre
   ws_status s;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   const ep_args *a = &ep->args;
+  if (one_kernel(ep)) {
+    const uint16_t *yy = (const uint16_t *)y;
+    uint16_t *o = (uint16_t *)out;
+    void *args[] = {(void *)a, &yy, &o, &diag};
+    return ep_launch(ep, EP_PLAN_COMBINE, "ep_combine", ep_combine_roles, ep_combine_NROLES,
+                     (const void *)ep_combine_kernel, dim3{(unsigned)ep->sms, 1, 1}, EP_STREAM_SMEM, stream, args);
+  }
   {
     const uint16_t *yy = (const uint16_t *)y;
     void *args[] = {(void *)a, &yy, &diag};
