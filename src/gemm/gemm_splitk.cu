@@ -4,11 +4,14 @@
  * same result on every run, unlike atomics) and rounds once to bf16. Four elements per
  * thread with 16-byte loads: m x n is a multiple of 8 (n is, ws_gemm_check). */
 #include "../core/internal.h"
+#include "../core/knobs.h"
 #include "gemm_args.h"
+#include "warpspec/device/ptx.cuh"
 
 #include <cuda_bf16.h>
 
 __global__ void gemm_splitk_reduce_kernel(const float4 *partial, int splits, size_t count4, uint2 *d) {
+  ws_griddepcontrol_wait(); /* chained: the GEMM's partials are complete and visible from here */
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < count4; i += (size_t)gridDim.x * blockDim.x) {
     float4 acc = partial[i];
     for (int s = 1; s < splits; s++) {
@@ -27,7 +30,18 @@ extern "C" ws_status gemm_splitk_reduce(const float *partial, int splits, size_t
   WS_REQUIRE(count % 4 == 0, "gemm split-K: %zu outputs, not a multiple of 4", count);
   const size_t count4 = count / 4;
   const unsigned blocks = (unsigned)(count4 / 256 + 1 < 4096 ? count4 / 256 + 1 : 4096);
-  gemm_splitk_reduce_kernel<<<blocks, 256, 0, stream>>>((const float4 *)partial, splits, count4, (uint2 *)d);
-  WS_CUDA_TRY(cudaGetLastError());
+  /* Chained to the GEMM (programmatic dependent launch, unless WARPSPEC_PDL=0): its launch
+   * and its blocks' start overlap the GEMM's last tiles; a plain launch left a gap of a few
+   * microseconds in 24-66 us calls (docs/design_gemm.md, change 6). */
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks, 1, 1);
+  cfg.blockDim = dim3(256, 1, 1);
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = ws_knobs_get()->pdl ? 1 : 0;
+  WS_CUDA_TRY(cudaLaunchKernelEx(&cfg, gemm_splitk_reduce_kernel, (const float4 *)partial, splits, count4, (uint2 *)d));
   return WS_OK;
 }
