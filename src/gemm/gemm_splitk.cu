@@ -4,7 +4,6 @@
  * same result on every run, unlike atomics) and rounds once to bf16. Four elements per
  * thread with 16-byte loads: m x n is a multiple of 8 (n is, ws_gemm_check). */
 #include "../core/internal.h"
-#include "../core/knobs.h"
 #include "gemm_args.h"
 #include "warpspec/device/ptx.cuh"
 
@@ -30,18 +29,10 @@ extern "C" ws_status gemm_splitk_reduce(const float *partial, int splits, size_t
   WS_REQUIRE(count % 4 == 0, "gemm split-K: %zu outputs, not a multiple of 4", count);
   const size_t count4 = count / 4;
   const unsigned blocks = (unsigned)(count4 / 256 + 1 < 4096 ? count4 / 256 + 1 : 4096);
-  /* Chained to the GEMM (programmatic dependent launch, unless WARPSPEC_PDL=0): its launch
-   * and its blocks' start overlap the GEMM's last tiles; a plain launch left a gap of a few
-   * microseconds in 24-66 us calls (docs/design_gemm.md, change 6). */
-  cudaLaunchAttribute attr = {};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(blocks, 1, 1);
-  cfg.blockDim = dim3(256, 1, 1);
-  cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = ws_knobs_get()->pdl ? 1 : 0;
-  WS_CUDA_TRY(cudaLaunchKernelEx(&cfg, gemm_splitk_reduce_kernel, (const float4 *)partial, splits, count4, (uint2 *)d));
-  return WS_OK;
+  /* Chained to the GEMM: its launch and its blocks' start overlap the GEMM's last tiles; a
+   * plain launch left a gap of a few microseconds in 24-66 us calls (design_gemm.md, 6). */
+  const float4 *p4 = (const float4 *)partial;
+  uint2 *d2 = (uint2 *)d;
+  void *args[] = {(void *)&p4, &splits, (void *)&count4, &d2};
+  return ws_launch_chained((const void *)gemm_splitk_reduce_kernel, dim3(blocks, 1, 1), dim3(256, 1, 1), stream, args);
 }
