@@ -53,6 +53,7 @@ extern "C" ws_status ws_mla_decode_check(const ws_mla_decode_problem *p) {
  * exp(lse_z - lse) o_z (an empty split has lse -inf and weighs 0). */
 __global__ void mla_merge_kernel(const float *o_part, const float *lse_part, int splits, int rows, uint16_t *o,
                                  float *lse) {
+  ws_griddepcontrol_wait(); /* chained to the decode kernel: its partials are complete from here */
   const int row = (int)(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32), lane = (int)(threadIdx.x % 32);
   if (row >= rows) return;
   float mx = -INFINITY;
@@ -156,7 +157,9 @@ extern "C" ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void 
     a.lse_part = a.o_part + (size_t)splits * rows * MLA_DV;
   }
   if ((s = mla_launch(p->q, tokens, &a, splits, p->softmax_scale, stream)) != WS_OK || splits == 1) return s;
-  mla_merge_kernel<<<(unsigned)((rows + 7) / 8), 256, 0, stream>>>(a.o_part, a.lse_part, splits, rows, a.o, a.lse);
-  WS_CUDA_TRY(cudaGetLastError());
-  return WS_OK;
+  /* chained: the merge's launch hides behind the decode kernel's tail (design_mla.md 5.7) */
+  const float *op = a.o_part, *lp = a.lse_part;
+  void *args[] = {(void *)&op, (void *)&lp, (void *)&splits, (void *)&rows, (void *)&a.o, (void *)&a.lse};
+  return ws_launch_chained((const void *)mla_merge_kernel, dim3((unsigned)((rows + 7) / 8), 1, 1), dim3(256, 1, 1), stream,
+                           args);
 }

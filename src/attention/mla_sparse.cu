@@ -388,7 +388,7 @@ template <int FP8, int OV>
 WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ mla_args a,
                                         ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  mla_smem *sm = (mla_smem *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+  mla_smem *sm = (mla_smem *)ws_smem_align1024(smem_raw);
   ws_ctx ctx = WS_SELF(mla_sparse, diag);
   /* the head groups of a token are neighbours in the grid: they gather the same kv rows,
    * and the second finds them in L2 (token-major, the second group of every token ran a

@@ -22,6 +22,11 @@ ws_status ws_diag_set_trace(struct ws_trace_buf *buf, int block);
 
 /* SMs of the current device (persistent grids, split-K and split-KV choices use it). */
 ws_status ws_device_sms(int *sms);
+/* A plain kernel (no role table: a second pass such as a split-K reduce or a split-KV
+ * merge) chained to the previous kernel in the stream by programmatic dependent launch
+ * unless WARPSPEC_PDL=0; the kernel calls ws_griddepcontrol_wait() before it reads what
+ * that one wrote. */
+ws_status ws_launch_chained(const void *func, dim3 grid, dim3 block, cudaStream_t stream, void **args);
 /* ws_plan_launch with programmatic stream serialisation (plan.c says when). */
 ws_status ws_plan_launch_chained(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args);
 /* The same in clusters of `width` consecutive CTAs along x (1..8, dividing grid.x). */

@@ -343,6 +343,22 @@ static ws_status plan_launch(ws_plan *plan, const void *func, dim3 grid, cudaStr
   return WS_OK;
 }
 
+ws_status ws_launch_chained(const void *func, dim3 grid, dim3 block, cudaStream_t stream, void **args) {
+  cudaLaunchAttribute attr;
+  memset(&attr, 0, sizeof attr);
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.stream = stream;
+  cfg.attrs = &attr;
+  cfg.numAttrs = plan_pdl_enabled() ? 1 : 0;
+  WS_CUDA_TRY(cudaLaunchKernelExC(&cfg, func, args));
+  return WS_OK;
+}
+
 ws_status ws_plan_launch(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args) {
   return plan_launch(plan, func, grid, stream, args, 0, 1);
 }

@@ -24,7 +24,7 @@
 #include "warpspec/device/warpspec.cuh"
 
 /* The 1024-byte aligned start of the dynamic shared memory (128B-swizzled tiles). */
-WS_DEV uint8_t *gemm_smem_base(uint8_t *raw) { return (uint8_t *)(((uintptr_t)raw + 1023) & ~(uintptr_t)1023); }
+WS_DEV uint8_t *gemm_smem_base(uint8_t *raw) { return ws_smem_align1024(raw); }
 
 /* Shared-memory bytes of one stage's FP8 scales (gemm_load_tiles). */
 #define GEMM_SCALE_A_BYTES(BM) ((((BM) + 4) * 4 + 127) / 128 * 128)

@@ -13,6 +13,15 @@ WS_DEV uint32_t ws_smem_addr(const void *p) {
   return (uint32_t)__cvta_generic_to_shared(p);
 }
 
+/* The first 1024-byte aligned byte of a dynamic shared-memory array (the 128-byte swizzle
+ * of TMA and wgmma wants 1024-byte aligned tiles). Aligned by pointer arithmetic on the
+ * array itself, not through an integer cast of its address: the compiler then still knows
+ * the result points into shared memory and accesses through it become LDS/STS instead of
+ * generic LD/ST (which each resolve the address space at run time). */
+WS_DEV uint8_t *ws_smem_align1024(uint8_t *raw) {
+  return raw + ((1024u - (ws_smem_addr(raw) & 1023u)) & 1023u);
+}
+
 WS_DEV uint64_t ws_globaltimer(void) {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
