@@ -20,6 +20,8 @@ subclass carrying the library's message (ws_last_error()).
     sync(stream)                     wait for the stream; device-side errors raise here
     reload_knobs()                   read the WARPSPEC_* environment variables again
     trace(csv, block=0)              role timeline of one block of the kernels run inside
+    nn.MoEBlock, nn.MLAAttention     torch.nn modules of a DeepSeek-V3-style model (warpspec.nn,
+                                     imported on first use: it needs PyTorch, the rest does not)
 """
 
 import os
@@ -119,6 +121,14 @@ __all__ = ["gemm", "gemm_tile", "gemm_workspace_size", "quantize_fp8", "plan", "
            "nsa_attention", "sync", "trace", "set_timeout_ms", "timeout_ms", "reload_knobs", "info",
            "WarpspecError", "InvalidArgumentError", "InvalidTypeError", "BudgetError", "MismatchError", "NoDeviceError",
            "CudaError", "WarpspecTimeoutError", "OutOfMemoryError", "UnsupportedError", "__version__"]
+
+
+def __getattr__(name):
+    """warpspec.nn on first use (PEP 562): its modules need PyTorch, the rest of the package not."""
+    if name == "nn":
+        import importlib
+        return importlib.import_module(".nn", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _guard_public_api():
