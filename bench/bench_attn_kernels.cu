@@ -12,9 +12,12 @@
  *          q, k, v (TFLOPS on each one's own useful work).
  * Each row: median of CUDA-event timings of single calls after warm-ups, no L2 flush (the
  * PyTorch comparison with an L2 flush is `warpspec bench attention`). Data from a fixed
- * seed, so two runs time the same selections and lengths. The printed rows ("bench NAME
- * ... ms ... TFLOPS") are what bench/plot_attention_kernels.py reads. These were the
- * modes bench, mla-bench and flash-bench of test_attention until session 19. */
+ * seed, so two runs time the same selections and lengths, drawn by the generators the
+ * tests use (testdata/attention.h: q/k/v, NSA selections, MLA ids and page tables). The
+ * printed rows ("bench NAME ... ms ... TFLOPS") are what bench/plot_attention_kernels.py
+ * reads. These were the modes bench, mla-bench and flash-bench of test_attention until
+ * session 19. */
+#include "../testdata/attention.h"
 #include "bench.h"
 #include "bench_check.h"
 #include "warpspec/warpspec.h"
@@ -24,23 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The data: uniform BF16 values from a xorshift stream with a fixed start. */
-static uint64_t ak_rng_state = 0x2545F4914F6CDD1Dull;
-static uint32_t ak_rng_u32(void) {
-  ak_rng_state ^= ak_rng_state << 13;
-  ak_rng_state ^= ak_rng_state >> 7;
-  ak_rng_state ^= ak_rng_state << 17;
-  return (uint32_t)(ak_rng_state >> 16);
-}
-static uint16_t ak_bf16_of(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-static void ak_fill_uniform(uint16_t *x, size_t n, float amp) {
-  for (size_t i = 0; i < n; i++) x[i] = ak_bf16_of(amp * ((float)(ak_rng_u32() % 2000001u) / 1000000.0f - 1.0f));
-}
+/* The data: testdata/random.h's stream from its fixed start, one for the whole run. */
+static uint64_t ak_rng = TD_RNG_START;
+static void ak_fill_uniform(uint16_t *x, size_t n, float amp) { td_fill_uniform(&ak_rng, x, n, amp); }
 
 /* Zeroed host memory, or fail the enclosing benchmark. */
 #define AK_ALLOC(ptr, count, size)                                              \
@@ -94,23 +83,8 @@ typedef struct {
 static int time_flash(const attn_case *c) {
   const size_t Tq = (size_t)c->batch * c->sq, Tk = (size_t)c->batch * c->sk;
   const size_t nq = Tq * c->hq * c->dqk, nk = Tk * c->hkv * c->dqk, nv = Tk * c->hkv * c->dv, no = Tq * c->hq * c->dv;
-  uint16_t *hq, *hk, *hv;
-  AK_ALLOC(hq, nq, 2);
-  AK_ALLOC(hk, nk, 2);
-  AK_ALLOC(hv, nv, 2);
-  ak_fill_uniform(hq, nq, 1.0f);
-  ak_fill_uniform(hk, nk, 1.0f);
-  ak_fill_uniform(hv, nv, 1.0f);
-  void *dq, *dk, *dv, *dout;
-  float *dl;
-  CK(cudaMalloc(&dq, nq * 2));
-  CK(cudaMalloc(&dk, nk * 2));
-  CK(cudaMalloc(&dv, nv * 2));
-  CK(cudaMalloc(&dout, no * 2));
-  CK(cudaMalloc((void **)&dl, Tq * c->hq * sizeof(float)));
-  CK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(dk, hk, nk * 2, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(dv, hv, nv * 2, cudaMemcpyHostToDevice));
+  td_qkv t;
+  CK(td_qkv_make(&t, &ak_rng, nq, nk, nv, no, Tq * c->hq));
   ws_attn_problem p;
   memset(&p, 0, sizeof p);
   p.batch = c->batch;
@@ -123,7 +97,7 @@ static int time_flash(const attn_case *c) {
   p.dim_qk = c->dqk;
   p.dim_v = c->dv;
   p.mask = c->mask;
-  p.q = dq; p.k = dk; p.v = dv; p.o = dout; p.lse = dl;
+  p.q = t.dq; p.k = t.dk; p.v = t.dv; p.o = t.dout; p.lse = t.dl;
   /* 3 warm-ups, median of 20 */
   const double med = median_ms(launch_attn, &p, 3, 20);
   if (med < 0) return -1;
@@ -131,8 +105,7 @@ static int time_flash(const attn_case *c) {
   const double pairs = c->mask == WS_ATTN_NO_MASK ? lq * lk : lq * lk - lq * (lq - 1) / 2; /* sq == sk here */
   const double flops = 2.0 * pairs * c->hq * (c->dqk + c->dv) * c->batch;
   printf("bench %-36s %8.3f ms  %6.1f TFLOPS\n", c->name, med, flops / (med * 1e-3) / 1e12);
-  cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dl);
-  free(hq); free(hk); free(hv);
+  td_qkv_free(&t);
   return 0;
 }
 
@@ -152,8 +125,7 @@ static int time_mla(const mla_case *c) {
   AK_ALLOC(hi, (size_t)c->s_q * c->topk, sizeof(int));
   ak_fill_uniform(hq, nq, 1.0f);
   ak_fill_uniform(hkv, nkv, 1.0f);
-  for (int i = 0; i < c->s_q; i++)
-    for (int j = 0; j < c->topk; j++) hi[(size_t)i * c->topk + j] = (int)(ak_rng_u32() % (uint32_t)c->s_kv);
+  td_mla_indices(&ak_rng, hi, c->s_q, c->topk, c->s_kv, 0);
   void *dq, *dkv, *dout;
   int *di;
   float *dl;
@@ -188,16 +160,12 @@ typedef struct {
 static int time_decode(const dec_case *c) {
   const int DQ = 576, DV = 512, P = 64;
   const int maxp = (c->len + P - 1) / P;
-  const int pages = c->batch * maxp + 3; /* and 3 pages no sequence uses */
-  int *lens, *table, *perm;
+  int *lens, *table;
   AK_ALLOC(lens, c->batch, sizeof(int));
   AK_ALLOC(table, (size_t)c->batch * maxp, sizeof(int));
-  AK_ALLOC(perm, pages, sizeof(int));
-  for (int b = 0; b < c->batch; b++) lens[b] = c->len;
-  /* the pages shuffled, as a cache's pages are after a while */
-  for (int i = 0; i < pages; i++) perm[i] = i;
-  for (int i = pages - 1; i > 0; i--) { const int j = (int)(ak_rng_u32() % (uint32_t)(i + 1)), t = perm[i]; perm[i] = perm[j]; perm[j] = t; }
-  for (int i = 0; i < c->batch * maxp; i++) table[i] = perm[i];
+  /* every sequence c->len long, its pages shuffled among 3 more as a cache's are after a while */
+  const int pages = td_mla_pages(&ak_rng, c->batch, c->len, 1, P, lens, table);
+  if (pages < 0) BENCH_FAIL("td_mla_pages", "out of memory");
   const size_t rows = (size_t)c->batch * c->s_q * c->heads, nq = rows * DQ, nkv = (size_t)pages * P * DQ, no = rows * DV;
   uint16_t *hq, *hkv;
   AK_ALLOC(hq, nq, 2);
@@ -245,76 +213,30 @@ static int time_decode(const dec_case *c) {
          bytes / (med * 1e-3) / 1e9);
   cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(dl); cudaFree(dt); cudaFree(dlen);
   if (ws) cudaFree(ws);
-  free(lens); free(table); free(perm); free(hq); free(hkv); free(hkv8);
+  free(lens); free(table); free(hq); free(hkv); free(hkv8);
   return 0;
 }
 
 /* ---- NSA selected-block attention ------------------------------------------------- */
-typedef struct {
-  const char *name;
-  int tokens, heads_q, heads_kv, dim_qk, dim_v, topn;
-  int shared; /* 1: the tokens of each 64-token block share one selection (as NSA's
-               * neighbours mostly do); 0: every token its own random one, with -1,
-               * out-of-range and future blocks and duplicates */
-} nsa_case;
-
-/* Selections: always the first block and the token's own (last) block, then random
- * earlier ones; unshared ones also get -1, past-the-end and future entries (the same
- * draws as the test's, tests/gpu/attention/nsa.cuh). */
-static void nsa_select(const nsa_case *c, int *sel) {
-  const int nb = (c->tokens + 63) / 64;
-  for (int i = 0; i < c->tokens; i++)
-    for (int g = 0; g < c->heads_kv; g++) {
-      int *e = sel + ((size_t)i * c->heads_kv + g) * c->topn;
-      const int own = i / 64;
-      if (c->shared && i % 64 != 0) { /* as the block's first token (its own block is the same) */
-        memcpy(e, sel + ((size_t)(i - i % 64) * c->heads_kv + g) * c->topn, (size_t)c->topn * sizeof(int));
-        continue;
-      }
-      for (int n = 0; n < c->topn; n++) {
-        const uint32_t r = ak_rng_u32();
-        if (n == 0) e[n] = 0;
-        else if (n == 1) e[n] = own;
-        else if (c->shared || r % 8 < 5) e[n] = (int)(ak_rng_u32() % (uint32_t)(own + 1)); /* earlier (duplicates happen) */
-        else if (r % 8 == 5) e[n] = -1;
-        else if (r % 8 == 6) e[n] = nb + (int)(ak_rng_u32() % 3u); /* past the end */
-        else e[n] = (int)(ak_rng_u32() % (uint32_t)nb);             /* any, possibly in the future */
-      }
-    }
-}
-
+/* The case (nsa_case) and its selections (td_nsa_select): testdata/attention.h, the same
+ * draws as the test's (tests/gpu/attention/nsa.cuh). */
 static int time_nsa(const nsa_case *c) {
   const size_t nq = (size_t)c->tokens * c->heads_q * c->dim_qk, nk = (size_t)c->tokens * c->heads_kv * c->dim_qk,
                nv = (size_t)c->tokens * c->heads_kv * c->dim_v, no = (size_t)c->tokens * c->heads_q * c->dim_v,
                rows = (size_t)c->tokens * c->heads_q, nsel = (size_t)c->tokens * c->heads_kv * c->topn;
-  uint16_t *hq, *hk, *hv;
   int *hs;
-  AK_ALLOC(hq, nq, 2);
-  AK_ALLOC(hk, nk, 2);
-  AK_ALLOC(hv, nv, 2);
   AK_ALLOC(hs, nsel, sizeof(int));
-  ak_fill_uniform(hq, nq, 1.0f);
-  ak_fill_uniform(hk, nk, 1.0f);
-  ak_fill_uniform(hv, nv, 1.0f);
-  nsa_select(c, hs);
-  void *dq, *dk, *dv, *dout;
+  td_qkv t;
+  CK(td_qkv_make(&t, &ak_rng, nq, nk, nv, no, rows));
+  td_nsa_select(&ak_rng, c, hs);
   int *ds;
-  float *dl;
-  CK(cudaMalloc(&dq, nq * 2));
-  CK(cudaMalloc(&dk, nk * 2));
-  CK(cudaMalloc(&dv, nv * 2));
-  CK(cudaMalloc(&dout, no * 2));
-  CK(cudaMalloc((void **)&dl, rows * sizeof(float)));
   CK(cudaMalloc((void **)&ds, nsel * sizeof(int)));
-  CK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(dk, hk, nk * 2, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(dv, hv, nv * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(ds, hs, nsel * sizeof(int), cudaMemcpyHostToDevice));
   ws_nsa_problem p;
   memset(&p, 0, sizeof p);
   p.tokens = c->tokens; p.heads_q = c->heads_q; p.heads_kv = c->heads_kv; p.dim_qk = c->dim_qk; p.dim_v = c->dim_v;
   p.block = 64; p.topn = c->topn;
-  p.q = dq; p.k = dk; p.v = dv; p.block_indices = ds; p.o = dout; p.lse = dl;
+  p.q = t.dq; p.k = t.dk; p.v = t.dv; p.block_indices = ds; p.o = t.dout; p.lse = t.dl;
   /* the work: every query row times the valid keys it selected (a block listed twice counts twice) */
   double keys = 0;
   const int nb = (c->tokens + 63) / 64;
@@ -331,15 +253,16 @@ static int time_nsa(const nsa_case *c) {
   ws_attn_problem d;
   memset(&d, 0, sizeof d);
   d.batch = 1; d.seqlen_q = c->tokens; d.seqlen_k = c->tokens; d.heads_q = c->heads_q; d.heads_kv = c->heads_kv;
-  d.dim_qk = c->dim_qk; d.dim_v = c->dim_v; d.mask = WS_ATTN_CAUSAL_TOP_LEFT; d.q = dq; d.k = dk; d.v = dv; d.o = dout;
+  d.dim_qk = c->dim_qk; d.dim_v = c->dim_v; d.mask = WS_ATTN_CAUSAL_TOP_LEFT; d.q = t.dq; d.k = t.dk; d.v = t.dv; d.o = t.dout;
   const double dmed = median_ms(launch_attn, &d, 3, 20);
   if (dmed < 0) return -1;
   const double dflops = 2.0 * c->heads_q * ((double)c->tokens * (c->tokens + 1) / 2) * (c->dim_qk + c->dim_v);
   const double tf = flops / (med * 1e-3) / 1e12, dtf = dflops / (dmed * 1e-3) / 1e12;
   printf("bench %-44s %8.3f ms %6.1f TFLOPS | dense causal flash %8.3f ms %6.1f TFLOPS | %.0f%% of dense\n", c->name, med,
          tf, dmed, dtf, 100.0 * tf / dtf);
-  cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dl); cudaFree(ds);
-  free(hq); free(hk); free(hv); free(hs);
+  td_qkv_free(&t);
+  cudaFree(ds);
+  free(hs);
   return 0;
 }
 

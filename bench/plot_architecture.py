@@ -23,6 +23,7 @@ BOXES = {
     "bench": (COL[1], 7.0, W, 1.15, TOOLS, "bench/\nwarpspec_bench: against\nthe baseline; plots"),
     "tests": (COL[2], 7.0, W, 1.15, TOOLS, "tests/\ncpu/ and gpu/ suites:\nbad inputs, poisoned outputs"),
     "python": (COL[3], 7.0, W, 1.15, TOOLS, "python/warpspec\nctypes over the C API\n(no #include)"),
+    "testdata": (3.5, 8.5, 3.1, 0.75, TOOLS, "testdata/\nshared data generators, header-only"),
     "moe": (COL[0], 4.8, W, 1.1, OPS, "src/moe\ndispatch, combine, SwiGLU;\nlayer/: the fused layer"),
     "gemm": (COL[1], 4.8, W, 1.1, OPS, "src/gemm\nBF16 / FP8 GEMM,\nquantise, schedule"),
     "attention": (COL[2], 4.8, W, 1.1, OPS, "src/attention\nflash, sparse MLA,\nMLA decode, NSA"),
@@ -67,7 +68,7 @@ def note(ax, at, text, colour="#222222", ha="left", va="center"):
 def main(dst):
     fig, ax = plt.subplots(figsize=(14, 8.6))
     ax.set_xlim(-0.9, 14.0)
-    ax.set_ylim(-0.35, 9.0)
+    ax.set_ylim(-0.35, 9.75)
     ax.axis("off")
     for name in BOXES:
         box(ax, name)
@@ -83,6 +84,9 @@ def main(dst):
     note(ax, (W + GAP / 2, 8.25), "warpspec.c -> bench.h\n(links warpspec_bench)", ha="center", va="bottom")
     # the CLI includes src/core too, down the left margin.
     arrow(ax, [(0.0, 7.55), (-0.45, 7.55), (-0.45, 1.2), (0.0, 1.2)])
+    # tests and bench share their data generators through testdata/, not through each other.
+    arrow(ax, [(4.05, 8.15), (4.05, 8.5)])
+    arrow(ax, [(5.85, 8.15), (5.85, 8.5)])
     # tests: any src/ folder (white box).
     tx = BOXES["tests"][0] + W / 2
     arrow(ax, [(tx, 7.0), (tx, 5.9)], label="tests may include every\nsrc/ folder (white box)", at=(tx + 0.08, 6.45))
@@ -98,7 +102,7 @@ def main(dst):
     note(ax, (10.2, 4.9), "every folder on the left may\ninclude the public headers\n(src/cli: the C API only)")
     arrow(ax, [(13.3, 5.75), (13.3, 3.0)])
     note(ax, (13.2, 3.55), "device headers include\n../tma.h, ../diag.h ...;\nnever the other way", ha="right")
-    ax.text(-0.85, 8.8, "warpspec: layers and the include direction (an arrow points at what may be included; "
+    ax.text(-0.85, 9.6, "warpspec: layers and the include direction (an arrow points at what may be included; "
             "checked by tools/check_includes.py)", fontsize=11, fontweight="bold", ha="left", va="center")
     ax.plot([9.0, 9.5], [-0.15, -0.15], color="#222222", lw=1.4)
     ax.text(9.6, -0.15, "allowed", fontsize=8, va="center")

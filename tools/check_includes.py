@@ -6,12 +6,12 @@
     python3 tools/check_includes.py --self-test  check the checker on a tree it builds
 
 Every #include "..." (and <warpspec/...>) of every C, CUDA and shell file under src/,
-include/, tests/ and bench/ is resolved the way the compiler would find it (the
-including file's folder, then include/, then bench/, the bench library's interface),
-and the folder it lands in must be one the including folder may use. Why a script and
-not a review habit: a crossing costs one line to write and is invisible in a diff of
-that line; once two areas include each other's private headers, neither can change its
-internals alone. The rules are the table ALLOWED below; the crossings that exist on
+include/, testdata/, tests/ and bench/ is resolved the way the compiler would find it
+(the including file's folder, then include/, then bench/, the bench library's
+interface), and the folder it lands in must be one the including folder may use. Why
+a script and not a review habit: a crossing costs one line to write and is invisible in
+a diff of that line; once two areas include each other's private headers, neither can
+change its internals alone. The rules are the table ALLOWED below; the crossings that exist on
 purpose are EXCEPTIONS, each with its reason. An exception that matches nothing any
 more is reported too, so the list stays the list of crossings that exist.
 Standard library only: it runs first in CI, before anything is installed or built.
@@ -27,7 +27,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCANNED = ("src", "include", "tests", "bench")
+SCANNED = ("src", "include", "testdata", "tests", "bench")
 # Shell files count: the CPU tests compile kernels from here-documents (check_*.sh).
 SUFFIXES = (".c", ".h", ".cu", ".cuh", ".cc", ".cpp", ".hpp", ".inl", ".sh")
 # Where a quoted include is looked for after the including file's own folder: include/
@@ -45,7 +45,9 @@ HEADERS = {PUBLIC, DEVICE}
 # comm and every op see core, the tools on top see what they drive: the CLI links the
 # bench library (warpspec_bench) and includes its interface, bench.h. Tests alone may
 # read the private headers of any src/ folder: they test internals (schedules walked
-# on the host, argument checks, geometry) that the public API does not expose.
+# on the host, argument checks, geometry) that the public API does not expose. testdata/
+# is the data both tests and benchmarks draw (header-only generators): it sits beside
+# them, under both, so neither includes the other to share one copy.
 ALLOWED = {
     PUBLIC: set(),
     DEVICE: {PUBLIC},
@@ -53,8 +55,9 @@ ALLOWED = {
     "src/comm": HEADERS | {"src/core"},
     **{op: HEADERS | {"src/core"} for op in OPS},
     "src/cli": {PUBLIC, "src/core", "bench"},
-    "bench": HEADERS,
-    "tests": HEADERS,  # and every src/ folder: rule_broken
+    "testdata": HEADERS,
+    "bench": HEADERS | {"testdata"},
+    "tests": HEADERS | {"testdata"},  # and every src/ folder: rule_broken
 }
 
 # Crossings that exist on purpose: (including file, included file, reason), shell
@@ -75,7 +78,7 @@ def unit_of(rel):
         return DEVICE if rel.startswith(DEVICE + "/") else PUBLIC
     if parts[0] == "src" and len(parts) > 2:
         return "src/" + parts[1]
-    return parts[0]  # tests, bench (tests/cpu and tests/gpu are one layer)
+    return parts[0]  # testdata, tests, bench (tests/cpu and tests/gpu are one layer)
 
 
 def rule_broken(src, dst):
@@ -89,20 +92,24 @@ def rule_broken(src, dst):
         return "host headers are plain C: include/warpspec/*.h never include device/*.cuh"
     if src in HEADERS:
         return "public headers are installed alone: they include only include/warpspec"
-    if src == "src/core":
+    if src == "src/core" and dst.startswith("src/"):
         return "src/core is the bottom layer: it includes no other src/ folder"
-    if src.startswith("src/") and dst in ("tests", "bench"):
-        return "nothing in src/ includes tests/ or bench/ (the CLI alone includes bench.h, the bench library's interface)"
+    if src.startswith("src/") and dst in ("testdata", "tests", "bench"):
+        return ("nothing in src/ includes tests/, bench/ or testdata/ (the CLI alone includes bench.h, the bench "
+                "library's interface)")
     if src in OPS and dst == "src/cli":
         return "ops do not include the CLI: it sits above them"
     if src in OPS + ("src/comm",) and dst.startswith("src/"):
         return "an area includes src/core and its own folder only; another area's private headers are a listed exception"
     if src == "src/cli":
         return "the CLI includes the public API, src/core and bench/; anything else is a listed exception"
+    if src == "testdata":
+        return ("testdata/ is shared by tests/ and bench/ and depends on neither: it includes only the public "
+                "headers and testdata/")
     if src == "bench":
-        return "benchmarks measure the public API: bench/ includes only include/warpspec and bench/"
+        return "benchmarks measure the public API: bench/ includes only include/warpspec, testdata/ and bench/"
     if src == "tests":
-        return "tests include include/, src/ and tests/, never bench/"
+        return "tests include include/, src/, testdata/ and tests/, never bench/"
     return "'%s' may include only %s" % (src, ", ".join(sorted(ALLOWED[src] | {src})))
 
 
@@ -172,7 +179,7 @@ def check(root, exceptions):
 
 
 def print_graph(graph, out):
-    order = [PUBLIC, DEVICE, "src/core", "src/comm", *OPS, "src/cli", "bench", "tests"]
+    order = [PUBLIC, DEVICE, "src/core", "src/comm", *OPS, "src/cli", "testdata", "bench", "tests"]
     rank = {u: i for i, u in enumerate(order)}
     units = sorted({s for s, _ in graph}, key=lambda u: (rank.get(u, len(order)), u))
     print("folder -> folders its includes reach (includes; listed exceptions marked)", file=out)
@@ -197,9 +204,13 @@ def self_test():
         "src/gemm/gemm.cu": '#include "../core/internal.h"\n#include "gemm_args.h"\n#include <warpspec/device/role.cuh>\n',
         "src/moe/ep.cu": '#include "../core/internal.h"\n',
         "src/cli/cli.c": '#include "../core/internal.h"\n#include "bench.h"\n',
+        "testdata/random.h": '#include "warpspec/status.h"\n',
+        "testdata/attention.h": '#include "random.h"\n',
         "bench/bench.h": '#include "warpspec/status.h"\n',
+        "bench/bench_attn.cu": '#include "../testdata/attention.h"\n#include "bench.h"\n',
         "tests/test.h": '#include "warpspec/plan.h"\n',
         "tests/cpu/test_gemm.c": '#include "../test.h"\n#include "../../src/gemm/gemm_args.h"\n',
+        "tests/gpu/attention/nsa.cuh": '#include "../../../testdata/attention.h"\n',
     }
     bad = [  # (file, line appended, words the report must contain)
         ("include/warpspec/plan.h", '#include "../../src/core/internal.h"', "public headers are installed alone"),
@@ -207,8 +218,12 @@ def self_test():
         ("src/core/plan.c", '#include "../gemm/gemm_args.h"', "src/core is the bottom layer"),
         ("src/gemm/gemm.cu", '#include "../moe/ep.cu"', "an area includes src/core and its own folder only"),
         ("src/moe/ep.cu", '#include "../cli/cli.c"', "ops do not include the CLI"),
-        ("src/moe/ep.cu", '  #  include "../../tests/test.h"', "nothing in src/ includes tests/ or bench/"),
-        ("src/gemm/gemm.cu", '#include "../../bench/bench.h"', "nothing in src/ includes tests/ or bench/"),
+        ("src/moe/ep.cu", '  #  include "../../tests/test.h"', "nothing in src/ includes tests/, bench/"),
+        ("src/gemm/gemm.cu", '#include "../../bench/bench.h"', "nothing in src/ includes tests/, bench/"),
+        ("src/gemm/gemm.cu", '#include "../../testdata/random.h"', "nothing in src/ includes tests/, bench/ or testdata/"),
+        ("testdata/random.h", '#include "../tests/test.h"', "testdata/ is shared by tests/ and bench/"),
+        ("testdata/attention.h", '#include "bench.h"', "testdata/ is shared by tests/ and bench/"),
+        ("testdata/attention.h", '#include "../src/core/internal.h"', "testdata/ is shared by tests/ and bench/"),
         ("src/cli/cli.c", '#include "../gemm/gemm_args.h"', "the CLI includes the public API, src/core and bench/"),
         ("bench/bench.h", '#include "../src/core/internal.h"', "benchmarks measure the public API"),
         ("tests/test.h", '#include "../bench/bench.h"', "never bench/"),

@@ -1,5 +1,5 @@
 /* gpu_test.h - shared by the GPU tests: skip without an sm_90 GPU, checked CUDA
- * calls, fresh random data. */
+ * calls, fresh random data (the stream of testdata/random.h, seeded from the time). */
 #ifndef WARPSPEC_GPU_TEST_H
 #define WARPSPEC_GPU_TEST_H
 
@@ -10,6 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "../../testdata/random.h"
 #include "../test.h"
 #include "warpspec/config.h"
 
@@ -61,17 +62,13 @@ static inline void require_hopper(void) {
   }
 }
 
-static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+/* The test's stream, one per translation unit; the generators of testdata/ take &rng_state. */
+static uint64_t rng_state = TD_RNG_START;
 static inline void rng_seed_from_time(void) {
   rng_state ^= (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull;
   printf("random seed %llu\n", (unsigned long long)rng_state);
 }
-static inline uint32_t rng_u32(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return (uint32_t)(rng_state >> 16);
-}
+static inline uint32_t rng_u32(void) { return td_rng_u32(&rng_state); }
 static inline void rng_fill(void *p, size_t bytes) {
   uint8_t *b = (uint8_t *)p;
   for (size_t i = 0; i < bytes; i++) b[i] = (uint8_t)rng_u32();

@@ -1,9 +1,11 @@
 /* attn_common.cuh - test_attention: what every area of the test shares. BF16 values
  * drawn uniformly from the test's random stream (gpu_test.h: seeded from the time, the
- * seed printed), and the verdict of a case against its float64 reference: the relative
- * error of o and of the finite lse entries, both <= 1e-2 (BF16 operands, P rounded to
- * BF16 before P V as every flash kernel does); outputs are poisoned (NaN) before each
- * launch, so an unwritten element fails, and an lse of -inf must match exactly.
+ * seed printed), which testdata/attention.h's generators (shared with the kernel
+ * benchmarks) draw from too, and the verdict of a case against its float64 reference:
+ * the relative error of o and of the finite lse entries, both <= 1e-2 (BF16 operands, P
+ * rounded to BF16 before P V as every flash kernel does); outputs are poisoned (NaN)
+ * before each launch, so an unwritten element fails, and an lse of -inf must match
+ * exactly.
  *
  * Part of the single translation unit test_attention.cu: the random stream and test.h's
  * state are per translation unit, so the area files are included, not linked. */
@@ -14,24 +16,17 @@
 #include <string.h>
 #include <time.h>
 
+#include "../../../testdata/attention.h"
 #include "../gpu_test.h"
 #include "warpspec/warpspec.h"
 
-static uint16_t bf16_of(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
 static float float_of(uint16_t b) {
   uint32_t u = (uint32_t)b << 16;
   float f;
   memcpy(&f, &u, 4);
   return f;
 }
-static void fill_uniform(uint16_t *x, size_t n, float amp) {
-  for (size_t i = 0; i < n; i++) x[i] = bf16_of(amp * ((float)(rng_u32() % 2000001u) / 1000000.0f - 1.0f));
-}
+static void fill_uniform(uint16_t *x, size_t n, float amp) { td_fill_uniform(&rng_state, x, n, amp); }
 
 /* When a case fails: where the error sits, to tell a layout bug from a numeric one in
  * one GPU run. Relative error per block of 8 output columns (a wrong MN-major / swizzle

@@ -31,23 +31,11 @@ static int run_case(const attn_case *c) {
   }
   const size_t Tq = (size_t)cq[c->batch], Tk = (size_t)ck[c->batch];
   const size_t nq = Tq * c->hq * c->dqk, nk = Tk * c->hkv * c->dqk, nv = Tk * c->hkv * c->dv, no = Tq * c->hq * c->dv;
-  uint16_t *hq = (uint16_t *)host_alloc(nq, 2, 0), *hk = (uint16_t *)host_alloc(nk, 2, 0), *hv = (uint16_t *)host_alloc(nv, 2, 0);
   uint16_t *ho = (uint16_t *)host_alloc(no, 2, 0);
   float *hl = (float *)host_alloc(Tq * c->hq, sizeof(float), 0);
-  fill_uniform(hq, nq, 1.0f);
-  fill_uniform(hk, nk, 1.0f);
-  fill_uniform(hv, nv, 1.0f);
-  void *dq, *dk, *dv, *dout;
-  float *dl;
+  td_qkv t; /* q, k, v as bench/bench_attn_kernels.cu makes them (testdata/attention.h) */
+  CUDA_OK(td_qkv_make(&t, &rng_state, nq, nk, nv, no, Tq * c->hq));
   int *dcq = NULL, *dck = NULL;
-  CUDA_OK(cudaMalloc(&dq, nq * 2));
-  CUDA_OK(cudaMalloc(&dk, nk * 2));
-  CUDA_OK(cudaMalloc(&dv, nv * 2));
-  CUDA_OK(cudaMalloc(&dout, no * 2));
-  CUDA_OK(cudaMalloc((void **)&dl, Tq * c->hq * sizeof(float)));
-  CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dk, hk, nk * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dv, hv, nv * 2, cudaMemcpyHostToDevice));
   if (varlen) {
     CUDA_OK(cudaMalloc((void **)&dcq, (c->batch + 1) * sizeof(int)));
     CUDA_OK(cudaMalloc((void **)&dck, (c->batch + 1) * sizeof(int)));
@@ -68,18 +56,18 @@ static int run_case(const attn_case *c) {
   p.dim_qk = c->dqk;
   p.dim_v = c->dv;
   p.mask = c->mask;
-  p.q = dq; p.k = dk; p.v = dv; p.o = dout; p.lse = dl;
+  p.q = t.dq; p.k = t.dk; p.v = t.dv; p.o = t.dout; p.lse = t.dl;
   int fails = 0;
-  CUDA_OK(cudaMemset(dout, 0xFF, no * 2)); /* NaN */
-  CUDA_OK(cudaMemset(dl, 0xFF, Tq * c->hq * sizeof(float)));
+  CUDA_OK(cudaMemset(t.dout, 0xFF, no * 2)); /* NaN */
+  CUDA_OK(cudaMemset(t.dl, 0xFF, Tq * c->hq * sizeof(float)));
   WS_OK_OR_DIE(ws_attn_forward(&p, 0));
   CUDA_OK(cudaGetLastError());
   CUDA_OK(cudaDeviceSynchronize());
-  CUDA_OK(cudaMemcpy(ho, dout, no * 2, cudaMemcpyDeviceToHost));
-  CUDA_OK(cudaMemcpy(hl, dl, Tq * c->hq * sizeof(float), cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(ho, t.dout, no * 2, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(hl, t.dl, Tq * c->hq * sizeof(float), cudaMemcpyDeviceToHost));
   double *ro = (double *)host_alloc(no, sizeof(double), 0), *rl = (double *)host_alloc(Tq * c->hq, sizeof(double), 0);
   ws_attn_problem hp = p;
-  hp.q = hq; hp.k = hk; hp.v = hv; hp.o = NULL; hp.lse = NULL;
+  hp.q = t.hq; hp.k = t.hk; hp.v = t.hv; hp.o = NULL; hp.lse = NULL;
   hp.o = ho; /* the reference writes doubles to ro; o is only checked non-NULL */
   hp.cu_seqlens_q = varlen ? cq : NULL;
   hp.cu_seqlens_k = varlen ? ck : NULL;
@@ -87,10 +75,10 @@ static int run_case(const attn_case *c) {
   fails += !compare(c->name, "", ho, ro, no, c->dv, hl, rl, Tq * c->hq, (size_t)c->hq, 128);
   free(ro);
   free(rl);
-  cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dl);
+  td_qkv_free(&t);
   if (dcq) cudaFree(dcq);
   if (dck) cudaFree(dck);
-  free(hq); free(hk); free(hv); free(ho); free(hl); free(cq); free(ck);
+  free(ho); free(hl); free(cq); free(ck);
   return fails;
 }
 

@@ -21,19 +21,7 @@ static int run_mla(const mla_case *c) {
   float *hl = (float *)host_alloc((size_t)c->s_q * c->heads, sizeof(float), 0);
   fill_uniform(hq, nq, 1.0f);
   fill_uniform(hkv, nkv, 1.0f);
-  for (int i = 0; i < c->s_q; i++)
-    for (int j = 0; j < c->topk; j++) {
-      int r = (int)(rng_u32() % (uint32_t)c->s_kv);
-      if (c->holes) {
-        const uint32_t u = rng_u32() % 16;
-        if (u == 0) r = -1;
-        else if (u == 1) r = c->s_kv + (int)(rng_u32() % 1000); /* out of range: masked */
-        else if (u == 2 && j > 0) r = hi[(size_t)i * c->topk + j - 1]; /* a duplicate */
-      }
-      hi[(size_t)i * c->topk + j] = r;
-    }
-  if (c->holes && c->s_q > 1) /* a query whose every index is masked: o = 0, lse = -inf */
-    for (int j = 0; j < c->topk; j++) hi[(size_t)(c->s_q - 1) * c->topk + j] = j % 2 ? -1 : c->s_kv;
+  td_mla_indices(&rng_state, hi, c->s_q, c->topk, c->s_kv, c->holes); /* the benchmark draws these, without holes */
   void *dq, *dkv, *dout;
   int *di;
   float *dl;

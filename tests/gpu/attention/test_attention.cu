@@ -21,6 +21,8 @@
  *                     the cache
  *   fp8_cache.cuh     the FP8 MLA cache quantiser, GPU against host
  *   nsa.cuh           NSA selected-block attention (ws_nsa_forward)
+ * Their data generators that the benchmark below uses too (q/k/v, NSA selections, MLA ids
+ * and page tables) are testdata/attention.h's, drawn from this unit's stream.
  * Timing is not a mode: `warpspec bench attn-kernels` (bench/bench_attn_kernels.cu: every
  * flash schedule and grid, MLA under both schedules, NSA against the dense kernel) and
  * `warpspec bench attention` (against PyTorch). */
