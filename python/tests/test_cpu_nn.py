@@ -217,7 +217,7 @@ def _fake_kernels(monkeypatch):
 
     for name, f in (("mla_decode", mla_decode), ("attention", attention), ("mla_sparse_prefill", mla_sparse_prefill),
                     ("mla_kv_quantize_fp8", ref.mla_rows_to_fp8), ("_require_gpu", lambda *a: None)):
-        monkeypatch.setattr(wnn, name, f)
+        monkeypatch.setattr(wnn.mla, name, f)  # the names as MLAAttention looks them up
 
 
 @pytest.mark.parametrize("nope,fp8", [(64, False), (32, False), (64, True)])
@@ -281,7 +281,7 @@ def test_forwards_trace_into_the_custom_ops(monkeypatch, block):
     x, idx, w = _route(6)
     ops = _export(lambda x, i, w: block(x, i, w) * 2, x, idx, w)
     assert any(o.startswith("warpspec.moe_layer") for o in ops), ops
-    monkeypatch.setattr(wnn, "_require_gpu", lambda *a: None)
+    monkeypatch.setattr(wnn.mla, "_require_gpu", lambda *a: None)
     m = _mla()
     for fp8 in (False, True):
         cache, table = wnn.paged_cache(2, 128, fp8=fp8)
