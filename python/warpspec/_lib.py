@@ -375,10 +375,23 @@ def _nvidia_lib_dirs():
     return dirs
 
 
+def _loaded(name):
+    """Whether the process already holds a library of soname `name` (PyTorch's runtime)."""
+    try:
+        ctypes.CDLL(name, mode=os.RTLD_NOLOAD | ctypes.RTLD_GLOBAL)
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
 def _preload(name, dirs):
     """Load `name` from the first folder that has it, so the library's DT_NEEDED entry
-    is met by soname whatever its RPATH says. Returns the path loaded, or None (none
-    has it, or it did not load: the library's own load then reports it)."""
+    is met by soname whatever its RPATH says; nothing if the process holds one already
+    (a second copy by full path would load beside it, unused). Returns the path loaded,
+    or None (loaded before, none has it, or it did not load: the library's own load
+    then reports it)."""
+    if _loaded(name):
+        return None
     for d in dirs:
         p = os.path.join(d, name)
         if os.path.exists(p):

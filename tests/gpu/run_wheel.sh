@@ -34,7 +34,7 @@
 # WHEEL=path skips the build (a wheel built before); KEEP=1 keeps the temporary folder.
 # Exit 0 only if every step passed. Logs in $OUT (or ./results): wheel_summary.txt,
 # wheel_build.log, wheel_show.txt, wheel_install.log, wheel_checks.log,
-# wheel_pytest_{cpu,gpu,2gpu}.log, wheel_apart.log.
+# wheel_pytest_{cpu,gpu,2gpu}.log, wheel_apart.log, and the wheel.
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$src/results}
@@ -71,7 +71,8 @@ fi
 whl=$(ls "$work"/dist/warpspec-*.whl 2>/dev/null | head -1)
 note "pip wheel --no-build-isolation .: rc=$rc, $(( $(date +%s) - t0 )) s, ${whl##*/}"
 if [ $rc -ne 0 ] || [ -z "$whl" ]; then tail -40 "$out/wheel_build.log"; fail "the wheel did not build"; cat "$summary"; exit 1; fi
-{ "$py" "$src/tools/wheel/warpspec_wheel.py" show "$whl"; echo "show rc=$?"; echo; unzip -l "$whl";
+cp "$whl" "$out/"  # the artifact itself (WHEEL=$OUT/... re-runs without building)
+{ "$py" "$src/tools/wheel/warpspec_wheel.py" show "$whl"; echo "show rc=$?"; echo; "$py" -m zipfile -l "$whl";
   if "$py" -m auditwheel --version >/dev/null 2>&1; then echo; "$py" -m auditwheel show "$whl"; fi
 } >"$out/wheel_show.txt" 2>&1
 grep -q "^show rc=0" "$out/wheel_show.txt" || fail "the wheel's tag is not the one its binaries allow (wheel_show.txt)"
