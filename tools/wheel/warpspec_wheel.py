@@ -246,6 +246,7 @@ def _check_install(python):
     """ldd of the installed library and CLI of `python`'s warpspec, without
     LD_LIBRARY_PATH: CUDA libraries from that environment's nvidia/ folders."""
     import subprocess
+    python = os.path.abspath(python)  # not realpath: a venv's python is a link out of it
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     pkg = subprocess.run([python, "-c", "import importlib.util as u; print(u.find_spec('warpspec').submodule_search_locations[0])"],
                          env=env, check=True, capture_output=True, text=True, cwd="/").stdout.strip()
