@@ -9,9 +9,11 @@ declared dependencies (the nvidia-* wheels: cudart, cuBLAS/cuBLASLt, NCCL, NVSHM
 the driver (libcuda.so.1). Nothing is vendored. Anything else leaves the tag as
 scikit-build-core made it, with a message saying why.
 
-libstdc++ and libgcc_s: a need beyond what GCC 4.8 provides (GLIBCXX_3.4.19,
-CXXABI_1.3.7, GCC_4.8.0; manylinux2014's toolchain) raises the tag to the build
-machine's own glibc, the one distribution generation known to have such a libstdc++.
+libstdc++ and libgcc_s: a need beyond what GCC 4.8's provide (GLIBCXX_3.4.19,
+CXXABI_1.3.7, GCC_4.8.0; manylinux2014's system compiler) raises the tag to the build
+machine's own glibc: distributions ship glibc and the compiler runtime together, so one
+with that glibc or newer has a runtime as new as the build machine's. (The binaries built
+so far need none: CXXABI_1.3, GCC_3.0/3.4 only.)
 
 Also a command line, for CI and the GPU scripts:
   python tools/wheel/warpspec_wheel.py show WHEEL          what the tag rests on
@@ -28,7 +30,6 @@ import re
 import struct
 import sys
 import zipfile
-
 
 
 # ---- PEP 517 hooks: scikit-build-core's, build_wheel wrapped --------------------------
@@ -52,7 +53,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
 # ---- what the binaries need -------------------------------------------------------------
 # Libraries a manylinux wheel may link without carrying them (glibc's own, the compiler's
-# runtime); the rest of PEP 600's list (X11, ...) is nothing this package uses.
+# runtime); the rest of auditwheel's policy lists (X11, ...) is nothing this package uses.
 SYSTEM = {"libc.so.6", "libm.so.6", "libdl.so.2", "librt.so.1", "libpthread.so.0", "libutil.so.1",
           "libresolv.so.2", "libstdc++.so.6", "libgcc_s.so.1", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"}
 # From the declared nvidia-* dependencies (pyproject.toml), or the driver.
