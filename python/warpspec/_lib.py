@@ -2,10 +2,18 @@
 
 The shared library is looked for, in order: $WARPSPEC_LIBRARY (a build tree's
 libwarpspec.so, how `make test` runs these tests), the package's own lib/ folder (a
-wheel), a build/ folder beside the source package (a developer's checkout). Its CUDA
-runtime and NVSHMEM come from the nvidia-* wheels (as PyTorch installs them) through the
-library's RPATH; PyTorch, when present, is imported first so that the process holds one
-CUDA runtime, the one PyTorch uses.
+wheel), a build/ folder beside the source package (a developer's checkout).
+
+What it links besides the system's libraries: the CUDA runtime (libcudart.so.13) and
+NVSHMEM's host library (libnvshmem_host.so.3), from the nvidia-* wheels the package
+declares (nvidia-cuda-runtime, nvidia-nvshmem-cu13; PyTorch's CUDA 13 wheels install the
+same). A wheel's library finds them through its RPATH when they sit in the same
+site-packages ($ORIGIN/../../nvidia/{nvshmem,cu13,nccl}/lib); for a package installed
+apart from them (a --user install over a system PyTorch, layered environments) they are
+loaded here first, by full path, from every nvidia/ folder on sys.path, so that the
+library's DT_NEEDED entries are met by soname. No LD_LIBRARY_PATH is needed. PyTorch,
+when present, is imported first so that the process holds one CUDA runtime, the one
+PyTorch uses.
 """
 
 import ctypes
@@ -338,26 +346,58 @@ def _candidates():
             os.path.join(os.path.dirname(os.path.dirname(_here)), "build", "libwarpspec.so")]
 
 
+# The nvidia-* wheels' library folders: cu13 (nvidia-cuda-runtime, nvidia-cublas),
+# nvshmem (nvidia-nvshmem-cu13), nccl (nvidia-nccl-cu13).
+_NVIDIA_SUBDIRS = ("cu13", "nvshmem", "nccl")
+# The libraries libwarpspec.so links beyond the system's, in load order, and the wheel
+# that provides each (the CLI also links libcublas/libcublasLt.so.13 and libnccl.so.2).
+_NEEDED = (("libcudart.so.13", "nvidia-cuda-runtime"), ("libnvshmem_host.so.3", "nvidia-nvshmem-cu13"))
+
+
 def _nvidia_lib_dirs():
-    """lib/ folders of the nvidia-* wheels (nvshmem, cu13 = cudart/cuBLAS, nccl)."""
-    dirs = []
-    spec = importlib.util.find_spec("nvidia")
-    for root in (list(spec.submodule_search_locations or []) if spec else []):
-        for sub in ("nvshmem", "cu13", "nccl"):
-            d = os.path.join(root, sub, "lib")
-            if os.path.isdir(d):
+    """lib/ folders of the nvidia-* wheels: first those beside this package (the ones its
+    RPATH names), then those of every other sys.path entry, then the locations of the
+    `nvidia` package if it was set up otherwise (a regular package, a .pth file)."""
+    roots = [os.path.dirname(_here)] + [p or os.getcwd() for p in sys.path if isinstance(p, str)]
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        spec = None
+    roots += [os.path.dirname(p) for p in (spec.submodule_search_locations or [])] if spec else []
+    dirs, seen = [], set()
+    for root in roots:
+        for sub in _NVIDIA_SUBDIRS:
+            d = os.path.join(root, "nvidia", sub, "lib")
+            key = os.path.realpath(d)
+            if key not in seen and os.path.isdir(d):
+                seen.add(key)
                 dirs.append(d)
     return dirs
 
 
+def _loaded(name):
+    """Whether the process already holds a library of soname `name` (PyTorch's runtime)."""
+    try:
+        ctypes.CDLL(name, mode=os.RTLD_NOLOAD | ctypes.RTLD_GLOBAL)
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
 def _preload(name, dirs):
     """Load `name` from the first folder that has it, so the library's DT_NEEDED entry
-    is met by soname whatever its RPATH says. Silent if none has it."""
+    is met by soname whatever its RPATH says; nothing if the process holds one already
+    (a second copy by full path would load beside it, unused). Returns the path loaded,
+    or None (loaded before, none has it, or it did not load: the library's own load
+    then reports it)."""
+    if _loaded(name):
+        return None
     for d in dirs:
         p = os.path.join(d, name)
         if os.path.exists(p):
             try:
-                return ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)
+                ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)
+                return p
             except OSError:
                 pass
     return None
@@ -449,9 +489,11 @@ def _load():
         except Exception:  # a broken torch must not hide the library's own errors
             pass
     dirs = _nvidia_lib_dirs()
+    # a build tree's library without the nvidia-* wheels: the toolkit's runtime
     cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-    _preload("libcudart.so.13", dirs + [os.path.join(cuda_home, "lib64")])
-    _preload("libnvshmem_host.so.3", dirs)
+    extra = {"libcudart.so.13": [os.path.join(cuda_home, "lib64"), os.path.join(cuda_home, "lib")]}
+    for name, _ in _NEEDED:
+        _preload(name, dirs + extra.get(name, []))
     tried = []
     for path in _candidates():
         if not os.path.exists(path):
@@ -466,9 +508,12 @@ def _load():
         lib, library_path = L, path
         break
     if lib is None:
+        missing = [f"{name} (pip install {wheel})" for name, wheel in _NEEDED if any(name in t for t in tried)]
+        hint = (" A CUDA library it links is missing: " + ", ".join(missing) + "; looked in " +
+                (", ".join(dirs) if dirs else "no nvidia/*/lib folder on sys.path") + ".") if missing else ""
         raise ImportError("warpspec: the C library libwarpspec.so was not found or did not load; tried: " +
-                          "; ".join(tried) + ". Install the package (pip install .) or set WARPSPEC_LIBRARY to a "
-                          "build's libwarpspec.so.")
+                          "; ".join(tried) + "." + hint + " Install the package (pip install warpspec-*.whl, or "
+                          "pip install . from the source tree) or set WARPSPEC_LIBRARY to a build's libwarpspec.so.")
     for name, mirror in _MIRRORS.items():
         want = lib.ws_abi_sizeof(name.encode())
         if want != ctypes.sizeof(mirror):
