@@ -155,12 +155,12 @@ static __device__ __forceinline__ void mla_dequant_chunk(uint32_t stage, int chu
 /* One block of 64 FP8 rows into a stage, in two steps, so that the next block's rows are
  * looked up between them (with the lookups in flight across the copies, the 40-register
  * gather role spilled; each row is looked up once, by its converting threads, and the
- * copies read it from shared memory). Copy: 8 lanes per 128-byte line, 4 rows per warp instruction, as
- * the BF16 gather's: this thread copies 16-byte piece t & 7 of each 128-byte part of rows
- * 4 (t >> 3) + j, j = 0..3 (kv rows r[j], < 0: masked, zeros); rows 4 apart put the four
- * rows of an instruction on different swizzle lines, so that its 32 pieces land in 4
- * shared-memory wavefronts. (A thread per half row read 16 bytes of 32 rows per
- * instruction: 32 lines for 512 bytes.) One commit group. */
+ * copies read it from shared memory). Copy: 8 lanes per 128-byte line, 4 rows per warp
+ * instruction, as the BF16 gather's: this thread copies 16-byte piece t & 7 of each
+ * 128-byte part of rows 4 (t >> 3) + j, j = 0..3 (kv rows r[j], < 0: masked, zeros); rows
+ * 4 apart put the four rows of an instruction on different swizzle lines, so that its 32
+ * pieces land in 4 shared-memory wavefronts. (A thread per half row read 16 bytes of 32
+ * rows per instruction: 32 lines for 512 bytes.) One commit group. */
 static __device__ __forceinline__ void mla_gather_fp8_copy(uint32_t stage, const uint8_t *kv8, const int r[4], int t) {
   asm volatile("mov.b32 %0, %0;" : "+r"(t)); /* no shared-memory offsets hoisted out of the block loop */
   const int piece = t & 7, row0 = 4 * (t >> 3);

@@ -1,6 +1,7 @@
-/* allgather.c - ws_allgather: small blocks on 3+ ranks go to every rank at once (one
- * launch of sendrecv's kernel over every pair: ws_sr_allgather_direct), larger ones or 2
- * ranks around a ring of ws_sendrecv calls, nranks - 1 steps.
+/* allgather.c - ws_allgather: on 2-8 ranks every block goes to every rank at once (one
+ * launch of sendrecv's kernel over every pair: ws_sr_allgather_direct), by default at any
+ * size; above WARPSPEC_AG_DIRECT_MAX_BYTES per rank, or past 8 ranks, around a ring of
+ * ws_sendrecv calls, nranks - 1 steps.
  *
  * It keeps no state of its own: both paths move through sendrecv's staging and step
  * counters (sendrecv_internal.h), which that operation owns; here only the
@@ -24,7 +25,7 @@ ws_status ws_allgather(ws_comm *c, const void *sendbuf, size_t bytes, void *recv
   uint8_t *out = (uint8_t *)recvbuf;
   const int n = c->nranks, r = c->rank;
   if (bytes == 0) return WS_OK;
-  if (n > 1 && n - 1 <= WS_SR_MAX_PAIRS && (long long)bytes <= ws_knobs_get()->ag_direct_max_bytes) /* small: every block at once */
+  if (n > 1 && n - 1 <= WS_SR_MAX_PAIRS && (long long)bytes <= ws_knobs_get()->ag_direct_max_bytes) /* every block at once */
     return ws_sr_allgather_direct(c, sendbuf, bytes, recvbuf, stream);
   if (out + (size_t)r * bytes != (const uint8_t *)sendbuf)
     WS_CUDA_TRY(cudaMemcpyAsync(out + (size_t)r * bytes, sendbuf, bytes, cudaMemcpyDeviceToDevice, stream));

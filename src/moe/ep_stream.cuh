@@ -78,9 +78,10 @@ static __device__ __forceinline__ ep_stream_spec ep_stream_tokens(const ep_args 
 }
 
 /* Token g of the stream: reduce: the g-th received token of the reduce's walk over its
- * sources (ep_reduce_token; ntok: a copy in shared memory), its local rows of y and weights, the sum pushed into the source's comb_inbox; gather: our
- * token g, the partials of the ranks it went to (weight 1; rank = lane, so at most 32
- * ranks), the sum into out. Past the last token: none. */
+ * sources (ep_reduce_token; ntok: a copy in shared memory), its local rows of y and
+ * weights, the sum pushed into the source's comb_inbox; gather: our token g, the partials
+ * of the ranks it went to (weight 1; rank = lane, so at most 32 ranks), the sum into out.
+ * Past the last token: none. */
 static __device__ __forceinline__ ep_stream_tok ep_stream_load(const ep_args *a, const ep_stream_spec *sp, int g,
                                                                int lane) {
   ep_stream_tok k = {NULL, 0.0f, 0u, NULL};

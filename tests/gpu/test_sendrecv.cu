@@ -176,13 +176,13 @@ static void run_all(ws_comm *c) {
   }
 
   /* All-gather: the direct path (every block at once, ws_allgather's default at every
-   * size: the low-latency lines, one step, two steps per block) and the
-   * ring (WARPSPEC_AG_DIRECT_MAX_BYTES=0), out of place and in place (our block already in
+   * size: the low-latency lines, one step, two steps per block) and the ring
+   * (WARPSPEC_AG_DIRECT_MAX_BYTES=0), out of place and in place (our block already in
    * recvbuf), each size four times in a row so that the step counters carry over. */
   {
     const uint64_t sizes[] = {16, 4096 + 16, 64 * 1024, 300 * 1024 + 16 * 3, 1 << 20, (1 << 20) + 16 * 7};
     for (int ring = 0; ring < 2; ring++) {
-      if (ring) setenv("WARPSPEC_AG_DIRECT_MAX_BYTES", "0", 1);
+      if (ring) setenv(WS_AG_DIRECT_MAX_BYTES_ENV, "0", 1);
       WS_OK_OR_DIE(ws_knobs_reload());
       for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         for (int rep = 0; rep < 4; rep++) {
@@ -206,7 +206,7 @@ static void run_all(ws_comm *c) {
           seq++;
         }
     }
-    unsetenv("WARPSPEC_AG_DIRECT_MAX_BYTES");
+    unsetenv(WS_AG_DIRECT_MAX_BYTES_ENV);
     WS_OK_OR_DIE(ws_knobs_reload());
     printf("rank %d: all-gather (direct and ring, in and out of place) ok\n", rank);
   }
