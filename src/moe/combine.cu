@@ -74,17 +74,45 @@ static __device__ __forceinline__ void reduce_chunks(const ep_args *a, const uin
   }
 }
 
+/* The steps the kernels below share. Start (reduce side): tokens received from each
+ * source into ntok (shared memory), then wait until every rank has read our previous
+ * combine (comb_ack >= m - 1), so that we may write into its comb_inbox again. */
+static __device__ __forceinline__ void combine_start(const ep_args *a, const ws_ctx *ctx, int *ntok, uint64_t m) {
+  if (threadIdx.x < (unsigned)a->nranks) ntok[threadIdx.x] = __ldcg(a->recv_ntok + threadIdx.x);
+  ws_trace_mark(ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
+  ep_wait_acked(a, a->comb_ack, m - 1, "combine ack", ctx, (int)threadIdx.x);
+  ws_role_sync(ctx);
+  ws_trace_mark(ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
+}
+
+/* Gather side: wait until every rank's CTAs have flagged their partials of epoch m. */
+static __device__ __forceinline__ void combine_wait_partials(const ep_args *a, const ws_ctx *ctx, uint64_t m) {
+  ws_trace_mark(ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
+  ep_wait_all_slots(a, a->comb_flag, m, "combine data", ctx, (int)threadIdx.x, (int)blockDim.x);
+  ws_role_sync(ctx);
+  ws_trace_mark(ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
+}
+
+/* The end: the grid's last CTA tells every rank its partials were read and advances the
+ * combine epoch (last: a __shared__ int of the caller). */
+static __device__ __forceinline__ void combine_finish(const ep_args *a, const ws_ctx *ctx, uint64_t m, int *last) {
+  if (ep_last_cta(ctx, &a->epochs[3], last)) {
+    ep_ack_peers(a->comb_ack, a->peer_delta, a->rank, a->nranks, m, (int)threadIdx.x);
+    ws_role_sync(ctx); /* every thread has read epochs[1] (m) long before; now advance it */
+    if (threadIdx.x == 0) {
+      a->epochs[3] = 0;
+      a->epochs[1] = m;
+    }
+  }
+}
+
 WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const uint16_t *y, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_reduce, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   __shared__ int ntok[WS_COMM_MAX_RANKS];
   const int N = a.nranks;
   const uint64_t m = a.epochs[1] + 1;
-  if (threadIdx.x < (unsigned)N) ntok[threadIdx.x] = __ldcg(a.recv_ntok + threadIdx.x);
-  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
-  ep_wait_acked(&a, a.comb_ack, m - 1, "combine ack", &ctx, (int)threadIdx.x);
-  ws_role_sync(&ctx);
-  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
+  combine_start(&a, &ctx, ntok, m);
   int total = 0;
   for (int s = 0; s < N; s++) total += ntok[s];
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
@@ -106,10 +134,7 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   __shared__ int last;
   const int N = a.nranks, T = *a.num_tokens;
   const uint64_t m = a.epochs[1] + 1;
-  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
-  ep_wait_all_slots(&a, a.comb_flag, m, "combine data", &ctx, (int)threadIdx.x, (int)blockDim.x);
-  ws_role_sync(&ctx);
-  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
+  combine_wait_partials(&a, &ctx, m);
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   if (stream_ok(T, nw) && N <= 32) { /* many tokens per warp, a lane per rank: streamed */
     const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_GATHER, NULL, T, NULL, out);
@@ -124,14 +149,7 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
         ep_gather_chunk<2>(&a, out, t, c * MOE_SUM_CHUNK + ctx.lane);
     }
   }
-  if (ep_last_cta(&ctx, &a.epochs[3], &last)) {
-    ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m, (int)threadIdx.x);
-    ws_role_sync(&ctx); /* every thread has read epochs[1] (m) long before; now advance it */
-    if (threadIdx.x == 0) {
-      a.epochs[3] = 0;
-      a.epochs[1] = m;
-    }
-  }
+  combine_finish(&a, &ctx, m, &last);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
@@ -152,11 +170,7 @@ WS_KERNEL(ep_combine) ep_combine_kernel(const __grid_constant__ ep_args a, const
   __shared__ int last;
   const int N = a.nranks, T = *a.num_tokens;
   const uint64_t m = a.epochs[1] + 1;
-  if (threadIdx.x < (unsigned)N) ntok[threadIdx.x] = __ldcg(a.recv_ntok + threadIdx.x);
-  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
-  ep_wait_acked(&a, a.comb_ack, m - 1, "combine ack", &ctx, (int)threadIdx.x);
-  ws_role_sync(&ctx);
-  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
+  combine_start(&a, &ctx, ntok, m);
   int remote = 0;
   for (int s = 0; s < N; s++) remote += s == a.rank ? 0 : ntok[s];
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
@@ -168,22 +182,12 @@ WS_KERNEL(ep_combine) ep_combine_kernel(const __grid_constant__ ep_args a, const
   const ep_group g = {(int)threadIdx.x, (int)blockDim.x, ctx.bar};
   ep_sync(&g);
   ep_raise(&a, a.comb_flag, m, (int)blockIdx.x, 1, &g);
-  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
-  ep_wait_all_slots(&a, a.comb_flag, m, "combine data", &ctx, (int)threadIdx.x, (int)blockDim.x);
-  ws_role_sync(&ctx);
-  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
+  combine_wait_partials(&a, &ctx, m);
   {
     const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_COMBINE, NULL, T, y, out);
     ep_stream_sums<1>(&a, &sp, gw, nw, ring, ctx.lane);
   }
-  if (ep_last_cta(&ctx, &a.epochs[3], &last)) {
-    ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m, (int)threadIdx.x);
-    ws_role_sync(&ctx); /* every thread has read epochs[1] (m) long before; now advance it */
-    if (threadIdx.x == 0) {
-      a.epochs[3] = 0;
-      a.epochs[1] = m;
-    }
-  }
+  combine_finish(&a, &ctx, m, &last);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
