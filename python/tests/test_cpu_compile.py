@@ -29,6 +29,19 @@ def test_ops_registered():
         assert hasattr(ops, name), name
 
 
+def test_ops_have_a_backward_that_says_inference_only():
+    """A weight that requires grad (grad mode on) reaches the op's backward: it names the
+    remedy, where AOT autograd's own error (no formula registered) names none."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        a = torch.empty(64, 256, dtype=torch.bfloat16)
+        b = torch.empty(128, 256, dtype=torch.bfloat16, requires_grad=True)
+        d = _ops.ops().gemm(a, b, None, None, None, None)
+        assert d.requires_grad
+        with pytest.raises(RuntimeError, match=r"warpspec.gemm is an inference kernel.*torch.no_grad"):
+            d.float().sum().backward()
+
+
 def test_gemm_compiles():
     f8 = torch.float8_e4m3fn
     a, b = torch.zeros(256, 512, dtype=f8), torch.zeros(4, 384, 512, dtype=f8)

@@ -8,6 +8,11 @@ op's real implementation is the package's own function (every check, then the C
 library), and its fake implementation gives the outputs' shapes and dtypes from the
 inputs' alone, so tracing needs no GPU. Outputs are new tensors (no input is mutated).
 
+The kernels are for inference and have no backward. Each op still registers one that
+raises a clear error: without it, torch.compile of a module whose weights require grad
+(grad mode on) fails inside AOT autograd with a message that names no remedy. Run
+inference under torch.no_grad() or torch.inference_mode().
+
 Registration happens once, when the package is imported after torch, or at the first
 routed call."""
 
@@ -81,7 +86,16 @@ def _register(torch):
     def _(handle, x, x_scale, topk_idx, topk_weights):
         return x.new_empty((x.shape[0], x.shape[1]), dtype=torch.bfloat16)
 
+    for op, name in ((gemm, "gemm"), (attention, "attention"), (mla_decode, "mla_decode"), (moe_layer, "moe_layer")):
+        op.register_autograd(_no_backward(name))
     return torch.ops.warpspec
+
+
+def _no_backward(name):
+    def backward(ctx, *grads):
+        raise RuntimeError(f"warpspec.{name} is an inference kernel and has no backward; call it (or compile the "
+                           "module that calls it) under torch.no_grad() or torch.inference_mode()")
+    return backward
 
 
 def ops():
