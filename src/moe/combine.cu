@@ -1,8 +1,7 @@
 /* combine.cu - MoE combine: weighted sums of the expert outputs back at each token's rank,
  * the protocol's reduce and gather steps (ep_protocol.cuh) driven a CTA at a time.
  *
- * With many tokens per warp, one kernel (ep_combine, below) runs both steps; otherwise,
- * two kernels in stream order, graph-capturable; the combine epoch m = epochs[1] + 1:
+ * Two kernels in stream order, graph-capturable; the combine epoch m = epochs[1] + 1:
  *   reduce  (sms CTAs, REDUCER role, on the experts' side)  wait until each source has
  *           read our previous combine (comb_ack >= m - 1); each received token's sum of
  *           weight x row over its local experts, fp32, pushed as BF16 into the source's
@@ -14,7 +13,6 @@
  *           advances the epoch. */
 #include "ep_protocol.cuh"
 #include "ep_stream.cuh"
-#include "../core/knobs.h"
 
 #include <cuda_bf16.h>
 
@@ -22,8 +20,6 @@
 WS_DECLARE_ROLES(ep_reduce, REDUCE_ROLES);
 #define GATHER_ROLES(ROLE) ROLE(EP_GATHERER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(ep_gather, GATHER_ROLES);
-#define COMBINE_ROLES(ROLE) ROLE(EP_COMBINER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
-WS_DECLARE_ROLES(ep_combine, COMBINE_ROLES);
 
 /* With more tokens than warps both kernels stream the rows through each warp's ring of
  * shared memory (ep_stream.cuh: at 4096 tokens per rank, 24 SMs, EP4 combine 1352 ->
@@ -74,51 +70,23 @@ static __device__ __forceinline__ void reduce_chunks(const ep_args *a, const uin
   }
 }
 
-/* The steps the kernels below share. Start (reduce side): tokens received from each
- * source into ntok (shared memory), then wait until every rank has read our previous
- * combine (comb_ack >= m - 1), so that we may write into its comb_inbox again. */
-static __device__ __forceinline__ void combine_start(const ep_args *a, const ws_ctx *ctx, int *ntok, uint64_t m) {
-  if (threadIdx.x < (unsigned)a->nranks) ntok[threadIdx.x] = __ldcg(a->recv_ntok + threadIdx.x);
-  ws_trace_mark(ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
-  ep_wait_acked(a, a->comb_ack, m - 1, "combine ack", ctx, (int)threadIdx.x);
-  ws_role_sync(ctx);
-  ws_trace_mark(ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
-}
-
-/* Gather side: wait until every rank's CTAs have flagged their partials of epoch m. */
-static __device__ __forceinline__ void combine_wait_partials(const ep_args *a, const ws_ctx *ctx, uint64_t m) {
-  ws_trace_mark(ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
-  ep_wait_all_slots(a, a->comb_flag, m, "combine data", ctx, (int)threadIdx.x, (int)blockDim.x);
-  ws_role_sync(ctx);
-  ws_trace_mark(ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
-}
-
-/* The end: the grid's last CTA tells every rank its partials were read and advances the
- * combine epoch (last: a __shared__ int of the caller). */
-static __device__ __forceinline__ void combine_finish(const ep_args *a, const ws_ctx *ctx, uint64_t m, int *last) {
-  if (ep_last_cta(ctx, &a->epochs[3], last)) {
-    ep_ack_peers(a->comb_ack, a->peer_delta, a->rank, a->nranks, m, (int)threadIdx.x);
-    ws_role_sync(ctx); /* every thread has read epochs[1] (m) long before; now advance it */
-    if (threadIdx.x == 0) {
-      a->epochs[3] = 0;
-      a->epochs[1] = m;
-    }
-  }
-}
-
 WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const uint16_t *y, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_reduce, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   __shared__ int ntok[WS_COMM_MAX_RANKS];
   const int N = a.nranks;
   const uint64_t m = a.epochs[1] + 1;
-  combine_start(&a, &ctx, ntok, m);
+  if (threadIdx.x < (unsigned)N) ntok[threadIdx.x] = __ldcg(a.recv_ntok + threadIdx.x);
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
+  ep_wait_acked(&a, a.comb_ack, m - 1, "combine ack", &ctx, (int)threadIdx.x);
+  ws_role_sync(&ctx);
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   int total = 0;
   for (int s = 0; s < N; s++) total += ntok[s];
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   if (stream_ok(total, nw)) { /* many tokens per warp: streamed (ep_stream.cuh) */
     const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_REDUCE, ntok, total, y, NULL);
-    ep_stream_sums<0>(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
+    ep_stream_sums(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
   } else {
     reduce_chunks(&a, y, ntok, gw, nw, ctx.lane);
   }
@@ -134,11 +102,14 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   __shared__ int last;
   const int N = a.nranks, T = *a.num_tokens;
   const uint64_t m = a.epochs[1] + 1;
-  combine_wait_partials(&a, &ctx, m);
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
+  ep_wait_all_slots(&a, a.comb_flag, m, "combine data", &ctx, (int)threadIdx.x, (int)blockDim.x);
+  ws_role_sync(&ctx);
+  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   if (stream_ok(T, nw) && N <= 32) { /* many tokens per warp, a lane per rank: streamed */
     const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_GATHER, NULL, T, NULL, out);
-    ep_stream_sums<0>(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
+    ep_stream_sums(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
   } else { /* whole rows when the tokens outnumber the warps, else chunks, so that a few
             * tokens still reach every warp */
     const int nchunk = (a.hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
@@ -149,52 +120,15 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
         ep_gather_chunk<2>(&a, out, t, c * MOE_SUM_CHUNK + ctx.lane);
     }
   }
-  combine_finish(&a, &ctx, m, &last);
-  ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
-}
-
-/* Both steps in one kernel, for many tokens per warp (the host launches it only with the
- * stream's ring). The reduce walks only the other ranks' tokens (ep_reduce_token takes our
- * own last, and `remote` stops before it); each CTA then flags every rank, as the reduce
- * kernel does, and waits for every rank's flags; the gather then forms each of our tokens'
- * own-rank partial from the local expert rows (EP_STREAM_COMBINE) instead of reading it
- * back. What this saves (EP4, 4096 tokens, H200, session 20's timelines): our own partials
- * written and read back (53 MB each way per rank) and the second launch; the wait for the
- * slowest rank remains, but the other ranks' partials to us are done before their own
- * local phase, the last of their walk. */
-WS_KERNEL(ep_combine) ep_combine_kernel(const __grid_constant__ ep_args a, const uint16_t *y, uint16_t *out,
-                                        ws_diag diag) {
-  ws_ctx ctx = WS_SELF(ep_combine, diag);
-  ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0);
-  __shared__ int ntok[WS_COMM_MAX_RANKS];
-  __shared__ int last;
-  const int N = a.nranks, T = *a.num_tokens;
-  const uint64_t m = a.epochs[1] + 1;
-  combine_start(&a, &ctx, ntok, m);
-  int remote = 0;
-  for (int s = 0; s < N; s++) remote += s == a.rank ? 0 : ntok[s];
-  const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
-  uint4 *ring = ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16);
-  {
-    const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_REDUCE, ntok, remote, y, NULL);
-    ep_stream_sums<0>(&a, &sp, gw, nw, ring, ctx.lane);
+  if (ep_last_cta(&ctx, &a.epochs[3], &last)) {
+    ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m, (int)threadIdx.x);
+    ws_role_sync(&ctx); /* every thread has read epochs[1] (m) long before; now advance it */
+    if (threadIdx.x == 0) {
+      a.epochs[3] = 0;
+      a.epochs[1] = m;
+    }
   }
-  const ep_group g = {(int)threadIdx.x, (int)blockDim.x, ctx.bar};
-  ep_sync(&g);
-  ep_raise(&a, a.comb_flag, m, (int)blockIdx.x, 1, &g);
-  combine_wait_partials(&a, &ctx, m);
-  {
-    const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_COMBINE, NULL, T, y, out);
-    ep_stream_sums<1>(&a, &sp, gw, nw, ring, ctx.lane);
-  }
-  combine_finish(&a, &ctx, m, &last);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
-}
-
-/* The one-kernel combine: with the stream's ring (many tokens per warp), a stream lane for
- * every slot (nranks + topk <= 33), and not switched off (WARPSPEC_EP_ONE_KERNEL_COMBINE). */
-static int one_kernel(const ws_ep *ep) {
-  return stream_smem(ep) != 0 && ep->args.nranks + ep->args.topk <= 33 && ws_knobs_get()->ep_one_kernel_combine;
 }
 
 extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStream_t stream) {
@@ -211,13 +145,6 @@ extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStre
   ws_status s;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   const ep_args *a = &ep->args;
-  if (one_kernel(ep)) {
-    const uint16_t *yy = (const uint16_t *)y;
-    uint16_t *o = (uint16_t *)out;
-    void *args[] = {(void *)a, &yy, &o, &diag};
-    return ep_launch(ep, EP_PLAN_COMBINE, "ep_combine", ep_combine_roles, ep_combine_NROLES,
-                     (const void *)ep_combine_kernel, dim3{(unsigned)ep->sms, 1, 1}, EP_STREAM_SMEM, stream, args);
-  }
   {
     const uint16_t *yy = (const uint16_t *)y;
     void *args[] = {(void *)a, &yy, &diag};

@@ -102,8 +102,8 @@ struct ws_ep {
   void *sym;                /* the one symmetric allocation the objects above live in (ep_buffers) */
   int64_t peer_delta[WS_COMM_MAX_RANKS]; /* peer p's heap minus ours (see ep_args) */
   ep_args args;            /* the kernels' arguments: the same for every call, built at create */
-  ws_plan plans[6];
-  int planned[6];
+  ws_plan plans[5];
+  int planned[5];
 };
 
 /* Peer p's address of the symmetric object `field` of ep_args a (a.field + delta). */
@@ -128,6 +128,6 @@ ws_status ep_launch(ws_ep *ep, int slot, const char *name, const ws_role *roles,
 }
 #endif
 
-enum { EP_PLAN_LAYOUT = 0, EP_PLAN_SEND, EP_PLAN_EXPAND, EP_PLAN_REDUCE, EP_PLAN_GATHER, EP_PLAN_COMBINE };
+enum { EP_PLAN_LAYOUT = 0, EP_PLAN_SEND, EP_PLAN_EXPAND, EP_PLAN_REDUCE, EP_PLAN_GATHER };
 
 #endif

@@ -36,17 +36,7 @@
 #define EP_STREAM_SLOT_VECS MOE_SUM_CHUNK                        /* 16-byte vectors per slot: 2 KB */
 #define EP_STREAM_WARP_BYTES (EP_STREAM_RING * EP_STREAM_SLOT_VECS * 16)
 
-enum { EP_STREAM_REDUCE = 0, EP_STREAM_GATHER = 1, EP_STREAM_COMBINE = 2 };
-
-/* EP_STREAM_COMBINE (the one-kernel combine, combine.cu): our token g's sum over the ranks
- * in order, as the gather adds it, with our own rank's partial formed on the spot from the
- * local expert rows instead of read back from comb_inbox. The slots, in the gather's order:
- *   lane d < rank             rank d's partial (weight 1)
- *   lanes rank .. rank + K-1  our local expert rows of the token (their weights): the
- *                             "local group", summed apart, rounded to BF16 as the reduce
- *                             pushes it, then added like a partial
- *   lane d + K - 1, d > rank  rank d's partial
- * so the output is the two-kernel combine's, bit for bit (needs nranks + topk <= 33). */
+enum { EP_STREAM_REDUCE = 0, EP_STREAM_GATHER = 1 };
 
 /* One token of the stream. Per lane (slot = lane): the row it adds (NULL: none) and its
  * weight; warp-wide: which slots have rows (set when the token becomes current, so the
@@ -61,7 +51,6 @@ typedef struct {
 /* The stream: `total` tokens, each row in `nchunk` chunks of 2 KB. */
 typedef struct {
   int mode, nchunk, total;
-  unsigned group; /* EP_STREAM_COMBINE: the local group's lanes; else 0 */
   const int *ntok;
   const uint16_t *y;
   uint16_t *out;
@@ -73,7 +62,6 @@ static __device__ __forceinline__ ep_stream_spec ep_stream_tokens(const ep_args 
   sp.mode = mode; sp.ntok = ntok; sp.y = y; sp.out = out;
   sp.nchunk = (a->hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
   sp.total = tokens;
-  sp.group = mode == EP_STREAM_COMBINE ? ((1u << a->topk) - 1u) << a->rank : 0u;
   return sp;
 }
 
@@ -97,23 +85,6 @@ static __device__ __forceinline__ ep_stream_tok ep_stream_load(const ep_args *a,
       if (r >= 0) k.row = sp->y + (size_t)r * H;
     }
     k.dst = EP_PEER(uint16_t, *a, comb_inbox, s) + ((size_t)a->rank * a->max_tokens + i) * H;
-  } else if (sp->mode == EP_STREAM_COMBINE) {
-    const int N = a->nranks, K = a->topk, me = a->rank;
-    const int d = lane < me ? lane : lane >= me + K && lane < N + K - 1 ? lane - K + 1 : -1;
-    if (d >= 0) {
-      const int slot = __ldcg(&a->tok_slot[(size_t)g * N + d]);
-      k.w = 1.0f;
-      if (slot >= 0) k.row = a->comb_inbox + ((size_t)d * a->max_tokens + slot) * H;
-    } else if (lane >= me && lane < me + K) {
-      const int mine = __ldcg(&a->tok_slot[(size_t)g * N + me]); /* the token's row in our own inbox */
-      if (mine >= 0) {
-        const size_t e = ((size_t)me * a->max_tokens + mine) * K + (lane - me);
-        const int r = __ldcg(a->comb_row + e);
-        k.w = __ldcg(a->comb_w + e);
-        if (r >= 0) k.row = sp->y + (size_t)r * H;
-      }
-    }
-    k.dst = sp->out + (size_t)g * H;
   } else {
     if (lane < a->nranks) {
       const int slot = __ldcg(&a->tok_slot[(size_t)g * a->nranks + lane]);
@@ -180,9 +151,7 @@ static __device__ __forceinline__ void ep_stream_copy(const ep_args *a, const ep
 }
 
 /* The whole warp: every token of its stream (first, first + stride, ... < sp->total),
- * ring: the warp's EP_STREAM_WARP_BYTES of shared memory (16-byte aligned). FUSED: the
- * stream has a local group (EP_STREAM_COMBINE), summed in a second accumulator. */
-template <int FUSED>
+ * ring: the warp's EP_STREAM_WARP_BYTES of shared memory (16-byte aligned). */
 static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep_stream_spec *sp, int first, int stride,
                                                       uint4 *ring, int lane) {
   const int total = sp->total;
@@ -196,15 +165,11 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
   ep_stream_enter(&in);
   out_pos = in;
   int in_slot = 0, out_slot = 0;
-  float acc[MOE_SUM_UNROLL][8], loc[FUSED ? MOE_SUM_UNROLL : 1][8];
+  float acc[MOE_SUM_UNROLL][8];
 #pragma unroll
   for (int u = 0; u < MOE_SUM_UNROLL; u++)
 #pragma unroll
     for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
-#pragma unroll
-  for (int u = 0; u < (FUSED ? MOE_SUM_UNROLL : 1); u++)
-#pragma unroll
-    for (int e = 0; e < 8; e++) loc[u][e] = 0.0f;
 #pragma unroll 1
   for (int k = 0; k < EP_STREAM_AHEAD; k++) ep_stream_copy(a, sp, &in, &in_slot, ring_addr, stride, lane);
 #pragma unroll 1
@@ -215,24 +180,9 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
     if (out_pos.slot >= 0) {
       const float w = __shfl_sync(0xffffffffu, out_pos.cur.w, out_pos.slot);
       const uint4 *s = ring + out_slot * EP_STREAM_SLOT_VECS + lane;
-      const unsigned gmask = FUSED ? out_pos.cur.mask & sp->group : 0u;
-      if (FUSED && ((gmask >> out_pos.slot) & 1u)) {
 #pragma unroll
-        for (int u = 0; u < MOE_SUM_UNROLL; u++)
-          if (v0 + 32 * u < nvec) moe_fma8(loc[u], s[32 * u], w);
-        if ((out_pos.left & gmask) == 0u) { /* the group's last row: add its BF16 sum */
-#pragma unroll
-          for (int u = 0; u < MOE_SUM_UNROLL; u++) {
-            if (v0 + 32 * u < nvec) moe_fma8(acc[u], moe_pack8(loc[u]), 1.0f);
-#pragma unroll
-            for (int e = 0; e < 8; e++) loc[u][e] = 0.0f;
-          }
-        }
-      } else {
-#pragma unroll
-        for (int u = 0; u < MOE_SUM_UNROLL; u++)
-          if (v0 + 32 * u < nvec) moe_fma8(acc[u], s[32 * u], w);
-      }
+      for (int u = 0; u < MOE_SUM_UNROLL; u++)
+        if (v0 + 32 * u < nvec) moe_fma8(acc[u], s[32 * u], w);
     }
     out_slot = out_slot + 1 == EP_STREAM_RING ? 0 : out_slot + 1;
     if (ep_stream_last(&out_pos)) {

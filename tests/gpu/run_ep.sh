@@ -52,7 +52,7 @@ for n in 2 4; do # dispatch and combine alone (bench_ep.cu), FP8, 24 SMs, both r
   python3 bench/trace_ep.py "$logs"/trace$n/ep_r0_T4096_s24_*.csv "$logs"/trace$n/ep_r0_T128_s24_*.csv \
     >>"$sum" 2>&1
   for r in $(seq 1 $((n - 1))); do # the other ranks' combine, where rank 0 waits for them
-    python3 bench/trace_ep.py "$logs"/trace$n/ep_r${r}_T4096_s24_index.csv 2>&1 | grep -E "REDUCER|GATHERER|COMBINER" |
+    python3 bench/trace_ep.py "$logs"/trace$n/ep_r${r}_T4096_s24_index.csv 2>&1 | grep -E "REDUCER|GATHERER" |
       sed "s/^/  rank $r /" >>"$sum"
   done
   rm -f "$logs"/trace$n/ep_r[1-9]_*.csv
