@@ -35,6 +35,7 @@
 #define EP_STREAM_RING (EP_STREAM_AHEAD + 1)                     /* ring slots per warp            */
 #define EP_STREAM_SLOT_VECS MOE_SUM_CHUNK                        /* 16-byte vectors per slot: 2 KB */
 #define EP_STREAM_WARP_BYTES (EP_STREAM_RING * EP_STREAM_SLOT_VECS * 16)
+#define EP_STREAM_STAGE_BYTES (EP_STREAM_SLOT_VECS * 16) /* a warp's bulk-store slot: one chunk's sum */
 
 enum { EP_STREAM_REDUCE = 0, EP_STREAM_GATHER = 1 };
 
@@ -150,10 +151,41 @@ static __device__ __forceinline__ void ep_stream_copy(const ep_args *a, const ep
   if (in->g < sp->total) ep_stream_next(in, a, sp, stride, lane);
 }
 
+/* A finished chunk's sum (v0 = chunk * MOE_SUM_CHUNK + lane) to d = its destination
+ * chunk's first vector + lane. stage NULL: 16-byte stores from the registers, which hold
+ * the warp while the memory system takes them (over NVLink for most reduce sums). Else
+ * the warp's EP_STREAM_STAGE_BYTES slot: the lanes write the sum there and lane 0 hands
+ * it to the TMA engine as one bulk store, so the warp goes on to its next loads; the
+ * slot is reused once that store has read it (wait_group.read). */
+static __device__ __forceinline__ void ep_stream_store(float (*acc)[8], uint4 *d, uint4 *stage, int v0, int nvec,
+                                                       int lane) {
+  if (stage == NULL) {
+#pragma unroll
+    for (int u = 0; u < MOE_SUM_UNROLL; u++)
+      if (v0 + 32 * u < nvec) ws_st_global_v4(d + 32 * u, moe_pack8(acc[u]));
+    return;
+  }
+  if (lane == 0) WS_CP_ASYNC_BULK_WAIT_GROUP_READ(0);
+  __syncwarp();
+#pragma unroll
+  for (int u = 0; u < MOE_SUM_UNROLL; u++)
+    if (v0 + 32 * u < nvec) stage[32 * u + lane] = moe_pack8(acc[u]);
+  ws_fence_proxy_async_shared_cta(); /* this lane's writes, visible to the bulk copy */
+  __syncwarp();
+  if (lane == 0) {
+    const int first = v0 - lane, vecs = min(MOE_SUM_CHUNK, nvec - first);
+    ws_cp_async_bulk_shared_to_global(d - lane, stage, (uint32_t)vecs * 16u);
+    ws_cp_async_bulk_commit_group();
+  }
+}
+
 /* The whole warp: every token of its stream (first, first + stride, ... < sp->total),
- * ring: the warp's EP_STREAM_WARP_BYTES of shared memory (16-byte aligned). */
+ * ring: the warp's EP_STREAM_WARP_BYTES of shared memory (16-byte aligned); stage: NULL,
+ * or its EP_STREAM_STAGE_BYTES slot for bulk stores (ep_stream_store). With a stage the
+ * sums are complete in global memory, for this thread's later generic accesses (the
+ * flag that publishes them, after the CTA's barrier), when this returns. */
 static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep_stream_spec *sp, int first, int stride,
-                                                      uint4 *ring, int lane) {
+                                                      uint4 *ring, uint4 *stage, int lane) {
   const int total = sp->total;
   if (first >= total) return;
   const int nvec = a->hidden / 8;
@@ -186,17 +218,19 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
     }
     out_slot = out_slot + 1 == EP_STREAM_RING ? 0 : out_slot + 1;
     if (ep_stream_last(&out_pos)) {
-      uint4 *d = (uint4 *)out_pos.cur.dst + v0;
+      ep_stream_store(acc, (uint4 *)out_pos.cur.dst + v0, stage, v0, nvec, lane);
 #pragma unroll
-      for (int u = 0; u < MOE_SUM_UNROLL; u++) {
-        if (v0 + 32 * u < nvec) ws_st_global_v4(d + 32 * u, moe_pack8(acc[u]));
+      for (int u = 0; u < MOE_SUM_UNROLL; u++)
 #pragma unroll
         for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
-      }
     }
     ep_stream_next(&out_pos, a, sp, stride, lane);
   }
   WS_CP_ASYNC_WAIT_GROUP(0);
+  if (stage != NULL && lane == 0) {
+    WS_CP_ASYNC_BULK_WAIT_GROUP(0);
+    ws_fence_proxy_async_global();
+  }
 }
 
 #endif

@@ -10,7 +10,9 @@
  *   T = 0 and T = max, K = 1 and 8, FP8 and BF16, row_align 1 and 128, 1000 repeated calls,
  *   a CUDA graph of dispatch + combine replayed; low-latency mode (BF16 in, quantised on
  *   the fly to the same bits as ws_fp8_quantize_1x128_host, the masked layout; also 1000
- *   calls in a row); the index receive (rows left in the inbox, the layout names them).
+ *   calls in a row); the index receive (rows left in the inbox, the layout names them);
+ *   enough tokens per warp that combine streams its rows, each case's sums again with the
+ *   bulk stores of WARPSPEC_EP_BULK_STORE flipped (the same bits).
  * Exact comparisons: the transfers move bytes and add in a fixed order, so any
  * difference is a bug, not rounding. */
 #ifndef WARPSPEC_TEST_MOE_EP_CASES_CUH
@@ -251,6 +253,29 @@ static int run_case(ws_comm *comm, const ep_case *tc) {
         if (bad++ < 3) printf("  out[%d][%d] = %g, reference %g\n", t, c, ws_bf16_to_float(got), ws_bf16_to_float(want));
     }
   fails += bad > 0;
+  /* The sums again with WARPSPEC_EP_BULK_STORE flipped, on the same y: with many tokens
+   * per warp (tokens >= num_sms x 16, the streamed sums) they leave by bulk store or by
+   * 16-byte stores, the same bits either way; with fewer, the same kernels run again (a
+   * repeated combine after one dispatch). Every rank has the same T, so all take part. */
+  if (!tc->graph && T > 0) {
+    uint16_t *again = (uint16_t *)host_alloc((size_t)T * H, 2, 0);
+    const char *was = getenv(WS_EP_BULK_STORE_ENV);
+    const int bulk = was != NULL && strcmp(was, "0") != 0;
+    setenv(WS_EP_BULK_STORE_ENV, bulk ? "0" : "1", 1);
+    WS_OK_OR_DIE(ws_knobs_reload());
+    CUDA_OK(cudaMemset(dout, 0xFF, (size_t)T * H * 2));
+    WS_OK_OR_DIE(ws_ep_combine(ep, dy, dout, 0));
+    WS_OK_OR_DIE(ws_sync(0));
+    CUDA_OK(cudaMemcpy(again, dout, (size_t)T * H * 2, cudaMemcpyDeviceToHost));
+    if (was != NULL) setenv(WS_EP_BULK_STORE_ENV, bulk ? "1" : "0", 1);
+    else unsetenv(WS_EP_BULK_STORE_ENV);
+    WS_OK_OR_DIE(ws_knobs_reload());
+    if (memcmp(again, hout, (size_t)T * H * 2) != 0) {
+      fails++;
+      printf("  combine: bulk-store %s and 16-byte stores differ\n", bulk ? "off" : "on");
+    }
+    free(again);
+  }
   printf("rank %d: %-22s %s H %5d E %3d K %d T %4d align %3d sms %2d: %d rows in, %s%s\n", rank, tc->name,
          fp8 ? "fp8 " : "bf16", H, E, K, T, cfg->row_align, cfg->num_sms, total, fails ? "FAILED" : "ok",
          tc->graph ? " (graph replay)" : "");
@@ -294,6 +319,15 @@ static void ep_cases_run(ws_comm *comm, int quick) {
       {"index repeated 1000", {256, E8, 4, 64, WS_EP_FP8, 64, 8, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_HOLES, -1, 1000, 0},
       {"index DeepSeek-V3", {7168, 256, 8, 256, WS_EP_FP8, 128, 24, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_UNIFORM, -1, 3, 0},
       {"index LL fp8", {512, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_LOW_LATENCY, WS_EP_RECEIVE_INDEX}, ROUTE_HOLES, 40, 1, 0},
+      /* tokens >= num_sms x 16: combine streams the rows (ep_stream.cuh) */
+      {"stream -1 slots", {384, E8, 8, 64, WS_EP_FP8, 1, 2, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_HOLES, -1, 1, 0},
+      {"stream other rank", {256, E8, 3, 64, WS_EP_FP8, 64, 2, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_OTHER_RANK, 50, 1, 0},
+      {"stream none leave", {256, E8, 3, 64, WS_EP_BF16, 1, 2, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_STAY, -1, 1, 0},
+      {"stream one hot", {256, E8, 2, 96, WS_EP_BF16, 1, 2, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_ONE_EXPERT, -1, 1, 0},
+      {"stream repeated 1000", {256, E8, 4, 64, WS_EP_FP8, 1, 2, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_UNIFORM, -1, 1000, 0},
+      {"stream graph replay", {256, E8, 4, 64, WS_EP_FP8, 1, 2, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_UNIFORM, -1, 2, 1},
+      {"stream LL fp8", {512, E8, 4, 64, WS_EP_FP8, 1, 2, WS_EP_LOW_LATENCY, WS_EP_RECEIVE_COPY}, ROUTE_HOLES, 40, 1, 0},
+      {"stream DeepSeek-V3", {7168, 256, 8, 512, WS_EP_FP8, 128, 24, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_UNIFORM, 400, 2, 0},
   };
   const int ncases = (int)(sizeof cases / sizeof cases[0]);
   for (int i = 0; i < ncases; i++) {
