@@ -82,18 +82,19 @@ static int run_sparse_decode(const sd_case *c) {
 /* Argument checks before any launch, the validation mode's scan (an index past the cache
  * named by sequence, token and position; -1 accepted) and the reference's rejection. */
 static int check_sparse_decode_errors(void) {
-  const int DQ = 576, P = 64, pages = 2, topk = 8, H = 64;
+  /* topk 256 over 2 query tokens: a split (4 ways on 132 SMs), so a workspace is needed */
+  const int DQ = 576, P = 64, pages = 2, topk = 256, H = 64, n = 2 * topk;
   int fails = 0;
   void *dq, *dkv, *dout;
   int *di;
   CUDA_OK(cudaMalloc(&dq, (size_t)2 * H * DQ * 2));
   CUDA_OK(cudaMalloc(&dkv, (size_t)pages * P * DQ * 2));
   CUDA_OK(cudaMalloc(&dout, (size_t)2 * H * 512 * 2));
-  CUDA_OK(cudaMalloc((void **)&di, (size_t)2 * topk * sizeof(int)));
-  int hi[2 * topk];
-  for (int j = 0; j < 2 * topk; j++) hi[j] = j % 3 == 0 ? -1 : j;
+  CUDA_OK(cudaMalloc((void **)&di, (size_t)n * sizeof(int)));
+  int *hi = (int *)host_alloc((size_t)n, sizeof(int), 0);
+  for (int j = 0; j < n; j++) hi[j] = j % 3 == 0 ? -1 : j % (pages * P);
   hi[topk + 5] = pages * P; /* sequence 1, token 0, position 5: one past the cache */
-  CUDA_OK(cudaMemcpy(di, hi, sizeof hi, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(di, hi, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
   ws_mla_sparse_decode_problem p;
   memset(&p, 0, sizeof p);
   p.batch = 2; p.s_q = 1; p.heads = H; p.dim_qk = DQ; p.dim_v = 512; p.page_size = P; p.num_pages = pages;
@@ -109,21 +110,20 @@ static int check_sparse_decode_errors(void) {
   size_t wsb = 0;
   WS_OK_OR_DIE(ws_mla_sparse_decode_workspace_size(&p, &wsb));
   if (wsb) fails += ws_mla_sparse_decode_forward(&p, NULL, 0, 0) != WS_ERR_INVALID; /* split without a workspace */
-  const ws_status v = ws_mla_sparse_decode_validate(&p, 0);
-  const char *msg = ws_last_error();
-  fails += v != WS_ERR_INVALID || !msg || !strstr(msg, "indices[1][0][5]");
+  fails += ws_mla_sparse_decode_validate(&p, 0) != WS_ERR_INVALID || !strstr(ws_last_error(), "indices[1][0][5]");
   hi[topk + 5] = -1;
-  CUDA_OK(cudaMemcpy(di, hi, sizeof hi, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(di, hi, (size_t)n * sizeof(int), cudaMemcpyHostToDevice));
   fails += ws_mla_sparse_decode_validate(&p, 0) != WS_OK;
-  /* the reference: host pointers, the same index past the cache */
-  static uint16_t q[2 * 64 * 576], kv[2 * 64 * 576];
-  static double o[2 * 64 * 512];
+  /* the reference: host pointers (16-byte aligned, as the check wants), an index past the cache */
+  uint16_t *q = (uint16_t *)host_alloc((size_t)2 * H * DQ, 2, 0), *kv = (uint16_t *)host_alloc((size_t)pages * P * DQ, 2, 0);
+  double *o = (double *)host_alloc((size_t)2 * H * 512, sizeof(double), 0);
   ws_mla_sparse_decode_problem hp = p;
   hi[5] = pages * P;
   hp.q = q; hp.kv_cache = kv; hp.indices = hi; hp.o = o;
-  fails += ws_mla_sparse_decode_reference(&hp, o, NULL) != WS_ERR_INVALID;
+  fails += ws_mla_sparse_decode_reference(&hp, o, NULL) != WS_ERR_INVALID || !strstr(ws_last_error(), "indices[0][0][5]");
   cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(di);
-  printf("sparse decode argument checks and validation: %s\n", fails ? "FAILED" : "ok");
+  free(hi); free(q); free(kv); free(o);
+  printf("sparse decode argument checks and validation (workspace %zu B): %s\n", wsb, fails ? "FAILED" : "ok");
   return fails;
 }
 
