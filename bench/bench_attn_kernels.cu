@@ -2,9 +2,11 @@
  * one GPU, each shape timed under every schedule it has (the tests check the same
  * kernels: tests/gpu/attention/). Parts (--only, default all three, in this order):
  *   mla    MLA decode (batch 1 .. 128, lengths 4k .. 64k, the BF16 and the FP8 cache;
- *          TFLOPS and bytes moved per second) and sparse MLA prefill (the seed's S 4096,
- *          H 128, topk 2048, s_kv 8192 .. 131072), under both MLA schedules
- *          (WARPSPEC_MLA_SCHEDULE unset, then overlap);
+ *          TFLOPS and bytes moved per second), sparse MLA decode (batch 128 and 4, s_q 1
+ *          and 2, H 128, topk 2048 over a cache of 16384 pages of 64 rows, BF16 and FP8;
+ *          TFLOPS as FlashMLA counts them: 2 B s_q H topk (576 + 512) / t) and sparse
+ *          MLA prefill (the seed's S 4096, H 128, topk 2048, s_kv 8192 .. 131072),
+ *          under both MLA schedules (WARPSPEC_MLA_SCHEDULE unset, then overlap);
  *   flash  the flash forward at batch x seq = 16k tokens, heads 16 and 32, d 64 and 128,
  *          under each of its four schedules (WARPSPEC_ATTN_SCHEDULE), then the default
  *          schedules on each grid (WARPSPEC_ATTN_GRID: persistent, one CTA per tile);
@@ -217,6 +219,89 @@ static int time_decode(const dec_case *c) {
   return 0;
 }
 
+/* ---- sparse MLA decode (top-k rows of a paged cache, split lists) ------------------- */
+typedef struct {
+  const char *name;
+  int batch, s_q, heads, topk;
+  int fp8; /* the FP8 cache (kv_fp8) */
+} sdec_case;
+
+typedef struct {
+  const ws_mla_sparse_decode_problem *p;
+  void *ws;
+  size_t bytes;
+} sdec_call;
+static ws_status launch_sdec(const void *c) {
+  const sdec_call *d = (const sdec_call *)c;
+  return ws_mla_sparse_decode_forward(d->p, d->ws, d->bytes, 0);
+}
+
+/* One cache of 16384 pages of 64 rows (1M rows: 1.2 GB in BF16, 0.7 GB as FP8 rows) for
+ * every case, made once: drawing a million rows on the host for each case would take
+ * longer than the timings. The FP8 rows are quantised from the BF16 ones on the GPU. */
+#define SD_PAGES 16384
+#define SD_PAGE 64
+static void *sd_cache[2];
+static int sd_cache_make(void) {
+  if (sd_cache[0]) return 0;
+  const size_t rows = (size_t)SD_PAGES * SD_PAGE, n = rows * 576;
+  uint16_t *h;
+  AK_ALLOC(h, n, 2);
+  for (size_t r = 0; r < rows; r += 4096) /* rows of several magnitudes, so that the tile scales differ */
+    ak_fill_uniform(h + r * 576, 4096 * 576, (r / 4096) % 3 ? 1.0f : 8.0f);
+  CK(cudaMalloc(&sd_cache[0], n * 2));
+  CK(cudaMalloc(&sd_cache[1], rows * WS_MLA_FP8_ROW_BYTES));
+  CK(cudaMemcpy(sd_cache[0], h, n * 2, cudaMemcpyHostToDevice));
+  WK(ws_mla_kv_quantize_fp8(sd_cache[0], rows, sd_cache[1], 0));
+  CK(cudaDeviceSynchronize());
+  free(h);
+  return 0;
+}
+static void sd_cache_free(void) {
+  for (int i = 0; i < 2; i++) { cudaFree(sd_cache[i]); sd_cache[i] = NULL; }
+}
+
+static int time_sparse_decode(const sdec_case *c) {
+  const int DQ = 576, DV = 512, tokens = c->batch * c->s_q, kv_rows = SD_PAGES * SD_PAGE;
+  if (sd_cache_make() != 0) return -1;
+  const size_t rows = (size_t)tokens * c->heads, nq = rows * DQ, no = rows * DV, nidx = (size_t)tokens * c->topk;
+  uint16_t *hq;
+  int *hi;
+  AK_ALLOC(hq, nq, 2);
+  AK_ALLOC(hi, nidx, sizeof(int));
+  ak_fill_uniform(hq, nq, 1.0f);
+  td_mla_decode_indices(&ak_rng, hi, tokens, c->topk, kv_rows, 0); /* uniform over the cache, no holes */
+  void *dq, *dout, *ws = NULL;
+  int *di;
+  float *dl;
+  CK(cudaMalloc(&dq, nq * 2));
+  CK(cudaMalloc(&dout, no * 2));
+  CK(cudaMalloc((void **)&dl, rows * sizeof(float)));
+  CK(cudaMalloc((void **)&di, nidx * sizeof(int)));
+  CK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(di, hi, nidx * sizeof(int), cudaMemcpyHostToDevice));
+  ws_mla_sparse_decode_problem p;
+  memset(&p, 0, sizeof p);
+  p.batch = c->batch; p.s_q = c->s_q; p.heads = c->heads; p.dim_qk = DQ; p.dim_v = DV;
+  p.page_size = SD_PAGE; p.num_pages = SD_PAGES; p.topk = c->topk;
+  p.q = dq; p.kv_cache = sd_cache[c->fp8 ? 1 : 0]; p.indices = di; p.o = dout; p.lse = dl; p.kv_fp8 = c->fp8;
+  size_t wsb = 0;
+  WK(ws_mla_sparse_decode_workspace_size(&p, &wsb));
+  if (wsb) CK(cudaMalloc(&ws, wsb));
+  const sdec_call call = {&p, ws, wsb};
+  const double med = median_ms(launch_sdec, &call, 3, 20);
+  if (med < 0) return -1;
+  /* FlashMLA's count for sparse decode: every listed row, QK^T and PV */
+  const double flops = 2.0 * c->batch * c->s_q * c->heads * (double)c->topk * (DQ + DV);
+  const double bytes = (double)nidx * (c->fp8 ? WS_MLA_FP8_ROW_BYTES : DQ * 2) + (double)nq * 2 + (double)no * 2;
+  printf("bench %-36s %8.3f ms  %6.1f TFLOPS  %6.0f GB/s (rows gathered + q + o)\n", c->name, med,
+         flops / (med * 1e-3) / 1e12, bytes / (med * 1e-3) / 1e9);
+  cudaFree(dq); cudaFree(dout); cudaFree(dl); cudaFree(di);
+  if (ws) cudaFree(ws);
+  free(hq); free(hi);
+  return 0;
+}
+
 /* ---- NSA selected-block attention ------------------------------------------------- */
 /* The case (nsa_case) and its selections (td_nsa_select): testdata/attention.h, the same
  * draws as the test's (tests/gpu/attention/nsa.cuh). */
@@ -296,6 +381,16 @@ static const dec_case dec_bench[] = {
     {"decode fp8 B8 s_q1 H128 len 32768", 8, 1, 128, 32768, 1},
     {"decode fp8 B1 s_q1 H128 len 65536", 1, 1, 128, 65536, 1},
 };
+static const sdec_case sdec_bench[] = {
+    {"sparse decode B128 s_q1 H128 topk2048", 128, 1, 128, 2048, 0},
+    {"sparse decode B128 s_q2 H128 topk2048", 128, 2, 128, 2048, 0},
+    {"sparse decode B4 s_q1 H128 topk2048", 4, 1, 128, 2048, 0},
+    {"sparse decode B4 s_q2 H128 topk2048", 4, 2, 128, 2048, 0},
+    {"sparse decode fp8 B128 s_q1 H128 topk2048", 128, 1, 128, 2048, 1},
+    {"sparse decode fp8 B128 s_q2 H128 topk2048", 128, 2, 128, 2048, 1},
+    {"sparse decode fp8 B4 s_q1 H128 topk2048", 4, 1, 128, 2048, 1},
+    {"sparse decode fp8 B4 s_q2 H128 topk2048", 4, 2, 128, 2048, 1},
+};
 static const nsa_case nsa_bench[] = {
     {"nsa T 16384 Hq 64 Hkv 4 d128 topn 16 shared", 16384, 64, 4, 128, 128, 16, 1},
     {"nsa T 16384 Hq 64 Hkv 4 d128 topn 16 random", 16384, 64, 4, 128, 128, 16, 0},
@@ -321,8 +416,10 @@ extern "C" int bench_attn_kernels(int parts) {
       if (sw) rc = bench_set_knob(WS_MLA_SCHEDULE_ENV, "overlap");
       printf("mla schedule: %s\n", sw ? "overlap" : "default");
       for (size_t i = 0; i < AK_COUNT(dec_bench) && rc == 0; i++) rc = time_decode(&dec_bench[i]);
+      for (size_t i = 0; i < AK_COUNT(sdec_bench) && rc == 0; i++) rc = time_sparse_decode(&sdec_bench[i]);
       for (size_t i = 0; i < AK_COUNT(mla_bench) && rc == 0; i++) rc = time_mla(&mla_bench[i]);
     }
+    sd_cache_free();
     if (bench_set_knob(WS_MLA_SCHEDULE_ENV, NULL) != 0) rc = -1;
   }
   if (parts & BENCH_ATTN_FLASH) {

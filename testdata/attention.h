@@ -6,6 +6,7 @@
  *   td_qkv_make     q, k, v drawn and uploaded, room for o and the lse (flash, NSA)
  *   td_nsa_select   NSA block selections (nsa_case, the case type of both tables)
  *   td_mla_indices  sparse MLA prefill's top-k key ids
+ *   td_mla_decode_indices  sparse MLA decode's top-k cache rows
  *   td_mla_pages    MLA decode's sequence lengths and shuffled page table */
 #ifndef WARPSPEC_TESTDATA_ATTENTION_H
 #define WARPSPEC_TESTDATA_ATTENTION_H
@@ -102,6 +103,25 @@ static inline void td_mla_indices(uint64_t *state, int *idx, int s_q, int topk, 
     }
   if (holes && s_q > 1)
     for (int j = 0; j < topk; j++) idx[(size_t)(s_q - 1) * topk + j] = j % 2 ? -1 : s_kv;
+}
+
+/* idx [tokens][topk] for sparse MLA decode: flat cache rows uniform in 0 .. rows - 1.
+ * With `holes`, also -1 (masked) and repeats of the previous entry (counted twice), never
+ * a value out of range (a caller's error there: attention.h), and a last token (tokens >
+ * 1) whose every entry is -1 (o = 0, lse = -inf). */
+static inline void td_mla_decode_indices(uint64_t *state, int *idx, int tokens, int topk, int rows, int holes) {
+  for (int i = 0; i < tokens; i++)
+    for (int j = 0; j < topk; j++) {
+      int r = (int)(td_rng_u32(state) % (uint32_t)rows);
+      if (holes) {
+        const uint32_t u = td_rng_u32(state) % 16;
+        if (u == 0) r = -1;
+        else if (u <= 2 && j > 0) r = idx[(size_t)i * topk + j - 1]; /* a duplicate */
+      }
+      idx[(size_t)i * topk + j] = r;
+    }
+  if (holes && tokens > 1)
+    for (int j = 0; j < topk; j++) idx[(size_t)(tokens - 1) * topk + j] = -1;
 }
 
 /* MLA decode's paged cache: lens [batch], every one max_len if `fixed`, else the first

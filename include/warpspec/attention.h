@@ -1,7 +1,7 @@
 /* warpspec/attention.h - attention problems, their checks and float64 references.
  *
  * This header defines the problems the attention kernels (issue 14: flash attention
- * forward, DeepSeek sparse MLA prefill) solve, the argument checks they share, the host
+ * forward, DeepSeek sparse MLA prefill and decode) solve, the argument checks they share, the host
  * references the tests compare against, and the flash attention forward kernel
  * (ws_attn_forward; src/attention/flash_fwd.cu) and the sparse MLA prefill kernel
  * (ws_mla_sparse_forward; src/attention/mla_sparse.cu).
@@ -93,6 +93,31 @@ typedef struct {
                            /* (below), dequantised to BF16 as they are gathered             */
 } ws_mla_decode_problem;
 
+/* Sparse MLA decode (DeepSeek-V3.2 DSA decode, FlashMLA's sparse decode), BF16 or FP8 cache:
+ *   q [batch][s_q][heads][dim_qk]; the paged latent cache kv_cache [num_pages][page_size]
+ *   [row] (rows of dim_qk bf16, or with kv_fp8 = 1 the WS_MLA_FP8_ROW_BYTES rows below),
+ *   read as one flat array of num_pages x page_size rows; indices [batch][s_q][topk] int32:
+ *   query token i of sequence b attends to the cache rows indices[b][i][*], each a flat
+ *   row page_id x page_size + offset (FlashMLA's "indices in kv cache"; no block table).
+ *   -1 is masked (never read); a duplicate counts as often as it appears; a list of only
+ *   -1 gives o = 0 and lse = -inf. Other values outside 0 .. rows - 1 are errors: the
+ *   kernel masks them (never reads them), the validation mode and the reference reject
+ *   them. o [batch][s_q][heads][dim_v], lse [batch][s_q][heads]. DeepSeek-V3.2: dim_qk 576,
+ *   dim_v 512, heads 64 or 128 (a multiple of 64), topk 2048 (any topk >= 1 works). */
+typedef struct {
+  int batch, s_q, heads;
+  int dim_qk, dim_v;       /* 576, 512                                                      */
+  int page_size, num_pages; /* the cache's geometry: num_pages x page_size rows             */
+  int topk;                /* entries per query token's list                                */
+  float softmax_scale;     /* 0: 1 / sqrt(dim_qk)                                            */
+  const void *q;           /* bf16                                                          */
+  const void *kv_cache;    /* bf16 rows, or FP8 rows (kv_fp8)                               */
+  const int *indices;      /* [batch][s_q][topk]                                            */
+  void *o;                 /* bf16                                                          */
+  float *lse;              /* may be NULL                                                   */
+  int kv_fp8;              /* 0: rows of dim_qk bf16; 1: WS_MLA_FP8_ROW_BYTES rows           */
+} ws_mla_sparse_decode_problem;
+
 /* The FP8 latent cache (kv_fp8 = 1): each row is WS_MLA_FP8_ROW_BYTES = 656 bytes, the
  * row FlashMLA's FP8 decode reads:
  *   bytes   0 .. 511  latent dims 0 .. 511 (also V) as E4M3, four tiles of 128;
@@ -137,6 +162,7 @@ typedef struct {
 ws_status ws_attn_check(const ws_attn_problem *p);
 ws_status ws_mla_sparse_check(const ws_mla_sparse_problem *p);
 ws_status ws_mla_decode_check(const ws_mla_decode_problem *p);
+ws_status ws_mla_sparse_decode_check(const ws_mla_sparse_decode_problem *p);
 ws_status ws_nsa_check(const ws_nsa_problem *p);
 
 /* Tokens of sequence b (host offsets for varlen). */
@@ -197,6 +223,18 @@ ws_status ws_mla_decode_workspace_size(const ws_mla_decode_problem *p, size_t *b
 ws_status ws_mla_decode_forward(const ws_mla_decode_problem *p, void *workspace, size_t workspace_bytes,
                                 cudaStream_t stream);
 
+/* Sparse MLA decode on the GPU: the sparse prefill kernel over the batch x s_q query
+ * tokens, its rows gathered from the cache (FP8 rows dequantised by the gather, as in
+ * ws_mla_decode_forward). When those tokens' CTAs do not fill the GPU, each index list is
+ * split over several CTAs and the partial results are merged by their lse (the decode's
+ * merge kernel); the split needs the workspace ws_mla_sparse_decode_workspace_size says
+ * (0: none). Graph-capturable: the split depends on the shapes only. dim 576/512, heads a
+ * multiple of 64; kv_cache 16-byte aligned. The indices are trusted (out of range is
+ * masked); the validation mode (warpspec/check.h) scans them. */
+ws_status ws_mla_sparse_decode_workspace_size(const ws_mla_sparse_decode_problem *p, size_t *bytes);
+ws_status ws_mla_sparse_decode_forward(const ws_mla_sparse_decode_problem *p, void *workspace, size_t workspace_bytes,
+                                       cudaStream_t stream);
+
 /* float64 references on the host: the problem's pointers are host memory (bf16 as 16-bit
  * patterns); o gets [tokens_q][heads_q][dim_v] doubles and lse [heads_q][tokens_q] (sparse:
  * o [s_q][heads][dim_v], lse [s_q][heads]); lse may be NULL. */
@@ -205,6 +243,10 @@ ws_status ws_mla_sparse_reference(const ws_mla_sparse_problem *host_problem, dou
 /* MLA decode: o [batch][s_q][heads][dim_v], lse [batch][s_q][heads]; page ids out of
  * range in a sequence's used part of block_table are WS_ERR_INVALID. */
 ws_status ws_mla_decode_reference(const ws_mla_decode_problem *host_problem, double *o, double *lse);
+/* Sparse MLA decode: o [batch][s_q][heads][dim_v], lse [batch][s_q][heads]; FP8 rows are
+ * dequantised as ws_mla_decode_reference does; an index outside -1 .. rows - 1 is
+ * WS_ERR_INVALID (naming the sequence, token and position). */
+ws_status ws_mla_sparse_decode_reference(const ws_mla_sparse_decode_problem *host_problem, double *o, double *lse);
 /* NSA: o [tokens][heads_q][dim_v], lse [tokens][heads_q]. */
 ws_status ws_nsa_reference(const ws_nsa_problem *host_problem, double *o, double *lse);
 

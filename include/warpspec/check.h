@@ -43,15 +43,18 @@ int ws_check_mode(void);
  *   ws_mla_decode_forward: seqlens[b] in 0 .. max_pages x page_size (and <= max_seqlen when
  *     given); block_table[b][p] in 0 .. num_pages - 1 for the pages a sequence uses
  *     (p < ceil(seqlens[b] / page_size); the rest of a row is never read).
+ *   ws_mla_sparse_decode_forward: every indices[b][i][j] is -1 (masked) or a cache row
+ *     0 .. num_pages x page_size - 1 (the kernel masks others; the scan names them).
  *   ws_gemm, grouped contiguous: group_offsets[0] >= 0, never decreasing, the last <= m;
  *     grouped masked: group_rows[g] in 0 .. m. Dense: nothing.
  *   ws_ep_dispatch and ws_moe_layer_forward (mode on only): every topk_idx entry is -1 or
  *     an expert id 0 .. experts - 1 (without the mode, others are skipped and counted:
  *     ws_ep_check reports them).
- * The sparse MLA's and NSA's indices need no scan: any value is defined (out of range =
- * masked, attention.h). */
+ * The sparse MLA prefill's and NSA's indices need no scan: any value is defined (out of
+ * range = masked, attention.h). */
 ws_status ws_attn_validate(const ws_attn_problem *p, cudaStream_t stream);
 ws_status ws_mla_decode_validate(const ws_mla_decode_problem *p, cudaStream_t stream);
+ws_status ws_mla_sparse_decode_validate(const ws_mla_sparse_decode_problem *p, cudaStream_t stream);
 ws_status ws_gemm_validate(const ws_gemm_problem *p, cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -432,6 +432,26 @@ def test_mla_decode_checks(fake):
         warpspec.mla_decode(fake((2, 1, 100, 576), BF16), fake((8, 64, 656), FP8), table, lens)
 
 
+def test_mla_sparse_decode_checks(fake):
+    q, cache, idx = fake((2, 1, 128, 576), BF16), fake((8, 64, 576), BF16), fake((2, 1, 2048), I32)
+    with pytest.raises(warpspec.InvalidArgumentError, match="656"):  # FP8 rows of the wrong size
+        warpspec.mla_sparse_decode(q, fake((8, 64, 576), FP8), idx)
+    with pytest.raises(warpspec.InvalidArgumentError, match="dtype"):
+        warpspec.mla_sparse_decode(q, fake((8, 64, 576), F32), idx)
+    with pytest.raises(warpspec.InvalidArgumentError, match="multiple of 64"):
+        warpspec.mla_sparse_decode(fake((2, 1, 100, 576), BF16), cache, fake((2, 1, 2048), I32))
+    with pytest.raises(warpspec.InvalidArgumentError, match="indices"):  # not [B, s_q, topk]
+        warpspec.mla_sparse_decode(q, cache, fake((2, 2, 2048), I32))
+    with pytest.raises(warpspec.InvalidArgumentError, match="dtype"):  # int32 indices
+        warpspec.mla_sparse_decode(q, cache, fake((2, 1, 2048), F32))
+    with pytest.raises(warpspec.InvalidArgumentError, match="576"):
+        warpspec.mla_sparse_decode(fake((2, 1, 128, 512), BF16), cache, idx)
+    with pytest.raises(warpspec.InvalidArgumentError, match="out"):
+        warpspec.mla_sparse_decode(q, cache, idx, out=fake((2, 1, 128, 576), BF16))
+    with pytest.raises(warpspec.InvalidArgumentError, match="one latent head"):
+        warpspec.mla_sparse_decode(q, fake((8, 64, 2, 576), BF16), idx)
+
+
 def test_nsa_checks(fake):
     q, k, v, sel = fake((64, 32, 128), BF16), fake((64, 2, 128), BF16), fake((64, 2, 128), BF16), fake((64, 2, 8), I32)
     with pytest.raises(warpspec.InvalidArgumentError, match="kv heads"):

@@ -276,6 +276,10 @@ def _targets():
     add(Target("mla_decode", warpspec.mla_decode, dec,
                {k: ALL_KINDS for k in dec} | {"out": OPTIONAL, "lse": OPTIONAL},
                {"softmax_scale": REALS, "max_seqlen": ints(optional=True), "stream": STREAMS}))
+    sdec = {"q": dq, "kv_cache": A((8, 64, 576), BF16), "indices": A((2, 1, 2048), I32)}
+    add(Target("mla_sparse_decode", warpspec.mla_sparse_decode, sdec,
+               {k: ALL_KINDS for k in sdec} | {"out": OPTIONAL, "lse": OPTIONAL, "workspace": OPTIONAL},
+               {"softmax_scale": REALS, "stream": STREAMS}))
     add(Target("mla_kv_quantize_fp8", warpspec.mla_kv_quantize_fp8, {"kv": A((8, 576), BF16)},
                {"kv": ALL_KINDS, "out": OPTIONAL}, {"stream": STREAMS}))
     nq, nk, sel = A((64, 32, 128), BF16), A((64, 2, 128), BF16), A((64, 2, 8), I32)
@@ -431,6 +435,8 @@ def _extent_cases():
                                                                   _big((BIG, 256), I32)),
         "mla_decode": lambda: warpspec.mla_decode(_big((BIG, 1, 128, 576)), FakeArray((8, 64, 576), BF16),
                                                   _big((BIG, 4), I32), _big((BIG,), I32)),
+        "mla_sparse_decode": lambda: warpspec.mla_sparse_decode(_big((BIG, 1, 128, 576)), FakeArray((8, 64, 576), BF16),
+                                                                _big((BIG, 1, 2048), I32)),
         "nsa_attention": lambda: warpspec.nsa_attention(_big((BIG, 32, 128)), _big((BIG, 2, 128)), _big((BIG, 2, 128)),
                                                         _big((BIG, 2, 8), I32)),
         "gemm": lambda: warpspec.gemm(_big((BIG, 128)), FakeArray((256, 128), BF16), out=_big((BIG, 256))),

@@ -25,7 +25,7 @@ def _fake_call(op, *args):
 
 def test_ops_registered():
     ops = _ops.ops()
-    for name in ("gemm", "attention", "mla_decode", "moe_layer"):
+    for name in ("gemm", "attention", "mla_decode", "mla_sparse_decode", "moe_layer"):
         assert hasattr(ops, name), name
 
 
@@ -93,6 +93,20 @@ def test_mla_decode_compiles():
     assert tuple(o.shape) == (4, 1, 64, 512) and tuple(lse.shape) == (4, 1, 64) and lse.dtype == torch.float32
 
 
+def test_mla_sparse_decode_compiles():
+    q = torch.zeros(4, 2, 128, 576, dtype=torch.bfloat16)
+    idx = torch.full((4, 2, 2048), -1, dtype=torch.int32)
+    for cache in (torch.zeros(16, 64, 576, dtype=torch.bfloat16), torch.zeros(16, 64, 656, dtype=torch.uint8)):
+        def f(q, cache, idx):
+            return warpspec.mla_sparse_decode(q, cache, idx, return_lse=True)
+
+        gm, ops = _export(f, q, cache, idx)
+        assert any(o.startswith("warpspec.mla_sparse_decode") for o in ops), ops
+        o, lse = _fake_call(_ops.ops().mla_sparse_decode, q, cache, idx, None)
+        assert tuple(o.shape) == (4, 2, 128, 512) and o.dtype == torch.bfloat16
+        assert tuple(lse.shape) == (4, 2, 128) and lse.dtype == torch.float32
+
+
 def test_moe_layer_compiles():
     from warpspec import moe_layer
     layer = warpspec.MoeLayer.__new__(warpspec.MoeLayer)  # no GPU: the op only names it
@@ -129,6 +143,8 @@ def test_real_implementations_reach_the_package_checks():
                               None, None, None, None),
         lambda: ops.mla_decode(torch.zeros(1, 1, 16, 576, dtype=bf), torch.zeros(1, 64, 1, 576, dtype=bf),
                                torch.zeros(1, 1, dtype=torch.int32), torch.ones(1, dtype=torch.int32), None, None),
+        lambda: ops.mla_sparse_decode(torch.zeros(1, 1, 64, 576, dtype=bf), torch.zeros(1, 64, 576, dtype=bf),
+                                      torch.zeros(1, 1, 8, dtype=torch.int32), None),
     ]
     for call in calls:
         with pytest.raises(warpspec.WarpspecError) as e:

@@ -15,6 +15,7 @@ subclass carrying the library's message (ws_last_error()).
     attention(q, k, v, causal=...)   flash attention forward (BF16; GQA, causal, varlen)
     mla_sparse_prefill(q, kv, idx)   DeepSeek-V3.2 sparse MLA prefill (BF16)
     mla_decode(q, cache, table, lens) DeepSeek-V3 MLA decode over a paged cache
+    mla_sparse_decode(q, cache, idx)  DeepSeek-V3.2 sparse MLA decode (top-k rows of a paged cache)
     mla_kv_quantize_fp8(kv)           BF16 latent cache rows into FlashMLA-style FP8 rows
     nsa_attention(q, k, v, sel)       NSA selected-block attention, forward (BF16)
     sync(stream)                     wait for the stream; device-side errors raise here
@@ -29,7 +30,7 @@ import os
 from . import _lib
 from ._lib import (BudgetError, CudaError, InvalidArgumentError, InvalidTypeError, MismatchError, NoDeviceError,
                    OutOfMemoryError, UnsupportedError, WarpspecError, WarpspecTimeoutError)
-from .attention import attention, mla_decode, mla_kv_quantize_fp8, mla_sparse_prefill, nsa_attention
+from .attention import attention, mla_decode, mla_kv_quantize_fp8, mla_sparse_decode, mla_sparse_prefill, nsa_attention
 from .comm import Communicator, get_unique_id
 from .comm import available as comm_available
 from .gemm import gemm, gemm_tile, gemm_workspace_size, quantize_fp8
@@ -117,8 +118,8 @@ def info():
 
 __all__ = ["gemm", "gemm_tile", "gemm_workspace_size", "quantize_fp8", "plan", "gemm_plan", "Plan", "PlacedRole",
            "Communicator", "get_unique_id", "MoeDispatcher", "MoeReceived", "MoeLayer", "moe", "moe_check_config",
-           "swiglu_quant", "comm_available", "attention", "mla_sparse_prefill", "mla_decode", "mla_kv_quantize_fp8",
-           "nsa_attention", "sync", "trace", "set_timeout_ms", "timeout_ms", "reload_knobs", "info",
+           "swiglu_quant", "comm_available", "attention", "mla_sparse_prefill", "mla_decode", "mla_sparse_decode",
+           "mla_kv_quantize_fp8", "nsa_attention", "sync", "trace", "set_timeout_ms", "timeout_ms", "reload_knobs", "info",
            "WarpspecError", "InvalidArgumentError", "InvalidTypeError", "BudgetError", "MismatchError", "NoDeviceError",
            "CudaError", "WarpspecTimeoutError", "OutOfMemoryError", "UnsupportedError", "__version__"]
 

@@ -312,6 +312,14 @@ class MlaDecodeProblem(ctypes.Structure):
                 ("kv_fp8", ctypes.c_int)]
 
 
+class MlaSparseDecodeProblem(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_int), ("s_q", ctypes.c_int), ("heads", ctypes.c_int), ("dim_qk", ctypes.c_int),
+                ("dim_v", ctypes.c_int), ("page_size", ctypes.c_int), ("num_pages", ctypes.c_int),
+                ("topk", ctypes.c_int), ("softmax_scale", ctypes.c_float), ("q", ctypes.c_void_p),
+                ("kv_cache", ctypes.c_void_p), ("indices", ctypes.c_void_p), ("o", ctypes.c_void_p),
+                ("lse", ctypes.c_void_p), ("kv_fp8", ctypes.c_int)]
+
+
 class NsaProblem(ctypes.Structure):
     _fields_ = [("tokens", ctypes.c_int), ("heads_q", ctypes.c_int), ("heads_kv", ctypes.c_int),
                 ("dim_qk", ctypes.c_int), ("dim_v", ctypes.c_int), ("block", ctypes.c_int), ("topn", ctypes.c_int),
@@ -329,7 +337,7 @@ _MIRRORS = {"ws_role": Role, "ws_layout": Layout, "ws_plan": Plan, "ws_device_li
             "ws_gemm_problem": GemmProblem, "ws_comm_id": CommId, "ws_sendrecv_opts": SendrecvOpts,
             "ws_ep_config": EpConfig, "ws_ep_recv": EpRecv, "ws_attn_problem": AttnProblem,
             "ws_moe_layer_config": MoeLayerConfig, "ws_mla_sparse_problem": MlaSparseProblem,
-            "ws_mla_decode_problem": MlaDecodeProblem}
+            "ws_mla_decode_problem": MlaDecodeProblem, "ws_mla_sparse_decode_problem": MlaSparseDecodeProblem}
 
 # ---- loading -------------------------------------------------------------------------
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -464,6 +472,7 @@ def _declare(L):
         "ws_attn_check": (c_int, [P(AttnProblem)]),
         "ws_attn_validate": (c_int, [P(AttnProblem), c_void_p]),
         "ws_mla_decode_validate": (c_int, [P(MlaDecodeProblem), c_void_p]),
+        "ws_mla_sparse_decode_validate": (c_int, [P(MlaSparseDecodeProblem), c_void_p]),
         "ws_gemm_validate": (c_int, [P(GemmProblem), c_void_p]),
         "ws_set_check_mode": (c_int, [c_int]),
         "ws_check_mode": (c_int, []),
@@ -471,6 +480,8 @@ def _declare(L):
         "ws_mla_sparse_forward": (c_int, [P(MlaSparseProblem), c_void_p]),
         "ws_mla_decode_workspace_size": (c_int, [P(MlaDecodeProblem), P(c_size_t)]),
         "ws_mla_decode_forward": (c_int, [P(MlaDecodeProblem), c_void_p, c_size_t, c_void_p]),
+        "ws_mla_sparse_decode_workspace_size": (c_int, [P(MlaSparseDecodeProblem), P(c_size_t)]),
+        "ws_mla_sparse_decode_forward": (c_int, [P(MlaSparseDecodeProblem), c_void_p, c_size_t, c_void_p]),
         "ws_mla_kv_quantize_fp8": (c_int, [c_void_p, c_size_t, c_void_p, c_void_p]),
         "ws_nsa_forward": (c_int, [P(NsaProblem), c_void_p]),
     }

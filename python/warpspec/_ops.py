@@ -78,6 +78,16 @@ def _register(torch):
         b, s_q, heads = q.shape[0], q.shape[1], q.shape[2]
         return [q.new_empty((b, s_q, heads, 512)), q.new_empty((b, s_q, heads), dtype=torch.float32)]
 
+    @torch.library.custom_op(lib + "mla_sparse_decode", mutates_args=())
+    def mla_sparse_decode(q: Tensor, kv_cache: Tensor, indices: Tensor, softmax_scale: Optional[float]) -> List[Tensor]:
+        o, lse = _attn.mla_sparse_decode_direct(q, kv_cache, indices, softmax_scale=softmax_scale, return_lse=True)
+        return [o, lse]
+
+    @mla_sparse_decode.register_fake
+    def _(q, kv_cache, indices, softmax_scale):
+        b, s_q, heads = q.shape[0], q.shape[1], q.shape[2]
+        return [q.new_empty((b, s_q, heads, 512)), q.new_empty((b, s_q, heads), dtype=torch.float32)]
+
     @torch.library.custom_op(lib + "moe_layer", mutates_args=())
     def moe_layer(handle: int, x: Tensor, x_scale: Optional[Tensor], topk_idx: Tensor, topk_weights: Tensor) -> Tensor:
         return _moe.layer_by_id(handle)._call_direct(x, topk_idx, topk_weights, x_scale=x_scale)
@@ -86,7 +96,8 @@ def _register(torch):
     def _(handle, x, x_scale, topk_idx, topk_weights):
         return x.new_empty((x.shape[0], x.shape[1]), dtype=torch.bfloat16)
 
-    for op, name in ((gemm, "gemm"), (attention, "attention"), (mla_decode, "mla_decode"), (moe_layer, "moe_layer")):
+    for op, name in ((gemm, "gemm"), (attention, "attention"), (mla_decode, "mla_decode"),
+                     (mla_sparse_decode, "mla_sparse_decode"), (moe_layer, "moe_layer")):
         op.register_autograd(_no_backward(name))
     return torch.ops.warpspec
 

@@ -3,6 +3,7 @@
     attention(q, k, v, causal=False, ...)      flash attention forward, BF16
     mla_sparse_prefill(q, kv, indices, ...)    DeepSeek-V3.2 sparse MLA prefill, BF16
     mla_decode(q, kv_cache, block_table, seqlens, ...)   DeepSeek-V3 MLA decode, paged cache
+    mla_sparse_decode(q, kv_cache, indices, ...)   DeepSeek-V3.2 sparse MLA decode, paged cache
 
 Dense batches in PyTorch's [batch, seq, heads, dim] layout: q [B, Sq, Hq, Dqk],
 k [B, Sk, Hkv, Dqk], v [B, Sk, Hkv, Dv]. Variable-length batches (FlashAttention's
@@ -19,7 +20,7 @@ decreasing, page ids out of range or lengths beyond the block table read out of 
 check=True (or WARPSPEC_CHECK=1 for the whole process) scans them on the GPU first
 (attention: cu_seqlens start at 0, never decrease, end within the rows, no sequence longer
 than max_seqlen; mla_decode: seqlens within max_pages x page_size, the used page ids within
-the cache) and raises InvalidArgumentError naming the first bad entry. It waits for the
+the cache; mla_sparse_decode: every index -1 or a row of the cache) and raises InvalidArgumentError naming the first bad entry. It waits for the
 GPU: for debugging, not inside CUDA graph capture. mla_sparse_prefill and nsa_attention
 need no check: any index is defined there (out of range = masked).
 """
@@ -269,6 +270,83 @@ def mla_decode_direct(q, kv_cache, block_table, seqlens, *, max_seqlen=None, sof
         with _lib.checking(check):
             _lib.check(_lib.lib.ws_mla_decode_forward(ctypes.byref(p), ws.data_ptr() if ws is not None else None,
                                                       need.value, ctypes.c_void_p(s)))
+    return (out, lse) if (return_lse or lse is not None) else out
+
+
+def mla_sparse_decode(q, kv_cache, indices, *, softmax_scale=None, out=None, return_lse=False, lse=None,
+                      workspace=None, stream=None, check=False):
+    """Sparse MLA decode (DeepSeek-V3.2, FlashMLA's sparse decode): each query token
+    attends to its own top-k rows of a paged latent cache.
+    q [B, s_q, H, 576] bf16 (H a multiple of 64); kv_cache [pages, page_size, 576] (or
+    [pages, page_size, 1, 576]) bf16, or the FP8 cache uint8 [pages, page_size, 656]
+    (mla_kv_quantize_fp8); indices [B, s_q, topk] int32: flat cache rows page x page_size
+    + offset, -1 masked (a list of only -1 gives o = 0, lse = -inf), a duplicate counted
+    twice. Returns o [B, s_q, H, 512] bf16 (and lse [B, s_q, H] fp32 with return_lse).
+    When B x s_q is too small to fill the GPU each list is split over CTAs and merged:
+    workspace (a uint8 tensor, or None: allocated with PyTorch) holds the partials.
+    check=True: scan the indices on the GPU first (-1 or a row of the cache)."""
+    if (out is None and lse is None and workspace is None and stream is None and check is False
+            and (softmax_scale is None or _real(softmax_scale))):
+        op = _ops.routed(q, kv_cache, indices)
+        if op is not None:  # torch tensors: the custom op (torch.compile, CUDA graphs)
+            o, l = op.mla_sparse_decode(q, kv_cache, indices, None if softmax_scale is None else float(softmax_scale))
+            return (o, l) if return_lse else o
+    return mla_sparse_decode_direct(q, kv_cache, indices, softmax_scale=softmax_scale, out=out, return_lse=return_lse,
+                                    lse=lse, workspace=workspace, stream=stream, check=check)
+
+
+def mla_sparse_decode_direct(q, kv_cache, indices, *, softmax_scale=None, out=None, return_lse=False, lse=None,
+                             workspace=None, stream=None, check=False):
+    """mla_sparse_decode() without the custom op: the checks and the C calls (the op's implementation)."""
+    stream, scale = stream_arg(stream), _scale(softmax_scale)
+    what = "warpspec.mla_sparse_decode"
+    vq = view(q, "q").expect(BF16, ndim=4)
+    b, s_q, heads, dqk = vq.shape
+    vc = view(kv_cache, "kv_cache").expect(BF16 + ("uint8",), ndim=(3, 4))
+    fp8 = vc.dtype == "uint8"
+    row = MLA_FP8_ROW_BYTES if fp8 else 576
+    if len(vc.shape) == 4 and vc.shape[2] != 1:
+        raise invalid(f"kv_cache: shape {vc.shape}: one latent head ([pages, page_size, {row}])")
+    pages, page_size, dkv = vc.shape[0], vc.shape[1], vc.shape[-1]
+    if fp8 and dkv != MLA_FP8_ROW_BYTES:
+        raise invalid(f"kv_cache: uint8 rows of {dkv} bytes; the FP8 cache has rows of {MLA_FP8_ROW_BYTES} "
+                      "(warpspec.mla_kv_quantize_fp8)")
+    if dqk != 576 or (not fp8 and dkv != 576):
+        raise invalid(f"mla_sparse_decode: head dims q {dqk}, cache {dkv}; the kernel is built for 576 (512 + 64 rope)")
+    if heads % 64:
+        raise invalid(f"mla_sparse_decode: {heads} heads, a multiple of 64")
+    vi = view(indices, "indices").expect(I32, ndim=3)
+    if vi.shape[0] != b or vi.shape[1] != s_q:
+        raise invalid(f"indices: shape {vi.shape}, expected ({b}, {s_q}, topk)")
+    topk = vi.shape[2]
+    as_ints("mla_sparse_decode", batch=b, s_q=s_q, heads=heads, page_size=page_size, num_pages=pages, topk=topk)
+    views = [vq, vc, vi]
+    vw = view(workspace, "workspace", optional=True)
+    if vw is not None:
+        vw.expect(("uint8",), ndim=1)
+        views.append(vw)
+    dev, out, vo, lse, vl = _outputs(views, out, lse, (b, s_q, heads, 512), (b, s_q, heads), return_lse, what)
+    p = _lib.MlaSparseDecodeProblem()
+    p.batch, p.s_q, p.heads, p.dim_qk, p.dim_v = b, s_q, heads, 576, 512
+    p.page_size, p.num_pages, p.topk = page_size, pages, topk
+    p.softmax_scale = scale
+    p.q, p.kv_cache, p.indices, p.o = vq.ptr, vc.ptr, vi.ptr, vo.ptr
+    p.lse = vl.ptr if vl is not None else None
+    p.kv_fp8 = 1 if fp8 else 0
+    with on_device(dev):
+        need = ctypes.c_size_t()
+        _lib.check(_lib.lib.ws_mla_sparse_decode_workspace_size(ctypes.byref(p), ctypes.byref(need)))
+        if vw is not None:
+            if vw.shape[0] < need.value:
+                raise invalid(f"workspace: {vw.shape[0]} bytes, the split needs {need.value} "
+                              "(ws_mla_sparse_decode_workspace_size)")
+            wptr, wbytes = vw.ptr, vw.shape[0]
+        else:
+            ws = empty((need.value,), "uint8", dev, what) if need.value else None
+            wptr, wbytes = (ws.data_ptr() if ws is not None else None), need.value
+        s = stream_handle(stream, dev)
+        with _lib.checking(check):
+            _lib.check(_lib.lib.ws_mla_sparse_decode_forward(ctypes.byref(p), wptr, wbytes, ctypes.c_void_p(s)))
     return (out, lse) if (return_lse or lse is not None) else out
 
 

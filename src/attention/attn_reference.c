@@ -283,6 +283,52 @@ ws_status ws_mla_decode_reference(const ws_mla_decode_problem *p, double *o, dou
   return st;
 }
 
+/* Sparse MLA decode: the sparse prefill's reference over the batch x s_q query tokens and
+ * the cache's flat rows (FP8 rows dequantised first, exact), after every index is checked
+ * (-1 or a row of the cache: the prefill's reference would mask any other value
+ * silently, and here it is a caller's error). */
+ws_status ws_mla_sparse_decode_reference(const ws_mla_sparse_decode_problem *p, double *o, double *lse) {
+  ws_status st = ws_mla_sparse_decode_check(p);
+  if (st != WS_OK) return st;
+  WS_REQUIRE(o != NULL, "ws_mla_sparse_decode_reference: o is NULL");
+  const int rows = p->num_pages * p->page_size; /* int: ws_mla_sparse_decode_check */
+  for (int b = 0; b < p->batch; b++)
+    for (int i = 0; i < p->s_q; i++)
+      for (int k = 0; k < p->topk; k++) {
+        const int r = p->indices[((size_t)b * p->s_q + i) * p->topk + k];
+        if (r < -1 || r >= rows)
+          return ws_fail(WS_ERR_INVALID, "ws_mla_sparse_decode: indices[%d][%d][%d] = %d (sequence %d, query token %d, "
+                         "position %d): outside 0 .. %d (the cache's rows) and not -1 (masked)", b, i, k, r, b, i, k,
+                         rows - 1);
+      }
+  uint16_t *kv = NULL;
+  if (p->kv_fp8) { /* dequantised to BF16 (exact: power-of-two scales), as ws_mla_decode_reference does */
+    kv = (uint16_t *)malloc((size_t)rows * 576 * sizeof(uint16_t));
+    if (!kv) return ws_fail(WS_ERR_NOMEM, "ws_mla_sparse_decode_reference: out of host memory");
+    if ((st = ws_mla_kv_dequantize_fp8_host((const uint8_t *)p->kv_cache, (size_t)rows, kv)) != WS_OK) {
+      free(kv);
+      return st;
+    }
+  }
+  ws_mla_sparse_problem sp;
+  memset(&sp, 0, sizeof sp);
+  sp.s_q = p->batch * p->s_q; /* <= rows of q, an int */
+  sp.heads = p->heads;
+  sp.s_kv = rows;
+  sp.topk = p->topk;
+  sp.dim_qk = p->dim_qk;
+  sp.dim_v = p->dim_v;
+  sp.softmax_scale = p->softmax_scale;
+  sp.q = p->q;
+  sp.kv = kv ? (const void *)kv : p->kv_cache;
+  sp.indices = p->indices;
+  sp.o = o; /* not read by the reference; only checked for NULL */
+  sp.lse = NULL;
+  st = ws_mla_sparse_reference(&sp, o, lse);
+  free(kv);
+  return st;
+}
+
 /* Query token i, all heads: each kv head's selected blocks, causal. */
 static void nsa_ref_item(void *ctx, int i, int worker) {
   const ref_job *j = (const ref_job *)ctx;

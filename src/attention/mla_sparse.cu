@@ -67,8 +67,19 @@ typedef struct {
 } mla_smem;
 
 
-/* This CTA's keys: the first key's index and the count. */
+/* This CTA's keys: the first key's index and the count. SPLIT (sparse decode with its
+ * index lists split over CTAs): keys chunk z .. of the token's list, z = blockIdx.z. A
+ * compile-time flag rather than a runtime test, so that the kernels without it (prefill,
+ * paged decode, and sparse decode when one CTA takes a whole list) stay instruction for
+ * instruction what they were. */
+template <int SPLIT>
 static __device__ __forceinline__ void mla_keys(const mla_args *a, int tok, int *kbeg, int *nkeys) {
+  if (SPLIT) {
+    const int b0 = (int)blockIdx.z * a->chunk; /* < topk + chunk <= 2^31 - 1: ws_mla_sparse_decode_check */
+    *kbeg = b0;
+    *nkeys = max(0, min(a->topk - b0, a->chunk));
+    return;
+  }
   if (a->indices) { *kbeg = 0; *nkeys = a->topk; return; }
   const int n = a->seqlens[tok / a->s_q];
   const int last = n - a->s_q + tok % a->s_q; /* causal: the query's own position */
@@ -78,10 +89,13 @@ static __device__ __forceinline__ void mla_keys(const mla_args *a, int tok, int 
 }
 
 /* The kv row of key kk (0 .. nkeys - 1) of this CTA, or -1 when masked (never read). */
+template <int SPLIT>
 static __device__ __forceinline__ int mla_row(const mla_args *a, int tok, int kbeg, int nkeys, int kk) {
   if (kk >= nkeys) return -1;
   int r;
-  if (a->indices) {
+  if (SPLIT) {
+    r = __ldg(a->indices + (size_t)tok * a->topk + kbeg + kk);
+  } else if (a->indices) {
     r = __ldg(a->indices + (size_t)tok * a->topk + kk);
   } else {
     const int j = kbeg + kk;
@@ -384,7 +398,7 @@ static __device__ __forceinline__ void mla_overlap_blocks(mla_smem *sm, const ws
   ws_pipe_release_warp_at(kvp, ctx, kl);
 }
 
-template <int FP8, int OV>
+template <int FP8, int OV, int SPLIT>
 WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ mla_args a,
                                         ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -395,7 +409,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
    * wave later and read the whole cache from DRAM again; docs/design_mla.md, 5.2) */
   const int groups = a.heads / MLA_BH, tok = (int)blockIdx.x / groups, hg = (int)blockIdx.x % groups;
   int kbeg, nkeys;
-  mla_keys(&a, tok, &kbeg, &nkeys);
+  mla_keys<SPLIT>(&a, tok, &kbeg, &nkeys);
   const int nblk = (nkeys + MLA_BN - 1) / MLA_BN;
 
   const uint32_t writers = WS_ROLE_THREADS(mla_sparse, S_GATHER), readers = 2 * WS_ROLE_WARPS(mla_sparse, S_MATH);
@@ -428,7 +442,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     ws_cursor k = c0;
     if (FP8) { /* lookup and conversion: row t % 64, half t / 64; copies: rows 4 (t >> 3) + j */
       const int row = t & 63, half = t >> 6, row0 = 4 * (t >> 3);
-      int d = nblk > 0 ? mla_row(&a, tok, kbeg, nkeys, row) : -1;
+      int d = nblk > 0 ? mla_row<SPLIT>(&a, tok, kbeg, nkeys, row) : -1;
       for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
         const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k), stage = ws_smem_addr(sm->kv[s][0]);
         if (half == 0) {
@@ -442,7 +456,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
         mla_gather_fp8_copy(stage, a.kv8, r, t);
         const float4 sc = mla_fp8_scales(a.kv8, d);
         /* the next block's row, looked up while these land */
-        if (nb + 1 < nblk) d = mla_row(&a, tok, kbeg, nkeys, (nb + 1) * MLA_BN + row);
+        if (nb + 1 < nblk) d = mla_row<SPLIT>(&a, tok, kbeg, nkeys, (nb + 1) * MLA_BN + row);
         mla_gather_fp8_convert(&ctx, stage, sc, row, half);
         ws_pipe_commit_at(&kvp, &ctx, k); /* fence.proxy.async (the generic stores), then arrive */
       }
@@ -456,14 +470,14 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     const int piece = t & 7, row0 = t >> 3;
     int r_next[4];
 #pragma unroll
-    for (int j = 0; j < 4; j++) r_next[j] = nblk > 0 ? mla_row(&a, tok, kbeg, nkeys, row0 + 16 * j) : -1;
+    for (int j = 0; j < 4; j++) r_next[j] = nblk > 0 ? mla_row<SPLIT>(&a, tok, kbeg, nkeys, row0 + 16 * j) : -1;
     for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
       const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
       int r[4];
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         r[j] = r_next[j];
-        if (nb + 1 < nblk) r_next[j] = mla_row(&a, tok, kbeg, nkeys, (nb + 1) * MLA_BN + row0 + 16 * j);
+        if (nb + 1 < nblk) r_next[j] = mla_row<SPLIT>(&a, tok, kbeg, nkeys, (nb + 1) * MLA_BN + row0 + 16 * j);
       }
       const uint32_t stage = ws_smem_addr(sm->kv[s][0]);
 #pragma unroll
@@ -555,21 +569,29 @@ static ws_status mla_make_plan(const void *ctx, ws_plan *plan) {
   return s;
 }
 
-/* Checks shared by both calls, then the tensor map of q ([tokens x heads][576]), the plan
- * and the launch over (token, head group) x splits; a->kv8 set: the FP8 kernel. */
+/* Checks shared by the calls, then the tensor map of q ([tokens x heads][576]), the plan
+ * and the launch over (token, head group) x splits; a->kv8 set: the FP8 kernel; index
+ * lists (a->indices) split over CTAs (splits > 1, sparse decode): the SPLIT kernels. */
 ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float softmax_scale, cudaStream_t stream) {
   WS_REQUIRE((uint64_t)tokens * (uint64_t)a->heads < (1ull << 31), "mla: %d query rows x %d heads, at most 2^31 - 1",
              tokens, a->heads);
   ws_plan *plan = NULL;
   ws_status s;
-  const int fp8 = a->kv8 != NULL;
+  const int fp8 = a->kv8 != NULL, sd = a->indices != NULL && splits > 1;
   const int ov = ws_knobs_get()->mla_overlap; /* WARPSPEC_MLA_SCHEDULE=overlap */
-  static const int slots[2][2] = {{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_OV},
-                                  {WS_PLAN_SLOT_MLA_FP8, WS_PLAN_SLOT_MLA_FP8_OV}};
-  static const char *const names[2][2] = {{"mla_sparse", "mla_sparse_overlap"}, {"mla_decode_fp8", "mla_decode_fp8_overlap"}};
-  static const void *const funcs[2][2] = {{(const void *)mla_sparse_kernel<0, 0>, (const void *)mla_sparse_kernel<0, 1>},
-                                          {(const void *)mla_sparse_kernel<1, 0>, (const void *)mla_sparse_kernel<1, 1>}};
-  if ((s = ws_plan_cached(slots[fp8][ov], mla_make_plan, names[fp8][ov], &plan)) != WS_OK) return s;
+  static const int slots[2][2][2] = {{{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_OV},
+                                      {WS_PLAN_SLOT_MLA_FP8, WS_PLAN_SLOT_MLA_FP8_OV}},
+                                     {{WS_PLAN_SLOT_MLA_SPLIT, WS_PLAN_SLOT_MLA_SPLIT_OV},
+                                      {WS_PLAN_SLOT_MLA_SPLIT_FP8, WS_PLAN_SLOT_MLA_SPLIT_FP8_OV}}};
+  static const char *const names[2][2][2] = {
+      {{"mla_sparse", "mla_sparse_overlap"}, {"mla_decode_fp8", "mla_decode_fp8_overlap"}},
+      {{"mla_sparse_split", "mla_sparse_split_overlap"}, {"mla_sparse_split_fp8", "mla_sparse_split_fp8_overlap"}}};
+  static const void *const funcs[2][2][2] = {
+      {{(const void *)mla_sparse_kernel<0, 0, 0>, (const void *)mla_sparse_kernel<0, 1, 0>},
+       {(const void *)mla_sparse_kernel<1, 0, 0>, (const void *)mla_sparse_kernel<1, 1, 0>}},
+      {{(const void *)mla_sparse_kernel<0, 0, 1>, (const void *)mla_sparse_kernel<0, 1, 1>},
+       {(const void *)mla_sparse_kernel<1, 0, 1>, (const void *)mla_sparse_kernel<1, 1, 1>}}};
+  if ((s = ws_plan_cached(slots[sd][fp8][ov], mla_make_plan, names[sd][fp8][ov], &plan)) != WS_OK) return s;
   ws_tmap mq;
   if ((s = ws_tmap_2d_swizzled(&mq, q, WS_DTYPE_BF16, (uint64_t)tokens * a->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,
                                WS_SWIZZLE_128B)) != WS_OK)
@@ -582,7 +604,7 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mq, a, &diag};
   const dim3 grid = {(unsigned)tokens * (unsigned)(a->heads / MLA_BH), 1, (unsigned)splits};
-  return ws_plan_launch(plan, funcs[fp8][ov], grid, stream, args);
+  return ws_plan_launch(plan, funcs[sd][fp8][ov], grid, stream, args);
 }
 
 ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads) {

@@ -20,6 +20,7 @@ size_t ws_abi_sizeof(const char *type) {
       {"ws_moe_layer_config", sizeof(ws_moe_layer_config)},
       {"ws_mla_sparse_problem", sizeof(ws_mla_sparse_problem)},
       {"ws_mla_decode_problem", sizeof(ws_mla_decode_problem)},
+      {"ws_mla_sparse_decode_problem", sizeof(ws_mla_sparse_decode_problem)},
   };
   for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
     if (strcmp(table[i].name, type) == 0) return table[i].size;

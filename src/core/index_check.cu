@@ -135,6 +135,22 @@ ws_status ws_index_check_range(const char *fn, const char *name, const int *a, l
                  hi - 1, allowed < lo || allowed >= hi ? (allowed == -1 ? " (or -1)" : " (or the marker value)") : "");
 }
 
+ws_status ws_index_check_lists(const char *fn, const char *name, const int *a, int batch, int s_q, int n, int hi,
+                               cudaStream_t stream) {
+  WS_REQUIRE(a != NULL && batch >= 0 && s_q >= 0 && n >= 0, "%s: %s is NULL or has a negative extent", fn, name);
+  const long long total = (long long)batch * s_q * n;
+  if (total == 0) return WS_OK;
+  scan_record r;
+  ws_status s = scan_begin(fn, &r, stream);
+  if (s != WS_OK) return s;
+  range_scan<<<scan_grid(total), 256, 0, stream>>>(a, total, 0, hi, -1, r.dev);
+  if ((s = scan_end(&r, stream)) != WS_OK || r.host[0] == NONE) return s;
+  const long long i = (long long)r.host[0];
+  const int j = (int)(i % n), t = (int)(i / n % s_q), b = (int)(i / n / s_q);
+  return ws_fail(WS_ERR_INVALID, "%s: %s[%d][%d][%d] = %d (sequence %d, query token %d, position %d): outside 0 .. %d "
+                 "(the cache's rows) and not -1 (masked)", fn, name, b, t, j, read_int(a + i), b, t, j, hi - 1);
+}
+
 ws_status ws_index_check_paged(const char *fn, const int *lens, const int *table, int batch, int max_pages, int page_size,
                                int num_pages, long long max_len, cudaStream_t stream) {
   WS_REQUIRE(lens != NULL && table != NULL && batch >= 0 && max_pages >= 1 && page_size >= 1,

@@ -22,6 +22,11 @@ ws_status ws_index_check_offsets(const char *fn, const char *name, const int *of
 ws_status ws_index_check_range(const char *fn, const char *name, const int *a, long long n, int lo, int hi, int allowed,
                                cudaStream_t stream);
 
+/* Index lists a[batch][s_q][n]: each entry -1 or in 0 .. hi - 1; a bad one is named by
+ * its sequence, query token and position. */
+ws_status ws_index_check_lists(const char *fn, const char *name, const int *a, int batch, int s_q, int n, int hi,
+                               cudaStream_t stream);
+
 /* A paged cache: lens[b] in 0 .. max_len for every b < batch, and the page ids
  * table[b][p] in 0 .. num_pages - 1 for every page p < ceil(lens[b] / page_size) in use. */
 ws_status ws_index_check_paged(const char *fn, const int *lens, const int *table, int batch, int max_pages, int page_size,

@@ -23,6 +23,13 @@ ws_status ws_mla_decode_validate(const ws_mla_decode_problem *p, cudaStream_t st
                               p->page_size, p->num_pages, max_len, stream);
 }
 
+ws_status ws_mla_sparse_decode_validate(const ws_mla_sparse_decode_problem *p, cudaStream_t stream) {
+  ws_status s = ws_mla_sparse_decode_check(p);
+  if (s != WS_OK) return s;
+  return ws_index_check_lists("ws_mla_sparse_decode_forward (validation)", "indices", p->indices, p->batch, p->s_q,
+                              p->topk, p->num_pages * p->page_size, stream); /* rows: an int (the check) */
+}
+
 ws_status ws_gemm_validate(const ws_gemm_problem *p, cudaStream_t stream) {
   ws_status s = ws_gemm_check(p);
   if (s != WS_OK) return s;

@@ -3,7 +3,8 @@
  * lse = s + log(n); one key gives its value; the three masks; rows that see no key;
  * GQA equals the same problem with the kv heads repeated; a variable-length batch equals
  * its sequences run alone; the default scale; sparse MLA with masked (-1, out of range)
- * and duplicate indices, and with all indices equal to dense single-head attention.
+ * and duplicate indices, and with all indices equal to dense single-head attention;
+ * sparse MLA decode as the prefill over the batch's tokens (BF16 and FP8 cache).
  * One thread and several give the same bits. Plus the argument checks, and the size
  * limits: shapes whose products pass 32 bits are refused, not wrapped. */
 #include "../test.h"
@@ -283,6 +284,77 @@ static void mla_fp8_cache(void) {
   free(kv); free(f8); free(f8b); free(deq); free(q); free(o8); free(od); free(ob);
 }
 
+/* Sparse MLA decode: the sparse prefill's reference over the batch x s_q tokens and the
+ * cache's flat rows, bit for bit; a list of only -1 gives o = 0, lse = -inf; the FP8
+ * cache gives the BF16 reference of its dequantised rows, bit for bit; an index outside
+ * -1 .. rows - 1 is refused, named by sequence, token and position; the checks. */
+static void mla_sparse_decode(void) {
+  enum { B = 2, S = 2, H = 2, K = 6, P = 8, PAGES = 5, ROWS = P * PAGES };
+  uint16_t *kv = rand_bf16((size_t)ROWS * 576), *q = rand_bf16((size_t)B * S * H * 576);
+  int idx[B][S][K] = {{{3, 39, -1, 3, 17, 8}, {0, 1, 2, -1, -1, 33}}, {{12, 12, 12, 5, -1, 20}, {-1, -1, -1, -1, -1, -1}}};
+  ws_mla_sparse_decode_problem p = {B, S, H, 576, 512, P, PAGES, K, 0.0f, q, kv, &idx[0][0][0], (void *)16, NULL, 0};
+  const size_t no = (size_t)B * S * H * 512;
+  double *o = (double *)malloc(sizeof(double) * no), *o2 = (double *)malloc(sizeof(double) * no);
+  double l[B * S * H], l2[B * S * H];
+  CHECK_STATUS(ws_mla_sparse_decode_check(&p), WS_OK);
+  CHECK_STATUS(ws_mla_sparse_decode_reference(&p, o, l), WS_OK);
+  ws_mla_sparse_problem sp = {B * S, H, ROWS, K, 576, 512, 0.0f, q, kv, &idx[0][0][0], (void *)16, NULL};
+  CHECK_STATUS(ws_mla_sparse_reference(&sp, o2, l2), WS_OK);
+  CHECK(memcmp(o, o2, sizeof(double) * no) == 0 && memcmp(l, l2, sizeof l) == 0);
+  int empty = 1;
+  for (int h = 0; h < H; h++) {
+    empty &= isinf(l[3 * H + h]) && l[3 * H + h] < 0;
+    for (int c = 0; c < 512; c++) empty &= o[(size_t)(3 * H + h) * 512 + c] == 0.0;
+  }
+  CHECK(empty);
+  /* FP8 rows: the reference of their dequantised BF16 rows */
+  uint8_t *f8 = (uint8_t *)malloc((size_t)ROWS * WS_MLA_FP8_ROW_BYTES + 16);
+  uint16_t *deq = (uint16_t *)malloc((size_t)ROWS * 576 * 2 + 16);
+  CHECK_STATUS(ws_mla_kv_quantize_fp8_host(kv, ROWS, f8), WS_OK);
+  CHECK_STATUS(ws_mla_kv_dequantize_fp8_host(f8, ROWS, deq), WS_OK);
+  p.kv_fp8 = 1;
+  p.kv_cache = f8;
+  CHECK_STATUS(ws_mla_sparse_decode_reference(&p, o, l), WS_OK);
+  p.kv_fp8 = 0;
+  p.kv_cache = deq;
+  CHECK_STATUS(ws_mla_sparse_decode_reference(&p, o2, l2), WS_OK);
+  CHECK(memcmp(o, o2, sizeof(double) * no) == 0 && memcmp(l, l2, sizeof l) == 0);
+  p.kv_cache = kv;
+  /* an index past the cache, and one below -1 */
+  idx[1][0][3] = ROWS;
+  CHECK_STATUS(ws_mla_sparse_decode_reference(&p, o, l), WS_ERR_INVALID);
+  CHECK_MSG("indices[1][0][3]");
+  idx[1][0][3] = -2;
+  CHECK_STATUS(ws_mla_sparse_decode_reference(&p, o, l), WS_ERR_INVALID);
+  idx[1][0][3] = 5;
+  /* the checks */
+  CHECK_STATUS(ws_mla_sparse_decode_check(NULL), WS_ERR_INVALID);
+  p.topk = 0;
+  CHECK_STATUS(ws_mla_sparse_decode_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("topk 0");
+  p.topk = K;
+  p.kv_fp8 = 2;
+  CHECK_STATUS(ws_mla_sparse_decode_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("kv_fp8 2");
+  p.kv_fp8 = 1;
+  p.dim_qk = 512;
+  CHECK_STATUS(ws_mla_sparse_decode_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("FP8 cache rows");
+  p.kv_fp8 = 0;
+  p.dim_qk = 576;
+  p.num_pages = 1 << 26; /* x 8 rows fits; x 64 rows does not */
+  CHECK_STATUS(ws_mla_sparse_decode_check(&p), WS_OK);
+  p.page_size = 64;
+  CHECK_STATUS(ws_mla_sparse_decode_check(&p), WS_ERR_INVALID);
+  CHECK_MSG("cache rows");
+  p.page_size = P;
+  p.num_pages = PAGES;
+  p.indices = NULL;
+  CHECK_STATUS(ws_mla_sparse_decode_check(&p), WS_ERR_INVALID);
+  CHECK_STATUS(ws_mla_sparse_decode_reference(&p, o, l), WS_ERR_INVALID);
+  free(kv); free(q); free(o); free(o2); free(f8); free(deq);
+}
+
 /* NSA: every block selected is causal attention; a block listed twice leaves o as it is
  * and adds ln 2 to lse; -1 and past-the-end entries are skipped. */
 static void nsa(void) {
@@ -498,6 +570,7 @@ int main(void) {
   sparse();
   mla_decode();
   mla_fp8_cache();
+  mla_sparse_decode();
   nsa();
   threads_same_bits();
   checks();

@@ -1,14 +1,16 @@
 /* test_attention.cu - the attention kernels against their float64 host references
  * (ws_attn_reference, ws_mla_sparse_reference, ws_mla_decode_reference,
- * ws_nsa_reference), fresh random data every run (the seed printed), outputs poisoned
- * (NaN) before each launch so an unwritten element fails. Each case: ||o - ref|| / ||ref||
- * and the same for lse, against 1e-2; every element finite except the -inf lse of rows
- * without keys, which must match exactly. The mode (argv[1]):
+ * ws_mla_sparse_decode_reference, ws_nsa_reference), fresh random data every run (the
+ * seed printed), outputs poisoned (NaN) before each launch so an unwritten element fails.
+ * Each case: ||o - ref|| / ||ref|| and the same for lse, against 1e-2; every element
+ * finite except the -inf lse of rows without keys, which must match exactly. The mode (argv[1]):
  *   test_attention          all cases
  *   test_attention ctest    make test: every schedule on the quick cases, the long cases
  *                           under the default schedules, no batch-128 decode
  *   test_attention quick    the small ones
- *   test_attention fp8      the FP8 MLA cache only (quantiser, decode): for compute-sanitizer
+ *   test_attention fp8      the FP8 MLA cache only (quantiser, decode, sparse decode): for
+ *                           compute-sanitizer
+ *   test_attention sparse-decode  sparse MLA decode only (all its cases, both schedules)
  *   test_attention nsa      NSA selected-block attention only
  *   test_attention nsa-quick the small NSA tests (for compute-sanitizer)
  * The MLA cases run under both schedules (WARPSPEC_MLA_SCHEDULE unset, then overlap).
@@ -19,6 +21,8 @@
  *   mla_sparse.cuh    sparse MLA prefill (ws_mla_sparse_forward)
  *   mla_decode.cuh    MLA decode (ws_mla_decode_forward), paged, split-KV; page ids past
  *                     the cache
+ *   mla_sparse_decode.cuh  sparse MLA decode (ws_mla_sparse_decode_forward), BF16 and FP8
+ *                     cache, split lists; argument checks and the validation scan
  *   fp8_cache.cuh     the FP8 MLA cache quantiser, GPU against host
  *   nsa.cuh           NSA selected-block attention (ws_nsa_forward)
  * Their data generators that the benchmark below uses too (q/k/v, NSA selections, MLA ids
@@ -30,6 +34,7 @@
 #include "flash.cuh"
 #include "mla_sparse.cuh"
 #include "mla_decode.cuh"
+#include "mla_sparse_decode.cuh"
 #include "fp8_cache.cuh"
 #include "nsa.cuh"
 
@@ -69,12 +74,27 @@ int main(int argc, char **argv) {
       if (sw) test_set_knob(WS_MLA_SCHEDULE_ENV, "overlap");
       for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++)
         if (dec_quick[i].fp8) fails += run_decode(&dec_quick[i]);
+      for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++)
+        if (sd_quick[i].fp8) fails += run_sparse_decode(&sd_quick[i]);
     }
     test_set_knob(WS_MLA_SCHEDULE_ENV, NULL);
     printf(fails ? "test_attention fp8: %d FAILED\n" : "test_attention fp8: all checks passed\n", fails);
     return fails ? 1 : 0;
   }
+  if (!strcmp(mode, "sparse-decode")) { /* sparse MLA decode alone */
+    fails += check_sparse_decode_errors();
+    for (int sw = 0; sw < 2; sw++) {
+      if (sw) test_set_knob(WS_MLA_SCHEDULE_ENV, "overlap");
+      for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++) fails += run_sparse_decode(&sd_quick[i]);
+      for (size_t i = 0; i < sizeof sd_full / sizeof sd_full[0]; i++) fails += run_sparse_decode(&sd_full[i]);
+    }
+    test_set_knob(WS_MLA_SCHEDULE_ENV, NULL);
+    printf(fails ? "test_attention sparse-decode: %d FAILED\n" : "test_attention sparse-decode: all checks passed\n",
+           fails);
+    return fails ? 1 : 0;
+  }
   fails += check_errors();
+  fails += check_sparse_decode_errors();
   fails += check_fp8_cache();
   fails += check_page_wrap();
   /* ctest: what a user's `make test` runs in under 5 minutes: every schedule on the quick
@@ -100,7 +120,9 @@ int main(int argc, char **argv) {
     printf("mla schedule: %s (%.0f s)\n", sw ? "overlap" : "default", elapsed_s());
     for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i]);
     for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i]);
+    for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++) fails += run_sparse_decode(&sd_quick[i]);
     if (longer && !(lean && sw)) {
+      for (size_t i = 0; i < sizeof sd_full / sizeof sd_full[0]; i++) fails += run_sparse_decode(&sd_full[i]);
       for (size_t i = 0; i < sizeof mla_full / sizeof mla_full[0]; i++) fails += run_mla(&mla_full[i]);
       for (size_t i = 0; i < sizeof dec_full / sizeof dec_full[0]; i++)
         if (dec_full[i].batch <= 32 || (!sw && !lean)) /* batch 128: once, not under ctest */
