@@ -74,7 +74,6 @@ static const knob_desc table[] = {
      NULL, NULL},
     {WS_AG_DIRECT_MAX_BYTES_ENV, NULL, KNOB_LLONG, AT(ag_direct_max_bytes), WS_AG_DIRECT_MAX_BYTES, 0, LLONG_MAX, NULL,
      NULL},
-    BOOL_KNOB(WS_EP_BULK_STORE_ENV, NULL, ep_bulk_store, 0, NULL),
     INT_KNOB(WS_RENDEZVOUS_TIMEOUT_ENV, "WS_RENDEZVOUS_TIMEOUT_MS", rendezvous_timeout_ms, WS_RENDEZVOUS_TIMEOUT_MS, 1,
              INT_MAX, NULL),
     BOOL_KNOB(WS_SHARE_GPU_ENV, NULL, share_gpu, 0, NULL),

@@ -13,7 +13,6 @@
  *           advances the epoch. */
 #include "ep_protocol.cuh"
 #include "ep_stream.cuh"
-#include "../core/knobs.h"
 
 #include <cuda_bf16.h>
 
@@ -28,8 +27,6 @@ WS_DECLARE_ROLES(ep_gather, GATHER_ROLES);
  * (ep_reduce_unit, ep_gather_chunk: 15-18% faster at 128 tokens). */
 extern __shared__ __align__(16) uint4 ep_stream_ring[];
 #define EP_STREAM_SMEM ((size_t)WS_EP_WARPS * EP_STREAM_WARP_BYTES)
-/* With WARPSPEC_EP_BULK_STORE each warp also has a bulk-store slot after the rings. */
-#define EP_STREAM_STAGE_SMEM ((size_t)WS_EP_WARPS * EP_STREAM_STAGE_BYTES)
 
 /* The host launches with the ring only when the latest dispatch had as many tokens as the
  * warps (a launch asking for 196 KB of shared memory cost 1-3 us at 128 tokens); the
@@ -40,18 +37,7 @@ static __device__ __forceinline__ int stream_ok(int tokens, int warps) {
   return dyn >= EP_STREAM_SMEM && tokens >= warps;
 }
 static size_t stream_smem(const ws_ep *ep) {
-  if (ep->host_tokens < ep->sms * WS_EP_WARPS) return 0;
-  return EP_STREAM_SMEM + (ws_knobs_get()->ep_bulk_store ? EP_STREAM_STAGE_SMEM : 0);
-}
-/* The warp's ring, and its bulk-store slot when the launch gave the shared memory for one. */
-static __device__ __forceinline__ uint4 *stream_ring(int warp) {
-  return ep_stream_ring + (size_t)warp * (EP_STREAM_WARP_BYTES / 16);
-}
-static __device__ __forceinline__ uint4 *stream_stage(int warp) {
-  uint32_t dyn;
-  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-  if (dyn < EP_STREAM_SMEM + EP_STREAM_STAGE_SMEM) return NULL;
-  return ep_stream_ring + (EP_STREAM_SMEM + (size_t)warp * EP_STREAM_STAGE_BYTES) / 16;
+  return ep->host_tokens >= ep->sms * WS_EP_WARPS ? EP_STREAM_SMEM : 0;
 }
 
 
@@ -100,7 +86,7 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   if (stream_ok(total, nw)) { /* many tokens per warp: streamed (ep_stream.cuh) */
     const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_REDUCE, ntok, total, y, NULL);
-    ep_stream_sums(&a, &sp, gw, nw, stream_ring(ctx.warp), stream_stage(ctx.warp), ctx.lane);
+    ep_stream_sums(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
   } else {
     reduce_chunks(&a, y, ntok, gw, nw, ctx.lane);
   }
@@ -123,7 +109,7 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
   if (stream_ok(T, nw) && N <= 32) { /* many tokens per warp, a lane per rank: streamed */
     const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_GATHER, NULL, T, NULL, out);
-    ep_stream_sums(&a, &sp, gw, nw, stream_ring(ctx.warp), stream_stage(ctx.warp), ctx.lane);
+    ep_stream_sums(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
   } else { /* whole rows when the tokens outnumber the warps, else chunks, so that a few
             * tokens still reach every warp */
     const int nchunk = (a.hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;

@@ -7,8 +7,10 @@
  * vectors, 64 KB per SM with 16 warps. 16-byte cp.async into shared memory holds no
  * registers: EP_STREAM_AHEAD row chunks (2 KB each) per warp stay in flight while the
  * warp adds the oldest one, 160 KB per SM. Measured (H200, 24 SMs, 4096 tokens per rank):
- * EP4 combine 1352 -> 1209 us, EP2 unchanged (567 / 581 us); reading was not the limit
- * (24 SMs read 2.4-2.9 TB/s alone, docs/benchmarks.md), the stores the same SMs make are.
+ * EP4 combine 1352 -> 1209 us, EP2 unchanged (567 / 581 us); reading alone was not the
+ * limit (24 SMs read 2.4-2.9 TB/s alone, docs/benchmarks.md), reading and writing together
+ * is. Handing the sums to the TMA engine as bulk stores from a shared-memory slot, so that
+ * no store holds the warp, measured slower (EP4 883 -> 949 us, EP2 508 -> 578, session 21).
  *
  * Each lane copies, waits for and reads back only its own 16-byte vectors, so the warp
  * needs no barrier and no mbarrier: cp.async.wait_group is the whole protocol. One
@@ -35,7 +37,6 @@
 #define EP_STREAM_RING (EP_STREAM_AHEAD + 1)                     /* ring slots per warp            */
 #define EP_STREAM_SLOT_VECS MOE_SUM_CHUNK                        /* 16-byte vectors per slot: 2 KB */
 #define EP_STREAM_WARP_BYTES (EP_STREAM_RING * EP_STREAM_SLOT_VECS * 16)
-#define EP_STREAM_STAGE_BYTES (EP_STREAM_SLOT_VECS * 16) /* a warp's bulk-store slot: one chunk's sum */
 
 enum { EP_STREAM_REDUCE = 0, EP_STREAM_GATHER = 1 };
 
@@ -151,41 +152,10 @@ static __device__ __forceinline__ void ep_stream_copy(const ep_args *a, const ep
   if (in->g < sp->total) ep_stream_next(in, a, sp, stride, lane);
 }
 
-/* A finished chunk's sum (v0 = chunk * MOE_SUM_CHUNK + lane) to d = its destination
- * chunk's first vector + lane. stage NULL: 16-byte stores from the registers, which hold
- * the warp while the memory system takes them (over NVLink for most reduce sums). Else
- * the warp's EP_STREAM_STAGE_BYTES slot: the lanes write the sum there and lane 0 hands
- * it to the TMA engine as one bulk store, so the warp goes on to its next loads; the
- * slot is reused once that store has read it (wait_group.read). */
-static __device__ __forceinline__ void ep_stream_store(float (*acc)[8], uint4 *d, uint4 *stage, int v0, int nvec,
-                                                       int lane) {
-  if (stage == NULL) {
-#pragma unroll
-    for (int u = 0; u < MOE_SUM_UNROLL; u++)
-      if (v0 + 32 * u < nvec) ws_st_global_v4(d + 32 * u, moe_pack8(acc[u]));
-    return;
-  }
-  if (lane == 0) WS_CP_ASYNC_BULK_WAIT_GROUP_READ(0);
-  __syncwarp();
-#pragma unroll
-  for (int u = 0; u < MOE_SUM_UNROLL; u++)
-    if (v0 + 32 * u < nvec) stage[32 * u + lane] = moe_pack8(acc[u]);
-  ws_fence_proxy_async_shared_cta(); /* this lane's writes, visible to the bulk copy */
-  __syncwarp();
-  if (lane == 0) {
-    const int first = v0 - lane, vecs = min(MOE_SUM_CHUNK, nvec - first);
-    ws_cp_async_bulk_shared_to_global(d - lane, stage, (uint32_t)vecs * 16u);
-    ws_cp_async_bulk_commit_group();
-  }
-}
-
 /* The whole warp: every token of its stream (first, first + stride, ... < sp->total),
- * ring: the warp's EP_STREAM_WARP_BYTES of shared memory (16-byte aligned); stage: NULL,
- * or its EP_STREAM_STAGE_BYTES slot for bulk stores (ep_stream_store). With a stage the
- * sums are complete in global memory, for this thread's later generic accesses (the
- * flag that publishes them, after the CTA's barrier), when this returns. */
+ * ring: the warp's EP_STREAM_WARP_BYTES of shared memory (16-byte aligned). */
 static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep_stream_spec *sp, int first, int stride,
-                                                      uint4 *ring, uint4 *stage, int lane) {
+                                                      uint4 *ring, int lane) {
   const int total = sp->total;
   if (first >= total) return;
   const int nvec = a->hidden / 8;
@@ -218,19 +188,17 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
     }
     out_slot = out_slot + 1 == EP_STREAM_RING ? 0 : out_slot + 1;
     if (ep_stream_last(&out_pos)) {
-      ep_stream_store(acc, (uint4 *)out_pos.cur.dst + v0, stage, v0, nvec, lane);
+      uint4 *d = (uint4 *)out_pos.cur.dst + v0;
 #pragma unroll
-      for (int u = 0; u < MOE_SUM_UNROLL; u++)
+      for (int u = 0; u < MOE_SUM_UNROLL; u++) {
+        if (v0 + 32 * u < nvec) ws_st_global_v4(d + 32 * u, moe_pack8(acc[u]));
 #pragma unroll
         for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+      }
     }
     ep_stream_next(&out_pos, a, sp, stride, lane);
   }
   WS_CP_ASYNC_WAIT_GROUP(0);
-  if (stage != NULL && lane == 0) {
-    WS_CP_ASYNC_BULK_WAIT_GROUP(0);
-    ws_fence_proxy_async_global();
-  }
 }
 
 #endif

@@ -279,9 +279,7 @@ WS_DEV void ws_red_release_gpu_add_u32(uint32_t *p, uint32_t v) {
 }
 
 /* Generic-proxy writes to global memory and async-proxy (TMA) reads of them: the writer
- * fences after its stores, the reader after it acquired them, before its TMA loads. The
- * other way too: bulk stores, once their wait_group returned, before the generic write
- * of the flag that publishes them. */
+ * fences after its stores, the reader after it acquired them, before its TMA loads. */
 WS_DEV void ws_fence_proxy_async_global(void) { asm volatile("fence.proxy.async.global;" ::: "memory"); }
 
 /* ---- 16-byte global accesses ----------------------------------------------------- */
