@@ -2,6 +2,7 @@
  * ws_ep_combine), each rank timing its own calls, on uniform random routing.
  *
  * Per case (shape, tokens per rank, SMs, receive): median of 20 pairs after 5 warm-ups,
+ * on --sms N CTAs or the library's default for the case's tokens (ws_ep_config_sms),
  * a barrier before each pair; FP8 rows with 1 x 128 scales. NVLink out = bytes of the rows
  * this rank sends to other ranks, over the time; logical = bytes of every row a rank
  * receives, its own included (how DeepEP counts), over the time. With --trace DIR one more
@@ -56,6 +57,7 @@ static void ep_routing(int E, int K, int rank, int T, int *idx, float *w) {
 static int ep_case(ws_comm *comm, int rank, int n, int H, int E, int K, int T, int sms, ws_ep_receive receive,
                    int iters, const char *trace_dir, FILE *csv) {
   const ws_ep_config cfg = {H, E, K, T, WS_EP_FP8, 1, sms, WS_EP_NORMAL, receive};
+  sms = ws_ep_config_sms(&cfg); /* 0 asked for the library's default: print what it took */
   const int L = E / n;
   const size_t kb = (size_t)H / 128;
   ws_ep *ep = NULL;
@@ -152,7 +154,7 @@ extern "C" int bench_ep(const bench_ep_opts *o) {
   const int ntok = o->tokens > 0 ? 1
                    : o->profile  ? (int)(sizeof profile_tokens / sizeof profile_tokens[0])
                                  : (int)(sizeof all_tokens / sizeof all_tokens[0]);
-  const int sms = o->sms > 0 ? o->sms : 24;
+  const int sms = o->sms > 0 ? o->sms : 0; /* 0: the library's default (ws_ep_config_sms) */
   int rc = 0;
   for (int r = 0; r < 2 && rc == 0; r++) {
     const ws_ep_receive receive = r ? WS_EP_RECEIVE_INDEX : WS_EP_RECEIVE_COPY;

@@ -33,7 +33,7 @@ def main():
         ax.axhline(250, color="red", ls="--", lw=0.8, label="goal 250 (4096 tokens)")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("tokens per rank")
-        ax.set_title(f"{what}, 24 SMs, DeepSeek-V3 shape")
+        ax.set_title(f"{what}, DeepSeek-V3 shape (SMs in the labels)")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("NVLink GB/s out of rank 0")
     axes[1].legend(fontsize=8)

@@ -77,6 +77,8 @@
 
 /* ---- MoE dispatch / combine ----------------------------------------------------- */
 #define WS_EP_DEFAULT_SMS       24     /* CTAs per transfer kernel unless the config says  */
+#define WS_EP_DECODE_SMS        64     /* ... and for handles of at most this many tokens: */
+#define WS_EP_DECODE_MAX_TOKENS 512
 #define WS_EP_WARPS             16     /* warps per CTA of the dispatch/combine kernels    */
 #define WS_EP_ROUTE_THREADS     256    /* tokens per CTA of the routing kernel              */
 /* MoE layer, WS_MOE_AUTO, by the rows a local expert is expected to get (tokens x topk /

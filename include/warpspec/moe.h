@@ -70,8 +70,9 @@ typedef struct {
   int max_tokens;    /* tokens a rank may dispatch per call                                 */
   ws_ep_payload payload;
   int row_align;     /* pad each expert's rows to a multiple of this (1: none; e.g. 128 = ws_gemm's tile) */
-  int num_sms;       /* CTAs of each transfer kernel, 1..WS_EP_MAX_SMS; 0: WS_EP_DEFAULT_SMS. The same on
-                      * every rank. Fewer leave more SMs to compute running beside it. */
+  int num_sms;       /* CTAs of each transfer kernel, 1..WS_EP_MAX_SMS; 0: ws_ep_config_sms (24, or 64
+                      * for a decode handle). The same on every rank. Fewer leave more SMs to
+                      * compute running beside it. */
   ws_ep_mode mode;   /* WS_EP_NORMAL (0) or WS_EP_LOW_LATENCY                                */
   ws_ep_receive receive; /* WS_EP_RECEIVE_COPY (0) or WS_EP_RECEIVE_INDEX                     */
 } ws_ep_config;
@@ -112,6 +113,12 @@ typedef struct {
 
 /* Check a config for `nranks` ranks without a GPU (also done by ws_ep_create). */
 ws_status ws_ep_config_check(const ws_ep_config *cfg, int nranks);
+
+/* CTAs of each transfer kernel for this config: num_sms, or for 0 WS_EP_DEFAULT_SMS (24:
+ * room for compute beside the transfers), WS_EP_DECODE_SMS (64) when max_tokens <=
+ * WS_EP_DECODE_MAX_TOKENS. A decode call is a chain of each warp's few rows, which more
+ * CTAs shorten (combine at 128 tokens, EP4: 57 -> 41 us on 4 x H200). */
+int ws_ep_config_sms(const ws_ep_config *cfg);
 
 /* Rows the receive layout holds for this config: every rank's max_tokens, each token on
  * min(topk, local experts) local experts, plus the padding of every expert (low latency:

@@ -8,7 +8,12 @@
 
 static void ep_fill_args(const ws_ep *ep, ep_args *a);
 
-static int ep_sms(const ws_ep_config *c) { return c->num_sms ? c->num_sms : WS_EP_DEFAULT_SMS; }
+static int ep_sms(const ws_ep_config *c) {
+  if (c->num_sms) return c->num_sms;
+  return c->max_tokens <= WS_EP_DECODE_MAX_TOKENS ? WS_EP_DECODE_SMS : WS_EP_DEFAULT_SMS;
+}
+
+extern "C" int ws_ep_config_sms(const ws_ep_config *c) { return c ? ep_sms(c) : 0; }
 
 extern "C" ws_status ws_ep_config_check(const ws_ep_config *c, int nranks) {
   WS_REQUIRE(c != NULL, "ws_ep: config is NULL");
@@ -25,8 +30,8 @@ extern "C" ws_status ws_ep_config_check(const ws_ep_config *c, int nranks) {
   WS_REQUIRE(c->max_tokens >= 1 && c->max_tokens <= (1 << 20), "ws_ep: max_tokens %d, must be 1..%d", c->max_tokens,
              1 << 20);
   WS_REQUIRE(c->row_align >= 1 && c->row_align <= 1024, "ws_ep: row_align %d, must be 1..1024", c->row_align);
-  WS_REQUIRE(c->num_sms >= 0 && c->num_sms <= WS_EP_MAX_SMS, "ws_ep: num_sms %d, must be 1..%d (0: default %d)",
-             c->num_sms, WS_EP_MAX_SMS, WS_EP_DEFAULT_SMS);
+  WS_REQUIRE(c->num_sms >= 0 && c->num_sms <= WS_EP_MAX_SMS, "ws_ep: num_sms %d, must be 1..%d (0: default %d, %d "
+             "up to %d tokens)", c->num_sms, WS_EP_MAX_SMS, WS_EP_DEFAULT_SMS, WS_EP_DECODE_SMS, WS_EP_DECODE_MAX_TOKENS);
   WS_REQUIRE(c->mode == WS_EP_NORMAL || c->mode == WS_EP_LOW_LATENCY, "ws_ep: mode %d, must be WS_EP_NORMAL or "
              "WS_EP_LOW_LATENCY", (int)c->mode);
   WS_REQUIRE(c->receive == WS_EP_RECEIVE_COPY || c->receive == WS_EP_RECEIVE_INDEX, "ws_ep: receive %d, must be "

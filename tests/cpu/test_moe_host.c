@@ -51,6 +51,14 @@ static void config_checks(void) {
   CHECK_MSG("num_sms");
   c = base(); c.payload = (ws_ep_payload)7;
   CHECK_STATUS(ws_ep_config_check(&c, 2), WS_ERR_INVALID);
+  /* the transfer kernels' CTAs: num_sms, else 64 for a decode handle and 24 above */
+  c = base(); c.max_tokens = WS_EP_DECODE_MAX_TOKENS;
+  CHECK(ws_ep_config_sms(&c) == WS_EP_DECODE_SMS);
+  c.max_tokens = WS_EP_DECODE_MAX_TOKENS + 1;
+  CHECK(ws_ep_config_sms(&c) == WS_EP_DEFAULT_SMS);
+  c.num_sms = 10;
+  CHECK(ws_ep_config_sms(&c) == 10);
+  CHECK(ws_ep_config_sms(NULL) == 0);
   /* the largest config the limits allow stays inside ws_gemm's int rows */
   c = base(); c.max_tokens = 1 << 20; c.topk = 16; c.experts = 1024; c.hidden = 128; c.row_align = 1024;
   CHECK_STATUS(ws_ep_config_check(&c, 64), WS_OK);

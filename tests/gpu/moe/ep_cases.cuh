@@ -295,6 +295,9 @@ static void ep_cases_run(ws_comm *comm, int quick) {
       {"index repeated 1000", {256, E8, 4, 64, WS_EP_FP8, 64, 8, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_HOLES, -1, 1000, 0},
       {"index DeepSeek-V3", {7168, 256, 8, 256, WS_EP_FP8, 128, 24, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_UNIFORM, -1, 3, 0},
       {"index LL fp8", {512, E8, 4, 64, WS_EP_FP8, 1, 8, WS_EP_LOW_LATENCY, WS_EP_RECEIVE_INDEX}, ROUTE_HOLES, 40, 1, 0},
+      /* num_sms 0 with at most WS_EP_DECODE_MAX_TOKENS: the decode default, 64 CTAs */
+      {"default SMs, decode", {7168, 256, 8, 128, WS_EP_FP8, 1, 0, WS_EP_NORMAL, WS_EP_RECEIVE_INDEX}, ROUTE_UNIFORM, -1, 3, 0},
+      {"default SMs, LL", {512, E8, 4, 64, WS_EP_FP8, 1, 0, WS_EP_LOW_LATENCY, WS_EP_RECEIVE_COPY}, ROUTE_HOLES, 40, 1, 0},
       /* tokens >= num_sms x 16: combine streams the rows (ep_stream.cuh) */
       {"stream -1 slots", {384, E8, 8, 64, WS_EP_FP8, 1, 2, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_HOLES, -1, 1, 0},
       {"stream other rank", {256, E8, 3, 64, WS_EP_FP8, 64, 2, WS_EP_NORMAL, WS_EP_RECEIVE_COPY}, ROUTE_OTHER_RANK, 50, 1, 0},
