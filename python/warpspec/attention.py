@@ -225,26 +225,36 @@ def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_sc
                              out=out, return_lse=return_lse, lse=lse, stream=stream, check=check)
 
 
-def mla_decode_direct(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_scale=None, out=None,
-                      return_lse=False, lse=None, stream=None, check=False):
-    """mla_decode() without the custom op: the checks and the C calls (the op's implementation)."""
-    stream, scale = stream_arg(stream), _scale(softmax_scale)
-    max_seqlen = 0 if max_seqlen is None else as_int(max_seqlen, "mla_decode: max_seqlen", 0)
+def _mla_q_and_cache(q, kv_cache, op):
+    """The checks both MLA decodes make on q [B, s_q, H, 576] bf16 and the paged cache
+    ([pages, page_size, (1,) 576] bf16 or the FP8 cache's uint8 rows): (q view, cache view,
+    whether the cache is FP8)."""
     vq = view(q, "q").expect(BF16, ndim=4)
-    b, s_q, heads, dqk = vq.shape
+    heads, dqk = vq.shape[2], vq.shape[3]
     vc = view(kv_cache, "kv_cache").expect(BF16 + ("uint8",), ndim=(3, 4))
     fp8 = vc.dtype == "uint8"
     row = MLA_FP8_ROW_BYTES if fp8 else 576
     if len(vc.shape) == 4 and vc.shape[2] != 1:
         raise invalid(f"kv_cache: shape {vc.shape}: one latent head ([pages, page_size, {row}])")
-    pages, page_size, dkv = vc.shape[0], vc.shape[1], vc.shape[-1]
+    dkv = vc.shape[-1]
     if fp8 and dkv != MLA_FP8_ROW_BYTES:
         raise invalid(f"kv_cache: uint8 rows of {dkv} bytes; the FP8 cache has rows of {MLA_FP8_ROW_BYTES} "
                       "(warpspec.mla_kv_quantize_fp8)")
     if dqk != 576 or (not fp8 and dkv != 576):
-        raise invalid(f"mla_decode: head dims q {dqk}, cache {dkv}; the kernel is built for 576 (512 + 64 rope)")
+        raise invalid(f"{op}: head dims q {dqk}, cache {dkv}; the kernel is built for 576 (512 + 64 rope)")
     if heads % 64:
-        raise invalid(f"mla_decode: {heads} heads, a multiple of 64")
+        raise invalid(f"{op}: {heads} heads, a multiple of 64")
+    return vq, vc, fp8
+
+
+def mla_decode_direct(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_scale=None, out=None,
+                      return_lse=False, lse=None, stream=None, check=False):
+    """mla_decode() without the custom op: the checks and the C calls (the op's implementation)."""
+    stream, scale = stream_arg(stream), _scale(softmax_scale)
+    max_seqlen = 0 if max_seqlen is None else as_int(max_seqlen, "mla_decode: max_seqlen", 0)
+    vq, vc, fp8 = _mla_q_and_cache(q, kv_cache, "mla_decode")
+    b, s_q, heads = vq.shape[:3]
+    pages, page_size = vc.shape[0], vc.shape[1]
     vt = view(block_table, "block_table").expect(I32, ndim=2)
     if vt.shape[0] != b:
         raise invalid(f"block_table: shape {vt.shape}, expected ({b}, max_pages)")
@@ -300,21 +310,9 @@ def mla_sparse_decode_direct(q, kv_cache, indices, *, softmax_scale=None, out=No
     """mla_sparse_decode() without the custom op: the checks and the C calls (the op's implementation)."""
     stream, scale = stream_arg(stream), _scale(softmax_scale)
     what = "warpspec.mla_sparse_decode"
-    vq = view(q, "q").expect(BF16, ndim=4)
-    b, s_q, heads, dqk = vq.shape
-    vc = view(kv_cache, "kv_cache").expect(BF16 + ("uint8",), ndim=(3, 4))
-    fp8 = vc.dtype == "uint8"
-    row = MLA_FP8_ROW_BYTES if fp8 else 576
-    if len(vc.shape) == 4 and vc.shape[2] != 1:
-        raise invalid(f"kv_cache: shape {vc.shape}: one latent head ([pages, page_size, {row}])")
-    pages, page_size, dkv = vc.shape[0], vc.shape[1], vc.shape[-1]
-    if fp8 and dkv != MLA_FP8_ROW_BYTES:
-        raise invalid(f"kv_cache: uint8 rows of {dkv} bytes; the FP8 cache has rows of {MLA_FP8_ROW_BYTES} "
-                      "(warpspec.mla_kv_quantize_fp8)")
-    if dqk != 576 or (not fp8 and dkv != 576):
-        raise invalid(f"mla_sparse_decode: head dims q {dqk}, cache {dkv}; the kernel is built for 576 (512 + 64 rope)")
-    if heads % 64:
-        raise invalid(f"mla_sparse_decode: {heads} heads, a multiple of 64")
+    vq, vc, fp8 = _mla_q_and_cache(q, kv_cache, "mla_sparse_decode")
+    b, s_q, heads = vq.shape[:3]
+    pages, page_size = vc.shape[0], vc.shape[1]
     vi = view(indices, "indices").expect(I32, ndim=3)
     if vi.shape[0] != b or vi.shape[1] != s_q:
         raise invalid(f"indices: shape {vi.shape}, expected ({b}, {s_q}, topk)")
