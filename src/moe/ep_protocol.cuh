@@ -499,10 +499,7 @@ template <int GROUP>
 static __device__ __forceinline__ void ep_gather_chunk(const ep_args *a, uint16_t *out, int t, int v0) {
   const int nvec = a->hidden / 8;
   float acc[MOE_SUM_UNROLL][8];
-#pragma unroll
-  for (int u = 0; u < MOE_SUM_UNROLL; u++)
-#pragma unroll
-    for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+  moe_zero_acc(acc);
 #pragma unroll 1
   for (int d0 = 0; d0 < a->nranks; d0 += GROUP) {
     int slot[GROUP];

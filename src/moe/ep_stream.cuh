@@ -168,10 +168,7 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
   out_pos = in;
   int in_slot = 0, out_slot = 0;
   float acc[MOE_SUM_UNROLL][8];
-#pragma unroll
-  for (int u = 0; u < MOE_SUM_UNROLL; u++)
-#pragma unroll
-    for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+  moe_zero_acc(acc);
 #pragma unroll 1
   for (int k = 0; k < EP_STREAM_AHEAD; k++) ep_stream_copy(a, sp, &in, &in_slot, ring_addr, stride, lane);
 #pragma unroll 1

@@ -32,6 +32,14 @@ static __device__ __forceinline__ uint4 moe_pack8(const float *acc) {
   return make_uint4(u[0], u[1], u[2], u[3]);
 }
 
+/* A lane's sums, MOE_SUM_UNROLL vectors of 8 floats, zeroed (all in registers once inlined). */
+static __device__ __forceinline__ void moe_zero_acc(float (*acc)[8]) {
+#pragma unroll
+  for (int u = 0; u < MOE_SUM_UNROLL; u++)
+#pragma unroll
+    for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+}
+
 /* The warp's lane vectors v0 + 32 u (u < MOE_SUM_UNROLL, below nvec) of
  *   dst = bf16(sum over slots j < K, in order, of w[j] x y[rows[j]])
  * with a slot of row -1 skipped (no slot: zeros). rows and weights are read from L2 (the
@@ -63,10 +71,7 @@ static __device__ __forceinline__ void moe_sum_rows_of(int my_row, float my_w, i
   const uint4 *y4 = (const uint4 *)y;
   const size_t row_vecs = (size_t)hidden / 8;
   float acc[MOE_SUM_UNROLL][8];
-#pragma unroll
-  for (int u = 0; u < MOE_SUM_UNROLL; u++)
-#pragma unroll
-    for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+  moe_zero_acc(acc);
 #pragma unroll 1
   for (int j0 = 0; j0 < K; j0 += GROUP) {
     int r[GROUP];
