@@ -303,16 +303,16 @@ ws_status ws_plan_check_func(ws_plan *plan, const void *func) {
  * memory before its WS_SELF. */
 static int plan_pdl_enabled(void) { return ws_knobs_get()->pdl; }
 
-static cudaLaunchConfig_t plan_config(const ws_plan *plan, dim3 grid, cudaStream_t stream, int chained, int width,
-                                      cudaLaunchAttribute attr[2]) {
+/* A launch's configuration: chained (programmatic stream serialisation, unless
+ * WARPSPEC_PDL=0) and in clusters of `width` CTAs along x when width > 1. */
+static cudaLaunchConfig_t launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, int chained, int width,
+                                        cudaLaunchAttribute attr[2]) {
   memset(attr, 0, 2 * sizeof attr[0]);
   cudaLaunchConfig_t cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.gridDim = grid;
-  cfg.blockDim.x = (unsigned)plan->layout.threads;
-  cfg.blockDim.y = 1;
-  cfg.blockDim.z = 1;
-  cfg.dynamicSmemBytes = plan->smem_bytes;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cfg.attrs = attr;
   if (chained && plan_pdl_enabled()) {
@@ -326,6 +326,12 @@ static cudaLaunchConfig_t plan_config(const ws_plan *plan, dim3 grid, cudaStream
     attr[cfg.numAttrs++].val.clusterDim.z = 1;
   }
   return cfg;
+}
+
+/* A plan's launch: its threads and dynamic shared memory. */
+static cudaLaunchConfig_t plan_config(const ws_plan *plan, dim3 grid, cudaStream_t stream, int chained, int width,
+                                      cudaLaunchAttribute attr[2]) {
+  return launch_config(grid, (dim3){(unsigned)plan->layout.threads, 1, 1}, plan->smem_bytes, stream, chained, width, attr);
 }
 
 static ws_status plan_launch(ws_plan *plan, const void *func, dim3 grid, cudaStream_t stream, void **args, int chained,
@@ -344,17 +350,8 @@ static ws_status plan_launch(ws_plan *plan, const void *func, dim3 grid, cudaStr
 }
 
 ws_status ws_launch_chained(const void *func, dim3 grid, dim3 block, cudaStream_t stream, void **args) {
-  cudaLaunchAttribute attr;
-  memset(&attr, 0, sizeof attr);
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.stream = stream;
-  cfg.attrs = &attr;
-  cfg.numAttrs = plan_pdl_enabled() ? 1 : 0;
+  cudaLaunchAttribute attr[2];
+  const cudaLaunchConfig_t cfg = launch_config(grid, block, 0, stream, 1, 1, attr);
   WS_CUDA_TRY(cudaLaunchKernelExC(&cfg, func, args));
   return WS_OK;
 }
