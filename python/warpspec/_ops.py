@@ -66,6 +66,11 @@ def _register(torch):
             oshape = (q.shape[0], q.shape[1], hq, dv)
         return [q.new_empty(oshape), q.new_empty((hq, tq), dtype=torch.float32)]
 
+    def _mla_outputs(q):
+        """Both MLA decodes' outputs: o [B, s_q, H, 512] bf16 and lse [B, s_q, H] fp32."""
+        b, s_q, heads = q.shape[0], q.shape[1], q.shape[2]
+        return [q.new_empty((b, s_q, heads, 512)), q.new_empty((b, s_q, heads), dtype=torch.float32)]
+
     @torch.library.custom_op(lib + "mla_decode", mutates_args=())
     def mla_decode(q: Tensor, kv_cache: Tensor, block_table: Tensor, seqlens: Tensor, max_seqlen: Optional[int],
                    softmax_scale: Optional[float]) -> List[Tensor]:
@@ -75,8 +80,7 @@ def _register(torch):
 
     @mla_decode.register_fake
     def _(q, kv_cache, block_table, seqlens, max_seqlen, softmax_scale):
-        b, s_q, heads = q.shape[0], q.shape[1], q.shape[2]
-        return [q.new_empty((b, s_q, heads, 512)), q.new_empty((b, s_q, heads), dtype=torch.float32)]
+        return _mla_outputs(q)
 
     @torch.library.custom_op(lib + "mla_sparse_decode", mutates_args=())
     def mla_sparse_decode(q: Tensor, kv_cache: Tensor, indices: Tensor, softmax_scale: Optional[float]) -> List[Tensor]:
@@ -85,8 +89,7 @@ def _register(torch):
 
     @mla_sparse_decode.register_fake
     def _(q, kv_cache, indices, softmax_scale):
-        b, s_q, heads = q.shape[0], q.shape[1], q.shape[2]
-        return [q.new_empty((b, s_q, heads, 512)), q.new_empty((b, s_q, heads), dtype=torch.float32)]
+        return _mla_outputs(q)
 
     @torch.library.custom_op(lib + "moe_layer", mutates_args=())
     def moe_layer(handle: int, x: Tensor, x_scale: Optional[Tensor], topk_idx: Tensor, topk_weights: Tensor) -> Tensor:
