@@ -50,14 +50,22 @@ extern "C" ws_status ws_mla_decode_check(const ws_mla_decode_problem *p) {
 }
 
 /* Split-KV merge: one warp per (query row, head): lse = log sum_z exp(lse_z), o = sum_z
- * exp(lse_z - lse) o_z (an empty split has lse -inf and weighs 0). */
+ * exp(lse_z - lse) o_z (an empty split has lse -inf and weighs 0). A NaN lse (a split that
+ * met a NaN key or value) makes the row NaN, as in one pass: the max becomes NaN (fmaxf
+ * alone would drop it) and every weight with it. */
 __global__ void mla_merge_kernel(const float *o_part, const float *lse_part, int splits, int rows, uint16_t *o,
                                  float *lse) {
   ws_griddepcontrol_wait(); /* chained to the decode kernel: its partials are complete from here */
   const int row = (int)(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32), lane = (int)(threadIdx.x % 32);
   if (row >= rows) return;
   float mx = -INFINITY;
-  for (int z = 0; z < splits; z++) mx = fmaxf(mx, lse_part[(size_t)z * rows + row]);
+  bool nan = false;
+  for (int z = 0; z < splits; z++) {
+    const float lz = lse_part[(size_t)z * rows + row];
+    mx = fmaxf(mx, lz);
+    nan |= isnan(lz);
+  }
+  if (nan) mx = __int_as_float(0x7FC00000);
   float acc[MLA_DV / 32];
 #pragma unroll
   for (int i = 0; i < MLA_DV / 32; i++) acc[i] = 0.0f;
@@ -75,13 +83,13 @@ __global__ void mla_merge_kernel(const float *o_part, const float *lse_part, int
         acc[4 * i] += wz * v.x; acc[4 * i + 1] += wz * v.y; acc[4 * i + 2] += wz * v.z; acc[4 * i + 3] += wz * v.w;
       }
     }
-  const float inv = den > 0.0f ? 1.0f / den : 0.0f;
+  const float inv = den == 0.0f ? 0.0f : 1.0f / den;
   uint2 *dst = (uint2 *)(o + (size_t)row * MLA_DV);
 #pragma unroll
   for (int i = 0; i < MLA_DV / 128; i++)
     dst[i * 32 + lane] = make_uint2(attn_pack_bf16(acc[4 * i] * inv, acc[4 * i + 1] * inv),
                                     attn_pack_bf16(acc[4 * i + 2] * inv, acc[4 * i + 3] * inv));
-  if (lse && lane == 0) lse[row] = den > 0.0f ? mx + logf(den) : -INFINITY;
+  if (lse && lane == 0) lse[row] = den == 0.0f ? -INFINITY : mx + logf(den);
 }
 
 /* ---- the split of each query's keys over CTAs, shared by both decodes -------------- */

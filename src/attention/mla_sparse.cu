@@ -542,10 +542,10 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
 #pragma unroll
   for (int x = 0; x < 2; x++) {
     const float lt = l[x] + sm->lsum[1 - w][r0 + 8 * x];
-    const float inv = lt > 0.0f ? 1.0f / lt : 0.0f;
+    const float inv = lt == 0.0f ? 0.0f : 1.0f / lt; /* 0: no key; NaN stays NaN (attn_store_row) */
     const int head = hg * MLA_BH + r0 + 8 * x;
     const size_t row = (size_t)tok * a.heads + head;
-    const float lse = lt > 0.0f ? (m_run[x] * sl2 + log2f(lt)) * ATTN_LN2 : -INFINITY;
+    const float lse = lt == 0.0f ? -INFINITY : (m_run[x] * sl2 + log2f(lt)) * ATTN_LN2;
     if (a.o_part) { /* a split of the keys: normalised partial O and its lse, merged later */
       float2 *out = (float2 *)(a.o_part + ((size_t)blockIdx.z * a.rows + row) * MLA_DV + 256 * w);
 #pragma unroll

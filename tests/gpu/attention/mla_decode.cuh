@@ -119,6 +119,82 @@ static int run_decode(const dec_case *c) {
   return fails;
 }
 
+/* A NaN in the cache reaches the output, as users find NaNs by seeing them: one latent
+ * value of one cached row is NaN (for the FP8 cache set before quantising: the quantiser
+ * writes 0x7F, and the gather's conversion must give NaN, not +-480 x scale). Empty rows
+ * are told by a row sum of exactly 0, so a NaN sum is not mistaken for one (attn_store_row,
+ * the split merge).
+ * Sequence 0 attends to that row: every value of its output rows (all heads) must be NaN,
+ * as the reference's are; sequence 1 does not: its rows are checked as usual. */
+static int check_decode_nan(int fp8) {
+  const int DQ = 576, DV = 512, P = 64, H = 64, B = 2, len = 1000, maxp = (len + P - 1) / P, pages = B * maxp;
+  const size_t rows = (size_t)B * H, nq = rows * DQ, kv_rows = (size_t)pages * P, nkv = kv_rows * DQ, no = rows * DV;
+  const size_t kv_bytes = fp8 ? kv_rows * WS_MLA_FP8_ROW_BYTES : nkv * 2;
+  int lens[2] = {len, len}, *table = (int *)host_alloc((size_t)pages, sizeof(int), 0);
+  for (int i = 0; i < pages; i++) table[i] = pages - 1 - i; /* sequence b: pages of the other end */
+  uint16_t *hq = (uint16_t *)host_alloc(nq, 2, 0), *hkv = (uint16_t *)host_alloc(nkv, 2, 0), *ho = (uint16_t *)host_alloc(no, 2, 0);
+  float *hl = (float *)host_alloc(rows, sizeof(float), 0);
+  fill_uniform(hq, nq, 1.0f);
+  fill_uniform(hkv, nkv, 1.0f);
+  const size_t nan_row = (size_t)table[5] * P + 17; /* key 337 of sequence 0 */
+  hkv[nan_row * DQ + 300] = 0x7FC0u;                /* latent dim 300: tile 2, K and V */
+  uint8_t *hkv8 = NULL;
+  int fails = 0;
+  if (fp8) {
+    hkv8 = (uint8_t *)host_alloc(kv_bytes, 1, 0);
+    WS_OK_OR_DIE(ws_mla_kv_quantize_fp8_host(hkv, kv_rows, hkv8));
+    fails += hkv8[nan_row * WS_MLA_FP8_ROW_BYTES + 300] != 0x7F;
+  }
+  void *dq, *dkv, *dout, *ws = NULL;
+  int *dt, *dlen;
+  float *dl;
+  CUDA_OK(cudaMalloc(&dq, nq * 2));
+  CUDA_OK(cudaMalloc(&dkv, kv_bytes));
+  CUDA_OK(cudaMalloc(&dout, no * 2));
+  CUDA_OK(cudaMalloc((void **)&dl, rows * sizeof(float)));
+  CUDA_OK(cudaMalloc((void **)&dt, (size_t)pages * sizeof(int)));
+  CUDA_OK(cudaMalloc((void **)&dlen, sizeof lens));
+  CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dkv, fp8 ? (const void *)hkv8 : (const void *)hkv, kv_bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dt, table, (size_t)pages * sizeof(int), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dlen, lens, sizeof lens, cudaMemcpyHostToDevice));
+  ws_mla_decode_problem p;
+  memset(&p, 0, sizeof p);
+  p.batch = B; p.s_q = 1; p.heads = H; p.dim_qk = DQ; p.dim_v = DV; p.page_size = P;
+  p.num_pages = pages; p.max_pages = maxp; p.max_seqlen = len;
+  p.q = dq; p.kv_cache = dkv; p.block_table = dt; p.seqlens = dlen; p.o = dout; p.lse = dl;
+  p.kv_fp8 = fp8;
+  size_t wsb = 0;
+  WS_OK_OR_DIE(ws_mla_decode_workspace_size(&p, &wsb));
+  if (wsb) CUDA_OK(cudaMalloc(&ws, wsb));
+  CUDA_OK(cudaMemset(dout, 0, no * 2)); /* zeros: an output left unwritten is not NaN */
+  WS_OK_OR_DIE(ws_mla_decode_forward(&p, ws, wsb, 0));
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(ho, dout, no * 2, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(hl, dl, rows * sizeof(float), cudaMemcpyDeviceToHost));
+  double *ro = (double *)host_alloc(no, sizeof(double), 0), *rl = (double *)host_alloc(rows, sizeof(double), 0);
+  ws_mla_decode_problem hp = p;
+  hp.q = hq; hp.kv_cache = fp8 ? (const void *)hkv8 : (const void *)hkv; hp.block_table = table; hp.seqlens = lens;
+  hp.o = ho; hp.lse = NULL;
+  WS_OK_OR_DIE(ws_mla_decode_reference(&hp, ro, rl));
+  size_t got_finite = 0, ref_finite = 0; /* sequence 0: rows 0 .. H - 1 */
+  for (size_t i = 0; i < (size_t)H * DV; i++) {
+    got_finite += !isnan(float_of(ho[i]));
+    ref_finite += !isnan(ro[i]);
+  }
+  fails += got_finite != 0 || ref_finite != 0;
+  printf("decode %s, a NaN in an attended row: %zu of %d output values not NaN (reference: %zu): %s\n",
+         fp8 ? "fp8" : "bf16", got_finite, H * DV, ref_finite, got_finite || ref_finite ? "FAILED" : "ok");
+  /* sequence 1 never sees that row */
+  fails += !compare(fp8 ? "decode fp8, the sequence without the NaN" : "decode bf16, the sequence without the NaN",
+                    "", ho + (size_t)H * DV, ro + (size_t)H * DV, (size_t)H * DV, DV, hl + H, rl + H, H, 1, 64);
+  cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(dl); cudaFree(dt); cudaFree(dlen);
+  if (ws) cudaFree(ws);
+  free(table); free(hq); free(hkv); free(hkv8); free(ho); free(hl); free(ro); free(rl);
+  return fails;
+}
+
 /* A page id past the cache must be masked like -1, not wrap onto a cached row: page
  * 2^26 + 1 of 64 rows is row 2^32 + 64, row 64 in 32 bits. The same sequence with that
  * id and with -1 in its second slot gives the same bits. */

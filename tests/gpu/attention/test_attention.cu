@@ -76,6 +76,7 @@ int main(int argc, char **argv) {
         if (dec_quick[i].fp8) fails += run_decode(&dec_quick[i]);
       for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++)
         if (sd_quick[i].fp8) fails += run_sparse_decode(&sd_quick[i]);
+      fails += check_decode_nan(1);
     }
     test_set_knob(WS_MLA_SCHEDULE_ENV, NULL);
     printf(fails ? "test_attention fp8: %d FAILED\n" : "test_attention fp8: all checks passed\n", fails);
@@ -97,6 +98,8 @@ int main(int argc, char **argv) {
   fails += check_sparse_decode_errors();
   fails += check_fp8_cache();
   fails += check_page_wrap();
+  fails += check_decode_nan(0);
+  fails += check_decode_nan(1);
   /* ctest: what a user's `make test` runs in under 5 minutes: every schedule on the quick
    * cases, the long cases under the default schedules only, no batch-128 decode */
   const int lean = !strcmp(mode, "ctest"), longer = strcmp(mode, "quick") != 0;
