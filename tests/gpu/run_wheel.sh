@@ -80,6 +80,7 @@ grep -E "^(file name tag|tag the binaries)" "$out/wheel_show.txt" | tee -a "$sum
 # what the tests need from the tree, before it may be hidden
 mkdir -p "$work/run"
 cp -r "$src/python/tests" "$work/run/tests"
+cp -r "$src/examples" "$work/examples"  # the nn tests run examples/ from tests/../../ (a user's checkout of the examples)
 cp "$src/tools/wheel/warpspec_wheel.py" "$work/"
 
 # ---- 2. the fresh environment -------------------------------------------------------------
@@ -245,9 +246,9 @@ assert os.path.realpath(warpspec._lib.library_path).startswith(venv), "warpspec'
 assert not bad, f"loaded from outside the venv: {bad}"
 print(warpspec.info())
 a = torch.randn(256, 512, device="cuda", dtype=torch.bfloat16)
-b = torch.randn(512, 384, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(384, 512, device="cuda", dtype=torch.bfloat16)  # [n, k], as the weights of nn.Linear
 y = warpspec.gemm(a, b); warpspec.sync()
-err = (y.float() - a.float() @ b.float()).abs().max().item()
+err = (y.float() - a.float() @ b.float().T).abs().max().item()
 print("gemm 256x384x512 bf16, max abs error vs torch:", err); assert err < 0.5
 PY
 echo "checks rc=\$rc"
@@ -309,9 +310,9 @@ echo "apart rc=\$?"
 echo "== with torch: one GEMM"
 python - <<'PY'
 import torch, warpspec
-a = torch.randn(128, 256, device="cuda", dtype=torch.bfloat16); b = torch.randn(256, 128, device="cuda", dtype=torch.bfloat16)
+a = torch.randn(128, 256, device="cuda", dtype=torch.bfloat16); b = torch.randn(192, 256, device="cuda", dtype=torch.bfloat16)
 y = warpspec.gemm(a, b); warpspec.sync()
-err = (y.float() - a.float() @ b.float()).abs().max().item()
+err = (y.float() - a.float() @ b.float().T).abs().max().item()
 print("gemm max abs error", err); assert err < 0.5
 PY
 echo "apart torch rc=\$?"
