@@ -60,6 +60,7 @@ typedef struct {
 const gemm_kernel *gemm_bf16_kernel_desc(void);
 const gemm_kernel *gemm_fp8_kernel_desc(void);
 const gemm_kernel *gemm_fp8_wide_kernel_desc(void);
+const gemm_kernel *gemm_fp8_gather_kernel_desc(void); /* the 128-row tile over a gathered A (a_rows) */
 
 /* Tensor maps, arguments, plan check (once per thread, device and kernel), launch. */
 ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, cudaStream_t stream);

@@ -11,7 +11,10 @@
  *                          (WGS x 64 x 128 bytes) and the group's B tile (and, 192-row
  *                          tile with K-block-major scales, the block's scales), commit.
  * Two instances: gemm_fp8 (WGS = 2, 128-row tiles, 6 stages) and gemm_fp8_wide (WGS = 3,
- * 192-row tiles, 4 stages, setmaxnreg 160 / 32); ws_gemm_tile picks one per problem.
+ * 192-row tiles, 4 stages, setmaxnreg 160 / 32); ws_gemm_tile picks one per problem. A
+ * gathered A (a_rows: the MoE layer's L1 over the received rows in place) takes a third,
+ * gemm_fp8_gather: the 128-row tile with four loader warps copying rows and scales
+ * (gemm_loader.cuh), 5 stages (each with its scale slot), the scales read from the stage.
  * Why three (H200, docs/benchmarks.md): a warpgroup's K block is a chain of four
  * dependent wgmmas, and one chain alone keeps the tensor cores about half busy. The
  * warpgroups wait on the same stage, so their chains run together and their promotions
@@ -63,8 +66,17 @@ typedef struct __align__(1024) {
   float scales[GEMM_SCALE_BYTES(192) / 4];
 } fp8_wide_stage;
 
+/* The gathered A's 128-row stage: the loader copies each K block's scales into it. */
+typedef struct __align__(1024) {
+  uint8_t a[128 * FP8_BK]; /* 16 KiB */
+  uint8_t b[FP8_BN * FP8_BK]; /* 16 KiB */
+  float scales[GEMM_SCALE_BYTES(128) / 4];
+} fp8_gather_stage;
+
 WS_PIPE_STORAGE(fp8_pipe, fp8_stage, 6);
 WS_PIPE_STORAGE(fp8_wide_pipe, fp8_wide_stage, FP8_WIDE_STAGES);
+/* 5 x 33 KiB: a sixth stage would not fit beside the epilogue's buffers */
+WS_PIPE_STORAGE(fp8_gather_pipe, fp8_gather_stage, 5);
 
 /* The pipe, then per math warpgroup NBUF 64 x 64 bf16 chunks for the TMA-store epilogue. */
 typedef struct {
@@ -77,6 +89,11 @@ typedef struct {
   __align__(1024) uint8_t out[3][FP8_WIDE_NBUF * GEMM_CHUNK_BYTES];
 } fp8_wide_smem;
 
+typedef struct {
+  fp8_gather_pipe pipe;
+  __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES];
+} fp8_gather_smem;
+
 /* Math first, so its warpgroups sit on warpgroup boundaries, then one loader warp:
  * 288 threads at the entry cap (ptxas allocates as if 384: 168 registers), no
  * setmaxnreg. 3-4% faster than a 40/232/232 split of the same loop, same-run A/B on an
@@ -88,6 +105,10 @@ WS_DECLARE_ROLES(gemm_fp8, FP8_ROLES);
  * pool: 3 x 128 x 160 + 128 x 32 = 65536). */
 #define FP8_WIDE_ROLES(ROLE) ROLE(FW_MATH, 4, 160, 3) ROLE(FW_LOADER, 1, 32, 1)
 WS_DECLARE_ROLES(gemm_fp8_wide, FP8_WIDE_ROLES);
+/* The gathered A: gemm_fp8's math and four loader warps, 384 threads at the entry cap
+ * (168 registers, as gemm_fp8's 288 get). */
+#define FP8_GATHER_ROLES(ROLE) ROLE(FG_MATH, 4, WS_REGS_ENTRY, 2) ROLE(FG_LOADER, 1, WS_REGS_ENTRY, 4)
+WS_DECLARE_ROLES(gemm_fp8_gather, FP8_GATHER_ROLES);
 
 typedef struct {
   float a0, a1, b;
@@ -169,7 +190,8 @@ WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, con
        * loads. */
       s = fp8_load_scales(&args, sp, tile.k0);
     }
-    const int a_first = tile.row0 & 3; /* the stage's A scales start at the tile's first row & ~3 */
+    /* the stage's A scales start at the tile's first row & ~3 (TMA), at its first row (gathered) */
+    const int a_first = args.a_rows ? 0 : tile.row0 & 3;
 #pragma unroll
     for (int i = 0; i < FP8_BN / 2; i++) total[i] = 0.0f;
     uint32_t full = ws_pipe_probe_at(&pipe, c);
@@ -235,17 +257,33 @@ WS_KERNEL(gemm_fp8_wide) gemm_fp8_wide_kernel(const __grid_constant__ ws_tmap ma
                                               const __grid_constant__ ws_tmap map_b,
                                               const __grid_constant__ ws_tmap map_d,
                                               const __grid_constant__ gemm_args args, ws_diag diag) {
-  /* gathered A: the loader warpgroup's four warps copy the rows (one warp issuing every
-   * row's copies kept the L1 GEMM of the MoE layer at 2.4x the contiguous one) */
+  /* gathered A: the loader warpgroup's four warps copy the rows and their scales (one warp
+   * issuing every row's copies kept the L1 GEMM of the MoE layer at 2.4x the contiguous one) */
   FP8_KERNEL_BODY(gemm_fp8_wide, fp8_wide_smem, FW_LOADER, FW_MATH, 3, offsetof(fp8_wide_stage, scales),
                   args.a_rows ? 4 : 1,
-                  if (args.scale_tma) fp8_math<3, FP8_WIDE_NBUF, 1>(sm, &pipe, &ctx, &args, &map_d);
+                  if (args.scale_tma || args.a_rows) fp8_math<3, FP8_WIDE_NBUF, 1>(sm, &pipe, &ctx, &args, &map_d);
                   else fp8_math<3, FP8_WIDE_NBUF, 0>(sm, &pipe, &ctx, &args, &map_d));
+}
+
+WS_KERNEL(gemm_fp8_gather) gemm_fp8_gather_kernel(const __grid_constant__ ws_tmap map_a,
+                                                  const __grid_constant__ ws_tmap map_b,
+                                                  const __grid_constant__ ws_tmap map_d,
+                                                  const __grid_constant__ gemm_args args, ws_diag diag) {
+  /* a_rows is set (gemm_kernel_for): rows and scales by the four loader warps */
+  FP8_KERNEL_BODY(gemm_fp8_gather, fp8_gather_smem, FG_LOADER, FG_MATH, 2, offsetof(fp8_gather_stage, scales), 4,
+                  fp8_math<2, 2, 1>(sm, &pipe, &ctx, &args, &map_d));
 }
 
 extern "C" const gemm_kernel *gemm_fp8_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8, "gemm_fp8", gemm_fp8_roles, gemm_fp8_NROLES, sizeof(fp8_smem) + 1024,
                                 (const void *)gemm_fp8_kernel, 128, FP8_BN, FP8_BK, 0, WS_DTYPE_U8, 1};
+  return &k;
+}
+
+extern "C" const gemm_kernel *gemm_fp8_gather_kernel_desc(void) {
+  static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8_GATHER, "gemm_fp8_gather", gemm_fp8_gather_roles,
+                                gemm_fp8_gather_NROLES, sizeof(fp8_gather_smem) + 1024, (const void *)gemm_fp8_gather_kernel,
+                                128, FP8_BN, FP8_BK, 0, WS_DTYPE_U8, 1};
   return &k;
 }
 

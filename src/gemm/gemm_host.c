@@ -186,6 +186,8 @@ static double fp8_cost(const ws_gemm_problem *p, int bm, int sms, double gain) {
 static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   if (p->type != WS_GEMM_FP8) return gemm_bf16_kernel_desc();
   const int forced = ws_knobs_get()->gemm_fp8_tile; /* 0: not forced */
+  /* a gathered A: the 128-row kernel with four loader warps, or the 192-row one if forced */
+  if (p->a_rows) return forced == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_gather_kernel_desc();
   if (forced) return forced == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_kernel_desc();
   if (sms < 1) sms = 1;
   /* K-block-major activation scales reach the 192-row kernel's stages by TMA (gemm_launch.c) */

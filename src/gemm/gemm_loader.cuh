@@ -15,8 +15,13 @@
  * box per row was correct (the 128-byte swizzle follows the shared-memory address) but
  * the TMA unit took about 40 ns per such copy: the L1 GEMM of the MoE layer at 4096
  * tokens ran 4.3x slower (H100, session 18). The rows come by 16-byte cp.async instead
- * (gemm_gather_rows); the indices are read per K step from L1 (the wide tile's loader
- * runs on 32 registers). */
+ * (gemm_gather_rows), from four loader warps; the indices are read per K step from L1
+ * (the wide tile's loader runs on 32 registers). The K block's scales come with them
+ * (4-byte cp.async into the stage's scale slot): with the math warps loading their
+ * gathered rows' scales from global memory, those loads queued behind the loader's
+ * 1024 cp.asyncs per stage in the SM's load/store path, and 43% of the warps' stall
+ * samples sat at the loop's scale loads (ncu, H200, session 22; the L1 GEMM 2.3x the
+ * copied rows' time). */
 #ifndef WARPSPEC_GEMM_LOADER_CUH
 #define WARPSPEC_GEMM_LOADER_CUH
 
@@ -33,15 +38,18 @@ WS_DEV uint8_t *gemm_smem_base(uint8_t *raw) { return ws_smem_align1024(raw); }
 /* The gathered A tile of rows row0 .. row0 + bm - 1 (rows past A read its row 0; so do
  * padding rows, a_rows -1), the K block at byte col_bytes of each row: 16-byte cp.async
  * pieces, 8 lanes per row and 4 rows per warp instruction, each piece stored where the
- * 128-byte swizzle puts it (piece p of row r at 16 x (p ^ (r & 7))). Every lane then
- * arrives on the stage's full barrier when its pieces have landed (noinc: those 32
- * arrivals are the pipe's writer count); the math fences the async proxy before wgmma. */
+ * 128-byte swizzle puts it (piece p of row r at 16 x (p ^ (r & 7))). With `scales` (the
+ * stage's scale slot, a shared-window address; 0: none) the lane of piece 0 also copies
+ * the row's scale of K block ks to scales + 4 r. Every lane then arrives on the stage's
+ * full barrier when its copies have landed (noinc: those arrivals are the pipe's writer
+ * count); the math fences the async proxy before wgmma. */
 WS_DEV void gemm_gather_rows(const ws_ctx *c, uint8_t *stage, const gemm_args *args, size_t col_bytes, int row0,
-                             int part, int parts) {
+                             int part, int parts, uint32_t scales, int ks) {
   const int bm = args->shape.bm, piece = c->lane & 7, rows = (int)args->rows; /* rows <= 2^30 (ws_gemm_check) */
   const int r0 = part * (bm / parts), r1 = r0 + bm / parts; /* this warp's share of the tile's rows */
   const uint32_t base = ws_smem_addr(stage), row_bytes = args->a_row_bytes;
   const uint8_t *g = args->a_gather + col_bytes + (uint32_t)piece * 16u;
+  const float *sk = args->a_scale + (uint32_t)ks * args->a_ks; /* column ks of the rows' scales */
   /* unrolled: the index loads of several rows in flight before their copies (one at a
    * time, each copy waited for its index: the gathered L1 GEMM ran 2.9x the contiguous) */
 #pragma unroll 8
@@ -49,6 +57,7 @@ WS_DEV void gemm_gather_rows(const ws_ctx *c, uint8_t *stage, const gemm_args *a
     const int src = row0 + r < rows ? __ldg(args->a_rows + row0 + r) : 0;
     ws_cp_async_cg_16_to(base + (uint32_t)r * 128u + ((uint32_t)(piece ^ (r & 7)) << 4),
                          g + (uint64_t)(uint32_t)max(src, 0) * row_bytes, 16);
+    if (scales && piece == 0) ws_cp_async_ca_4_to(scales + 4u * (uint32_t)r, sk + (uint32_t)max(src, 0) * args->a_rs);
   }
 }
 
@@ -73,8 +82,14 @@ WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_arg
   for (int t = (int)blockIdx.x; gemm_tile_at(&args->shape, &cur, t, &tile); t += (int)gridDim.x)
     for (int ks = tile.k0; ks < tile.k1; ks++, k = ws_cursor_next(k, pipe->stages)) {
       uint8_t *stage = slots + ws_pipe_acquire_at(pipe, c, k) * slot_bytes;
-      if (args->a_rows) { /* gathered: the A rows by cp.async, B by TMA, no scales in the stage */
-        gemm_gather_rows(c, stage, args, (size_t)ks * 128u, tile.row0 + tile.tm * args->shape.bm, part, parts);
+      if (args->a_rows) { /* gathered: the A rows by cp.async, B by TMA, the scales by cp.async where the stage has room */
+        const uint32_t sc = scale_offset ? ws_smem_addr(stage + scale_offset) : 0u;
+        gemm_gather_rows(c, stage, args, (size_t)ks * 128u, tile.row0 + tile.tm * args->shape.bm, part, parts, sc, ks);
+        /* the B scale of this tile's 128 columns, where the math reads the K-block-major form's (ks & 3) */
+        if (sc && part == 0 && c->lane == 0)
+          ws_cp_async_ca_4_to(sc + (uint32_t)GEMM_SCALE_A_BYTES(args->shape.bm) + 4u * (uint32_t)(ks & 3),
+                              args->b_scale + ((uint32_t)(tile.g * (n / 128) + tile.tn * (args->shape.bn / 128)) *
+                                               (uint32_t)args->shape.ksteps + (uint32_t)ks));
         if (part == 0) /* a padding warp's lane 0 is a "leader" too: one B copy per stage */
           ws_pipe_load_tile_2d_at(pipe, c, k, stage + b_offset, map_b, ks * bk, tile.g * n + tile.tn * args->shape.bn);
         ws_cp_async_mbarrier_arrive_noinc(&pipe->full[k.stage]);

@@ -227,13 +227,18 @@ WS_DEV void ws_cp_async_bulk_commit_group(void) {
 WS_DEV void ws_cp_async_cg_16_to(uint32_t dst, const void *src, uint32_t src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
-/* The same from a generic pointer into shared memory. */
+/* cp.async of 4 bytes (a scale) global -> shared, through L1 (.ca: the only form below 16
+ * bytes); dst a shared-window address (ws_smem_addr), 4-byte aligned. */
+WS_DEV void ws_cp_async_ca_4_to(uint32_t dst, const void *src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
+}
 /* Arrive on the mbarrier once all of this thread's earlier cp.async copies have landed,
  * without raising its expected count (the arrival is one of those it was made with). */
 WS_DEV void ws_cp_async_mbarrier_arrive_noinc(uint64_t *bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(ws_smem_addr(bar)) : "memory");
 }
 
+/* ws_cp_async_cg_16_to from a generic pointer into shared memory. */
 WS_DEV void ws_cp_async_cg_16(void *dst, const void *src, uint32_t src_bytes) {
   ws_cp_async_cg_16_to(ws_smem_addr(dst), src, src_bytes);
 }
