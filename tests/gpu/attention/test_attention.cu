@@ -100,6 +100,7 @@ int main(int argc, char **argv) {
   fails += check_page_wrap();
   fails += check_decode_nan(0);
   fails += check_decode_nan(1);
+  fails += check_flash_nan();
   /* ctest: what a user's `make test` runs in under 5 minutes: every schedule on the quick
    * cases, the long cases under the default schedules only, no batch-128 decode */
   const int lean = !strcmp(mode, "ctest"), longer = strcmp(mode, "quick") != 0;
