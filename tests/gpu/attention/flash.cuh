@@ -88,45 +88,35 @@ static int run_case(const attn_case *c) {
  * output of head 0 must be NaN; head 1 matches the reference as usual. */
 static int check_flash_nan(void) {
   const int S = 192, H = 2, D = 128; /* two key tiles: the NaN row sum is rescaled once */
-  const size_t n = (size_t)S * H * D, rows = (size_t)S * H;
-  uint16_t *hq = (uint16_t *)host_alloc(n, 2, 0), *hk = (uint16_t *)host_alloc(n, 2, 0);
-  uint16_t *hv = (uint16_t *)host_alloc(n, 2, 0), *ho = (uint16_t *)host_alloc(n, 2, 0);
+  const size_t n = (size_t)S * H * D, rows = (size_t)S * H, bad = ((size_t)5 * H + 0) * D + 3; /* key 5, head 0, dim 3 */
+  uint16_t *ho = (uint16_t *)host_alloc(n, 2, 0);
   float *hl = (float *)host_alloc(rows, sizeof(float), 0);
-  fill_uniform(hq, n, 1.0f);
-  fill_uniform(hk, n, 1.0f);
-  fill_uniform(hv, n, 1.0f);
-  hk[((size_t)5 * H + 0) * D + 3] = 0x7FC0u; /* key 5, head 0, dim 3 */
-  void *dq, *dk, *dv, *dout;
-  float *dl;
-  CUDA_OK(cudaMalloc(&dq, n * 2));
-  CUDA_OK(cudaMalloc(&dk, n * 2));
-  CUDA_OK(cudaMalloc(&dv, n * 2));
-  CUDA_OK(cudaMalloc(&dout, n * 2));
-  CUDA_OK(cudaMalloc((void **)&dl, rows * sizeof(float)));
-  CUDA_OK(cudaMemcpy(dq, hq, n * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dk, hk, n * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dv, hv, n * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemset(dout, 0, n * 2)); /* zeros: an output left unwritten is not NaN */
-  CUDA_OK(cudaMemset(dl, 0, rows * sizeof(float)));
+  td_qkv t; /* random q, k, v, uploaded (testdata/attention.h), then the one NaN in both copies of k */
+  CUDA_OK(td_qkv_make(&t, &rng_state, n, n, n, n, rows));
+  const uint16_t nan_bf16 = 0x7FC0u;
+  t.hk[bad] = nan_bf16;
+  CUDA_OK(cudaMemcpy((uint16_t *)t.dk + bad, &nan_bf16, 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(t.dout, 0, n * 2)); /* zeros: an output left unwritten is not NaN */
+  CUDA_OK(cudaMemset(t.dl, 0, rows * sizeof(float)));
   ws_attn_problem p;
   memset(&p, 0, sizeof p);
   p.batch = 1; p.seqlen_q = S; p.seqlen_k = S; p.total_q = S; p.total_k = S;
   p.heads_q = H; p.heads_kv = H; p.dim_qk = D; p.dim_v = D; p.mask = WS_ATTN_NO_MASK;
-  p.q = dq; p.k = dk; p.v = dv; p.o = dout; p.lse = dl;
+  p.q = t.dq; p.k = t.dk; p.v = t.dv; p.o = t.dout; p.lse = t.dl;
   WS_OK_OR_DIE(ws_attn_forward(&p, 0));
   CUDA_OK(cudaGetLastError());
   CUDA_OK(cudaDeviceSynchronize());
-  CUDA_OK(cudaMemcpy(ho, dout, n * 2, cudaMemcpyDeviceToHost));
-  CUDA_OK(cudaMemcpy(hl, dl, rows * sizeof(float), cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(ho, t.dout, n * 2, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(hl, t.dl, rows * sizeof(float), cudaMemcpyDeviceToHost));
   double *ro = (double *)host_alloc(n, sizeof(double), 0), *rl = (double *)host_alloc(rows, sizeof(double), 0);
   ws_attn_problem hp = p;
-  hp.q = hq; hp.k = hk; hp.v = hv; hp.o = ho; hp.lse = NULL;
+  hp.q = t.hq; hp.k = t.hk; hp.v = t.hv; hp.o = ho; hp.lse = NULL;
   WS_OK_OR_DIE(ws_attn_reference(&hp, ro, rl));
   size_t got_finite = 0, ref_finite = 0, bad1 = 0;
   double err1 = 0.0, ref1 = 0.0;
-  for (size_t t = 0; t < (size_t)S; t++)
+  for (size_t r = 0; r < (size_t)S; r++)
     for (size_t d = 0; d < (size_t)D; d++) {
-      const size_t i0 = (t * H + 0) * D + d, i1 = (t * H + 1) * D + d;
+      const size_t i0 = (r * H + 0) * D + d, i1 = (r * H + 1) * D + d;
       got_finite += !isnan(float_of(ho[i0]));
       ref_finite += !isnan(ro[i0]);
       const double g = float_of(ho[i1]);
@@ -135,13 +125,13 @@ static int check_flash_nan(void) {
       ref1 = fmax(ref1, fabs(ro[i1]));
     }
   size_t lse_finite = 0;
-  for (size_t t = 0; t < (size_t)S; t++) lse_finite += !isnan(hl[t * H + 0]);
+  for (size_t r = 0; r < (size_t)S; r++) lse_finite += !isnan(hl[r * H + 0]);
   const int fails = got_finite != 0 || ref_finite != 0 || lse_finite != 0 || bad1 != 0 || err1 > 2e-2 * ref1;
   printf("flash d128, a NaN in a key: head 0 %zu of %d outputs and %zu lse not NaN (reference: %zu); head 1: %zu not "
          "finite, max abs error %.2e of %.2e: %s\n", got_finite, S * D, lse_finite, ref_finite, bad1, err1, ref1,
          fails ? "FAILED" : "ok");
-  cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dout); cudaFree(dl);
-  free(hq); free(hk); free(hv); free(ho); free(hl); free(ro); free(rl);
+  td_qkv_free(&t);
+  free(ho); free(hl); free(ro); free(rl);
   return fails;
 }
 

@@ -16,6 +16,46 @@ typedef struct {
   int fp8;                        /* the FP8 cache (kv_fp8): rows quantised on the host */
 } dec_case;
 
+/* Run a decode problem whose q, cache, page table and lengths are in host memory (its o
+ * and lse are not used): upload them, fill o, lse and the workspace with byte `fill` (0xFF:
+ * NaN, so that anything left unwritten shows; 0: not NaN), run ws_mla_decode_forward and
+ * copy o and lse back into ho and hl. Returns the workspace bytes. */
+static size_t decode_on_gpu(const ws_mla_decode_problem *hp, int fill, uint16_t *ho, float *hl) {
+  const size_t rows = (size_t)hp->batch * hp->s_q * hp->heads, nq = rows * hp->dim_qk, no = rows * hp->dim_v;
+  const size_t kv_rows = (size_t)hp->num_pages * hp->page_size;
+  const size_t kv_bytes = hp->kv_fp8 ? kv_rows * WS_MLA_FP8_ROW_BYTES : kv_rows * hp->dim_qk * 2;
+  const size_t ntab = (size_t)hp->batch * hp->max_pages;
+  void *dq, *dkv, *dout, *ws = NULL;
+  int *dt, *dlen;
+  float *dl;
+  CUDA_OK(cudaMalloc(&dq, nq * 2));
+  CUDA_OK(cudaMalloc(&dkv, kv_bytes));
+  CUDA_OK(cudaMalloc(&dout, no * 2));
+  CUDA_OK(cudaMalloc((void **)&dl, rows * sizeof(float)));
+  CUDA_OK(cudaMalloc((void **)&dt, ntab * sizeof(int)));
+  CUDA_OK(cudaMalloc((void **)&dlen, (size_t)hp->batch * sizeof(int)));
+  CUDA_OK(cudaMemcpy(dq, hp->q, nq * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dkv, hp->kv_cache, kv_bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dt, hp->block_table, ntab * sizeof(int), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(dlen, hp->seqlens, (size_t)hp->batch * sizeof(int), cudaMemcpyHostToDevice));
+  ws_mla_decode_problem p = *hp;
+  p.q = dq; p.kv_cache = dkv; p.block_table = dt; p.seqlens = dlen; p.o = dout; p.lse = dl;
+  size_t wsb = 0;
+  WS_OK_OR_DIE(ws_mla_decode_workspace_size(&p, &wsb));
+  if (wsb) CUDA_OK(cudaMalloc(&ws, wsb));
+  CUDA_OK(cudaMemset(dout, fill, no * 2));
+  CUDA_OK(cudaMemset(dl, fill, rows * sizeof(float)));
+  if (ws) CUDA_OK(cudaMemset(ws, fill, wsb));
+  WS_OK_OR_DIE(ws_mla_decode_forward(&p, ws, wsb, 0));
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(ho, dout, no * 2, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(hl, dl, rows * sizeof(float), cudaMemcpyDeviceToHost));
+  cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(dl); cudaFree(dt); cudaFree(dlen);
+  if (ws) cudaFree(ws);
+  return wsb;
+}
+
 static int run_decode(const dec_case *c) {
   const int DQ = 576, DV = 512, P = 64;
   const int maxp = (c->max_len + P - 1) / P;
@@ -36,37 +76,14 @@ static int run_decode(const dec_case *c) {
     hkv8 = (uint8_t *)host_alloc(kv_bytes, 1, 0);
     WS_OK_OR_DIE(ws_mla_kv_quantize_fp8_host(hkv, kv_rows, hkv8));
   }
-  void *dq, *dkv, *dout, *ws = NULL;
-  int *dt, *dlen;
-  float *dl;
-  CUDA_OK(cudaMalloc(&dq, nq * 2));
-  CUDA_OK(cudaMalloc(&dkv, kv_bytes));
-  CUDA_OK(cudaMalloc(&dout, no * 2));
-  CUDA_OK(cudaMalloc((void **)&dl, rows * sizeof(float)));
-  CUDA_OK(cudaMalloc((void **)&dt, (size_t)c->batch * maxp * sizeof(int)));
-  CUDA_OK(cudaMalloc((void **)&dlen, (size_t)c->batch * sizeof(int)));
-  CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dkv, c->fp8 ? (const void *)hkv8 : (const void *)hkv, kv_bytes, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dt, table, (size_t)c->batch * maxp * sizeof(int), cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dlen, lens, (size_t)c->batch * sizeof(int), cudaMemcpyHostToDevice));
   ws_mla_decode_problem p;
   memset(&p, 0, sizeof p);
   p.batch = c->batch; p.s_q = c->s_q; p.heads = c->heads; p.dim_qk = DQ; p.dim_v = DV; p.page_size = P;
   p.num_pages = pages; p.max_pages = maxp; p.max_seqlen = c->max_len;
-  p.q = dq; p.kv_cache = dkv; p.block_table = dt; p.seqlens = dlen; p.o = dout; p.lse = dl;
+  p.q = hq; p.kv_cache = c->fp8 ? (const void *)hkv8 : (const void *)hkv; p.block_table = table; p.seqlens = lens;
   p.kv_fp8 = c->fp8;
-  size_t wsb = 0;
-  WS_OK_OR_DIE(ws_mla_decode_workspace_size(&p, &wsb));
-  if (wsb) CUDA_OK(cudaMalloc(&ws, wsb));
+  const size_t wsb = decode_on_gpu(&p, 0xFF, ho, hl);
   int fails = 0;
-  CUDA_OK(cudaMemset(dout, 0xFF, no * 2));
-  CUDA_OK(cudaMemset(dl, 0xFF, rows * sizeof(float)));
-  if (ws) CUDA_OK(cudaMemset(ws, 0xFF, wsb));
-  WS_OK_OR_DIE(ws_mla_decode_forward(&p, ws, wsb, 0));
-  CUDA_OK(cudaGetLastError());
-  CUDA_OK(cudaDeviceSynchronize());
-  CUDA_OK(cudaMemcpy(ho, dout, no * 2, cudaMemcpyDeviceToHost));
-  CUDA_OK(cudaMemcpy(hl, dl, rows * sizeof(float), cudaMemcpyDeviceToHost));
   /* a large batch: the float64 reference on 4 of its sequences (the first, the longest;
    * the middle one, the last, one at random) and 16 of their heads (one in 8, at a
    * different offset in each group of 8), the kernel's rows of those gathered */
@@ -113,8 +130,6 @@ static int run_decode(const dec_case *c) {
   if (big) { free(sq); free(so); free(sl); free(stab); free(slen); }
   free(ro);
   free(rl);
-  cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(dl); cudaFree(dt); cudaFree(dlen);
-  if (ws) cudaFree(ws);
   free(lens); free(table); free(hq); free(hkv); free(hkv8); free(ho); free(hl);
   return fails;
 }
@@ -145,39 +160,16 @@ static int check_decode_nan(int fp8) {
     WS_OK_OR_DIE(ws_mla_kv_quantize_fp8_host(hkv, kv_rows, hkv8));
     fails += hkv8[nan_row * WS_MLA_FP8_ROW_BYTES + 300] != 0x7F;
   }
-  void *dq, *dkv, *dout, *ws = NULL;
-  int *dt, *dlen;
-  float *dl;
-  CUDA_OK(cudaMalloc(&dq, nq * 2));
-  CUDA_OK(cudaMalloc(&dkv, kv_bytes));
-  CUDA_OK(cudaMalloc(&dout, no * 2));
-  CUDA_OK(cudaMalloc((void **)&dl, rows * sizeof(float)));
-  CUDA_OK(cudaMalloc((void **)&dt, (size_t)pages * sizeof(int)));
-  CUDA_OK(cudaMalloc((void **)&dlen, sizeof lens));
-  CUDA_OK(cudaMemcpy(dq, hq, nq * 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dkv, fp8 ? (const void *)hkv8 : (const void *)hkv, kv_bytes, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dt, table, (size_t)pages * sizeof(int), cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemcpy(dlen, lens, sizeof lens, cudaMemcpyHostToDevice));
   ws_mla_decode_problem p;
   memset(&p, 0, sizeof p);
   p.batch = B; p.s_q = 1; p.heads = H; p.dim_qk = DQ; p.dim_v = DV; p.page_size = P;
   p.num_pages = pages; p.max_pages = maxp; p.max_seqlen = len;
-  p.q = dq; p.kv_cache = dkv; p.block_table = dt; p.seqlens = dlen; p.o = dout; p.lse = dl;
+  p.q = hq; p.kv_cache = fp8 ? (const void *)hkv8 : (const void *)hkv; p.block_table = table; p.seqlens = lens;
   p.kv_fp8 = fp8;
-  size_t wsb = 0;
-  WS_OK_OR_DIE(ws_mla_decode_workspace_size(&p, &wsb));
-  if (wsb) CUDA_OK(cudaMalloc(&ws, wsb));
-  CUDA_OK(cudaMemset(dout, 0, no * 2)); /* zeros: an output left unwritten is not NaN */
-  WS_OK_OR_DIE(ws_mla_decode_forward(&p, ws, wsb, 0));
-  CUDA_OK(cudaGetLastError());
-  CUDA_OK(cudaDeviceSynchronize());
-  CUDA_OK(cudaMemcpy(ho, dout, no * 2, cudaMemcpyDeviceToHost));
-  CUDA_OK(cudaMemcpy(hl, dl, rows * sizeof(float), cudaMemcpyDeviceToHost));
+  decode_on_gpu(&p, 0, ho, hl); /* zeros: an output left unwritten is not NaN */
   double *ro = (double *)host_alloc(no, sizeof(double), 0), *rl = (double *)host_alloc(rows, sizeof(double), 0);
-  ws_mla_decode_problem hp = p;
-  hp.q = hq; hp.kv_cache = fp8 ? (const void *)hkv8 : (const void *)hkv; hp.block_table = table; hp.seqlens = lens;
-  hp.o = ho; hp.lse = NULL;
-  WS_OK_OR_DIE(ws_mla_decode_reference(&hp, ro, rl));
+  p.o = ho; /* the reference writes ro and rl; o is only checked non-NULL */
+  WS_OK_OR_DIE(ws_mla_decode_reference(&p, ro, rl));
   size_t got_finite = 0, ref_finite = 0; /* sequence 0: rows 0 .. H - 1 */
   for (size_t i = 0; i < (size_t)H * DV; i++) {
     got_finite += !isnan(float_of(ho[i]));
@@ -189,8 +181,6 @@ static int check_decode_nan(int fp8) {
   /* sequence 1 never sees that row */
   fails += !compare(fp8 ? "decode fp8, the sequence without the NaN" : "decode bf16, the sequence without the NaN",
                     "", ho + (size_t)H * DV, ro + (size_t)H * DV, (size_t)H * DV, DV, hl + H, rl + H, H, 1, 64);
-  cudaFree(dq); cudaFree(dkv); cudaFree(dout); cudaFree(dl); cudaFree(dt); cudaFree(dlen);
-  if (ws) cudaFree(ws);
   free(table); free(hq); free(hkv); free(hkv8); free(ho); free(hl); free(ro); free(rl);
   return fails;
 }
