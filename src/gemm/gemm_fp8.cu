@@ -174,11 +174,8 @@ WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, con
     fp8_scales s = {0.0f, 0.0f, 0.0f};
     if constexpr (!SMEM_SCALES) {
       const int last = (int)(args.rows - 1), r0 = tile.row0 + tile.tm * (WGS * 64) + lr; /* rows < 2^31 */
-      int s0 = min(r0, last), s1 = min(r0 + 8, last);
-      if (args.a_rows) { /* gathered: the scales of the A rows the loader fetched (-1: row 0) */
-        s0 = max(__ldg(args.a_rows + s0), 0);
-        s1 = max(__ldg(args.a_rows + s1), 0);
-      }
+      /* (a gathered A never comes here: its loader puts the scales into the stages) */
+      const int s0 = min(r0, last), s1 = min(r0 + 8, last);
       sp.a0 = (uint32_t)s0 * args.a_rs;
       sp.a1 = (uint32_t)s1 * args.a_rs;
       sp.b = ((uint32_t)tile.g * (uint32_t)(n / 128) + (uint32_t)tile.tn * (FP8_BN / 128)) * (uint32_t)kblocks;
