@@ -125,7 +125,7 @@ static int check_flash_nan(void) {
       ref1 = fmax(ref1, fabs(ro[i1]));
     }
   size_t lse_finite = 0;
-  for (size_t r = 0; r < (size_t)S; r++) lse_finite += !isnan(hl[r * H + 0]);
+  for (size_t r = 0; r < (size_t)S; r++) lse_finite += !isnan(hl[r]); /* flash lse is [heads_q][tokens_q]: head 0 first */
   const int fails = got_finite != 0 || ref_finite != 0 || lse_finite != 0 || bad1 != 0 || err1 > 2e-2 * ref1;
   printf("flash d128, a NaN in a key: head 0 %zu of %d outputs and %zu lse not NaN (reference: %zu); head 1: %zu not "
          "finite, max abs error %.2e of %.2e: %s\n", got_finite, S * D, lse_finite, ref_finite, bad1, err1, ref1,
