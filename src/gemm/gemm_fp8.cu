@@ -75,8 +75,16 @@ typedef struct __align__(1024) {
 
 WS_PIPE_STORAGE(fp8_pipe, fp8_stage, 6);
 WS_PIPE_STORAGE(fp8_wide_pipe, fp8_wide_stage, FP8_WIDE_STAGES);
-/* 5 x 33 KiB: a sixth stage would not fit beside the epilogue's buffers */
-WS_PIPE_STORAGE(fp8_gather_pipe, fp8_gather_stage, 5);
+/* 5 x 33 KiB beside two epilogue buffers per warpgroup; 6 stages fit with one
+ * (-DFP8_GATHER_STAGES=6 -DFP8_GATHER_NBUF=1, for measurement: the gathered loader is
+ * latency-bound, ncu session 22) */
+#ifndef FP8_GATHER_STAGES
+#define FP8_GATHER_STAGES 5
+#endif
+#ifndef FP8_GATHER_NBUF
+#define FP8_GATHER_NBUF 2
+#endif
+WS_PIPE_STORAGE(fp8_gather_pipe, fp8_gather_stage, FP8_GATHER_STAGES);
 
 /* The pipe, then per math warpgroup NBUF 64 x 64 bf16 chunks for the TMA-store epilogue. */
 typedef struct {
@@ -91,7 +99,7 @@ typedef struct {
 
 typedef struct {
   fp8_gather_pipe pipe;
-  __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES];
+  __align__(1024) uint8_t out[2][FP8_GATHER_NBUF * GEMM_CHUNK_BYTES];
 } fp8_gather_smem;
 
 /* Math first, so its warpgroups sit on warpgroup boundaries, then one loader warp:
@@ -271,7 +279,7 @@ WS_KERNEL(gemm_fp8_gather) gemm_fp8_gather_kernel(const __grid_constant__ ws_tma
                                                   const __grid_constant__ gemm_args args, ws_diag diag) {
   /* a_rows is set (gemm_kernel_for): rows and scales by the four loader warps, each tile's rows kept in registers */
   FP8_KERNEL_BODY(gemm_fp8_gather, fp8_gather_smem, FG_LOADER, gemm_load_gathered, FG_MATH, 2, offsetof(fp8_gather_stage, scales), 4,
-                  fp8_math<2, 2, 1>(sm, &pipe, &ctx, &args, &map_d));
+                  fp8_math<2, FP8_GATHER_NBUF, 1>(sm, &pipe, &ctx, &args, &map_d));
 }
 
 extern "C" const gemm_kernel *gemm_fp8_kernel_desc(void) {
