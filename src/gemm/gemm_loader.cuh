@@ -116,6 +116,11 @@ WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_arg
  * over that arithmetic while the math waited for stages, ncu, session 22). Same stage
  * contents and arrivals as gemm_load_tiles' gathered path. map_a is unused (the same
  * signature, for FP8_KERNEL_BODY). */
+/* GEMM_GATHER_L2_PF 1: the row copies ask L2 for 256 bytes on a miss (the row's next K
+ * block with this one); 0 for the A/B. */
+#ifndef GEMM_GATHER_L2_PF
+#define GEMM_GATHER_L2_PF 1
+#endif
 WS_DEV void gemm_load_gathered(const ws_pipe *pipe, const ws_ctx *c, const gemm_args *args, int bk, uint8_t *slots,
                                size_t slot_bytes, size_t b_offset, size_t scale_offset, const ws_tmap *map_a,
                                const ws_tmap *map_b, int part = 0, int parts = 1) {
@@ -145,7 +150,11 @@ WS_DEV void gemm_load_gathered(const ws_pipe *pipe, const ws_ctx *c, const gemm_
 #pragma unroll
       for (int i = 0; i < R; i++) {
         const uint32_t r = (uint32_t)(first + 4 * i);
+#if GEMM_GATHER_L2_PF
+        ws_cp_async_cg_16_to_pf256(base + r * 128u + ((uint32_t)(piece ^ (r & 7)) << 4), src[i] + (uint32_t)ks * 128u);
+#else
         ws_cp_async_cg_16_to(base + r * 128u + ((uint32_t)(piece ^ (r & 7)) << 4), src[i] + (uint32_t)ks * 128u, 16);
+#endif
         if (piece == 0) ws_cp_async_ca_4_to(sc + 4u * r, srow[i] + (uint32_t)ks * args->a_ks);
       }
       if (part == 0) {
