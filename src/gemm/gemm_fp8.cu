@@ -75,8 +75,16 @@ typedef struct __align__(1024) {
 
 WS_PIPE_STORAGE(fp8_pipe, fp8_stage, 6);
 WS_PIPE_STORAGE(fp8_wide_pipe, fp8_wide_stage, FP8_WIDE_STAGES);
-/* 5 x 33 KiB: a sixth stage would not fit beside the epilogue's buffers */
-WS_PIPE_STORAGE(fp8_gather_pipe, fp8_gather_stage, 5);
+/* 5 x 33 KiB beside two epilogue buffers per warpgroup; 6 stages fit with one
+ * (-DFP8_GATHER_STAGES=6 -DFP8_GATHER_NBUF=1, for measurement: the gathered loader is
+ * latency-bound, ncu session 22) */
+#ifndef FP8_GATHER_STAGES
+#define FP8_GATHER_STAGES 5
+#endif
+#ifndef FP8_GATHER_NBUF
+#define FP8_GATHER_NBUF 2
+#endif
+WS_PIPE_STORAGE(fp8_gather_pipe, fp8_gather_stage, FP8_GATHER_STAGES);
 
 /* The pipe, then per math warpgroup NBUF 64 x 64 bf16 chunks for the TMA-store epilogue. */
 typedef struct {
@@ -91,7 +99,7 @@ typedef struct {
 
 typedef struct {
   fp8_gather_pipe pipe;
-  __align__(1024) uint8_t out[2][2 * GEMM_CHUNK_BYTES];
+  __align__(1024) uint8_t out[2][FP8_GATHER_NBUF * GEMM_CHUNK_BYTES];
 } fp8_gather_smem;
 
 /* Math first, so its warpgroups sit on warpgroup boundaries, then one loader warp:
@@ -223,7 +231,7 @@ WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, con
 
 /* The kernels: the pipe (readers release once per warp: wgmma reads a stage
  * warpgroup-wide, ws_pipe_release_warp_at), the role branches, and the bodies above. */
-#define FP8_KERNEL_BODY(P, SMEM, LOADER, MATH, WGS, SCALE_OFFSET, PARTS, ...)                                \
+#define FP8_KERNEL_BODY(P, SMEM, LOADER, LOAD, MATH, WGS, SCALE_OFFSET, PARTS, ...)                          \
   extern __shared__ __align__(1024) uint8_t smem_raw[];                                                       \
   SMEM *sm = (SMEM *)gemm_smem_base(smem_raw);                                                                \
   ws_ctx ctx = WS_SELF(P, diag);                                                                              \
@@ -235,7 +243,7 @@ WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, con
   if (ctx.role == LOADER) {                                                                                   \
     WS_ENTER_ROLE(P, LOADER);                                                                                 \
     if (ctx.replica >= parts) return; /* a padding warp (ctx.spare) not needed */                            \
-    gemm_load_tiles(&pipe, &ctx, &args, FP8_BK, (uint8_t *)sm->pipe.slot, sizeof(sm->pipe.slot[0]),           \
+    LOAD(&pipe, &ctx, &args, FP8_BK, (uint8_t *)sm->pipe.slot, sizeof(sm->pipe.slot[0]),                      \
                     offsetof(__typeof__(sm->pipe.slot[0]), b), (SCALE_OFFSET), &map_a, &map_b, ctx.replica, parts); \
     return;                                                                                                   \
   }                                                                                                           \
@@ -247,7 +255,7 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
                                     const __grid_constant__ ws_tmap map_d, const __grid_constant__ gemm_args args,
                                     ws_diag diag) {
   /* scales from global memory: through shared memory this tile measured 10% slower */
-  FP8_KERNEL_BODY(gemm_fp8, fp8_smem, F_LOADER, F_MATH, 2, 0, 1, fp8_math<2, 2, 0>(sm, &pipe, &ctx, &args, &map_d));
+  FP8_KERNEL_BODY(gemm_fp8, fp8_smem, F_LOADER, gemm_load_tiles, F_MATH, 2, 0, 1, fp8_math<2, 2, 0>(sm, &pipe, &ctx, &args, &map_d));
 }
 
 WS_KERNEL(gemm_fp8_wide) gemm_fp8_wide_kernel(const __grid_constant__ ws_tmap map_a,
@@ -256,7 +264,7 @@ WS_KERNEL(gemm_fp8_wide) gemm_fp8_wide_kernel(const __grid_constant__ ws_tmap ma
                                               const __grid_constant__ gemm_args args, ws_diag diag) {
   /* gathered A: the loader warpgroup's four warps copy the rows and their scales (one warp
    * issuing every row's copies kept the L1 GEMM of the MoE layer at 2.4x the contiguous one) */
-  FP8_KERNEL_BODY(gemm_fp8_wide, fp8_wide_smem, FW_LOADER, FW_MATH, 3, offsetof(fp8_wide_stage, scales),
+  FP8_KERNEL_BODY(gemm_fp8_wide, fp8_wide_smem, FW_LOADER, gemm_load_tiles, FW_MATH, 3, offsetof(fp8_wide_stage, scales),
                   args.a_rows ? 4 : 1,
                   if (args.scale_tma || args.a_rows) fp8_math<3, FP8_WIDE_NBUF, 1>(sm, &pipe, &ctx, &args, &map_d);
                   else fp8_math<3, FP8_WIDE_NBUF, 0>(sm, &pipe, &ctx, &args, &map_d));
@@ -266,9 +274,9 @@ WS_KERNEL(gemm_fp8_gather) gemm_fp8_gather_kernel(const __grid_constant__ ws_tma
                                                   const __grid_constant__ ws_tmap map_b,
                                                   const __grid_constant__ ws_tmap map_d,
                                                   const __grid_constant__ gemm_args args, ws_diag diag) {
-  /* a_rows is set (gemm_kernel_for): rows and scales by the four loader warps */
-  FP8_KERNEL_BODY(gemm_fp8_gather, fp8_gather_smem, FG_LOADER, FG_MATH, 2, offsetof(fp8_gather_stage, scales), 4,
-                  fp8_math<2, 2, 1>(sm, &pipe, &ctx, &args, &map_d));
+  /* a_rows is set (gemm_kernel_for): rows and scales by the four loader warps, each tile's rows kept in registers */
+  FP8_KERNEL_BODY(gemm_fp8_gather, fp8_gather_smem, FG_LOADER, gemm_load_gathered, FG_MATH, 2, offsetof(fp8_gather_stage, scales), 4,
+                  fp8_math<2, FP8_GATHER_NBUF, 1>(sm, &pipe, &ctx, &args, &map_d));
 }
 
 extern "C" const gemm_kernel *gemm_fp8_kernel_desc(void) {

@@ -107,4 +107,64 @@ WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_arg
     }
 }
 
+/* gemm_load_tiles for a gathered A when the loader has the registers to keep a tile's rows
+ * (gemm_fp8_gather: four warps at the entry cap; the 192-row kernel's loader runs on 32
+ * registers and keeps gemm_load_tiles): per tile, each lane loads its rows' indices once
+ * and keeps their source addresses, shared-memory offsets and scale rows in registers;
+ * per K step it only issues the copies (gemm_gather_rows re-read the indices and redid
+ * the 64-bit address arithmetic at every step: the loader warps' samples were spread
+ * over that arithmetic while the math waited for stages, ncu, session 22). Same stage
+ * contents and arrivals as gemm_load_tiles' gathered path. map_a is unused (the same
+ * signature, for FP8_KERNEL_BODY). */
+/* GEMM_GATHER_L2_PF 1: the row copies ask L2 for 256 bytes on a miss (the row's next K
+ * block with this one); 0 for the A/B. */
+#ifndef GEMM_GATHER_L2_PF
+#define GEMM_GATHER_L2_PF 1
+#endif
+WS_DEV void gemm_load_gathered(const ws_pipe *pipe, const ws_ctx *c, const gemm_args *args, int bk, uint8_t *slots,
+                               size_t slot_bytes, size_t b_offset, size_t scale_offset, const ws_tmap *map_a,
+                               const ws_tmap *map_b, int part = 0, int parts = 1) {
+  (void)map_a;
+  constexpr int R = 8; /* rows per lane: 128-row tile, four warps, four rows per warp instruction */
+  if (ws_role_leader(c) && part == 0) ws_prefetch_tensormap(&map_b->map);
+  const int n = args->shape.n, bm = args->shape.bm, piece = c->lane & 7, rows = (int)args->rows;
+  const int first = part * (bm / parts) + (c->lane >> 3); /* this lane's rows: first + 4 i, i < R */
+  gemm_cursor cur = gemm_cursor_start(&args->shape);
+  gemm_tile tile;
+  ws_cursor k = {0, 0};
+  for (int t = (int)blockIdx.x; gemm_tile_at(&args->shape, &cur, t, &tile); t += (int)gridDim.x) {
+    const int row0 = tile.row0 + tile.tm * bm;
+    const uint8_t *src[R];
+    const float *srow[R];
+#pragma unroll
+    for (int i = 0; i < R; i++) { /* rows past A and padding rows (-1) read A row 0 */
+      const int r = first + 4 * i;
+      const uint32_t a = (uint32_t)max(row0 + r < rows ? __ldg(args->a_rows + row0 + r) : 0, 0);
+      src[i] = args->a_gather + (uint64_t)a * args->a_row_bytes + (uint32_t)piece * 16u;
+      srow[i] = args->a_scale + a * args->a_rs;
+    }
+    const uint32_t bscale = (uint32_t)(tile.g * (n / 128) + tile.tn * (args->shape.bn / 128)) * (uint32_t)args->shape.ksteps;
+    for (int ks = tile.k0; ks < tile.k1; ks++, k = ws_cursor_next(k, pipe->stages)) {
+      uint8_t *stage = slots + ws_pipe_acquire_at(pipe, c, k) * slot_bytes;
+      const uint32_t base = ws_smem_addr(stage), sc = base + (uint32_t)scale_offset;
+#pragma unroll
+      for (int i = 0; i < R; i++) {
+        const uint32_t r = (uint32_t)(first + 4 * i);
+#if GEMM_GATHER_L2_PF
+        ws_cp_async_cg_16_to_pf256(base + r * 128u + ((uint32_t)(piece ^ (r & 7)) << 4), src[i] + (uint32_t)ks * 128u);
+#else
+        ws_cp_async_cg_16_to(base + r * 128u + ((uint32_t)(piece ^ (r & 7)) << 4), src[i] + (uint32_t)ks * 128u, 16);
+#endif
+        if (piece == 0) ws_cp_async_ca_4_to(sc + 4u * r, srow[i] + (uint32_t)ks * args->a_ks);
+      }
+      if (part == 0) {
+        if (c->lane == 0)
+          ws_cp_async_ca_4_to(sc + (uint32_t)GEMM_SCALE_A_BYTES(bm) + 4u * (uint32_t)(ks & 3), args->b_scale + (bscale + (uint32_t)ks));
+        ws_pipe_load_tile_2d_at(pipe, c, k, stage + b_offset, map_b, ks * bk, tile.g * n + tile.tn * args->shape.bn);
+      }
+      ws_cp_async_mbarrier_arrive_noinc(&pipe->full[k.stage]);
+    }
+  }
+}
+
 #endif

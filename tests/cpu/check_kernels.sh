@@ -54,7 +54,7 @@ for bin in "$@"; do
       check_sass gemm_fp8_wide_kernel UTMASTG 1
       check_sass gemm_bf16_kernel UTMASTG 1
       check_sass gemm_fp8_gather_kernel QGMMA.64x128x32 1
-      check_sass gemm_fp8_gather_kernel LDGSTS.E.BYPASS.128 1
+      check_sass gemm_fp8_gather_kernel LDGSTS.E.BYPASS 1
       check_sass gemm_fp8_gather_kernel UTMALDG 1
       check_sass gemm_fp8_gather_kernel UTMASTG 1
       check_sass gemm_fp8_kernel UTMASTG 1

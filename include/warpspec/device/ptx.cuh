@@ -227,6 +227,11 @@ WS_DEV void ws_cp_async_bulk_commit_group(void) {
 WS_DEV void ws_cp_async_cg_16_to(uint32_t dst, const void *src, uint32_t src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
+/* ws_cp_async_cg_16_to with L2's 256-byte prefetch on a miss: a row walked in 128-byte
+ * steps (a gathered GEMM row, one K block per stage) finds its next step in L2. */
+WS_DEV void ws_cp_async_cg_16_to_pf256(uint32_t dst, const void *src) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
 /* cp.async of 4 bytes (a scale) global -> shared, through L1 (.ca: the only form below 16
  * bytes); dst a shared-window address (ws_smem_addr), 4-byte aligned. */
 WS_DEV void ws_cp_async_ca_4_to(uint32_t dst, const void *src) {
