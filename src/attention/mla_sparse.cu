@@ -88,17 +88,29 @@ static __device__ __forceinline__ void mla_keys(const mla_args *a, int tok, int 
   *nkeys = max(0, min(min(n, last + 1), b0 + a->chunk) - b0);
 }
 
-/* The kv row of key kk (0 .. nkeys - 1) of this CTA, or -1 when masked (never read). */
+/* The kv row of key kk (0 .. nkeys - 1) of this CTA, or -1 when masked (never read), found
+ * in two steps so that the gather can load the next block's index entries and look at them
+ * only when it copies that block: mla_row_fetch loads the entry of an index list
+ * (MLA_ROW_NONE past the keys), mla_row_resolve turns it into the row. Done in one step,
+ * the compiler tested each loaded index right after its load, and the gather waited there
+ * on every block (17% of sparse prefill's stall samples, ncu, session 22); split in two,
+ * sparse BF16 decode went from 330 to 393 TFLOPS (H200, session 23). A paged cache's page
+ * entry is looked up in mla_row_resolve, one block ahead as before: fetched two blocks
+ * ahead it cost paged BF16 decode 9% (397 -> 360 TFLOPS, same run). */
+#define MLA_ROW_NONE (-2147483647 - 1)
 template <int SPLIT>
-static __device__ __forceinline__ int mla_row(const mla_args *a, int tok, int kbeg, int nkeys, int kk) {
-  if (kk >= nkeys) return -1;
-  int r;
-  if (SPLIT) {
-    r = __ldg(a->indices + (size_t)tok * a->topk + kbeg + kk);
-  } else if (a->indices) {
-    r = __ldg(a->indices + (size_t)tok * a->topk + kk);
-  } else {
-    const int j = kbeg + kk;
+static __device__ __forceinline__ int mla_row_fetch(const mla_args *a, int tok, int kbeg, int nkeys, int kk) {
+  if (kk >= nkeys) return MLA_ROW_NONE;
+  if (SPLIT) return __ldg(a->indices + (size_t)tok * a->topk + kbeg + kk);
+  if (a->indices) return __ldg(a->indices + (size_t)tok * a->topk + kk);
+  return kk; /* paged: looked up by mla_row_resolve */
+}
+template <int SPLIT>
+static __device__ __forceinline__ int mla_row_resolve(const mla_args *a, int tok, int kbeg, int e) {
+  if (e == MLA_ROW_NONE) return -1;
+  int r = e;
+  if (!SPLIT && !a->indices) {
+    const int j = kbeg + e;
     const int page = __ldg(a->block_table + (size_t)(tok / a->s_q) * a->max_pages + j / a->page_size);
     /* 64-bit: a page id past the cache must not wrap onto one of its rows */
     const long long row = (long long)page * a->page_size + j % a->page_size;
@@ -442,9 +454,13 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     ws_cursor k = c0;
     if (FP8) { /* lookup and conversion: row t % 64, half t / 64; copies: rows 4 (t >> 3) + j */
       const int row = t & 63, half = t >> 6, row0 = 4 * (t >> 3);
-      int d = nblk > 0 ? mla_row<SPLIT>(&a, tok, kbeg, nkeys, row) : -1;
+      /* d_next: the next block's row, resolved a block ahead; e: the entry
+       * of the block after it, loaded a block ahead (MLA_ROW_NONE: none) */
+      int d_next = mla_row_resolve<SPLIT>(&a, tok, kbeg, mla_row_fetch<SPLIT>(&a, tok, kbeg, nkeys, row));
+      int e = mla_row_fetch<SPLIT>(&a, tok, kbeg, nkeys, MLA_BN + row);
       for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
         const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k), stage = ws_smem_addr(sm->kv[s][0]);
+        const int d = d_next;
         if (half == 0) {
           sm->valid[s][row] = d >= 0;
           sm->rows[s][row] = d;
@@ -455,8 +471,10 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
         for (int j = 0; j < 4; j++) r[j] = sm->rows[s][row0 + j];
         mla_gather_fp8_copy(stage, a.kv8, r, t);
         const float4 sc = mla_fp8_scales(a.kv8, d);
-        /* the next block's row, looked up while these land */
-        if (nb + 1 < nblk) d = mla_row<SPLIT>(&a, tok, kbeg, nkeys, (nb + 1) * MLA_BN + row);
+        /* the next block's row (its entry landed a block ago), and the entry of
+         * the block after it, while these land */
+        d_next = mla_row_resolve<SPLIT>(&a, tok, kbeg, e);
+        e = mla_row_fetch<SPLIT>(&a, tok, kbeg, nkeys, (nb + 2) * MLA_BN + row);
         mla_gather_fp8_convert(&ctx, stage, sc, row, half);
         ws_pipe_commit_at(&kvp, &ctx, k); /* fence.proxy.async (the generic stores), then arrive */
       }
@@ -468,16 +486,22 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
      * thread per half row read 16 bytes of 32 lines per instruction: twice the L2 sectors
      * and 8x the shared-memory wavefronts; docs/design_mla.md, 5.1.) */
     const int piece = t & 7, row0 = t >> 3;
-    int r_next[4];
+    /* r_next: the next block's rows, resolved a block ahead; e_next: the
+     * entries of the block after it, loaded a block ahead */
+    int r_next[4], e_next[4];
 #pragma unroll
-    for (int j = 0; j < 4; j++) r_next[j] = nblk > 0 ? mla_row<SPLIT>(&a, tok, kbeg, nkeys, row0 + 16 * j) : -1;
+    for (int j = 0; j < 4; j++) {
+      r_next[j] = mla_row_resolve<SPLIT>(&a, tok, kbeg, mla_row_fetch<SPLIT>(&a, tok, kbeg, nkeys, row0 + 16 * j));
+      e_next[j] = mla_row_fetch<SPLIT>(&a, tok, kbeg, nkeys, MLA_BN + row0 + 16 * j);
+    }
     for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
       const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
       int r[4];
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         r[j] = r_next[j];
-        if (nb + 1 < nblk) r_next[j] = mla_row<SPLIT>(&a, tok, kbeg, nkeys, (nb + 1) * MLA_BN + row0 + 16 * j);
+        r_next[j] = mla_row_resolve<SPLIT>(&a, tok, kbeg, e_next[j]);
+        e_next[j] = mla_row_fetch<SPLIT>(&a, tok, kbeg, nkeys, (nb + 2) * MLA_BN + row0 + 16 * j);
       }
       const uint32_t stage = ws_smem_addr(sm->kv[s][0]);
 #pragma unroll
