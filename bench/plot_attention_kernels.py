@@ -1,7 +1,10 @@
 """plot_attention_kernels.py LOG [LOG_BEFORE] PNG - the kernels' own timings from
 `warpspec bench attn-kernels` logs (or the older `test_attention bench` / `nsa` ones: the
-same rows) as bars: MLA decode and sparse prefill TFLOPS (with an earlier log: before and
-after), and NSA against the dense causal flash kernel of the same run."""
+same rows) as bars: MLA decode, sparse decode and sparse prefill TFLOPS (with an earlier
+log: before and after), and NSA against the dense causal flash kernel of the same run.
+Each log may be FILE:PREFIX, for logs whose lines carry the build's name in front
+("b_main bench ..."): only the lines with that prefix are read. The first timing of a
+row name counts (the default schedule, which `bench attn-kernels` times first)."""
 import re
 import sys
 
@@ -11,10 +14,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def parse(path):
+def parse(spec):
+    path, _, prefix = spec.partition(":")
     mla, nsa = {}, []
     for line in open(path):
-        m = re.match(r"bench ((?:decode|mla) .*?)\s+([\d.]+) ms\s+([\d.]+) TFLOPS", line)
+        if prefix:
+            if not line.startswith(prefix + " "):
+                continue
+            line = line[len(prefix) + 1:]
+        m = re.match(r"bench ((?:decode|sparse decode|mla) .*?)\s+([\d.]+) ms\s+([\d.]+) TFLOPS", line)
         if m:
             mla.setdefault(m.group(1).strip(), float(m.group(3)))
         m = re.match(r"bench (nsa .*?)\s+([\d.]+) ms\s+([\d.]+) TFLOPS \| dense causal flash\s+([\d.]+) ms\s+([\d.]+) TFLOPS",
@@ -43,8 +51,8 @@ def main(argv):
     ax.set_yticklabels(names, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("TFLOPS")
-    ax.set_title("MLA decode and sparse prefill (warpspec bench attn-kernels)")
-    ax.legend()
+    ax.set_title("MLA kernels alone (warpspec bench attn-kernels)")
+    ax.legend(loc="lower right")
     if nsa:
         ax = axes[0][1]
         y = range(len(nsa))
