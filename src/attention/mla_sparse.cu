@@ -92,11 +92,10 @@ static __device__ __forceinline__ void mla_keys(const mla_args *a, int tok, int 
  * in two steps so that the gather can load the next block's index entries and look at them
  * only when it copies that block: mla_row_fetch loads the entry of an index list
  * (MLA_ROW_NONE past the keys), mla_row_resolve turns it into the row. Done in one step,
- * the compiler tested each loaded index right after its load, and the gather waited there
- * on every block (17% of sparse prefill's stall samples, ncu, session 22); split in two,
- * sparse BF16 decode went from 330 to 393 TFLOPS (H200, session 23). A paged cache's page
- * entry is looked up in mla_row_resolve, one block ahead as before: fetched two blocks
- * ahead it cost paged BF16 decode 9% (397 -> 360 TFLOPS, same run). */
+ * the compiler tested each loaded index right after its load and the gather waited there
+ * on every block. A paged cache's page entry is looked up in mla_row_resolve, one block
+ * ahead: fetched two blocks ahead it made paged decode slower (docs/design_mla.md 6.1,
+ * docs/benchmarks.md session 23). */
 #define MLA_ROW_NONE (-2147483647 - 1)
 template <int SPLIT>
 static __device__ __forceinline__ int mla_row_fetch(const mla_args *a, int tok, int kbeg, int nkeys, int kk) {
