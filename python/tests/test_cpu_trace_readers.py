@@ -59,3 +59,30 @@ def test_trace_probes_without_probes(tmp_path):
     write(path, [dict(t_ns=0, role_name="X_MATH", role=0, replica=0, event="item_begin", arg=0, what="item", sm=5)])
     out = subprocess.run([sys.executable, PROBES, str(path)], capture_output=True, text=True, check=True).stdout
     assert "no probe events" in out
+
+
+NCU_STALLS = os.path.join(HERE, "..", "..", "bench", "ncu_stalls.py")
+
+
+def test_ncu_stalls_ranks_lines_and_reasons(tmp_path):
+    """bench/ncu_stalls.py on a made-up source-page CSV (ncu's preamble, metric-name
+    columns): the totals by reason and the lines in order of their samples."""
+    path = tmp_path / "src.csv"
+    head = ["# Address", "Source", "smsp__pcsamp_warps_issue_stalled_long_scoreboard",
+            "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued", "smsp__pcsamp_warps_issue_stalled_barrier",
+            "smsp__pcsamp_warps_issue_stalled_wait"]
+    rows = [["0x10", "LDG.E R2, [R4.64]", "600", "590", "0", "10"],
+            ["0x20", "WARPGROUP.DEPBAR.LE gsb0, 0x0", "0", "0", "0", "300"],
+            ["0x30", "BAR.SYNC 0x1", "0", "0", "90", "0"]]
+    with open(path, "w", newline="") as f:
+        f.write("==PROF== Connected to process 1\n  kernel_name (1, 1, 1)x(384, 1, 1)\n")
+        w = csv.writer(f)
+        w.writerow(head)
+        w.writerows(rows)
+    out = subprocess.run([sys.executable, NCU_STALLS, str(path), "2"], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0] == "total samples 1000"
+    assert lines[1] == "by reason: long_scoreboard 60.0%, wait 31.0%, barrier 9.0%"
+    assert lines[2].startswith(" 61.0%") and "LDG.E" in lines[2] and "long_scoreboard 60.0%" in lines[2]
+    assert lines[3].startswith(" 30.0%") and "DEPBAR" in lines[3]
+    assert len(lines) == 4

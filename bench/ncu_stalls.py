@@ -1,0 +1,72 @@
+"""ncu_stalls.py CSV [TOP] - where a kernel's warps wait, from Nsight Compute's source page:
+`ncu -i REP --page source --csv --print-source sass --print-metric-name name > CSV`.
+Prints the total of warp-state samples, their split by stall reason (the
+smsp__pcsamp_warps_issue_stalled_* columns, summed over the kernel), and the TOP (default
+15) SASS instructions by samples with their leading reasons. Without metric names
+(the column titles ncu prints by default) it falls back to the "Warp Stall Sampling (All
+Samples)" column for the totals and names no reasons. ncu's own lines before the table
+("==PROF==", kernel headers) are skipped: the table starts at the first line with an
+address column."""
+import csv
+import sys
+
+STALL = "smsp__pcsamp_warps_issue_stalled_"
+
+
+def number(text):
+    try:
+        return float(text.replace(",", "")) if text not in ("", None) else 0.0
+    except ValueError:
+        return 0.0
+
+
+def read(path):
+    lines = open(path, newline="").read().splitlines()
+    start = next((i for i, l in enumerate(lines) if "Address" in l and "Source" in l), None)
+    if start is None:
+        raise SystemExit(f"{path}: no source table (a line naming Address and Source columns)")
+    rows = list(csv.reader(lines[start:]))
+    head, body = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
+    return head, body
+
+
+def summarize(head, body, top=15):
+    col = {name: i for i, name in enumerate(head)}
+    src = next(i for i, n in enumerate(head) if n.strip('" ') == "Source")
+    addr = next(i for i, n in enumerate(head) if "Address" in n)
+    reasons = [n for n in head if n.startswith(STALL) and not n.endswith("_not_issued")]
+    if reasons:
+        per_line = [sum(number(r[col[n]]) for n in reasons) for r in body]
+    else:
+        tot = next((i for i, n in enumerate(head) if n.startswith("Warp Stall Sampling (All")
+                    or n == "smsp__pcsamp_sample_count"), None)
+        if tot is None:
+            raise SystemExit("no stall columns: run ncu with --set full (source counters) and --print-metric-name name")
+        per_line = [number(r[tot]) for r in body]
+    total = sum(per_line) or 1.0
+    out = [f"total samples {total:.0f}"]
+    if reasons:
+        by = sorted(((sum(number(r[col[n]]) for r in body), n[len(STALL):]) for n in reasons), reverse=True)
+        out.append("by reason: " + ", ".join(f"{name} {100 * v / total:.1f}%" for v, name in by if v > 0))
+    order = sorted(range(len(body)), key=lambda i: per_line[i], reverse=True)[:top]
+    for i in order:
+        r = body[i]
+        lead = ""
+        if reasons:
+            parts = sorted(((number(r[col[n]]), n[len(STALL):]) for n in reasons), reverse=True)[:2]
+            lead = "  (" + ", ".join(f"{name} {100 * v / total:.1f}%" for v, name in parts if v > 0) + ")"
+        out.append(f"{100 * per_line[i] / total:5.1f}% {r[addr]:>18}  {r[src].strip()[:60]}{lead}")
+    return out
+
+
+def main(argv):
+    if len(argv) not in (2, 3):
+        print(__doc__)
+        return 2
+    head, body = read(argv[1])
+    print("\n".join(summarize(head, body, int(argv[2]) if len(argv) == 3 else 15)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
