@@ -4,9 +4,8 @@ Prints the total of warp-state samples, their split by stall reason (the
 smsp__pcsamp_warps_issue_stalled_* columns, summed over the kernel), and the TOP (default
 15) SASS instructions by samples with their leading reasons. Without metric names
 (the column titles ncu prints by default) it falls back to the "Warp Stall Sampling (All
-Samples)" column for the totals and names no reasons. ncu's own lines before the table
-("==PROF==", kernel headers) are skipped: the table starts at the first line with an
-address column."""
+Samples)" column for the totals and names no reasons. A file with several kernels' tables
+gives one summary each, titled by the line before its table ("==PROF==" lines skipped)."""
 import csv
 import sys
 
@@ -21,13 +20,23 @@ def number(text):
 
 
 def read(path):
-    lines = open(path, newline="").read().splitlines()
-    start = next((i for i, l in enumerate(lines) if "Address" in l and "Source" in l), None)
-    if start is None:
+    """The source tables of the file, [(title, head, body)]: one per kernel profiled; the
+    title is the last line before the table that is not ncu's own chatter."""
+    tables, title, cur = [], "", None
+    for line in open(path, newline="").read().splitlines():
+        if "Address" in line and "Source" in line:
+            head = next(csv.reader([line]))
+            cur = (title, head, [])
+            tables.append(cur)
+            continue
+        row = next(csv.reader([line]), [])
+        if cur is not None and len(row) == len(cur[1]):
+            cur[2].append(row)
+        elif line.strip() and not line.startswith("==PROF=="):
+            title, cur = line.strip(), None
+    if not tables:
         raise SystemExit(f"{path}: no source table (a line naming Address and Source columns)")
-    rows = list(csv.reader(lines[start:]))
-    head, body = rows[0], [r for r in rows[1:] if len(r) == len(rows[0])]
-    return head, body
+    return tables
 
 
 def summarize(head, body, top=15):
@@ -63,8 +72,11 @@ def main(argv):
     if len(argv) not in (2, 3):
         print(__doc__)
         return 2
-    head, body = read(argv[1])
-    print("\n".join(summarize(head, body, int(argv[2]) if len(argv) == 3 else 15)))
+    tables = read(argv[1])
+    for n, (title, head, body) in enumerate(tables):
+        if len(tables) > 1:
+            print(f"== {title or 'kernel %d' % n}")
+        print("\n".join(summarize(head, body, int(argv[2]) if len(argv) == 3 else 15)))
     return 0
 
 

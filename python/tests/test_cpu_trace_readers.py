@@ -86,3 +86,19 @@ def test_ncu_stalls_ranks_lines_and_reasons(tmp_path):
     assert lines[2].startswith(" 61.0%") and "LDG.E" in lines[2] and "long_scoreboard 60.0%" in lines[2]
     assert lines[3].startswith(" 30.0%") and "DEPBAR" in lines[3]
     assert len(lines) == 4
+
+
+def test_ncu_stalls_one_summary_per_kernel(tmp_path):
+    """Two kernels' tables in one file: a titled summary for each, never one mixed total."""
+    path = tmp_path / "two.csv"
+    head = ["# Address", "Source", "smsp__pcsamp_warps_issue_stalled_wait"]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        for name, v in (("gemm_fp8_kernel (8, 1, 1)x(288, 1, 1)", "70"), ("sm90_xmma_gemm (8, 1, 1)x(384, 1, 1)", "30")):
+            f.write(name + "\n")
+            w.writerow(head)
+            w.writerow(["0x10", "HGMMA.64x128x32", v])
+    out = subprocess.run([sys.executable, NCU_STALLS, str(path)], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("== gemm_fp8_kernel") and lines[1] == "total samples 70"
+    assert any(l.startswith("== sm90_xmma_gemm") for l in lines) and "total samples 30" in lines
