@@ -124,7 +124,7 @@ WS_DECLARE_ROLES(mla_sparse, MLA_ROLES);
 /* Byte offset of 16-byte piece `piece` (0..7) of row `row` in a [rows][128 B] box with
  * the 128-byte swizzle (what TMA writes and wgmma's 128B descriptors read). */
 static __device__ __forceinline__ uint32_t mla_swizzle(int row, int piece) {
-  return (uint32_t)row * 128u + (uint32_t)((piece ^ (row & 7)) << 4);
+  return ws_swizzle128_offset((uint32_t)row, (uint32_t)piece);
 }
 
 /* ---- FP8 rows: dequantised in place, inside the stage ------------------------------

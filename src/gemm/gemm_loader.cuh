@@ -55,7 +55,7 @@ WS_DEV void gemm_gather_rows(const ws_ctx *c, uint8_t *stage, const gemm_args *a
 #pragma unroll 8
   for (int r = r0 + (c->lane >> 3); r < r1; r += 4) {
     const int src = row0 + r < rows ? __ldg(args->a_rows + row0 + r) : 0;
-    ws_cp_async_cg_16_to(base + (uint32_t)r * 128u + ((uint32_t)(piece ^ (r & 7)) << 4),
+    ws_cp_async_cg_16_to(base + ws_swizzle128_offset((uint32_t)r, (uint32_t)piece),
                          g + (uint64_t)(uint32_t)max(src, 0) * row_bytes, 16);
     if (scales && piece == 0) ws_cp_async_ca_4_to(scales + 4u * (uint32_t)r, sk + (uint32_t)max(src, 0) * args->a_rs);
   }
@@ -150,10 +150,11 @@ WS_DEV void gemm_load_gathered(const ws_pipe *pipe, const ws_ctx *c, const gemm_
 #pragma unroll
       for (int i = 0; i < R; i++) {
         const uint32_t r = (uint32_t)(first + 4 * i);
+        const uint32_t at = base + ws_swizzle128_offset(r, (uint32_t)piece);
 #if GEMM_GATHER_L2_PF
-        ws_cp_async_cg_16_to_pf256(base + r * 128u + ((uint32_t)(piece ^ (r & 7)) << 4), src[i] + (uint32_t)ks * 128u);
+        ws_cp_async_cg_16_to_pf256(at, src[i] + (uint32_t)ks * 128u);
 #else
-        ws_cp_async_cg_16_to(base + r * 128u + ((uint32_t)(piece ^ (r & 7)) << 4), src[i] + (uint32_t)ks * 128u, 16);
+        ws_cp_async_cg_16_to(at, src[i] + (uint32_t)ks * 128u, 16);
 #endif
         if (piece == 0) ws_cp_async_ca_4_to(sc + 4u * r, srow[i] + (uint32_t)ks * args->a_ks);
       }

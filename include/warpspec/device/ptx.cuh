@@ -227,6 +227,10 @@ WS_DEV void ws_cp_async_bulk_commit_group(void) {
 WS_DEV void ws_cp_async_cg_16_to(uint32_t dst, const void *src, uint32_t src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
+/* Byte offset of 16-byte piece `piece` (0..7) of row `row` in a tile of 128-byte rows with
+ * the 128-byte swizzle (what TMA writes and wgmma's 128B descriptors read): the pieces of
+ * a row XOR-permuted by row & 7. For copies that place pieces by hand (cp.async gathers). */
+WS_DEV uint32_t ws_swizzle128_offset(uint32_t row, uint32_t piece) { return row * 128u + ((piece ^ (row & 7u)) << 4); }
 /* ws_cp_async_cg_16_to with L2's 256-byte prefetch on a miss: a row walked in 128-byte
  * steps (a gathered GEMM row, one K block per stage) finds its next step in L2. */
 WS_DEV void ws_cp_async_cg_16_to_pf256(uint32_t dst, const void *src) {
