@@ -18,6 +18,20 @@ typedef struct {
   const int *lens_q, *lens_k; /* varlen: batch lengths, else NULL */
 } attn_case;
 
+/* Run flash problem p (device pointers, t's buffers): o and lse filled with byte `fill`
+ * first (0xFF: NaN, so an unwritten value shows; 0 where NaN is the expected result),
+ * then read back into ho (no values) and hl (rows). */
+static void flash_on_gpu(const ws_attn_problem *p, const td_qkv *t, int fill, size_t no, size_t rows, uint16_t *ho,
+                         float *hl) {
+  CUDA_OK(cudaMemset(t->dout, fill, no * 2));
+  CUDA_OK(cudaMemset(t->dl, fill, rows * sizeof(float)));
+  WS_OK_OR_DIE(ws_attn_forward(p, 0));
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(ho, t->dout, no * 2, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemcpy(hl, t->dl, rows * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
 static int run_case(const attn_case *c) {
   const int varlen = c->lens_q != NULL;
   int *cq = (int *)host_alloc((size_t)c->batch + 1, sizeof(int), 0), *ck = (int *)host_alloc((size_t)c->batch + 1, sizeof(int), 0);
@@ -58,13 +72,7 @@ static int run_case(const attn_case *c) {
   p.mask = c->mask;
   p.q = t.dq; p.k = t.dk; p.v = t.dv; p.o = t.dout; p.lse = t.dl;
   int fails = 0;
-  CUDA_OK(cudaMemset(t.dout, 0xFF, no * 2)); /* NaN */
-  CUDA_OK(cudaMemset(t.dl, 0xFF, Tq * c->hq * sizeof(float)));
-  WS_OK_OR_DIE(ws_attn_forward(&p, 0));
-  CUDA_OK(cudaGetLastError());
-  CUDA_OK(cudaDeviceSynchronize());
-  CUDA_OK(cudaMemcpy(ho, t.dout, no * 2, cudaMemcpyDeviceToHost));
-  CUDA_OK(cudaMemcpy(hl, t.dl, Tq * c->hq * sizeof(float), cudaMemcpyDeviceToHost));
+  flash_on_gpu(&p, &t, 0xFF, no, Tq * c->hq, ho, hl);
   double *ro = (double *)host_alloc(no, sizeof(double), 0), *rl = (double *)host_alloc(Tq * c->hq, sizeof(double), 0);
   ws_attn_problem hp = p;
   hp.q = t.hq; hp.k = t.hk; hp.v = t.hv; hp.o = NULL; hp.lse = NULL;
@@ -96,18 +104,12 @@ static int check_flash_nan(void) {
   const uint16_t nan_bf16 = 0x7FC0u;
   t.hk[bad] = nan_bf16;
   CUDA_OK(cudaMemcpy((uint16_t *)t.dk + bad, &nan_bf16, 2, cudaMemcpyHostToDevice));
-  CUDA_OK(cudaMemset(t.dout, 0, n * 2)); /* zeros: an output left unwritten is not NaN */
-  CUDA_OK(cudaMemset(t.dl, 0, rows * sizeof(float)));
   ws_attn_problem p;
   memset(&p, 0, sizeof p);
   p.batch = 1; p.seqlen_q = S; p.seqlen_k = S; p.total_q = S; p.total_k = S;
   p.heads_q = H; p.heads_kv = H; p.dim_qk = D; p.dim_v = D; p.mask = WS_ATTN_NO_MASK;
   p.q = t.dq; p.k = t.dk; p.v = t.dv; p.o = t.dout; p.lse = t.dl;
-  WS_OK_OR_DIE(ws_attn_forward(&p, 0));
-  CUDA_OK(cudaGetLastError());
-  CUDA_OK(cudaDeviceSynchronize());
-  CUDA_OK(cudaMemcpy(ho, t.dout, n * 2, cudaMemcpyDeviceToHost));
-  CUDA_OK(cudaMemcpy(hl, t.dl, rows * sizeof(float), cudaMemcpyDeviceToHost));
+  flash_on_gpu(&p, &t, 0, n, rows, ho, hl); /* zeros: an output left unwritten is not NaN */
   double *ro = (double *)host_alloc(n, sizeof(double), 0), *rl = (double *)host_alloc(rows, sizeof(double), 0);
   ws_attn_problem hp = p;
   hp.q = t.hq; hp.k = t.hk; hp.v = t.hv; hp.o = ho; hp.lse = NULL;
