@@ -5,7 +5,13 @@
  *   SM pull       16-byte loads from the peer, stores to local memory
  *   TMA push      bulk copy global -> shared (local), bulk copy shared -> peer global
  * one way (GPU 0 -> 1) and both ways at once. These are the ceilings the sendrecv
- * kernel is measured against. */
+ * kernel is measured against.
+ *
+ * With 3 or more GPUs also all-to-all: every GPU pushes 256 MiB into every other one at
+ * once (copy engine, or SM stores with the GPU's CTAs split over its peers), reported as
+ * what each GPU receives per second, N - 1 blocks over the slowest GPU's time. That is the
+ * ceiling of an all-gather's large messages and of EP dispatch/combine on N ranks, where
+ * every link into a GPU carries data at the same time. */
 #include "bench.h"
 #include "bench_check.h"
 #include "warpspec/device/ptx.cuh"
@@ -104,6 +110,96 @@ static int measure(int m, int both, int ctas, uint8_t *buf[2][2], uint64_t n, cu
   return 0;
 }
 
+#define A2A_MAX 8
+
+/* All-to-all, method m (M_CE or M_SM_PUSH), `ctas` CTAs per GPU split over its peers:
+ * GPU g's src into slot g of every other GPU's dst (n bytes each), every stream started
+ * after one event per GPU; best of 5 after a warm-up of the slowest GPU's time. */
+static int measure_all(int m, int N, int ctas, uint8_t *src[], uint8_t *dst[], uint64_t n,
+                       cudaStream_t st[][A2A_MAX], double *gbs) {
+  cudaEvent_t a[A2A_MAX], b[A2A_MAX], done[A2A_MAX][A2A_MAX];
+  for (int g = 0; g < N; g++) {
+    CK(cudaSetDevice(g));
+    CK(cudaEventCreate(&a[g]));
+    CK(cudaEventCreate(&b[g]));
+    for (int p = 0; p < N; p++) CK(cudaEventCreateWithFlags(&done[g][p], cudaEventDisableTiming));
+  }
+  double best = 1e30;
+  for (int rep = 0; rep < 6; rep++) {
+    for (int g = 0; g < N; g++) { CK(cudaSetDevice(g)); CK(cudaDeviceSynchronize()); }
+    for (int g = 0; g < N; g++) {
+      CK(cudaSetDevice(g));
+      CK(cudaEventRecord(a[g], st[g][0]));
+      for (int k = 1; k < N; k++) {
+        const int p = (g + k) % N; /* GPU g's k-th peer, so that the first pushes go to different GPUs */
+        cudaStream_t s = st[g][k];
+        CK(cudaStreamWaitEvent(s, a[g], 0));
+        uint8_t *to = dst[p] + (size_t)g * n;
+        if (m == M_CE) CK(cudaMemcpyPeerAsync(to, p, src[g], g, n, s));
+        else sm_copy<<<ctas / (N - 1), 512, 0, s>>>((uint4 *)to, (const uint4 *)src[g], n / 16);
+        CK(cudaGetLastError());
+        CK(cudaEventRecord(done[g][k], s));
+        CK(cudaStreamWaitEvent(st[g][0], done[g][k], 0));
+      }
+      CK(cudaEventRecord(b[g], st[g][0]));
+    }
+    double worst = 0;
+    for (int g = 0; g < N; g++) {
+      CK(cudaSetDevice(g));
+      CK(cudaEventSynchronize(b[g]));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, a[g], b[g]));
+      if (ms > worst) worst = ms;
+    }
+    if (rep > 0 && worst < best) best = worst;
+  }
+  for (int g = 0; g < N; g++) {
+    CK(cudaSetDevice(g));
+    CK(cudaEventDestroy(a[g]));
+    CK(cudaEventDestroy(b[g]));
+    for (int p = 0; p < N; p++) CK(cudaEventDestroy(done[g][p]));
+  }
+  *gbs = (double)(N - 1) * n / (best * 1e-3) / 1e9;
+  return 0;
+}
+
+static int bench_nvlink_all(int N) {
+  const uint64_t n = 256ull << 20;
+  uint8_t *src[A2A_MAX], *dst[A2A_MAX];
+  cudaStream_t st[A2A_MAX][A2A_MAX];
+  for (int g = 0; g < N; g++) {
+    CK(cudaSetDevice(g));
+    for (int p = 0; p < N; p++) {
+      if (p == g) continue;
+      cudaError_t e = cudaDeviceEnablePeerAccess(p, 0);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CK(e);
+      (void)cudaGetLastError();
+    }
+    CK(cudaMalloc(&src[g], n));
+    CK(cudaMalloc(&dst[g], (size_t)N * n));
+    CK(cudaMemset(src[g], 0x5A + g, n));
+    for (int k = 0; k < N; k++) CK(cudaStreamCreateWithFlags(&st[g][k], cudaStreamNonBlocking));
+  }
+  printf("bench nvlink: all-to-all over %d GPUs, 256 MiB from every GPU to every other at once,\n"
+         "  GB/s into each GPU ((N - 1) x 256 MiB over the slowest GPU's time)\n", N);
+  printf("  %-22s %6s %10s\n", "method", "CTAs", "into a GPU");
+  double gbs = 0;
+  if (measure_all(M_CE, N, 0, src, dst, n, st, &gbs)) return -1;
+  printf("  %-22s %6d %10.1f\n", "copy engine", 0, gbs);
+  const int ctas[] = {24, 48, 96, 132};
+  for (int i = 0; i < 4; i++) {
+    if (measure_all(M_SM_PUSH, N, ctas[i], src, dst, n, st, &gbs)) return -1;
+    printf("  %-22s %6d %10.1f\n", "SM push (st.v4)", ctas[i] / (N - 1) * (N - 1), gbs);
+  }
+  for (int g = 0; g < N; g++) {
+    CK(cudaSetDevice(g));
+    CK(cudaFree(src[g]));
+    CK(cudaFree(dst[g]));
+    for (int k = 0; k < N; k++) CK(cudaStreamDestroy(st[g][k]));
+  }
+  return 0;
+}
+
 extern "C" int bench_nvlink(void) {
   int n_dev = 0;
   CK(cudaGetDeviceCount(&n_dev));
@@ -132,5 +228,12 @@ extern "C" int bench_nvlink(void) {
       if (measure(m, 0, ctas[i], buf, n, st, &one) || measure(m, 1, ctas[i], buf, n, st, &two)) return -1;
       printf("  %-22s %6d %10.1f %10.1f\n", names[m], m == M_CE ? 0 : ctas[i], one, two);
     }
+  for (int g = 0; g < 2; g++) {
+    CK(cudaSetDevice(g));
+    CK(cudaFree(buf[g][0]));
+    CK(cudaFree(buf[g][1]));
+    CK(cudaStreamDestroy(st[g]));
+  }
+  if (n_dev >= 3) return bench_nvlink_all(n_dev < A2A_MAX ? n_dev : A2A_MAX);
   return 0;
 }

@@ -1,11 +1,16 @@
 """ncu_stalls.py CSV [TOP] - where a kernel's warps wait, from Nsight Compute's source page:
-`ncu -i REP --page source --csv --print-source sass --print-metric-name name > CSV`.
-Prints the total of warp-state samples, their split by stall reason (the
-smsp__pcsamp_warps_issue_stalled_* columns, summed over the kernel), and the TOP (default
-15) SASS instructions by samples with their leading reasons. Without metric names
-(the column titles ncu prints by default) it falls back to the "Warp Stall Sampling (All
-Samples)" column for the totals and names no reasons. A file with several kernels' tables
-gives one summary each, titled by the line before its table ("==PROF==" lines skipped)."""
+`ncu -i REP --page source --csv --print-source sass > CSV` (ncu 2025+ takes
+`--print-metric-name name` on the details page only). Prints the total of warp-state
+samples and the TOP (default 15) SASS instructions by samples; where the columns are metric
+names (older ncu with `--print-metric-name name`) also their split by stall reason (the
+smsp__pcsamp_warps_issue_stalled_* columns) and each line's leading reasons; with the
+titles ncu prints by default it takes the "Warp Stall Sampling (All Samples)" column and
+names no reasons. A file with several kernels' tables gives one summary each, titled by the
+line before its table ("==PROF==" lines skipped).
+
+The split by reason per kernel comes from the raw page instead:
+`ncu -i REP --page raw --csv --metrics regex:smsp__pcsamp_warps_issue_stalled_ > CSV`;
+given such a file (no source table) the script prints each kernel's reasons."""
 import csv
 import sys
 
@@ -34,9 +39,28 @@ def read(path):
             cur[2].append(row)
         elif line.strip() and not line.startswith("==PROF=="):
             title, cur = line.strip(), None
-    if not tables:
-        raise SystemExit(f"{path}: no source table (a line naming Address and Source columns)")
     return tables
+
+
+def raw_reasons(path):
+    """A raw-page CSV (one row per kernel launch, a units row under the titles): per launch,
+    its kernel name and stall reasons by share of samples, largest first; [] if none."""
+    rows = list(csv.reader(open(path, newline="").read().splitlines()))
+    head_at = next((i for i, r in enumerate(rows) if any(c.startswith(STALL) for c in r)), None)
+    if head_at is None:
+        return []
+    head = rows[head_at]
+    name = next((i for i, c in enumerate(head) if c == "Kernel Name"), None)
+    cols = [(i, c[len(STALL):]) for i, c in enumerate(head) if c.startswith(STALL) and not c.endswith("_not_issued")]
+    out = []
+    for r in rows[head_at + 1:]:
+        if len(r) != len(head) or not r[cols[0][0]].replace(",", "").replace(".", "").isdigit():
+            continue  # the units row, or chatter
+        vals = sorted(((number(r[i]), n) for i, n in cols), reverse=True)
+        total = sum(v for v, _ in vals) or 1.0
+        out.append((r[name] if name is not None else "kernel",
+                    [(n, 100 * v / total) for v, n in vals if v > 0]))
+    return out
 
 
 def summarize(head, body, top=15):
@@ -73,6 +97,14 @@ def main(argv):
         print(__doc__)
         return 2
     tables = read(argv[1])
+    if not tables:
+        launches = raw_reasons(argv[1])
+        if not launches:
+            raise SystemExit(f"{argv[1]}: no source table (a line naming Address and Source columns) and no "
+                             f"{STALL}* columns")
+        for kernel, parts in launches:
+            print(f"{kernel[:90]}: " + ", ".join(f"{n} {p:.1f}%" for n, p in parts[:8]))
+        return 0
     for n, (title, head, body) in enumerate(tables):
         if len(tables) > 1:
             print(f"== {title or 'kernel %d' % n}")

@@ -102,3 +102,28 @@ def test_ncu_stalls_one_summary_per_kernel(tmp_path):
     lines = out.splitlines()
     assert lines[0].startswith("== gemm_fp8_kernel") and lines[1] == "total samples 70"
     assert any(l.startswith("== sm90_xmma_gemm") for l in lines) and "total samples 30" in lines
+
+
+def test_ncu_stalls_raw_page_reasons(tmp_path):
+    """A raw-page CSV (titles, a units row, one row per launch): each launch's reasons by
+    share of its samples, the _not_issued columns left out."""
+    path = tmp_path / "raw.csv"
+    head = ["ID", "Kernel Name", "smsp__pcsamp_warps_issue_stalled_barrier",
+            "smsp__pcsamp_warps_issue_stalled_long_scoreboard", "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"]
+    with open(path, "w", newline="") as f:
+        f.write("==PROF== Disconnected\n")
+        w = csv.writer(f)
+        w.writerow(head)
+        w.writerow(["", "", "", "", ""])
+        w.writerow(["0", "ours(ws_tmap)", "25", "75", "70"])
+        w.writerow(["1", "nvjet_sm90_tst", "1,000", "0", "0"])
+    out = subprocess.run([sys.executable, NCU_STALLS, str(path)], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines == ["ours(ws_tmap): long_scoreboard 75.0%, barrier 25.0%", "nvjet_sm90_tst: barrier 100.0%"]
+
+
+def test_ncu_stalls_neither_table(tmp_path):
+    path = tmp_path / "none.csv"
+    path.write_text("==ERROR== Option '--print-metric-name' is only supported for the details page.\n")
+    r = subprocess.run([sys.executable, NCU_STALLS, str(path)], capture_output=True, text=True)
+    assert r.returncode != 0 and "no source table" in r.stderr

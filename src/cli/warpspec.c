@@ -23,7 +23,7 @@ static int usage(void) {
           "  bench [pipe] [--bytes N] [--iters N] [--csv FILE] [--sweep]\n"
           "  bench sendrecv [--ranks N] [--max-bytes N] [--csv FILE]   ws_sendrecv vs NCCL (ring)\n"
           "  bench allgather [--ranks N] [--max-bytes N] [--csv FILE]  ws_allgather vs ncclAllGather\n"
-          "  bench nvlink                      NVLink ceilings: copy engine, SM and TMA copies\n"
+          "  bench nvlink                      NVLink ceilings: copy engine, SM and TMA copies (all-to-all with 3+ GPUs)\n"
           "  bench hbm                         local-memory read/copy ceilings by CTA count\n"
           "  bench gemm [--csv FILE] [--only TYPE,G,M,N,K] [--soak S]\n"
           "                                    ws_gemm (BF16, FP8) against cuBLASLt\n"
