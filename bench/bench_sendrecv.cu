@@ -322,9 +322,18 @@ __global__ void check_gather_k(const uint8_t *p, uint64_t n, int nranks, uint64_
   if (b) atomicAdd(bad, b);
 }
 
-static int gather_op(ctx *c, int nccl, const uint8_t *in, uint8_t *out, uint64_t n) {
-  if (nccl) NK(ncclAllGather(in, out, n, ncclChar, c->nccl, c->s));
-  else WK(ws_allgather(c->ws, in, n, out, c->s));
+/* The all-gather variants, each into its own receive buffer: ws and NCCL into plain
+ * cudaMalloc memory; ws into a symmetric buffer (ws_comm_alloc: its zero-copy path from
+ * WARPSPEC_AG_ZC_MIN_BYTES); NCCL from and into buffers registered with it (ncclMemAlloc +
+ * ncclCommRegister: its zero-copy counterpart). */
+enum { AG_WS, AG_NCCL, AG_WS_SYM, AG_NCCL_REG, AG_VARIANTS };
+static const char *const ag_names[AG_VARIANTS] = {"ws", "nccl", "ws_sym", "nccl_reg"};
+static uint8_t *ag_in(ctx *c, int v) { return v == AG_NCCL_REG ? c->sreg : c->sbuf; }
+static uint8_t *ag_out(ctx *c, int v) { return v == AG_WS_SYM ? c->rsym : v == AG_NCCL_REG ? c->rreg : c->rbuf; }
+
+static int gather_op(ctx *c, int v, uint64_t n) {
+  if (v == AG_NCCL || v == AG_NCCL_REG) NK(ncclAllGather(ag_in(c, v), ag_out(c, v), n, ncclChar, c->nccl, c->s));
+  else WK(ws_allgather(c->ws, ag_in(c, v), n, ag_out(c, v), c->s));
   return 0;
 }
 
@@ -337,37 +346,39 @@ extern "C" int bench_allgather(const bench_sr_opts *o) {
   FILE *csv = (c.rank == 0 && o->csv) ? fopen(o->csv, "w") : NULL;
   if (csv) fprintf(csv, "bytes_per_rank,variant,us,algbw_gbps\n");
   if (c.rank == 0)
-    printf("bench allgather: %d ranks, bytes per rank; us = max over ranks; algbw = ranks x bytes / time\n"
-           "%12s %7s %12s %12s %9s\n", c.nranks, "bytes/rank", "path", "ws", "nccl", "ws/nccl");
+    printf("bench allgather: %d ranks, bytes per rank; us = max over ranks; ws_sym: recvbuf from ws_comm_alloc, "
+           "nccl_reg: buffers registered with NCCL; ratio: NCCL's faster over ours\n"
+           "%12s %7s %10s %10s %10s %10s %9s %9s\n", c.nranks, "bytes/rank", "path", "ws", "ws_sym", "nccl", "nccl_reg",
+           "ws/nccl", "best");
   int failures = 0;
   for (uint64_t n = 32; n * (uint64_t)c.nranks <= o->max_bytes; n *= 4) {
-    double us[2];
+    double us[AG_VARIANTS];
     /* ws_allgather's choice (allgather.c): every block at once on 2-8 ranks up to
      * WARPSPEC_AG_DIRECT_MAX_BYTES (default WS_AG_DIRECT_MAX_BYTES), else the ring */
     const char *env = getenv(WS_AG_DIRECT_MAX_BYTES_ENV);
     const unsigned long long direct_max = env && *env ? strtoull(env, NULL, 10) : WS_AG_DIRECT_MAX_BYTES;
     const char *path = c.nranks > 1 && c.nranks - 1 <= WS_SR_MAX_PAIRS && n <= direct_max ? "direct" : "ring";
-    for (int v = 0; v < 2; v++) {
-      fill_k<<<264, 256, 0, c.s>>>(c.sbuf, n, c.seed, c.rank);
-      CK(cudaMemsetAsync(c.rbuf, 0xCD, n * c.nranks, c.s));
-      if (barrier(&c) || gather_op(&c, v, c.sbuf, c.rbuf, n)) return -1;
+    for (int v = 0; v < AG_VARIANTS; v++) {
+      fill_k<<<264, 256, 0, c.s>>>(ag_in(&c, v), n, c.seed, c.rank);
+      CK(cudaMemsetAsync(ag_out(&c, v), 0xCD, n * c.nranks, c.s));
+      if (barrier(&c) || gather_op(&c, v, n)) return -1;
       CK(cudaMemsetAsync(c.d_bad, 0, sizeof(unsigned long long), c.s));
-      check_gather_k<<<264, 256, 0, c.s>>>(c.rbuf, n, c.nranks, c.seed, c.d_bad);
+      check_gather_k<<<264, 256, 0, c.s>>>(ag_out(&c, v), n, c.nranks, c.seed, c.d_bad);
       unsigned long long bad = 0;
       WK(ws_sync(c.s));
       CK(cudaMemcpy(&bad, c.d_bad, sizeof bad, cudaMemcpyDeviceToHost));
-      if (bad) { fprintf(stderr, "rank %d: %s all-gather %llu B/rank: %llu wrong bytes\n", c.rank, v ? "nccl" : "ws",
+      if (bad) { fprintf(stderr, "rank %d: %s all-gather %llu B/rank: %llu wrong bytes\n", c.rank, ag_names[v],
                          (unsigned long long)n, bad); failures++; }
       const int k = iters_for(n * c.nranks);
       cudaEvent_t a, b;
       CK(cudaEventCreate(&a));
       CK(cudaEventCreate(&b));
       for (int i = 0; i < 3; i++)
-        if (gather_op(&c, v, c.sbuf, c.rbuf, n)) return -1;
+        if (gather_op(&c, v, n)) return -1;
       if (barrier(&c)) return -1;
       CK(cudaEventRecord(a, c.s));
       for (int i = 0; i < k; i++)
-        if (gather_op(&c, v, c.sbuf, c.rbuf, n)) return -1;
+        if (gather_op(&c, v, n)) return -1;
       CK(cudaEventRecord(b, c.s));
       WK(ws_sync(c.s));
       float ms;
@@ -380,10 +391,14 @@ extern "C" int bench_allgather(const bench_sr_opts *o) {
       us[v] = mine;
       cudaEventDestroy(a);
       cudaEventDestroy(b);
-      if (csv) fprintf(csv, "%llu,%s,%.3f,%.2f\n", (unsigned long long)n, v ? "nccl" : path, us[v],
+      if (csv) fprintf(csv, "%llu,%s,%.3f,%.2f\n", (unsigned long long)n, v == AG_WS ? path : ag_names[v], us[v],
                        (double)n * c.nranks / us[v] / 1e3);
     }
-    if (c.rank == 0) printf("%12llu %7s %12.2f %12.2f %8.2fx\n", (unsigned long long)n, path, us[0], us[1], us[1] / us[0]);
+    const double ws_best = us[AG_WS] < us[AG_WS_SYM] ? us[AG_WS] : us[AG_WS_SYM];
+    const double nccl_best = us[AG_NCCL] < us[AG_NCCL_REG] ? us[AG_NCCL] : us[AG_NCCL_REG];
+    if (c.rank == 0)
+      printf("%12llu %7s %10.2f %10.2f %10.2f %10.2f %8.2fx %8.2fx\n", (unsigned long long)n, path, us[AG_WS],
+             us[AG_WS_SYM], us[AG_NCCL], us[AG_NCCL_REG], us[AG_NCCL] / us[AG_WS], nccl_best / ws_best);
   }
   if (csv) fclose(csv);
   ncclCommDestroy(c.nccl);

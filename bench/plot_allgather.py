@@ -2,7 +2,8 @@
 """plot_allgather.py PNG LABEL=FILE... - all-gather time relative to NCCL against bytes per
 rank, from the tables `warpspec bench allgather` prints (one file per rank count or path,
 e.g. "4 ranks=ag4.txt"): the ratio NCCL time / ours (above 1: faster than NCCL), a dashed
-line at 1 and a dotted one at the issue's goal of 1.1. Log x."""
+line at 1 and a dotted one at the issue's goal of 1.1. Log x. Tables with the symmetric and
+registered-buffer columns (session 24 on) give the faster of each library's two forms."""
 import sys
 
 import matplotlib
@@ -12,12 +13,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 
 def load(path):
-    """[(bytes per rank, ws us, nccl us)] from the printed table's rows."""
+    """[(bytes per rank, ws us, nccl us)] from the printed table's rows: the old five
+    columns (bytes, path, ws, nccl, ratio) or the new eight (bytes, path, ws, ws_sym, nccl,
+    nccl_reg, ratio, best), where each library's faster form counts."""
     rows = []
     for line in open(path):
         f = line.split()
         if len(f) == 5 and f[0].isdigit():
             rows.append((int(f[0]), float(f[2]), float(f[3])))
+        elif len(f) == 8 and f[0].isdigit():
+            rows.append((int(f[0]), min(float(f[2]), float(f[3])), min(float(f[4]), float(f[5]))))
     return rows
 
 

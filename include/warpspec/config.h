@@ -71,6 +71,11 @@
  * 18-20 us below 512 KB, 28 against 43 us at 2 MB; docs/benchmarks.md, session 20). */
 #define WS_AG_DIRECT_MAX_BYTES  (1ull << 40)
 #define WS_AG_DIRECT_MAX_CTAS   128    /* its grid, every row resident on 132 SMs       */
+/* ... and from this many bytes per rank, when recvbuf is in the symmetric heap
+ * (ws_comm_alloc) on every rank, each block is stored straight into its place in every
+ * peer's recvbuf (sendrecv's zero-copy handshake per pair): one copy instead of a push
+ * into the peer's staging and a copy out of it. */
+#define WS_AG_ZC_MIN_BYTES      (2ull << 20)
 #define WS_COMM_HEAP_SPARE      (1ull << 30) /* symmetric heap beyond the staging, default  */
 #define WS_RENDEZVOUS_TIMEOUT_MS 60000 /* ranks wait this long for each other at init   */
 #define WS_HOST_THREADS_MAX     64     /* threads of the float64 host references          */
@@ -150,6 +155,7 @@
 #define WS_MOE_SELF_ROUTE_ENV     "WARPSPEC_MOE_SELF_ROUTE" /* 1: WS_MOE_SELF_ROUTE_ENTRIES  */
 #define WS_SR_CE_MIN_BYTES_ENV    "WARPSPEC_SR_CE_MIN_BYTES" /* WS_SR_CE_MIN_BYTES           */
 #define WS_AG_DIRECT_MAX_BYTES_ENV "WARPSPEC_AG_DIRECT_MAX_BYTES" /* WS_AG_DIRECT_MAX_BYTES    */
+#define WS_AG_ZC_MIN_BYTES_ENV    "WARPSPEC_AG_ZC_MIN_BYTES" /* WS_AG_ZC_MIN_BYTES           */
 #define WS_RENDEZVOUS_TIMEOUT_ENV "WARPSPEC_RENDEZVOUS_TIMEOUT_MS" /* WS_RENDEZVOUS_TIMEOUT_MS */
 #define WS_SHARE_GPU_ENV          "WARPSPEC_SHARE_GPU"     /* 0; tests: ranks share GPUs (MPS) */
 #define WS_DEBUG_NVML_ENV         "WARPSPEC_DEBUG_NVML"    /* 0; the CLI's NVLink count      */

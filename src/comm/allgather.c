@@ -1,7 +1,10 @@
 /* allgather.c - ws_allgather: on 2-8 ranks every block goes to every rank at once (one
  * launch of sendrecv's kernel over every pair: ws_sr_allgather_direct), by default at any
  * size; above WARPSPEC_AG_DIRECT_MAX_BYTES per rank, or past 8 ranks, around a ring of
- * ws_sendrecv calls, nranks - 1 steps.
+ * ws_sendrecv calls, nranks - 1 steps. The direct path with a symmetric recvbuf
+ * (ws_comm_alloc) from WARPSPEC_AG_ZC_MIN_BYTES per rank on is zero-copy: each block is
+ * stored once, into its place in every peer's recvbuf, where the staging path stores it
+ * into the peer's staging slots and the peer copies it out (a second pass over its HBM).
  *
  * It keeps no state of its own: both paths move through sendrecv's staging and step
  * counters (sendrecv_internal.h), which that operation owns; here only the
@@ -25,8 +28,14 @@ ws_status ws_allgather(ws_comm *c, const void *sendbuf, size_t bytes, void *recv
   uint8_t *out = (uint8_t *)recvbuf;
   const int n = c->nranks, r = c->rank;
   if (bytes == 0) return WS_OK;
-  if (n > 1 && n - 1 <= WS_SR_MAX_PAIRS && (long long)bytes <= ws_knobs_get()->ag_direct_max_bytes) /* every block at once */
-    return ws_sr_allgather_direct(c, sendbuf, bytes, recvbuf, stream);
+  const ws_knobs *k = ws_knobs_get();
+  if (n > 1 && n - 1 <= WS_SR_MAX_PAIRS && (long long)bytes <= k->ag_direct_max_bytes) { /* every block at once */
+    /* zero-copy is decided here from this rank's recvbuf alone: every rank must pass a
+     * symmetric one or none (a rank on the other path times out in its first wait, naming
+     * the peer, as a zero-copy ws_sendrecv does) */
+    const int zc = (long long)bytes >= k->ag_zc_min_bytes && ws_comm_is_symmetric(c, recvbuf, total);
+    return ws_sr_allgather_direct(c, sendbuf, bytes, recvbuf, zc, stream);
+  }
   if (out + (size_t)r * bytes != (const uint8_t *)sendbuf)
     WS_CUDA_TRY(cudaMemcpyAsync(out + (size_t)r * bytes, sendbuf, bytes, cudaMemcpyDeviceToDevice, stream));
   /* Ring: in step s, pass on the block that arrived in step s-1 (our own first). */

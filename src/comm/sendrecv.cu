@@ -470,6 +470,30 @@ static ws_status sr_pair(ws_comm *c, sr_args *a, const void *sendbuf, size_t sen
   return WS_OK;
 }
 
+/* Turn the pair's sending and receiving halves to zero-copy: our span lands straight in
+ * `obj` as send_peer addresses it (obj: our own address of the same symmetric object,
+ * which is what send_peer's receiving half posts and our sender checks); our receiving
+ * half posts a->dst to recv_peer. Both peers must be set. */
+static ws_status sr_pair_zero_copy(ws_comm *c, sr_args *a, void *obj, int send_peer, int recv_peer) {
+  ws_sr_state *sr = c->sr;
+  const size_t B = WS_SR_MAX_BLOCKS;
+  void *peer_dst = NULL;
+  ws_status s;
+  if ((s = ws_comm_peer_ptr(c, obj, send_peer, &peer_dst)) != WS_OK) return s;
+  a->zero_copy = 1;
+  a->remote_dst = (uint8_t *)peer_dst;
+  a->expect_addr = (uint64_t)(uintptr_t)obj;
+  a->zc_ready = sr->zc_ready + (size_t)send_peer * B;
+  a->zc_addr = sr->zc_addr + 2 * (size_t)send_peer * B;
+  a->peer_zc_done = sr->peer_zc_done[send_peer] + (size_t)c->rank * B;
+  a->zsend_seq = sr->zc_seq + (size_t)send_peer * B;
+  a->peer_zc_ready = sr->peer_zc_ready[recv_peer] + (size_t)c->rank * B;
+  a->peer_zc_addr = sr->peer_zc_addr[recv_peer] + 2 * (size_t)c->rank * B;
+  a->zc_done = sr->zc_done + (size_t)recv_peer * B;
+  a->zrecv_seq = sr->zc_seq + ((size_t)c->nranks + recv_peer) * B;
+  return WS_OK;
+}
+
 extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbytes, int send_peer, void *recvbuf,
                                  size_t recvbytes, int recv_peer, const ws_sendrecv_opts *opts, cudaStream_t stream) {
   WS_REQUIRE(c != NULL, "ws_sendrecv: comm is NULL");
@@ -520,22 +544,9 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
   memset(&a, 0, sizeof a);
   uint32_t grid = 0;
   if ((s = sr_pair(c, &a, sendbuf, sendbytes, send_peer, recvbuf, recvbytes, recv_peer, ctas, &grid)) != WS_OK) return s;
-  if (zero_copy && sendbytes >= WS_SR_ZC_MIN_BYTES) { /* smaller: the low-latency staging path is faster */
-    const size_t B = WS_SR_MAX_BLOCKS;
-    void *peer_dst = NULL;
-    if ((s = ws_comm_peer_ptr(c, recvbuf, send_peer, &peer_dst)) != WS_OK) return s;
-    a.zero_copy = 1;
-    a.remote_dst = (uint8_t *)peer_dst;
-    a.expect_addr = (uint64_t)(uintptr_t)recvbuf; /* the same symmetric object on the peer */
-    a.zc_ready = sr->zc_ready + (size_t)send_peer * B;
-    a.zc_addr = sr->zc_addr + 2 * (size_t)send_peer * B;
-    a.peer_zc_done = sr->peer_zc_done[send_peer] + (size_t)c->rank * B;
-    a.zsend_seq = sr->zc_seq + (size_t)send_peer * B;
-    a.peer_zc_ready = sr->peer_zc_ready[recv_peer] + (size_t)c->rank * B;
-    a.peer_zc_addr = sr->peer_zc_addr[recv_peer] + 2 * (size_t)c->rank * B;
-    a.zc_done = sr->zc_done + (size_t)recv_peer * B;
-    a.zrecv_seq = sr->zc_seq + ((size_t)c->nranks + recv_peer) * B;
-  }
+  /* smaller: the low-latency staging path is faster; the same symmetric object on the peer */
+  if (zero_copy && sendbytes >= WS_SR_ZC_MIN_BYTES && (s = sr_pair_zero_copy(c, &a, recvbuf, send_peer, recv_peer)) != WS_OK)
+    return s;
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&a, &diag};
@@ -554,8 +565,10 @@ extern "C" ws_status ws_recv(ws_comm *c, void *buf, size_t bytes, int peer, cuda
 
 /* The direct all-gather (allgather.c chooses it): every rank sends its block to every
  * other rank at once, pair k = (to rank + 1 + k, from rank - 1 - k), one launch; the
- * block of rank q lands at out + q x bytes, ours copied by the last row of the grid. */
-extern "C" ws_status ws_sr_allgather_direct(ws_comm *c, const void *sendbuf, size_t bytes, void *recvbuf,
+ * block of rank q lands at out + q x bytes, ours copied by the last row of the grid.
+ * zero_copy (recvbuf symmetric on every rank): each pair stores our block straight into
+ * out + rank x bytes on its `to` rank, after that rank's receiving half posted it. */
+extern "C" ws_status ws_sr_allgather_direct(ws_comm *c, const void *sendbuf, size_t bytes, void *recvbuf, int zero_copy,
                                             cudaStream_t stream) {
   const int n = c->nranks, r = c->rank;
   WS_REQUIRE(n - 1 <= WS_SR_MAX_PAIRS, "ws_allgather: the direct path takes at most %d peers, not %d", WS_SR_MAX_PAIRS,
@@ -578,6 +591,7 @@ extern "C" ws_status ws_sr_allgather_direct(ws_comm *c, const void *sendbuf, siz
     const int to = (r + 1 + k) % n, from = (r - 1 - k + n) % n;
     if ((s = sr_pair(c, &m.pair[k], sendbuf, bytes, to, out + (size_t)from * bytes, bytes, from, ctas, &grid)) != WS_OK)
       return s;
+    if (zero_copy && (s = sr_pair_zero_copy(c, &m.pair[k], out + (size_t)r * bytes, to, from)) != WS_OK) return s;
   }
   m.npairs = n - 1;
   if (out + (size_t)r * bytes != (const uint8_t *)sendbuf) {

@@ -49,10 +49,12 @@ typedef struct ws_sr_state {
 } ws_sr_state;
 
 /* ws_allgather's direct path (sendrecv.cu): every pair of ranks at once, in one launch,
- * through the staging path. At most WS_SR_MAX_PAIRS + 1 ranks. */
+ * through the staging path, or (zero_copy: recvbuf symmetric on every rank) straight into
+ * the peers' recvbufs. At most WS_SR_MAX_PAIRS + 1 ranks. */
 #ifdef __cplusplus
 extern "C"
 #endif
-ws_status ws_sr_allgather_direct(ws_comm *c, const void *sendbuf, size_t bytes, void *recvbuf, cudaStream_t stream);
+ws_status ws_sr_allgather_direct(ws_comm *c, const void *sendbuf, size_t bytes, void *recvbuf, int zero_copy,
+                                 cudaStream_t stream);
 
 #endif

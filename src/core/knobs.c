@@ -74,6 +74,7 @@ static const knob_desc table[] = {
      NULL, NULL},
     {WS_AG_DIRECT_MAX_BYTES_ENV, NULL, KNOB_LLONG, AT(ag_direct_max_bytes), WS_AG_DIRECT_MAX_BYTES, 0, LLONG_MAX, NULL,
      NULL},
+    {WS_AG_ZC_MIN_BYTES_ENV, NULL, KNOB_LLONG, AT(ag_zc_min_bytes), WS_AG_ZC_MIN_BYTES, 0, LLONG_MAX, NULL, NULL},
     INT_KNOB(WS_RENDEZVOUS_TIMEOUT_ENV, "WS_RENDEZVOUS_TIMEOUT_MS", rendezvous_timeout_ms, WS_RENDEZVOUS_TIMEOUT_MS, 1,
              INT_MAX, NULL),
     BOOL_KNOB(WS_SHARE_GPU_ENV, NULL, share_gpu, 0, NULL),

@@ -33,6 +33,7 @@ typedef struct {
   int moe_self_route;        /* WARPSPEC_MOE_SELF_ROUTE: 0 / 1                               */
   long long sr_ce_min_bytes; /* WARPSPEC_SR_CE_MIN_BYTES: zero-copy by copy engine from here */
   long long ag_direct_max_bytes; /* WARPSPEC_AG_DIRECT_MAX_BYTES: all-gather direct up to here */
+  long long ag_zc_min_bytes;     /* WARPSPEC_AG_ZC_MIN_BYTES: all-gather zero-copy from here    */
   int rendezvous_timeout_ms; /* WARPSPEC_RENDEZVOUS_TIMEOUT_MS                               */
   int share_gpu;             /* WARPSPEC_SHARE_GPU: 1 = ranks may share a GPU (tests, MPS)   */
   int debug_nvml;            /* WARPSPEC_DEBUG_NVML: 1 = the CLI prints its NVML queries     */

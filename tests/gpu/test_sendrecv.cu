@@ -176,39 +176,56 @@ static void run_all(ws_comm *c) {
   }
 
   /* All-gather: the direct path (every block at once, ws_allgather's default at every
-   * size: the low-latency lines, one step, two steps per block) and the ring
-   * (WARPSPEC_AG_DIRECT_MAX_BYTES=0), out of place and in place (our block already in
-   * recvbuf), each size four times in a row so that the step counters carry over. */
+   * size: the low-latency lines, one step, two steps per block), the ring
+   * (WARPSPEC_AG_DIRECT_MAX_BYTES=0), and the direct path into a symmetric recvbuf: zero-copy
+   * at every size (WARPSPEC_AG_ZC_MIN_BYTES=0), then at the default threshold (staging below
+   * it, zero-copy from it). Out of place and in place (our block already in recvbuf), each
+   * size four times in a row so that the step and handshake counters carry over. */
   {
-    const uint64_t sizes[] = {16, 4096 + 16, 64 * 1024, 300 * 1024 + 16 * 3, 1 << 20, (1 << 20) + 16 * 7};
-    for (int ring = 0; ring < 2; ring++) {
-      if (ring) setenv(WS_AG_DIRECT_MAX_BYTES_ENV, "0", 1);
+    const uint64_t sizes[] = {16, 4096 + 16, 64 * 1024, 300 * 1024 + 16 * 3, 1 << 20, (1 << 20) + 16 * 7,
+                              (3 << 20) + 16 * 5};
+    const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
+    const uint64_t zag_bytes = sizes[nsizes - 1] * nranks + GUARD;
+    uint8_t *zag = NULL;
+    WS_OK_OR_DIE(ws_comm_alloc(c, zag_bytes, (void **)&zag));
+    static const char *const pass_name[4] = {"direct", "ring", "zero-copy", "symmetric, default threshold"};
+    for (int pass = 0; pass < 4; pass++) {
+      if (pass == 1) setenv(WS_AG_DIRECT_MAX_BYTES_ENV, "0", 1);
+      if (pass == 2) { unsetenv(WS_AG_DIRECT_MAX_BYTES_ENV); setenv(WS_AG_ZC_MIN_BYTES_ENV, "0", 1); }
+      if (pass == 3) unsetenv(WS_AG_ZC_MIN_BYTES_ENV);
       WS_OK_OR_DIE(ws_knobs_reload());
-      for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+      uint8_t *out = pass >= 2 ? zag : rbuf;
+      for (int i = pass == 3 ? nsizes - 3 : 0; i < nsizes; i++) {
+        /* the plain buffers hold cap bytes; the 3 MiB size only where it fits */
+        if (pass < 2 && sizes[i] * nranks + GUARD > cap) continue;
         for (int rep = 0; rep < 4; rep++) {
           const uint64_t n = sizes[i];
           const int in_place = rep & 1;
-          uint8_t *send = in_place ? rbuf + (size_t)rank * n : sbuf;
-          CUDA_OK(cudaMemsetAsync(rbuf, 0xCD, n * nranks + GUARD, s));
+          uint8_t *send = in_place ? out + (size_t)rank * n : sbuf;
+          CUDA_OK(cudaMemsetAsync(out, 0xCD, n * nranks + GUARD, s));
           fill(send, n, rank, seq, s);
-          WS_OK_OR_DIE(ws_allgather(c, send, n, rbuf, s));
+          /* zero-copy: a peer may store into our recvbuf as soon as its call starts */
+          if (pass >= 2) WS_OK_OR_DIE(ws_comm_barrier(c, s));
+          WS_OK_OR_DIE(ws_allgather(c, send, n, out, s));
           WS_OK_OR_DIE(ws_sync(s));
           for (int r = 0; r < nranks; r++) {
             /* only the last block is followed by the poisoned guard */
-            const unsigned long long bad = check_guard(rbuf + r * n, n, r == nranks - 1 ? GUARD : 0, r, seq, s);
+            const unsigned long long bad = check_guard(out + r * n, n, r == nranks - 1 ? GUARD : 0, r, seq, s);
             if (bad) {
               fprintf(stderr, "rank %d: %s all-gather of %llu bytes (%s), block of rank %d: %llu wrong bytes\n", rank,
-                      ring ? "ring" : "direct", (unsigned long long)n, in_place ? "in place" : "out of place", r, bad);
+                      pass_name[pass], (unsigned long long)n, in_place ? "in place" : "out of place", r, bad);
               test_failures++;
             }
           }
-          WS_OK_OR_DIE(ws_comm_barrier(c, s)); /* everyone checked before rbuf is poisoned again */
+          WS_OK_OR_DIE(ws_comm_barrier(c, s)); /* everyone checked before the buffer is poisoned again */
           seq++;
         }
+      }
     }
-    unsetenv(WS_AG_DIRECT_MAX_BYTES_ENV);
+    WS_OK_OR_DIE(ws_sync(s));
+    WS_OK_OR_DIE(ws_comm_free(c, zag));
     WS_OK_OR_DIE(ws_knobs_reload());
-    printf("rank %d: all-gather (direct and ring, in and out of place) ok\n", rank);
+    printf("rank %d: all-gather (direct, ring, zero-copy; in and out of place) ok\n", rank);
   }
 
   /* Argument errors: reported before the GPU is touched. */
