@@ -67,6 +67,20 @@ def _worker(rank, nranks, port):
     for r in range(nranks):
         want = torch.randn(33, 128, generator=torch.Generator().manual_seed(5 + r)).to(torch.bfloat16)
         assert torch.equal(out[r].cpu(), want), f"rank {rank}: allgather slot {r}"
+    # allgather into symmetric memory: 3 MiB blocks go zero-copy (stored straight into the peers' out)
+    m = (3 << 20) // 4 + 4
+    sym_out = comm.alloc((nranks, m), torch.float32)
+    for it in range(2):
+        mine = torch.randn(m, generator=torch.Generator().manual_seed(900 + 10 * rank + it)).cuda()
+        sym_out.fill_(float("nan"))
+        comm.barrier()  # a peer stores into our out as soon as its call starts
+        comm.allgather(mine, sym_out)
+        warpspec.sync()
+        for r in range(nranks):
+            want = torch.randn(m, generator=torch.Generator().manual_seed(900 + 10 * r + it))
+            assert torch.equal(sym_out[r].cpu(), want), f"rank {rank}: zero-copy allgather slot {r}, round {it}"
+        comm.barrier()  # everyone checked before the next round's fill
+    comm.free(sym_out)
     # one-sided use: rank 0 sends, rank 1 receives
     if rank == 0:
         comm.send(torch.arange(4096, dtype=torch.int32, device="cuda"), 1)
