@@ -76,9 +76,14 @@ def _worker(rank, nranks, port):
         comm.barrier()  # a peer stores into our out as soon as its call starts
         comm.allgather(mine, sym_out)
         warpspec.sync()
+        got = sym_out.cpu()
         for r in range(nranks):
             want = torch.randn(m, generator=torch.Generator().manual_seed(900 + 10 * r + it))
-            assert torch.equal(sym_out[r].cpu(), want), f"rank {rank}: zero-copy allgather slot {r}, round {it}"
+            if not torch.equal(got[r], want):
+                wrong = (got[r] != want).nonzero()
+                raise AssertionError(f"rank {rank}: zero-copy allgather slot {r}, round {it}: {wrong.numel()} of {m} "
+                                     f"elements wrong ({int(got[r].isnan().sum())} still NaN), first at "
+                                     f"{int(wrong[0])}, last at {int(wrong[-1])}; out at {sym_out.data_ptr():#x}")
         comm.barrier()  # everyone checked before the next round's fill
     comm.free(sym_out)
     # one-sided use: rank 0 sends, rank 1 receives

@@ -326,7 +326,8 @@ WS_KERNEL(sr) sendrecv_multi_kernel(const __grid_constant__ sr_multi_args m, ws_
     return;
   }
   if (ctx.role != SR_SENDER || m.local_bytes == 0) return;
-  const uint64_t per = (m.local_bytes / gridDim.x + 15) / 16 * 16, off = (uint64_t)blockIdx.x * per;
+  /* ceil, then up to 16 bytes: rounding the quotient down lost the tail (3 MiB + 16 over 64 CTAs: 16 bytes) */
+  const uint64_t per = ((m.local_bytes + gridDim.x - 1) / gridDim.x + 15) / 16 * 16, off = (uint64_t)blockIdx.x * per;
   if (off < m.local_bytes)
     role_copy(m.local_dst + off, m.local_src + off, m.local_bytes - off < per ? m.local_bytes - off : per, &ctx, 0);
 }

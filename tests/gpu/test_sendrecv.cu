@@ -184,7 +184,7 @@ static void run_all(ws_comm *c) {
    * size four times in a row so that the step and handshake counters carry over. */
   {
     const uint64_t sizes[] = {16, 4096 + 16, 64 * 1024, 300 * 1024 + 16 * 3, 1 << 20, (1 << 20) + 16 * 7,
-                              (3 << 20) + 16 * 5};
+                              (3 << 20) + 16, (3 << 20) + 16 * 5};
     const int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
     const uint64_t zag_bytes = sizes[nsizes - 1] * nranks + GUARD;
     uint8_t *zag = NULL;
