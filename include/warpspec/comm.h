@@ -114,9 +114,9 @@ ws_status ws_recv(ws_comm *comm, void *buf, size_t bytes, int peer, cudaStream_t
  * recvbuf's own block: in place). One launch sends our block to every rank at once (up to
  * WARPSPEC_AG_DIRECT_MAX_BYTES per rank, default every size); above, a ring of sendrecvs.
  * With recvbuf in the symmetric heap (ws_comm_alloc, on every rank: all or none) blocks of
- * WS_AG_ZC_MIN_BYTES (WARPSPEC_AG_ZC_MIN_BYTES) or more are zero-copy: stored once, straight
- * into their place in every peer's recvbuf, instead of through sendrecv's staging slots;
- * from WS_SR_CE_MIN_BYTES (WARPSPEC_SR_CE_MIN_BYTES) by the copy engine, one peer at a time. */
+ * WS_AG_ZC_MIN_BYTES (WARPSPEC_AG_ZC_MIN_BYTES, 16 MiB) up to WS_AG_ZC_MAX_BYTES (64 MiB)
+ * are zero-copy: stored once, straight into their place in every peer's recvbuf, instead
+ * of through sendrecv's staging slots. */
 ws_status ws_allgather(ws_comm *comm, const void *sendbuf, size_t bytes, void *recvbuf, cudaStream_t stream);
 
 #ifdef __cplusplus

@@ -71,11 +71,16 @@
  * 18-20 us below 512 KB, 28 against 43 us at 2 MB; docs/benchmarks.md, session 20). */
 #define WS_AG_DIRECT_MAX_BYTES  (1ull << 40)
 #define WS_AG_DIRECT_MAX_CTAS   128    /* its grid, every row resident on 132 SMs       */
-/* ... and from this many bytes per rank, when recvbuf is in the symmetric heap
- * (ws_comm_alloc) on every rank, each block is stored straight into its place in every
- * peer's recvbuf (sendrecv's zero-copy handshake per pair): one copy instead of a push
- * into the peer's staging and a copy out of it. */
-#define WS_AG_ZC_MIN_BYTES      (2ull << 20)
+/* ... and from WS_AG_ZC_MIN_BYTES up to (not including) WS_AG_ZC_MAX_BYTES per rank, when
+ * recvbuf is in the symmetric heap (ws_comm_alloc) on every rank, each block is stored
+ * straight into its place in every peer's recvbuf (sendrecv's zero-copy handshake per
+ * pair): one copy instead of a push into the peer's staging and a copy out of it.
+ * Measured (4 x H100, session 24, beside the staging path in one run): faster at 32 MiB
+ * per rank on 4 ranks (321 against 342 us) and at 8-32 MiB on 2 ranks (5-7%), slower at
+ * 2-8 MiB on 4 ranks and at 128 MiB (1411 against 1299 us on 4 ranks); the copy engine
+ * instead of stores was level on 4 ranks at 128 MiB and 15% slower on 2 ranks. */
+#define WS_AG_ZC_MIN_BYTES      (16ull << 20)
+#define WS_AG_ZC_MAX_BYTES      (64ull << 20)
 #define WS_COMM_HEAP_SPARE      (1ull << 30) /* symmetric heap beyond the staging, default  */
 #define WS_RENDEZVOUS_TIMEOUT_MS 60000 /* ranks wait this long for each other at init   */
 #define WS_HOST_THREADS_MAX     64     /* threads of the float64 host references          */

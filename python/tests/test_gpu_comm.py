@@ -67,8 +67,8 @@ def _worker(rank, nranks, port):
     for r in range(nranks):
         want = torch.randn(33, 128, generator=torch.Generator().manual_seed(5 + r)).to(torch.bfloat16)
         assert torch.equal(out[r].cpu(), want), f"rank {rank}: allgather slot {r}"
-    # allgather into symmetric memory: 3 MiB blocks go zero-copy (stored straight into the peers' out)
-    m = (3 << 20) // 4 + 4
+    # allgather into symmetric memory: 16 MiB blocks go zero-copy (stored straight into the peers' out)
+    m = (16 << 20) // 4 + 4
     sym_out = comm.alloc((nranks, m), torch.float32)
     for it in range(2):
         mine = torch.randn(m, generator=torch.Generator().manual_seed(900 + 10 * rank + it)).cuda()

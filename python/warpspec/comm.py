@@ -203,9 +203,8 @@ class Communicator(Handle):
     def allgather(self, tensor, out=None, *, stream=None):
         """out[r] = rank r's tensor for every rank: on 2-8 ranks every block goes to every
         rank in one launch (a ring past 8). out: [size, *tensor.shape], allocated when not
-        given; an out from alloc() on every rank makes blocks from 2 MiB
-        (WARPSPEC_AG_ZC_MIN_BYTES) zero-copy: stored once, straight into each peer's out (from
-        64 MiB, WARPSPEC_SR_CE_MIN_BYTES, by the copy engine)."""
+        given; an out from alloc() on every rank makes blocks of 16-64 MiB
+        (WARPSPEC_AG_ZC_MIN_BYTES on) zero-copy: stored once, straight into each peer's out."""
         stream = stream_arg(stream)
         v = self._bytes_view(view(tensor, "tensor"), "tensor")
         if out is None:

@@ -2,10 +2,10 @@
  * launch of sendrecv's kernel over every pair: ws_sr_allgather_direct), by default at any
  * size; above WARPSPEC_AG_DIRECT_MAX_BYTES per rank, or past 8 ranks, around a ring of
  * ws_sendrecv calls, nranks - 1 steps. The direct path with a symmetric recvbuf
- * (ws_comm_alloc) from WARPSPEC_AG_ZC_MIN_BYTES per rank on is zero-copy: each block is
+ * (ws_comm_alloc) from WARPSPEC_AG_ZC_MIN_BYTES up to WS_AG_ZC_MAX_BYTES per rank is
+ * zero-copy (the sizes where it measured faster, config.h): each block is
  * stored once, into its place in every peer's recvbuf, where the staging path stores it
- * into the peer's staging slots and the peer copies it out (a second pass over its HBM);
- * from WARPSPEC_SR_CE_MIN_BYTES on, as for ws_sendrecv, the copy engine moves them.
+ * into the peer's staging slots and the peer copies it out (a second pass over its HBM).
  *
  * It keeps no state of its own: both paths move through sendrecv's staging and step
  * counters (sendrecv_internal.h), which that operation owns; here only the
@@ -34,9 +34,8 @@ ws_status ws_allgather(ws_comm *c, const void *sendbuf, size_t bytes, void *recv
     /* zero-copy is decided here from this rank's recvbuf alone: every rank must pass a
      * symmetric one or none (a rank on the other path times out in its first wait, naming
      * the peer, as a zero-copy ws_sendrecv does) */
-    const int zc = (long long)bytes >= k->ag_zc_min_bytes && ws_comm_is_symmetric(c, recvbuf, total);
-    if (zc && (long long)bytes >= (k->sr_ce_min_bytes > 1 ? k->sr_ce_min_bytes : 1)) /* as ws_sendrecv: the engine */
-      return ws_sr_allgather_ce(c, sendbuf, bytes, recvbuf, stream);
+    const int zc = (long long)bytes >= k->ag_zc_min_bytes && bytes < WS_AG_ZC_MAX_BYTES &&
+                   ws_comm_is_symmetric(c, recvbuf, total);
     return ws_sr_allgather_direct(c, sendbuf, bytes, recvbuf, zc, stream);
   }
   if (out + (size_t)r * bytes != (const uint8_t *)sendbuf)

@@ -388,11 +388,8 @@ WS_KERNEL(zc) zc_kernel(const __grid_constant__ zc_args a, ws_diag diag) {
   }
 }
 
-/* One zero-copy exchange by the copy engine: our n bytes into `obj` on send_peer (obj:
- * our own address of that symmetric object, which send_peer posts and we check), n bytes
- * from recv_peer into recvbuf (which we post). ws_sendrecv: obj = recvbuf. */
-static ws_status zero_copy_ce(ws_comm *c, const void *sendbuf, size_t n, int send_peer, void *obj, void *recvbuf,
-                              int recv_peer, cudaStream_t stream) {
+static ws_status zero_copy_ce(ws_comm *c, const void *sendbuf, size_t n, int send_peer, void *recvbuf, int recv_peer,
+                              cudaStream_t stream) {
   ws_sr_state *sr = c->sr;
   ws_status s;
   if (!sr->zc_planned) {
@@ -400,7 +397,7 @@ static ws_status zero_copy_ce(ws_comm *c, const void *sendbuf, size_t n, int sen
     sr->zc_planned = 1;
   }
   void *peer_dst = NULL;
-  if ((s = ws_comm_peer_ptr(c, obj, send_peer, &peer_dst)) != WS_OK) return s;
+  if ((s = ws_comm_peer_ptr(c, recvbuf, send_peer, &peer_dst)) != WS_OK) return s;
   zc_args a;
   memset(&a, 0, sizeof a);
   a.rank = c->rank;
@@ -416,7 +413,7 @@ static ws_status zero_copy_ce(ws_comm *c, const void *sendbuf, size_t n, int sen
   a.recv_bytes = n;
   a.ready = sr->zc_ready + (size_t)send_peer * B;
   a.addr = sr->zc_addr + 2 * (size_t)send_peer * B;
-  a.send_addr = (uint64_t)(uintptr_t)obj; /* the SHMEM convention: the same address on every rank */
+  a.send_addr = (uint64_t)(uintptr_t)recvbuf; /* the SHMEM convention: the same symmetric object */
   a.send_bytes = n;
   a.peer_done = sr->peer_zc_done[send_peer] + (size_t)c->rank * B;
   a.done = sr->zc_done + (size_t)recv_peer * B;
@@ -535,7 +532,7 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
                "same size so that all take the same path)", sendbytes, recvbytes);
     WS_REQUIRE(copy_engine >= -1 && copy_engine <= 1, "ws_sendrecv: copy_engine %d, must be -1, 0 or 1", copy_engine);
     if (copy_engine > 0 || (copy_engine == 0 && sendbytes >= ce_min_bytes()))
-      return zero_copy_ce(c, sendbuf, sendbytes, send_peer, recvbuf, recvbuf, recv_peer, stream);
+      return zero_copy_ce(c, sendbuf, sendbytes, send_peer, recvbuf, recv_peer, stream);
   }
 
   ws_sr_state *sr = c->sr;
@@ -607,25 +604,4 @@ extern "C" ws_status ws_sr_allgather_direct(ws_comm *c, const void *sendbuf, siz
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&m, &diag};
   return ws_plan_launch(&sr->ag_plan, (const void *)sendrecv_multi_kernel, dim3{grid, (unsigned)n, 1}, stream, args);
-}
-
-/* The direct all-gather by the copy engine (allgather.c: zero-copy blocks from
- * WARPSPEC_SR_CE_MIN_BYTES): step k sends our block into its place on rank + 1 + k and
- * receives rank - 1 - k's, one copy-engine copy at a time, so that every GPU takes one
- * peer's copy at a time at the engine's rate (bench nvlink: 384-396 GB/s, SM stores
- * 336-370); then our own block into place, by the engine as well. */
-extern "C" ws_status ws_sr_allgather_ce(ws_comm *c, const void *sendbuf, size_t bytes, void *recvbuf,
-                                        cudaStream_t stream) {
-  const int n = c->nranks, r = c->rank;
-  uint8_t *out = (uint8_t *)recvbuf;
-  ws_status s;
-  for (int k = 0; k < n - 1; k++) {
-    const int to = (r + 1 + k) % n, from = (r - 1 - k + n) % n;
-    if ((s = zero_copy_ce(c, sendbuf, bytes, to, out + (size_t)r * bytes, out + (size_t)from * bytes, from, stream)) !=
-        WS_OK)
-      return s;
-  }
-  if (out + (size_t)r * bytes != (const uint8_t *)sendbuf)
-    WS_CUDA_TRY(cudaMemcpyAsync(out + (size_t)r * bytes, sendbuf, bytes, cudaMemcpyDeviceToDevice, stream));
-  return WS_OK;
 }

@@ -57,11 +57,4 @@ extern "C"
 ws_status ws_sr_allgather_direct(ws_comm *c, const void *sendbuf, size_t bytes, void *recvbuf, int zero_copy,
                                  cudaStream_t stream);
 
-/* ... and its zero-copy form by the copy engine: a handshake and one copy per peer, in
- * turn (sendrecv.cu). */
-#ifdef __cplusplus
-extern "C"
-#endif
-ws_status ws_sr_allgather_ce(ws_comm *c, const void *sendbuf, size_t bytes, void *recvbuf, cudaStream_t stream);
-
 #endif
