@@ -52,6 +52,8 @@ def raw_reasons(path):
     head = rows[head_at]
     name = next((i for i, c in enumerate(head) if c == "Kernel Name"), None)
     cols = [(i, c[len(STALL):]) for i, c in enumerate(head) if c.startswith(STALL) and not c.endswith("_not_issued")]
+    if not cols:
+        return []
     out = []
     for r in rows[head_at + 1:]:
         if len(r) != len(head) or not r[cols[0][0]].replace(",", "").replace(".", "").isdigit():

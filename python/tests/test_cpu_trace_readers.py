@@ -122,6 +122,14 @@ def test_ncu_stalls_raw_page_reasons(tmp_path):
     assert lines == ["ours(ws_tmap): long_scoreboard 75.0%, barrier 25.0%", "nvjet_sm90_tst: barrier 100.0%"]
 
 
+def test_ncu_stalls_raw_page_only_not_issued(tmp_path):
+    """A raw page whose only stall columns are the _not_issued ones has no reasons to give."""
+    path = tmp_path / "raw.csv"
+    path.write_text("ID,Kernel Name,smsp__pcsamp_warps_issue_stalled_wait_not_issued\n0,k,5\n")
+    r = subprocess.run([sys.executable, NCU_STALLS, str(path)], capture_output=True, text=True)
+    assert r.returncode != 0 and "no source table" in r.stderr
+
+
 def test_ncu_stalls_neither_table(tmp_path):
     path = tmp_path / "none.csv"
     path.write_text("==ERROR== Option '--print-metric-name' is only supported for the details page.\n")

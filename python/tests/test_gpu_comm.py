@@ -73,7 +73,7 @@ def _worker(rank, nranks, port):
     for it in range(2):
         mine = torch.randn(m, generator=torch.Generator().manual_seed(900 + 10 * rank + it)).cuda()
         sym_out.fill_(float("nan"))
-        comm.barrier()  # a peer stores into our out as soon as its call starts
+        comm.barrier()  # not needed by the op (a peer stores once our call posted out): the fill stays ours
         comm.allgather(mine, sym_out)
         warpspec.sync()
         got = sym_out.cpu()

@@ -203,8 +203,9 @@ class Communicator(Handle):
     def allgather(self, tensor, out=None, *, stream=None):
         """out[r] = rank r's tensor for every rank: on 2-8 ranks every block goes to every
         rank in one launch (a ring past 8). out: [size, *tensor.shape], allocated when not
-        given; an out from alloc() on every rank makes blocks of 16-64 MiB
-        (WARPSPEC_AG_ZC_MIN_BYTES on) zero-copy: stored once, straight into each peer's out."""
+        given; an out from alloc() on every rank makes blocks from 16 MiB
+        (WARPSPEC_AG_ZC_MIN_BYTES) up to, not including, 64 MiB zero-copy: stored once,
+        straight into each peer's out (past WARPSPEC_AG_DIRECT_MAX_BYTES, the ring)."""
         stream = stream_arg(stream)
         v = self._bytes_view(view(tensor, "tensor"), "tensor")
         if out is None:

@@ -23,6 +23,8 @@ ws_status ws_allgather(ws_comm *c, const void *sendbuf, size_t bytes, void *recv
   WS_REQUIRE(((uintptr_t)recvbuf & 15u) == 0 && (bytes % 16 == 0 || c->nranks == 1),
              "ws_allgather: recvbuf must be 16-byte aligned and bytes (%zu) a multiple of 16, so that every rank's "
              "block is aligned", bytes);
+  WS_REQUIRE(((uintptr_t)sendbuf & 15u) == 0, "ws_allgather: sendbuf %p must be 16-byte aligned (it is read with "
+             "16-byte loads)", sendbuf);
   size_t total = 0; /* recvbuf holds every rank's block */
   WS_REQUIRE(ws_size_mul3((size_t)c->nranks, bytes, 1, &total) && ws_span_fits(recvbuf, total),
              "ws_allgather: %d ranks x %zu bytes run past the end of the address space", c->nranks, bytes);

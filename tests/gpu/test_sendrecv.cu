@@ -204,7 +204,8 @@ static void run_all(ws_comm *c) {
           uint8_t *send = in_place ? out + (size_t)rank * n : sbuf;
           CUDA_OK(cudaMemsetAsync(out, 0xCD, n * nranks + GUARD, s));
           fill(send, n, rank, seq, s);
-          /* zero-copy: a peer may store into our recvbuf as soon as its call starts */
+          /* zero-copy: a peer stores into our recvbuf once our call has posted it; the barrier
+           * only keeps the poison of this round from racing the previous round's checks */
           if (pass >= 2) WS_OK_OR_DIE(ws_comm_barrier(c, s));
           WS_OK_OR_DIE(ws_allgather(c, send, n, out, s));
           WS_OK_OR_DIE(ws_sync(s));
@@ -239,6 +240,8 @@ static void run_all(ws_comm *c) {
   CHECK_MSG("16-byte aligned");
   CHECK_STATUS(ws_sendrecv(c, sbuf, 64, 0, sbuf + 32, 64, 0, NULL, s), WS_ERR_INVALID);
   CHECK_MSG("overlap");
+  CHECK_STATUS(ws_allgather(c, sbuf + 4, 16, rbuf, s), WS_ERR_INVALID);
+  CHECK_MSG("sendbuf");
   ws_sendrecv_opts bad_ctas = {WS_SR_MAX_BLOCKS + 1, 0, 0};
   CHECK_STATUS(ws_sendrecv(c, sbuf, 16, 0, rbuf, 16, 0, &bad_ctas, s), WS_ERR_INVALID);
   CHECK_MSG("ctas 65");
