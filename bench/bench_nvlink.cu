@@ -11,7 +11,9 @@
  * once (copy engine, or SM stores with the GPU's CTAs split over its peers), reported as
  * what each GPU receives per second, N - 1 blocks over the slowest GPU's time. That is the
  * ceiling of an all-gather's large messages and of EP dispatch/combine on N ranks, where
- * every link into a GPU carries data at the same time. */
+ * every link into a GPU carries data at the same time. The GPUs' copies are queued one GPU
+ * after another from this thread, so they start a few launches apart: the figure may read
+ * a few percent high (a start gate per GPU would fix it). */
 #include "bench.h"
 #include "bench_check.h"
 #include "warpspec/device/ptx.cuh"
