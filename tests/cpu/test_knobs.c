@@ -12,7 +12,8 @@
 static const char *const all_names[] = {
     WS_TIMEOUT_ENV, WS_CHECK_ENV, WS_HOST_THREADS_ENV, WS_PDL_ENV, WS_ATTN_SCHEDULE_ENV, WS_ATTN_GRID_ENV,
     WS_MLA_SCHEDULE_ENV, WS_GEMM_SPLITS_ENV, WS_GEMM_FP8_TILE_ENV, WS_MOE_GATHER_ENV, WS_MOE_TILE_ENV, WS_MOE_PAIR_ENV,
-    WS_MOE_SCHED_ENV, WS_MOE_SELF_ROUTE_ENV, WS_SR_CE_MIN_BYTES_ENV, WS_RENDEZVOUS_TIMEOUT_ENV, WS_SHARE_GPU_ENV,
+    WS_MOE_SCHED_ENV, WS_MOE_SELF_ROUTE_ENV, WS_SR_CE_MIN_BYTES_ENV, WS_AG_DIRECT_MAX_BYTES_ENV, WS_AG_ZC_MIN_BYTES_ENV,
+    WS_RENDEZVOUS_TIMEOUT_ENV, WS_SHARE_GPU_ENV,
     WS_DEBUG_NVML_ENV, "WS_GEMM_SPLITS", "WS_GEMM_FP8_TILE", "WS_SR_CE_MIN_BYTES", "WS_RENDEZVOUS_TIMEOUT_MS",
     "WS_DEBUG_NVML"};
 
@@ -75,6 +76,7 @@ static void defaults(void) {
   CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->moe_tile == 0 && k->moe_pair == -1);
   CHECK(k->moe_static_walk == 0 && k->moe_self_route == 1);
   CHECK(k->sr_ce_min_bytes == (long long)WS_SR_CE_MIN_BYTES);
+  CHECK(k->ag_direct_max_bytes == (long long)WS_AG_DIRECT_MAX_BYTES && k->ag_zc_min_bytes == (long long)WS_AG_ZC_MIN_BYTES);
   CHECK(k->rendezvous_timeout_ms == WS_RENDEZVOUS_TIMEOUT_MS);
   CHECK(k->share_gpu == 0 && k->debug_nvml == 0);
   set(WS_GEMM_SPLITS_ENV, ""); /* empty reads as unset, as before */
@@ -96,6 +98,7 @@ static void accepted(void) {
   set(WS_MOE_PAIR_ENV, "0");
   set(WS_MOE_SCHED_ENV, "static");
   set(WS_SR_CE_MIN_BYTES_ENV, "8589934592"); /* 8 GiB: past 32 bits */
+  set(WS_AG_ZC_MIN_BYTES_ENV, "0");
   set(WS_HOST_THREADS_ENV, "1000");          /* taken, then capped by ws_host_workers */
   CHECK(k->timeout_ms == WS_TIMEOUT_MS_DEFAULT); /* read once: nothing changes before the reload */
   reload_quoting();
@@ -105,7 +108,7 @@ static void accepted(void) {
   CHECK(k->attn_schedule == WS_ATTN_SCHED_OVERLAP_PINGPONG && k->attn_persistent == 0 && k->mla_overlap == 1);
   CHECK(k->gemm_splits == 4194304 && k->gemm_fp8_tile == 192);
   CHECK(k->moe_tile == 128 && k->moe_pair == 0 && k->moe_static_walk == 1);
-  CHECK(k->sr_ce_min_bytes == 8589934592ll);
+  CHECK(k->sr_ce_min_bytes == 8589934592ll && k->ag_zc_min_bytes == 0);
   CHECK(k->host_threads == 1000);
   /* an API setting keeps its precedence over the environment */
   CHECK_STATUS(ws_set_timeout_ms(77), WS_OK);
