@@ -107,6 +107,11 @@ WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_arg
     }
 }
 
+/* GEMM_GATHER_L2_PF 1: the row copies ask L2 for 256 bytes on a miss (the row's next K
+ * block with this one); 0 for the A/B, which measured level (EP2 L1, session 24). */
+#ifndef GEMM_GATHER_L2_PF
+#define GEMM_GATHER_L2_PF 1
+#endif
 /* gemm_load_tiles for a gathered A when the loader has the registers to keep a tile's rows
  * (gemm_fp8_gather: four warps at the entry cap; the 192-row kernel's loader runs on 32
  * registers and keeps gemm_load_tiles): per tile, each lane loads its rows' indices once
@@ -116,11 +121,6 @@ WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_arg
  * over that arithmetic while the math waited for stages, ncu, session 22). Same stage
  * contents and arrivals as gemm_load_tiles' gathered path. map_a is unused (the same
  * signature, for FP8_KERNEL_BODY). */
-/* GEMM_GATHER_L2_PF 1: the row copies ask L2 for 256 bytes on a miss (the row's next K
- * block with this one); 0 for the A/B. */
-#ifndef GEMM_GATHER_L2_PF
-#define GEMM_GATHER_L2_PF 1
-#endif
 WS_DEV void gemm_load_gathered(const ws_pipe *pipe, const ws_ctx *c, const gemm_args *args, int bk, uint8_t *slots,
                                size_t slot_bytes, size_t b_offset, size_t scale_offset, const ws_tmap *map_a,
                                const ws_tmap *map_b, int part = 0, int parts = 1) {
