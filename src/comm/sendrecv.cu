@@ -245,8 +245,18 @@ static __device__ __forceinline__ void receiver(const sr_args *a, const ws_ctx *
   if (ws_role_leader(c)) a->recv_step[b] = step0 + nsteps;
 }
 
+/* What a zero-copy receiver posts beside its address: the bytes it expects and, in the
+ * top 16 bits, the blocks it cut them into (the copy engine's form: 1). The sender checks
+ * both, so that two ranks on different forms (copy_engine or WARPSPEC_SR_CE_MIN_BYTES
+ * differing between them) fault with WS_ERR_MISMATCH instead of one of them finishing on
+ * block 0's handshake alone with most of its data missing. */
+#define ZC_SIZE_WORD(bytes, blocks) ((uint64_t)(bytes) | (uint64_t)(blocks) << 48)
+#define ZC_WORD_BYTES(w) ((w) & ((1ull << 48) - 1))
+#define ZC_WORD_BLOCKS(w) ((w) >> 48)
+
 /* Zero-copy block b, sending side: wait until the receiver's block b posted its buffer
- * (and check it is where and as large as we think), push our span into it, publish. */
+ * (and check it is where and as large as we think, cut as we cut it), push our span into
+ * it, publish. */
 static __device__ __forceinline__ void zc_sender(const sr_args *a, const ws_ctx *c, uint32_t b) {
   const ws_sr_geometry *g = &a->send;
   const uint64_t seq = a->zsend_seq[b] + 1;
@@ -255,8 +265,9 @@ static __device__ __forceinline__ void zc_sender(const sr_args *a, const ws_ctx 
     site.object = "sendrecv zero-copy";
     ws_wait_flag_geq(&a->zc_ready[b], seq, c, &site);
     const uint64_t where = ws_ld_acquire_sys_u64(&a->zc_addr[2 * b]), bytes = ws_ld_acquire_sys_u64(&a->zc_addr[2 * b + 1]);
-    if (where != a->expect_addr || bytes != g->bytes) {
-      const long long v[4] = {(long long)g->bytes, (long long)g->blocks, (long long)bytes, (long long)g->blocks};
+    if (where != a->expect_addr || bytes != ZC_SIZE_WORD(g->bytes, g->blocks)) {
+      const long long v[4] = {(long long)g->bytes, (long long)g->blocks, (long long)ZC_WORD_BYTES(bytes),
+                              (long long)ZC_WORD_BLOCKS(bytes)};
       site.object = where != a->expect_addr ? "zero-copy: the peer's recvbuf is another symmetric object" : "zero-copy";
       ws_fault_raise(c, WS_FAULT_MISMATCH, &site, 0, v);
     }
@@ -277,7 +288,7 @@ static __device__ __forceinline__ void zc_receiver(const sr_args *a, const ws_ct
   if (!ws_role_leader(c)) return;
   const uint64_t seq = a->zrecv_seq[b] + 1;
   ws_st_relaxed_sys_u64(&a->peer_zc_addr[2 * b], (uint64_t)(uintptr_t)a->dst);
-  ws_st_relaxed_sys_u64(&a->peer_zc_addr[2 * b + 1], a->recv.bytes);
+  ws_st_relaxed_sys_u64(&a->peer_zc_addr[2 * b + 1], ZC_SIZE_WORD(a->recv.bytes, a->recv.blocks));
   ws_fence_acq_rel_sys();
   ws_st_relaxed_sys_u64(&a->peer_zc_ready[b], seq);
   const ws_site site = sr_site(WS_EDGE_PEER_DATA, a->recv_peer, a->rank, b, seq);
@@ -363,8 +374,8 @@ WS_KERNEL(zc) zc_kernel(const __grid_constant__ zc_args a, ws_diag diag) {
       site.object = "sendrecv zero-copy (is the peer calling with zero_copy?)";
       ws_wait_flag_geq(a.ready, seq, &ctx, &site);
       const uint64_t where = ws_ld_acquire_sys_u64(&a.addr[0]), bytes = ws_ld_acquire_sys_u64(&a.addr[1]);
-      if (where != a.send_addr || bytes != a.send_bytes) {
-        const long long v[4] = {(long long)a.send_bytes, 1, (long long)bytes, 1};
+      if (where != a.send_addr || bytes != ZC_SIZE_WORD(a.send_bytes, 1)) {
+        const long long v[4] = {(long long)a.send_bytes, 1, (long long)ZC_WORD_BYTES(bytes), (long long)ZC_WORD_BLOCKS(bytes)};
         site.object = where != a.send_addr ? "zero-copy receive buffer at another address" : "zero-copy";
         ws_fault_raise(&ctx, WS_FAULT_MISMATCH, &site, 0, v);
       }
@@ -378,7 +389,7 @@ WS_KERNEL(zc) zc_kernel(const __grid_constant__ zc_args a, ws_diag diag) {
     if (a.phase == 0) {
       const uint64_t seq = ++*a.recv_seq;
       ws_st_relaxed_sys_u64(&a.peer_addr[0], a.recv_addr);
-      ws_st_relaxed_sys_u64(&a.peer_addr[1], a.recv_bytes);
+      ws_st_relaxed_sys_u64(&a.peer_addr[1], ZC_SIZE_WORD(a.recv_bytes, 1));
       ws_fence_acq_rel_sys();
       ws_st_relaxed_sys_u64(a.peer_ready, seq);
     } else {
@@ -528,6 +539,7 @@ extern "C" ws_status ws_sendrecv(ws_comm *c, const void *sendbuf, size_t sendbyt
                "writes into the peer's copy of its own symmetric recvbuf)");
     WS_REQUIRE(ws_comm_is_symmetric(c, recvbuf, recvbytes ? recvbytes : 1),
                "ws_sendrecv: zero_copy: recvbuf %p is not in the symmetric heap (allocate it with ws_comm_alloc)", recvbuf);
+    WS_REQUIRE(sendbytes < (1ull << 48), "ws_sendrecv: zero_copy: %zu bytes, at most 2^48 - 1", sendbytes);
     WS_REQUIRE(sendbytes == recvbytes, "ws_sendrecv: zero_copy: sendbytes %zu != recvbytes %zu (every rank must move the "
                "same size so that all take the same path)", sendbytes, recvbytes);
     WS_REQUIRE(copy_engine >= -1 && copy_engine <= 1, "ws_sendrecv: copy_engine %d, must be -1, 0 or 1", copy_engine);

@@ -324,6 +324,27 @@ int main(int argc, char **argv) {
      * would wait for it. Leave without them. */
     fflush(stdout);
     _exit(test_finish(mode) ? 1 : 0);
+  } else if (!strcmp(mode, "zc-forms")) {
+    /* Zero-copy on two forms at once: rank 0 by the copy engine (one handshake block),
+     * rank 1 by stores (several blocks). Each receiver posts its block count beside its
+     * bytes, so both must fault (mismatch, or a timeout behind the peer's fault), never
+     * return success with part of the data. */
+    WS_OK_OR_DIE(ws_set_timeout_ms(500));
+    const uint64_t n = 8u << 20;
+    uint8_t *src, *zbuf;
+    CUDA_OK(cudaMalloc(&src, n));
+    WS_OK_OR_DIE(ws_comm_alloc(c, n, (void **)&zbuf));
+    WS_OK_OR_DIE(ws_comm_barrier(c, 0));
+    WS_OK_OR_DIE(ws_sync(0));
+    const int peer = 1 - rank;
+    ws_sendrecv_opts o = {0, 1, rank == 0 ? 1 : -1};
+    ws_status st = rank < 2 ? ws_sendrecv(c, src, n, peer, zbuf, n, peer, &o, 0) : WS_OK;
+    if (st == WS_OK && rank < 2) st = ws_sync(0);
+    printf("rank %d: %s: %s\n", rank, ws_strerror(st), st == WS_OK ? "" : ws_last_error());
+    if (rank < 2) CHECK(st == WS_ERR_MISMATCH || st == WS_ERR_TIMEOUT);
+    if (rank < 2 && st == WS_ERR_MISMATCH) CHECK_MSG("zero-copy");
+    fflush(stdout);
+    _exit(test_finish(mode) ? 1 : 0);
   }
   WS_OK_OR_DIE(ws_comm_destroy(c));
   return test_finish("test_sendrecv");
