@@ -343,12 +343,13 @@ int main(int argc, char **argv) {
     printf("FP8 tile 192 rows in CTA pairs, %s activation scales\n", g_kmajor ? "K-block-major" : "row-major");
     const int ragged[5] = {200, 0, 1, 513, 64};
     const int masked[4] = {100, 0, 256, 17};
-    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 300, 384, 1024, 1, NULL); /* 3 tile columns: a phantom */
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 300, 512, 1024, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 300, 384, 1024, 1, NULL); /* 3 tile columns: not paired (host rule) */
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1, NULL);
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 512, 2048, 1, NULL);  /* split-K */
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 600, 256, 512, 1, NULL);  /* a partial last tile row */
     if (!quick) run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 2048, 4096, 7168, 1, NULL);
-    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 384, 640, 5, ragged);
+    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 512, 640, 5, ragged);
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
   }
   g_pair = 0;
