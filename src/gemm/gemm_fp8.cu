@@ -113,6 +113,9 @@ WS_DECLARE_ROLES(gemm_fp8, FP8_ROLES);
  * pool: 3 x 128 x 160 + 128 x 32 = 65536). */
 #define FP8_WIDE_ROLES(ROLE) ROLE(FW_MATH, 4, 160, 3) ROLE(FW_LOADER, 1, 32, 1)
 WS_DECLARE_ROLES(gemm_fp8_wide, FP8_WIDE_ROLES);
+/* The same roles for the pair kernel, under its own name (timeouts name its pipe) */
+#define FP8_WIDE_PAIR_ROLES(ROLE) ROLE(FWP_MATH, 4, 160, 3) ROLE(FWP_LOADER, 1, 32, 1)
+WS_DECLARE_ROLES(gemm_fp8_wide_pair, FP8_WIDE_PAIR_ROLES);
 /* The gathered A: gemm_fp8's math and four loader warps, 384 threads at the entry cap
  * (168 registers, as gemm_fp8's 288 get). */
 #define FP8_GATHER_ROLES(ROLE) ROLE(FG_MATH, 4, WS_REGS_ENTRY, 2) ROLE(FG_LOADER, 1, WS_REGS_ENTRY, 4)
@@ -286,11 +289,11 @@ WS_KERNEL(gemm_fp8_wide) gemm_fp8_wide_kernel(const __grid_constant__ ws_tmap ma
 /* The 192-row tile in CTA pairs (clusters of two along N sharing each A tile by multicast,
  * gemm_load_tiles_pair; WARPSPEC_GEMM_PAIR, A by TMA only): cuBLASLt's kernels at the
  * shapes where we trail run 2-CTA clusters (docs/benchmarks.md, session 24). */
-WS_KERNEL(gemm_fp8_wide) gemm_fp8_wide_pair_kernel(const __grid_constant__ ws_tmap map_a,
+WS_KERNEL(gemm_fp8_wide_pair) gemm_fp8_wide_pair_kernel(const __grid_constant__ ws_tmap map_a,
                                                    const __grid_constant__ ws_tmap map_b,
                                                    const __grid_constant__ ws_tmap map_d,
                                                    const __grid_constant__ gemm_args args, ws_diag diag) {
-  FP8_KERNEL_BODY(gemm_fp8_wide, fp8_wide_smem, FW_LOADER, gemm_load_tiles_pair, FW_MATH, 3,
+  FP8_KERNEL_BODY(gemm_fp8_wide_pair, fp8_wide_smem, FWP_LOADER, gemm_load_tiles_pair, FWP_MATH, 3,
                   offsetof(fp8_wide_stage, scales), 1, 2,
                   if (args.scale_tma) fp8_math<3, FP8_WIDE_NBUF, 1, 2>(sm, &pipe, &ctx, &args, &map_d);
                   else fp8_math<3, FP8_WIDE_NBUF, 0, 2>(sm, &pipe, &ctx, &args, &map_d));
@@ -326,8 +329,8 @@ extern "C" const gemm_kernel *gemm_fp8_wide_kernel_desc(void) {
 }
 
 extern "C" const gemm_kernel *gemm_fp8_wide_pair_kernel_desc(void) {
-  static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8_WIDE_PAIR, "gemm_fp8_wide_pair", gemm_fp8_wide_roles,
-                                gemm_fp8_wide_NROLES, sizeof(fp8_wide_smem) + 1024, (const void *)gemm_fp8_wide_pair_kernel,
+  static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8_WIDE_PAIR, "gemm_fp8_wide_pair", gemm_fp8_wide_pair_roles,
+                                gemm_fp8_wide_pair_NROLES, sizeof(fp8_wide_smem) + 1024, (const void *)gemm_fp8_wide_pair_kernel,
                                 192, FP8_BN, FP8_BK, 1, WS_DTYPE_U8, 1, 2};
   return &k;
 }
