@@ -153,6 +153,7 @@
 #define WS_MLA_SCHEDULE_ENV       "WARPSPEC_MLA_SCHEDULE"  /* plain                          */
 #define WS_GEMM_SPLITS_ENV        "WARPSPEC_GEMM_SPLITS"   /* per problem (split-K above)    */
 #define WS_GEMM_FP8_TILE_ENV      "WARPSPEC_GEMM_FP8_TILE" /* per problem (WIDE_GAIN above)  */
+#define WS_GEMM_PAIR_ENV          "WARPSPEC_GEMM_PAIR"     /* off: the 192-row tile alone     */
 #define WS_MOE_GATHER_ENV         "WARPSPEC_MOE_GATHER"    /* WS_MOE_GATHER_DEFAULT          */
 #define WS_MOE_TILE_ENV           "WARPSPEC_MOE_TILE"      /* per layer (WS_MOE_WIDE_ROWS)   */
 #define WS_MOE_PAIR_ENV           "WARPSPEC_MOE_PAIR"      /* per layer (WS_MOE_PAIR_ROWS)   */

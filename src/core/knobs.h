@@ -26,6 +26,7 @@ typedef struct {
   int mla_overlap;           /* WARPSPEC_MLA_SCHEDULE: 1 overlap, 0 plain                    */
   int gemm_splits;           /* WARPSPEC_GEMM_SPLITS: 0 = chosen per problem, else forced    */
   int gemm_fp8_tile;         /* WARPSPEC_GEMM_FP8_TILE: 0 = chosen per problem, 128 or 192   */
+  int gemm_pair;             /* WARPSPEC_GEMM_PAIR: the 192-row FP8 tile in CTA pairs        */
   int moe_gather;            /* WARPSPEC_MOE_GATHER: 0 / 1                                   */
   int moe_tile;              /* WARPSPEC_MOE_TILE: 0 = chosen per layer, 64 or 128           */
   int moe_pair;              /* WARPSPEC_MOE_PAIR: -1 = chosen per layer, 0 / 1 forced       */

@@ -55,12 +55,14 @@ typedef struct {
   int smem_scales;      /* FP8: its math reads the scales from the stage when they can be loaded there */
   ws_dtype dtype;
   size_t elem;          /* bytes per element of A and B */
+  int pair;             /* CTAs per cluster sharing A (gemm_sched.cuh); 0 or 1: no cluster */
 } gemm_kernel;
 
 const gemm_kernel *gemm_bf16_kernel_desc(void);
 const gemm_kernel *gemm_fp8_kernel_desc(void);
 const gemm_kernel *gemm_fp8_wide_kernel_desc(void);
 const gemm_kernel *gemm_fp8_gather_kernel_desc(void); /* the 128-row tile over a gathered A (a_rows) */
+const gemm_kernel *gemm_fp8_wide_pair_kernel_desc(void); /* the 192-row tile in CTA pairs (WARPSPEC_GEMM_PAIR) */
 
 /* Tensor maps, arguments, plan check (once per thread, device and kernel), launch. */
 ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, cudaStream_t stream);

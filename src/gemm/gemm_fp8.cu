@@ -113,6 +113,9 @@ WS_DECLARE_ROLES(gemm_fp8, FP8_ROLES);
  * pool: 3 x 128 x 160 + 128 x 32 = 65536). */
 #define FP8_WIDE_ROLES(ROLE) ROLE(FW_MATH, 4, 160, 3) ROLE(FW_LOADER, 1, 32, 1)
 WS_DECLARE_ROLES(gemm_fp8_wide, FP8_WIDE_ROLES);
+/* The same roles for the pair kernel, under its own name (timeouts name its pipe) */
+#define FP8_WIDE_PAIR_ROLES(ROLE) ROLE(FWP_MATH, 4, 160, 3) ROLE(FWP_LOADER, 1, 32, 1)
+WS_DECLARE_ROLES(gemm_fp8_wide_pair, FP8_WIDE_PAIR_ROLES);
 /* The gathered A: gemm_fp8's math and four loader warps, 384 threads at the entry cap
  * (168 registers, as gemm_fp8's 288 get). */
 #define FP8_GATHER_ROLES(ROLE) ROLE(FG_MATH, 4, WS_REGS_ENTRY, 2) ROLE(FG_LOADER, 1, WS_REGS_ENTRY, 4)
@@ -155,15 +158,18 @@ static __device__ __forceinline__ void fp8_promote(float *total, const float *ac
 /* One math warpgroup's part of every tile: WGS warpgroups of 64 rows each share a stage
  * (tile WGS x 64 rows by FP8_BN columns), then store their fragment. SMEM_SCALES: the
  * loader put each K block's scales into its stage (args.scale_tma); else every thread
- * loads its three from global memory one K block ahead. */
-template <int WGS, int NBUF, int SMEM_SCALES, typename SMEM>
+ * loads its three from global memory one K block ahead. PAIR 2 (gemm_fp8_wide_pair): the
+ * CTA is rank blockIdx.x & 1 of a pair sharing each A tile (gemm_sched.cuh); each warp
+ * releases its stage in both CTAs (both loaders write into it), a phantom tile is not
+ * stored, and the CTA leaves only with its peer. */
+template <int WGS, int NBUF, int SMEM_SCALES, int PAIR = 1, typename SMEM>
 WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, const gemm_args *args_in,
                      const ws_tmap *map_d) {
   const ws_pipe pipe = *pipe_in;
   const ws_ctx ctx = *ctx_in;
   const gemm_args &args = *args_in;
-  const int kblocks = args.k / FP8_BK, n = args.shape.n;
-  gemm_cursor cur = gemm_cursor_start(&args.shape);
+  const int kblocks = args.k / FP8_BK, n = args.shape.n, rank = PAIR > 1 ? (int)(blockIdx.x & 1u) : 0;
+  gemm_cursor cur = gemm_cursor_start<PAIR>(&args.shape);
   gemm_tile tile;
   /* The warpgroup from lane 0. ws_ctx_make's warp index is warp-uniform to the compiler
    * already; this second broadcast still changes the schedule ptxas picks, and the
@@ -176,7 +182,7 @@ WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, con
   const int lr = ctx.replica * 64 + ctx.warp * 16 + ctx.lane / 4;
   float acc[FP8_BN / 2], total[FP8_BN / 2];
   ws_cursor c = {0, 0};
-  for (int t = (int)blockIdx.x; gemm_tile_at(&args.shape, &cur, t, &tile); t += (int)gridDim.x) {
+  for (int t = (int)blockIdx.x / PAIR; gemm_tile_at<PAIR>(&args.shape, &cur, t, &tile, rank); t += (int)gridDim.x / PAIR) {
     const int local_wg = tile.tm * (WGS * 64) + ctx.replica * 64;
     fp8_scale_ptrs sp = {0u, 0u, 0u};
     fp8_scales s = {0.0f, 0.0f, 0.0f};
@@ -186,7 +192,9 @@ WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, con
       const int s0 = min(r0, last), s1 = min(r0 + 8, last);
       sp.a0 = (uint32_t)s0 * args.a_rs;
       sp.a1 = (uint32_t)s1 * args.a_rs;
-      sp.b = ((uint32_t)tile.g * (uint32_t)(n / 128) + (uint32_t)tile.tn * (FP8_BN / 128)) * (uint32_t)kblocks;
+      /* a phantom tile (pairs) reads its partner's B scales: its own row of them lies past b_scale */
+      const int tn = PAIR > 1 && gemm_tile_phantom(&args.shape, &tile) ? tile.tn - 1 : tile.tn;
+      sp.b = ((uint32_t)tile.g * (uint32_t)(n / 128) + (uint32_t)tn * (FP8_BN / 128)) * (uint32_t)kblocks;
       ws_pin_u32(&sp.a0); /* computed once per tile: ptxas would otherwise redo it per K block */
       ws_pin_u32(&sp.a1);
       ws_pin_u32(&sp.b);
@@ -221,25 +229,33 @@ WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, con
       full = kb + 1 < tile.k1 ? ws_pipe_probe_at(&pipe, ws_cursor_next(c, pipe.stages)) : 0u;
       WS_WGMMA_WAIT_GROUP(0);
       ws_pipe_release_warp_at(&pipe, &ctx, c);
+      if constexpr (PAIR > 1) ws_pipe_release_warp_to_at(&pipe, &ctx, c, (uint32_t)rank ^ 1u);
       fp8_promote(total, acc, s);
       s = next;
     }
-    gemm_store_fragment<FP8_BN, NBUF>(&ctx, &args, &tile, local_wg, total, sm->out[ctx.replica], map_d);
+    if (PAIR == 1 || !gemm_tile_phantom(&args.shape, &tile))
+      gemm_store_fragment<FP8_BN, NBUF>(&ctx, &args, &tile, local_wg, total, sm->out[ctx.replica], map_d);
   }
   ws_store_drain(&ctx);
+  /* the peer's math arrives on this CTA's empty barriers, and its loader copies into this
+   * CTA's stages, until its last K block: neither CTA leaves before both got here */
+  if constexpr (PAIR > 1) ws_exit_sync_cluster();
 }
 
 /* The kernels: the pipe (readers release once per warp: wgmma reads a stage
  * warpgroup-wide, ws_pipe_release_warp_at), the role branches, and the bodies above. */
-#define FP8_KERNEL_BODY(P, SMEM, LOADER, LOAD, MATH, WGS, SCALE_OFFSET, PARTS, ...)                          \
+#define FP8_KERNEL_BODY(P, SMEM, LOADER, LOAD, MATH, WGS, SCALE_OFFSET, PARTS, PAIRS, ...)                   \
   extern __shared__ __align__(1024) uint8_t smem_raw[];                                                       \
   SMEM *sm = (SMEM *)gemm_smem_base(smem_raw);                                                                \
   ws_ctx ctx = WS_SELF(P, diag);                                                                              \
   const int parts = (PARTS); /* loader warps at work: the padding warps join a gathered A's copies */        \
-  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, #P, parts * WS_ROLE_THREADS(P, LOADER), (WGS) * WS_ROLE_WARPS(P, MATH)); \
+  /* PAIRS 2: both CTAs' math warps release each stage (their loaders both write into it) */                \
+  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, #P, parts * WS_ROLE_THREADS(P, LOADER),                               \
+                              (WGS) * WS_ROLE_WARPS(P, MATH) * (PAIRS));                                      \
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);                                                 \
   if (threadIdx.x == 0) ws_pipe_init(&pipe);                                                                  \
-  ws_init_sync();                                                                                             \
+  if ((PAIRS) > 1) ws_init_sync_cluster(); /* the peer's barriers exist before its first multicast */        \
+  else ws_init_sync();                                                                                        \
   if (ctx.role == LOADER) {                                                                                   \
     WS_ENTER_ROLE(P, LOADER);                                                                                 \
     if (ctx.replica >= parts) return; /* a padding warp (ctx.spare) not needed */                            \
@@ -255,7 +271,7 @@ WS_KERNEL(gemm_fp8) gemm_fp8_kernel(const __grid_constant__ ws_tmap map_a, const
                                     const __grid_constant__ ws_tmap map_d, const __grid_constant__ gemm_args args,
                                     ws_diag diag) {
   /* scales from global memory: through shared memory this tile measured 10% slower */
-  FP8_KERNEL_BODY(gemm_fp8, fp8_smem, F_LOADER, gemm_load_tiles, F_MATH, 2, 0, 1, fp8_math<2, 2, 0>(sm, &pipe, &ctx, &args, &map_d));
+  FP8_KERNEL_BODY(gemm_fp8, fp8_smem, F_LOADER, gemm_load_tiles, F_MATH, 2, 0, 1, 1, fp8_math<2, 2, 0>(sm, &pipe, &ctx, &args, &map_d));
 }
 
 WS_KERNEL(gemm_fp8_wide) gemm_fp8_wide_kernel(const __grid_constant__ ws_tmap map_a,
@@ -265,9 +281,22 @@ WS_KERNEL(gemm_fp8_wide) gemm_fp8_wide_kernel(const __grid_constant__ ws_tmap ma
   /* gathered A: the loader warpgroup's four warps copy the rows and their scales (one warp
    * issuing every row's copies kept the L1 GEMM of the MoE layer at 2.4x the contiguous one) */
   FP8_KERNEL_BODY(gemm_fp8_wide, fp8_wide_smem, FW_LOADER, gemm_load_tiles, FW_MATH, 3, offsetof(fp8_wide_stage, scales),
-                  args.a_rows ? 4 : 1,
+                  args.a_rows ? 4 : 1, 1,
                   if (args.scale_tma || args.a_rows) fp8_math<3, FP8_WIDE_NBUF, 1>(sm, &pipe, &ctx, &args, &map_d);
                   else fp8_math<3, FP8_WIDE_NBUF, 0>(sm, &pipe, &ctx, &args, &map_d));
+}
+
+/* The 192-row tile in CTA pairs (clusters of two along N sharing each A tile by multicast,
+ * gemm_load_tiles_pair; WARPSPEC_GEMM_PAIR, A by TMA only): cuBLASLt's kernels at the
+ * shapes where we trail run 2-CTA clusters (docs/benchmarks.md, session 24). */
+WS_KERNEL(gemm_fp8_wide_pair) gemm_fp8_wide_pair_kernel(const __grid_constant__ ws_tmap map_a,
+                                                   const __grid_constant__ ws_tmap map_b,
+                                                   const __grid_constant__ ws_tmap map_d,
+                                                   const __grid_constant__ gemm_args args, ws_diag diag) {
+  FP8_KERNEL_BODY(gemm_fp8_wide_pair, fp8_wide_smem, FWP_LOADER, gemm_load_tiles_pair, FWP_MATH, 3,
+                  offsetof(fp8_wide_stage, scales), 1, 2,
+                  if (args.scale_tma) fp8_math<3, FP8_WIDE_NBUF, 1, 2>(sm, &pipe, &ctx, &args, &map_d);
+                  else fp8_math<3, FP8_WIDE_NBUF, 0, 2>(sm, &pipe, &ctx, &args, &map_d));
 }
 
 WS_KERNEL(gemm_fp8_gather) gemm_fp8_gather_kernel(const __grid_constant__ ws_tmap map_a,
@@ -276,25 +305,32 @@ WS_KERNEL(gemm_fp8_gather) gemm_fp8_gather_kernel(const __grid_constant__ ws_tma
                                                   const __grid_constant__ gemm_args args, ws_diag diag) {
   /* a_rows is set (gemm_kernel_for): rows and scales by the four loader warps, each tile's rows kept in registers */
   FP8_KERNEL_BODY(gemm_fp8_gather, fp8_gather_smem, FG_LOADER, gemm_load_gathered, FG_MATH, 2, offsetof(fp8_gather_stage, scales), 4,
-                  fp8_math<2, FP8_GATHER_NBUF, 1>(sm, &pipe, &ctx, &args, &map_d));
+                  1, fp8_math<2, FP8_GATHER_NBUF, 1>(sm, &pipe, &ctx, &args, &map_d));
 }
 
 extern "C" const gemm_kernel *gemm_fp8_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8, "gemm_fp8", gemm_fp8_roles, gemm_fp8_NROLES, sizeof(fp8_smem) + 1024,
-                                (const void *)gemm_fp8_kernel, 128, FP8_BN, FP8_BK, 0, WS_DTYPE_U8, 1};
+                                (const void *)gemm_fp8_kernel, 128, FP8_BN, FP8_BK, 0, WS_DTYPE_U8, 1, 1};
   return &k;
 }
 
 extern "C" const gemm_kernel *gemm_fp8_gather_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8_GATHER, "gemm_fp8_gather", gemm_fp8_gather_roles,
                                 gemm_fp8_gather_NROLES, sizeof(fp8_gather_smem) + 1024, (const void *)gemm_fp8_gather_kernel,
-                                128, FP8_BN, FP8_BK, 0, WS_DTYPE_U8, 1};
+                                128, FP8_BN, FP8_BK, 0, WS_DTYPE_U8, 1, 1};
   return &k;
 }
 
 extern "C" const gemm_kernel *gemm_fp8_wide_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8_WIDE, "gemm_fp8_wide", gemm_fp8_wide_roles, gemm_fp8_wide_NROLES,
                                 sizeof(fp8_wide_smem) + 1024, (const void *)gemm_fp8_wide_kernel, 192, FP8_BN, FP8_BK, 1,
-                                WS_DTYPE_U8, 1};
+                                WS_DTYPE_U8, 1, 1};
+  return &k;
+}
+
+extern "C" const gemm_kernel *gemm_fp8_wide_pair_kernel_desc(void) {
+  static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8_WIDE_PAIR, "gemm_fp8_wide_pair", gemm_fp8_wide_pair_roles,
+                                gemm_fp8_wide_pair_NROLES, sizeof(fp8_wide_smem) + 1024, (const void *)gemm_fp8_wide_pair_kernel,
+                                192, FP8_BN, FP8_BK, 1, WS_DTYPE_U8, 1, 2};
   return &k;
 }

@@ -181,6 +181,15 @@ static double fp8_cost(const ws_gemm_problem *p, int bm, int sms, double gain) {
   return (double)waves * (double)bm / 128.0 / gain;
 }
 
+/* The 192-row tile in CTA pairs sharing A (WARPSPEC_GEMM_PAIR, on: 5-9% faster, session 25),
+ * and only with an even number of tile columns: an odd one leaves a phantom tile per tile
+ * row that costs a whole CTA (at n = 384 a quarter of the pairs' work). */
+static const gemm_kernel *fp8_wide_or_pair(const ws_gemm_problem *p) {
+  const gemm_kernel *pair = gemm_fp8_wide_pair_kernel_desc();
+  const int columns = (p->n + pair->bn - 1) / pair->bn;
+  return ws_knobs_get()->gemm_pair && columns % 2 == 0 ? pair : gemm_fp8_wide_kernel_desc();
+}
+
 /* The kernel for a checked problem on a GPU of `sms` SMs (ws_gemm_tile); the FP8 tile is
  * the one of least time (fp8_cost) unless WARPSPEC_GEMM_FP8_TILE=128|192 forces it. */
 static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
@@ -188,11 +197,12 @@ static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   const int forced = ws_knobs_get()->gemm_fp8_tile; /* 0: not forced */
   /* a gathered A: the 128-row kernel with four loader warps, or the 192-row one if forced */
   if (p->a_rows) return forced == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_gather_kernel_desc();
-  if (forced) return forced == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_kernel_desc();
+  if (forced) return forced == 192 ? fp8_wide_or_pair(p) : gemm_fp8_kernel_desc();
   if (sms < 1) sms = 1;
   /* K-block-major activation scales reach the 192-row kernel's stages by TMA (gemm_launch.c) */
   const double gain = p->a_scale_ld > 0 && (p->k / 128) % 4 == 0 ? WS_GEMM_FP8_WIDE_GAIN_TMA : WS_GEMM_FP8_WIDE_GAIN;
-  return fp8_cost(p, 192, sms, gain) < fp8_cost(p, 128, sms, 1.0) ? gemm_fp8_wide_kernel_desc() : gemm_fp8_kernel_desc();
+  if (fp8_cost(p, 192, sms, gain) >= fp8_cost(p, 128, sms, 1.0)) return gemm_fp8_kernel_desc();
+  return fp8_wide_or_pair(p);
 }
 
 ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *tile_cols) {

@@ -61,14 +61,16 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, c
   ws_plan *plan = NULL;
   ws_status s = ws_plan_cached(k->id, make_plan, k, &plan);
   if (s != WS_OK) return s;
+  const int pair = k->pair > 1 ? k->pair : 1; /* CTA pairs sharing A (gemm_load_tiles_pair): TMA A only */
+  WS_REQUIRE(pair == 1 || !p->a_rows, "kernel '%s' takes A by TMA, not gathered rows", k->name);
   ws_tmap ma, mb;
   const uint64_t stride = (uint64_t)p->k * k->elem;
   /* A gathered row by row (gemm_loader.cuh): a box of one row, each at its own index */
   if (p->a_rows) s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, (uint64_t)p->a_rows_total, (uint64_t)p->k,
                                          p->a_row_bytes ? (uint64_t)p->a_row_bytes : stride, 1, (uint32_t)k->bk,
                                          WS_SWIZZLE_128B);
-  else s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, rows, (uint64_t)p->k, stride, (uint32_t)k->bm, (uint32_t)k->bk,
-                               WS_SWIZZLE_128B);
+  else s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, rows, (uint64_t)p->k, stride, (uint32_t)(k->bm / pair),
+                               (uint32_t)k->bk, WS_SWIZZLE_128B); /* pairs: each CTA loads half of the A tile's rows */
   if (s != WS_OK) return s;
   if ((s = ws_tmap_2d_swizzled(&mb, p->b, k->dtype, (uint64_t)p->n * (uint64_t)p->groups, (uint64_t)p->k, stride,
                                (uint32_t)k->bn, (uint32_t)k->bk, WS_SWIZZLE_128B)) != WS_OK)
@@ -116,14 +118,24 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, c
   if (a.shape.splits > 1 && (!p->workspace || p->workspace_bytes < need || need == SIZE_MAX))
     a.shape.splits = 1; /* no room for the partials: one CTA per tile */
   if (a.shape.splits > 1) a.partial = (float *)p->workspace;
-  /* dense: exactly the work items; grouped: the counts live on the device, one CTA per SM */
-  const long long dense_items = (long long)((p->m + k->bm - 1) / k->bm) * ((p->n + k->bn - 1) / k->bn) * a.shape.splits;
-  const unsigned grid = (unsigned)(p->layout == WS_GEMM_DENSE && dense_items < sms ? dense_items : sms);
+  /* dense: exactly the work items (pairs: two CTAs each, columns counted in pairs);
+   * grouped: the counts live on the device, one CTA per SM (pairs: whole clusters that fit) */
+  const long long columns = ((p->n + k->bn - 1) / k->bn + pair - 1) / pair;
+  const long long dense_ctas = (long long)((p->m + k->bm - 1) / k->bm) * columns * a.shape.splits * pair;
+  long long ctas = p->layout == WS_GEMM_DENSE && dense_ctas < sms ? dense_ctas : sms;
+  if (pair > 1) {
+    int clusters = 0;
+    if ((s = ws_plan_max_clusters(plan, k->kernel, pair, &clusters)) != WS_OK) return s;
+    if (clusters < 1) return ws_fail(WS_ERR_BUDGET, "kernel '%s': no cluster of %d CTAs fits on this device", k->name, pair);
+    if (ctas > (long long)clusters * pair) ctas = (long long)clusters * pair;
+    ctas -= ctas % pair;
+  }
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&ma, &mb, &md, &a, &diag};
-  dim3 g = {grid, 1, 1};
-  s = ws_plan_launch_chained(plan, k->kernel, g, stream, args);
+  dim3 g = {(unsigned)ctas, 1, 1};
+  s = pair > 1 ? ws_plan_launch_cluster_chained(plan, k->kernel, g, pair, stream, args)
+               : ws_plan_launch_chained(plan, k->kernel, g, stream, args);
   if (s == WS_OK && a.partial) s = gemm_splitk_reduce(a.partial, a.shape.splits, rows * (size_t)p->n, a.d, stream);
   return s;
 }

@@ -107,6 +107,55 @@ WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_arg
     }
 }
 
+/* gemm_load_tiles for a CTA pair (gemm_fp8_wide_pair; dense, A by TMA): the two CTAs of a
+ * cluster work on tiles (tm, 2c) and (tm, 2c + 1) (gemm_sched.cuh) and share the A tile:
+ * each loads its half of A's rows (map_a's box is bm / 2 rows) into both CTAs' stage
+ * (multicast), its own B and scales. The leader expects the whole stage's bytes at once,
+ * the peer's half included, which may land before or after; the stage is acquired only
+ * when the math of both CTAs released it (their empty barriers count both, gemm_fp8.cu),
+ * since this CTA's multicast writes into the peer's stage too. A phantom tile's B and B
+ * scales lie past the matrix: TMA fills them with zeros, and counts their bytes. */
+WS_DEV void gemm_load_tiles_pair(const ws_pipe *pipe, const ws_ctx *c, const gemm_args *args, int bk, uint8_t *slots,
+                                 size_t slot_bytes, size_t b_offset, size_t scale_offset, const ws_tmap *map_a,
+                                 const ws_tmap *map_b, int part = 0, int parts = 1) {
+  (void)part;
+  (void)parts;
+  const int scale_tma = scale_offset && args->scale_tma, rank = (int)(blockIdx.x & 1u);
+  if (ws_role_leader(c)) {
+    ws_prefetch_tensormap(&map_a->map);
+    ws_prefetch_tensormap(&map_b->map);
+    if (scale_tma) {
+      ws_prefetch_tensormap(&args->map_sa.map);
+      ws_prefetch_tensormap(&args->map_sb.map);
+    }
+  }
+  const int n = args->shape.n, bm = args->shape.bm;
+  const uint32_t half = map_a->box_bytes; /* bm / 2 rows */
+  const uint32_t bytes = 2u * half + map_b->box_bytes + (scale_tma ? args->map_sa.box_bytes + args->map_sb.box_bytes : 0u);
+  gemm_cursor cur = gemm_cursor_start<2>(&args->shape);
+  gemm_tile tile;
+  ws_cursor k = {0, 0};
+  for (int t = (int)(blockIdx.x >> 1); gemm_tile_at<2>(&args->shape, &cur, t, &tile, rank); t += (int)(gridDim.x >> 1))
+    for (int ks = tile.k0; ks < tile.k1; ks++, k = ws_cursor_next(k, pipe->stages)) {
+      uint8_t *stage = slots + ws_pipe_acquire_at(pipe, c, k) * slot_bytes;
+      if (ws_role_leader(c)) {
+        uint64_t *full = &pipe->full[k.stage];
+        const int row = tile.row0 + tile.tm * bm;
+        ws_mbarrier_expect_tx(full, bytes);
+        ws_cp_async_bulk_tensor_2d_global_to_shared_multicast(stage + rank * half, &map_a->map, ks * bk, row + rank * (bm / 2),
+                                                              full, 0x3);
+        ws_cp_async_bulk_tensor_2d_global_to_shared(stage + b_offset, &map_b->map, ks * bk,
+                                                    tile.g * n + tile.tn * args->shape.bn, full);
+        if (scale_tma) {
+          ws_cp_async_bulk_tensor_2d_global_to_shared(stage + scale_offset, &args->map_sa.map, row & ~3, ks, full);
+          ws_cp_async_bulk_tensor_2d_global_to_shared(stage + scale_offset + GEMM_SCALE_A_BYTES(bm), &args->map_sb.map,
+                                                      ks & ~3, tile.g * (n / 128) + tile.tn * (args->shape.bn / 128), full);
+        }
+      }
+      ws_pipe_commit_at(pipe, c, k);
+    }
+}
+
 /* GEMM_GATHER_L2_PF 1: the row copies ask L2 for 256 bytes on a miss (the row's next K
  * block with this one); 0 for the A/B, which measured level (EP2 L1, session 24). */
 #ifndef GEMM_GATHER_L2_PF

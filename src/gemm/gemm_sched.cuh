@@ -9,7 +9,13 @@
  * forward, so finding the group of the next tile costs O(groups) per CTA in total.
  * Split-K (dense problems with too few tiles for the GPU): every tile becomes `splits`
  * work items with consecutive numbers, each covering a slice of the K steps; the kernel
- * writes fp32 partial tiles and a second kernel sums them in a fixed order. */
+ * writes fp32 partial tiles and a second kernel sums them in a fixed order.
+ * CTA pairs (PAIR = 2, gemm_fp8_wide_pair): a cluster of two CTAs takes one work item as
+ * two tiles side by side along N (tn = PAIR x column + rank) that share the A tile, each
+ * loading half of it into both (multicast). Where a group has an odd number of tile
+ * columns the last item's second tile is a phantom: loaded and computed (its partner
+ * needs its half of A), never stored. PAIR is a template parameter, 1 by default: every
+ * other kernel's walk is the one it always was. */
 #ifndef WARPSPEC_GEMM_SCHED_CUH
 #define WARPSPEC_GEMM_SCHED_CUH
 
@@ -35,6 +41,11 @@ typedef struct {
   int split, k0, k1;    /* K slice: steps k0 .. k1 - 1 */
 } gemm_tile;
 
+/* Pairs: the tile lies past the group's last tile column (a phantom: computed for its
+ * partner's sake, never stored). Not a field: gemm_tile travels between CTAs of the MoE
+ * layer 8 bytes at a time. */
+GEMM_HD int gemm_tile_phantom(const gemm_shape *s, const gemm_tile *t) { return t->tn >= (s->n + s->bn - 1) / s->bn; }
+
 GEMM_HD void gemm_group_rows(const gemm_shape *s, int g, int *row0, int *count) {
   if (s->layout == WS_GEMM_GROUPED_CONTIGUOUS) {
     *row0 = s->offsets[g];
@@ -48,17 +59,24 @@ GEMM_HD void gemm_group_rows(const gemm_shape *s, int g, int *row0, int *count) 
   }
 }
 
-GEMM_HD void gemm_cursor_load(const gemm_shape *s, gemm_cursor *c) {
-  gemm_group_rows(s, c->g, &c->row0, &c->count);
-  const int tn = (s->n + s->bn - 1) / s->bn;
-  c->tiles = (c->count + s->bm - 1) / s->bm * tn * s->splits;
+/* Work-item columns of a group: its tile columns, in pairs when PAIR = 2. */
+template <int PAIR = 1>
+GEMM_HD int gemm_item_columns(const gemm_shape *s) {
+  return ((s->n + s->bn - 1) / s->bn + PAIR - 1) / PAIR;
 }
 
+template <int PAIR = 1>
+GEMM_HD void gemm_cursor_load(const gemm_shape *s, gemm_cursor *c) {
+  gemm_group_rows(s, c->g, &c->row0, &c->count);
+  c->tiles = (c->count + s->bm - 1) / s->bm * gemm_item_columns<PAIR>(s) * s->splits;
+}
+
+template <int PAIR = 1>
 GEMM_HD gemm_cursor gemm_cursor_start(const gemm_shape *s) {
   gemm_cursor c;
   c.g = 0;
   c.base = 0;
-  gemm_cursor_load(s, &c);
+  gemm_cursor_load<PAIR>(s, &c);
   return c;
 }
 
@@ -71,8 +89,9 @@ GEMM_HD gemm_cursor gemm_cursor_start(const gemm_shape *s) {
  * offsets before its first tile, in every role. The host runs the same steps lane by
  * lane (tests/cpu/test_gemm_sched.cu walks it). */
 #define GEMM_SKIP_LANES 32
+template <int PAIR = 1>
 GEMM_HD void gemm_cursor_skip(const gemm_shape *s, gemm_cursor *c, int t) {
-  const int tn = (s->n + s->bn - 1) / s->bn;
+  const int tn = gemm_item_columns<PAIR>(s);
   while (t >= c->base + c->tiles && c->g + 1 < s->groups) {
     const int first = c->g + 1, end = c->base + c->tiles; /* group `first` starts at item `end` */
     const int valid = s->groups - first < GEMM_SKIP_LANES ? s->groups - first : GEMM_SKIP_LANES;
@@ -101,7 +120,7 @@ GEMM_HD void gemm_cursor_skip(const gemm_shape *s, gemm_cursor *c, int t) {
     for (int l = 0; l < valid; l++) {
       c->g = first + l;
       c->base = base;
-      gemm_cursor_load(s, c);
+      gemm_cursor_load<PAIR>(s, c);
       base += c->tiles;
       if (t < base) break;
     }
@@ -109,30 +128,32 @@ GEMM_HD void gemm_cursor_skip(const gemm_shape *s, gemm_cursor *c, int t) {
   }
 }
 
-/* The tile numbered t (t never decreases between calls); 0 once past the last group. */
-GEMM_HD int gemm_tile_at(const gemm_shape *s, gemm_cursor *c, int t, gemm_tile *out) {
+/* The tile of work item t (t never decreases between calls) for the CTA of rank `rank`
+ * in its pair (PAIR = 1: rank 0, the item's only tile); 0 once past the last group. */
+template <int PAIR = 1>
+GEMM_HD int gemm_tile_at(const gemm_shape *s, gemm_cursor *c, int t, gemm_tile *out, int rank = 0) {
   if (t >= c->base + c->tiles) {
 #ifdef __CUDA_ARCH__
-    if (__activemask() == 0xffffffffu) gemm_cursor_skip(s, c, t); /* the warp's steps need all of its lanes */
+    if (__activemask() == 0xffffffffu) gemm_cursor_skip<PAIR>(s, c, t); /* the warp's steps need all of its lanes */
 #else
-    gemm_cursor_skip(s, c, t);
+    gemm_cursor_skip<PAIR>(s, c, t);
 #endif
   }
   while (t >= c->base + c->tiles) {
     c->base += c->tiles;
     if (++c->g >= s->groups) return 0;
-    gemm_cursor_load(s, c);
+    gemm_cursor_load<PAIR>(s, c);
   }
-  const int tiles_m = (c->count + s->bm - 1) / s->bm, tiles_n = (s->n + s->bn - 1) / s->bn;
+  const int tiles_m = (c->count + s->bm - 1) / s->bm, columns = gemm_item_columns<PAIR>(s);
   const int item = t - c->base, split = item % s->splits, local = item / s->splits;
-  const int run = local / (GEMM_RASTER * tiles_n), first = run * GEMM_RASTER;
+  const int run = local / (GEMM_RASTER * columns), first = run * GEMM_RASTER;
   const int rows = tiles_m - first < GEMM_RASTER ? tiles_m - first : GEMM_RASTER;
-  const int in_run = local - run * GEMM_RASTER * tiles_n;
+  const int in_run = local - run * GEMM_RASTER * columns;
   out->g = c->g;
   out->row0 = c->row0;
   out->count = c->count;
   out->tm = first + in_run % rows;
-  out->tn = in_run / rows;
+  out->tn = in_run / rows * PAIR + rank;
   out->split = split;
   out->k0 = (int)((long long)split * s->ksteps / s->splits);
   out->k1 = (int)((long long)(split + 1) * s->ksteps / s->splits);

@@ -52,6 +52,10 @@ for bin in "$@"; do
       check_sass gemm_fp8_wide_kernel USETMAXREG 2
       check_sass gemm_fp8_wide_kernel UTMALDG 2
       check_sass gemm_fp8_wide_kernel UTMASTG 1
+      check_sass gemm_fp8_wide_pair_kernel QGMMA.64x128x32 1
+      check_sass gemm_fp8_wide_pair_kernel USETMAXREG 2
+      check_sass gemm_fp8_wide_pair_kernel UTMALDG.2D.MULTICAST 1
+      check_sass gemm_fp8_wide_pair_kernel UCGABAR_WAIT 1
       check_sass gemm_bf16_kernel UTMASTG 1
       check_sass gemm_fp8_gather_kernel QGMMA.64x128x32 1
       check_sass gemm_fp8_gather_kernel LDGSTS.E.BYPASS 1

@@ -81,6 +81,11 @@ static int g_kmajor;
  * in a source of wider rows (GATHER_PAD bytes between them) with row-major scales of
  * GATHER_SPAD more floats a row; every 7th row of D is padding (-1) and not checked. */
 static int g_gather;
+
+/* FP8 on the 192-row tile: run every problem on single CTAs (WARPSPEC_GEMM_PAIR=0), then in
+ * CTA pairs (the default), and require the same bits (the pairs change who loads A, not the
+ * arithmetic; an odd tile-column count stays unpaired by the host's rule). */
+static int g_pair;
 #define GATHER_EXTRA 37
 #define GATHER_PAD 48
 #define GATHER_SPAD 3
@@ -184,9 +189,25 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
     p.a_scale_stride = fp8 ? (int)g_kb : 0;
   }
   attach_workspace(&p);
+  if (g_pair) test_set_knob(WS_GEMM_PAIR_ENV, "0"); /* the single-CTA kernel first, the pairs (default) after */
   WS_OK_OR_DIE(ws_gemm(&p, 0));
   WS_OK_OR_DIE(ws_sync(0));
   CUDA_OK(cudaMemcpy(hd, d, nd * 2, cudaMemcpyDeviceToHost));
+  if (g_pair && fp8 && !g_gather) {
+    uint16_t *hp = (uint16_t *)host_alloc(nd, 2, 0);
+    CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
+    test_set_knob(WS_GEMM_PAIR_ENV, "1");
+    int tr = 0, tc = 0;
+    WS_OK_OR_DIE(ws_gemm_tile(&p, 0, &tr, &tc));
+    WS_OK_OR_DIE(ws_gemm(&p, 0));
+    WS_OK_OR_DIE(ws_sync(0));
+    test_set_knob(WS_GEMM_PAIR_ENV, NULL);
+    CUDA_OK(cudaMemcpy(hp, d, nd * 2, cudaMemcpyDeviceToHost));
+    const int same = memcmp(hp, hd, nd * 2) == 0;
+    printf("  CTA pairs (%d-row tile): %s\n", tr, same ? "same bits" : "DIFFERENT BITS");
+    CHECK(same);
+    free(hp);
+  }
   /* the reference, row by row for the sampled rows (host pointers, one group's view) */
   const int full = nd <= (1u << 17);
   const size_t samples = full ? nd : 20000;
@@ -315,6 +336,24 @@ int main(int argc, char **argv) {
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
     if (!quick) run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 7168, 2048, 5, ragged);
   }
+  /* the 192-row tile again, each problem also in CTA pairs and compared bit for bit */
+  g_pair = 1;
+  for (int t = 0; t < 2; t++) {
+    test_set_knob(WS_GEMM_FP8_TILE_ENV, "192");
+    g_kmajor = t;
+    printf("FP8 tile 192 rows in CTA pairs, %s activation scales\n", g_kmajor ? "K-block-major" : "row-major");
+    const int ragged[5] = {200, 0, 1, 513, 64};
+    const int masked[4] = {100, 0, 256, 17};
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 300, 512, 1024, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 300, 384, 1024, 1, NULL); /* 3 tile columns: not paired (host rule) */
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 512, 2048, 1, NULL);  /* split-K */
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 600, 256, 512, 1, NULL);  /* a partial last tile row */
+    if (!quick) run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 2048, 4096, 7168, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 512, 640, 5, ragged);
+    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
+  }
+  g_pair = 0;
   /* A gathered row by row from a wider, shuffled source (ws_gemm_problem.a_rows): both FP8
    * tiles, every layout, then BF16 */
   g_kmajor = 0;
