@@ -26,10 +26,15 @@
  * loaded a block ahead, the next stage probed right after the issue). Measured and not
  * kept: ordered issue (two and three warpgroups), strict turns, two accumulator chains,
  * two accumulators, a split-N software pipeline, cuBLASLt's own order, 256-row tiles,
- * CTA pairs sharing A by multicast, yield/reuse bits of the promotion FFMAs patched in
+ * yield/reuse bits of the promotion FFMAs patched in
  * SASS, and the scales copied into shared memory with 4-byte cp.async by the loader warp:
  * all within 3% or slower, the last 12-20% slower. The 128-row kernel keeps the global
  * scale loads: every shared-memory form made it ~10% slower.
+ * CTA pairs (gemm_fp8_wide_pair: 2-CTA clusters side by side along N, each CTA loading half
+ * of the shared A tile into both by multicast) measured level at 8192^3 early on, and 5-18%
+ * faster at every shape once the 192-row tile read its scales from the stage (session 25):
+ * on by default (WARPSPEC_GEMM_PAIR), A by TMA only. The 128-row tile in pairs was 5-13%
+ * slower on dense 64-512-row problems and level on the MoE layer (branch s25-gemm-pair128).
  * The epilogue stores full rows through shared memory and TMA (gemm_epilogue.cuh). */
 #include "../core/internal.h"
 #include "gemm_epilogue.cuh"

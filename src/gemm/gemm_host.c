@@ -181,7 +181,7 @@ static double fp8_cost(const ws_gemm_problem *p, int bm, int sms, double gain) {
   return (double)waves * (double)bm / 128.0 / gain;
 }
 
-/* The 192-row tile in CTA pairs sharing A (WARPSPEC_GEMM_PAIR, on: 5-9% faster, session 25),
+/* The 192-row tile in CTA pairs sharing A (WARPSPEC_GEMM_PAIR, on: 5-18% faster, session 25),
  * and only with an even number of tile columns: an odd one leaves a phantom tile per tile
  * row that costs a whole CTA (at n = 384 a quarter of the pairs' work). */
 static const gemm_kernel *fp8_wide_or_pair(const ws_gemm_problem *p) {
