@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""plot_moe.py CSV PNG [TITLE] - the MoE layer's time per call against tokens per rank from
-`warpspec bench moe --csv`: one panel per shape, every path in the CSV (unfused, fused
-experts, whole layer), and, where the CSV has it (floor_us), the HBM floor: the touched
-experts' weights read once at the read bandwidth measured in the same run. The whole
-layer's (else the fused path's) time over the unfused one is written under each point."""
+"""plot_moe.py CSV PNG [TITLE [TC_TFLOPS]] - the MoE layer's time per call against tokens per
+rank from `warpspec bench moe --csv`: one panel per shape, every path in the CSV (unfused,
+fused experts, whole layer), and, where the CSV has it (floor_us), the HBM floor: the
+touched experts' weights read once at the read bandwidth measured in the same run. With
+TC_TFLOPS (the grouped FP8 GEMM's rate measured in the same run), the tensor-core bound
+too: a rank's expert math (tokens x topk rows, 6 H I FLOPs each: L1 2 H x 2I, L2 2 I x H)
+at that rate. The whole layer's (else the fused path's) time over the unfused one is
+written under each point."""
 import csv
 import sys
 
@@ -16,7 +19,7 @@ PATHS = (("unfused", "o-", "unfused path"), ("fused", "s-", "fused experts"), ("
          ("pairs", "d-", "fused experts, CTA pairs"))
 
 
-def main(src, dst, title=None):
+def main(src, dst, title=None, tc_tflops=None):
     rows = list(csv.DictReader(open(src)))
     shapes = list(dict.fromkeys(r["shape"] for r in rows))
     fig, axes = plt.subplots(1, len(shapes), figsize=(6.5 * len(shapes), 4.8), squeeze=False)
@@ -29,6 +32,12 @@ def main(src, dst, title=None):
         floor = sorted({(int(r["tokens"]), float(r["floor_us"])) for r in mine if r.get("floor_us") and r["path"] == "unfused"})
         if floor:
             ax.plot([t for t, _ in floor], [f for _, f in floor], "k--", alpha=0.6, label="HBM floor (weights read once)")
+        if tc_tflops:
+            r0 = mine[0]
+            flops = 6.0 * int(r0["topk"]) * int(r0["hidden"]) * int(r0["inter"])
+            ts = sorted({int(r["tokens"]) for r in mine})
+            ax.plot(ts, [t * flops / (float(tc_tflops) * 1e12) * 1e6 for t in ts], "k:", alpha=0.6,
+                    label=f"tensor-core bound ({float(tc_tflops):.0f} TFLOPS)")
         best = "layer" if sel["layer"] else "fused"
         for (t, u), (_, f) in zip(sel["unfused"], sel[best]):
             ax.annotate(f"{f / u:.2f}x", (t, f), textcoords="offset points", xytext=(0, -14), ha="center", fontsize=8)
@@ -46,4 +55,4 @@ def main(src, dst, title=None):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])
