@@ -61,20 +61,28 @@ WS_DEV void gemm_gather_rows(const ws_ctx *c, uint8_t *stage, const gemm_args *a
   }
 }
 
+/* The loaders' leader warms the descriptors of the tensor maps it loads through (the K
+ * block's scales' too when they come by TMA). */
+WS_DEV void gemm_prefetch_maps(const gemm_args *args, const ws_tmap *map_a, const ws_tmap *map_b, int scale_tma) {
+  ws_prefetch_tensormap(&map_a->map);
+  ws_prefetch_tensormap(&map_b->map);
+  if (scale_tma) {
+    ws_prefetch_tensormap(&args->map_sa.map);
+    ws_prefetch_tensormap(&args->map_sb.map);
+  }
+}
+
+/* The row of b_scale (one per 128 columns of each group's n columns of B) where tile t's
+ * bn columns start. */
+WS_DEV int gemm_b_scale_row(const gemm_tile *t, int n, int bn) { return t->g * (n / 128) + t->tn * (bn / 128); }
+
 /* part / parts: this loader warp's share when several copy a gathered A (the first one
  * also loads B); 0 / 1 otherwise. */
 WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_args *args, int bk, uint8_t *slots,
                             size_t slot_bytes, size_t b_offset, size_t scale_offset, const ws_tmap *map_a,
                             const ws_tmap *map_b, int part = 0, int parts = 1) {
   const int scale_tma = scale_offset && args->scale_tma;
-  if (ws_role_leader(c) && part == 0) {
-    ws_prefetch_tensormap(&map_a->map);
-    ws_prefetch_tensormap(&map_b->map);
-    if (scale_tma) {
-      ws_prefetch_tensormap(&args->map_sa.map);
-      ws_prefetch_tensormap(&args->map_sb.map);
-    }
-  }
+  if (ws_role_leader(c) && part == 0) gemm_prefetch_maps(args, map_a, map_b, scale_tma);
   const int n = args->shape.n;
   gemm_cursor cur = gemm_cursor_start(&args->shape);
   gemm_tile tile;
@@ -88,7 +96,7 @@ WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_arg
         /* the B scale of this tile's 128 columns, where the math reads the K-block-major form's (ks & 3) */
         if (sc && part == 0 && c->lane == 0)
           ws_cp_async_ca_4_to(sc + (uint32_t)GEMM_SCALE_A_BYTES(args->shape.bm) + 4u * (uint32_t)(ks & 3),
-                              args->b_scale + ((uint32_t)(tile.g * (n / 128) + tile.tn * (args->shape.bn / 128)) *
+                              args->b_scale + ((uint32_t)gemm_b_scale_row(&tile, n, args->shape.bn) *
                                                (uint32_t)args->shape.ksteps + (uint32_t)ks));
         if (part == 0) /* a padding warp's lane 0 is a "leader" too: one B copy per stage */
           ws_pipe_load_tile_2d_at(pipe, c, k, stage + b_offset, map_b, ks * bk, tile.g * n + tile.tn * args->shape.bn);
@@ -101,7 +109,7 @@ WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_arg
         ws_pipe_load_tile_2d_at(pipe, c, k, stage + scale_offset, &args->map_sa,
                                 (tile.row0 + tile.tm * args->shape.bm) & ~3, ks);
         ws_pipe_load_tile_2d_at(pipe, c, k, stage + scale_offset + GEMM_SCALE_A_BYTES(args->shape.bm), &args->map_sb,
-                                ks & ~3, tile.g * (n / 128) + tile.tn * (args->shape.bn / 128));
+                                ks & ~3, gemm_b_scale_row(&tile, n, args->shape.bn));
       }
       ws_pipe_commit_at(pipe, c, k);
     }
@@ -121,14 +129,7 @@ WS_DEV void gemm_load_tiles_pair(const ws_pipe *pipe, const ws_ctx *c, const gem
   (void)part;
   (void)parts;
   const int scale_tma = scale_offset && args->scale_tma, rank = (int)(blockIdx.x & 1u);
-  if (ws_role_leader(c)) {
-    ws_prefetch_tensormap(&map_a->map);
-    ws_prefetch_tensormap(&map_b->map);
-    if (scale_tma) {
-      ws_prefetch_tensormap(&args->map_sa.map);
-      ws_prefetch_tensormap(&args->map_sb.map);
-    }
-  }
+  if (ws_role_leader(c)) gemm_prefetch_maps(args, map_a, map_b, scale_tma);
   const int n = args->shape.n, bm = args->shape.bm;
   const uint32_t half = map_a->box_bytes; /* bm / 2 rows */
   const uint32_t bytes = 2u * half + map_b->box_bytes + (scale_tma ? args->map_sa.box_bytes + args->map_sb.box_bytes : 0u);
@@ -149,7 +150,7 @@ WS_DEV void gemm_load_tiles_pair(const ws_pipe *pipe, const ws_ctx *c, const gem
         if (scale_tma) {
           ws_cp_async_bulk_tensor_2d_global_to_shared(stage + scale_offset, &args->map_sa.map, row & ~3, ks, full);
           ws_cp_async_bulk_tensor_2d_global_to_shared(stage + scale_offset + GEMM_SCALE_A_BYTES(bm), &args->map_sb.map,
-                                                      ks & ~3, tile.g * (n / 128) + tile.tn * (args->shape.bn / 128), full);
+                                                      ks & ~3, gemm_b_scale_row(&tile, n, args->shape.bn), full);
         }
       }
       ws_pipe_commit_at(pipe, c, k);
@@ -192,7 +193,7 @@ WS_DEV void gemm_load_gathered(const ws_pipe *pipe, const ws_ctx *c, const gemm_
       src[i] = args->a_gather + (uint64_t)a * args->a_row_bytes + (uint32_t)piece * 16u;
       srow[i] = args->a_scale + a * args->a_rs;
     }
-    const uint32_t bscale = (uint32_t)(tile.g * (n / 128) + tile.tn * (args->shape.bn / 128)) * (uint32_t)args->shape.ksteps;
+    const uint32_t bscale = (uint32_t)gemm_b_scale_row(&tile, n, args->shape.bn) * (uint32_t)args->shape.ksteps;
     for (int ks = tile.k0; ks < tile.k1; ks++, k = ws_cursor_next(k, pipe->stages)) {
       uint8_t *stage = slots + ws_pipe_acquire_at(pipe, c, k) * slot_bytes;
       const uint32_t base = ws_smem_addr(stage), sc = base + (uint32_t)scale_offset;
