@@ -29,19 +29,28 @@
 #define EP_ALIGN16(x) (((x) + 15) / 16 * 16)
 #define EP_OBJECT_ALIGN 256 /* every object starts on this: flags never share a line with rows */
 
+/* Inbox rows start on 128-byte lines. At 16-byte alignment (DeepSeek-V3: 7536-byte rows,
+ * 112 past a line each) every 128-byte K block of a row straddled two lines: the sender's
+ * 16-byte stores wrote a partial line more per 512 bytes over NVLink, and the gathered L1
+ * GEMM (gemm_load_gathered) read 5 sectors per K block instead of 4. The padding is
+ * never sent (ep_send_unit writes the payload, scales and meta only): memory, not bytes on
+ * the wire. */
+#define EP_ROW_ALIGN 128
+
 /* Bytes of one row's payload and scales, of the meta block, of an inbox row. */
 static inline EP_HD size_t ep_payload_bytes(int hidden, int fp8) { return (size_t)hidden * (fp8 ? 1 : 2); }
 static inline EP_HD size_t ep_scale_bytes(int hidden, int fp8) { return fp8 ? (size_t)(hidden / 128) * 4 : 0; }
 static inline EP_HD size_t ep_meta_bytes(int topk) { return (size_t)EP_META_ENTRY_BYTES * (1 + topk); }
 static inline EP_HD size_t ep_inbox_row_bytes(int hidden, int fp8, int topk) {
-  return EP_ALIGN16(ep_payload_bytes(hidden, fp8) + ep_scale_bytes(hidden, fp8)) + ep_meta_bytes(topk);
+  const size_t b = EP_ALIGN16(ep_payload_bytes(hidden, fp8) + ep_scale_bytes(hidden, fp8)) + ep_meta_bytes(topk);
+  return (b + EP_ROW_ALIGN - 1) / EP_ROW_ALIGN * EP_ROW_ALIGN;
 }
 
 /* The byte offset of each object, and the whole buffer's size. */
 typedef struct {
   size_t counts, count_flag, inbox, data_flag, ack, comb_inbox, comb_flag, comb_ack;
   size_t bytes;
-  size_t inbox_row; /* bytes of an inbox row (a multiple of 16) */
+  size_t inbox_row; /* bytes of an inbox row (a multiple of EP_ROW_ALIGN) */
 } ep_buffers;
 
 static inline EP_HD size_t ep_buffers_align(size_t x) { return (x + EP_OBJECT_ALIGN - 1) / EP_OBJECT_ALIGN * EP_OBJECT_ALIGN; }

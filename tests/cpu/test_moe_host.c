@@ -415,7 +415,7 @@ static void buffer_layout(void) {
                                       b.comb_ack};
                 const size_t need[8] = {N * (L + 1) * 4, N * 8, N * T * b.inbox_row, N * G * 8, N * 8, N * T * H * 2,
                                         N * G * 8, N * 8};
-                int ok = b.inbox_row % 16 == 0 &&
+                int ok = b.inbox_row % EP_ROW_ALIGN == 0 &&
                          b.inbox_row >= H * (fp8 ? 1 : 2) + (fp8 ? H / 128 * 4 : 0) + 16 * (size_t)(1 + topk[k]);
                 for (int i = 0; i < 8; i++) {
                   ok &= at[i] % EP_OBJECT_ALIGN == 0;
@@ -428,6 +428,8 @@ static void buffer_layout(void) {
                          experts[e], topk[k], ranks[r], tokens[t], sms[g], fp8);
               }
   CHECK(cases > 500 && bad == 0);
+  /* DeepSeek-V3's FP8 row: 7168 + 224 scale bytes + 9 meta entries = 7536, on a line: 7552 */
+  CHECK(ep_inbox_row_bytes(7168, 1, 8) == 7552 && ep_inbox_row_bytes(7168, 0, 8) == 14592);
 }
 
 /* ws_ep_recv_gemm on the three layouts a dispatch leaves (no GPU: the fields only). */
@@ -450,11 +452,11 @@ static void recv_gemm(void) {
         p.group_rows == NULL && p.a == x && p.a_scale == xs && p.a_scale_ld == 64 && p.a_rows == NULL &&
         p.a_rows_total == 0 && p.a_row_bytes == 0 && p.a_scale_stride == 0);
   /* the index receive: the same groups, A gathered from the receive buffer */
-  r.row_index = index; r.rows = rows; r.row_scales = (const float *)(rows + 7168); r.row_bytes = 7536; /* the inbox row of DeepSeek-V3 */
+  r.row_index = index; r.rows = rows; r.row_scales = (const float *)(rows + 7168); r.row_bytes = 7552; /* the inbox row of DeepSeek-V3 */
   r.rows_total = 8192;
   CHECK_STATUS(ws_ep_recv_gemm(&r, &p), WS_OK);
   CHECK(p.layout == WS_GEMM_GROUPED_CONTIGUOUS && p.a == rows && p.a_rows == index && p.a_rows_total == 8192 &&
-        p.a_row_bytes == 7536 && p.a_scale == r.row_scales && p.a_scale_stride == 7536 / 4 && p.a_scale_ld == 0);
+        p.a_row_bytes == 7552 && p.a_scale == r.row_scales && p.a_scale_stride == 7552 / 4 && p.a_scale_ld == 0);
   /* low latency: the masked layout, m = max_rows / local experts, counts as group_rows */
   r.masked = 1; r.row_index = NULL;
   CHECK_STATUS(ws_ep_recv_gemm(&r, &p), WS_OK);
