@@ -63,6 +63,9 @@ const gemm_kernel *gemm_fp8_kernel_desc(void);
 const gemm_kernel *gemm_fp8_wide_kernel_desc(void);
 const gemm_kernel *gemm_fp8_gather_kernel_desc(void); /* the 128-row tile over a gathered A (a_rows) */
 const gemm_kernel *gemm_fp8_wide_pair_kernel_desc(void); /* the 192-row tile in CTA pairs (WARPSPEC_GEMM_PAIR) */
+/* The name of the kernel ws_gemm launches for p on a GPU of `sms` SMs (>= 1), NULL when p
+ * fails ws_gemm_check: the tests' way to know that a case ran the kernel it was meant for. */
+const char *gemm_kernel_name_for(const ws_gemm_problem *p, int sms);
 
 /* Tensor maps, arguments, plan check (once per thread, device and kernel), launch. */
 ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, cudaStream_t stream);

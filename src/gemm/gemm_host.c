@@ -217,6 +217,11 @@ ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *t
   return WS_OK;
 }
 
+const char *gemm_kernel_name_for(const ws_gemm_problem *p, int sms) {
+  if (sms < 1 || ws_gemm_check(p) != WS_OK) return NULL;
+  return gemm_kernel_for(p, sms)->name;
+}
+
 ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream) {
   ws_status s = ws_check_mode() ? ws_gemm_validate(p, stream) : ws_gemm_check(p);
   if (s != WS_OK) return s;

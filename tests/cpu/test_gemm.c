@@ -434,6 +434,36 @@ static void size_limits(void) {
   CHECK_MSG("rows");
 }
 
+/* Which kernel runs (132 SMs): CTA pairs for the FP8 192-row tile when its tile columns
+ * are even (WARPSPEC_GEMM_PAIR, on by default), single CTAs otherwise; BF16 always single
+ * (its pairs measured level or slower, docs/benchmarks.md session 26). */
+static const char *kernel_of(ws_gemm_type type, ws_gemm_layout layout, int m, int n, int k, int groups) {
+  char *x = (char *)(uintptr_t)0x1000;
+  const int off[2] = {0, 8};
+  ws_gemm_problem p = {type, layout, m, n, k, groups, x, x, x, (float *)x, (float *)x, off, off, NULL, 0, 0, NULL, 0, 0, 0};
+  const char *name = gemm_kernel_name_for(&p, 132);
+  CHECK(name != NULL);
+  return name ? name : "";
+}
+
+static void kernels(void) {
+  test_set_knob(WS_GEMM_PAIR_ENV, NULL);
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8192, 8192, 1), "gemm_fp8_wide_pair") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8320, 8192, 1), "gemm_fp8_wide") == 0); /* 65 columns */
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 4096, 7168, 1), "gemm_fp8") == 0);      /* 128-row tile */
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 2048, 7168, 2048, 1), "gemm_bf16") == 0); /* 28 columns: no BF16 pairs */
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 300, 768, 512, 1), "gemm_bf16") == 0);        /* 3 columns */
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, 8, 512, 512, 1), "gemm_bf16") == 0);
+  test_set_knob(WS_GEMM_PAIR_ENV, "0");
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8192, 8192, 1), "gemm_fp8_wide") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 2048, 7168, 2048, 1), "gemm_bf16") == 0);
+  test_set_knob(WS_GEMM_PAIR_ENV, NULL);
+  char *x = (char *)(uintptr_t)0x1000;
+  ws_gemm_problem bad = {WS_GEMM_BF16, WS_GEMM_DENSE, 64, 256, 100, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+  CHECK(gemm_kernel_name_for(&bad, 132) == NULL); /* K not a multiple of 64: ws_gemm_check refuses it */
+  CHECK(gemm_kernel_name_for(NULL, 132) == NULL);
+}
+
 int main(void) {
   gpu_entry_points();
   e4m3();
@@ -442,6 +472,7 @@ int main(void) {
   checks();
   gathered_reference();
   tiles();
+  kernels();
   size_limits();
   return test_finish("test_gemm");
 }

@@ -11,6 +11,7 @@
 #include "gpu_test.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
+#include "../../src/gemm/gemm_args.h" /* gemm_kernel_name_for: which kernel a case ran */
 
 #include <math.h>
 #include <string.h>
@@ -197,14 +198,19 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
     uint16_t *hp = (uint16_t *)host_alloc(nd, 2, 0);
     CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
     test_set_knob(WS_GEMM_PAIR_ENV, "1");
-    int tr = 0, tc = 0;
+    int tr = 0, tc = 0, sms = 0;
     WS_OK_OR_DIE(ws_gemm_tile(&p, 0, &tr, &tc));
+    CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const char *kname = gemm_kernel_name_for(&p, sms);
+    /* pairs exactly where the host rule says: the 192-row tile with an even number of tile columns */
+    const int paired = kname && strstr(kname, "_pair") != NULL, even = (n + tc - 1) / tc % 2 == 0;
+    CHECK(paired == (tr == 192 && even));
     WS_OK_OR_DIE(ws_gemm(&p, 0));
     WS_OK_OR_DIE(ws_sync(0));
     test_set_knob(WS_GEMM_PAIR_ENV, NULL);
     CUDA_OK(cudaMemcpy(hp, d, nd * 2, cudaMemcpyDeviceToHost));
     const int same = memcmp(hp, hd, nd * 2) == 0;
-    printf("  CTA pairs (%d-row tile): %s\n", tr, same ? "same bits" : "DIFFERENT BITS");
+    printf("  CTA pairs (%d-row tile, %s): %s\n", tr, kname ? kname : "?", same ? "same bits" : "DIFFERENT BITS");
     CHECK(same);
     free(hp);
   }
