@@ -80,6 +80,20 @@ int bench_moe(const bench_moe_opts *o);
 /* ws_gemm (BF16 dense) against cuBLASLt; csv may be NULL. 0 or -1. */
 int bench_gemm(const char *csv, const char *only, double soak_seconds);
 
+typedef struct {
+  int variant; /* -1: every variant; else bench_gemm_gather_variant's index */
+  int tokens;  /* tokens routed top-8 over 256 experts (the layer's 4096)   */
+  int reps;    /* timed runs per variant                                     */
+  int pitch;   /* bytes between the padded token rows (0: 7552, the EP inbox's) */
+} bench_gemm_gather_opts;
+
+/* The MoE L1's FP8 GEMM on copied rows and on gathered rows placed several ways, one GPU
+ * (bench_gemm_gather.cu). 0, or -1 on an error or a D that differs from the copied one. */
+int bench_gemm_gather(const bench_gemm_gather_opts *o);
+
+/* The index of the variant named `name`, or -1 after printing the names (no GPU needed). */
+int bench_gemm_gather_variant(const char *name);
+
 /* One process, two GPUs: copy engine, SM push/pull and TMA push over NVLink. 0 or -1. */
 /* Local-memory read and copy ceilings by CTA count, GPU 0 (bench_hbm.cu). 0 or -1. */
 int bench_hbm(void);

@@ -8,6 +8,7 @@
  * medians of 20 CUDA-event timings after warm-up; TFLOPS = 2 m n k / t. */
 #include "bench.h"
 #include "bench_check.h"
+#include "bench_fill.cuh"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
 #include "warpspec/warpspec.h"
@@ -182,20 +183,6 @@ static int time_it(int v, const run_ctx *r, float *ms) {
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   return 0;
-}
-
-__global__ void fill_fp8(uint8_t *p, size_t n, uint64_t seed) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    uint64_t x = (seed + i) * 0x9E3779B97F4A7C15ull;
-    x ^= x >> 31;
-    const uint8_t b = (uint8_t)(x >> 24);
-    p[i] = (b & 0x7F) == 0x7F ? (uint8_t)(b & 0xF0) : b; /* no NaN */
-  }
-}
-
-__global__ void fill_scale(float *p, size_t n, uint64_t seed) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    p[i] = 1.0f / 64 + (float)(((seed + i) * 2654435761u) % 1000) / 64000.0f;
 }
 
 /* [m][kb] -> [kb][ld] */

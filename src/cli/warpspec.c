@@ -27,6 +27,9 @@ static int usage(void) {
           "  bench hbm                         local-memory read/copy ceilings by CTA count\n"
           "  bench gemm [--csv FILE] [--only TYPE,G,M,N,K] [--soak S]\n"
           "                                    ws_gemm (BF16, FP8) against cuBLASLt\n"
+          "  bench gemm-gather [--variant NAME] [--tokens T] [--reps N] [--pitch B]\n"
+          "                                    the MoE L1's FP8 GEMM on copied rows and on gathered rows\n"
+          "                                    (identity, tokens, shuffled, ...): time and bit check\n"
           "  bench moe [--ranks N] [--csv FILE] [--quick] [--shape DeepSeekV3|Flash] [--tokens T] [--sms N]\n"
           "            [--trace PREFIX [--trace-block B]]  role timeline of CTA B (-1: all) of each fused call\n"
           "                                    the whole MoE layer per rank and its time split\n"
@@ -238,6 +241,28 @@ static int cmd_bench_attn_kernels(int argc, char **argv) {
   return bench_attn_kernels(parts ? parts : BENCH_ATTN_MLA | BENCH_ATTN_FLASH | BENCH_ATTN_NSA) == 0 ? 0 : 1;
 }
 
+/* `bench gemm-gather`: one GPU, one process; --variant NAME runs one variant (for ncu). */
+static int cmd_bench_gemm_gather(int argc, char **argv) {
+  bench_gemm_gather_opts o = {-1, 4096, 20, 0};
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--variant") == 0 && i + 1 < argc) {
+      if ((o.variant = bench_gemm_gather_variant(argv[++i])) < 0) return 2;
+    } else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) {
+      if (int_option_i("--tokens", argv[++i], 1, CLI_MAX_TOKENS, &o.tokens) != 0) return 2;
+    } else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+      if (int_option_i("--reps", argv[++i], 1, CLI_MAX_ITERS, &o.reps) != 0) return 2;
+    } else if (strcmp(argv[i], "--pitch") == 0 && i + 1 < argc) { /* the padded rows' bytes (bench_gemm_gather.cu) */
+      if (int_option_i("--pitch", argv[++i], 7392, 1 << 20, &o.pitch) != 0) return 2;
+      if (o.pitch % 16) { fprintf(stderr, "bench gemm-gather: --pitch %d: a multiple of 16\n", o.pitch); return 2; }
+    } else {
+      fprintf(stderr, "bench gemm-gather: unknown argument '%s' (--variant NAME, --tokens T, --reps N, --pitch B)\n", argv[i]);
+      return 2;
+    }
+  }
+  if (gpu_count() == 0) { fprintf(stderr, "bench gemm-gather: no GPU on this machine\n"); return 1; }
+  return bench_gemm_gather(&o) == 0 ? 0 : 1;
+}
+
 static int cmd_bench_moe_layer(int argc, char **argv) {
   bench_moe_opts o = {NULL, NULL, 0, 0, 0, NULL, 0, 0};
   for (int i = 1; i < argc; i++) {
@@ -283,6 +308,7 @@ static int cmd_bench(int argc, char **argv) {
   if (argc > 0 && (strcmp(argv[0], "sendrecv") == 0 || strcmp(argv[0], "allgather") == 0)) return cmd_bench_sendrecv(argc, argv);
   if (argc > 0 && strcmp(argv[0], "nvlink") == 0) return bench_nvlink() == 0 ? 0 : 1;
   if (argc > 0 && strcmp(argv[0], "hbm") == 0) return bench_hbm() == 0 ? 0 : 1;
+  if (argc > 0 && strcmp(argv[0], "gemm-gather") == 0) return cmd_bench_gemm_gather(argc, argv);
   if (argc > 0 && strcmp(argv[0], "gemm") == 0) {
     const char *csv = NULL, *only = NULL;
     double soak = 0;
