@@ -153,6 +153,38 @@ static int time_mla(const mla_case *c) {
   return 0;
 }
 
+/* ---- the memory-bound decodes' reference: a device-to-device copy ------------------ */
+/* A 1 GiB cudaMemcpyAsync in the same run, as read + write bytes per second: what the
+ * few-head decodes (16-32 heads, a tensor-parallel shard: about 30 FLOP per cache byte)
+ * are held against (issue 35: 85% of it). */
+typedef struct {
+  void *dst;
+  const void *src;
+  size_t n;
+} copy_call;
+static ws_status launch_copy(const void *c) {
+  const copy_call *k = (const copy_call *)c;
+  return cudaMemcpyAsync(k->dst, k->src, k->n, cudaMemcpyDeviceToDevice, 0) == cudaSuccess ? WS_OK : WS_ERR_CUDA;
+}
+static int time_copy(void) {
+  const size_t n = (size_t)1 << 30;
+  void *a = NULL, *b = NULL;
+  int rc = -1;
+  if (cudaMalloc(&a, n) == cudaSuccess && cudaMalloc(&b, n) == cudaSuccess && cudaMemset(a, 1, n) == cudaSuccess) {
+    const copy_call c = {b, a, n};
+    const double med = median_ms(launch_copy, &c, 3, 20);
+    if (med > 0.0) {
+      printf("bench %-36s %8.3f ms  %6.0f GB/s (read + write)\n", "d2d copy 1 GiB (HBM reference)", med,
+             2.0 * (double)n / (med * 1e-3) / 1e9);
+      rc = 0;
+    }
+  }
+  if (rc) fprintf(stderr, "bench attn-kernels: the 1 GiB copy failed: %s\n", cudaGetErrorString(cudaGetLastError()));
+  cudaFree(a);
+  cudaFree(b);
+  return rc;
+}
+
 /* ---- MLA decode (paged cache, split-KV) ------------------------------------------- */
 typedef struct {
   const char *name;
@@ -381,6 +413,10 @@ static const dec_case dec_bench[] = {
     {"decode fp8 B128 s_q2 H128 len 8192", 128, 2, 128, 8192, 1},
     {"decode fp8 B8 s_q1 H128 len 32768", 8, 1, 128, 32768, 1},
     {"decode fp8 B1 s_q1 H128 len 65536", 1, 1, 128, 65536, 1},
+    /* a tensor-parallel shard's heads: memory-bound (beside the copy's GB/s) */
+    {"decode B64 s_q1 H16 len 8192", 64, 1, 16, 8192, 0},
+    {"decode B128 s_q1 H32 len 4096", 128, 1, 32, 4096, 0},
+    {"decode fp8 B64 s_q1 H16 len 8192", 64, 1, 16, 8192, 1},
 };
 static const sdec_case sdec_bench[] = {
     {"sparse decode B128 s_q1 H128 topk2048", 128, 1, 128, 2048, 0},
@@ -420,6 +456,7 @@ extern "C" int bench_attn_kernels(int parts) {
     for (int sw = 0; sw < (fixed[0] ? 1 : 2) && rc == 0; sw++) {
       if (sw) rc = bench_set_knob(WS_MLA_SCHEDULE_ENV, "overlap");
       printf("mla schedule: %s\n", fixed[0] ? fixed : sw ? "overlap" : "default");
+      if (sw == 0) rc = time_copy();
       for (size_t i = 0; i < AK_COUNT(dec_bench) && rc == 0; i++) rc = time_decode(&dec_bench[i]);
       for (size_t i = 0; i < AK_COUNT(sdec_bench) && rc == 0; i++) rc = time_sparse_decode(&sdec_bench[i]);
       for (size_t i = 0; i < AK_COUNT(mla_bench) && rc == 0; i++) rc = time_mla(&mla_bench[i]);

@@ -23,7 +23,8 @@
  *   also V), indices [s_q][topk] int32: query i attends to the kv rows indices[i][*]; an
  *   entry of -1 or outside 0 .. s_kv - 1 is masked (never read); a duplicate counts as
  *   often as it appears. o [s_q][heads][dim_v], lse [s_q][heads]. DeepSeek-V3.2: dim_qk 576
- *   (512 latent + 64 rope), dim_v 512, heads 64 or 128. */
+ *   (512 latent + 64 rope), dim_v 512, heads 64 or 128 (any multiple of 64, or 1, 2, 4, 8, 16
+ *   or 32: the heads of one GPU under tensor parallelism). */
 #ifndef WARPSPEC_ATTENTION_H
 #define WARPSPEC_ATTENTION_H
 
@@ -103,7 +104,7 @@ typedef struct {
  *   -1 gives o = 0 and lse = -inf. Other values outside 0 .. rows - 1 are errors: the
  *   kernel masks them (never reads them), the validation mode and the reference reject
  *   them. o [batch][s_q][heads][dim_v], lse [batch][s_q][heads]. DeepSeek-V3.2: dim_qk 576,
- *   dim_v 512, heads 64 or 128 (a multiple of 64), topk 2048 (any topk >= 1 works). */
+ *   dim_v 512, heads 64 or 128 (a multiple of 64, or 1-32 dividing 64), topk 2048 (any topk >= 1 works). */
 typedef struct {
   int batch, s_q, heads;
   int dim_qk, dim_v;       /* 576, 512                                                      */
@@ -189,7 +190,9 @@ ws_status ws_attn_sequence(const ws_attn_problem *p, int b, int *q_begin, int *q
 ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream);
 
 /* Sparse MLA prefill on the GPU (sm_90a), DeepSeek-V3.2's shape: dim_qk 576, dim_v 512,
- * heads a multiple of 64; pointers are device memory. A gather role fetches each query
+ * heads a multiple of 64 or a divisor of 64 (1 .. 32: a token with fewer heads than 64
+ * fills one CTA's 64 query rows with padding that is computed and never stored); pointers
+ * are device memory. A gather role fetches each query
  * token's selected kv rows by cp.async into a pipe; two math warpgroups share every block
  * (each computes S for half of its keys, they swap row maxima, then each accumulates half
  * of the 512 output columns). Masked indices are never read.
@@ -204,7 +207,8 @@ ws_status ws_mla_sparse_forward(const ws_mla_sparse_problem *p, cudaStream_t str
  * GPU, partial results merged by their lse in a second kernel. The split needs a
  * workspace: ws_mla_decode_workspace_size says how much (0: none needed); pass it with
  * its size. Graph-capturable (the split is decided from max_seqlen on the host). Shapes as
- * the sparse kernel: dim 576/512, heads a multiple of 64. kv_fp8 = 1: the gather role
+ * the sparse kernel: dim 576/512, heads a multiple of 64 or a divisor of it (16 or 32 per
+ * GPU under tensor parallelism: the cache is read once per query token either way). kv_fp8 = 1: the gather role
  * dequantises the FP8 rows into the BF16 tiles the math reads (same math, 1.76x fewer
  * cache bytes). kv_cache must be 16-byte aligned. */
 /* NSA selected-block attention on the GPU (sm_90a): the flash kernel's roles over a block

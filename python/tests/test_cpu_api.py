@@ -430,6 +430,8 @@ def test_mla_decode_checks(fake):
         warpspec.mla_decode(q, fake((8, 64, 576), F32), table, lens)
     with pytest.raises(warpspec.InvalidArgumentError, match="multiple of 64"):
         warpspec.mla_decode(fake((2, 1, 100, 576), BF16), fake((8, 64, 656), FP8), table, lens)
+    with pytest.raises(warpspec.InvalidArgumentError, match="divisor of 64"):  # neither: 48
+        warpspec.mla_decode(fake((2, 1, 48, 576), BF16), fake((8, 64, 656), FP8), table, lens)
 
 
 def test_mla_sparse_decode_checks(fake):

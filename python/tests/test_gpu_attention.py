@@ -89,7 +89,7 @@ def test_matches_sdpa():
     assert rel_err(o, ref) < 1e-2
 
 
-@pytest.mark.parametrize("s_q,heads,s_kv,topk", [(3, 64, 300, 100), (4, 128, 4096, 512)])
+@pytest.mark.parametrize("s_q,heads,s_kv,topk", [(3, 64, 300, 100), (4, 128, 4096, 512), (5, 16, 700, 200)])
 def test_mla_sparse_prefill(s_q, heads, s_kv, topk):
     q, kv = rand_bf16(s_q, heads, 576), rand_bf16(s_kv, 576)
     idx = torch.randint(0, s_kv, (s_q, topk), dtype=torch.int32, device="cuda")
@@ -110,8 +110,9 @@ def test_mla_sparse_prefill(s_q, heads, s_kv, topk):
 
 
 @pytest.mark.parametrize("fp8", [False, True])
-def test_mla_decode_paged(fp8):
-    b, s_q, h, page = 3, 2, 64, 64
+@pytest.mark.parametrize("h", [64, 16])  # 16: a tensor-parallel shard's heads, one CTA with padding rows
+def test_mla_decode_paged(fp8, h):
+    b, s_q, page = 3, 2, 64
     lens = [1, 700, 130]
     maxp = max((n + page - 1) // page for n in lens)
     pages = sum((n + page - 1) // page for n in lens) + 2
@@ -163,7 +164,7 @@ def _fp8_cache(cache):
 
 
 @pytest.mark.parametrize("fp8", [False, True])
-@pytest.mark.parametrize("b,s_q,h,topk", [(1, 1, 128, 2048), (2, 2, 64, 100), (64, 1, 64, 256)])
+@pytest.mark.parametrize("b,s_q,h,topk", [(1, 1, 128, 2048), (2, 2, 64, 100), (64, 1, 64, 256), (3, 2, 32, 300)])
 def test_mla_sparse_decode(fp8, b, s_q, h, topk):
     """Top-k cache rows per query token (batch 1 and 2: each list split over CTAs and
     merged; batch 64 at 64 heads: a 2-way split), -1 entries, duplicates and a last token

@@ -179,8 +179,8 @@ def mla_sparse_prefill(q, kv, indices, *, softmax_scale=None, out=None, return_l
     dv = 512
     if dqk != 576:
         raise invalid(f"mla_sparse_prefill: head dim {dqk}; the kernel is built for 576 (512 latent + 64 rope)")
-    if heads % 64:
-        raise invalid(f"mla_sparse_prefill: {heads} heads, a multiple of 64")
+    if not _mla_heads_ok(heads):
+        raise invalid(f"mla_sparse_prefill: {heads} heads, {MLA_HEADS_RULE}")
     vi = view(indices, "indices").expect(I32, ndim=2)
     if vi.shape[0] != s_q:
         raise invalid(f"indices: shape {vi.shape}, expected ({s_q}, topk)")
@@ -201,6 +201,13 @@ def mla_sparse_prefill(q, kv, indices, *, softmax_scale=None, out=None, return_l
 
 
 MLA_FP8_ROW_BYTES = 656  # warpspec/attention.h: WS_MLA_FP8_ROW_BYTES
+MLA_HEADS_RULE = "a multiple of 64 or a divisor of 64 (1, 2, 4, 8, 16, 32)"  # mla_shape_check
+
+
+def _mla_heads_ok(heads):
+    """The MLA kernels' CTA holds 64 query rows: a token's heads fill whole CTAs, or one CTA
+    with padding rows when it has fewer (a tensor-parallel shard: 16 or 32 heads)."""
+    return heads >= 1 and (heads % 64 == 0 or 64 % heads == 0)
 
 
 def mla_decode(q, kv_cache, block_table, seqlens, *, max_seqlen=None, softmax_scale=None, out=None, return_lse=False,
@@ -242,8 +249,8 @@ def _mla_q_and_cache(q, kv_cache, op):
                       "(warpspec.mla_kv_quantize_fp8)")
     if dqk != 576 or (not fp8 and dkv != 576):
         raise invalid(f"{op}: head dims q {dqk}, cache {dkv}; the kernel is built for 576 (512 + 64 rope)")
-    if heads % 64:
-        raise invalid(f"{op}: {heads} heads, a multiple of 64")
+    if not _mla_heads_ok(heads):
+        raise invalid(f"{op}: {heads} heads, {MLA_HEADS_RULE}")
     return vq, vc, fp8
 
 

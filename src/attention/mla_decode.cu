@@ -142,7 +142,7 @@ static ws_status mla_run_split(const char *fn, const char *sizer, const void *q,
 /* ---- MLA decode: the same kernel over page-table rows, split-KV, merge --------------- */
 static int mla_decode_splits(const ws_mla_decode_problem *p, int sms, int *chunk) {
   const int maxlen = p->max_seqlen > 0 ? p->max_seqlen : p->max_pages * p->page_size;
-  return mla_splits((long long)p->batch * p->s_q * (p->heads / MLA_BH), maxlen, sms, chunk);
+  return mla_splits((long long)p->batch * p->s_q * MLA_HEAD_GROUPS(p->heads), maxlen, sms, chunk);
 }
 
 static size_t mla_decode_need(const ws_mla_decode_problem *p, int splits) {
@@ -153,8 +153,7 @@ extern "C" ws_status ws_mla_decode_workspace_size(const ws_mla_decode_problem *p
   WS_REQUIRE(bytes != NULL, "ws_mla_decode_workspace_size: bytes is NULL");
   ws_status s = ws_mla_decode_check(p);
   if (s != WS_OK) return s;
-  /* the kernel's shape rules before the split arithmetic (fewer than MLA_BH heads would
-   * make it divide by zero CTAs) */
+  /* the kernel's shape rules before the split arithmetic (heads it has no CTA shape for) */
   if ((s = mla_shape_check("ws_mla_decode_workspace_size", p->dim_qk, p->dim_v, p->heads)) != WS_OK) return s;
   int sms = 0, chunk = 0;
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
@@ -225,7 +224,7 @@ extern "C" ws_status ws_mla_sparse_decode_check(const ws_mla_sparse_decode_probl
 
 /* Each token's index list is one sequence of topk keys, split like the decode's keys. */
 static int mla_sparse_decode_splits(const ws_mla_sparse_decode_problem *p, int sms, int *chunk) {
-  return mla_splits((long long)p->batch * p->s_q * (p->heads / MLA_BH), p->topk, sms, chunk);
+  return mla_splits((long long)p->batch * p->s_q * MLA_HEAD_GROUPS(p->heads), p->topk, sms, chunk);
 }
 
 extern "C" ws_status ws_mla_sparse_decode_workspace_size(const ws_mla_sparse_decode_problem *p, size_t *bytes) {

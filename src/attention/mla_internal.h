@@ -9,7 +9,7 @@
 
 #include "warpspec/status.h"
 
-#define MLA_BH 64              /* heads per CTA                              */
+#define MLA_BH 64              /* query rows (heads) per CTA                 */
 #define MLA_BN 64              /* kv rows per block (stage)                  */
 #define MLA_DQK 576
 #define MLA_DV 512
@@ -35,7 +35,15 @@ typedef struct {
  * and the launch over tokens x head groups x splits; a->kv8 set: the FP8 kernel. */
 ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float softmax_scale, cudaStream_t stream);
 
-/* WS_ERR_UNSUPPORTED unless the dims are the kernel's (576/512); heads a multiple of MLA_BH. */
+/* WS_ERR_UNSUPPORTED unless the dims are the kernel's (576/512); heads a multiple of MLA_BH
+ * or a divisor of it (1, 2, 4, 8, 16, 32: a model's heads shared over 2-128 GPUs). */
 ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads);
+
+/* A query token's CTAs: its heads in groups of MLA_BH. Fewer heads than that take one CTA
+ * whose other rows are padding: the q tile's rows past the token's heads (the next
+ * tokens' heads, or zeros past q) are computed and never stored. The kv rows are what
+ * such a decode reads; the tile's idle rows cost tensor time it has to spare (16 heads:
+ * 30 FLOP per cache byte, a tenth of the H200's ridge). */
+#define MLA_HEAD_GROUPS(heads) (((heads) + MLA_BH - 1) / MLA_BH)
 
 #endif

@@ -418,7 +418,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   /* the head groups of a token are neighbours in the grid: they gather the same kv rows,
    * and the second finds them in L2 (token-major, the second group of every token ran a
    * wave later and read the whole cache from DRAM again; docs/design_mla.md, 5.2) */
-  const int groups = a.heads / MLA_BH, tok = (int)blockIdx.x / groups, hg = (int)blockIdx.x % groups;
+  const int groups = MLA_HEAD_GROUPS(a.heads), tok = (int)blockIdx.x / groups, hg = (int)blockIdx.x % groups;
   int kbeg, nkeys;
   mla_keys<SPLIT>(&a, tok, &kbeg, &nkeys);
   const int nblk = (nkeys + MLA_BN - 1) / MLA_BN;
@@ -567,6 +567,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     const float lt = l[x] + sm->lsum[1 - w][r0 + 8 * x];
     const float inv = lt == 0.0f ? 0.0f : 1.0f / lt; /* 0: no key; NaN stays NaN (attn_store_row) */
     const int head = hg * MLA_BH + r0 + 8 * x;
+    if (head >= a.heads) continue; /* a padding row of a token with fewer heads than MLA_BH */
     const size_t row = (size_t)tok * a.heads + head;
     const float lse = lt == 0.0f ? -INFINITY : (m_run[x] * sl2 + log2f(lt)) * ATTN_LN2;
     if (a.o_part) { /* a split of the keys: normalised partial O and its lse, merged later */
@@ -626,7 +627,7 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mq, a, &diag};
-  const dim3 grid = {(unsigned)tokens * (unsigned)(a->heads / MLA_BH), 1, (unsigned)splits};
+  const dim3 grid = {(unsigned)tokens * (unsigned)MLA_HEAD_GROUPS(a->heads), 1, (unsigned)splits};
   return ws_plan_launch(plan, funcs[sd][fp8][ov], grid, stream, args);
 }
 
@@ -634,7 +635,8 @@ ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads) {
   if (dim_qk != MLA_DQK || dim_v != MLA_DV)
     return ws_fail(WS_ERR_UNSUPPORTED, "%s: dims %d/%d; the kernel is built for %d/%d (DeepSeek-V3 / V3.2)", what, dim_qk,
                    dim_v, MLA_DQK, MLA_DV);
-  WS_REQUIRE(heads % MLA_BH == 0 && heads / MLA_BH <= 65535, "%s: heads %d, a multiple of %d", what, heads, MLA_BH);
+  WS_REQUIRE(heads >= 1 && (heads % MLA_BH == 0 || MLA_BH % heads == 0) && heads / MLA_BH <= 65535,
+             "%s: heads %d, a multiple of %d or a divisor of it (1, 2, 4, 8, 16, 32)", what, heads, MLA_BH);
   return WS_OK;
 }
 

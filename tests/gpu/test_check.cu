@@ -150,16 +150,21 @@ int main(void) {
   CHECK(ws_set_check_mode(0) == WS_OK && ws_check_mode() == 0);
   CHECK(ws_set_check_mode(2) == WS_ERR_INVALID);
   CHECK(ws_set_check_mode(1) == WS_OK && ws_check_mode() == 1);
-  { /* fewer heads than the MLA kernel's 64 per CTA: refused, not a division by zero */
+  { /* heads the MLA kernel has no CTA shape for (48: neither a multiple nor a divisor of
+     * its 64 rows) are refused, not a division by zero; 16 (a tensor-parallel shard) fits */
     ws_mla_decode_problem p;
     memset(&p, 0, sizeof p);
-    p.batch = 1; p.s_q = 1; p.heads = 16; p.dim_qk = 576; p.dim_v = 512; p.page_size = 64; p.num_pages = 1; p.max_pages = 1;
+    p.batch = 1; p.s_q = 1; p.heads = 48; p.dim_qk = 576; p.dim_v = 512; p.page_size = 64; p.num_pages = 1; p.max_pages = 1;
     p.q = p.kv_cache = p.o = (void *)(uintptr_t)256;
     p.block_table = p.seqlens = (const int *)(uintptr_t)256;
     size_t bytes = 0;
-    const ws_status s = ws_mla_decode_workspace_size(&p, &bytes);
-    printf("MLA decode workspace, 16 heads -> %s: %s\n", ws_strerror(s), ws_last_error());
+    ws_status s = ws_mla_decode_workspace_size(&p, &bytes);
+    printf("MLA decode workspace, 48 heads -> %s: %s\n", ws_strerror(s), ws_last_error());
     CHECK(s == WS_ERR_INVALID);
+    p.heads = 16;
+    s = ws_mla_decode_workspace_size(&p, &bytes);
+    printf("MLA decode workspace, 16 heads -> %s (%zu bytes)\n", ws_strerror(s), bytes);
+    CHECK(s == WS_OK);
   }
   flash_varlen();
   mla_decode();

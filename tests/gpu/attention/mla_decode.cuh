@@ -243,12 +243,18 @@ static const dec_case dec_quick[] = {
     {"decode B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 0},
     {"decode fp8 B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1, 1},
     {"decode fp8 B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 1},
+    /* fewer heads than a CTA's 64 rows (tensor-parallel shards): padding rows never stored */
+    {"decode B5 s_q1 H16 lens 0..3000", 5, 1, 16, 3000, 0, 0},
+    {"decode B1 s_q2 H32 len 5000 (split)", 1, 2, 32, 5000, 1, 0},
+    {"decode fp8 B3 s_q2 H16 lens 0..2000", 3, 2, 16, 2000, 0, 1},
 };
 static const dec_case dec_full[] = {
     {"decode B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 0},
     {"decode B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 0},
     {"decode fp8 B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 1},
     {"decode fp8 B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 1},
+    {"decode B32 s_q1 H16 lens 0..4096", 32, 1, 16, 4096, 0, 0},
+    {"decode fp8 B2 s_q1 H8 len 16384 (split)", 2, 1, 8, 16384, 1, 1},
     {"decode B128 s_q1 H128 lens 0..32768", 128, 1, 128, 32768, 0, 0},
     {"decode fp8 B128 s_q2 H128 lens 0..32768", 128, 2, 128, 32768, 0, 1},
 };

@@ -61,6 +61,7 @@ static const mla_case mla_quick[] = {
     {"mla 1 token, H64, topk 128", 1, 64, 128, 128, 0},
     {"mla 5 tokens, H128, topk 512, holes", 5, 128, 4096, 512, 1},
     {"mla 3 tokens, H64, topk 100, holes", 3, 64, 300, 100, 1},
+    {"mla 7 tokens, H32, topk 200, holes (padding rows)", 7, 32, 1000, 200, 1},
 };
 static const mla_case mla_full[] = {
     {"mla 17 tokens, H64, topk 512, s_kv 131072", 17, 64, 131072, 512, 1},

@@ -132,6 +132,7 @@ static const sd_case sd_quick[] = {
     {"sparse decode B2 s_q2 H64 topk 100 (split)", 2, 2, 64, 100, 64, 1, 0},
     {"sparse decode fp8 B1 s_q1 H128 topk 2048 (split)", 1, 1, 128, 2048, 256, 1, 1},
     {"sparse decode fp8 B2 s_q2 H64 topk 64 (one block)", 2, 2, 64, 64, 64, 1, 1},
+    {"sparse decode B3 s_q2 H16 topk 300 (split)", 3, 2, 16, 300, 128, 1, 0},
 };
 static const sd_case sd_full[] = {
     {"sparse decode B64 s_q1 H128 topk 2048", 64, 1, 128, 2048, 1024, 1, 0},
