@@ -40,10 +40,12 @@ def _shuffled_cache(batch, max_len, fp8, page=64):
     return cache, table
 
 
-@pytest.mark.parametrize("nope,q_lora,fp8", [(128, None, False), (64, 96, True), (32, None, False), (128, 64, True)])
-def test_mla_prefill_then_decode(nope, q_lora, fp8):
-    torch.manual_seed(nope + bool(fp8))
-    m = wnn.MLAAttention(512, 64, q_lora_rank=q_lora, qk_nope_head_dim=nope, device="cuda")
+# heads 16 / 32: a tensor-parallel shard of 128 heads (the MLA kernels' padding rows)
+@pytest.mark.parametrize("nope,q_lora,fp8,heads", [(128, None, False, 64), (64, 96, True, 64), (32, None, False, 64),
+                                                   (128, 64, True, 64), (128, None, False, 16), (32, None, True, 32)])
+def test_mla_prefill_then_decode(nope, q_lora, fp8, heads):
+    torch.manual_seed(nope + bool(fp8) + heads)
+    m = wnn.MLAAttention(512, heads, q_lora_rank=q_lora, qk_nope_head_dim=nope, device="cuda")
     assert m.prefill == ("latent" if nope == 32 else "dense")
     B, P = 3, 70  # the prompt crosses a page
     x = torch.randn(B, P + 4, 512, device="cuda").to(torch.bfloat16)

@@ -69,7 +69,8 @@ class MLAAttention(torch.nn.Module):
     read on the GPU unchecked.
 
     The kernels fix the latent at 512 and the rope part at 64 dims, and take heads in
-    multiples of 64 (attention is data-parallel here, not split over ranks by heads).
+    multiples of 64 or divisors of 64 (16 or 32: the heads one GPU holds when a model's 128
+    are split over ranks; this module computes the heads it is given, it does not split).
     Rotary embedding: pairs (2i, 2i + 1) rotated by position x rope_theta^(-2i / 64), as
     DeepSeek's reference code; no YaRN (fold its mscale into softmax_scale, default
     1 / sqrt(qk_nope_head_dim + 64)). reference=True: the float64 decompressed form in
@@ -86,8 +87,9 @@ class MLAAttention(torch.nn.Module):
         self.qk_nope_head_dim = i(qk_nope_head_dim, f"{what}: qk_nope_head_dim", 1)
         self.v_head_dim = i(v_head_dim, f"{what}: v_head_dim", 1)
         self.q_lora_rank = None if q_lora_rank is None else i(q_lora_rank, f"{what}: q_lora_rank", 1)
-        if self.heads % HEADS_MULTIPLE:
-            raise invalid(f"{what}: {self.heads} heads; the MLA kernels take a multiple of {HEADS_MULTIPLE}")
+        if self.heads % HEADS_MULTIPLE and HEADS_MULTIPLE % self.heads:
+            raise invalid(f"{what}: {self.heads} heads; the MLA kernels take a multiple of {HEADS_MULTIPLE} "
+                          f"or a divisor of it (1, 2, 4, 8, 16, 32)")
         self.rope_theta = _lib.as_float(rope_theta, f"{what}: rope_theta", 1e-30)
         qk = self.qk_nope_head_dim + ROPE
         self.softmax_scale = 1.0 / math.sqrt(qk) if softmax_scale is None else \
