@@ -142,7 +142,7 @@ static ws_status mla_run_split(const char *fn, const char *sizer, const void *q,
 /* ---- MLA decode: the same kernel over page-table rows, split-KV, merge --------------- */
 static int mla_decode_splits(const ws_mla_decode_problem *p, int sms, int *chunk) {
   const int maxlen = p->max_seqlen > 0 ? p->max_seqlen : p->max_pages * p->page_size;
-  return mla_splits((long long)p->batch * p->s_q * MLA_HEAD_GROUPS(p->heads), maxlen, sms, chunk);
+  return mla_splits((long long)p->batch * MLA_ROW_TILES(p->s_q, p->heads), maxlen, sms, chunk);
 }
 
 static size_t mla_decode_need(const ws_mla_decode_problem *p, int splits) {
@@ -224,7 +224,7 @@ extern "C" ws_status ws_mla_sparse_decode_check(const ws_mla_sparse_decode_probl
 
 /* Each token's index list is one sequence of topk keys, split like the decode's keys. */
 static int mla_sparse_decode_splits(const ws_mla_sparse_decode_problem *p, int sms, int *chunk) {
-  return mla_splits((long long)p->batch * p->s_q * MLA_HEAD_GROUPS(p->heads), p->topk, sms, chunk);
+  return mla_splits((long long)p->batch * p->s_q * MLA_ROW_TILES(1, p->heads), p->topk, sms, chunk);
 }
 
 extern "C" ws_status ws_mla_sparse_decode_workspace_size(const ws_mla_sparse_decode_problem *p, size_t *bytes) {

@@ -29,6 +29,9 @@ typedef struct {
   float *lse;
   float *o_part, *lse_part;             /* splits > 1: [split][row][512] and [split][row] */
   int rows;                             /* query rows x heads (the partials' stride)      */
+  int pack;                             /* query tokens whose rows share CTAs: paged decode
+                                         * s_q (one sequence's tokens see the same keys),
+                                         * index lists 1 (each token its own list)         */
 } mla_args;
 
 /* Checks shared by both calls, then the tensor map of q ([tokens x heads][576]), the plan
@@ -39,11 +42,14 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
  * or a divisor of it (1, 2, 4, 8, 16, 32: a model's heads shared over 2-128 GPUs). */
 ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads);
 
-/* A query token's CTAs: its heads in groups of MLA_BH. Fewer heads than that take one CTA
- * whose other rows are padding: the q tile's rows past the token's heads (the next
- * tokens' heads, or zeros past q) are computed and never stored. The kv rows are what
- * such a decode reads; the tile's idle rows cost tensor time it has to spare (16 heads:
- * 30 FLOP per cache byte, a tenth of the H200's ridge). */
-#define MLA_HEAD_GROUPS(heads) (((heads) + MLA_BH - 1) / MLA_BH)
+/* The CTAs of `pack` query tokens that read the same keys (a sequence's s_q tokens in
+ * paged decode; 1 for index lists): their pack x heads rows, [token][head] as in q and o,
+ * in tiles of MLA_BH. 128 heads: two tiles per token, as before. Fewer heads than MLA_BH
+ * share a tile between the tokens (16 heads at s_q 2: one CTA reads the keys once for
+ * both tokens, each row masked at its own token's causal limit), and the tile's rows past
+ * the last token are padding (the next rows of q, or zeros past it), computed and never
+ * stored. Such a decode is bound by its cache reads; the idle rows cost tensor time it
+ * has to spare (16 heads: 30 FLOP per cache byte, a seventh of the H200's ridge). */
+#define MLA_ROW_TILES(pack, heads) (((pack) * (heads) + MLA_BH - 1) / MLA_BH)
 
 #endif

@@ -247,6 +247,21 @@ static __device__ __forceinline__ void mla_read_valid(uint32_t *valid, const uin
   for (int j = 0; j < NJ; j++) valid[j] = *(const uint16_t *)(flags + 8 * j + 2 * quad);
 }
 
+/* Rows of several tokens in one tile (paged decode, fewer heads than MLA_BH): this
+ * thread's keys past each of its two rows' own causal limit to -inf. lim0 / lim1: the
+ * last key rows r0 / r0 + 8 see, counted from this warpgroup's first key of the block
+ * (key column 8j + 2 quad + e of the accumulator). */
+static __device__ __forceinline__ void mla_mask_rows(float *s, int lim0, int lim1, int quad) {
+#pragma unroll
+  for (int j = 0; j < 4; j++)
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+      const int col = 8 * j + 2 * quad + e;
+      if (col > lim0) s[4 * j + e] = -INFINITY;
+      if (col > lim1) s[4 * j + 2 + e] = -INFINITY;
+    }
+}
+
 /* Masked keys (past topk, -1, out of range; their rows were zero-filled) to -inf, and
  * this thread's row maxima of the block. */
 template <int NJ>
@@ -310,8 +325,9 @@ static __device__ __forceinline__ void mla_write_p(uint8_t *pt, const float *s, 
  * 32w ..) and fenced for wgmma's reads; alpha, the factor for O. */
 static __device__ __forceinline__ void mla_s_to_p(mla_smem *sm, float *s, const uint32_t *valid, int w, int r0, int quad,
                                                   uint32_t bar, float sl2, float *m_run, float *l_run, float *alpha,
-                                                  uint8_t *pt) {
+                                                  uint8_t *pt, int limited, int lim0, int lim1) {
   float mx[2] = {-INFINITY, -INFINITY}, msc[2];
+  if (limited) mla_mask_rows(s, lim0, lim1, quad); /* uniform over the CTA */
   mla_mask_max<4>(s, valid, mx);
   mla_exchange_max(sm, mx, w, r0, quad, bar, sl2, m_run, l_run, alpha, msc);
   mla_write_p<4>(pt, s, r0, quad, 4 * w, sl2, msc, l_run);
@@ -364,7 +380,7 @@ static __device__ __forceinline__ mla_descs mla_descs_make(mla_smem *sm, int w) 
  * (this block's and the next) need no shared memory of their own. */
 static __device__ __forceinline__ void mla_overlap_blocks(mla_smem *sm, const ws_pipe *kvp, const ws_ctx *ctx,
                                                           const mla_args *a, int nblk, float *o, float *m_run,
-                                                          float *l_run) {
+                                                          float *l_run, int limited, int lim0, int lim1) {
   if (nblk == 0) return;
   const int w = ctx->replica, quad = ctx->lane & 3;
   const int r0 = ctx->warp * 16 + (ctx->lane >> 2);
@@ -379,7 +395,8 @@ static __device__ __forceinline__ void mla_overlap_blocks(mla_smem *sm, const ws
     mla_s_issue(s, d0.q, ws_wgmma_desc_advance(d0.k, k0.stage * MLA_STAGE_BYTES));
     mla_read_valid<4>(valid, sm->valid[k0.stage] + 32 * w, quad);
     WS_WGMMA_WAIT_GROUP(0);
-    mla_s_to_p(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[k0.stage][8]); /* O is 0 */
+    mla_s_to_p(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[k0.stage][8], limited, lim0,
+               lim1); /* O is 0 */
     ws_named_sync(bar, both);
   }
 #pragma unroll 1
@@ -397,7 +414,8 @@ static __device__ __forceinline__ void mla_overlap_blocks(mla_smem *sm, const ws
     mla_read_valid<4>(valid, sm->valid[kn.stage] + 32 * w, quad);
     WS_WGMMA_WAIT_GROUP(1); /* S of nb + 1 is done; the PV of nb runs on */
     /* P into stage kn's rope box: after the exchange barrier both warpgroups' S of it are done */
-    mla_s_to_p(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[kn.stage][8]);
+    mla_s_to_p(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[kn.stage][8], limited,
+               lim0 - MLA_BN * (nb + 1), lim1 - MLA_BN * (nb + 1));
     WS_WGMMA_WAIT_GROUP(0); /* the PV of nb has retired: O free, stage kc read */
     ws_pipe_release_warp_at(kvp, ctx, kc);
     attn_rescale<MLA_DV / 2>(o, alpha);
@@ -418,7 +436,11 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   /* the head groups of a token are neighbours in the grid: they gather the same kv rows,
    * and the second finds them in L2 (token-major, the second group of every token ran a
    * wave later and read the whole cache from DRAM again; docs/design_mla.md, 5.2) */
-  const int groups = MLA_HEAD_GROUPS(a.heads), tok = (int)blockIdx.x / groups, hg = (int)blockIdx.x % groups;
+  const int tiles = MLA_ROW_TILES(a.pack, a.heads), elem = (int)blockIdx.x / tiles, erows = a.pack * a.heads;
+  const int trow = (int)blockIdx.x % tiles * MLA_BH; /* the tile's first row of the element's [pack][heads] */
+  const int t_last = min(erows - 1, trow + MLA_BH - 1) / a.heads;
+  const int tok = elem * a.pack + t_last; /* the tile's last token: its keys hold every row's */
+  const int limited = !a.indices && trow / a.heads != t_last; /* rows of several tokens: masked per row */
   int kbeg, nkeys;
   mla_keys<SPLIT>(&a, tok, &kbeg, &nkeys);
   const int nblk = (nkeys + MLA_BN - 1) / MLA_BN;
@@ -441,7 +463,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     ws_pipe_acquire_at(&qp, &ctx, c0);
 #pragma unroll 1
     for (int c = 0; c < MLA_BOXES; c++)
-      ws_pipe_load_tile_2d_at(&qp, &ctx, c0, sm->q[c], &map_q, c * 64, tok * a.heads + hg * MLA_BH);
+      ws_pipe_load_tile_2d_at(&qp, &ctx, c0, sm->q[c], &map_q, c * 64, elem * erows + trow);
     ws_pipe_commit_at(&qp, &ctx, c0);
     /* Double buffering: block nb is copied while the math warps work on nb - 1, and
      * published as soon as it has landed, so it is ready when they finish (publishing
@@ -530,7 +552,18 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
 
   ws_pipe_wait_at(&qp, &ctx, c0);
-  if (OV) mla_overlap_blocks(sm, &kvp, &ctx, &a, nblk, o, m_run, l_run);
+  /* rows of several tokens in the tile: each row's last key, from this warpgroup's first
+   * key of block 0 (padding rows past the last token: no limit) */
+  int lim[2] = {0, 0};
+  if (limited) {
+    const int n = a.seqlens[elem];
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+      const int t = (trow + r0 + 8 * x) / a.heads;
+      lim[x] = t < a.pack ? n - a.s_q + t - kbeg - 32 * w : 0x3fffffff;
+    }
+  }
+  if (OV) mla_overlap_blocks(sm, &kvp, &ctx, &a, nblk, o, m_run, l_run, limited, lim[0], lim[1]);
   ws_cursor k = c0;
   for (int nb = 0; nb < (OV ? 0 : nblk); nb++, k = ws_cursor_next(k, MLA_STAGES)) {
     ws_pipe_wait_at(&kvp, &ctx, k);
@@ -543,7 +576,8 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     WS_WGMMA_WAIT_GROUP(0);
     /* the block's row max (both warpgroups), P for this half into the shared 64 x 64 tile */
     float alpha[2];
-    mla_s_to_p(sm, s, valid, w, r0, quad, (uint32_t)a.xchg_bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->p);
+    mla_s_to_p(sm, s, valid, w, r0, quad, (uint32_t)a.xchg_bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->p, limited,
+               lim[0] - MLA_BN * nb, lim[1] - MLA_BN * nb);
     ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
     attn_rescale<MLA_DV / 2>(o, alpha);
     mla_pv_issue(o, ws_wgmma_desc_k128b(sm->p), ws_wgmma_desc_mn128b(stage + 4 * w * MLA_BN * 64, MLA_BN * 128));
@@ -566,9 +600,9 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   for (int x = 0; x < 2; x++) {
     const float lt = l[x] + sm->lsum[1 - w][r0 + 8 * x];
     const float inv = lt == 0.0f ? 0.0f : 1.0f / lt; /* 0: no key; NaN stays NaN (attn_store_row) */
-    const int head = hg * MLA_BH + r0 + 8 * x;
-    if (head >= a.heads) continue; /* a padding row of a token with fewer heads than MLA_BH */
-    const size_t row = (size_t)tok * a.heads + head;
+    const int er = trow + r0 + 8 * x;
+    if (er >= erows) continue; /* a padding row past the element's last token */
+    const size_t row = (size_t)elem * erows + er;
     const float lse = lt == 0.0f ? -INFINITY : (m_run[x] * sl2 + log2f(lt)) * ATTN_LN2;
     if (a.o_part) { /* a split of the keys: normalised partial O and its lse, merged later */
       float2 *out = (float2 *)(a.o_part + ((size_t)blockIdx.z * a.rows + row) * MLA_DV + 256 * w);
@@ -624,10 +658,11 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   const float scale = softmax_scale > 0.0f ? softmax_scale : 1.0f / sqrtf((float)MLA_DQK);
   a->scale_log2 = scale * ATTN_LOG2E;
   a->rows = tokens * a->heads;
+  a->pack = a->indices ? 1 : a->s_q; /* paged decode: a sequence's s_q tokens see the same keys */
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mq, a, &diag};
-  const dim3 grid = {(unsigned)tokens * (unsigned)MLA_HEAD_GROUPS(a->heads), 1, (unsigned)splits};
+  const dim3 grid = {(unsigned)(tokens / a->pack) * (unsigned)MLA_ROW_TILES(a->pack, a->heads), 1, (unsigned)splits};
   return ws_plan_launch(plan, funcs[sd][fp8][ov], grid, stream, args);
 }
 

@@ -247,6 +247,10 @@ static const dec_case dec_quick[] = {
     {"decode B5 s_q1 H16 lens 0..3000", 5, 1, 16, 3000, 0, 0},
     {"decode B1 s_q2 H32 len 5000 (split)", 1, 2, 32, 5000, 1, 0},
     {"decode fp8 B3 s_q2 H16 lens 0..2000", 3, 2, 16, 2000, 0, 1},
+    /* a sequence's s_q tokens sharing a tile, each row at its own causal limit */
+    {"decode B4 s_q4 H16 lens 0..3000", 4, 4, 16, 3000, 0, 0},
+    {"decode B2 s_q3 H32 len 6000 (split, 2 tiles)", 2, 3, 32, 6000, 1, 0},
+    {"decode fp8 B3 s_q4 H8 lens 0..1500", 3, 4, 8, 1500, 0, 1},
 };
 static const dec_case dec_full[] = {
     {"decode B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 0},
