@@ -8,8 +8,6 @@ from .._lib import invalid, wrong_type
 
 MAX_TOPK = 16                           # warpspec/moe.h: WS_EP_MAX_TOPK
 LATENT, ROPE = ref.MLA_LATENT, ref.MLA_ROPE  # the MLA kernels' fixed dims: q/k 576, v 512
-HEADS_MULTIPLE = 64                     # mla_decode and mla_sparse_prefill take heads in 64s, or
-                                        # fewer dividing 64 (a tensor-parallel shard: 16, 32)
 DENSE_DIMS = ((128, 128), (192, 128))   # (qk, v) head dims warpspec.attention takes for MLA
 _FP8 = (torch.float8_e4m3fn, torch.uint8)
 

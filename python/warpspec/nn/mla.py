@@ -7,7 +7,8 @@ import torch
 from .. import _lib, attention, mla_decode, mla_kv_quantize_fp8, mla_sparse_prefill
 from .. import _nn_reference as ref
 from .._lib import invalid
-from ._checks import DENSE_DIMS, HEADS_MULTIPLE, LATENT, ROPE, _require_gpu, _same_device, _tensor
+from ..attention import MLA_HEADS_RULE, _mla_heads_ok
+from ._checks import DENSE_DIMS, LATENT, ROPE, _require_gpu, _same_device, _tensor
 
 # ---- MLA attention ------------------------------------------------------------------------
 class RMSNorm(torch.nn.Module):
@@ -87,9 +88,8 @@ class MLAAttention(torch.nn.Module):
         self.qk_nope_head_dim = i(qk_nope_head_dim, f"{what}: qk_nope_head_dim", 1)
         self.v_head_dim = i(v_head_dim, f"{what}: v_head_dim", 1)
         self.q_lora_rank = None if q_lora_rank is None else i(q_lora_rank, f"{what}: q_lora_rank", 1)
-        if self.heads % HEADS_MULTIPLE and HEADS_MULTIPLE % self.heads:
-            raise invalid(f"{what}: {self.heads} heads; the MLA kernels take a multiple of {HEADS_MULTIPLE} "
-                          f"or a divisor of it (1, 2, 4, 8, 16, 32)")
+        if not _mla_heads_ok(self.heads):  # the ops' own rule (warpspec.attention)
+            raise invalid(f"{what}: {self.heads} heads; the MLA kernels take {MLA_HEADS_RULE}")
         self.rope_theta = _lib.as_float(rope_theta, f"{what}: rope_theta", 1e-30)
         qk = self.qk_nope_head_dim + ROPE
         self.softmax_scale = 1.0 / math.sqrt(qk) if softmax_scale is None else \
