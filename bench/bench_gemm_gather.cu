@@ -27,6 +27,7 @@
  * gemm_fp8* launches are that variant's 3 warm-ups, its timed runs, then (a gather variant)
  * copied once, untimed, for the bit check: under ncu, --launch-skip 3 --launch-count 1 is
  * the first timed run. */
+#include "../testdata/random.h"
 #include "bench.h"
 #include "bench_check.h"
 #include "bench_fill.cuh"
@@ -84,14 +85,7 @@ typedef struct {
   float *h_t;             /* timings                                                      */
 } gg_data;
 
-static uint64_t gg_next(uint64_t *s) {
-  *s ^= *s << 13;
-  *s ^= *s >> 7;
-  *s ^= *s << 17;
-  return *s;
-}
-
-/* Routing on the host: each token's GG_TOPK distinct experts, uniform (bench_moe's draw), so
+/* Routing on the host: each token's GG_TOPK distinct experts, uniform (td_draw_distinct, as bench moe draws them), so
  * the groups are uneven as in the layer; then the rows grouped by expert, each group in
  * token order (a counting sort over the entries in token order), and the shuffle's
  * permutation (Fisher-Yates). */
@@ -99,15 +93,10 @@ static int gg_route(gg_data *g) {
   const int T = g->tokens, R = g->rows;
   int *e = (int *)malloc((size_t)R * sizeof(int)), count[GG_EXPERTS] = {0}, fill[GG_EXPERTS];
   if (!e) BENCH_FAIL("malloc", "routing");
-  uint64_t st = 0x2545F4914F6CDD1Dull;
+  uint64_t st = TD_RNG_START;
   for (int t = 0; t < T; t++)
     for (int k = 0; k < GG_TOPK; k++) {
-      int x, dup;
-      do {
-        x = (int)(gg_next(&st) % GG_EXPERTS);
-        dup = 0;
-        for (int j = 0; j < k; j++) dup |= e[t * GG_TOPK + j] == x;
-      } while (dup);
+      const int x = td_draw_distinct(&st, e + t * GG_TOPK, k, GG_EXPERTS);
       e[t * GG_TOPK + k] = x;
       count[x]++;
     }
@@ -120,7 +109,7 @@ static int gg_route(gg_data *g) {
   free(e);
   for (int i = 0; i < R; i++) g->h_perm[i] = i;
   for (int i = R - 1; i > 0; i--) {
-    const int j = (int)(gg_next(&st) % (uint64_t)(i + 1)), s = g->h_perm[i];
+    const int j = (int)(td_rng_next(&st) % (uint64_t)(i + 1)), s = g->h_perm[i];
     g->h_perm[i] = g->h_perm[j];
     g->h_perm[j] = s;
   }

@@ -15,6 +15,7 @@
  * the fused experts kernel in CTA pairs ("pairs", layer_kernel.cu); their outputs are
  * compared bit for bit. The NCCL + cuBLASLt composite is `warpspec bench
  * moe-layer` (python/warpspec/bench_moe_layer.py). */
+#include "../testdata/random.h"
 #include "bench.h"
 #include "bench_check.h"
 #include "warpspec/comm.h"
@@ -128,16 +129,10 @@ static int bench_shape(ws_comm *comm, int rank, int n, const moe_shape *sh, cons
   int *hidx = (int *)malloc((size_t)tmax * K * sizeof(int));
   float *hw = (float *)malloc((size_t)tmax * K * sizeof(float));
   if (!hidx || !hw) BENCH_FAIL("malloc", "routing");
-  uint64_t st = 0x2545F4914F6CDD1Dull ^ (uint64_t)(rank + 1) * 0x9E3779B97F4A7C15ull;
+  uint64_t st = TD_RNG_START ^ (uint64_t)(rank + 1) * 0x9E3779B97F4A7C15ull;
   for (int t = 0; t < tmax; t++)
     for (int k = 0; k < K; k++) {
-      int e, dup;
-      do { /* distinct experts per token */
-        st ^= st << 13; st ^= st >> 7; st ^= st << 17;
-        e = (int)(st % (uint64_t)E);
-        dup = 0;
-        for (int j = 0; j < k; j++) dup |= hidx[(size_t)t * K + j] == e;
-      } while (dup);
+      const int e = td_draw_distinct(&st, hidx + (size_t)t * K, k, E); /* distinct experts per token */
       hidx[(size_t)t * K + k] = e;
       hw[(size_t)t * K + k] = (float)((st >> 40) & 0xFFFF) / 65536.0f;
     }

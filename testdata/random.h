@@ -12,14 +12,28 @@
 
 #define TD_RNG_START 0x2545F4914F6CDD1Dull
 
-/* The next 32 bits of the stream in *state (bits 16..47 of the new state). */
-static inline uint32_t td_rng_u32(uint64_t *state) {
+/* One xorshift64 step of *state; the new state, all 64 bits. */
+static inline uint64_t td_rng_next(uint64_t *state) {
   uint64_t s = *state;
   s ^= s << 13;
   s ^= s >> 7;
   s ^= s << 17;
   *state = s;
-  return (uint32_t)(s >> 16);
+  return s;
+}
+
+/* The next 32 bits of the stream in *state (bits 16..47 of the new state). */
+static inline uint32_t td_rng_u32(uint64_t *state) { return (uint32_t)(td_rng_next(state) >> 16); }
+
+/* A token's k-th expert of n, distinct from its first k (chosen[0 .. k - 1]): states drawn
+ * until one (mod n) is new; the MoE benchmarks' uniform top-k routing. */
+static inline int td_draw_distinct(uint64_t *state, const int *chosen, int k, int n) {
+  for (;;) {
+    const int e = (int)(td_rng_next(state) % (uint64_t)n);
+    int dup = 0;
+    for (int j = 0; j < k; j++) dup |= chosen[j] == e;
+    if (!dup) return e;
+  }
 }
 
 /* f rounded to the nearest BF16, ties to even (finite f: what the fills below produce). */
