@@ -91,6 +91,11 @@
 #define WS_EP_DECODE_MAX_TOKENS 512
 #define WS_EP_WARPS             16     /* warps per CTA of the dispatch/combine kernels    */
 #define WS_EP_ROUTE_THREADS     256    /* tokens per CTA of the routing kernel              */
+/* Normal-mode dispatch: the send pushes to one destination rank at a time (self first,
+ * then rank + 1, ...) and flags each as it finishes; the expand runs beside it and copies
+ * each source's rows as that source's flags arrive (dispatch.cu). 0: the send pushes a
+ * row to all its ranks at once and the expand starts after it. WARPSPEC_EP_OVERLAP. */
+#define WS_EP_OVERLAP_DEFAULT   0
 /* MoE layer, WS_MOE_AUTO, by the rows a local expert is expected to get (tokens x topk /
  * local experts). On one GPU: the whole-layer kernel (WS_MOE_FUSED_LAYER) below
  * WS_MOE_AUTO_LAYER_ROWS, where one launch beats the unfused GEMMs' launches and padding;
@@ -155,6 +160,7 @@
 #define WS_GEMM_FP8_TILE_ENV      "WARPSPEC_GEMM_FP8_TILE" /* per problem (WIDE_GAIN above)  */
 #define WS_GEMM_PAIR_ENV          "WARPSPEC_GEMM_PAIR"     /* off: the 192-row tile alone     */
 #define WS_MOE_GATHER_ENV         "WARPSPEC_MOE_GATHER"    /* WS_MOE_GATHER_DEFAULT          */
+#define WS_EP_OVERLAP_ENV         "WARPSPEC_EP_OVERLAP"    /* WS_EP_OVERLAP_DEFAULT          */
 #define WS_MOE_TILE_ENV           "WARPSPEC_MOE_TILE"      /* per layer (WS_MOE_WIDE_ROWS)   */
 #define WS_MOE_PAIR_ENV           "WARPSPEC_MOE_PAIR"      /* per layer (WS_MOE_PAIR_ROWS)   */
 #define WS_MOE_SCHED_ENV          "WARPSPEC_MOE_SCHED"     /* claimed                        */

@@ -14,7 +14,9 @@
  *           (token, 4 KB chunk of its row) loads the chunk once and stores it into every
  *           destination's inbox with 16-byte stores over NVLink (chunk 0 also the scales
  *           and the meta block); each CTA then flags every destination
- *           (data_flag[us][cta] = n, after a system fence).
+ *           (data_flag[us][cta] = n, after a system fence). Phased (WARPSPEC_EP_OVERLAP,
+ *           normal mode): the same stores one destination at a time (ourselves, then
+ *           rank + 1, ...), each destination flagged as soon as its rows are out.
  *   expand  (sms CTAs, RECEIVER role)  wait for every source's counts, compute the
  *           padded expert offsets, wait for every source CTA's data flag; a warp per
  *           inbox row writes each of its entries' layout row (source, weight, combine's
@@ -23,9 +25,12 @@
  *           experts (payload, K-block-major scales). Index receive: the layout row's inbox
  *           row instead, no bytes moved (the GEMM gathers the rows in place). Padding rows
  *           are marked (source -1; their bytes are left); the last CTA acks every source.
+ *           Beside a phased send (the overlap) it starts with the send, not after it, and
+ *           receives each source as soon as that source's flags are in.
  * Each wait is bounded and names the peer, the role and the CTA. */
 #include "ep_protocol.cuh"
 #include "../core/index_check.h"
+#include "../core/knobs.h"
 #include "warpspec/check.h"
 
 #include <cuda_bf16.h>
@@ -79,7 +84,7 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
 
 /* ---- send -------------------------------------------------------------------------- */
 WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8_t *x, const float *x_scale,
-                                  const float *topk_weights, ws_diag diag) {
+                                  const float *topk_weights, int phased, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_send, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   const int T = *a.num_tokens;
@@ -95,61 +100,86 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
   /* work item: one chunk of one token's row (4 KB copied, or 32 x EP_QUANT_UNROLL x 8
    * values quantised), so that a few tokens still spread over every warp */
   const int quant = a.ll && a.fp8, nchunk = ep_send_chunks(&a, quant);
-  for (int item = gw; item < T * nchunk; item += nw)
-    ep_send_unit(&a, x, x_scale, topk_weights, item / nchunk, item % nchunk, lane, quant);
-  ep_sync(&g); /* all of this CTA's rows are written */
-  ep_raise(&a, a.data_flag, n, (int)blockIdx.x, 1, &g);
+  if (!phased) { /* a row loaded once and stored to all its ranks; one flag per rank at the end */
+    for (int item = gw; item < T * nchunk; item += nw)
+      ep_send_unit(&a, x, x_scale, topk_weights, item / nchunk, item % nchunk, lane, quant, -1);
+    ep_sync(&g); /* all of this CTA's rows are written */
+    ep_raise(&a, a.data_flag, n, (int)blockIdx.x, 1, &g);
+  } else { /* one rank after the other, each flagged when done: its expand can start */
+    for (int k = 0; k < a.nranks; k++) {
+      const int d = (a.rank + k) % a.nranks; /* ourselves first (local stores), then rank + 1, ... */
+      for (int item = gw; item < T * nchunk; item += nw) {
+        const int t = item / nchunk;
+        if (__ldcg(&a.tok_slot[(size_t)t * a.nranks + d]) < 0) continue; /* the warp's token: uniform */
+        ep_send_unit(&a, x, x_scale, topk_weights, t, item % nchunk, lane, quant, d);
+      }
+      ep_sync(&g);
+      ep_raise_on(&a, a.data_flag, n, d, 1, (int)blockIdx.x, 1, &g);
+    }
+  }
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
 /* ---- expand ------------------------------------------------------------------------ */
-WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int index, ws_diag diag) {
-  ws_ctx ctx = WS_SELF(ep_expand, diag);
+/* The receive of sources s0 .. s1 - 1, whose rows are all in: the bookkeeping, a thread
+ * per (inbox row, top-k slot): a row's dependent loads (its header, then its entry) in
+ * flight for many rows at once (a warp walking its 21 rows one after another took 31 us
+ * at 4096 tokens, EP2, 24 CTAs, H100). Then the copy receive: scales (FP8), then the
+ * payload, a warp per (row, 4 KB chunk). */
+static __device__ __forceinline__ void expand_sources(const ep_args *a, const int *rc, const int *off, int s0, int s1,
+                                                      int index, int lane, int gw, int nw) {
+  int total = 0;
+  for (int s = s0; s < s1; s++) total += ep_tokens_from(a, rc, s);
+  const int K = a->topk;
+  {
+    const long long units = (long long)total * K, nt = (long long)gridDim.x * blockDim.x;
+    for (long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x; u < units; u += nt) {
+      int i;
+      const int s = ep_source_in(a, rc, s0, s1, (int)(u / K), &i);
+      ep_book_entry(a, rc, off, s, i, (int)(u % K), index);
+    }
+  }
+  if (index) return; /* the index receive: no bytes move (the GEMM gathers the rows in place) */
+  for (int row = gw; a->fp8 && row < total; row += nw) {
+    int i;
+    const int s = ep_source_in(a, rc, s0, s1, row, &i);
+    ep_copy_scales(a, rc, off, s, i, lane);
+  }
+  const int nchunk = ep_copy_chunks(a);
+  for (int u = gw; u < total * nchunk; u += nw) {
+    int i;
+    const int s = ep_source_in(a, rc, s0, s1, u / nchunk, &i);
+    ep_copy_unit(a, rc, off, s, i, u % nchunk, lane);
+  }
+}
+
+/* overlap (beside a phased send, WARPSPEC_EP_OVERLAP): launched chained, this kernel does
+ * not wait for the send's end (WS_SELF_BESIDE); what it reads of this call comes through
+ * the protocol's flags, and the route's epoch was final before the send let it start (the
+ * send waited for the route's end). It takes the sources in the order they send to us
+ * (ourselves first, then rank - 1, ...: each sends to rank + k in its phase k) and
+ * receives each as soon as its CTAs have flagged, so the copies run under the later
+ * phases' transfers. Without overlap: every source's flags, then all rows at once. */
+WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int index, int overlap, ws_diag diag) {
+  ws_ctx ctx = overlap ? WS_SELF_BESIDE(ep_expand, diag) : WS_SELF(ep_expand, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   __shared__ int rc[WS_EP_MAX_EXPERTS + WS_COMM_MAX_RANKS]; /* [src][local expert], then its tokens */
   __shared__ int off[WS_EP_MAX_EXPERTS + 1];                /* padded group starts, per local expert */
   __shared__ int warp_start[32];
   __shared__ int last;
   const ep_group g = {(int)threadIdx.x, (int)blockDim.x, ctx.bar};
-  const int N = a.nranks, L = a.L, K = a.topk;
-  const uint64_t n = a.epochs[0];
+  const int N = a.nranks, L = a.L;
+  const uint64_t n = __ldcg(&a.epochs[0]); /* the route's, in L2 (this kernel may start before the send ends) */
   ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
   ep_receive_counts(&a, rc, n, "dispatch counts", &ctx, &g);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   ep_layout(&a, rc, off, warp_start, blockIdx.x == 0, &g);
-  /* every source CTA's rows are in */
-  ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
-  ep_wait_all_slots(&a, a.data_flag, n, "dispatch data", &ctx, (int)threadIdx.x, (int)blockDim.x);
-  ep_sync(&g);
-  ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
-  int total = 0;
-  for (int s = 0; s < N; s++) total += ep_tokens_from(&a, rc, s);
-  /* first the bookkeeping, a thread per (inbox row, top-k slot): a row's dependent loads
-   * (its header, then its entry) in flight for many rows at once. A warp walking its 21
-   * rows one after another took 31 us at 4096 tokens (EP2, 24 CTAs, H100). */
-  {
-    const long long units = (long long)total * K, nt = (long long)gridDim.x * blockDim.x;
-    for (long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x; u < units; u += nt)
-      ep_book_entry(&a, rc, off, (int)(u / K), (int)(u % K), index);
-  }
   const int lane = ctx.lane, warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
-  if (!index) { /* the copy receive: scales (FP8), then the payload, a warp per (row, 4 KB chunk) */
-    for (int row = gw; a.fp8 && row < total; row += nw) {
-      int i;
-      const int s = ep_source_of(&a, rc, row, &i);
-      ep_copy_scales(&a, rc, off, s, i, lane);
-    }
-    const int nchunk = ep_copy_chunks(&a);
-    for (int u = gw; u < total * nchunk; u += nw) {
-      int i;
-      const int s = ep_source_of(&a, rc, u / nchunk, &i);
-      ep_copy_unit(&a, rc, off, s, i, u % nchunk, lane);
-    }
-  }
   /* padding rows: no source. Their payload and scales are left as they are (zero from
    * create, or rows of an earlier call: finite values); the GEMM's outputs for them are
    * never read, combine skips them. Zeroing them cost more than the rows themselves
-   * when experts are many and tokens few (256 experts x 127 rows of 7 KB at EP1). */
+   * when experts are many and tokens few (256 experts x 127 rows of 7 KB at EP1). They
+   * need only the counts: marked before any row is in. */
   for (int l = gw; l < L; l += nw) { /* a warp per expert */
     const int rows = ep_rows_in(&a, rc, l);
     /* low latency: only the rows the previous call had and this one has not (ll_marked[l]:
@@ -164,11 +194,22 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int ind
     __syncwarp(); /* every lane read ll_marked[l] before lane 0 replaces it */
     if (a.ll && lane == 0) a.ll_marked[l] = rows; /* this warp alone touches expert l */
   }
+  for (int k = 0; k < (overlap ? N : 1); k++) {
+    const int s0 = overlap ? (a.rank - k + N) % N : 0, s1 = overlap ? s0 + 1 : N;
+    ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
+    ep_wait_slots(&a, a.data_flag, n, s0, s1, "dispatch data", &ctx, (int)threadIdx.x, (int)blockDim.x);
+    ep_sync(&g);
+    ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
+    expand_sources(&a, rc, off, s0, s1, index, lane, gw, nw);
+  }
   /* the last CTA out tells every source its inbox is free again */
   if (ep_last_cta(&ctx, &a.epochs[2], &last)) {
     ep_ack_peers(a.ack, a.peer_delta, a.rank, N, n, (int)threadIdx.x);
     if (threadIdx.x == 0) a.epochs[2] = 0;
   }
+  /* beside the send: this kernel ends after it, as in stream order (the kernels after us
+   * wait for our end only) */
+  if (overlap) ws_griddepcontrol_wait();
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
@@ -211,6 +252,10 @@ extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale,
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   const ep_args *a = &ep->args;
+  /* the phased send with the expand beside it (WARPSPEC_EP_OVERLAP): normal mode only. At
+   * decode (low latency) a row is quantised once for all its ranks, and its few rows are
+   * one round of the copy either way. */
+  int overlap = ws_knobs_get()->ep_overlap && ep->cfg.mode != WS_EP_LOW_LATENCY;
   {
     void *args[] = {(void *)a, &topk_idx, &num_tokens, &diag};
     if ((s = ep_launch(ep, EP_PLAN_LAYOUT, "ep_route", ep_route_roles, ep_route_NROLES, (const void *)ep_route_kernel,
@@ -220,13 +265,13 @@ extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale,
   }
   {
     const uint8_t *xb = (const uint8_t *)x;
-    void *args[] = {(void *)a, &xb, &x_scale, &topk_weights, &diag};
+    void *args[] = {(void *)a, &xb, &x_scale, &topk_weights, &overlap, &diag};
     if ((s = ep_launch(ep, EP_PLAN_SEND, "ep_send", ep_send_roles, ep_send_NROLES, (const void *)ep_send_kernel,
                        dim3{(unsigned)ep->sms, 1, 1}, 0, stream, args)) != WS_OK)
       return s;
   }
   {
-    void *args[] = {(void *)a, &index, &diag};
+    void *args[] = {(void *)a, &index, &overlap, &diag};
     if ((s = ep_launch(ep, EP_PLAN_EXPAND, "ep_expand", ep_expand_roles, ep_expand_NROLES,
                        (const void *)ep_expand_kernel, dim3{(unsigned)ep->sms, 1, 1}, 0, stream, args)) != WS_OK)
       return s;

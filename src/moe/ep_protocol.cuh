@@ -35,14 +35,19 @@ static __device__ __forceinline__ ws_site ep_site(const char *what, int edge, in
   return s;
 }
 
-/* Thread tid of nthreads: wait until flags[p x sms + b] >= v for every rank p and every
- * one of its `sms` CTA slots b (the transfers' data flags); the site names peer and slot. */
-static __device__ __forceinline__ void ep_wait_all_slots(const ep_args *a, const uint64_t *flags, uint64_t v,
-                                                         const char *what, const ws_ctx *c, int tid, int nthreads) {
-  for (int f = tid; f < a->nranks * a->sms; f += nthreads) {
+/* Thread tid of nthreads: wait until flags[p x sms + b] >= v for every rank p of s0 ..
+ * s1 - 1 and every one of its `sms` CTA slots b (the transfers' data flags); the site
+ * names peer and slot. ep_wait_all_slots: every rank. */
+static __device__ __forceinline__ void ep_wait_slots(const ep_args *a, const uint64_t *flags, uint64_t v, int s0, int s1,
+                                                     const char *what, const ws_ctx *c, int tid, int nthreads) {
+  for (int f = s0 * a->sms + tid; f < s1 * a->sms; f += nthreads) {
     const ws_site site = ep_site(what, WS_EDGE_PEER_DATA, f / a->sms, a->rank, f % a->sms, v);
     ws_wait_flag_geq(flags + f, v, c, &site);
   }
+}
+static __device__ __forceinline__ void ep_wait_all_slots(const ep_args *a, const uint64_t *flags, uint64_t v,
+                                                         const char *what, const ws_ctx *c, int tid, int nthreads) {
+  ep_wait_slots(a, flags, v, 0, a->nranks, what, c, tid, nthreads);
 }
 
 /* Thread tid of a group (the ones below nranks wait, the others pass): until rank tid has
@@ -276,20 +281,22 @@ static __device__ __forceinline__ int ep_send_chunks(const ep_args *a, int quant
  * and stored into the inbox row of every rank the token goes to (tok_slot); chunk 0 also
  * writes the FP8 scales and the meta block ({token, entries}, then its entries for that
  * rank in slot order). The route's arrays are read from L2: the whole-layer kernel writes
- * them in the same launch. Shared by ep_send and the layer kernel's send items. */
+ * them in the same launch. Shared by ep_send and the layer kernel's send items. only >= 0:
+ * to that rank alone (the phased send: one destination at a time), -1: to every rank. */
 static __device__ __forceinline__ void ep_send_unit(const ep_args *a, const uint8_t *x, const float *x_scale,
-                                                    const float *topk_weights, int t, int c, int lane, int quant) {
+                                                    const float *topk_weights, int t, int c, int lane, int quant,
+                                                    int only) {
   const int N = a->nranks, K = a->topk, kb = a->hidden / 128;
   const size_t pay = ep_payload_bytes(a->hidden, a->fp8), sc = ep_scale_bytes(a->hidden, a->fp8);
   const size_t meta_off = EP_ALIGN16(pay + sc), nv = pay / 16;
   const int chunk = ep_send_chunk_vectors(quant);
   /* the token's destinations, one per lane (lane d and d + 32), and its entries (lane k) */
   uint8_t *dst_lo = NULL, *dst_hi = NULL;
-  if (lane < N) {
+  if (lane < N && (only < 0 || lane == only)) {
     const int slot = __ldcg(&a->tok_slot[(size_t)t * N + lane]);
     if (slot >= 0) dst_lo = EP_PEER(uint8_t, *a, inbox, lane) + ((size_t)a->rank * a->max_tokens + slot) * a->inbox_row;
   }
-  if (lane + 32 < N) {
+  if (lane + 32 < N && (only < 0 || lane + 32 == only)) {
     const int slot = __ldcg(&a->tok_slot[(size_t)t * N + lane + 32]);
     if (slot >= 0) dst_hi = EP_PEER(uint8_t, *a, inbox, lane + 32) + ((size_t)a->rank * a->max_tokens + slot) * a->inbox_row;
   }
@@ -345,25 +352,33 @@ static __device__ __forceinline__ void ep_send_unit(const ep_args *a, const uint
 }
 
 /* ---- flags ------------------------------------------------------------------------- */
-/* Every thread of g: flags[rank x sms + b] = v on every rank, for the CTA slots b0 ..
- * b0 + nb - 1 (a system fence before each store, per thread). The standalone kernels
- * raise their own CTA's slot; the layer kernel's last item all of them. */
-WS_DEV void ep_raise(const ep_args *a, const uint64_t *flags, uint64_t v, int b0, int nb, const ep_group *g) {
-  for (int f = g->tid; f < a->nranks * nb; f += g->n) {
-    const int d = f / nb, b = b0 + f % nb;
+/* Every thread of g: flags[rank x sms + b] = v on every rank (ep_raise_on: on rank d0 ..
+ * d0 + nd - 1), for the CTA slots b0 .. b0 + nb - 1 (a system fence before each store,
+ * per thread). The standalone kernels raise their own CTA's slot; the layer kernel's
+ * last item all of them. */
+WS_DEV void ep_raise_on(const ep_args *a, const uint64_t *flags, uint64_t v, int d0, int nd, int b0, int nb,
+                        const ep_group *g) {
+  for (int f = g->tid; f < nd * nb; f += g->n) {
+    const int d = d0 + f / nb, b = b0 + f % nb;
     ws_fence_acq_rel_sys();
     ws_st_relaxed_sys_u64((uint64_t *)((char *)flags + a->peer_delta[d]) + (size_t)a->rank * a->sms + b, v);
   }
 }
+WS_DEV void ep_raise(const ep_args *a, const uint64_t *flags, uint64_t v, int b0, int nb, const ep_group *g) {
+  ep_raise_on(a, flags, v, 0, a->nranks, b0, nb, g);
+}
 
 /* ---- receive ----------------------------------------------------------------------- */
-/* The source of received token `row` (all sources' tokens in source order) and its index
- * there. */
-WS_DEV int ep_source_of(const ep_args *a, const int *rc, int row, int *index) {
-  int s = 0;
-  while (s < a->nranks - 1 && row >= ep_tokens_from(a, rc, s)) row -= ep_tokens_from(a, rc, s++);
+/* The source of received token `row` (the tokens of sources s0 .. s1 - 1 in source
+ * order; ep_source_of: of all sources) and its index there. */
+WS_DEV int ep_source_in(const ep_args *a, const int *rc, int s0, int s1, int row, int *index) {
+  int s = s0;
+  while (s < s1 - 1 && row >= ep_tokens_from(a, rc, s)) row -= ep_tokens_from(a, rc, s++);
   *index = row;
   return s;
+}
+WS_DEV int ep_source_of(const ep_args *a, const int *rc, int row, int *index) {
+  return ep_source_in(a, rc, 0, a->nranks, row, index);
 }
 
 /* The inbox row i from source s, and its meta block. */
@@ -382,12 +397,12 @@ WS_DEV int ep_layout_row(const ep_args *a, const int *rc, const int *off, int s,
   return r;
 }
 
-/* One thread: entry j of received token `row`: its layout row's source, token, slot and
- * weight (and, index receive, its inbox row), and combine's row and weight for slot j
- * (entries in slot order, -1 past them). rc and off: this CTA's copies (shared memory). */
-WS_DEV void ep_book_entry(const ep_args *a, const int *rc, const int *off, int row, int j, int index) {
-  int i;
-  const int s = ep_source_of(a, rc, row, &i), K = a->topk;
+/* One thread: entry j of the token received as source s's inbox row i: its layout row's
+ * source, token, slot and weight (and, index receive, its inbox row), and combine's row
+ * and weight for slot j (entries in slot order, -1 past them). rc and off: this CTA's
+ * copies (shared memory). */
+WS_DEV void ep_book_entry(const ep_args *a, const int *rc, const int *off, int s, int i, int j, int index) {
+  const int K = a->topk;
   const ep_meta *m = ep_meta_of(a, ep_inbox_row(a, s, i));
   const int2 head = __ldcg((const int2 *)m); /* {token, entries} */
   int r = -1;

@@ -55,7 +55,13 @@ typedef struct {
 
 #define WS_KERNEL(P) __global__ void __launch_bounds__(P##_layout.threads, 1)
 #define WS_THREADS(P) (P##_layout.threads)
-#define WS_SELF(P, DIAG) ws_ctx_make(&P##_layout_dev, (DIAG))
+#define WS_SELF(P, DIAG) ws_ctx_make(&P##_layout_dev, (DIAG), 1)
+/* WS_SELF for a chained kernel that runs beside the previous one: it does not wait for
+ * that kernel's end at its start. Only for kernels that read what the previous one writes
+ * through flags of their own (bounded waits), and that call ws_griddepcontrol_wait()
+ * before they exit, so that their end still implies the previous kernel's (the kernels
+ * after them in the stream count on it). */
+#define WS_SELF_BESIDE(P, DIAG) ws_ctx_make(&P##_layout_dev, (DIAG), 0)
 /* Threads of one replica of ROLE (pipes count their arrivals with it). */
 #define WS_ROLE_THREADS(P, ROLE) ((uint32_t)P##_layout_dev.role_warps[ROLE] * WS_WARP_SIZE)
 /* Warps of one replica of ROLE (pipes released once per warp count these). */
@@ -70,13 +76,13 @@ typedef struct {
     else if (ws_regs_ < ws_entry_) WS_SETMAXNREG_DEC(ws_regs_ < ws_entry_ ? ws_regs_ : WS_REGS_MIN); \
   } while (0)
 
-WS_DEV ws_ctx ws_ctx_make(const ws_layout *L, ws_diag diag) {
+WS_DEV ws_ctx ws_ctx_make(const ws_layout *L, ws_diag diag, int wait_previous) {
   /* Before anything reads memory: when the library launched this kernel chained to the
    * previous one (ws_plan_launch_chained), its CTAs may already run while that one ends;
    * this waits until it has finished. Then the next chained kernel may be scheduled: its
    * launch latency hides behind this one's work instead of following it. Both are no-ops
    * in a plain launch. */
-  ws_griddepcontrol_wait();
+  if (wait_previous) ws_griddepcontrol_wait();
   ws_griddepcontrol_launch_dependents();
   ws_ctx c;
   /* The warp index from lane 0: the same value, but warp-uniform to the compiler, so the

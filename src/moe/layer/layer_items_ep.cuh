@@ -111,7 +111,7 @@ WS_DEV void mxe_send(const mx_layer_args *L, int item, int gw, int lane, int i, 
   const int t0 = item * L->tokens_per_item, nt = max(0, min(L->tokens_per_item, L->tokens - t0));
   const int nchunk = ep_send_chunks(a, L->x_bf16);
   for (int u = gw; u < nt * nchunk; u += MX_LAYER_THREADS / 32)
-    ep_send_unit(a, L->x, L->x_scale, L->topk_weights, t0 + u / nchunk, u % nchunk, lane, L->x_bf16);
+    ep_send_unit(a, L->x, L->x_scale, L->topk_weights, t0 + u / nchunk, u % nchunk, lane, L->x_bf16, -1);
   if (mxe_last(L->sent, (uint32_t)L->send_items, 1, i, bar, &sh->flag)) {
     const ep_group g = {i, MX_LAYER_THREADS, bar};
     ep_raise(a, a->data_flag, sh->epoch[0], 0, a->sms, &g);
@@ -150,7 +150,11 @@ WS_DEV void mxe_expand(const mx_layer_args *L, int *scratch, const ws_ctx *c, in
   const int rows = mxe_received(a), nchunk = ep_copy_chunks(a);
   long long u0, u1;
   mxe_share((long long)rows * K, L->expand_items, item, &u0, &u1);
-  for (long long u = u0 + i; u < u1; u += MX_LAYER_THREADS) ep_book_entry(a, rc, off, (int)(u / K), (int)(u % K), 0);
+  for (long long u = u0 + i; u < u1; u += MX_LAYER_THREADS) {
+    int idx;
+    const int s = ep_source_of(a, rc, (int)(u / K), &idx);
+    ep_book_entry(a, rc, off, s, idx, (int)(u % K), 0);
+  }
   mxe_share((long long)rows * nchunk, L->expand_items, item, &u0, &u1);
   for (long long u = u0 + gw; u < u1; u += MX_LAYER_THREADS / 32) {
     int idx;
