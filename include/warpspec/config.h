@@ -91,11 +91,19 @@
 #define WS_EP_DECODE_MAX_TOKENS 512
 #define WS_EP_WARPS             16     /* warps per CTA of the dispatch/combine kernels    */
 #define WS_EP_ROUTE_THREADS     256    /* tokens per CTA of the routing kernel              */
-/* Normal-mode dispatch: the send pushes to one destination rank at a time (self first,
- * then rank + 1, ...) and flags each as it finishes; the expand runs beside it and copies
- * each source's rows as that source's flags arrive (dispatch.cu). 0: the send pushes a
- * row to all its ranks at once and the expand starts after it. WARPSPEC_EP_OVERLAP. */
-#define WS_EP_OVERLAP_DEFAULT   0
+/* Normal-mode dispatch, overlapped: the send pushes to one destination rank at a time
+ * (itself first, then rank + 1, ...) and flags each as it finishes, on half the handle's
+ * SMs; the expand runs beside it on the other half and copies each source's rows as that
+ * source's flags arrive (dispatch.cu). Chosen per call from WS_EP_OVERLAP_MIN_SMS SMs and
+ * WS_EP_OVERLAP_MIN_TOKENS tokens (4 x H200, EP4, copy receive, session 27: at 48 SMs
+ * 4096 tokens 471 -> 459 us, 2048 261 -> 249, 1024 153 -> 149, but 512 96 -> 103 and 128
+ * 45 -> 55; at 24 SMs slower at every size, 4096 600 -> 755; the layer's 128 SMs, 4096
+ * tokens, 446 -> 362 us). A phased send alone is ~1.5x the all-ranks send (it reloads a
+ * row per rank and pushes to one rank at a time), so the overlap pays only where the
+ * expand it hides is long. WARPSPEC_EP_OVERLAP=0|1 forces it. */
+#define WS_EP_OVERLAP_DEFAULT   (-1) /* chosen per call */
+#define WS_EP_OVERLAP_MIN_SMS   48
+#define WS_EP_OVERLAP_MIN_TOKENS 1024
 /* MoE layer, WS_MOE_AUTO, by the rows a local expert is expected to get (tokens x topk /
  * local experts). On one GPU: the whole-layer kernel (WS_MOE_FUSED_LAYER) below
  * WS_MOE_AUTO_LAYER_ROWS, where one launch beats the unfused GEMMs' launches and padding;

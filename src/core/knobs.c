@@ -67,7 +67,7 @@ static const knob_desc table[] = {
     WORD_KNOB(WS_GEMM_FP8_TILE_ENV, "WS_GEMM_FP8_TILE", gemm_fp8_tile, 0, fp8_tiles, "chosen per problem"),
     BOOL_KNOB(WS_GEMM_PAIR_ENV, NULL, gemm_pair, 1, NULL),
     BOOL_KNOB(WS_MOE_GATHER_ENV, NULL, moe_gather, WS_MOE_GATHER_DEFAULT, NULL),
-    BOOL_KNOB(WS_EP_OVERLAP_ENV, NULL, ep_overlap, WS_EP_OVERLAP_DEFAULT, NULL),
+    BOOL_KNOB(WS_EP_OVERLAP_ENV, NULL, ep_overlap, WS_EP_OVERLAP_DEFAULT, "chosen per call"),
     WORD_KNOB(WS_MOE_TILE_ENV, NULL, moe_tile, 0, moe_tiles, "chosen per layer"),
     BOOL_KNOB(WS_MOE_PAIR_ENV, NULL, moe_pair, -1, "chosen per layer"),
     WORD_KNOB(WS_MOE_SCHED_ENV, NULL, moe_static_walk, 0, moe_scheds, "claimed"),

@@ -114,7 +114,9 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
         ep_send_unit(&a, x, x_scale, topk_weights, t, item % nchunk, lane, quant, d);
       }
       ep_sync(&g);
-      ep_raise_on(&a, a.data_flag, n, d, 1, (int)blockIdx.x, 1, &g);
+      /* beside the expand this grid has fewer CTAs than the flag slots: CTA b raises
+       * slots b, b + grid, ... */
+      for (int b = (int)blockIdx.x; b < a.sms; b += (int)gridDim.x) ep_raise_on(&a, a.data_flag, n, d, 1, b, 1, &g);
     }
   }
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
@@ -214,6 +216,18 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int ind
 }
 
 /* ---- the call ---------------------------------------------------------------------- */
+/* The phased send with the expand beside it (config.h, WS_EP_OVERLAP_*): normal mode only
+ * (at decode a row is quantised once for all its ranks, and its few rows are one round of
+ * the copy either way), with the SMs and tokens where it measured faster. Ranks may choose
+ * differently (their tokens differ): a receiver overlapped or not reads any sender right,
+ * since it waits for each source's flags, raised per rank or all at the end. */
+static int ep_overlap_for(const ws_ep *ep, int num_tokens) {
+  if (ep->cfg.mode == WS_EP_LOW_LATENCY) return 0;
+  const int knob = ws_knobs_get()->ep_overlap;
+  if (knob >= 0) return knob;
+  return ep->sms >= WS_EP_OVERLAP_MIN_SMS && num_tokens >= WS_EP_OVERLAP_MIN_TOKENS;
+}
+
 extern "C" ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_scale, const int *topk_idx,
                                     const float *topk_weights, int num_tokens, ws_ep_recv *recv, int *host_offsets,
                                     cudaStream_t stream) {
@@ -252,10 +266,11 @@ extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale,
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   const ep_args *a = &ep->args;
-  /* the phased send with the expand beside it (WARPSPEC_EP_OVERLAP): normal mode only. At
-   * decode (low latency) a row is quantised once for all its ranks, and its few rows are
-   * one round of the copy either way. */
-  int overlap = ws_knobs_get()->ep_overlap && ep->cfg.mode != WS_EP_LOW_LATENCY;
+  int overlap = ep_overlap_for(ep, num_tokens);
+  /* the handle's SMs (num_sms: what the transfers may hold at once) are shared by the two
+   * kernels that run together then: send the first half, expand the rest */
+  const int send_ctas = overlap && ep->sms > 1 ? (ep->sms + 1) / 2 : ep->sms;
+  const int expand_ctas = overlap && ep->sms > 1 ? ep->sms - send_ctas : ep->sms;
   {
     void *args[] = {(void *)a, &topk_idx, &num_tokens, &diag};
     if ((s = ep_launch(ep, EP_PLAN_LAYOUT, "ep_route", ep_route_roles, ep_route_NROLES, (const void *)ep_route_kernel,
@@ -267,13 +282,13 @@ extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale,
     const uint8_t *xb = (const uint8_t *)x;
     void *args[] = {(void *)a, &xb, &x_scale, &topk_weights, &overlap, &diag};
     if ((s = ep_launch(ep, EP_PLAN_SEND, "ep_send", ep_send_roles, ep_send_NROLES, (const void *)ep_send_kernel,
-                       dim3{(unsigned)ep->sms, 1, 1}, 0, stream, args)) != WS_OK)
+                       dim3{(unsigned)send_ctas, 1, 1}, 0, stream, args)) != WS_OK)
       return s;
   }
   {
     void *args[] = {(void *)a, &index, &overlap, &diag};
     if ((s = ep_launch(ep, EP_PLAN_EXPAND, "ep_expand", ep_expand_roles, ep_expand_NROLES,
-                       (const void *)ep_expand_kernel, dim3{(unsigned)ep->sms, 1, 1}, 0, stream, args)) != WS_OK)
+                       (const void *)ep_expand_kernel, dim3{(unsigned)expand_ctas, 1, 1}, 0, stream, args)) != WS_OK)
       return s;
   }
   ep->host_tokens = num_tokens;
