@@ -29,24 +29,21 @@ typedef struct {
   float *lse;
   float *o_part, *lse_part;             /* splits > 1: [split][row][512] and [split][row] */
   int rows;                             /* query rows x heads (the partials' stride)      */
-  int pack;                             /* query tokens whose rows share CTAs: paged decode
-                                         * s_q (one sequence's tokens see the same keys),
-                                         * index lists 1 (each token its own list)         */
 } mla_args;
 
 /* Checks shared by both calls, then the tensor map of q ([tokens x heads][576]), the plan
- * and the launch over tokens x head groups x splits; a->kv8 set: the FP8 kernel. */
+ * and the launch over row tiles (MLA_ROW_TILES) x splits; a->kv8 set: the FP8 kernel. */
 ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float softmax_scale, cudaStream_t stream);
 
 /* WS_ERR_UNSUPPORTED unless the dims are the kernel's (576/512); heads a multiple of MLA_BH
  * or a divisor of it (1, 2, 4, 8, 16, 32: a model's heads shared over 2-128 GPUs). */
 ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads);
 
-/* The CTAs of `pack` query tokens that read the same keys (a sequence's s_q tokens in
- * paged decode; 1 for index lists): their pack x heads rows, [token][head] as in q and o,
- * in tiles of MLA_BH. 128 heads: two tiles per token, as before. Fewer heads than MLA_BH
- * share a tile between the tokens (16 heads at s_q 2: one CTA reads the keys once for
- * both tokens, each row masked at its own token's causal limit), and the tile's rows past
+/* The CTAs of `pack` query tokens that read the same keys: their pack x heads rows,
+ * [token][head] as in q and o, in tiles of MLA_BH. pack is a sequence's s_q in paged decode
+ * with fewer heads than MLA_BH (the ROWS kernels: 16 heads at s_q 2, one CTA reads the keys
+ * once for both tokens, each row masked at its own token's causal limit), else 1 (a token's
+ * heads in tiles of their own: 128 heads, two per token). The tile's rows past
  * the last token are padding (the next rows of q, or zeros past it), computed and never
  * stored. Such a decode is bound by its cache reads; the idle rows cost tensor time it
  * has to spare (16 heads: 30 FLOP per cache byte, a seventh of the H200's ridge). */

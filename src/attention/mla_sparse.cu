@@ -29,10 +29,11 @@
  * runs its mask, max exchange and P under that PV (mla_overlap_blocks; P in the rope box).
  * Shared memory: Q 72 KB, two kv stages of 72 KB, the P tile 8 KB, the exchange arrays and
  * the barriers: 225 KB of the 227 available.
- * MLA decode (mla_decode.cu) runs the same kernel over page-table rows; with the FP8 cache
- * (kv_fp8) with FP8 = 1: the gather dequantises each row into the BF16 stage the math
- * warps read (mla_gather_fp8), so the math is unchanged and the BF16 values are exact
- * (power-of-two tile scales). */
+ * MLA decode (mla_decode.cu) runs the same kernel over page-table rows (with fewer heads
+ * than 64 and s_q > 1, a sequence's tokens share the 64-row tiles: MLA_KEYS_ROWS); with
+ * the FP8 cache (kv_fp8) with FP8 = 1: the gather dequantises each row into the BF16 stage
+ * the math warps read (mla_gather_fp8), so the math is unchanged and the BF16 values are
+ * exact (power-of-two tile scales). */
 #include "../core/internal.h"
 #include "../core/knobs.h"
 #include "../core/size_check.h"
@@ -67,20 +68,28 @@ typedef struct {
 } mla_smem;
 
 
-/* This CTA's keys: the first key's index and the count. SPLIT (sparse decode with its
- * index lists split over CTAs): keys chunk z .. of the token's list, z = blockIdx.z. A
- * compile-time flag rather than a runtime test, so that the kernels without it (prefill,
- * paged decode, and sparse decode when one CTA takes a whole list) stay instruction for
- * instruction what they were. */
-template <int SPLIT>
+/* A kernel's key mode, a template parameter rather than a runtime test, so that each
+ * kernel holds only its own case's code (a runtime branch for ROWS cost 128-head decode
+ * 1-3%, docs/design_mla.md 8):
+ *   PLAIN  one token per CTA: prefill's index lists, paged decode with 64+ heads or s_q 1,
+ *          and sparse decode when one CTA takes a whole list;
+ *   SPLIT  sparse decode with its index lists split over CTAs;
+ *   ROWS   paged decode with fewer heads than MLA_BH and s_q > 1: a sequence's s_q tokens
+ *          share tiles (MLA_ROW_TILES), each row masked at its own token's causal limit. */
+enum { MLA_KEYS_PLAIN = 0, MLA_KEYS_SPLIT = 1, MLA_KEYS_ROWS = 2 };
+
+/* This CTA's keys: the first key's index and the count. SPLIT: keys chunk z .. of the
+ * token's list, z = blockIdx.z. ROWS: tok is the tile's last token, whose keys hold every
+ * row's. */
+template <int KEYS>
 static __device__ __forceinline__ void mla_keys(const mla_args *a, int tok, int *kbeg, int *nkeys) {
-  if (SPLIT) {
+  if (KEYS == MLA_KEYS_SPLIT) {
     const int b0 = (int)blockIdx.z * a->chunk; /* < topk + chunk <= 2^31 - 1: ws_mla_sparse_decode_check */
     *kbeg = b0;
     *nkeys = max(0, min(a->topk - b0, a->chunk));
     return;
   }
-  if (a->indices) { *kbeg = 0; *nkeys = a->topk; return; }
+  if (KEYS == MLA_KEYS_PLAIN && a->indices) { *kbeg = 0; *nkeys = a->topk; return; }
   const int n = a->seqlens[tok / a->s_q];
   const int last = n - a->s_q + tok % a->s_q; /* causal: the query's own position */
   const int b0 = (int)blockIdx.z * a->chunk;
@@ -97,18 +106,18 @@ static __device__ __forceinline__ void mla_keys(const mla_args *a, int tok, int 
  * ahead: fetched two blocks ahead it made paged decode slower (docs/design_mla.md 6.1,
  * docs/benchmarks.md session 23). */
 #define MLA_ROW_NONE (-2147483647 - 1)
-template <int SPLIT>
+template <int KEYS>
 static __device__ __forceinline__ int mla_row_fetch(const mla_args *a, int tok, int kbeg, int nkeys, int kk) {
   if (kk >= nkeys) return MLA_ROW_NONE;
-  if (SPLIT) return __ldg(a->indices + (size_t)tok * a->topk + kbeg + kk);
-  if (a->indices) return __ldg(a->indices + (size_t)tok * a->topk + kk);
+  if (KEYS == MLA_KEYS_SPLIT) return __ldg(a->indices + (size_t)tok * a->topk + kbeg + kk);
+  if (KEYS == MLA_KEYS_PLAIN && a->indices) return __ldg(a->indices + (size_t)tok * a->topk + kk);
   return kk; /* paged: looked up by mla_row_resolve */
 }
-template <int SPLIT>
+template <int KEYS>
 static __device__ __forceinline__ int mla_row_resolve(const mla_args *a, int tok, int kbeg, int e) {
   if (e == MLA_ROW_NONE) return -1;
   int r = e;
-  if (!SPLIT && !a->indices) {
+  if (KEYS == MLA_KEYS_ROWS || (KEYS == MLA_KEYS_PLAIN && !a->indices)) {
     const int j = kbeg + e;
     const int page = __ldg(a->block_table + (size_t)(tok / a->s_q) * a->max_pages + j / a->page_size);
     /* 64-bit: a page id past the cache must not wrap onto one of its rows */
@@ -247,10 +256,10 @@ static __device__ __forceinline__ void mla_read_valid(uint32_t *valid, const uin
   for (int j = 0; j < NJ; j++) valid[j] = *(const uint16_t *)(flags + 8 * j + 2 * quad);
 }
 
-/* Rows of several tokens in one tile (paged decode, fewer heads than MLA_BH): this
- * thread's keys past each of its two rows' own causal limit to -inf. lim0 / lim1: the
- * last key rows r0 / r0 + 8 see, counted from this warpgroup's first key of the block
- * (key column 8j + 2 quad + e of the accumulator). */
+/* Rows of several tokens in one tile (MLA_KEYS_ROWS): this thread's keys past each of its
+ * two rows' own causal limit to -inf. lim0 / lim1: the last key rows r0 / r0 + 8 see,
+ * counted from this warpgroup's first key of the block (key column 8j + 2 quad + e of the
+ * accumulator). */
 static __device__ __forceinline__ void mla_mask_rows(float *s, int lim0, int lim1, int quad) {
 #pragma unroll
   for (int j = 0; j < 4; j++)
@@ -323,11 +332,12 @@ static __device__ __forceinline__ void mla_write_p(uint8_t *pt, const float *s, 
 /* From a finished S (this warpgroup's 32 keys) to P: masked, its row maxima exchanged
  * with the other warpgroup (the named barrier), P written into the tile `pt` (columns
  * 32w ..) and fenced for wgmma's reads; alpha, the factor for O. */
+template <int KEYS>
 static __device__ __forceinline__ void mla_s_to_p(mla_smem *sm, float *s, const uint32_t *valid, int w, int r0, int quad,
                                                   uint32_t bar, float sl2, float *m_run, float *l_run, float *alpha,
-                                                  uint8_t *pt, int limited, int lim0, int lim1) {
+                                                  uint8_t *pt, int lim0, int lim1) {
   float mx[2] = {-INFINITY, -INFINITY}, msc[2];
-  if (limited) mla_mask_rows(s, lim0, lim1, quad); /* uniform over the CTA */
+  if (KEYS == MLA_KEYS_ROWS) mla_mask_rows(s, lim0, lim1, quad);
   mla_mask_max<4>(s, valid, mx);
   mla_exchange_max(sm, mx, w, r0, quad, bar, sl2, m_run, l_run, alpha, msc);
   mla_write_p<4>(pt, s, r0, quad, 4 * w, sl2, msc, l_run);
@@ -378,9 +388,10 @@ static __device__ __forceinline__ mla_descs mla_descs_make(mla_smem *sm, int w) 
  * P_nb lives in its own stage's rope box (box 8): after the exchange barrier both
  * warpgroups' S of that stage are done, so its rope columns are dead and two P tiles
  * (this block's and the next) need no shared memory of their own. */
+template <int KEYS>
 static __device__ __forceinline__ void mla_overlap_blocks(mla_smem *sm, const ws_pipe *kvp, const ws_ctx *ctx,
                                                           const mla_args *a, int nblk, float *o, float *m_run,
-                                                          float *l_run, int limited, int lim0, int lim1) {
+                                                          float *l_run, int lim0, int lim1) {
   if (nblk == 0) return;
   const int w = ctx->replica, quad = ctx->lane & 3;
   const int r0 = ctx->warp * 16 + (ctx->lane >> 2);
@@ -395,8 +406,8 @@ static __device__ __forceinline__ void mla_overlap_blocks(mla_smem *sm, const ws
     mla_s_issue(s, d0.q, ws_wgmma_desc_advance(d0.k, k0.stage * MLA_STAGE_BYTES));
     mla_read_valid<4>(valid, sm->valid[k0.stage] + 32 * w, quad);
     WS_WGMMA_WAIT_GROUP(0);
-    mla_s_to_p(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[k0.stage][8], limited, lim0,
-               lim1); /* O is 0 */
+    mla_s_to_p<KEYS>(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[k0.stage][8], lim0,
+                     lim1); /* O is 0 */
     ws_named_sync(bar, both);
   }
 #pragma unroll 1
@@ -414,8 +425,8 @@ static __device__ __forceinline__ void mla_overlap_blocks(mla_smem *sm, const ws
     mla_read_valid<4>(valid, sm->valid[kn.stage] + 32 * w, quad);
     WS_WGMMA_WAIT_GROUP(1); /* S of nb + 1 is done; the PV of nb runs on */
     /* P into stage kn's rope box: after the exchange barrier both warpgroups' S of it are done */
-    mla_s_to_p(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[kn.stage][8], limited,
-               lim0 - MLA_BN * (nb + 1), lim1 - MLA_BN * (nb + 1));
+    mla_s_to_p<KEYS>(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[kn.stage][8],
+                     lim0 - MLA_BN * (nb + 1), lim1 - MLA_BN * (nb + 1));
     WS_WGMMA_WAIT_GROUP(0); /* the PV of nb has retired: O free, stage kc read */
     ws_pipe_release_warp_at(kvp, ctx, kc);
     attn_rescale<MLA_DV / 2>(o, alpha);
@@ -427,7 +438,7 @@ static __device__ __forceinline__ void mla_overlap_blocks(mla_smem *sm, const ws
   ws_pipe_release_warp_at(kvp, ctx, kl);
 }
 
-template <int FP8, int OV, int SPLIT>
+template <int FP8, int OV, int KEYS>
 WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ mla_args a,
                                         ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -436,13 +447,16 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   /* the head groups of a token are neighbours in the grid: they gather the same kv rows,
    * and the second finds them in L2 (token-major, the second group of every token ran a
    * wave later and read the whole cache from DRAM again; docs/design_mla.md, 5.2) */
-  const int tiles = MLA_ROW_TILES(a.pack, a.heads), elem = (int)blockIdx.x / tiles, erows = a.pack * a.heads;
-  const int trow = (int)blockIdx.x % tiles * MLA_BH; /* the tile's first row of the element's [pack][heads] */
-  const int t_last = min(erows - 1, trow + MLA_BH - 1) / a.heads;
-  const int tok = elem * a.pack + t_last; /* the tile's last token: its keys hold every row's */
-  const int limited = !a.indices && trow / a.heads != t_last; /* rows of several tokens: masked per row */
+  const int pack = KEYS == MLA_KEYS_ROWS ? a.s_q : 1; /* tokens whose rows share tiles */
+  /* tile `tile` of element `elem` (a token; ROWS: a sequence), whose pack x heads rows are
+   * [token][head] as in q (that count is computed where used: held from here, it changed
+   * the code of the PLAIN and SPLIT kernels) */
+  const int tiles = MLA_ROW_TILES(pack, a.heads), elem = (int)blockIdx.x / tiles, tile = (int)blockIdx.x % tiles;
+  /* the tile's last token: its keys hold every row's */
+  const int t_last = KEYS == MLA_KEYS_ROWS ? min(pack * a.heads - 1, (tile + 1) * MLA_BH - 1) / a.heads : 0;
+  const int tok = elem * pack + t_last;
   int kbeg, nkeys;
-  mla_keys<SPLIT>(&a, tok, &kbeg, &nkeys);
+  mla_keys<KEYS>(&a, tok, &kbeg, &nkeys);
   const int nblk = (nkeys + MLA_BN - 1) / MLA_BN;
 
   const uint32_t writers = WS_ROLE_THREADS(mla_sparse, S_GATHER), readers = 2 * WS_ROLE_WARPS(mla_sparse, S_MATH);
@@ -463,7 +477,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     ws_pipe_acquire_at(&qp, &ctx, c0);
 #pragma unroll 1
     for (int c = 0; c < MLA_BOXES; c++)
-      ws_pipe_load_tile_2d_at(&qp, &ctx, c0, sm->q[c], &map_q, c * 64, elem * erows + trow);
+      ws_pipe_load_tile_2d_at(&qp, &ctx, c0, sm->q[c], &map_q, c * 64, elem * (pack * a.heads) + tile * MLA_BH);
     ws_pipe_commit_at(&qp, &ctx, c0);
     /* Double buffering: block nb is copied while the math warps work on nb - 1, and
      * published as soon as it has landed, so it is ready when they finish (publishing
@@ -477,8 +491,8 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
       const int row = t & 63, half = t >> 6, row0 = 4 * (t >> 3);
       /* d_next: the next block's row, resolved a block ahead; e: the entry
        * of the block after it, loaded a block ahead (MLA_ROW_NONE: none) */
-      int d_next = mla_row_resolve<SPLIT>(&a, tok, kbeg, mla_row_fetch<SPLIT>(&a, tok, kbeg, nkeys, row));
-      int e = mla_row_fetch<SPLIT>(&a, tok, kbeg, nkeys, MLA_BN + row);
+      int d_next = mla_row_resolve<KEYS>(&a, tok, kbeg, mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, row));
+      int e = mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, MLA_BN + row);
       for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
         const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k), stage = ws_smem_addr(sm->kv[s][0]);
         const int d = d_next;
@@ -494,8 +508,8 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
         const float4 sc = mla_fp8_scales(a.kv8, d);
         /* the next block's row (its entry landed a block ago), and the entry of
          * the block after it, while these land */
-        d_next = mla_row_resolve<SPLIT>(&a, tok, kbeg, e);
-        e = mla_row_fetch<SPLIT>(&a, tok, kbeg, nkeys, (nb + 2) * MLA_BN + row);
+        d_next = mla_row_resolve<KEYS>(&a, tok, kbeg, e);
+        e = mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, (nb + 2) * MLA_BN + row);
         mla_gather_fp8_convert(&ctx, stage, sc, row, half);
         ws_pipe_commit_at(&kvp, &ctx, k); /* fence.proxy.async (the generic stores), then arrive */
       }
@@ -512,8 +526,8 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     int r_next[4], e_next[4];
 #pragma unroll
     for (int j = 0; j < 4; j++) {
-      r_next[j] = mla_row_resolve<SPLIT>(&a, tok, kbeg, mla_row_fetch<SPLIT>(&a, tok, kbeg, nkeys, row0 + 16 * j));
-      e_next[j] = mla_row_fetch<SPLIT>(&a, tok, kbeg, nkeys, MLA_BN + row0 + 16 * j);
+      r_next[j] = mla_row_resolve<KEYS>(&a, tok, kbeg, mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, row0 + 16 * j));
+      e_next[j] = mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, MLA_BN + row0 + 16 * j);
     }
     for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
       const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
@@ -521,8 +535,8 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         r[j] = r_next[j];
-        r_next[j] = mla_row_resolve<SPLIT>(&a, tok, kbeg, e_next[j]);
-        e_next[j] = mla_row_fetch<SPLIT>(&a, tok, kbeg, nkeys, (nb + 2) * MLA_BN + row0 + 16 * j);
+        r_next[j] = mla_row_resolve<KEYS>(&a, tok, kbeg, e_next[j]);
+        e_next[j] = mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, (nb + 2) * MLA_BN + row0 + 16 * j);
       }
       const uint32_t stage = ws_smem_addr(sm->kv[s][0]);
 #pragma unroll
@@ -552,18 +566,18 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
 
   ws_pipe_wait_at(&qp, &ctx, c0);
-  /* rows of several tokens in the tile: each row's last key, from this warpgroup's first
-   * key of block 0 (padding rows past the last token: no limit) */
+  /* ROWS: each row's last key, from this warpgroup's first key of block 0 (padding rows
+   * past the last token: no limit; in a tile of one token it is the CTA's own limit) */
   int lim[2] = {0, 0};
-  if (limited) {
+  if (KEYS == MLA_KEYS_ROWS) {
     const int n = a.seqlens[elem];
 #pragma unroll
     for (int x = 0; x < 2; x++) {
-      const int t = (trow + r0 + 8 * x) / a.heads;
-      lim[x] = t < a.pack ? n - a.s_q + t - kbeg - 32 * w : 0x3fffffff;
+      const int t = (tile * MLA_BH + r0 + 8 * x) / a.heads;
+      lim[x] = t < pack ? n - a.s_q + t - kbeg - 32 * w : 0x3fffffff;
     }
   }
-  if (OV) mla_overlap_blocks(sm, &kvp, &ctx, &a, nblk, o, m_run, l_run, limited, lim[0], lim[1]);
+  if (OV) mla_overlap_blocks<KEYS>(sm, &kvp, &ctx, &a, nblk, o, m_run, l_run, lim[0], lim[1]);
   ws_cursor k = c0;
   for (int nb = 0; nb < (OV ? 0 : nblk); nb++, k = ws_cursor_next(k, MLA_STAGES)) {
     ws_pipe_wait_at(&kvp, &ctx, k);
@@ -576,8 +590,8 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     WS_WGMMA_WAIT_GROUP(0);
     /* the block's row max (both warpgroups), P for this half into the shared 64 x 64 tile */
     float alpha[2];
-    mla_s_to_p(sm, s, valid, w, r0, quad, (uint32_t)a.xchg_bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->p, limited,
-               lim[0] - MLA_BN * nb, lim[1] - MLA_BN * nb);
+    mla_s_to_p<KEYS>(sm, s, valid, w, r0, quad, (uint32_t)a.xchg_bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->p,
+                     lim[0] - MLA_BN * nb, lim[1] - MLA_BN * nb);
     ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
     attn_rescale<MLA_DV / 2>(o, alpha);
     mla_pv_issue(o, ws_wgmma_desc_k128b(sm->p), ws_wgmma_desc_mn128b(stage + 4 * w * MLA_BN * 64, MLA_BN * 128));
@@ -600,9 +614,9 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   for (int x = 0; x < 2; x++) {
     const float lt = l[x] + sm->lsum[1 - w][r0 + 8 * x];
     const float inv = lt == 0.0f ? 0.0f : 1.0f / lt; /* 0: no key; NaN stays NaN (attn_store_row) */
-    const int er = trow + r0 + 8 * x;
-    if (er >= erows) continue; /* a padding row past the element's last token */
-    const size_t row = (size_t)elem * erows + er;
+    const int er = tile * MLA_BH + r0 + 8 * x;
+    if (er >= pack * a.heads) continue; /* a padding row past the element's last token */
+    const size_t row = (size_t)elem * (pack * a.heads) + er;
     const float lse = lt == 0.0f ? -INFINITY : (m_run[x] * sl2 + log2f(lt)) * ATTN_LN2;
     if (a.o_part) { /* a split of the keys: normalised partial O and its lse, merged later */
       float2 *out = (float2 *)(a.o_part + ((size_t)blockIdx.z * a.rows + row) * MLA_DV + 256 * w);
@@ -628,28 +642,37 @@ static ws_status mla_make_plan(const void *ctx, ws_plan *plan) {
 }
 
 /* Checks shared by the calls, then the tensor map of q ([tokens x heads][576]), the plan
- * and the launch over (token, head group) x splits; a->kv8 set: the FP8 kernel; index
- * lists (a->indices) split over CTAs (splits > 1, sparse decode): the SPLIT kernels. */
+ * and the launch over row tiles x splits; a->kv8 set: the FP8 kernel. The key mode: index
+ * lists (a->indices) split over CTAs (splits > 1, sparse decode): SPLIT; paged decode with
+ * s_q > 1 and fewer heads than MLA_BH (a sequence's tokens share tiles): ROWS; else PLAIN. */
 ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float softmax_scale, cudaStream_t stream) {
   WS_REQUIRE((uint64_t)tokens * (uint64_t)a->heads < (1ull << 31), "mla: %d query rows x %d heads, at most 2^31 - 1",
              tokens, a->heads);
   ws_plan *plan = NULL;
   ws_status s;
-  const int fp8 = a->kv8 != NULL, sd = a->indices != NULL && splits > 1;
+  const int fp8 = a->kv8 != NULL;
+  const int keys = a->indices != NULL ? (splits > 1 ? MLA_KEYS_SPLIT : MLA_KEYS_PLAIN)
+                   : a->s_q > 1 && a->heads < MLA_BH ? MLA_KEYS_ROWS
+                                                      : MLA_KEYS_PLAIN;
   const int ov = ws_knobs_get()->mla_overlap; /* WARPSPEC_MLA_SCHEDULE=overlap */
-  static const int slots[2][2][2] = {{{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_OV},
+  static const int slots[3][2][2] = {{{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_OV},
                                       {WS_PLAN_SLOT_MLA_FP8, WS_PLAN_SLOT_MLA_FP8_OV}},
                                      {{WS_PLAN_SLOT_MLA_SPLIT, WS_PLAN_SLOT_MLA_SPLIT_OV},
-                                      {WS_PLAN_SLOT_MLA_SPLIT_FP8, WS_PLAN_SLOT_MLA_SPLIT_FP8_OV}}};
-  static const char *const names[2][2][2] = {
+                                      {WS_PLAN_SLOT_MLA_SPLIT_FP8, WS_PLAN_SLOT_MLA_SPLIT_FP8_OV}},
+                                     {{WS_PLAN_SLOT_MLA_ROWS, WS_PLAN_SLOT_MLA_ROWS_OV},
+                                      {WS_PLAN_SLOT_MLA_ROWS_FP8, WS_PLAN_SLOT_MLA_ROWS_FP8_OV}}};
+  static const char *const names[3][2][2] = {
       {{"mla_sparse", "mla_sparse_overlap"}, {"mla_decode_fp8", "mla_decode_fp8_overlap"}},
-      {{"mla_sparse_split", "mla_sparse_split_overlap"}, {"mla_sparse_split_fp8", "mla_sparse_split_fp8_overlap"}}};
-  static const void *const funcs[2][2][2] = {
-      {{(const void *)mla_sparse_kernel<0, 0, 0>, (const void *)mla_sparse_kernel<0, 1, 0>},
-       {(const void *)mla_sparse_kernel<1, 0, 0>, (const void *)mla_sparse_kernel<1, 1, 0>}},
-      {{(const void *)mla_sparse_kernel<0, 0, 1>, (const void *)mla_sparse_kernel<0, 1, 1>},
-       {(const void *)mla_sparse_kernel<1, 0, 1>, (const void *)mla_sparse_kernel<1, 1, 1>}}};
-  if ((s = ws_plan_cached(slots[sd][fp8][ov], mla_make_plan, names[sd][fp8][ov], &plan)) != WS_OK) return s;
+      {{"mla_sparse_split", "mla_sparse_split_overlap"}, {"mla_sparse_split_fp8", "mla_sparse_split_fp8_overlap"}},
+      {{"mla_decode_rows", "mla_decode_rows_overlap"}, {"mla_decode_rows_fp8", "mla_decode_rows_fp8_overlap"}}};
+  static const void *const funcs[3][2][2] = {
+      {{(const void *)mla_sparse_kernel<0, 0, MLA_KEYS_PLAIN>, (const void *)mla_sparse_kernel<0, 1, MLA_KEYS_PLAIN>},
+       {(const void *)mla_sparse_kernel<1, 0, MLA_KEYS_PLAIN>, (const void *)mla_sparse_kernel<1, 1, MLA_KEYS_PLAIN>}},
+      {{(const void *)mla_sparse_kernel<0, 0, MLA_KEYS_SPLIT>, (const void *)mla_sparse_kernel<0, 1, MLA_KEYS_SPLIT>},
+       {(const void *)mla_sparse_kernel<1, 0, MLA_KEYS_SPLIT>, (const void *)mla_sparse_kernel<1, 1, MLA_KEYS_SPLIT>}},
+      {{(const void *)mla_sparse_kernel<0, 0, MLA_KEYS_ROWS>, (const void *)mla_sparse_kernel<0, 1, MLA_KEYS_ROWS>},
+       {(const void *)mla_sparse_kernel<1, 0, MLA_KEYS_ROWS>, (const void *)mla_sparse_kernel<1, 1, MLA_KEYS_ROWS>}}};
+  if ((s = ws_plan_cached(slots[keys][fp8][ov], mla_make_plan, names[keys][fp8][ov], &plan)) != WS_OK) return s;
   ws_tmap mq;
   if ((s = ws_tmap_2d_swizzled(&mq, q, WS_DTYPE_BF16, (uint64_t)tokens * a->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,
                                WS_SWIZZLE_128B)) != WS_OK)
@@ -658,12 +681,12 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   const float scale = softmax_scale > 0.0f ? softmax_scale : 1.0f / sqrtf((float)MLA_DQK);
   a->scale_log2 = scale * ATTN_LOG2E;
   a->rows = tokens * a->heads;
-  a->pack = a->indices ? 1 : a->s_q; /* paged decode: a sequence's s_q tokens see the same keys */
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mq, a, &diag};
-  const dim3 grid = {(unsigned)(tokens / a->pack) * (unsigned)MLA_ROW_TILES(a->pack, a->heads), 1, (unsigned)splits};
-  return ws_plan_launch(plan, funcs[sd][fp8][ov], grid, stream, args);
+  const int pack = keys == MLA_KEYS_ROWS ? a->s_q : 1; /* the kernel's: tokens whose rows share tiles */
+  const dim3 grid = {(unsigned)(tokens / pack) * (unsigned)MLA_ROW_TILES(pack, a->heads), 1, (unsigned)splits};
+  return ws_plan_launch(plan, funcs[keys][fp8][ov], grid, stream, args);
 }
 
 ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads) {
