@@ -5,6 +5,10 @@
  *                in flight per warp (the combine's ep_stream.cuh), 16 warps
  *   TMA          1-D bulk copies of 16 KB into 12 stages, one thread issuing
  *   copy         ld.v4 + st.v4 to a second buffer (GB/s read; as many written)
+ *   copy TMA     1-D bulk loads of 16 KB into 12 stages and, TMA_LEAD chunks behind, bulk
+ *                stores of each stage to the second buffer, one thread issuing: the rate
+ *                at which a few SMs copy without moving the bytes through registers (the
+ *                dispatch's expand copies with ld.v4 + st.v4 today; design.md EP, session 27)
  * The MoE combine's reduce runs on at most 24 SMs and reads every expert output row; these
  * are the ceilings it is measured against (docs/benchmarks.md, session 19). */
 #include "bench.h"
@@ -19,6 +23,7 @@
 #define RING_WARPS 16
 #define TMA_CHUNK (16 * 1024)
 #define TMA_STAGES 12
+#define TMA_LEAD 8 /* copy TMA: a chunk is stored this many loads after its own */
 
 /* Keeps the loads alive: a value no fill produces. */
 #define SINK(acc, sink) \
@@ -102,13 +107,45 @@ __global__ void __launch_bounds__(512, 1) hbm_copy(const uint4 *p, uint4 *q, uin
   }
 }
 
-enum { M_LD, M_CP_ASYNC, M_TMA, M_COPY, M_COUNT };
+/* One thread per CTA: chunk k is loaded into stage k % TMA_STAGES and stored from it
+ * TMA_LEAD iterations later. Before a stage is loaded again its previous chunk's store
+ * must have read it: the stores after that one number TMA_STAGES - 1 - TMA_LEAD. */
+__global__ void __launch_bounds__(32, 1) hbm_tma_copy(const uint8_t *p, uint8_t *q, uint64_t bytes) {
+  extern __shared__ __align__(128) uint8_t stage[];
+  __shared__ uint64_t full[TMA_STAGES];
+  if (threadIdx.x != 0) return;
+  for (int s = 0; s < TMA_STAGES; s++) ws_mbarrier_init(&full[s], 1);
+  ws_fence_mbarrier_init();
+  const uint64_t chunks = bytes / TMA_CHUNK, steps = blockIdx.x < chunks ? (chunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+  for (uint64_t k = 0; k < steps + TMA_LEAD; k++) {
+    if (k < steps) {
+      if (k >= TMA_STAGES) WS_CP_ASYNC_BULK_WAIT_GROUP_READ(TMA_STAGES - 1 - TMA_LEAD);
+      const int s = (int)(k % TMA_STAGES);
+      ws_mbarrier_arrive_expect_tx(&full[s], TMA_CHUNK);
+      ws_cp_async_bulk_global_to_shared(stage + (size_t)s * TMA_CHUNK, p + (blockIdx.x + k * gridDim.x) * TMA_CHUNK,
+                                        TMA_CHUNK, &full[s]);
+    }
+    if (k >= TMA_LEAD) {
+      const uint64_t j = k - TMA_LEAD;
+      while (!ws_mbarrier_try_wait_parity(&full[j % TMA_STAGES], (uint32_t)(j / TMA_STAGES) & 1u)) {
+      }
+      ws_cp_async_bulk_shared_to_global(q + (blockIdx.x + j * gridDim.x) * TMA_CHUNK,
+                                        stage + (size_t)(j % TMA_STAGES) * TMA_CHUNK, TMA_CHUNK);
+      ws_cp_async_bulk_commit_group();
+    }
+  }
+  WS_CP_ASYNC_BULK_WAIT_GROUP(0);
+}
+
+enum { M_LD, M_CP_ASYNC, M_TMA, M_COPY, M_TMA_COPY, M_COUNT };
 
 static int launch(int m, int ctas, uint4 *p, uint4 *q, uint4 *sink) {
   const uint64_t n = HBM_BYTES / 16;
   if (m == M_LD) hbm_ld<<<ctas, 512>>>(p, n, sink);
   else if (m == M_CP_ASYNC) hbm_cp_async<<<ctas, RING_WARPS * 32, RING_WARPS * RING * 2048>>>(p, n, sink);
   else if (m == M_TMA) hbm_tma<<<ctas, 32, TMA_STAGES * TMA_CHUNK>>>((const uint8_t *)p, HBM_BYTES, sink);
+  else if (m == M_TMA_COPY)
+    hbm_tma_copy<<<ctas, 32, TMA_STAGES * TMA_CHUNK>>>((const uint8_t *)p, (uint8_t *)q, HBM_BYTES);
   else hbm_copy<<<ctas, 512>>>(p, q, n);
   CK(cudaGetLastError());
   return 0;
@@ -123,6 +160,7 @@ extern "C" int bench_hbm(void) {
   CK(cudaMemset(p, 0x5A, HBM_BYTES));
   CK(cudaFuncSetAttribute(hbm_cp_async, cudaFuncAttributeMaxDynamicSharedMemorySize, RING_WARPS * RING * 2048));
   CK(cudaFuncSetAttribute(hbm_tma, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_STAGES * TMA_CHUNK));
+  CK(cudaFuncSetAttribute(hbm_tma_copy, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_STAGES * TMA_CHUNK));
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   cudaEvent_t a, b;
@@ -131,13 +169,14 @@ extern "C" int bench_hbm(void) {
   const int ctas[] = {8, 16, 24, 32, 48, 66, 132};
   const int nc = (int)(sizeof ctas / sizeof ctas[0]);
   const char *names[M_COUNT] = {"ld.v4, 8 in flight", "cp.async ring (combine)", "TMA 1-D, 12 x 16 KB",
-                                "copy ld.v4 + st.v4"};
+                                "copy ld.v4 + st.v4", "copy TMA 1-D load + store"};
   printf("bench hbm: %s, 512 MiB, GB/s read (copy: as many written too), median of 7, by CTAs (one per SM)\n",
          prop.name);
   printf("  %-24s", "method");
   for (int i = 0; i < nc; i++) printf(" %7d", ctas[i]);
   printf("\n");
   for (int m = 0; m < M_COUNT; m++) {
+    if (m == M_TMA_COPY) CK(cudaMemset(q, 0, HBM_BYTES)); /* the copy check below must see its bytes */
     printf("  %-24s", names[m]);
     for (int i = 0; i < nc; i++) {
       if (ctas[i] > prop.multiProcessorCount) { printf(" %7s", "-"); continue; }
@@ -152,6 +191,16 @@ extern "C" int bench_hbm(void) {
       printf(" %7.0f", HBM_BYTES / (bench_median(t + 1, 7) * 1e6));
     }
     printf("\n");
+  }
+  { /* the bulk copy moved the bytes: its first and last 64 KB hold the fill */
+    static unsigned char h[2][64 << 10];
+    CK(cudaMemcpy(h[0], q, sizeof h[0], cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(h[1], (char *)q + HBM_BYTES - sizeof h[1], sizeof h[1], cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < sizeof h[0]; i++)
+      if (h[0][i] != 0x5A || h[1][i] != 0x5A) {
+        fprintf(stderr, "bench hbm: the TMA copy left byte %zu wrong\n", i);
+        return -1;
+      }
   }
   CK(cudaFree(p));
   CK(cudaFree(q));
