@@ -29,6 +29,7 @@
  *           receives each source as soon as that source's flags are in.
  * Each wait is bounded and names the peer, the role and the CTA. */
 #include "ep_protocol.cuh"
+#include "ep_overlap.h"
 #include "../core/index_check.h"
 #include "../core/knobs.h"
 #include "warpspec/check.h"
@@ -216,16 +217,11 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int ind
 }
 
 /* ---- the call ---------------------------------------------------------------------- */
-/* The phased send with the expand beside it (config.h, WS_EP_OVERLAP_*): normal mode only
- * (at decode a row is quantised once for all its ranks, and its few rows are one round of
- * the copy either way), with the SMs and tokens where it measured faster. Ranks may choose
- * differently (their tokens differ): a receiver overlapped or not reads any sender right,
- * since it waits for each source's flags, raised per rank or all at the end. */
+/* The phased send with the expand beside it (ep_overlap.h). Ranks may choose differently
+ * (their tokens differ): a receiver overlapped or not reads any sender right, since it
+ * waits for each source's flags, raised per rank or all at the end. */
 static int ep_overlap_for(const ws_ep *ep, int num_tokens) {
-  if (ep->cfg.mode == WS_EP_LOW_LATENCY) return 0;
-  const int knob = ws_knobs_get()->ep_overlap;
-  if (knob >= 0) return knob;
-  return ep->sms >= WS_EP_OVERLAP_MIN_SMS && num_tokens >= WS_EP_OVERLAP_MIN_TOKENS;
+  return ep_overlap_rule(ep->cfg.mode == WS_EP_LOW_LATENCY, ws_knobs_get()->ep_overlap, ep->sms, num_tokens);
 }
 
 extern "C" ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_scale, const int *topk_idx,

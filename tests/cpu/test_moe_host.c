@@ -11,6 +11,7 @@
 #include "../../src/moe/layer/layer_kernel.h"
 #include "../../src/moe/layer/layer_auto.h"
 #include "../../src/moe/ep_buffers.h"
+#include "../../src/moe/ep_overlap.h"
 #include "warpspec/config.h"
 
 #include <math.h>
@@ -349,6 +350,19 @@ static void auto_rule(void) {
 /* Sizes past 32 bits are refused before any allocation or launch: inter whose 2 x inter
  * (the L1 GEMM's n) would wrap, an experts kernel whose rows or work items pass its
  * int counters, SwiGLU buffers whose byte size wraps size_t. */
+/* The dispatch's overlap (ep_overlap.h): never at decode (low latency), forced by the
+ * knob, else from WS_EP_OVERLAP_MIN_SMS SMs and WS_EP_OVERLAP_MIN_TOKENS tokens: the
+ * standalone default of 24 SMs stays plain, the layer's 128 SMs at 4096 tokens overlap. */
+static void overlap_rule(void) {
+  const int S = WS_EP_OVERLAP_MIN_SMS, T = WS_EP_OVERLAP_MIN_TOKENS;
+  CHECK(ep_overlap_rule(1, 1, 128, 4096) == 0); /* low latency: never, even forced */
+  CHECK(ep_overlap_rule(0, 1, 1, 0) == 1 && ep_overlap_rule(0, 0, 128, 4096) == 0);
+  CHECK(ep_overlap_rule(0, -1, S, T) == 1 && ep_overlap_rule(0, -1, 128, 4096) == 1);
+  CHECK(ep_overlap_rule(0, -1, S - 1, 4096) == 0 && ep_overlap_rule(0, -1, 128, T - 1) == 0);
+  CHECK(ep_overlap_rule(0, -1, WS_EP_DEFAULT_SMS, 4096) == 0);
+  CHECK(WS_EP_OVERLAP_DEFAULT == -1);
+}
+
 static void size_limits(void) {
   ws_moe_layer *l = NULL;
   ws_comm *comm = (ws_comm *)16; /* never dereferenced by the failing checks */
@@ -477,6 +491,7 @@ int main(void) {
   layer_arguments();
   experts_arguments();
   auto_rule();
+  overlap_rule();
   size_limits();
   return test_finish("test_moe_host");
 }
