@@ -68,6 +68,7 @@ static const knob_desc table[] = {
     BOOL_KNOB(WS_GEMM_PAIR_ENV, NULL, gemm_pair, 1, NULL),
     BOOL_KNOB(WS_MOE_GATHER_ENV, NULL, moe_gather, WS_MOE_GATHER_DEFAULT, NULL),
     BOOL_KNOB(WS_EP_OVERLAP_ENV, NULL, ep_overlap, WS_EP_OVERLAP_DEFAULT, "chosen per call"),
+    BOOL_KNOB(WS_EP_BULK_COPY_ENV, NULL, ep_bulk_copy, WS_EP_BULK_COPY_DEFAULT, NULL),
     WORD_KNOB(WS_MOE_TILE_ENV, NULL, moe_tile, 0, moe_tiles, "chosen per layer"),
     BOOL_KNOB(WS_MOE_PAIR_ENV, NULL, moe_pair, -1, "chosen per layer"),
     WORD_KNOB(WS_MOE_SCHED_ENV, NULL, moe_static_walk, 0, moe_scheds, "claimed"),

@@ -130,7 +130,8 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
  * at 4096 tokens, EP2, 24 CTAs, H100). Then the copy receive: scales (FP8), then the
  * payload, a warp per (row, 4 KB chunk). */
 static __device__ __forceinline__ void expand_sources(const ep_args *a, const int *rc, const int *off, int s0, int s1,
-                                                      int index, int lane, int gw, int nw) {
+                                                      int index, int lane, int gw, int nw, int bulk,
+                                                      ep_bulk_warp *bw, const ws_ctx *ctx) {
   int total = 0;
   for (int s = s0; s < s1; s++) total += ep_tokens_from(a, rc, s);
   const int K = a->topk;
@@ -149,12 +150,17 @@ static __device__ __forceinline__ void expand_sources(const ep_args *a, const in
     ep_copy_scales(a, rc, off, s, i, lane);
   }
   const int nchunk = ep_copy_chunks(a);
+  if (bulk) ws_fence_proxy_async_global(); /* the peers' plain stores, then our bulk loads of them */
   for (int u = gw; u < total * nchunk; u += nw) {
     int i;
     const int s = ep_source_in(a, rc, s0, s1, u / nchunk, &i);
-    ep_copy_unit(a, rc, off, s, i, u % nchunk, lane);
+    if (bulk) ep_copy_unit_bulk(a, rc, off, s, i, u % nchunk, lane, bw, ctx);
+    else ep_copy_unit(a, rc, off, s, i, u % nchunk, lane);
   }
 }
+
+extern __shared__ __align__(128) uint8_t ep_expand_stage[]; /* bulk copies: two buffers per warp */
+#define EP_EXPAND_BULK_SMEM ((size_t)WS_EP_WARPS * 2 * EP_BULK_BYTES)
 
 /* overlap (beside a phased send, WARPSPEC_EP_OVERLAP): launched chained, this kernel does
  * not wait for the send's end (WS_SELF_BESIDE); what it reads of this call comes through
@@ -163,15 +169,23 @@ static __device__ __forceinline__ void expand_sources(const ep_args *a, const in
  * (ourselves first, then rank - 1, ...: each sends to rank + k in its phase k) and
  * receives each as soon as its CTAs have flagged, so the copies run under the later
  * phases' transfers. Without overlap: every source's flags, then all rows at once. */
-WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int index, int overlap, ws_diag diag) {
+WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int index, int overlap, int bulk_copy,
+                                      ws_diag diag) {
   ws_ctx ctx = overlap ? WS_SELF_BESIDE(ep_expand, diag) : WS_SELF(ep_expand, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   __shared__ int rc[WS_EP_MAX_EXPERTS + WS_COMM_MAX_RANKS]; /* [src][local expert], then its tokens */
   __shared__ int off[WS_EP_MAX_EXPERTS + 1];                /* padded group starts, per local expert */
   __shared__ int warp_start[32];
   __shared__ int last;
+  __shared__ uint64_t bulk_bar[WS_EP_WARPS * 2];
   const ep_group g = {(int)threadIdx.x, (int)blockDim.x, ctx.bar};
   const int N = a.nranks, L = a.L;
+  ep_bulk_warp bw = {ep_expand_stage + (size_t)ctx.warp * 2 * EP_BULK_BYTES, bulk_bar + 2 * ctx.warp, 0u};
+  if (bulk_copy && ctx.lane == 0) { /* each warp's own barriers: only its lane 0 uses them */
+    ws_mbarrier_init(&bw.bar[0], 1);
+    ws_mbarrier_init(&bw.bar[1], 1);
+    ws_fence_mbarrier_init();
+  }
   const uint64_t n = __ldcg(&a.epochs[0]); /* the route's, in L2 (this kernel may start before the send ends) */
   ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
   ep_receive_counts(&a, rc, n, "dispatch counts", &ctx, &g);
@@ -203,8 +217,9 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int ind
     ep_wait_slots(&a, a.data_flag, n, s0, s1, "dispatch data", &ctx, (int)threadIdx.x, (int)blockDim.x);
     ep_sync(&g);
     ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
-    expand_sources(&a, rc, off, s0, s1, index, lane, gw, nw);
+    expand_sources(&a, rc, off, s0, s1, index, lane, gw, nw, bulk_copy, &bw, &ctx);
   }
+  if (bulk_copy) ep_bulk_drain(lane);
   /* the last CTA out tells every source its inbox is free again */
   if (ep_last_cta(&ctx, &a.epochs[2], &last)) {
     ep_ack_peers(a.ack, a.peer_delta, a.rank, N, n, (int)threadIdx.x);
@@ -282,9 +297,13 @@ extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale,
       return s;
   }
   {
-    void *args[] = {(void *)a, &index, &overlap, &diag};
+    /* the copy receive's chunks by bulk copies (ep_copy_unit_bulk, WARPSPEC_EP_BULK_COPY) in
+     * normal mode; decode's few rows keep the register copy (one round trip less a chunk) */
+    int bulk_copy = ws_knobs_get()->ep_bulk_copy && !index && ep->cfg.mode != WS_EP_LOW_LATENCY;
+    void *args[] = {(void *)a, &index, &overlap, &bulk_copy, &diag};
     if ((s = ep_launch(ep, EP_PLAN_EXPAND, "ep_expand", ep_expand_roles, ep_expand_NROLES,
-                       (const void *)ep_expand_kernel, dim3{(unsigned)expand_ctas, 1, 1}, 0, stream, args)) != WS_OK)
+                       (const void *)ep_expand_kernel, dim3{(unsigned)expand_ctas, 1, 1},
+                       bulk_copy ? EP_EXPAND_BULK_SMEM : 0, stream, args)) != WS_OK)
       return s;
   }
   ep->host_tokens = num_tokens;

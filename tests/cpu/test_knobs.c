@@ -11,10 +11,10 @@
 /* Every variable the table reads, new names and old ones: unset before the defaults. */
 static const char *const all_names[] = {
     WS_TIMEOUT_ENV, WS_CHECK_ENV, WS_HOST_THREADS_ENV, WS_PDL_ENV, WS_ATTN_SCHEDULE_ENV, WS_ATTN_GRID_ENV,
-    WS_MLA_SCHEDULE_ENV, WS_GEMM_SPLITS_ENV, WS_GEMM_FP8_TILE_ENV, WS_GEMM_PAIR_ENV, WS_MOE_GATHER_ENV, WS_EP_OVERLAP_ENV, WS_MOE_TILE_ENV,
-    WS_MOE_PAIR_ENV, WS_MOE_SCHED_ENV, WS_MOE_SELF_ROUTE_ENV, WS_SR_CE_MIN_BYTES_ENV, WS_AG_DIRECT_MAX_BYTES_ENV,
-    WS_AG_ZC_MIN_BYTES_ENV, WS_RENDEZVOUS_TIMEOUT_ENV, WS_SHARE_GPU_ENV,
-    WS_DEBUG_NVML_ENV, "WS_GEMM_SPLITS", "WS_GEMM_FP8_TILE", "WS_SR_CE_MIN_BYTES", "WS_RENDEZVOUS_TIMEOUT_MS",
+    WS_MLA_SCHEDULE_ENV, WS_GEMM_SPLITS_ENV, WS_GEMM_FP8_TILE_ENV, WS_GEMM_PAIR_ENV, WS_MOE_GATHER_ENV,
+    WS_EP_OVERLAP_ENV, WS_EP_BULK_COPY_ENV, WS_MOE_TILE_ENV, WS_MOE_PAIR_ENV, WS_MOE_SCHED_ENV, WS_MOE_SELF_ROUTE_ENV,
+    WS_SR_CE_MIN_BYTES_ENV, WS_AG_DIRECT_MAX_BYTES_ENV, WS_AG_ZC_MIN_BYTES_ENV, WS_RENDEZVOUS_TIMEOUT_ENV,
+    WS_SHARE_GPU_ENV, WS_DEBUG_NVML_ENV, "WS_GEMM_SPLITS", "WS_GEMM_FP8_TILE", "WS_SR_CE_MIN_BYTES", "WS_RENDEZVOUS_TIMEOUT_MS",
     "WS_DEBUG_NVML"};
 
 static char said[4096]; /* what the last reload_quoting() wrote on stderr */
@@ -73,7 +73,8 @@ static void defaults(void) {
   CHECK(k->host_threads == 0 && k->pdl == 1);
   CHECK(k->attn_schedule == WS_ATTN_SCHED_AUTO && k->attn_persistent == 1 && k->mla_overlap == 0);
   CHECK(k->gemm_splits == 0 && k->gemm_fp8_tile == 0 && k->gemm_pair == 1);
-  CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->ep_overlap == WS_EP_OVERLAP_DEFAULT && k->moe_tile == 0 && k->moe_pair == -1);
+  CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->ep_overlap == WS_EP_OVERLAP_DEFAULT &&
+        k->ep_bulk_copy == WS_EP_BULK_COPY_DEFAULT && k->moe_tile == 0 && k->moe_pair == -1);
   CHECK(k->moe_static_walk == 0 && k->moe_self_route == 1);
   CHECK(k->sr_ce_min_bytes == (long long)WS_SR_CE_MIN_BYTES);
   CHECK(k->ag_direct_max_bytes == (long long)WS_AG_DIRECT_MAX_BYTES && k->ag_zc_min_bytes == (long long)WS_AG_ZC_MIN_BYTES);
