@@ -104,10 +104,10 @@
 #define WS_EP_OVERLAP_DEFAULT   (-1) /* chosen per call */
 #define WS_EP_OVERLAP_MIN_SMS   48
 #define WS_EP_OVERLAP_MIN_TOKENS 1024
-/* Normal-mode copy receive: the expand's 4 KB chunks by 1-D bulk copies (TMA) through two
- * shared-memory buffers per warp instead of 16-byte loads and stores (ep_copy_unit_bulk;
- * `bench hbm`: +23% copy rate per SM at 24 CTAs, one H100). Off until its A/B on the GPU
- * (written in session 27 after that session's device time was spent). */
+/* Normal-mode dispatch: the send's and the copy receive's 4 KB chunks by 1-D bulk copies
+ * (TMA) through two shared-memory buffers per warp instead of 16-byte loads and stores
+ * (ep_bulk_load; `bench hbm`: +23% copy rate per SM at 24 CTAs, one H100). Off until its
+ * A/B on the GPU (written in session 27 after that session's device time was spent). */
 #define WS_EP_BULK_COPY_DEFAULT 0
 /* MoE layer, WS_MOE_AUTO, by the rows a local expert is expected to get (tokens x topk /
  * local experts). On one GPU: the whole-layer kernel (WS_MOE_FUSED_LAYER) below

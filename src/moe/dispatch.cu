@@ -84,8 +84,12 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
 }
 
 /* ---- send -------------------------------------------------------------------------- */
+/* Bulk copies (WARPSPEC_EP_BULK_COPY, ep_protocol.cuh): each warp's two staging buffers. */
+extern __shared__ __align__(128) uint8_t ep_bulk_stage[];
+#define EP_BULK_SMEM ((size_t)WS_EP_WARPS * 2 * EP_BULK_BYTES)
+
 WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8_t *x, const float *x_scale,
-                                  const float *topk_weights, int phased, ws_diag diag) {
+                                  const float *topk_weights, int phased, int bulk_copy, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_send, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   const int T = *a.num_tokens;
@@ -101,9 +105,14 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
   /* work item: one chunk of one token's row (4 KB copied, or 32 x EP_QUANT_UNROLL x 8
    * values quantised), so that a few tokens still spread over every warp */
   const int quant = a.ll && a.fp8, nchunk = ep_send_chunks(&a, quant);
+  __shared__ uint64_t bulk_bar[WS_EP_WARPS * 2];
+  ep_bulk_warp bw = {ep_bulk_stage + (size_t)ctx.warp * 2 * EP_BULK_BYTES, bulk_bar + 2 * ctx.warp, 0u};
+  const int bulk = bulk_copy && !quant;
+  if (bulk) ep_bulk_init(&bw, lane);
   if (!phased) { /* a row loaded once and stored to all its ranks; one flag per rank at the end */
     for (int item = gw; item < T * nchunk; item += nw)
-      ep_send_unit(&a, x, x_scale, topk_weights, item / nchunk, item % nchunk, lane, quant, -1);
+      ep_send_unit(&a, x, x_scale, topk_weights, item / nchunk, item % nchunk, lane, quant, -1, bulk, &bw, &ctx);
+    if (bulk) ep_bulk_drain(lane);
     ep_sync(&g); /* all of this CTA's rows are written */
     ep_raise(&a, a.data_flag, n, (int)blockIdx.x, 1, &g);
   } else { /* one rank after the other, each flagged when done: its expand can start */
@@ -112,8 +121,9 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
       for (int item = gw; item < T * nchunk; item += nw) {
         const int t = item / nchunk;
         if (__ldcg(&a.tok_slot[(size_t)t * a.nranks + d]) < 0) continue; /* the warp's token: uniform */
-        ep_send_unit(&a, x, x_scale, topk_weights, t, item % nchunk, lane, quant, d);
+        ep_send_unit(&a, x, x_scale, topk_weights, t, item % nchunk, lane, quant, d, bulk, &bw, &ctx);
       }
+      if (bulk) ep_bulk_drain(lane);
       ep_sync(&g);
       /* beside the expand this grid has fewer CTAs than the flag slots: CTA b raises
        * slots b, b + grid, ... */
@@ -159,9 +169,6 @@ static __device__ __forceinline__ void expand_sources(const ep_args *a, const in
   }
 }
 
-extern __shared__ __align__(128) uint8_t ep_expand_stage[]; /* bulk copies: two buffers per warp */
-#define EP_EXPAND_BULK_SMEM ((size_t)WS_EP_WARPS * 2 * EP_BULK_BYTES)
-
 /* overlap (beside a phased send, WARPSPEC_EP_OVERLAP): launched chained, this kernel does
  * not wait for the send's end (WS_SELF_BESIDE); what it reads of this call comes through
  * the protocol's flags, and the route's epoch was final before the send let it start (the
@@ -180,12 +187,8 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int ind
   __shared__ uint64_t bulk_bar[WS_EP_WARPS * 2];
   const ep_group g = {(int)threadIdx.x, (int)blockDim.x, ctx.bar};
   const int N = a.nranks, L = a.L;
-  ep_bulk_warp bw = {ep_expand_stage + (size_t)ctx.warp * 2 * EP_BULK_BYTES, bulk_bar + 2 * ctx.warp, 0u};
-  if (bulk_copy && ctx.lane == 0) { /* each warp's own barriers: only its lane 0 uses them */
-    ws_mbarrier_init(&bw.bar[0], 1);
-    ws_mbarrier_init(&bw.bar[1], 1);
-    ws_fence_mbarrier_init();
-  }
+  ep_bulk_warp bw = {ep_bulk_stage + (size_t)ctx.warp * 2 * EP_BULK_BYTES, bulk_bar + 2 * ctx.warp, 0u};
+  if (bulk_copy) ep_bulk_init(&bw, ctx.lane);
   const uint64_t n = __ldcg(&a.epochs[0]); /* the route's, in L2 (this kernel may start before the send ends) */
   ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
   ep_receive_counts(&a, rc, n, "dispatch counts", &ctx, &g);
@@ -282,6 +285,10 @@ extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale,
    * kernels that run together then: send the first half, expand the rest */
   const int send_ctas = overlap && ep->sms > 1 ? (ep->sms + 1) / 2 : ep->sms;
   const int expand_ctas = overlap && ep->sms > 1 ? ep->sms - send_ctas : ep->sms;
+  /* the payload by bulk copies (WARPSPEC_EP_BULK_COPY) in normal mode: the send's, and the
+   * copy receive's chunks; decode's few rows keep the register copies (one round trip
+   * less a chunk), and the low-latency send quantises in registers anyway */
+  const int bulk = ws_knobs_get()->ep_bulk_copy && ep->cfg.mode != WS_EP_LOW_LATENCY;
   {
     void *args[] = {(void *)a, &topk_idx, &num_tokens, &diag};
     if ((s = ep_launch(ep, EP_PLAN_LAYOUT, "ep_route", ep_route_roles, ep_route_NROLES, (const void *)ep_route_kernel,
@@ -291,19 +298,18 @@ extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale,
   }
   {
     const uint8_t *xb = (const uint8_t *)x;
-    void *args[] = {(void *)a, &xb, &x_scale, &topk_weights, &overlap, &diag};
+    int bulk_send = bulk;
+    void *args[] = {(void *)a, &xb, &x_scale, &topk_weights, &overlap, &bulk_send, &diag};
     if ((s = ep_launch(ep, EP_PLAN_SEND, "ep_send", ep_send_roles, ep_send_NROLES, (const void *)ep_send_kernel,
-                       dim3{(unsigned)send_ctas, 1, 1}, 0, stream, args)) != WS_OK)
+                       dim3{(unsigned)send_ctas, 1, 1}, bulk_send ? EP_BULK_SMEM : 0, stream, args)) != WS_OK)
       return s;
   }
   {
-    /* the copy receive's chunks by bulk copies (ep_copy_unit_bulk, WARPSPEC_EP_BULK_COPY) in
-     * normal mode; decode's few rows keep the register copy (one round trip less a chunk) */
-    int bulk_copy = ws_knobs_get()->ep_bulk_copy && !index && ep->cfg.mode != WS_EP_LOW_LATENCY;
+    int bulk_copy = bulk && !index; /* the index receive copies nothing */
     void *args[] = {(void *)a, &index, &overlap, &bulk_copy, &diag};
     if ((s = ep_launch(ep, EP_PLAN_EXPAND, "ep_expand", ep_expand_roles, ep_expand_NROLES,
                        (const void *)ep_expand_kernel, dim3{(unsigned)expand_ctas, 1, 1},
-                       bulk_copy ? EP_EXPAND_BULK_SMEM : 0, stream, args)) != WS_OK)
+                       bulk_copy ? EP_BULK_SMEM : 0, stream, args)) != WS_OK)
       return s;
   }
   ep->host_tokens = num_tokens;
