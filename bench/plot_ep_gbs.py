@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""plot_ep_gbs.py PNG CEILING LABEL=CSV... - NVLink GB/s of rank 0 against tokens per rank
-from `warpspec bench ep --csv` files (one per build or EP size, e.g. "EP4 before=a.csv"
-"EP4 streamed=b.csv"): dispatch and combine side by side, the index receive only, and a
-dashed line at CEILING GB/s (`warpspec bench nvlink`'s SM-store figure). Log x."""
+"""plot_ep_gbs.py [--receive copy|index] PNG CEILING LABEL=CSV... - NVLink GB/s of rank 0
+against tokens per rank from `warpspec bench ep --csv` files (one per build or EP size,
+e.g. "EP4 before=a.csv" "EP4 streamed=b.csv"): dispatch and combine side by side, one
+receive (index unless --receive says), and a dashed line at CEILING GB/s (`warpspec bench
+nvlink`'s SM-store figure). Log x."""
 import csv
 import sys
 
@@ -12,18 +13,21 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def load(path):
-    """{tokens: (dispatch GB/s, combine GB/s)} of rank 0's index-receive rows."""
+def load(path, receive):
+    """{tokens: (dispatch GB/s, combine GB/s)} of rank 0's rows of that receive."""
     out = {}
     for r in csv.DictReader(open(path)):
-        if r["receive"] == "index" and r["rank"] == "0":
+        if r["receive"] == receive and r["rank"] == "0":
             out[int(r["tokens"])] = (float(r["nvlink_dispatch_GBs"]), float(r["nvlink_combine_GBs"]))
     return out
 
 
 def main():
-    png, ceiling = sys.argv[1], float(sys.argv[2])
-    series = [(a.split("=", 1)[0], load(a.split("=", 1)[1])) for a in sys.argv[3:]]
+    args, receive = sys.argv[1:], "index"
+    if args[:1] == ["--receive"]:
+        receive, args = args[1], args[2:]
+    png, ceiling = args[0], float(args[1])
+    series = [(a.split("=", 1)[0], load(a.split("=", 1)[1], receive)) for a in args[2:]]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for k, (ax, what) in enumerate(zip(axes, ("dispatch", "combine"))):
         for label, pts in series:
@@ -33,7 +37,7 @@ def main():
         ax.axhline(250, color="red", ls="--", lw=0.8, label="goal 250 (4096 tokens)")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("tokens per rank")
-        ax.set_title(f"{what}, DeepSeek-V3 shape (SMs in the labels)")
+        ax.set_title(f"{what}, {receive} receive (SMs in the labels)")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("NVLink GB/s out of rank 0")
     axes[1].legend(fontsize=8)
