@@ -107,7 +107,10 @@
 /* Normal-mode dispatch: the send's and the copy receive's 4 KB chunks by 1-D bulk copies
  * (TMA) through two shared-memory buffers per warp instead of 16-byte loads and stores
  * (ep_bulk_load; `bench hbm`: +23% copy rate per SM at 24 CTAs, one H100). Off until its
- * A/B on the GPU (written in session 27 after that session's device time was spent). */
+ * A/B on the GPU (written in session 27 after that session's device time was spent).
+ * WARPSPEC_EP_BULK_COPY = off | receive | send | all: which halves (the send's stores go
+ * over NVLink, where combine's bulk stores measured slower in session 21). */
+enum { WS_EP_BULK_RECEIVE = 1, WS_EP_BULK_SEND = 2 };
 #define WS_EP_BULK_COPY_DEFAULT 0
 /* MoE layer, WS_MOE_AUTO, by the rows a local expert is expected to get (tokens x topk /
  * local experts). On one GPU: the whole-layer kernel (WS_MOE_FUSED_LAYER) below

@@ -285,10 +285,10 @@ extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale,
    * kernels that run together then: send the first half, expand the rest */
   const int send_ctas = overlap && ep->sms > 1 ? (ep->sms + 1) / 2 : ep->sms;
   const int expand_ctas = overlap && ep->sms > 1 ? ep->sms - send_ctas : ep->sms;
-  /* the payload by bulk copies (WARPSPEC_EP_BULK_COPY) in normal mode: the send's, and the
-   * copy receive's chunks; decode's few rows keep the register copies (one round trip
-   * less a chunk), and the low-latency send quantises in registers anyway */
-  const int bulk = ws_knobs_get()->ep_bulk_copy && ep->cfg.mode != WS_EP_LOW_LATENCY;
+  /* the payload by bulk copies (WARPSPEC_EP_BULK_COPY: the send's, the copy receive's
+   * chunks, or both) in normal mode; decode's few rows keep the register copies (one round
+   * trip less a chunk), and the low-latency send quantises in registers anyway */
+  const int bulk = ep->cfg.mode != WS_EP_LOW_LATENCY ? ws_knobs_get()->ep_bulk_copy : 0;
   {
     void *args[] = {(void *)a, &topk_idx, &num_tokens, &diag};
     if ((s = ep_launch(ep, EP_PLAN_LAYOUT, "ep_route", ep_route_roles, ep_route_NROLES, (const void *)ep_route_kernel,
@@ -298,14 +298,14 @@ extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale,
   }
   {
     const uint8_t *xb = (const uint8_t *)x;
-    int bulk_send = bulk;
+    int bulk_send = (bulk & WS_EP_BULK_SEND) != 0;
     void *args[] = {(void *)a, &xb, &x_scale, &topk_weights, &overlap, &bulk_send, &diag};
     if ((s = ep_launch(ep, EP_PLAN_SEND, "ep_send", ep_send_roles, ep_send_NROLES, (const void *)ep_send_kernel,
                        dim3{(unsigned)send_ctas, 1, 1}, bulk_send ? EP_BULK_SMEM : 0, stream, args)) != WS_OK)
       return s;
   }
   {
-    int bulk_copy = bulk && !index; /* the index receive copies nothing */
+    int bulk_copy = (bulk & WS_EP_BULK_RECEIVE) && !index; /* the index receive copies nothing */
     void *args[] = {(void *)a, &index, &overlap, &bulk_copy, &diag};
     if ((s = ep_launch(ep, EP_PLAN_EXPAND, "ep_expand", ep_expand_roles, ep_expand_NROLES,
                        (const void *)ep_expand_kernel, dim3{(unsigned)expand_ctas, 1, 1},

@@ -99,6 +99,8 @@ static void accepted(void) {
   set(WS_MOE_TILE_ENV, "128");
   set(WS_MOE_PAIR_ENV, "0");
   set(WS_MOE_SCHED_ENV, "static");
+  set(WS_EP_OVERLAP_ENV, "no");
+  set(WS_EP_BULK_COPY_ENV, "receive");
   set(WS_SR_CE_MIN_BYTES_ENV, "8589934592"); /* 8 GiB: past 32 bits */
   set(WS_AG_ZC_MIN_BYTES_ENV, "0");
   set(WS_HOST_THREADS_ENV, "1000");          /* taken, then capped by ws_host_workers */
@@ -110,6 +112,7 @@ static void accepted(void) {
   CHECK(k->attn_schedule == WS_ATTN_SCHED_OVERLAP_PINGPONG && k->attn_persistent == 0 && k->mla_overlap == 1);
   CHECK(k->gemm_splits == 4194304 && k->gemm_fp8_tile == 192 && k->gemm_pair == 0);
   CHECK(k->moe_tile == 128 && k->moe_pair == 0 && k->moe_static_walk == 1);
+  CHECK(k->ep_overlap == 0 && k->ep_bulk_copy == WS_EP_BULK_RECEIVE);
   CHECK(k->sr_ce_min_bytes == 8589934592ll && k->ag_zc_min_bytes == 0);
   CHECK(k->host_threads == 1000);
   /* an API setting keeps its precedence over the environment */
@@ -124,8 +127,11 @@ static void refused(void) {
   set(WS_GEMM_SPLITS_ENV, "3x");
   set(WS_TIMEOUT_ENV, "0");
   set(WS_CHECK_ENV, "2");
+  set(WS_EP_BULK_COPY_ENV, "1"); /* a word knob: its words only */
   reload_quoting();
   CHECK(k->attn_persistent == 1 && k->gemm_splits == 0 && k->timeout_ms == WS_TIMEOUT_MS_DEFAULT && k->check == 0);
+  CHECK(k->ep_bulk_copy == WS_EP_BULK_COPY_DEFAULT);
+  CHECK_SAID("WARPSPEC_EP_BULK_COPY=\"1\" is not accepted (off, receive, send or all)");
   CHECK_SAID("WARPSPEC_ATTN_GRID=\"diagonal\" is not accepted (persistent or tiles); the default, persistent");
   CHECK_SAID("WARPSPEC_GEMM_SPLITS=\"3x\" is not accepted (a whole number, at least 1); the default, chosen per");
   CHECK_SAID("WARPSPEC_TIMEOUT_MS=\"0\" is not accepted (a whole number from 1 to 3600000); the default, 4000");
