@@ -72,26 +72,37 @@ __global__ void __launch_bounds__(RING_WARPS * 32, 1) hbm_cp_async(const uint4 *
   SINK(acc, sink);
 }
 
+/* The TMA kernels' one thread per CTA: its stages' barriers, and the chunks of TMA_CHUNK
+ * bytes it takes (blockIdx.x, blockIdx.x + gridDim.x, ...: its k-th at tma_offset(k)). */
+static __device__ uint64_t tma_begin(uint64_t *full, uint64_t bytes) {
+  for (int s = 0; s < TMA_STAGES; s++) ws_mbarrier_init(&full[s], 1);
+  ws_fence_mbarrier_init();
+  const uint64_t chunks = bytes / TMA_CHUNK;
+  return blockIdx.x < chunks ? (chunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+}
+static __device__ uint64_t tma_offset(uint64_t k) { return (blockIdx.x + k * gridDim.x) * TMA_CHUNK; }
+/* This CTA's chunk k into stage k % TMA_STAGES, completing on its barrier. */
+static __device__ void tma_load(uint8_t *stage, uint64_t *full, const uint8_t *p, uint64_t k) {
+  const int s = (int)(k % TMA_STAGES);
+  ws_mbarrier_arrive_expect_tx(&full[s], TMA_CHUNK);
+  ws_cp_async_bulk_global_to_shared(stage + (size_t)s * TMA_CHUNK, p + tma_offset(k), TMA_CHUNK, &full[s]);
+}
+
+/* Until chunk k has landed in its stage. */
+static __device__ void tma_wait(uint64_t *full, uint64_t k) {
+  while (!ws_mbarrier_try_wait_parity(&full[k % TMA_STAGES], (uint32_t)(k / TMA_STAGES) & 1u)) {
+  }
+}
+
 /* One thread per CTA keeps TMA_STAGES bulk loads in flight; nothing reads the data. */
 __global__ void __launch_bounds__(32, 1) hbm_tma(const uint8_t *p, uint64_t bytes, uint4 *sink) {
   extern __shared__ __align__(128) uint8_t stage[];
   __shared__ uint64_t full[TMA_STAGES];
   if (threadIdx.x != 0) return;
-  for (int s = 0; s < TMA_STAGES; s++) ws_mbarrier_init(&full[s], 1);
-  ws_fence_mbarrier_init();
-  const uint64_t chunks = bytes / TMA_CHUNK, steps = blockIdx.x < chunks ? (chunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+  const uint64_t steps = tma_begin(full, bytes);
   for (uint64_t k = 0; k < steps + TMA_STAGES; k++) {
-    if (k >= TMA_STAGES) { /* the oldest stage landed: reuse it */
-      const uint64_t j = k - TMA_STAGES;
-      while (!ws_mbarrier_try_wait_parity(&full[j % TMA_STAGES], (uint32_t)(j / TMA_STAGES) & 1u)) {
-      }
-    }
-    if (k < steps) {
-      const int s = (int)(k % TMA_STAGES);
-      ws_mbarrier_arrive_expect_tx(&full[s], TMA_CHUNK);
-      ws_cp_async_bulk_global_to_shared(stage + (size_t)s * TMA_CHUNK, p + (blockIdx.x + k * gridDim.x) * TMA_CHUNK,
-                                        TMA_CHUNK, &full[s]);
-    }
+    if (k >= TMA_STAGES) tma_wait(full, k - TMA_STAGES); /* the oldest stage landed: reuse it */
+    if (k < steps) tma_load(stage, full, p, k);
   }
   if (stage[5] == 0x11 && stage[7] == 0x22) sink->x = 1;
 }
@@ -114,23 +125,16 @@ __global__ void __launch_bounds__(32, 1) hbm_tma_copy(const uint8_t *p, uint8_t 
   extern __shared__ __align__(128) uint8_t stage[];
   __shared__ uint64_t full[TMA_STAGES];
   if (threadIdx.x != 0) return;
-  for (int s = 0; s < TMA_STAGES; s++) ws_mbarrier_init(&full[s], 1);
-  ws_fence_mbarrier_init();
-  const uint64_t chunks = bytes / TMA_CHUNK, steps = blockIdx.x < chunks ? (chunks - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+  const uint64_t steps = tma_begin(full, bytes);
   for (uint64_t k = 0; k < steps + TMA_LEAD; k++) {
     if (k < steps) {
       if (k >= TMA_STAGES) WS_CP_ASYNC_BULK_WAIT_GROUP_READ(TMA_STAGES - 1 - TMA_LEAD);
-      const int s = (int)(k % TMA_STAGES);
-      ws_mbarrier_arrive_expect_tx(&full[s], TMA_CHUNK);
-      ws_cp_async_bulk_global_to_shared(stage + (size_t)s * TMA_CHUNK, p + (blockIdx.x + k * gridDim.x) * TMA_CHUNK,
-                                        TMA_CHUNK, &full[s]);
+      tma_load(stage, full, p, k);
     }
     if (k >= TMA_LEAD) {
       const uint64_t j = k - TMA_LEAD;
-      while (!ws_mbarrier_try_wait_parity(&full[j % TMA_STAGES], (uint32_t)(j / TMA_STAGES) & 1u)) {
-      }
-      ws_cp_async_bulk_shared_to_global(q + (blockIdx.x + j * gridDim.x) * TMA_CHUNK,
-                                        stage + (size_t)(j % TMA_STAGES) * TMA_CHUNK, TMA_CHUNK);
+      tma_wait(full, j);
+      ws_cp_async_bulk_shared_to_global(q + tma_offset(j), stage + (size_t)(j % TMA_STAGES) * TMA_CHUNK, TMA_CHUNK);
       ws_cp_async_bulk_commit_group();
     }
   }
