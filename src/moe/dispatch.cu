@@ -84,8 +84,10 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
 }
 
 /* ---- send -------------------------------------------------------------------------- */
-/* Bulk copies (WARPSPEC_EP_BULK_COPY, ep_protocol.cuh): each warp's two staging buffers. */
+/* Bulk copies (WARPSPEC_EP_BULK_COPY, ep_protocol.cuh): each warp's two staging buffers
+ * (dynamic, launched only with bulk copies) and their barriers. */
 extern __shared__ __align__(128) uint8_t ep_bulk_stage[];
+__shared__ uint64_t ep_bulk_bar[WS_EP_WARPS * 2];
 #define EP_BULK_SMEM ((size_t)WS_EP_WARPS * 2 * EP_BULK_BYTES)
 
 WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8_t *x, const float *x_scale,
@@ -105,10 +107,8 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
   /* work item: one chunk of one token's row (4 KB copied, or 32 x EP_QUANT_UNROLL x 8
    * values quantised), so that a few tokens still spread over every warp */
   const int quant = a.ll && a.fp8, nchunk = ep_send_chunks(&a, quant);
-  __shared__ uint64_t bulk_bar[WS_EP_WARPS * 2];
-  ep_bulk_warp bw = {ep_bulk_stage + (size_t)ctx.warp * 2 * EP_BULK_BYTES, bulk_bar + 2 * ctx.warp, 0u};
   const int bulk = bulk_copy && !quant;
-  if (bulk) ep_bulk_init(&bw, lane);
+  ep_bulk_warp bw = ep_bulk_warp_at(ep_bulk_stage, ep_bulk_bar, ctx.warp, lane, bulk);
   if (!phased) { /* a row loaded once and stored to all its ranks; one flag per rank at the end */
     for (int item = gw; item < T * nchunk; item += nw)
       ep_send_unit(&a, x, x_scale, topk_weights, item / nchunk, item % nchunk, lane, quant, -1, bulk, &bw, &ctx);
@@ -184,11 +184,9 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int ind
   __shared__ int off[WS_EP_MAX_EXPERTS + 1];                /* padded group starts, per local expert */
   __shared__ int warp_start[32];
   __shared__ int last;
-  __shared__ uint64_t bulk_bar[WS_EP_WARPS * 2];
   const ep_group g = {(int)threadIdx.x, (int)blockDim.x, ctx.bar};
   const int N = a.nranks, L = a.L;
-  ep_bulk_warp bw = {ep_bulk_stage + (size_t)ctx.warp * 2 * EP_BULK_BYTES, bulk_bar + 2 * ctx.warp, 0u};
-  if (bulk_copy) ep_bulk_init(&bw, ctx.lane);
+  ep_bulk_warp bw = ep_bulk_warp_at(ep_bulk_stage, ep_bulk_bar, ctx.warp, ctx.lane, bulk_copy);
   const uint64_t n = __ldcg(&a.epochs[0]); /* the route's, in L2 (this kernel may start before the send ends) */
   ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
   ep_receive_counts(&a, rc, n, "dispatch counts", &ctx, &g);

@@ -9,7 +9,8 @@
  *   counts     ep_publish_counts   our counts into every rank's counts[rank], then the flag
  *              ep_receive_counts   every rank's counts to us, after its flag
  *   layout     ep_layout           the padded group starts of the local experts
- *   bulk       ep_bulk_load/_done  a warp's 4 KB unit by the TMA engine (send, receive);
+ *   bulk       ep_bulk_warp_at     a warp's two staging buffers and their barriers;
+ *              ep_bulk_load/_done  a warp's 4 KB unit by the TMA engine (send, receive);
  *              ep_bulk_drain       every such store landed
  *   send       ep_send_unit        a chunk of a row to every rank it goes to
  *   flags      ep_raise(_on)       a data flag per CTA slot on every rank (or on some)
@@ -252,12 +253,21 @@ typedef struct {
   uint32_t used; /* units this warp moved */
 } ep_bulk_warp;
 
-/* Lane 0 initialises the warp's two barriers (only it uses them). */
-WS_DEV void ep_bulk_init(ep_bulk_warp *w, int lane) {
-  if (lane != 0) return;
-  ws_mbarrier_init(&w->bar[0], 1);
-  ws_mbarrier_init(&w->bar[1], 1);
-  ws_fence_mbarrier_init();
+/* Warp `warp`'s buffers (2 x EP_BULK_BYTES each in `stage`) and barriers (2 each in
+ * `bars`); with `on`, lane 0 initialises its two barriers (only it uses them). */
+WS_DEV ep_bulk_warp ep_bulk_warp_at(uint8_t *stage, uint64_t *bars, int warp, int lane, int on) {
+  ep_bulk_warp w = {stage + (size_t)warp * 2 * EP_BULK_BYTES, bars + 2 * warp, 0u};
+  if (on && lane == 0) {
+    ws_mbarrier_init(&w.bar[0], 1);
+    ws_mbarrier_init(&w.bar[1], 1);
+    ws_fence_mbarrier_init();
+  }
+  return w;
+}
+
+/* Bytes of a row's bulk unit from `start` on (payload `pay` bytes: the last unit is short). */
+WS_DEV uint32_t ep_bulk_unit_bytes(size_t pay, size_t start) {
+  return (uint32_t)(pay - start < EP_BULK_BYTES ? pay - start : EP_BULK_BYTES);
 }
 
 /* Lane 0: `bytes` from src into the next buffer, waited for (bounded; `what` names the
@@ -363,7 +373,7 @@ static __device__ __forceinline__ void ep_send_unit(const ep_args *a, const uint
     send_quantized(a, (const uint16_t *)x + (size_t)t * a->hidden, pay, lo, hi, dst_lo, dst_hi, lane, c * chunk);
   } else if (bulk) { /* one bulk load, one bulk store per rank */
     const size_t start = (size_t)c * EP_BULK_BYTES;
-    const uint32_t bytes = (uint32_t)(pay - start < EP_BULK_BYTES ? pay - start : EP_BULK_BYTES);
+    const uint32_t bytes = ep_bulk_unit_bytes(pay, start);
     const uint8_t *st = ep_bulk_load(bw, x + (size_t)t * pay + start, bytes, lane, ctx, "dispatch send stage");
     for (int half = 0; half < 2; half++)
       for (uint32_t m = half ? hi : lo; m; m &= m - 1) {
@@ -523,7 +533,7 @@ WS_DEV void ep_copy_unit_bulk(const ep_args *a, const int *rc, const int *off, i
   int entries;
   const int r = ep_lane_row(a, rc, off, s, ep_meta_of(a, row), lane, &entries);
   const size_t pay = ep_payload_bytes(a->hidden, a->fp8), start = (size_t)c * EP_BULK_BYTES;
-  const uint32_t bytes = (uint32_t)(pay - start < EP_BULK_BYTES ? pay - start : EP_BULK_BYTES);
+  const uint32_t bytes = ep_bulk_unit_bytes(pay, start);
   const uint8_t *st = ep_bulk_load(w, row + start, bytes, lane, ctx, "dispatch expand stage");
   for (int j = 0; j < entries; j++) {
     const int rj = __shfl_sync(0xffffffffu, r, j);
