@@ -158,6 +158,19 @@ enum { WS_EP_BULK_RECEIVE = 1, WS_EP_BULK_SEND = 2 };
 #define WS_GEMM_FP8_WIDE_GAIN     1.08
 #define WS_GEMM_FP8_WIDE_GAIN_TMA 1.15
 
+/* ---- attention ------------------------------------------------------------------- */
+/* Flash forward with a causal mask takes its tiles longest first, but in groups of
+ * (sequence, head) pairs whose K and V fit this share of the L2 (1 / WS_ATTN_L2_SHARE):
+ * the CTAs in flight then read the K / V of a few heads, each from HBM about once, instead
+ * of every head at once (at B16 S1024 H32 d 128 that read each K / V block 4.5 times and
+ * held the kernel at HBM speed, 250 TFLOPS; docs/benchmarks.md, session 28). */
+#define WS_ATTN_L2_SHARE 2
+/* ... and groups of at least the grid's SMs / WS_ATTN_ROUND_BLOCKS pairs: a round of the
+ * persistent grid then holds at most this many query blocks of one pair, whose key ranges
+ * differ little (even rounds), read by the CTAs in step (long sequences: 3 pairs a group
+ * at S 16384, d 128 were 5-15% slower than 16). */
+#define WS_ATTN_ROUND_BLOCKS 8
+
 /* ---- environment variables -------------------------------------------------------- */
 /* Every knob the library reads from the environment, one prefix, one reader
  * (src/core/knobs.c): parsed once, at the first call that needs one, and kept, because
@@ -171,6 +184,7 @@ enum { WS_EP_BULK_RECEIVE = 1, WS_EP_BULK_SEND = 2 };
 #define WS_PDL_ENV                "WARPSPEC_PDL"           /* 1: chained launches            */
 #define WS_ATTN_SCHEDULE_ENV      "WARPSPEC_ATTN_SCHEDULE" /* per head dim (flash_fwd.cu)    */
 #define WS_ATTN_GRID_ENV          "WARPSPEC_ATTN_GRID"     /* persistent                     */
+#define WS_ATTN_HEAD_GROUP_ENV    "WARPSPEC_ATTN_HEAD_GROUP" /* from the L2 (WS_ATTN_L2_SHARE) */
 #define WS_MLA_SCHEDULE_ENV       "WARPSPEC_MLA_SCHEDULE"  /* plain                          */
 #define WS_GEMM_SPLITS_ENV        "WARPSPEC_GEMM_SPLITS"   /* per problem (split-K above)    */
 #define WS_GEMM_FP8_TILE_ENV      "WARPSPEC_GEMM_FP8_TILE" /* per problem (WIDE_GAIN above)  */

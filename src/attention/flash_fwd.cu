@@ -1,8 +1,9 @@
 /* flash_fwd.cu - flash attention forward (BF16) on the library's roles and pipes.
  *
  * Persistent: one CTA per SM takes tiles (128 query rows of one head of one sequence) in
- * rounds, snaking over the order fa_work_at gives: with a causal mask the longest tiles first;
- * without one, the query blocks of a head together (their K / V shared in L2). The loader
+ * rounds, snaking over the order fa_work_at gives: with a causal mask the longest tiles first
+ * within groups of heads whose K / V share the L2 (fa_head_group); without one, the query
+ * blocks of a head together (their K / V shared in L2). The loader
  * runs ahead across tiles: the next tile's Q (two stages at d 64 and 128) and first K / V
  * blocks load while the math finishes the current one and writes its O.
  *   A_LOADER (1 warp, 24 regs)       TMA-loads each tile's Q once (q pipe), then
@@ -65,6 +66,7 @@ template <int DQK, int DV> struct fa_smem {
 
 typedef struct {
   int seqlen_q, seqlen_k, heads_q, group, m_blocks, batch, tiles, mask, total_q;
+  int head_group;     /* causal order: (sequence, head) pairs per group (fa_work_at) */
   int turn_bar;       /* ping-pong: named barriers turn_bar (replica 0's turn), + 1 (1's) */
   float scale_log2;   /* softmax_scale x log2(e): exp(x scale) = exp2(x scale_log2) */
   const int *cu_q, *cu_k;
@@ -165,17 +167,22 @@ static __device__ __forceinline__ int fa_tile_of(int r, int c, int grid) {
   return r * grid + ((r & 1) ? grid - 1 - c : c);
 }
 
-/* Tile t, in the order the rounds take them (fa_tile_of). Causal: query
- * blocks from the last, heads and sequences fastest, so the longest key ranges go first
- * and the rounds end on the short ones. No mask: the query blocks of one (sequence,
- * head) next to each other, so the CTAs in flight read the K / V of a few heads at a time
- * (L2). 0 for a block past the end of a shorter sequence (variable-length batches). */
+/* Tile t, in the order the rounds take them (fa_tile_of). Causal: the (sequence, head)
+ * pairs in groups of head_group (whose K / V fit the L2: WS_ATTN_L2_SHARE), one group
+ * after the other; in a group the query blocks from the last, heads fastest, so the
+ * longest key ranges go first and the grid ends on short ones. No mask: the query blocks
+ * of one (sequence, head) next to each other, so the CTAs in flight read the K / V of a
+ * few heads at a time (L2). 0 for a block past the end of a shorter sequence
+ * (variable-length batches). */
 static __device__ __forceinline__ int fa_work_at(const fa_args *a, int t, fa_work *ti) {
   int b, r;
   if (a->mask != WS_ATTN_NO_MASK) {
-    const int hb = a->heads_q * a->batch;
-    ti->mb = a->m_blocks - 1 - t / hb;
-    r = t % hb;
+    const int hb = a->heads_q * a->batch, per_group = a->head_group * a->m_blocks;
+    const int first = t / per_group * a->head_group; /* the group's first pair */
+    const int pairs = min(a->head_group, hb - first); /* the last group may be smaller */
+    const int w = t - first * a->m_blocks;            /* the tile's place in its group */
+    ti->mb = a->m_blocks - 1 - w / pairs;
+    r = first + w % pairs;
     b = r / a->heads_q;
     ti->h = r % a->heads_q;
   } else {
@@ -412,6 +419,31 @@ static const fa_variant *fa_variant_of(int dqk, int dv) {
   return NULL;
 }
 
+/* The causal order's group (fa_work_at): as many (sequence, head) pairs as have their
+ * K / V in 1 / WS_ATTN_L2_SHARE of the L2 (the query heads of one K / V head count as
+ * one), but at least 1 / WS_ATTN_ROUND_BLOCKS of the grid, so that one round of the
+ * persistent grid holds at most that many query blocks of a pair: their key ranges then
+ * differ little and the CTAs' rounds stay even (long sequences, whose K / V stream
+ * through the L2 with the CTAs of one head in step). WARPSPEC_ATTN_HEAD_GROUP forces it
+ * (a number past the pairs: every pair in one group, the order before session 28). */
+static ws_status fa_head_group(const ws_attn_problem *p, int grid, int *pairs) {
+  const int all = p->heads_q * p->batch, group = p->heads_q / p->heads_kv;
+  const int forced = ws_knobs_get()->attn_head_group;
+  if (forced > 0) {
+    *pairs = forced < all ? forced : all;
+    return WS_OK;
+  }
+  size_t l2 = 0;
+  ws_status s = ws_device_l2_bytes(&l2);
+  if (s != WS_OK) return s;
+  const uint64_t kv = (uint64_t)p->seqlen_k * (uint64_t)(p->dim_qk + p->dim_v) * 2u; /* bytes, one K / V head */
+  const uint64_t fit = (uint64_t)l2 / WS_ATTN_L2_SHARE / kv * (uint64_t)group;
+  const uint64_t even = (uint64_t)(grid + WS_ATTN_ROUND_BLOCKS - 1) / WS_ATTN_ROUND_BLOCKS;
+  const uint64_t n = fit > even ? fit : even;
+  *pairs = n < (uint64_t)all ? (int)(n > 0 ? n : 1) : all;
+  return WS_OK;
+}
+
 /* The problem's argument check (no GPU): shapes, dims, mask, scale, pointers. */
 extern "C" ws_status ws_attn_check(const ws_attn_problem *p) {
   WS_REQUIRE(p != NULL, "ws_attn: problem is NULL");
@@ -504,5 +536,6 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
    * CTA per tile. */
   const int persistent = ws_knobs_get()->attn_persistent;
   const dim3 grid = {(unsigned)(persistent && a.tiles > sms ? sms : a.tiles), 1, 1};
+  if ((s = fa_head_group(p, sms, &a.head_group)) != WS_OK) return s; /* CTAs in flight: the SMs either way */
   return ws_plan_launch(plan, v->func, grid, stream, args);
 }

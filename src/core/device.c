@@ -11,6 +11,14 @@ ws_status ws_device_sms(int *sms) {
   return WS_OK;
 }
 
+ws_status ws_device_l2_bytes(size_t *bytes) {
+  int dev = 0, l2 = 0;
+  WS_CUDA_TRY(cudaGetDevice(&dev));
+  WS_CUDA_TRY(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  *bytes = (size_t)l2;
+  return WS_OK;
+}
+
 ws_status ws_device_limits_query(int device, ws_device_limits *lim) {
   WS_REQUIRE(lim != NULL, "ws_device_limits_query: lim is NULL");
   int n = 0;

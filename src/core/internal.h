@@ -22,6 +22,7 @@ ws_status ws_diag_set_trace(struct ws_trace_buf *buf, int block);
 
 /* SMs of the current device (persistent grids, split-K and split-KV choices use it). */
 ws_status ws_device_sms(int *sms);
+ws_status ws_device_l2_bytes(size_t *bytes); /* the current device's L2 */
 /* A plain kernel (no role table: a second pass such as a split-K reduce or a split-KV
  * merge) chained to the previous kernel in the stream by programmatic dependent launch
  * unless WARPSPEC_PDL=0; the kernel calls ws_griddepcontrol_wait() before it reads what

@@ -67,6 +67,7 @@ static const knob_desc table[] = {
     BOOL_KNOB(WS_PDL_ENV, NULL, pdl, 1, NULL),
     WORD_KNOB(WS_ATTN_SCHEDULE_ENV, NULL, attn_schedule, WS_ATTN_SCHED_AUTO, attn_schedules, "chosen per head dim"),
     WORD_KNOB(WS_ATTN_GRID_ENV, NULL, attn_persistent, 1, attn_grids, "persistent"),
+    INT_KNOB(WS_ATTN_HEAD_GROUP_ENV, NULL, attn_head_group, 0, 1, INT_MAX, "chosen from the L2 size"),
     WORD_KNOB(WS_MLA_SCHEDULE_ENV, NULL, mla_overlap, 0, mla_schedules, "plain"),
     INT_KNOB(WS_GEMM_SPLITS_ENV, "WS_GEMM_SPLITS", gemm_splits, 0, 1, INT_MAX, "chosen per problem"),
     WORD_KNOB(WS_GEMM_FP8_TILE_ENV, "WS_GEMM_FP8_TILE", gemm_fp8_tile, 0, fp8_tiles, "chosen per problem"),

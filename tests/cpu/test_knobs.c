@@ -11,7 +11,7 @@
 /* Every variable the table reads, new names and old ones: unset before the defaults. */
 static const char *const all_names[] = {
     WS_TIMEOUT_ENV, WS_CHECK_ENV, WS_HOST_THREADS_ENV, WS_PDL_ENV, WS_ATTN_SCHEDULE_ENV, WS_ATTN_GRID_ENV,
-    WS_MLA_SCHEDULE_ENV, WS_GEMM_SPLITS_ENV, WS_GEMM_FP8_TILE_ENV, WS_GEMM_PAIR_ENV, WS_MOE_GATHER_ENV,
+    WS_ATTN_HEAD_GROUP_ENV,    WS_MLA_SCHEDULE_ENV, WS_GEMM_SPLITS_ENV, WS_GEMM_FP8_TILE_ENV, WS_GEMM_PAIR_ENV, WS_MOE_GATHER_ENV,
     WS_EP_OVERLAP_ENV, WS_EP_BULK_COPY_ENV, WS_MOE_TILE_ENV, WS_MOE_PAIR_ENV, WS_MOE_SCHED_ENV, WS_MOE_SELF_ROUTE_ENV,
     WS_SR_CE_MIN_BYTES_ENV, WS_AG_DIRECT_MAX_BYTES_ENV, WS_AG_ZC_MIN_BYTES_ENV, WS_RENDEZVOUS_TIMEOUT_ENV,
     WS_SHARE_GPU_ENV, WS_DEBUG_NVML_ENV, "WS_GEMM_SPLITS", "WS_GEMM_FP8_TILE", "WS_SR_CE_MIN_BYTES", "WS_RENDEZVOUS_TIMEOUT_MS",
@@ -72,6 +72,7 @@ static void defaults(void) {
   CHECK(k->check == 0 && ws_check_mode() == 0);
   CHECK(k->host_threads == 0 && k->pdl == 1);
   CHECK(k->attn_schedule == WS_ATTN_SCHED_AUTO && k->attn_persistent == 1 && k->mla_overlap == 0);
+  CHECK(k->attn_head_group == 0);
   CHECK(k->gemm_splits == 0 && k->gemm_fp8_tile == 0 && k->gemm_pair == 1);
   CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->ep_overlap == WS_EP_OVERLAP_DEFAULT &&
         k->ep_bulk_copy == WS_EP_BULK_COPY_DEFAULT && k->moe_tile == 0 && k->moe_pair == -1);
@@ -92,6 +93,7 @@ static void accepted(void) {
   set(WS_PDL_ENV, "OFF");
   set(WS_ATTN_SCHEDULE_ENV, "overlap-pingpong");
   set(WS_ATTN_GRID_ENV, "tiles");
+  set(WS_ATTN_HEAD_GROUP_ENV, "1000000");
   set(WS_MLA_SCHEDULE_ENV, "overlap");
   set(WS_GEMM_SPLITS_ENV, "4194304");
   set(WS_GEMM_FP8_TILE_ENV, "192");
@@ -110,6 +112,7 @@ static void accepted(void) {
   CHECK(k->timeout_ms == 1234 && ws_timeout_ms() == 1234);
   CHECK(k->check == 1 && ws_check_mode() == 1 && k->pdl == 0);
   CHECK(k->attn_schedule == WS_ATTN_SCHED_OVERLAP_PINGPONG && k->attn_persistent == 0 && k->mla_overlap == 1);
+  CHECK(k->attn_head_group == 1000000);
   CHECK(k->gemm_splits == 4194304 && k->gemm_fp8_tile == 192 && k->gemm_pair == 0);
   CHECK(k->moe_tile == 128 && k->moe_pair == 0 && k->moe_static_walk == 1);
   CHECK(k->ep_overlap == 0 && k->ep_bulk_copy == WS_EP_BULK_RECEIVE);
@@ -128,9 +131,11 @@ static void refused(void) {
   set(WS_TIMEOUT_ENV, "0");
   set(WS_CHECK_ENV, "2");
   set(WS_EP_BULK_COPY_ENV, "1"); /* a word knob: its words only */
+  set(WS_ATTN_HEAD_GROUP_ENV, "0");
   reload_quoting();
   CHECK(k->attn_persistent == 1 && k->gemm_splits == 0 && k->timeout_ms == WS_TIMEOUT_MS_DEFAULT && k->check == 0);
-  CHECK(k->ep_bulk_copy == WS_EP_BULK_COPY_DEFAULT);
+  CHECK(k->ep_bulk_copy == WS_EP_BULK_COPY_DEFAULT && k->attn_head_group == 0);
+  CHECK_SAID("WARPSPEC_ATTN_HEAD_GROUP=\"0\" is not accepted (a whole number, at least 1); the default, chosen from the L2 size");
   CHECK_SAID("WARPSPEC_EP_BULK_COPY=\"1\" is not accepted (off, receive, send or all)");
   CHECK_SAID("WARPSPEC_ATTN_GRID=\"diagonal\" is not accepted (persistent or tiles); the default, persistent");
   CHECK_SAID("WARPSPEC_GEMM_SPLITS=\"3x\" is not accepted (a whole number, at least 1); the default, chosen per");
