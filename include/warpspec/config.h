@@ -104,14 +104,6 @@
 #define WS_EP_OVERLAP_DEFAULT   (-1) /* chosen per call */
 #define WS_EP_OVERLAP_MIN_SMS   48
 #define WS_EP_OVERLAP_MIN_TOKENS 1024
-/* Normal-mode dispatch: the send's and the copy receive's 4 KB chunks by 1-D bulk copies
- * (TMA) through two shared-memory buffers per warp instead of 16-byte loads and stores
- * (ep_bulk_load; `bench hbm`: +23% copy rate per SM at 24 CTAs, one H100). Off until its
- * A/B on the GPU (written in session 27 after that session's device time was spent).
- * WARPSPEC_EP_BULK_COPY = off | receive | send | all: which halves (the send's stores go
- * over NVLink, where combine's bulk stores measured slower in session 21). */
-enum { WS_EP_BULK_RECEIVE = 1, WS_EP_BULK_SEND = 2 };
-#define WS_EP_BULK_COPY_DEFAULT 0
 /* MoE layer, WS_MOE_AUTO, by the rows a local expert is expected to get (tokens x topk /
  * local experts). On one GPU: the whole-layer kernel (WS_MOE_FUSED_LAYER) below
  * WS_MOE_AUTO_LAYER_ROWS, where one launch beats the unfused GEMMs' launches and padding;
@@ -191,7 +183,6 @@ enum { WS_EP_BULK_RECEIVE = 1, WS_EP_BULK_SEND = 2 };
 #define WS_GEMM_PAIR_ENV          "WARPSPEC_GEMM_PAIR"     /* off: the 192-row tile alone     */
 #define WS_MOE_GATHER_ENV         "WARPSPEC_MOE_GATHER"    /* WS_MOE_GATHER_DEFAULT          */
 #define WS_EP_OVERLAP_ENV         "WARPSPEC_EP_OVERLAP"    /* WS_EP_OVERLAP_DEFAULT          */
-#define WS_EP_BULK_COPY_ENV       "WARPSPEC_EP_BULK_COPY"  /* WS_EP_BULK_COPY_DEFAULT        */
 #define WS_MOE_TILE_ENV           "WARPSPEC_MOE_TILE"      /* per layer (WS_MOE_WIDE_ROWS)   */
 #define WS_MOE_PAIR_ENV           "WARPSPEC_MOE_PAIR"      /* per layer (WS_MOE_PAIR_ROWS)   */
 #define WS_MOE_SCHED_ENV          "WARPSPEC_MOE_SCHED"     /* claimed                        */

@@ -84,14 +84,8 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
 }
 
 /* ---- send -------------------------------------------------------------------------- */
-/* Bulk copies (WARPSPEC_EP_BULK_COPY, ep_protocol.cuh): each warp's two staging buffers
- * (dynamic, launched only with bulk copies) and their barriers. */
-extern __shared__ __align__(128) uint8_t ep_bulk_stage[];
-__shared__ uint64_t ep_bulk_bar[WS_EP_WARPS * 2];
-#define EP_BULK_SMEM ((size_t)WS_EP_WARPS * 2 * EP_BULK_BYTES)
-
 WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8_t *x, const float *x_scale,
-                                  const float *topk_weights, int phased, int bulk_copy, ws_diag diag) {
+                                  const float *topk_weights, int phased, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_send, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   const int T = *a.num_tokens;
@@ -107,12 +101,9 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
   /* work item: one chunk of one token's row (4 KB copied, or 32 x EP_QUANT_UNROLL x 8
    * values quantised), so that a few tokens still spread over every warp */
   const int quant = a.ll && a.fp8, nchunk = ep_send_chunks(&a, quant);
-  const int bulk = bulk_copy && !quant;
-  ep_bulk_warp bw = ep_bulk_warp_at(ep_bulk_stage, ep_bulk_bar, ctx.warp, lane, bulk);
   if (!phased) { /* a row loaded once and stored to all its ranks; one flag per rank at the end */
     for (int item = gw; item < T * nchunk; item += nw)
-      ep_send_unit(&a, x, x_scale, topk_weights, item / nchunk, item % nchunk, lane, quant, -1, bulk, &bw, &ctx);
-    if (bulk) ep_bulk_drain(lane);
+      ep_send_unit(&a, x, x_scale, topk_weights, item / nchunk, item % nchunk, lane, quant, -1);
     ep_sync(&g); /* all of this CTA's rows are written */
     ep_raise(&a, a.data_flag, n, (int)blockIdx.x, 1, &g);
   } else { /* one rank after the other, each flagged when done: its expand can start */
@@ -121,9 +112,8 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
       for (int item = gw; item < T * nchunk; item += nw) {
         const int t = item / nchunk;
         if (__ldcg(&a.tok_slot[(size_t)t * a.nranks + d]) < 0) continue; /* the warp's token: uniform */
-        ep_send_unit(&a, x, x_scale, topk_weights, t, item % nchunk, lane, quant, d, bulk, &bw, &ctx);
+        ep_send_unit(&a, x, x_scale, topk_weights, t, item % nchunk, lane, quant, d);
       }
-      if (bulk) ep_bulk_drain(lane);
       ep_sync(&g);
       /* beside the expand this grid has fewer CTAs than the flag slots: CTA b raises
        * slots b, b + grid, ... */
@@ -140,8 +130,7 @@ WS_KERNEL(ep_send) ep_send_kernel(const __grid_constant__ ep_args a, const uint8
  * at 4096 tokens, EP2, 24 CTAs, H100). Then the copy receive: scales (FP8), then the
  * payload, a warp per (row, 4 KB chunk). */
 static __device__ __forceinline__ void expand_sources(const ep_args *a, const int *rc, const int *off, int s0, int s1,
-                                                      int index, int lane, int gw, int nw, int bulk,
-                                                      ep_bulk_warp *bw, const ws_ctx *ctx) {
+                                                      int index, int lane, int gw, int nw) {
   int total = 0;
   for (int s = s0; s < s1; s++) total += ep_tokens_from(a, rc, s);
   const int K = a->topk;
@@ -160,12 +149,10 @@ static __device__ __forceinline__ void expand_sources(const ep_args *a, const in
     ep_copy_scales(a, rc, off, s, i, lane);
   }
   const int nchunk = ep_copy_chunks(a);
-  if (bulk) ws_fence_proxy_async_global(); /* the peers' plain stores, then our bulk loads of them */
   for (int u = gw; u < total * nchunk; u += nw) {
     int i;
     const int s = ep_source_in(a, rc, s0, s1, u / nchunk, &i);
-    if (bulk) ep_copy_unit_bulk(a, rc, off, s, i, u % nchunk, lane, bw, ctx);
-    else ep_copy_unit(a, rc, off, s, i, u % nchunk, lane);
+    ep_copy_unit(a, rc, off, s, i, u % nchunk, lane);
   }
 }
 
@@ -176,8 +163,7 @@ static __device__ __forceinline__ void expand_sources(const ep_args *a, const in
  * (ourselves first, then rank - 1, ...: each sends to rank + k in its phase k) and
  * receives each as soon as its CTAs have flagged, so the copies run under the later
  * phases' transfers. Without overlap: every source's flags, then all rows at once. */
-WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int index, int overlap, int bulk_copy,
-                                      ws_diag diag) {
+WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int index, int overlap, ws_diag diag) {
   ws_ctx ctx = overlap ? WS_SELF_BESIDE(ep_expand, diag) : WS_SELF(ep_expand, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   __shared__ int rc[WS_EP_MAX_EXPERTS + WS_COMM_MAX_RANKS]; /* [src][local expert], then its tokens */
@@ -186,7 +172,6 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int ind
   __shared__ int last;
   const ep_group g = {(int)threadIdx.x, (int)blockDim.x, ctx.bar};
   const int N = a.nranks, L = a.L;
-  ep_bulk_warp bw = ep_bulk_warp_at(ep_bulk_stage, ep_bulk_bar, ctx.warp, ctx.lane, bulk_copy);
   const uint64_t n = __ldcg(&a.epochs[0]); /* the route's, in L2 (this kernel may start before the send ends) */
   ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
   ep_receive_counts(&a, rc, n, "dispatch counts", &ctx, &g);
@@ -218,9 +203,8 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int ind
     ep_wait_slots(&a, a.data_flag, n, s0, s1, "dispatch data", &ctx, (int)threadIdx.x, (int)blockDim.x);
     ep_sync(&g);
     ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
-    expand_sources(&a, rc, off, s0, s1, index, lane, gw, nw, bulk_copy, &bw, &ctx);
+    expand_sources(&a, rc, off, s0, s1, index, lane, gw, nw);
   }
-  if (bulk_copy) ep_bulk_drain(lane);
   /* the last CTA out tells every source its inbox is free again */
   if (ep_last_cta(&ctx, &a.epochs[2], &last)) {
     ep_ack_peers(a.ack, a.peer_delta, a.rank, N, n, (int)threadIdx.x);
@@ -283,10 +267,6 @@ extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale,
    * kernels that run together then: send the first half, expand the rest */
   const int send_ctas = overlap && ep->sms > 1 ? (ep->sms + 1) / 2 : ep->sms;
   const int expand_ctas = overlap && ep->sms > 1 ? ep->sms - send_ctas : ep->sms;
-  /* the payload by bulk copies (WARPSPEC_EP_BULK_COPY: the send's, the copy receive's
-   * chunks, or both) in normal mode; decode's few rows keep the register copies (one round
-   * trip less a chunk), and the low-latency send quantises in registers anyway */
-  const int bulk = ep->cfg.mode != WS_EP_LOW_LATENCY ? ws_knobs_get()->ep_bulk_copy : 0;
   {
     void *args[] = {(void *)a, &topk_idx, &num_tokens, &diag};
     if ((s = ep_launch(ep, EP_PLAN_LAYOUT, "ep_route", ep_route_roles, ep_route_NROLES, (const void *)ep_route_kernel,
@@ -296,18 +276,15 @@ extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale,
   }
   {
     const uint8_t *xb = (const uint8_t *)x;
-    int bulk_send = (bulk & WS_EP_BULK_SEND) != 0;
-    void *args[] = {(void *)a, &xb, &x_scale, &topk_weights, &overlap, &bulk_send, &diag};
+    void *args[] = {(void *)a, &xb, &x_scale, &topk_weights, &overlap, &diag};
     if ((s = ep_launch(ep, EP_PLAN_SEND, "ep_send", ep_send_roles, ep_send_NROLES, (const void *)ep_send_kernel,
-                       dim3{(unsigned)send_ctas, 1, 1}, bulk_send ? EP_BULK_SMEM : 0, stream, args)) != WS_OK)
+                       dim3{(unsigned)send_ctas, 1, 1}, 0, stream, args)) != WS_OK)
       return s;
   }
   {
-    int bulk_copy = (bulk & WS_EP_BULK_RECEIVE) && !index; /* the index receive copies nothing */
-    void *args[] = {(void *)a, &index, &overlap, &bulk_copy, &diag};
+    void *args[] = {(void *)a, &index, &overlap, &diag};
     if ((s = ep_launch(ep, EP_PLAN_EXPAND, "ep_expand", ep_expand_roles, ep_expand_NROLES,
-                       (const void *)ep_expand_kernel, dim3{(unsigned)expand_ctas, 1, 1},
-                       bulk_copy ? EP_BULK_SMEM : 0, stream, args)) != WS_OK)
+                       (const void *)ep_expand_kernel, dim3{(unsigned)expand_ctas, 1, 1}, 0, stream, args)) != WS_OK)
       return s;
   }
   ep->host_tokens = num_tokens;

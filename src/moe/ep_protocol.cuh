@@ -9,14 +9,10 @@
  *   counts     ep_publish_counts   our counts into every rank's counts[rank], then the flag
  *              ep_receive_counts   every rank's counts to us, after its flag
  *   layout     ep_layout           the padded group starts of the local experts
- *   bulk       ep_bulk_warp_at     a warp's two staging buffers and their barriers;
- *              ep_bulk_load/_done  a warp's 4 KB unit by the TMA engine (send, receive);
- *              ep_bulk_drain       every such store landed
  *   send       ep_send_unit        a chunk of a row to every rank it goes to
- *   flags      ep_raise(_on)       a data flag per CTA slot on every rank (or on some)
+ *   flags      ep_raise            a data flag per CTA slot on every rank
  *   receive    ep_book_entry       one entry's layout row: sources, combine's row, index
  *              ep_copy_unit        copy receive: a chunk of a row into its experts' rows
- *              ep_copy_unit_bulk   the same by 1-D bulk copies through shared memory
  *              ep_copy_scales      copy receive, FP8: a row's scales, K-block-major
  *   reduce     ep_reduce_unit      a chunk of a token's local sum, pushed to its rank
  *   gather     ep_gather_chunk     a chunk of a token's sum of partials
@@ -232,74 +228,11 @@ WS_DEV void ep_layout(const ep_args *a, const int *rc, int *off, int *warp_start
   ep_sync(g);
 }
 
+/* ---- send -------------------------------------------------------------------------- */
 /* 16-byte vectors per lane in flight when a warp copies a row: a row is loaded once per
  * chunk of 32 x EP_COPY_UNROLL vectors and stored to every place it goes. */
 #define EP_COPY_UNROLL 8
 
-/* ---- bulk copies --------------------------------------------------------------------- */
-/* A warp's 4 KB units moved by the TMA engine (lane 0 issuing) instead of 16-byte loads
- * and stores: a unit is loaded by one 1-D bulk copy into one of the warp's two staging
- * buffers and stored from there by one bulk store per place it goes (the send's ranks,
- * the expand's expert rows). The bytes do not pass through registers: `bench hbm`
- * measured 1128 against 920 GB/s each way for 24 CTAs (one H100). A buffer is loaded
- * again only after the stores of the unit that used it before (two units back) have read
- * it; ep_bulk_drain waits for all of them to land. Data written by plain stores (the
- * peers' rows in our inbox) is fenced to the async proxy by the caller before it is
- * loaded; the send drains and fences before its flags. */
-#define EP_BULK_BYTES (32 * EP_COPY_UNROLL * 16)
-typedef struct {
-  uint8_t *buf;  /* the warp's two buffers of EP_BULK_BYTES (shared memory) */
-  uint64_t *bar; /* their mbarriers (lane 0 initialised them, count 1) */
-  uint32_t used; /* units this warp moved */
-} ep_bulk_warp;
-
-/* Warp `warp`'s buffers (2 x EP_BULK_BYTES each in `stage`) and barriers (2 each in
- * `bars`); with `on`, lane 0 initialises its two barriers (only it uses them). */
-WS_DEV ep_bulk_warp ep_bulk_warp_at(uint8_t *stage, uint64_t *bars, int warp, int lane, int on) {
-  ep_bulk_warp w = {stage + (size_t)warp * 2 * EP_BULK_BYTES, bars + 2 * warp, 0u};
-  if (on && lane == 0) {
-    ws_mbarrier_init(&w.bar[0], 1);
-    ws_mbarrier_init(&w.bar[1], 1);
-    ws_fence_mbarrier_init();
-  }
-  return w;
-}
-
-/* Bytes of a row's bulk unit from `start` on (payload `pay` bytes: the last unit is short). */
-WS_DEV uint32_t ep_bulk_unit_bytes(size_t pay, size_t start) {
-  return (uint32_t)(pay - start < EP_BULK_BYTES ? pay - start : EP_BULK_BYTES);
-}
-
-/* Lane 0: `bytes` from src into the next buffer, waited for (bounded; `what` names the
- * wait). Every lane gets the buffer; lane 0 then issues the stores (ep_bulk_store) and
- * every lane calls ep_bulk_done. */
-WS_DEV uint8_t *ep_bulk_load(ep_bulk_warp *w, const void *src, uint32_t bytes, int lane, const ws_ctx *ctx,
-                             const char *what) {
-  const uint32_t b = w->used & 1u;
-  uint8_t *st = w->buf + (size_t)b * EP_BULK_BYTES;
-  if (lane == 0) {
-    if (w->used >= 2) WS_CP_ASYNC_BULK_WAIT_GROUP_READ(1); /* the unit two back has read this buffer */
-    ws_mbarrier_arrive_expect_tx(&w->bar[b], bytes);
-    ws_cp_async_bulk_global_to_shared(st, src, bytes, &w->bar[b]);
-    ws_wait_parity(&w->bar[b], (w->used >> 1) & 1u, ctx, what, WS_EDGE_FULL, (int)b);
-  }
-  return st;
-}
-WS_DEV void ep_bulk_done(ep_bulk_warp *w, int lane) {
-  if (lane == 0) ws_cp_async_bulk_commit_group();
-  w->used++;
-}
-
-/* Lane 0: every bulk store of the warp has landed (and is ordered before what the
- * caller does next through the generic proxy: flags, the kernel's end). */
-WS_DEV void ep_bulk_drain(int lane) {
-  if (lane == 0) {
-    WS_CP_ASYNC_BULK_WAIT_GROUP(0);
-    ws_fence_proxy_async_global();
-  }
-}
-
-/* ---- send -------------------------------------------------------------------------- */
 /* Low latency, FP8 payload: a warp quantises a BF16 row of `hidden` values as
  * ws_fp8_quantize_1x128 does (16 lanes x 8 values per 128-block: the half-warp's |max|,
  * scale = amax / 448, e4m3(x / scale)) and stores the bytes and the block scales into
@@ -349,11 +282,10 @@ static __device__ __forceinline__ int ep_send_chunks(const ep_args *a, int quant
  * writes the FP8 scales and the meta block ({token, entries}, then its entries for that
  * rank in slot order). The route's arrays are read from L2: the whole-layer kernel writes
  * them in the same launch. Shared by ep_send and the layer kernel's send items. only >= 0:
- * to that rank alone (the phased send: one destination at a time), -1: to every rank.
- * bulk (not with quant): the payload by bulk copies through bw's buffers (ep_bulk_load). */
+ * to that rank alone (the phased send: one destination at a time), -1: to every rank. */
 static __device__ __forceinline__ void ep_send_unit(const ep_args *a, const uint8_t *x, const float *x_scale,
                                                     const float *topk_weights, int t, int c, int lane, int quant,
-                                                    int only, int bulk, ep_bulk_warp *bw, const ws_ctx *ctx) {
+                                                    int only) {
   const int N = a->nranks, K = a->topk, kb = a->hidden / 128;
   const size_t pay = ep_payload_bytes(a->hidden, a->fp8), sc = ep_scale_bytes(a->hidden, a->fp8);
   const size_t meta_off = EP_ALIGN16(pay + sc), nv = pay / 16;
@@ -371,16 +303,6 @@ static __device__ __forceinline__ void ep_send_unit(const ep_args *a, const uint
   const uint32_t lo = __ballot_sync(0xffffffffu, dst_lo != NULL), hi = __ballot_sync(0xffffffffu, dst_hi != NULL);
   if (quant) { /* BF16 in, E4M3 + 1 x 128 scales out, quantised here */
     send_quantized(a, (const uint16_t *)x + (size_t)t * a->hidden, pay, lo, hi, dst_lo, dst_hi, lane, c * chunk);
-  } else if (bulk) { /* one bulk load, one bulk store per rank */
-    const size_t start = (size_t)c * EP_BULK_BYTES;
-    const uint32_t bytes = ep_bulk_unit_bytes(pay, start);
-    const uint8_t *st = ep_bulk_load(bw, x + (size_t)t * pay + start, bytes, lane, ctx, "dispatch send stage");
-    for (int half = 0; half < 2; half++)
-      for (uint32_t m = half ? hi : lo; m; m &= m - 1) {
-        uint8_t *d = (uint8_t *)__shfl_sync(0xffffffffu, (unsigned long long)(half ? dst_hi : dst_lo), __ffs(m) - 1);
-        if (lane == 0) ws_cp_async_bulk_shared_to_global(d + start, st, bytes);
-      }
-    ep_bulk_done(bw, lane);
   } else {
     /* the chunk, loaded once and stored to every destination */
     const size_t base = (size_t)c * chunk;
@@ -523,23 +445,6 @@ WS_DEV void ep_copy_unit(const ep_args *a, const int *rc, const int *off, int s,
     for (int u = 0; u < EP_COPY_UNROLL; u++)
       if (u * 32 < valid) ws_st_global_v4(d + u * 32, v[u]);
   }
-}
-
-/* Copy receive by bulk copies (ep_bulk_load): the same unit as ep_copy_unit, one bulk
- * load of the chunk and one bulk store per entry's layout row. */
-WS_DEV void ep_copy_unit_bulk(const ep_args *a, const int *rc, const int *off, int s, int i, int c, int lane,
-                              ep_bulk_warp *w, const ws_ctx *ctx) {
-  const uint8_t *row = ep_inbox_row(a, s, i);
-  int entries;
-  const int r = ep_lane_row(a, rc, off, s, ep_meta_of(a, row), lane, &entries);
-  const size_t pay = ep_payload_bytes(a->hidden, a->fp8), start = (size_t)c * EP_BULK_BYTES;
-  const uint32_t bytes = ep_bulk_unit_bytes(pay, start);
-  const uint8_t *st = ep_bulk_load(w, row + start, bytes, lane, ctx, "dispatch expand stage");
-  for (int j = 0; j < entries; j++) {
-    const int rj = __shfl_sync(0xffffffffu, r, j);
-    if (lane == 0) ws_cp_async_bulk_shared_to_global(a->x + (size_t)rj * pay + start, st, bytes);
-  }
-  ep_bulk_done(w, lane);
 }
 
 /* Chunks of a row for ep_copy_unit. */

@@ -12,7 +12,7 @@
 static const char *const all_names[] = {
     WS_TIMEOUT_ENV, WS_CHECK_ENV, WS_HOST_THREADS_ENV, WS_PDL_ENV, WS_ATTN_SCHEDULE_ENV, WS_ATTN_GRID_ENV,
     WS_ATTN_HEAD_GROUP_ENV,    WS_MLA_SCHEDULE_ENV, WS_GEMM_SPLITS_ENV, WS_GEMM_FP8_TILE_ENV, WS_GEMM_PAIR_ENV, WS_MOE_GATHER_ENV,
-    WS_EP_OVERLAP_ENV, WS_EP_BULK_COPY_ENV, WS_MOE_TILE_ENV, WS_MOE_PAIR_ENV, WS_MOE_SCHED_ENV, WS_MOE_SELF_ROUTE_ENV,
+    WS_EP_OVERLAP_ENV, WS_MOE_TILE_ENV, WS_MOE_PAIR_ENV, WS_MOE_SCHED_ENV, WS_MOE_SELF_ROUTE_ENV,
     WS_SR_CE_MIN_BYTES_ENV, WS_AG_DIRECT_MAX_BYTES_ENV, WS_AG_ZC_MIN_BYTES_ENV, WS_RENDEZVOUS_TIMEOUT_ENV,
     WS_SHARE_GPU_ENV, WS_DEBUG_NVML_ENV, "WS_GEMM_SPLITS", "WS_GEMM_FP8_TILE", "WS_SR_CE_MIN_BYTES", "WS_RENDEZVOUS_TIMEOUT_MS",
     "WS_DEBUG_NVML"};
@@ -75,7 +75,7 @@ static void defaults(void) {
   CHECK(k->attn_head_group == 0);
   CHECK(k->gemm_splits == 0 && k->gemm_fp8_tile == 0 && k->gemm_pair == 1);
   CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->ep_overlap == WS_EP_OVERLAP_DEFAULT &&
-        k->ep_bulk_copy == WS_EP_BULK_COPY_DEFAULT && k->moe_tile == 0 && k->moe_pair == -1);
+        k->moe_tile == 0 && k->moe_pair == -1);
   CHECK(k->moe_static_walk == 0 && k->moe_self_route == 1);
   CHECK(k->sr_ce_min_bytes == (long long)WS_SR_CE_MIN_BYTES);
   CHECK(k->ag_direct_max_bytes == (long long)WS_AG_DIRECT_MAX_BYTES && k->ag_zc_min_bytes == (long long)WS_AG_ZC_MIN_BYTES);
@@ -102,7 +102,6 @@ static void accepted(void) {
   set(WS_MOE_PAIR_ENV, "0");
   set(WS_MOE_SCHED_ENV, "static");
   set(WS_EP_OVERLAP_ENV, "no");
-  set(WS_EP_BULK_COPY_ENV, "receive");
   set(WS_SR_CE_MIN_BYTES_ENV, "8589934592"); /* 8 GiB: past 32 bits */
   set(WS_AG_ZC_MIN_BYTES_ENV, "0");
   set(WS_HOST_THREADS_ENV, "1000");          /* taken, then capped by ws_host_workers */
@@ -115,7 +114,7 @@ static void accepted(void) {
   CHECK(k->attn_head_group == 1000000);
   CHECK(k->gemm_splits == 4194304 && k->gemm_fp8_tile == 192 && k->gemm_pair == 0);
   CHECK(k->moe_tile == 128 && k->moe_pair == 0 && k->moe_static_walk == 1);
-  CHECK(k->ep_overlap == 0 && k->ep_bulk_copy == WS_EP_BULK_RECEIVE);
+  CHECK(k->ep_overlap == 0);
   CHECK(k->sr_ce_min_bytes == 8589934592ll && k->ag_zc_min_bytes == 0);
   CHECK(k->host_threads == 1000);
   /* an API setting keeps its precedence over the environment */
@@ -130,13 +129,13 @@ static void refused(void) {
   set(WS_GEMM_SPLITS_ENV, "3x");
   set(WS_TIMEOUT_ENV, "0");
   set(WS_CHECK_ENV, "2");
-  set(WS_EP_BULK_COPY_ENV, "1"); /* a word knob: its words only */
+  set(WS_MOE_SCHED_ENV, "1"); /* a word knob: its words only */
   set(WS_ATTN_HEAD_GROUP_ENV, "0");
   reload_quoting();
   CHECK(k->attn_persistent == 1 && k->gemm_splits == 0 && k->timeout_ms == WS_TIMEOUT_MS_DEFAULT && k->check == 0);
-  CHECK(k->ep_bulk_copy == WS_EP_BULK_COPY_DEFAULT && k->attn_head_group == 0);
+  CHECK(k->moe_static_walk == 0 && k->attn_head_group == 0);
   CHECK_SAID("WARPSPEC_ATTN_HEAD_GROUP=\"0\" is not accepted (a whole number, at least 1); the default, chosen from the L2 size");
-  CHECK_SAID("WARPSPEC_EP_BULK_COPY=\"1\" is not accepted (off, receive, send or all)");
+  CHECK_SAID("WARPSPEC_MOE_SCHED=\"1\" is not accepted (claimed or static); the default, claimed");
   CHECK_SAID("WARPSPEC_ATTN_GRID=\"diagonal\" is not accepted (persistent or tiles); the default, persistent");
   CHECK_SAID("WARPSPEC_GEMM_SPLITS=\"3x\" is not accepted (a whole number, at least 1); the default, chosen per");
   CHECK_SAID("WARPSPEC_TIMEOUT_MS=\"0\" is not accepted (a whole number from 1 to 3600000); the default, 4000");

@@ -3,9 +3,9 @@
 # call: COMMAND under each value (0 and 1 unless listed), ROUNDS times (default 2)
 # alternating, so that every side sees the same machine and the same drift. Prints
 # COMMAND's "rank 0" lines (every line if it prints none), each prefixed with the value and
-# the round; stops at the first failing run. Example (the dispatch's bulk copies, 4 GPUs):
-#   bash tests/gpu/run_ab.sh WARPSPEC_EP_BULK_COPY=off,receive,all 2 -- build/warpspec \
-#     bench ep --ranks 4 --tokens 4096 --sms 24 --receive copy
+# the round; stops at the first failing run. Example (the dispatch's overlap, 4 GPUs):
+#   bash tests/gpu/run_ab.sh WARPSPEC_EP_OVERLAP=0,1 2 -- build/warpspec \
+#     bench ep --ranks 4 --tokens 4096 --sms 48 --receive copy
 set -u
 knob=${1%%=*}
 values=0,1

@@ -111,8 +111,7 @@ WS_DEV void mxe_send(const mx_layer_args *L, int item, int gw, int lane, int i, 
   const int t0 = item * L->tokens_per_item, nt = max(0, min(L->tokens_per_item, L->tokens - t0));
   const int nchunk = ep_send_chunks(a, L->x_bf16);
   for (int u = gw; u < nt * nchunk; u += MX_LAYER_THREADS / 32)
-    ep_send_unit(a, L->x, L->x_scale, L->topk_weights, t0 + u / nchunk, u % nchunk, lane, L->x_bf16, -1, 0,
-                 NULL, NULL);
+    ep_send_unit(a, L->x, L->x_scale, L->topk_weights, t0 + u / nchunk, u % nchunk, lane, L->x_bf16, -1);
   if (mxe_last(L->sent, (uint32_t)L->send_items, 1, i, bar, &sh->flag)) {
     const ep_group g = {i, MX_LAYER_THREADS, bar};
     ep_raise(a, a->data_flag, sh->epoch[0], 0, a->sms, &g);
