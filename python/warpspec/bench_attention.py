@@ -18,7 +18,11 @@ on the same q, k, v (TFLOPS on the useful work). --only picks one part (flash, m
 nsa). Every backend's output is first checked against ours
 (relative error; a backend that fails or is unavailable is reported as such). Times are
 medians of CUDA-event timings after warm-ups, with an L2 flush (a 256 MB write) before
-each. TFLOPS = 4 x B x H x Sq x Sk x D / t (halved for causal), as FlashAttention counts.
+each; the flash rows time our default, each schedule, cuDNN and flash in rotation (one
+call of each per iteration, starting one further each time), so that the GPU's clock
+drift over the run does not favour the ones timed first (session 28: timed one after
+the other, our default schedule, first, read up to 10% above the same kernel timed
+fifth). TFLOPS = 4 x B x H x Sq x Sk x D / t (halved for causal), as FlashAttention counts.
 """
 
 import argparse
@@ -26,6 +30,43 @@ import csv
 import os
 import statistics
 import sys
+
+
+def _time_rotated(cands, iters, torch, flush):
+    """Medians of several candidates timed in rotation: cands is a list of (setup, fn);
+    every iteration runs each fn once (its setup first, outside the timing), starting one
+    candidate further each time, so that the clock's drift over a long run (power, heat)
+    falls on all of them alike instead of on the ones timed last."""
+    for setup, fn in cands:
+        setup()
+        for _ in range(3):
+            fn()
+    ts = [[] for _ in cands]
+    for i in range(iters):
+        for j in range(len(cands)):
+            c = (i + j) % len(cands)
+            setup, fn = cands[c]
+            setup()
+            flush.zero_()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            ts[c].append(a.elapsed_time(b))
+    return [statistics.median(t) for t in ts]
+
+
+def _schedule(warpspec, sched):
+    """A setup for _time_rotated: WARPSPEC_ATTN_SCHEDULE forced to sched (None: the
+    default), read again by the library."""
+    def setup():
+        if sched is None:
+            os.environ.pop("WARPSPEC_ATTN_SCHEDULE", None)
+        else:
+            os.environ["WARPSPEC_ATTN_SCHEDULE"] = sched
+        warpspec.reload_knobs()  # the library reads its knobs once
+    return setup
 
 
 def _time(fn, iters, torch, flush):
@@ -284,31 +325,33 @@ def main(argv=None):
             flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
             ours = warpspec.attention(q, k, v, causal=causal)
             res = {"B": b, "S": s, "H": h, "D": d, "causal": int(causal)}
-            t = _time(lambda: warpspec.attention(q, k, v, causal=causal, out=ours), args.iters, torch, flush)
-            res["warpspec_ms"], res["warpspec_tflops"] = t, flops / t / 1e9
-            for sched in ("plain", "pingpong", "overlap", "overlap-pingpong"):  # every schedule, forced in turn
-                os.environ["WARPSPEC_ATTN_SCHEDULE"] = sched
-                warpspec.reload_knobs()  # the library reads its knobs once
-                try:
+            # the default, every schedule forced, cuDNN and flash: each checked, then all
+            # timed in rotation (_time_rotated)
+            names, cands = ["warpspec"], [(_schedule(warpspec, None), lambda: warpspec.attention(q, k, v, causal=causal, out=ours))]
+            try:
+                for sched in ("plain", "pingpong", "overlap", "overlap-pingpong"):
+                    _schedule(warpspec, sched)()
                     pp = warpspec.attention(q, k, v, causal=causal)
                     res[f"{sched}_relerr"] = ((pp.double() - ours.double()).norm() / ours.double().norm()).item()
-                    t = _time(lambda: warpspec.attention(q, k, v, causal=causal, out=pp), args.iters, torch, flush)
-                    res[f"{sched}_ms"], res[f"{sched}_tflops"] = t, flops / t / 1e9
-                finally:
-                    del os.environ["WARPSPEC_ATTN_SCHEDULE"]
-                    warpspec.reload_knobs()
-            for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
-                try:
-                    with sdpa_kernel(backend):
-                        ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
-                        err = ((ours.double() - ref.double()).norm() / ref.double().norm()).item()
-                        t = _time(lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal), args.iters,
-                                  torch, flush)
-                    res[f"{name}_ms"], res[f"{name}_tflops"], res[f"{name}_relerr"] = t, flops / t / 1e9, err
-                except Exception as e:  # not available for this shape or build: say so
-                    res[f"{name}_ms"] = res[f"{name}_tflops"] = float("nan")
-                    res[f"{name}_relerr"] = float("nan")
-                    print(f"  {name} unavailable at B{b} S{s} H{h} d{d}: {type(e).__name__}: {str(e)[:120]}")
+                    names.append(sched)
+                    cands.append((_schedule(warpspec, sched),
+                                  lambda pp=pp: warpspec.attention(q, k, v, causal=causal, out=pp)))
+                for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+                    def sdpa(backend=backend):
+                        with sdpa_kernel(backend):
+                            return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+                    try:
+                        ref = sdpa().transpose(1, 2)
+                        res[f"{name}_relerr"] = ((ours.double() - ref.double()).norm() / ref.double().norm()).item()
+                        names.append(name)
+                        cands.append((_schedule(warpspec, None), sdpa))
+                    except Exception as e:  # not available for this shape or build: say so
+                        res[f"{name}_ms"] = res[f"{name}_tflops"] = res[f"{name}_relerr"] = float("nan")
+                        print(f"  {name} unavailable at B{b} S{s} H{h} d{d}: {type(e).__name__}: {str(e)[:120]}")
+                for name, t in zip(names, _time_rotated(cands, args.iters, torch, flush)):
+                    res[f"{name}_ms"], res[f"{name}_tflops"] = t, flops / t / 1e9
+            finally:
+                _schedule(warpspec, None)()
             rows.append(res)
             print(f"B{b:<3d} S{s:<6d} H{h:<3d} d{d:<4d} {'causal' if causal else 'full  '}  "
                   f"warpspec {res['warpspec_ms']:8.3f} ms {res['warpspec_tflops']:6.1f} TF "
