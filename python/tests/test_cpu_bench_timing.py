@@ -8,9 +8,8 @@ import types
 from warpspec import bench_attention
 
 
-def test_time_rotated_order_and_medians():
-    log, clock = [], [0.0]
-
+def _fake_torch(clock):
+    """torch.cuda.Event's stand-in: an event records clock[0], in milliseconds."""
     class Event:
         def __init__(self, enable_timing=True):
             self.t = None
@@ -24,7 +23,12 @@ def test_time_rotated_order_and_medians():
         def elapsed_time(self, other):
             return other.t - self.t
 
-    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event))
+    return types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event))
+
+
+def test_time_rotated_order_and_medians():
+    log, clock = [], [0.0]
+    fake = _fake_torch(clock)
     flush = types.SimpleNamespace(zero_=lambda: log.append("flush"))
 
     def cand(name, cost):
@@ -47,3 +51,13 @@ def test_time_rotated_order_and_medians():
             assert log[i - 1].startswith("setup ") and log[i + 1] == log[i - 1][len("setup "):]
     # warm-ups: each candidate 3 times after its setup, before any timing
     assert log[:4] == ["setup a", "a", "a", "a"]
+
+
+def test_time_one_candidate():
+    clock = [0.0]
+    costs = iter([9.0, 9.0, 9.0, 1.0, 3.0, 2.0])  # three warm-ups, then three timed calls
+
+    def fn():
+        clock[0] += next(costs)
+
+    assert bench_attention._time(fn, 3, _fake_torch(clock), types.SimpleNamespace(zero_=lambda: None)) == 2.0

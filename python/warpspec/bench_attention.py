@@ -70,18 +70,8 @@ def _schedule(warpspec, sched):
 
 
 def _time(fn, iters, torch, flush):
-    for _ in range(3):
-        fn()
-    ts = []
-    for _ in range(iters):
-        flush.zero_()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    return statistics.median(ts)
+    """The median of one candidate's timings (_time_rotated of one)."""
+    return _time_rotated([(lambda: None, fn)], iters, torch, flush)[0]
 
 
 # The seed's table (H800, another GPU; ../shared/seeds, tle.md): ms per S_kv for FlashMLA,
