@@ -440,7 +440,7 @@ static ws_status fa_head_group(const ws_attn_problem *p, int grid, int *pairs) {
   const uint64_t fit = (uint64_t)l2 / WS_ATTN_L2_SHARE / kv * (uint64_t)group;
   const uint64_t even = (uint64_t)(grid + WS_ATTN_ROUND_BLOCKS - 1) / WS_ATTN_ROUND_BLOCKS;
   const uint64_t n = fit > even ? fit : even;
-  *pairs = n < (uint64_t)all ? (int)(n > 0 ? n : 1) : all;
+  *pairs = n < (uint64_t)all ? (int)n : all; /* n >= 1: even is, the grid being >= 1 */
   return WS_OK;
 }
 

@@ -4,10 +4,10 @@
 # default the short causal d 128 rows and one long row) Nsight Compute's full set on a few
 # calls of our kernel and of what SDPA's cuDNN backend launches for it (bench/attn_once.py
 # drives both and opens the profiler's range around those calls only; its output checked
-# against ours). NOT yet run on a GPU (written in session 28 after the device time was spent). Then per report the
-# details page (duration, SOL, tensor pipe, DRAM bytes, L2 hit rate, occupancy) and, for
-# ours, the stall reasons per SASS line (bench/ncu_stalls.py; -lineinfo builds name the
-# source lines). Everything is packed into $OUT/profile_flash.tgz, a summary printed.
+# against ours). Then per report the details page (duration, SOL, tensor pipe, DRAM bytes,
+# L2 hit rate, occupancy) and, for ours, the stall reasons per SASS line (bench/ncu_stalls.py;
+# -lineinfo builds name the source lines). Everything is packed into $OUT/profile_flash.tgz,
+# a summary printed. Not yet run on a GPU (written in session 28 after its device time).
 set -u
 build=${1:-build}
 out=${OUT:-results}
