@@ -162,6 +162,14 @@
  * differ little (even rounds), read by the CTAs in step (long sequences: 3 pairs a group
  * at S 16384, d 128 were 5-15% slower than 16). */
 #define WS_ATTN_ROUND_BLOCKS 8
+/* Flash forward's schedule by default, from the key blocks (128 keys) a query tile sees on
+ * average (all of seqlen_k; about half with a causal mask): plain up to
+ * WS_ATTN_PLAIN_MAX_BLOCKS at d 128 (the overlapped schedules' extra prologue and hand-over
+ * do not pay for 4 blocks), overlap-pingpong in between, the overlap alone from
+ * WS_ATTN_OVERLAP_MIN_BLOCKS; d 64 plain below that, the overlap from it; 192/128 plain.
+ * One H200, every schedule timed in rotation (docs/design.md, "Knobs"; session 29). */
+#define WS_ATTN_PLAIN_MAX_BLOCKS   4
+#define WS_ATTN_OVERLAP_MIN_BLOCKS 32
 
 /* ---- environment variables -------------------------------------------------------- */
 /* Every knob the library reads from the environment, one prefix, one reader
@@ -177,6 +185,7 @@
 #define WS_ATTN_SCHEDULE_ENV      "WARPSPEC_ATTN_SCHEDULE" /* per head dim (flash_fwd.cu)    */
 #define WS_ATTN_GRID_ENV          "WARPSPEC_ATTN_GRID"     /* persistent                     */
 #define WS_ATTN_HEAD_GROUP_ENV    "WARPSPEC_ATTN_HEAD_GROUP" /* from the L2 (WS_ATTN_L2_SHARE) */
+#define WS_ATTN_O_STORE_ENV       "WARPSPEC_ATTN_O_STORE"  /* tma                            */
 #define WS_MLA_SCHEDULE_ENV       "WARPSPEC_MLA_SCHEDULE"  /* plain                          */
 #define WS_GEMM_SPLITS_ENV        "WARPSPEC_GEMM_SPLITS"   /* per problem (split-K above)    */
 #define WS_GEMM_FP8_TILE_ENV      "WARPSPEC_GEMM_FP8_TILE" /* per problem (WIDE_GAIN above)  */

@@ -43,19 +43,21 @@ def test_time_rotated_order_and_medians():
     cands = [cand("a", 1.0), cand("b", 2.0), cand("c", 5.0)]
     med = bench_attention._time_rotated(cands, 4, fake, flush)
     assert med == [1.0, 2.0, 5.0]
-    timed = [e for e in log[log.index("flush"):] if e in ("a", "b", "c")]
+    timed = [log[i + 1] for i, e in enumerate(log) if e == "flush"]
     assert timed == ["a", "b", "c", "b", "c", "a", "c", "a", "b", "a", "b", "c"]
-    # each timed call: its own setup, then the flush, then the call
+    # each timed call: its own setup, an untimed call of itself (the lead-in), the flush,
+    # then the call
     for i, e in enumerate(log):
         if e == "flush":
-            assert log[i - 1].startswith("setup ") and log[i + 1] == log[i - 1][len("setup "):]
+            name = log[i + 1]
+            assert log[i - 2] == "setup " + name and log[i - 1] == name
     # warm-ups: each candidate 3 times after its setup, before any timing
     assert log[:4] == ["setup a", "a", "a", "a"]
 
 
 def test_time_one_candidate():
     clock = [0.0]
-    costs = iter([9.0, 9.0, 9.0, 1.0, 3.0, 2.0])  # three warm-ups, then three timed calls
+    costs = iter([9.0, 9.0, 9.0, 7.0, 1.0, 7.0, 3.0, 7.0, 2.0])  # three warm-ups, then lead-in + timed x 3
 
     def fn():
         clock[0] += next(costs)

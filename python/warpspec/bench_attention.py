@@ -19,10 +19,12 @@ nsa). Every backend's output is first checked against ours
 (relative error; a backend that fails or is unavailable is reported as such). Times are
 medians of CUDA-event timings after warm-ups, with an L2 flush (a 256 MB write) before
 each; the flash rows time our default, each schedule, cuDNN and flash in rotation (one
-call of each per iteration, starting one further each time), so that the GPU's clock
-drift over the run does not favour the ones timed first (session 28: timed one after
-the other, our default schedule, first, read up to 10% above the same kernel timed
-fifth). TFLOPS = 4 x B x H x Sq x Sk x D / t (halved for causal), as FlashAttention counts.
+call of each per iteration, starting one further each time, each timed call after an
+untimed call of itself), so that neither the GPU's clock drift over the run nor the
+candidate run just before favours one of them (session 28: timed one after the other,
+our default schedule, first, read up to 10% above the same kernel timed fifth; session
+29: in rotation without the lead-in call, the candidate after cuDNN read up to 10% below
+the same kernel timed after ours). TFLOPS = 4 x B x H x Sq x Sk x D / t (halved for causal), as FlashAttention counts.
 """
 
 import argparse
@@ -34,9 +36,13 @@ import sys
 
 def _time_rotated(cands, iters, torch, flush):
     """Medians of several candidates timed in rotation: cands is a list of (setup, fn);
-    every iteration runs each fn once (its setup first, outside the timing), starting one
+    every iteration times each fn once (its setup first, outside the timing), starting one
     candidate further each time, so that the clock's drift over a long run (power, heat)
-    falls on all of them alike instead of on the ones timed last."""
+    falls on all of them alike instead of on the ones timed last. Each timed call follows
+    an untimed call of the same fn (then the L2 flush): a call timed right after another
+    candidate's ran up to 10% slow (session 29, H200: the candidate after cuDNN's kernel,
+    the same kernel timed elsewhere in the rotation faster), so each is timed after
+    itself, as a user's repeated calls run."""
     for setup, fn in cands:
         setup()
         for _ in range(3):
@@ -47,6 +53,7 @@ def _time_rotated(cands, iters, torch, flush):
             c = (i + j) % len(cands)
             setup, fn = cands[c]
             setup()
+            fn()  # the lead-in: the call before the timed one is the same op
             flush.zero_()
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()

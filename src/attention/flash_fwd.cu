@@ -23,13 +23,13 @@
  * Both math replicas read every K and V tile: the pipes count 2 x 4 warp releases.
  * Keys are read as 128-row boxes: rows past the sequence (the next sequence's, or the
  * tensor's zero fill) are masked to -inf before the softmax, never summed.
- * Four schedules of the math warpgroups: plain (above; the default for 192/128); ping-pong,
- * FA3's alternation of the two warpgroups (two named barriers from the plan; the default
- * for d 64); overlap, FA3's intra-warpgroup pipelining (S of the next block issued before
- * this block's PV, its softmax under the PV); overlap-pingpong, both (the default for
- * d 128; fa_variant_of says why). The roles are split 24 / 240
- * registers as FA3's (the loader only issues TMA copies). Not here yet: a TMA-store
- * epilogue. */
+ * Four schedules of the math warpgroups: plain (above); ping-pong, FA3's alternation of the
+ * two warpgroups (two named barriers from the plan); overlap, FA3's intra-warpgroup
+ * pipelining (S of the next block issued before this block's PV, its softmax under the
+ * PV); overlap-pingpong, both. The default depends on the head dim and the key blocks per
+ * tile (fa_default_schedule). The roles are split 24 / 240
+ * registers as FA3's (the loader only issues TMA copies). O leaves through the tile's Q
+ * slot by TMA stores (fa_store_o). */
 #include "../core/internal.h"
 #include "../core/knobs.h"
 #include "../core/size_check.h"
@@ -68,6 +68,7 @@ typedef struct {
   int seqlen_q, seqlen_k, heads_q, group, m_blocks, batch, tiles, mask, total_q;
   int head_group;     /* causal order: (sequence, head) pairs per group (fa_work_at) */
   int turn_bar;       /* ping-pong: named barriers turn_bar (replica 0's turn), + 1 (1's) */
+  int o_tma;          /* O through the Q slot and a TMA store (fa_store_o); 0: plain stores */
   float scale_log2;   /* softmax_scale x log2(e): exp(x scale) = exp2(x scale_log2) */
   const int *cu_q, *cu_k;
   uint16_t *o;
@@ -76,6 +77,18 @@ typedef struct {
 
 #define FA_ROLES(ROLE) ROLE(A_LOADER, 1, 24, 1) ROLE(A_MATH, 4, 240, 2)
 WS_DECLARE_ROLES(flash_fwd, FA_ROLES);
+
+/* The Q slot of the tile before, given back to the loader once the TMA unit has read the
+ * O rows staged in it (lane 0 issued the stores; its wait covers them). Called early in
+ * the next tile (the plain loops: after its first S; the overlapped ones, whose registers
+ * are tight there, at its start), so that the wait finds the reads done or nearly, and the
+ * slot is free long before the loader needs it for the tile after next. */
+static __device__ __forceinline__ void fa_release_q(const ws_pipe *qp, const ws_ctx *ctx, uint32_t stage, int has) {
+  if (!has) return;
+  if (ctx->lane == 0) WS_CP_ASYNC_BULK_WAIT_GROUP_READ(0);
+  const ws_cursor pending = {stage, 0}; /* a release needs the stage only */
+  ws_pipe_release_warp_at(qp, ctx, pending);
+}
 
 /* The overlapped schedule (WARPSPEC_ATTN_SCHEDULE=overlap, FA3's intra-warpgroup
  * pipelining): S of block nb + 1 is issued before O += P V of block nb, and its softmax
@@ -207,10 +220,62 @@ static __device__ __forceinline__ int fa_work_at(const fa_args *a, int t, fa_wor
   return 1;
 }
 
+/* The end of a tile for one warp: its 16 rows of O / l. Where all 16 lie in the sequence
+ * (and o_tma), they go as BF16 into the warp's own 16 rows of the tile's Q slot (Q is read
+ * by no wgmma any more: every one of this warpgroup's has retired), laid out as the Q boxes
+ * are (64-column boxes of 128-byte rows, the 128-byte swizzle: 16-byte chunk c of row r at
+ * c ^ (r % 8), so the 8 rows of one store hit 32 banks), then one TMA store per box writes
+ * them with the O map (box 64 x 16). The plain form it replaces (4-byte stores, half of
+ * each 32-byte sector, 32 per thread at d 128, held in the LSU queue ahead of the next
+ * shuffle) took 16-21% of the math warps' samples at S 512-1024 (ncu, H200, session 29).
+ * The slot is released to the loader only once the TMA unit has read it (fa_release_q);
+ * other rows (the last, partial rows of a sequence) are stored as before. lse per row. */
+template <int DV>
+static __device__ __forceinline__ int fa_store_o(const fa_args *a, const ws_tmap *map_o, const fa_work *ti,
+                                                 const float *o, const float *m_run, const float *l, float sl2,
+                                                 int lane, int wrow, uint8_t *stage) {
+  const int quad = lane & 3, r = lane >> 2;
+  float inv[2];
+#pragma unroll
+  for (int x = 0; x < 2; x++) inv[x] = l[x] == 0.0f ? 0.0f : 1.0f / l[x];
+  const int tma = a->o_tma && wrow + 16 <= ti->lq;
+  if (tma) {
+#pragma unroll
+    for (int x = 0; x < 2; x++)
+#pragma unroll
+      for (int j = 0; j < DV / 8; j++) {
+        const uint32_t at = (uint32_t)((j / 8) * FA_BM * 128 + (r + 8 * x) * 128 + (((j & 7) ^ r) << 4) + 4 * quad);
+        const uint32_t w = attn_pack_bf16(o[4 * j + 2 * x] * inv[x], o[4 * j + 2 * x + 1] * inv[x]);
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(ws_smem_addr(stage + at)), "r"(w) : "memory");
+      }
+    ws_fence_proxy_async_shared_cta(); /* each writer: the TMA unit reads through the async proxy */
+    __syncwarp();
+    if (lane == 0) {
+#pragma unroll
+      for (int c = 0; c < DV / 64; c++)
+        ws_cp_async_bulk_tensor_2d_shared_to_global(&map_o->map, ti->h * DV + c * 64, ti->q0 + wrow,
+                                                    stage + c * FA_BM * 128);
+      ws_cp_async_bulk_commit_group();
+    }
+  }
+#pragma unroll
+  for (int x = 0; x < 2; x++) {
+    const int qi = wrow + r + 8 * x;
+    if (qi >= ti->lq) continue;
+    float *lse = a->lse ? a->lse + (size_t)ti->h * a->total_q + ti->q0 + qi : NULL;
+    if (!tma) {
+      attn_store_row<DV>(o, x, l[x], m_run[x], sl2, quad, a->o + ((size_t)(ti->q0 + qi) * a->heads_q + ti->h) * DV, lse);
+    } else if (lse && quad == 0) {
+      *lse = l[x] == 0.0f ? -INFINITY : (m_run[x] * sl2 + log2f(l[x])) * ATTN_LN2;
+    }
+  }
+  return tma;
+}
+
 template <int DQK, int DV, int SCHED>
 WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ ws_tmap map_k,
-                                      const __grid_constant__ ws_tmap map_v, const __grid_constant__ fa_args a,
-                                      ws_diag diag) {
+                                      const __grid_constant__ ws_tmap map_v, const __grid_constant__ ws_tmap map_o,
+                                      const __grid_constant__ fa_args a, ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   typedef fa_smem<DQK, DV> smem_t;
   smem_t *sm = (smem_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -287,6 +352,10 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
    * every wgmma at d 64); the overlapped steps take the count of blocks kt instead. */
   uint32_t kt = 0;
   ws_cursor qc = {0, 0}, k = {0, 0};
+  /* 1: the Q slot before qc (two slots: the other one) holds O rows a TMA store may still
+   * read (fa_store_o); one slot is given back at once */
+  int q_has = 0;
+  const uint32_t q_other = FA_Q_STAGES(DQK) - 1; /* stage ^ q_other: the slot before qc */
 #pragma unroll 1
   for (int r = 0; r * step < a.tiles; r++) {
     const int t = fa_tile_of(r, (int)blockIdx.x, step);
@@ -299,6 +368,9 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
     for (int i = 0; i < DV / 2; i++) o[i] = 0.0f;
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
     ws_pipe_wait_at(&qp, &ctx, qc);
+    /* the tile before's Q slot: in the plain loops after the first S (its O rows long read
+     * by then); the overlapped ones' registers are tight there, so at the tile's start */
+    fa_release_q(&qp, &ctx, qc.stage ^ q_other, q_has && (nblocks == 0 || SCHED >= 2));
     const uint64_t dq0 = ws_wgmma_desc_advance(dq00, qc.stage * q_stage_bytes);
     if ((SCHED == 1 || SCHED == 3) && ctx.replica == 1 && nblocks > 0) ws_bar_arrive(other_turn, both);
     if (SCHED >= 2) {
@@ -320,6 +392,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
       if ((SCHED == 1)) ws_bar_arrive(other_turn, both);
       WS_WGMMA_WAIT_GROUP(0);
       ws_pipe_release_warp_at(&kp, &ctx, k);
+      fa_release_q(&qp, &ctx, qc.stage ^ q_other, q_has && nb == 0); /* the tile before's O has long been read */
 
       /* masks: keys past the sequence; past the causal limit of the row */
       const int kbase = nb * FA_BN;
@@ -350,19 +423,22 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
       ws_pipe_release_warp_at(&vp, &ctx, k);
     }
     if (SCHED >= 2) kt += (uint32_t)nblocks; /* the overlapped steps count blocks from kt */
-    ws_pipe_release_warp_at(&qp, &ctx, qc);
-    qc = ws_cursor_next(qc, FA_Q_STAGES(DQK));
 
-    /* O / l in BF16, lse = scale x m + ln l (-inf and O = 0 for a row that saw no key) */
-#pragma unroll
-    for (int x = 0; x < 2; x++) {
-      const int qi = qi0 + 8 * x;
-      const float l = attn_quad_sum(l_run[x]);
-      if (qi >= ti.lq) continue;
-      attn_store_row<DV>(o, x, l, m_run[x], sl2, quad, a.o + ((size_t)(ti.q0 + qi) * a.heads_q + ti.h) * DV,
-                         a.lse ? a.lse + (size_t)ti.h * a.total_q + ti.q0 + qi : NULL);
+    /* O / l in BF16, lse = scale x m + ln l (-inf and O = 0 for a row that saw no key);
+     * the rows' sums first, so that no shuffle waits behind the stores */
+    const float l[2] = {attn_quad_sum(l_run[0]), attn_quad_sum(l_run[1])};
+    const int wrow = mb * FA_BM + ctx.replica * 64 + ctx.warp * 16; /* the warp's first row */
+    uint8_t *stage = (uint8_t *)sm->q.slot[qc.stage].x + (ctx.replica * 64 + ctx.warp * 16) * 128;
+    fa_store_o<DV>(&a, &map_o, &ti, o, m_run, l, sl2, lane, wrow, stage);
+    q_has = 1; /* given back after its store has been read */
+    if (FA_Q_STAGES(DQK) == 1) { /* one slot: the next Q waits for it */
+      fa_release_q(&qp, &ctx, qc.stage, 1);
+      q_has = 0;
     }
+    qc = ws_cursor_next(qc, FA_Q_STAGES(DQK));
   }
+  fa_release_q(&qp, &ctx, qc.stage ^ q_other, q_has);
+  if (lane == 0) WS_CP_ASYNC_BULK_WAIT_GROUP(0); /* the CTA's shared memory outlives the stores */
 }
 
 /* ---- the call ---------------------------------------------------------------------- */
@@ -388,13 +464,25 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
 #define FA_VARIANT(SLOT, DQK, DV, PP, NAME) \
   {SLOT, DQK, DV, PP, NAME, (const void *)flash_fwd_kernel<DQK, DV, PP>, sizeof(fa_smem<DQK, DV>) + 1024}
 
-/* The schedule by default: both of FA3's schedules at once for d 128 (overlap-pingpong:
- * the softmax hides under the other warpgroup's products), ping-pong for d 64, plain for
- * 192/128 (the overlapped one spills there); each the fastest measured (docs/design.md,
- * "Knobs: why these defaults"). WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap|
- * overlap-pingpong forces one (192/128 falls back to plain where an overlapped one is
- * asked); the bench compares them, with ws_knobs_reload() between. */
-static const fa_variant *fa_variant_of(int dqk, int dv) {
+/* The schedule by default, from the key blocks a query tile sees on average (`blocks`):
+ * the overlapped schedules hide the softmax under matrix products once a tile has enough
+ * blocks to amortise their prologue; at d 128 both of FA3's schedules at once
+ * (overlap-pingpong) in the middle range, the overlap alone on long ranges; plain for
+ * 192/128 (the overlapped one spills there). Each the fastest measured (config.h,
+ * WS_ATTN_PLAIN_MAX_BLOCKS; docs/design.md, "Knobs: why these defaults").
+ * WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap|overlap-pingpong forces one (192/128 falls
+ * back to plain where an overlapped one is asked); the bench compares them, with
+ * ws_knobs_reload() between. */
+static int fa_default_schedule(int dqk, int blocks) {
+  if (dqk == 128)
+    return blocks <= WS_ATTN_PLAIN_MAX_BLOCKS      ? WS_ATTN_SCHED_PLAIN
+           : blocks >= WS_ATTN_OVERLAP_MIN_BLOCKS ? WS_ATTN_SCHED_OVERLAP
+                                                  : WS_ATTN_SCHED_OVERLAP_PINGPONG;
+  if (dqk == 64) return blocks >= WS_ATTN_OVERLAP_MIN_BLOCKS ? WS_ATTN_SCHED_OVERLAP : WS_ATTN_SCHED_PLAIN;
+  return WS_ATTN_SCHED_PLAIN;
+}
+
+static const fa_variant *fa_variant_of(int dqk, int dv, int blocks) {
   static const fa_variant v[] = {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_64, 64, 64, 0, "flash_fwd_64"),
       FA_VARIANT(WS_PLAN_SLOT_ATTN_128, 128, 128, 0, "flash_fwd_128"),
@@ -408,10 +496,7 @@ static const fa_variant *fa_variant_of(int dqk, int dv) {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_128_OVPP, 128, 128, 3, "flash_fwd_128_overlap_pingpong"),
   };
   const int forced = ws_knobs_get()->attn_schedule;
-  const int sched = forced != WS_ATTN_SCHED_AUTO ? forced
-                    : dqk == 128                  ? WS_ATTN_SCHED_OVERLAP_PINGPONG
-                    : dqk == 64                   ? WS_ATTN_SCHED_PINGPONG
-                                                  : WS_ATTN_SCHED_PLAIN;
+  const int sched = forced != WS_ATTN_SCHED_AUTO ? forced : fa_default_schedule(dqk, blocks);
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i].dqk == dqk && v[i].dv == dv && v[i].sched == sched) return &v[i];
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) /* no overlapped 192/128 (it spills): the plain one */
@@ -489,7 +574,10 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   WS_REQUIRE(rows_q < (1ull << 31) && rows_k < (1ull << 31), "ws_attn_forward: %llu query / %llu key rows, at most 2^31 - 1",
              (unsigned long long)rows_q, (unsigned long long)rows_k);
   WS_REQUIRE(((uintptr_t)p->lse & 3u) == 0, "ws_attn_forward: lse %p is not 4-byte aligned", (void *)p->lse);
-  const fa_variant *v = fa_variant_of(p->dim_qk, p->dim_v);
+  /* key blocks per query tile on average: all of seqlen_k (the longest, varlen), about
+   * half under a causal mask */
+  const int kblocks = (p->seqlen_k + FA_BN - 1) / FA_BN;
+  const fa_variant *v = fa_variant_of(p->dim_qk, p->dim_v, p->mask == WS_ATTN_NO_MASK ? kblocks : (kblocks + 1) / 2);
   if (!v) return ws_fail(WS_ERR_UNSUPPORTED, "ws_attn_forward: head dims %d/%d", p->dim_qk, p->dim_v);
   const int m_blocks = (p->seqlen_q + FA_BM - 1) / FA_BM;
   WS_REQUIRE((uint64_t)m_blocks * (uint64_t)p->batch * (uint64_t)p->heads_q < (1ull << 31),
@@ -507,6 +595,10 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
       (s = ws_tmap_2d_swizzled(&mk, p->k, WS_DTYPE_BF16, rows_k, ck, ck * 2, FA_BN, 64, WS_SWIZZLE_128B)) != WS_OK ||
       (s = ws_tmap_2d_swizzled(&mv, p->v, WS_DTYPE_BF16, rows_k, cv, cv * 2, FA_BN, 64, WS_SWIZZLE_128B)) != WS_OK)
     return s;
+  /* O as the math's TMA stores write it: 16 rows (one warp's) x 64 columns per box */
+  const uint64_t co = (uint64_t)p->heads_q * p->dim_v;
+  ws_tmap mo;
+  if ((s = ws_tmap_2d_swizzled(&mo, p->o, WS_DTYPE_BF16, rows_q, co, co * 2, 16, 64, WS_SWIZZLE_128B)) != WS_OK) return s;
   fa_args a;
   memset(&a, 0, sizeof a);
   a.seqlen_q = p->seqlen_q;
@@ -519,6 +611,7 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   a.mask = (int)p->mask;
   a.total_q = (int)rows_q;
   a.turn_bar = plan->layout.nbarriers + 1; /* the ping-pong variants' first user barrier */
+  a.o_tma = ws_knobs_get()->attn_o_tma;
   const float scale = p->softmax_scale > 0.0f ? p->softmax_scale : 1.0f / sqrtf((float)p->dim_qk);
   a.scale_log2 = scale * ATTN_LOG2E;
   a.cu_q = p->cu_seqlens_q;
@@ -527,7 +620,7 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   a.lse = p->lse;
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
-  void *args[] = {&mq, &mk, &mv, &a, &diag};
+  void *args[] = {&mq, &mk, &mv, &mo, &a, &diag};
   int sms = 0;
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
   /* Persistent, one CTA per SM: it prefetches the next tile's Q while finishing one,

@@ -45,6 +45,7 @@ static const knob_word attn_schedules[] = {{"plain", WS_ATTN_SCHED_PLAIN},
                                            {"overlap-pingpong", WS_ATTN_SCHED_OVERLAP_PINGPONG},
                                            {NULL, 0}};
 static const knob_word attn_grids[] = {{"persistent", 1}, {"tiles", 0}, {NULL, 0}};
+static const knob_word attn_o_stores[] = {{"tma", 1}, {"rows", 0}, {NULL, 0}};
 static const knob_word mla_schedules[] = {{"plain", 0}, {"overlap", 1}, {NULL, 0}};
 static const knob_word fp8_tiles[] = {{"128", 128}, {"192", 192}, {NULL, 0}};
 static const knob_word moe_tiles[] = {{"64", 64}, {"128", 128}, {NULL, 0}};
@@ -60,9 +61,11 @@ static const knob_desc table[] = {
     BOOL_KNOB(WS_CHECK_ENV, NULL, check, 0, NULL),
     INT_KNOB(WS_HOST_THREADS_ENV, NULL, host_threads, 0, 1, INT_MAX, "the online CPUs"),
     BOOL_KNOB(WS_PDL_ENV, NULL, pdl, 1, NULL),
-    WORD_KNOB(WS_ATTN_SCHEDULE_ENV, NULL, attn_schedule, WS_ATTN_SCHED_AUTO, attn_schedules, "chosen per head dim"),
+    WORD_KNOB(WS_ATTN_SCHEDULE_ENV, NULL, attn_schedule, WS_ATTN_SCHED_AUTO, attn_schedules,
+              "chosen per head dim and length"),
     WORD_KNOB(WS_ATTN_GRID_ENV, NULL, attn_persistent, 1, attn_grids, "persistent"),
     INT_KNOB(WS_ATTN_HEAD_GROUP_ENV, NULL, attn_head_group, 0, 1, INT_MAX, "chosen from the L2 size"),
+    WORD_KNOB(WS_ATTN_O_STORE_ENV, NULL, attn_o_tma, 1, attn_o_stores, "tma"),
     WORD_KNOB(WS_MLA_SCHEDULE_ENV, NULL, mla_overlap, 0, mla_schedules, "plain"),
     INT_KNOB(WS_GEMM_SPLITS_ENV, "WS_GEMM_SPLITS", gemm_splits, 0, 1, INT_MAX, "chosen per problem"),
     WORD_KNOB(WS_GEMM_FP8_TILE_ENV, "WS_GEMM_FP8_TILE", gemm_fp8_tile, 0, fp8_tiles, "chosen per problem"),

@@ -126,6 +126,10 @@ int main(int argc, char **argv) {
   printf("flash head groups of 3 (%.0f s)\n", elapsed_s());
   for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++) fails += run_case(&flash_quick[i]);
   test_set_knob(WS_ATTN_HEAD_GROUP_ENV, NULL);
+  test_set_knob(WS_ATTN_O_STORE_ENV, "rows"); /* O by plain stores (the default stages whole warps' rows for TMA) */
+  printf("flash O stores: rows (%.0f s)\n", elapsed_s());
+  for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++) fails += run_case(&flash_quick[i]);
+  test_set_knob(WS_ATTN_O_STORE_ENV, NULL);
   for (int sw = 0; sw < 2; sw++) { /* both MLA schedules (WARPSPEC_MLA_SCHEDULE) */
     if (sw) test_set_knob(WS_MLA_SCHEDULE_ENV, "overlap");
     printf("mla schedule: %s (%.0f s)\n", sw ? "overlap" : "default", elapsed_s());
