@@ -160,9 +160,9 @@
 /* ... and groups of at least the grid's SMs / WS_ATTN_ROUND_BLOCKS pairs: a round of the
  * persistent grid then holds at most this many query blocks of one pair, whose key ranges
  * differ little (even rounds), read by the CTAs in step (long sequences: 3 pairs a group
- * at S 16384, d 128 were 5-15% slower than 16). 4 (33 pairs on 132 SMs): within 1% of the
- * best forced size at every shape swept on an H200 (d 64 and 128, S 1024-16384, session
- * 29), where 8 (17 pairs) was 3-15% slower at 32 heads. */
+ * at S 16384, d 128 were 5-15% slower than 16). 4 (33 pairs on 132 SMs): the best forced
+ * size or within 1.2% of it at 11 of 12 shapes swept on an H200 (d 64 and 128, S 1024-16384,
+ * session 29; docs/design.md, "Knobs"), where 8 (17 pairs) was up to 15% slower. */
 #define WS_ATTN_ROUND_BLOCKS 4
 /* Flash forward's schedule by default, from the key blocks (128 keys) a query tile sees on
  * average (all of seqlen_k; about half with a causal mask): plain up to
