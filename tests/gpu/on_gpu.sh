@@ -5,9 +5,10 @@
 #   SLOT  the test's slot (0-3, CTest's RESOURCE_LOCK gpu_slotN): device SLOT mod the
 #         number of GPUs, the only one the test sees (CUDA_VISIBLE_DEVICES)
 #   all   every GPU (the multi-rank tests: CTest holds all four slot locks for them)
-# CTest's locks keep tests of one slot apart; with fewer than four GPUs two slots share a
-# device, so the device itself is locked too (flock on a file per device, taken in device
-# order: no deadlock between a one-GPU test and an all-GPU one). Without a GPU the command
+# CTest's locks name the devices the configuring machine had (tests/gpu/CMakeLists.txt),
+# so CTest starts a test only when its device is free; the device is locked here too
+# (flock on a file per device, taken in device order: no deadlock between a one-GPU test
+# and an all-GPU one), for a build configured on a machine with more GPUs than this one. Without a GPU the command
 # just runs (and reports itself skipped, 77).
 set -u
 slot=$1; shift

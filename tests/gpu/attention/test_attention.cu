@@ -13,6 +13,8 @@
  *   test_attention sparse-decode  sparse MLA decode only (all its cases, both schedules)
  *   test_attention nsa      NSA selected-block attention only
  *   test_attention nsa-quick the small NSA tests (for compute-sanitizer)
+ *   test_attention flash-quick the quick flash cases, default and overlap-pingpong schedules (for
+ *                           compute-sanitizer)
  * The MLA cases run under both schedules (WARPSPEC_MLA_SCHEDULE unset, then overlap).
  * The cases live in one file per area, included here (the random stream and test.h's
  * state are per translation unit, so they are one unit):
@@ -66,6 +68,15 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "nsa"))
       for (size_t i = 0; i < sizeof nsa_full / sizeof nsa_full[0]; i++) fails += run_nsa(&nsa_full[i]);
     printf(fails ? "test_attention nsa: %d FAILED\n" : "test_attention nsa: all checks passed\n", fails);
+    return fails ? 1 : 0;
+  }
+  if (!strcmp(mode, "flash-quick")) { /* the quick flash cases, default and overlap-pingpong: for compute-sanitizer */
+    for (int sc = 0; sc < 2; sc++) {
+      test_set_knob(WS_ATTN_SCHEDULE_ENV, sc ? "overlap-pingpong" : NULL);
+      for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++) fails += run_case(&flash_quick[i]);
+    }
+    test_set_knob(WS_ATTN_SCHEDULE_ENV, NULL);
+    printf(fails ? "test_attention flash-quick: %d FAILED\n" : "test_attention flash-quick: all checks passed\n", fails);
     return fails ? 1 : 0;
   }
   if (!strcmp(mode, "fp8")) { /* the FP8 cache alone: small enough for compute-sanitizer */
