@@ -7,7 +7,7 @@
 # against ours). Then per report the details page (duration, SOL, tensor pipe, DRAM bytes,
 # L2 hit rate, occupancy) and, for ours, the stall reasons per SASS line (bench/ncu_stalls.py;
 # -lineinfo builds name the source lines). Everything is packed into $OUT/profile_flash.tgz,
-# a summary printed. Not yet run on a GPU (written in session 28 after its device time).
+# a summary printed. First run in session 29 (one H200; docs/results/h200_s29_flash_ncu.txt).
 set -u
 build=${1:-build}
 out=${OUT:-results}
