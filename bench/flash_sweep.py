@@ -1,0 +1,115 @@
+"""flash_sweep.py WHAT [--quick] [--iters N] - flash attention under several knob settings,
+every setting timed in rotation with the bench's own timing (bench_attention._time_rotated:
+one call of each per iteration, each timed call after an untimed call of itself, an L2
+flush before it), cuDNN SDPA beside where WHAT asks for it. The sweeps behind session 29's
+tables (docs/benchmarks.md, attention):
+
+  o-store     WARPSPEC_ATTN_O_STORE tma / rows under the default schedule, tma again (the
+              rotation's own spread), the overlap schedule with both stores, plain with
+              tma, and cuDNN; d 128 and 64, S 512-8192 (batch x S = 16384), both masks.
+              Every output is checked against the rows form's (bit-equal expected for
+              the same schedule; any difference is printed).
+  head-group  WARPSPEC_ATTN_HEAD_GROUP forced to 12, 17, 24, 33, 48, 66 and 1000000 (one
+              group) beside the default, causal only, the shapes where the groups matter.
+
+Needs PyTorch and the package (PYTHONPATH=python WARPSPEC_LIBRARY=BUILD/libwarpspec.so).
+Prints one line per shape: TFLOPS per setting, then ratios."""
+import argparse
+import os
+import sys
+
+
+def _setter(warpspec, env):
+    """A setup for _time_rotated: the knobs in env set (None: unset), then read again."""
+    def setup():
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = str(v)
+        warpspec.reload_knobs()
+    return setup
+
+
+def _o_store(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated):
+    shapes = []
+    for d in (128, 64):
+        for s in (1024, 4096) if args.quick else (512, 1024, 2048, 4096, 8192):
+            for h in (32,) if d == 64 or args.quick else (16, 32):
+                shapes.append((16384 // s, s, h, d))
+    st, sc = "WARPSPEC_ATTN_O_STORE", "WARPSPEC_ATTN_SCHEDULE"
+    cfg = [("tma", {st: "tma", sc: None}), ("rows", {st: "rows", sc: None}), ("tma-again", {st: "tma", sc: None}),
+           ("overlap-tma", {st: "tma", sc: "overlap"}), ("overlap-rows", {st: "rows", sc: "overlap"}),
+           ("plain-tma", {st: "tma", sc: "plain"})]
+    print("B S H d causal | " + " ".join(n for n, _ in cfg) + " cudnn | tma/rows cudnn/tma (time ratios)")
+    for b, s, h, d in shapes:
+        q, k, v = ((torch.rand(b, s, h, d, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
+        qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+        for causal in (False, True):
+            flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
+            _setter(warpspec, {st: "rows", sc: None})()
+            ref = warpspec.attention(q, k, v, causal=causal)
+            cands = []
+            for name, env in cfg:
+                _setter(warpspec, env)()
+                out = torch.full_like(ref, float("nan"))
+                warpspec.attention(q, k, v, causal=causal, out=out)
+                err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+                if err >= 1e-2:
+                    raise SystemExit(f"{name} at B{b} S{s} H{h} d{d} causal {causal}: relative error {err:.1e}")
+                if err and env[sc] is None:
+                    print(f"  {name}: not bit-equal to rows (relative error {err:.1e})")
+                cands.append((_setter(warpspec, env), lambda out=out: warpspec.attention(q, k, v, causal=causal, out=out)))
+
+            def cudnn():
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+            cands.append((_setter(warpspec, {st: None, sc: None}), cudnn))
+            ts = time_rotated(cands, args.iters, torch, flush)
+            print(f"{b} {s} {h} {d} {int(causal)} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts) +
+                  f" | {ts[1] / ts[0]:.3f} {ts[-1] / ts[0]:.3f}", flush=True)
+    _setter(warpspec, {st: None, sc: None})()
+
+
+def _head_group(args, torch, warpspec, flush, time_rotated):
+    shapes = [(4, 4096, 16, 64), (4, 4096, 32, 64), (2, 8192, 16, 64), (2, 8192, 32, 64), (8, 2048, 32, 64),
+              (4, 4096, 16, 128), (2, 8192, 16, 128), (16, 1024, 32, 128), (8, 2048, 32, 128), (1, 16384, 32, 64),
+              (4, 4096, 32, 128), (2, 8192, 32, 128)]
+    if args.quick:
+        shapes = shapes[5:7]
+    sizes = [None, 12, 17, 24, 33, 48, 66, 1000000]
+    hg = "WARPSPEC_ATTN_HEAD_GROUP"
+    print("causal, B S H d | " + " ".join("default" if v is None else str(v) for v in sizes) + " (TFLOPS)")
+    for b, s, h, d in shapes:
+        q, k, v = ((torch.rand(b, s, h, d, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
+        out = warpspec.attention(q, k, v, causal=True)
+        flops = 4.0 * b * h * s * s * d / 2
+        cands = [(_setter(warpspec, {hg: x}), lambda: warpspec.attention(q, k, v, causal=True, out=out)) for x in sizes]
+        ts = time_rotated(cands, args.iters, torch, flush)
+        print(f"{b} {s} {h} {d} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts), flush=True)
+    _setter(warpspec, {hg: None})()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("what", choices=("o-store", "head-group"))
+    ap.add_argument("--quick", action="store_true", help="a few shapes only")
+    ap.add_argument("--iters", type=int, default=20)
+    args = ap.parse_args(argv)
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    import warpspec
+    from warpspec.bench_attention import _time_rotated
+    print(f"device: {torch.cuda.get_device_name()}; {args.what}")
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    if args.what == "o-store":
+        _o_store(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, _time_rotated)
+    else:
+        _head_group(args, torch, warpspec, flush, _time_rotated)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
