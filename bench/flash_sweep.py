@@ -11,6 +11,9 @@ tables (docs/benchmarks.md, attention):
               the same schedule; any difference is printed).
   head-group  WARPSPEC_ATTN_HEAD_GROUP forced to 12, 17, 24, 33, 48, 66 and 1000000 (one
               group) beside the default, causal only, the shapes where the groups matter.
+  tile-rows   d 64: the default kernel against WARPSPEC_ATTN_TILE_ROWS=192 (the tall tile,
+              three math warpgroups, opt-in since session 29) and cuDNN, S 512-16384,
+              both masks; outputs checked against the default's.
 
 Needs PyTorch and the package (PYTHONPATH=python WARPSPEC_LIBRARY=BUILD/libwarpspec.so).
 Prints one line per shape: TFLOPS per setting, then ratios."""
@@ -90,9 +93,40 @@ def _head_group(args, torch, warpspec, flush, time_rotated):
     _setter(warpspec, {hg: None})()
 
 
+def _tile_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated):
+    tr = "WARPSPEC_ATTN_TILE_ROWS"
+    print("d 64, B S H causal | default tall cudnn | tall/default cudnn/tall (time ratios)")
+    for s in (1024, 4096) if args.quick else (512, 1024, 2048, 4096, 8192, 16384):
+        for h in (16, 32):
+            b = 16384 // s
+            q, k, v = ((torch.rand(b, s, h, 64, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
+            qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+            for causal in (False, True):
+                flops = 4.0 * b * h * s * s * 64 / (2 if causal else 1)
+                _setter(warpspec, {tr: None})()
+                ref = warpspec.attention(q, k, v, causal=causal)
+                _setter(warpspec, {tr: 192})()
+                tall = torch.full_like(ref, float("nan"))
+                warpspec.attention(q, k, v, causal=causal, out=tall)
+                err = ((tall.double() - ref.double()).norm() / ref.double().norm()).item()
+                if not err < 1e-2:
+                    raise SystemExit(f"tall tile at B{b} S{s} H{h} causal {causal}: relative error {err:.1e}")
+
+                def cudnn():
+                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+                cands = [(_setter(warpspec, {tr: None}), lambda: warpspec.attention(q, k, v, causal=causal, out=ref)),
+                         (_setter(warpspec, {tr: 192}), lambda: warpspec.attention(q, k, v, causal=causal, out=tall)),
+                         (_setter(warpspec, {tr: None}), cudnn)]
+                ts = time_rotated(cands, args.iters, torch, flush)
+                print(f"{b} {s} {h} {int(causal)} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts) +
+                      f" | {ts[0] / ts[1]:.3f} {ts[2] / ts[1]:.3f}", flush=True)
+    _setter(warpspec, {tr: None})()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("o-store", "head-group"))
+    ap.add_argument("what", choices=("o-store", "head-group", "tile-rows"))
     ap.add_argument("--quick", action="store_true", help="a few shapes only")
     ap.add_argument("--iters", type=int, default=20)
     args = ap.parse_args(argv)
@@ -106,8 +140,10 @@ def main(argv=None):
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     if args.what == "o-store":
         _o_store(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, _time_rotated)
-    else:
+    elif args.what == "head-group":
         _head_group(args, torch, warpspec, flush, _time_rotated)
+    else:
+        _tile_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, _time_rotated)
     return 0
 
 

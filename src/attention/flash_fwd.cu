@@ -48,15 +48,17 @@
 #define FA_BN 128 /* keys per K / V tile                                 */
 #define FA_STAGES 2
 
-/* A 128-row tile of D bf16 columns: D / 64 boxes of [128][64], each 16 KiB, 128B-swizzled. */
-template <int D> struct __align__(1024) fa_tile { uint16_t x[128 * D]; };
+/* A tile of R rows (128: K / V, and Q of the 2-replica kernel; 192: Q of the tall one) of D
+ * bf16 columns: D / 64 boxes of [R][64], 128B-swizzled. */
+template <int D, int R = 128> struct __align__(1024) fa_tile { uint16_t x[R * D]; };
 
 /* Q stages: two where they fit (d 64, 128: the next tile's Q loads under this one's math),
  * one at 192 (208 KB with one) */
 #define FA_Q_STAGES(DQK) ((DQK) <= 128 ? 2 : 1)
 
-template <int DQK, int DV> struct fa_smem {
-  WS_PIPE_STORAGE(q_pipe, fa_tile<DQK>, FA_Q_STAGES(DQK));
+template <int DQK, int DV, int BM = FA_BM> struct fa_smem {
+  typedef fa_tile<DQK, BM> q_tile;
+  WS_PIPE_STORAGE(q_pipe, q_tile, FA_Q_STAGES(DQK));
   WS_PIPE_STORAGE(k_pipe, fa_tile<DQK>, FA_STAGES);
   WS_PIPE_STORAGE(v_pipe, fa_tile<DV>, FA_STAGES);
   q_pipe q;
@@ -77,6 +79,17 @@ typedef struct {
 
 #define FA_ROLES(ROLE) ROLE(A_LOADER, 1, 24, 1) ROLE(A_MATH, 4, 240, 2)
 WS_DECLARE_ROLES(flash_fwd, FA_ROLES);
+WS_DECLARE_ROLE_SET(flash_fwd);
+/* The tall tile (WARPSPEC_ATTN_TILE_ROWS=192, d 64 only): three math warpgroups, 192 query
+ * rows per tile (FA3's shape at d 64), the plain schedule at 160 registers (4 x 128 threads:
+ * 128 x 24 + 384 x 160 fit the 64K registers). The roles in the same order as FA_ROLES. */
+#define FA_TALL_ROLES(ROLE) ROLE(T_LOADER, 1, 24, 1) ROLE(T_MATH, 4, 160, 3)
+WS_DECLARE_ROLES(flash_fwd_tall, FA_TALL_ROLES);
+WS_DECLARE_ROLE_SET(flash_fwd_tall);
+static_assert((int)T_LOADER == (int)A_LOADER && (int)T_MATH == (int)A_MATH, "the flash role tables list their roles alike");
+/* The role table of the kernel with REPL math replicas. */
+template <int REPL> struct fa_roles { typedef flash_fwd_set set; };
+template <> struct fa_roles<3> { typedef flash_fwd_tall_set set; };
 
 /* The Q slot of the tile before, given back to the loader once the TMA unit has read the
  * O rows staged in it (lane 0 issued the stores; its wait covers them). Called early in
@@ -187,6 +200,7 @@ static __device__ __forceinline__ int fa_tile_of(int r, int c, int grid) {
  * of one (sequence, head) next to each other, so the CTAs in flight read the K / V of a
  * few heads at a time (L2). 0 for a block past the end of a shorter sequence
  * (variable-length batches). */
+template <int BM>
 static __device__ __forceinline__ int fa_work_at(const fa_args *a, int t, fa_work *ti) {
   int b, r;
   if (a->mask != WS_ATTN_NO_MASK) {
@@ -211,10 +225,10 @@ static __device__ __forceinline__ int fa_work_at(const fa_args *a, int t, fa_wor
     ti->q0 = b * a->seqlen_q; ti->lq = a->seqlen_q;
     ti->k0 = b * a->seqlen_k; ti->lk = a->seqlen_k;
   }
-  if (ti->mb * FA_BM >= ti->lq) return 0;
+  if (ti->mb * BM >= ti->lq) return 0;
   /* keys the tile's rows see: all of the sequence, or up to the causal limit of its last row */
   ti->diag_off = a->mask == WS_ATTN_CAUSAL_BOTTOM_RIGHT ? ti->lk - ti->lq : 0;
-  const int last_row = min(ti->lq, (ti->mb + 1) * FA_BM) - 1;
+  const int last_row = min(ti->lq, (ti->mb + 1) * BM) - 1;
   const int kend = a->mask == WS_ATTN_NO_MASK ? ti->lk : max(0, min(ti->lk, last_row + ti->diag_off + 1));
   ti->nblocks = (kend + FA_BN - 1) / FA_BN;
   return 1;
@@ -230,7 +244,7 @@ static __device__ __forceinline__ int fa_work_at(const fa_args *a, int t, fa_wor
  * shuffle) took 16-21% of the math warps' samples at S 512-1024 (ncu, H200, session 29).
  * The slot is released to the loader only once the TMA unit has read it (fa_release_q);
  * other rows (the last, partial rows of a sequence) are stored as before. lse per row. */
-template <int DV>
+template <int DV, int BM>
 static __device__ __forceinline__ int fa_store_o(const fa_args *a, const ws_tmap *map_o, const fa_work *ti,
                                                  const float *o, const float *m_run, const float *l, float sl2,
                                                  int lane, int wrow, uint8_t *stage) {
@@ -244,7 +258,7 @@ static __device__ __forceinline__ int fa_store_o(const fa_args *a, const ws_tmap
     for (int x = 0; x < 2; x++)
 #pragma unroll
       for (int j = 0; j < DV / 8; j++) {
-        const uint32_t at = (uint32_t)((j / 8) * FA_BM * 128 + (r + 8 * x) * 128 + (((j & 7) ^ r) << 4) + 4 * quad);
+        const uint32_t at = (uint32_t)((j / 8) * BM * 128 + (r + 8 * x) * 128 + (((j & 7) ^ r) << 4) + 4 * quad);
         const uint32_t w = attn_pack_bf16(o[4 * j + 2 * x] * inv[x], o[4 * j + 2 * x + 1] * inv[x]);
         asm volatile("st.shared.u32 [%0], %1;" ::"r"(ws_smem_addr(stage + at)), "r"(w) : "memory");
       }
@@ -254,7 +268,7 @@ static __device__ __forceinline__ int fa_store_o(const fa_args *a, const ws_tmap
 #pragma unroll
       for (int c = 0; c < DV / 64; c++)
         ws_cp_async_bulk_tensor_2d_shared_to_global(&map_o->map, ti->h * DV + c * 64, ti->q0 + wrow,
-                                                    stage + c * FA_BM * 128);
+                                                    stage + c * BM * 128);
       ws_cp_async_bulk_commit_group();
     }
   }
@@ -272,15 +286,17 @@ static __device__ __forceinline__ int fa_store_o(const fa_args *a, const ws_tmap
   return tma;
 }
 
-template <int DQK, int DV, int SCHED>
-WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ ws_tmap map_k,
+template <int DQK, int DV, int SCHED, int REPL>
+WS_KERNEL_T(fa_roles<REPL>::set) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ ws_tmap map_k,
                                       const __grid_constant__ ws_tmap map_v, const __grid_constant__ ws_tmap map_o,
                                       const __grid_constant__ fa_args a, ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  typedef fa_smem<DQK, DV> smem_t;
+  typedef typename fa_roles<REPL>::set R;
+  constexpr int BM = 64 * REPL; /* query rows per tile */
+  typedef fa_smem<DQK, DV, BM> smem_t;
   smem_t *sm = (smem_t *)(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-  ws_ctx ctx = WS_SELF(flash_fwd, diag);
-  const uint32_t writers = WS_ROLE_THREADS(flash_fwd, A_LOADER), readers = 2 * WS_ROLE_WARPS(flash_fwd, A_MATH);
+  ws_ctx ctx = WS_SELF_T(R, diag);
+  const uint32_t writers = WS_ROLE_THREADS_T(R, A_LOADER), readers = REPL * WS_ROLE_WARPS_T(R, A_MATH);
   ws_pipe qp = WS_PIPE_VIEW(&sm->q, "attention q", writers, readers);
   ws_pipe kp = WS_PIPE_VIEW(&sm->k, "attention k", writers, readers);
   ws_pipe vp = WS_PIPE_VIEW(&sm->v, "attention v", writers, readers);
@@ -289,20 +305,20 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
   const int step = (int)gridDim.x;
 
   if (ctx.role == A_LOADER) {
-    WS_ENTER_ROLE(flash_fwd, A_LOADER);
+    WS_ENTER_ROLE_T(R, A_LOADER);
     if (ctx.spare) return;
     attn_prefetch_maps(&ctx, &map_q, &map_k, &map_v);
     uint32_t qt = 0, kt = 0; /* tiles and key blocks loaded so far */
     for (int r = 0; r * step < a.tiles; r++) {
       const int t = fa_tile_of(r, (int)blockIdx.x, step);
       fa_work ti;
-      if (t >= a.tiles || !fa_work_at(&a, t, &ti)) continue;
+      if (t >= a.tiles || !fa_work_at<BM>(&a, t, &ti)) continue;
       const ws_cursor qc = ws_cursor_at(qt++, FA_Q_STAGES(DQK));
       uint32_t s = ws_pipe_acquire_at(&qp, &ctx, qc);
 #pragma unroll
       for (int c = 0; c < DQK / 64; c++)
-        ws_pipe_load_tile_2d_at(&qp, &ctx, qc, sm->q.slot[s].x + c * FA_BM * 64, &map_q, ti.h * DQK + c * 64,
-                                ti.q0 + ti.mb * FA_BM);
+        ws_pipe_load_tile_2d_at(&qp, &ctx, qc, sm->q.slot[s].x + c * BM * 64, &map_q, ti.h * DQK + c * 64,
+                                ti.q0 + ti.mb * BM);
       ws_pipe_commit_at(&qp, &ctx, qc);
       const int hk = ti.h / a.group;
 #pragma unroll 1
@@ -324,7 +340,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
     return;
   }
 
-  WS_ENTER_ROLE(flash_fwd, A_MATH);
+  WS_ENTER_ROLE_T(R, A_MATH);
   const int lane = ctx.lane, quad = lane & 3;
   /* this thread's two rows (of its 64 x N accumulators): r and r + 8, tile-relative */
   const int row0 = ctx.replica * 64 + ctx.warp * 16 + (lane >> 2);
@@ -345,7 +361,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
    * other's; in each tile replica 1 lets replica 0 go first, and skips its very last
    * hand-over, so that every barrier ends the tile with as many arrivals as waits. */
   const uint32_t my_turn = (uint32_t)(a.turn_bar + ctx.replica), other_turn = (uint32_t)(a.turn_bar + 1 - ctx.replica);
-  const uint32_t both = 2 * WS_ROLE_THREADS(flash_fwd, A_MATH);
+  const uint32_t both = 2 * WS_ROLE_THREADS_T(R, A_MATH);
   /* Q tiles and key blocks consumed so far, the same sequence as the loader's: cursors
    * advanced one step at a time (ptxas keeps them and the descriptors made from them on
    * the uniform datapath; from a running count it moved each descriptor there before
@@ -360,9 +376,9 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
   for (int r = 0; r * step < a.tiles; r++) {
     const int t = fa_tile_of(r, (int)blockIdx.x, step);
     fa_work ti;
-    if (t >= a.tiles || !fa_work_at(&a, t, &ti)) continue;
+    if (t >= a.tiles || !fa_work_at<BM>(&a, t, &ti)) continue;
     const int nblocks = ti.nblocks, mb = ti.mb, lk = ti.lk, diag_off = ti.diag_off;
-    const int qi0 = mb * FA_BM + row0; /* query index in the sequence of the first row */
+    const int qi0 = mb * BM + row0; /* query index in the sequence of the first row */
     float o[DV / 2];
 #pragma unroll
     for (int i = 0; i < DV / 2; i++) o[i] = 0.0f;
@@ -377,7 +393,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
       const int causal = a.mask != WS_ATTN_NO_MASK;
       const fa_masks mk = {(causal ? min(lk - 1, qi0 + diag_off) : lk - 1) - 2 * quad,
                            (causal ? min(lk - 1, qi0 + 8 + diag_off) : lk - 1) - 2 * quad,
-                           causal ? min(lk - 1, mb * FA_BM + diag_off) : lk - 1};
+                           causal ? min(lk - 1, mb * BM + diag_off) : lk - 1};
       const attn_turns turns = {my_turn, other_turn, both};
       fa_overlap_blocks<DQK, DV, SCHED == 3>(&kp, &vp, &ctx, kt, nblocks, dq0, dk0, dv0, &mk, sl2, o, m_run, l_run, &turns);
     }
@@ -388,7 +404,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
       ws_pipe_wait_at(&kp, &ctx, k);
       const uint64_t dk = ws_wgmma_desc_advance(dk0, k.stage * k_stage_bytes);
       if ((SCHED == 1)) ws_bar_sync(my_turn, both);
-      attn_qk_wgmma<DQK, FA_BM, FA_BN>(s, dq0, dk);
+      attn_qk_wgmma<DQK, BM, FA_BN>(s, dq0, dk);
       if ((SCHED == 1)) ws_bar_arrive(other_turn, both);
       WS_WGMMA_WAIT_GROUP(0);
       ws_pipe_release_warp_at(&kp, &ctx, k);
@@ -397,7 +413,7 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
       /* masks: keys past the sequence; past the causal limit of the row */
       const int kbase = nb * FA_BN;
       const int causal = a.mask != WS_ATTN_NO_MASK;
-      if (kbase + FA_BN > lk || (causal && kbase + FA_BN - 1 > mb * FA_BM + diag_off)) {
+      if (kbase + FA_BN > lk || (causal && kbase + FA_BN - 1 > mb * BM + diag_off)) {
 #pragma unroll
         for (int x = 0; x < 2; x++) {
           const int limit = causal ? min(lk - 1, qi0 + 8 * x + diag_off) : lk - 1;
@@ -427,9 +443,9 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
     /* O / l in BF16, lse = scale x m + ln l (-inf and O = 0 for a row that saw no key);
      * the rows' sums first, so that no shuffle waits behind the stores */
     const float l[2] = {attn_quad_sum(l_run[0]), attn_quad_sum(l_run[1])};
-    const int wrow = mb * FA_BM + ctx.replica * 64 + ctx.warp * 16; /* the warp's first row */
+    const int wrow = mb * BM + ctx.replica * 64 + ctx.warp * 16; /* the warp's first row */
     uint8_t *stage = (uint8_t *)sm->q.slot[qc.stage].x + (ctx.replica * 64 + ctx.warp * 16) * 128;
-    fa_store_o<DV>(&a, &map_o, &ti, o, m_run, l, sl2, lane, wrow, stage);
+    fa_store_o<DV, BM>(&a, &map_o, &ti, o, m_run, l, sl2, lane, wrow, stage);
     q_has = 1; /* given back after its store has been read */
     if (FA_Q_STAGES(DQK) == 1) { /* one slot: the next Q waits for it */
       fa_release_q(&qp, &ctx, qc.stage, 1);
@@ -444,15 +460,18 @@ WS_KERNEL(flash_fwd) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, con
 /* ---- the call ---------------------------------------------------------------------- */
 typedef struct {
   int slot, dqk, dv, sched; /* 0 plain, 1 ping-pong, 2 overlap, 3 overlap with ping-pong turns */
+  int rows;                 /* query rows per tile: 128, or 192 (the tall d 64 kernel)        */
   const char *name;
   const void *func;
   size_t smem;
+  const ws_role *roles;
+  int nroles;
 } fa_variant;
 
 /* The ping-pong variants reserve two more named barriers (the turns), after the roles'. */
 static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
   const fa_variant *v = (const fa_variant *)ctx;
-  ws_status s = ws_plan_init(plan, v->name, flash_fwd_roles, flash_fwd_NROLES, 0);
+  ws_status s = ws_plan_init(plan, v->name, v->roles, v->nroles, 0);
   if (s == WS_OK) s = ws_plan_set_smem(plan, v->smem);
   int id = 0;
   const int turns = v->sched == 1 || v->sched == 3;
@@ -461,8 +480,10 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
   return s;
 }
 
-#define FA_VARIANT(SLOT, DQK, DV, PP, NAME) \
-  {SLOT, DQK, DV, PP, NAME, (const void *)flash_fwd_kernel<DQK, DV, PP>, sizeof(fa_smem<DQK, DV>) + 1024}
+#define FA_VARIANT_R(SLOT, DQK, DV, PP, REPL, NAME)                                                    \
+  {SLOT, DQK, DV, PP, 64 * (REPL), NAME, (const void *)flash_fwd_kernel<DQK, DV, PP, REPL>,                       \
+   sizeof(fa_smem<DQK, DV, 64 * (REPL)>) + 1024, fa_roles<REPL>::set::roles, fa_roles<REPL>::set::nroles}
+#define FA_VARIANT(SLOT, DQK, DV, PP, NAME) FA_VARIANT_R(SLOT, DQK, DV, PP, 2, NAME)
 
 /* The schedule by default, from the key blocks a query tile sees on average (`blocks`):
  * the overlapped schedules hide the softmax under matrix products once a tile has enough
@@ -495,6 +516,10 @@ static const fa_variant *fa_variant_of(int dqk, int dv, int blocks) {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_64_OVPP, 64, 64, 3, "flash_fwd_64_overlap_pingpong"),
       FA_VARIANT(WS_PLAN_SLOT_ATTN_128_OVPP, 128, 128, 3, "flash_fwd_128_overlap_pingpong"),
   };
+  /* WARPSPEC_ATTN_TILE_ROWS=192: the tall d 64 kernel (plain schedule; the schedule knob
+   * does not apply). Opt-in: written in session 29 without a GPU, not yet measured. */
+  static const fa_variant tall = FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL, 64, 64, 0, 3, "flash_fwd_64_tall");
+  if (dqk == 64 && ws_knobs_get()->attn_tile_rows == 192) return &tall;
   const int forced = ws_knobs_get()->attn_schedule;
   const int sched = forced != WS_ATTN_SCHED_AUTO ? forced : fa_default_schedule(dqk, blocks);
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
@@ -579,7 +604,7 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   const int kblocks = (p->seqlen_k + FA_BN - 1) / FA_BN;
   const fa_variant *v = fa_variant_of(p->dim_qk, p->dim_v, p->mask == WS_ATTN_NO_MASK ? kblocks : (kblocks + 1) / 2);
   if (!v) return ws_fail(WS_ERR_UNSUPPORTED, "ws_attn_forward: head dims %d/%d", p->dim_qk, p->dim_v);
-  const int m_blocks = (p->seqlen_q + FA_BM - 1) / FA_BM;
+  const int m_blocks = (p->seqlen_q + v->rows - 1) / v->rows;
   WS_REQUIRE((uint64_t)m_blocks * (uint64_t)p->batch * (uint64_t)p->heads_q < (1ull << 31),
              "ws_attn_forward: %d heads x %d query blocks x %d sequences is more than 2^31 - 1 tiles", p->heads_q, m_blocks,
              p->batch);
@@ -591,7 +616,8 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   ws_plan *plan = NULL;
   if ((s = ws_plan_cached(v->slot, fa_make_plan, v, &plan)) != WS_OK) return s;
   ws_tmap mq, mk, mv;
-  if ((s = ws_tmap_2d_swizzled(&mq, p->q, WS_DTYPE_BF16, rows_q, cq, cq * 2, FA_BM, 64, WS_SWIZZLE_128B)) != WS_OK ||
+  if ((s = ws_tmap_2d_swizzled(&mq, p->q, WS_DTYPE_BF16, rows_q, cq, cq * 2, (uint64_t)v->rows, 64, WS_SWIZZLE_128B)) !=
+          WS_OK ||
       (s = ws_tmap_2d_swizzled(&mk, p->k, WS_DTYPE_BF16, rows_k, ck, ck * 2, FA_BN, 64, WS_SWIZZLE_128B)) != WS_OK ||
       (s = ws_tmap_2d_swizzled(&mv, p->v, WS_DTYPE_BF16, rows_k, cv, cv * 2, FA_BN, 64, WS_SWIZZLE_128B)) != WS_OK)
     return s;

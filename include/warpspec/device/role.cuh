@@ -8,12 +8,14 @@
  *   - prefix_layout       the layout evaluated at compile time (a static_assert
  *                         rejects a table that cannot fit a CTA),
  *   - prefix_layout_dev   the same layout in constant memory for run-time lookups.
+ * WS_DECLARE_ROLE_SET(prefix) adds prefix_set, all of it as a type, for a kernel
+ * templated over its role table (WS_KERNEL_T and the other _T forms).
  * WS_KERNEL(prefix) opens the kernel with __launch_bounds__(threads, 1), without
  * which ptxas ignores setmaxnreg (warning C7508). WS_ENTER_ROLE(prefix, NAME) is the
  * first statement of a role's branch: setmaxnreg inc/dec from the table.
  *
  *   #define COPY_ROLES(ROLE) ROLE(LOADER, 1, 40, 1) ROLE(WRITER, 4, 232, 2)
- *   WS_DECLARE_ROLES(copy, COPY_ROLES)
+ *   WS_DECLARE_ROLES(copy, COPY_ROLES);
  *   WS_KERNEL(copy) copy_kernel(..., ws_diag diag) {
  *     ws_ctx ctx = WS_SELF(copy, diag);
  *     ... init pipes, ws_init_sync() ...
@@ -53,6 +55,19 @@ typedef struct {
                 "role table '" #P "' does not fit one CTA; `warpspec plan` explains why"); \
   static __constant__ ws_layout P##_layout_dev = ws_layout_make(P##_roles, P##_NROLES, 0)
 
+/* WS_DECLARE_ROLE_SET(prefix), after WS_DECLARE_ROLES(prefix, ...) in a .cu file: the table
+ * as a type, prefix_set, for a kernel templated over its role table (WS_KERNEL_T and the
+ * other _T forms below). */
+#define WS_DECLARE_ROLE_SET(P)                                                            \
+  struct P##_set {                                                                        \
+    static constexpr int threads = P##_layout.threads;                                    \
+    static constexpr int entry_regs = P##_layout.entry_regs;                              \
+    static constexpr int role_regs(int r) { return ws_layout_role_regs(&P##_layout, r); } \
+    static constexpr const ws_role *roles = P##_roles;                                    \
+    static constexpr int nroles = P##_NROLES;                                             \
+    static __device__ __forceinline__ const ws_layout *dev() { return &P##_layout_dev; }  \
+  }
+
 #define WS_KERNEL(P) __global__ void __launch_bounds__(P##_layout.threads, 1)
 #define WS_THREADS(P) (P##_layout.threads)
 #define WS_SELF(P, DIAG) ws_ctx_make(&P##_layout_dev, (DIAG), 1)
@@ -72,6 +87,21 @@ typedef struct {
   do {                                                                                \
     constexpr int ws_entry_ = P##_layout.entry_regs;                                  \
     constexpr int ws_regs_ = ws_layout_role_regs(&P##_layout, ROLE);                  \
+    if (ws_regs_ > ws_entry_) WS_SETMAXNREG_INC(ws_regs_ > ws_entry_ ? ws_regs_ : WS_REGS_MAX); \
+    else if (ws_regs_ < ws_entry_) WS_SETMAXNREG_DEC(ws_regs_ < ws_entry_ ? ws_regs_ : WS_REGS_MIN); \
+  } while (0)
+
+/* The same for a kernel templated over its role table: S is a prefix_set type made by
+ * WS_DECLARE_ROLE_SET (a kernel with one tile shape per role table, e.g. two or three math
+ * replicas), the roles named by their index (the tables list them in the same order). */
+#define WS_KERNEL_T(S) __global__ void __launch_bounds__(S::threads, 1)
+#define WS_SELF_T(S, DIAG) ws_ctx_make(S::dev(), (DIAG), 1)
+#define WS_ROLE_THREADS_T(S, ROLE) ((uint32_t)S::dev()->role_warps[ROLE] * WS_WARP_SIZE)
+#define WS_ROLE_WARPS_T(S, ROLE) ((uint32_t)S::dev()->role_warps[ROLE])
+#define WS_ENTER_ROLE_T(S, ROLE)                                                      \
+  do {                                                                                \
+    constexpr int ws_entry_ = S::entry_regs;                                          \
+    constexpr int ws_regs_ = S::role_regs(ROLE);                                      \
     if (ws_regs_ > ws_entry_) WS_SETMAXNREG_INC(ws_regs_ > ws_entry_ ? ws_regs_ : WS_REGS_MAX); \
     else if (ws_regs_ < ws_entry_) WS_SETMAXNREG_DEC(ws_regs_ < ws_entry_ ? ws_regs_ : WS_REGS_MIN); \
   } while (0)
