@@ -27,7 +27,8 @@
  * two warpgroups (two named barriers from the plan); overlap, FA3's intra-warpgroup
  * pipelining (S of the next block issued before this block's PV, its softmax under the
  * PV); overlap-pingpong, both. The default depends on the head dim and the key blocks per
- * tile (fa_default_schedule). The roles are split 24 / 240
+ * tile (fa_default_schedule). Opt-in at d 64: the tall tile, three math warpgroups of 64 rows
+ * at 160 registers (WARPSPEC_ATTN_TILE_ROWS=192, FA_TALL_ROLES). The roles are split 24 / 240
  * registers as FA3's (the loader only issues TMA copies). O leaves through the tile's Q
  * slot by TMA stores (fa_store_o). */
 #include "../core/internal.h"
@@ -86,7 +87,8 @@ WS_DECLARE_ROLE_SET(flash_fwd);
 #define FA_TALL_ROLES(ROLE) ROLE(T_LOADER, 1, 24, 1) ROLE(T_MATH, 4, 160, 3)
 WS_DECLARE_ROLES(flash_fwd_tall, FA_TALL_ROLES);
 WS_DECLARE_ROLE_SET(flash_fwd_tall);
-static_assert((int)T_LOADER == (int)A_LOADER && (int)T_MATH == (int)A_MATH, "the flash role tables list their roles alike");
+static_assert((int)T_LOADER == (int)A_LOADER && (int)T_MATH == (int)A_MATH,
+              "the flash role tables list their roles alike");
 /* The role table of the kernel with REPL math replicas. */
 template <int REPL> struct fa_roles { typedef flash_fwd_set set; };
 template <> struct fa_roles<3> { typedef flash_fwd_tall_set set; };
@@ -480,8 +482,8 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
   return s;
 }
 
-#define FA_VARIANT_R(SLOT, DQK, DV, PP, REPL, NAME)                                                    \
-  {SLOT, DQK, DV, PP, 64 * (REPL), NAME, (const void *)flash_fwd_kernel<DQK, DV, PP, REPL>,                       \
+#define FA_VARIANT_R(SLOT, DQK, DV, PP, REPL, NAME)                                          \
+  {SLOT, DQK, DV, PP, 64 * (REPL), NAME, (const void *)flash_fwd_kernel<DQK, DV, PP, REPL>,  \
    sizeof(fa_smem<DQK, DV, 64 * (REPL)>) + 1024, fa_roles<REPL>::set::roles, fa_roles<REPL>::set::nroles}
 #define FA_VARIANT(SLOT, DQK, DV, PP, NAME) FA_VARIANT_R(SLOT, DQK, DV, PP, 2, NAME)
 
