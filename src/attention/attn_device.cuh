@@ -230,19 +230,26 @@ static __device__ __forceinline__ float attn_quad_sum(float l) {
   return l + __shfl_xor_sync(0xffffffffu, l, 2);
 }
 
-/* The end of row x, given its full sum l (attn_quad_sum): O / l in BF16 into `out` (the
- * row's DV columns) and its lse into *lse if lse is not NULL (-inf and O = 0 for a row
- * that saw no key: l exactly 0; every other row's sum is >= 1, its largest term being 2^0.
- * `l == 0`, not `l > 0`: a NaN sum, from a NaN key or value, gives NaN as the reference's
- * does, not an empty row). */
+/* A finished row, from its full sum l (attn_quad_sum) and running max m: the factor for
+ * O / l and the lse = scale m + ln l; a row that saw no key (l exactly 0) gets O = 0 and
+ * lse -inf (every other row's sum is >= 1, its largest term being 2^0). `l == 0`, not
+ * `l > 0`: a NaN sum, from a NaN key or value, gives NaN as the reference's does, not an
+ * empty row. */
+static __device__ __forceinline__ float attn_row_inv(float l) { return l == 0.0f ? 0.0f : 1.0f / l; }
+static __device__ __forceinline__ float attn_row_lse(float l, float m, float sl2) {
+  return l == 0.0f ? -INFINITY : (m * sl2 + log2f(l)) * ATTN_LN2;
+}
+
+/* The end of row x: O / l in BF16 into `out` (the row's DV columns) and its lse into *lse
+ * if lse is not NULL (attn_row_inv, attn_row_lse). */
 template <int DV>
 static __device__ __forceinline__ void attn_store_row(const float *o, int x, float l, float m, float sl2, int quad,
                                                       uint16_t *out, float *lse) {
-  const float inv = l == 0.0f ? 0.0f : 1.0f / l;
+  const float inv = attn_row_inv(l);
   uint32_t *dst = (uint32_t *)out;
 #pragma unroll
   for (int j = 0; j < DV / 8; j++) dst[4 * j + quad] = attn_pack_bf16(o[4 * j + 2 * x] * inv, o[4 * j + 2 * x + 1] * inv);
-  if (lse && quad == 0) *lse = l == 0.0f ? -INFINITY : (m * sl2 + log2f(l)) * ATTN_LN2;
+  if (lse && quad == 0) *lse = attn_row_lse(l, m, sl2);
 }
 
 /* Host: 1 if p is 16-byte aligned (the argument checks of every attention op). */

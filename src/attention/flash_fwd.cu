@@ -247,13 +247,13 @@ static __device__ __forceinline__ int fa_work_at(const fa_args *a, int t, fa_wor
  * The slot is released to the loader only once the TMA unit has read it (fa_release_q);
  * other rows (the last, partial rows of a sequence) are stored as before. lse per row. */
 template <int DV, int BM>
-static __device__ __forceinline__ int fa_store_o(const fa_args *a, const ws_tmap *map_o, const fa_work *ti,
+static __device__ __forceinline__ void fa_store_o(const fa_args *a, const ws_tmap *map_o, const fa_work *ti,
                                                  const float *o, const float *m_run, const float *l, float sl2,
                                                  int lane, int wrow, uint8_t *stage) {
   const int quad = lane & 3, r = lane >> 2;
   float inv[2];
 #pragma unroll
-  for (int x = 0; x < 2; x++) inv[x] = l[x] == 0.0f ? 0.0f : 1.0f / l[x];
+  for (int x = 0; x < 2; x++) inv[x] = attn_row_inv(l[x]);
   const int tma = a->o_tma && wrow + 16 <= ti->lq;
   if (tma) {
 #pragma unroll
@@ -282,10 +282,9 @@ static __device__ __forceinline__ int fa_store_o(const fa_args *a, const ws_tmap
     if (!tma) {
       attn_store_row<DV>(o, x, l[x], m_run[x], sl2, quad, a->o + ((size_t)(ti->q0 + qi) * a->heads_q + ti->h) * DV, lse);
     } else if (lse && quad == 0) {
-      *lse = l[x] == 0.0f ? -INFINITY : (m_run[x] * sl2 + log2f(l[x])) * ATTN_LN2;
+      *lse = attn_row_lse(l[x], m_run[x], sl2);
     }
   }
-  return tma;
 }
 
 template <int DQK, int DV, int SCHED, int REPL>

@@ -613,11 +613,11 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
 #pragma unroll
   for (int x = 0; x < 2; x++) {
     const float lt = l[x] + sm->lsum[1 - w][r0 + 8 * x];
-    const float inv = lt == 0.0f ? 0.0f : 1.0f / lt; /* 0: no key; NaN stays NaN (attn_store_row) */
+    const float inv = attn_row_inv(lt); /* 0: no key; NaN stays NaN */
     const int er = tile * MLA_BH + r0 + 8 * x;
     if (er >= pack * a.heads) continue; /* a padding row past the element's last token */
     const size_t row = (size_t)elem * (pack * a.heads) + er;
-    const float lse = lt == 0.0f ? -INFINITY : (m_run[x] * sl2 + log2f(lt)) * ATTN_LN2;
+    const float lse = attn_row_lse(lt, m_run[x], sl2);
     if (a.o_part) { /* a split of the keys: normalised partial O and its lse, merged later */
       float2 *out = (float2 *)(a.o_part + ((size_t)blockIdx.z * a.rows + row) * MLA_DV + 256 * w);
 #pragma unroll
