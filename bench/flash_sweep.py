@@ -18,20 +18,9 @@ tables (docs/benchmarks.md, attention):
 Needs PyTorch and the package (PYTHONPATH=python WARPSPEC_LIBRARY=BUILD/libwarpspec.so).
 Prints one line per shape: TFLOPS per setting, then ratios."""
 import argparse
-import os
 import sys
 
-
-def _setter(warpspec, env):
-    """A setup for _time_rotated: the knobs in env set (None: unset), then read again."""
-    def setup():
-        for k, v in env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = str(v)
-        warpspec.reload_knobs()
-    return setup
+from warpspec.bench_attention import _knobs, _time_rotated
 
 
 def _o_store(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated):
@@ -50,11 +39,11 @@ def _o_store(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rota
         qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
         for causal in (False, True):
             flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
-            _setter(warpspec, {st: "rows", sc: None})()
+            _knobs(warpspec, {st: "rows", sc: None})()
             ref = warpspec.attention(q, k, v, causal=causal)
             cands = []
             for name, env in cfg:
-                _setter(warpspec, env)()
+                _knobs(warpspec, env)()
                 out = torch.full_like(ref, float("nan"))
                 warpspec.attention(q, k, v, causal=causal, out=out)
                 err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
@@ -62,16 +51,16 @@ def _o_store(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rota
                     raise SystemExit(f"{name} at B{b} S{s} H{h} d{d} causal {causal}: relative error {err:.1e}")
                 if err and env[sc] is None:
                     print(f"  {name}: not bit-equal to rows (relative error {err:.1e})")
-                cands.append((_setter(warpspec, env), lambda out=out: warpspec.attention(q, k, v, causal=causal, out=out)))
+                cands.append((_knobs(warpspec, env), lambda out=out: warpspec.attention(q, k, v, causal=causal, out=out)))
 
             def cudnn():
                 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                     return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-            cands.append((_setter(warpspec, {st: None, sc: None}), cudnn))
+            cands.append((_knobs(warpspec, {st: None, sc: None}), cudnn))
             ts = time_rotated(cands, args.iters, torch, flush)
             print(f"{b} {s} {h} {d} {int(causal)} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts) +
                   f" | {ts[1] / ts[0]:.3f} {ts[-1] / ts[0]:.3f}", flush=True)
-    _setter(warpspec, {st: None, sc: None})()
+    _knobs(warpspec, {st: None, sc: None})()
 
 
 def _head_group(args, torch, warpspec, flush, time_rotated):
@@ -87,10 +76,10 @@ def _head_group(args, torch, warpspec, flush, time_rotated):
         q, k, v = ((torch.rand(b, s, h, d, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
         out = warpspec.attention(q, k, v, causal=True)
         flops = 4.0 * b * h * s * s * d / 2
-        cands = [(_setter(warpspec, {hg: x}), lambda: warpspec.attention(q, k, v, causal=True, out=out)) for x in sizes]
+        cands = [(_knobs(warpspec, {hg: x}), lambda: warpspec.attention(q, k, v, causal=True, out=out)) for x in sizes]
         ts = time_rotated(cands, args.iters, torch, flush)
         print(f"{b} {s} {h} {d} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts), flush=True)
-    _setter(warpspec, {hg: None})()
+    _knobs(warpspec, {hg: None})()
 
 
 def _tile_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated):
@@ -103,9 +92,9 @@ def _tile_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_ro
             qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
             for causal in (False, True):
                 flops = 4.0 * b * h * s * s * 64 / (2 if causal else 1)
-                _setter(warpspec, {tr: None})()
+                _knobs(warpspec, {tr: None})()
                 ref = warpspec.attention(q, k, v, causal=causal)
-                _setter(warpspec, {tr: 192})()
+                _knobs(warpspec, {tr: 192})()
                 tall = torch.full_like(ref, float("nan"))
                 warpspec.attention(q, k, v, causal=causal, out=tall)
                 err = ((tall.double() - ref.double()).norm() / ref.double().norm()).item()
@@ -115,13 +104,13 @@ def _tile_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_ro
                 def cudnn():
                     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                         return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-                cands = [(_setter(warpspec, {tr: None}), lambda: warpspec.attention(q, k, v, causal=causal, out=ref)),
-                         (_setter(warpspec, {tr: 192}), lambda: warpspec.attention(q, k, v, causal=causal, out=tall)),
-                         (_setter(warpspec, {tr: None}), cudnn)]
+                cands = [(_knobs(warpspec, {tr: None}), lambda: warpspec.attention(q, k, v, causal=causal, out=ref)),
+                         (_knobs(warpspec, {tr: 192}), lambda: warpspec.attention(q, k, v, causal=causal, out=tall)),
+                         (_knobs(warpspec, {tr: None}), cudnn)]
                 ts = time_rotated(cands, args.iters, torch, flush)
                 print(f"{b} {s} {h} {int(causal)} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts) +
                       f" | {ts[0] / ts[1]:.3f} {ts[2] / ts[1]:.3f}", flush=True)
-    _setter(warpspec, {tr: None})()
+    _knobs(warpspec, {tr: None})()
 
 
 def main(argv=None):
@@ -135,7 +124,6 @@ def main(argv=None):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     import warpspec
-    from warpspec.bench_attention import _time_rotated
     print(f"device: {torch.cuda.get_device_name()}; {args.what}")
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     if args.what == "o-store":

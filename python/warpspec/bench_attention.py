@@ -23,7 +23,7 @@ call of each per iteration, starting one further each time, each timed call afte
 untimed call of itself), so that neither the GPU's clock drift over the run nor the
 candidate run just before favours one of them (session 28: timed one after the other,
 our default schedule, first, read up to 10% above the same kernel timed fifth; session
-29: in rotation without the lead-in call, the candidate after cuDNN read up to 10% below
+29: in rotation without the lead-in call, the candidate after cuDNN read up to 13% below
 the same kernel timed after ours). TFLOPS = 4 x B x H x Sq x Sk x D / t (halved for causal), as FlashAttention counts.
 """
 
@@ -40,7 +40,7 @@ def _time_rotated(cands, iters, torch, flush):
     candidate further each time, so that the clock's drift over a long run (power, heat)
     falls on all of them alike instead of on the ones timed last. Each timed call follows
     an untimed call of the same fn (then the L2 flush): a call timed right after another
-    candidate's ran up to 10% slow (session 29, H200: the candidate after cuDNN's kernel,
+    candidate's ran up to 13% slow (session 29, H200: the candidate after cuDNN's kernel,
     the same kernel timed elsewhere in the rotation faster), so each is timed after
     itself, as a user's repeated calls run."""
     for setup, fn in cands:
@@ -64,16 +64,22 @@ def _time_rotated(cands, iters, torch, flush):
     return [statistics.median(t) for t in ts]
 
 
-def _schedule(warpspec, sched):
-    """A setup for _time_rotated: WARPSPEC_ATTN_SCHEDULE forced to sched (None: the
-    default), read again by the library."""
+def _knobs(warpspec, env):
+    """A setup for _time_rotated: the WARPSPEC_* variables in env set (a value of None:
+    unset, the default), then read again by the library."""
     def setup():
-        if sched is None:
-            os.environ.pop("WARPSPEC_ATTN_SCHEDULE", None)
-        else:
-            os.environ["WARPSPEC_ATTN_SCHEDULE"] = sched
+        for name, value in env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = str(value)
         warpspec.reload_knobs()  # the library reads its knobs once
     return setup
+
+
+def _schedule(warpspec, sched):
+    """_knobs for WARPSPEC_ATTN_SCHEDULE alone (None: the default)."""
+    return _knobs(warpspec, {"WARPSPEC_ATTN_SCHEDULE": sched})
 
 
 def _time(fn, iters, torch, flush):
