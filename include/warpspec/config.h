@@ -172,6 +172,12 @@
  * One H200, every schedule timed in rotation (docs/design.md, "Knobs"; session 29). */
 #define WS_ATTN_PLAIN_MAX_BLOCKS   4
 #define WS_ATTN_OVERLAP_MIN_BLOCKS 32
+/* d 64 runs the tall tile (192 query rows, three math warpgroups, plain) without a mask
+ * and with a causal one from WS_ATTN_TALL_MIN_BLOCKS key blocks per tile on average (S 2048):
+ * without a mask 1.03-1.04x the 128-row default at S 512-1024, 1.14-1.19x from S 2048; causal
+ * 0.86-0.92x at S 512-1024 (a 192-row tile's diagonal is longer, its grid a smaller
+ * multiple of the SMs), 0.98-1.13x from S 2048. One H200, timed in rotation, session 30. */
+#define WS_ATTN_TALL_MIN_BLOCKS 8
 
 /* ---- environment variables -------------------------------------------------------- */
 /* Every knob the library reads from the environment, one prefix, one reader

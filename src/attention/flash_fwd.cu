@@ -504,7 +504,7 @@ static int fa_default_schedule(int dqk, int blocks) {
   return WS_ATTN_SCHED_PLAIN;
 }
 
-static const fa_variant *fa_variant_of(int dqk, int dv, int blocks) {
+static const fa_variant *fa_variant_of(int dqk, int dv, int masked, int blocks) {
   static const fa_variant v[] = {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_64, 64, 64, 0, "flash_fwd_64"),
       FA_VARIANT(WS_PLAN_SLOT_ATTN_128, 128, 128, 0, "flash_fwd_128"),
@@ -517,11 +517,13 @@ static const fa_variant *fa_variant_of(int dqk, int dv, int blocks) {
       FA_VARIANT(WS_PLAN_SLOT_ATTN_64_OVPP, 64, 64, 3, "flash_fwd_64_overlap_pingpong"),
       FA_VARIANT(WS_PLAN_SLOT_ATTN_128_OVPP, 128, 128, 3, "flash_fwd_128_overlap_pingpong"),
   };
-  /* WARPSPEC_ATTN_TILE_ROWS=192: the tall d 64 kernel (plain schedule; the schedule knob
-   * does not apply). Opt-in: written in session 29 without a GPU, not yet measured. */
+  /* d 64: the tall kernel (plain schedule) by default without a mask or with enough key
+   * blocks (WS_ATTN_TALL_MIN_BLOCKS), unless a schedule is forced; WARPSPEC_ATTN_TILE_ROWS
+   * 128 / 192 forces a tile (192 wins over a forced schedule). */
   static const fa_variant tall = FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL, 64, 64, 0, 3, "flash_fwd_64_tall");
-  if (dqk == 64 && ws_knobs_get()->attn_tile_rows == 192) return &tall;
-  const int forced = ws_knobs_get()->attn_schedule;
+  const int rows = ws_knobs_get()->attn_tile_rows, forced = ws_knobs_get()->attn_schedule;
+  const int tall_default = forced == WS_ATTN_SCHED_AUTO && (!masked || blocks >= WS_ATTN_TALL_MIN_BLOCKS);
+  if (dqk == 64 && (rows == 192 || (rows == 0 && tall_default))) return &tall;
   const int sched = forced != WS_ATTN_SCHED_AUTO ? forced : fa_default_schedule(dqk, blocks);
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i].dqk == dqk && v[i].dv == dv && v[i].sched == sched) return &v[i];
@@ -602,8 +604,8 @@ extern "C" ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stre
   WS_REQUIRE(((uintptr_t)p->lse & 3u) == 0, "ws_attn_forward: lse %p is not 4-byte aligned", (void *)p->lse);
   /* key blocks per query tile on average: all of seqlen_k (the longest, varlen), about
    * half under a causal mask */
-  const int kblocks = (p->seqlen_k + FA_BN - 1) / FA_BN;
-  const fa_variant *v = fa_variant_of(p->dim_qk, p->dim_v, p->mask == WS_ATTN_NO_MASK ? kblocks : (kblocks + 1) / 2);
+  const int kblocks = (p->seqlen_k + FA_BN - 1) / FA_BN, masked = p->mask != WS_ATTN_NO_MASK;
+  const fa_variant *v = fa_variant_of(p->dim_qk, p->dim_v, masked, masked ? (kblocks + 1) / 2 : kblocks);
   if (!v) return ws_fail(WS_ERR_UNSUPPORTED, "ws_attn_forward: head dims %d/%d", p->dim_qk, p->dim_v);
   const int m_blocks = (p->seqlen_q + v->rows - 1) / v->rows;
   WS_REQUIRE((uint64_t)m_blocks * (uint64_t)p->batch * (uint64_t)p->heads_q < (1ull << 31),

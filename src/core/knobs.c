@@ -67,7 +67,7 @@ static const knob_desc table[] = {
     WORD_KNOB(WS_ATTN_GRID_ENV, NULL, attn_persistent, 1, attn_grids, "persistent"),
     INT_KNOB(WS_ATTN_HEAD_GROUP_ENV, NULL, attn_head_group, 0, 1, INT_MAX, "chosen from the L2 size"),
     WORD_KNOB(WS_ATTN_O_STORE_ENV, NULL, attn_o_tma, 1, attn_o_stores, "tma"),
-    WORD_KNOB(WS_ATTN_TILE_ROWS_ENV, NULL, attn_tile_rows, 128, attn_tile_rows, "128"),
+    WORD_KNOB(WS_ATTN_TILE_ROWS_ENV, NULL, attn_tile_rows, 0, attn_tile_rows, "chosen per mask and length"),
     WORD_KNOB(WS_MLA_SCHEDULE_ENV, NULL, mla_overlap, 0, mla_schedules, "plain"),
     INT_KNOB(WS_GEMM_SPLITS_ENV, "WS_GEMM_SPLITS", gemm_splits, 0, 1, INT_MAX, "chosen per problem"),
     WORD_KNOB(WS_GEMM_FP8_TILE_ENV, "WS_GEMM_FP8_TILE", gemm_fp8_tile, 0, fp8_tiles, "chosen per problem"),

@@ -25,7 +25,7 @@ typedef struct {
   int attn_persistent;       /* WARPSPEC_ATTN_GRID: 1 persistent, 0 one CTA per tile         */
   int attn_head_group;       /* WARPSPEC_ATTN_HEAD_GROUP: 0 = from the L2, else forced       */
   int attn_o_tma;            /* WARPSPEC_ATTN_O_STORE: 1 tma (through shared memory), 0 rows */
-  int attn_tile_rows;        /* WARPSPEC_ATTN_TILE_ROWS: 128, or 192 (the tall d 64 kernel)  */
+  int attn_tile_rows;        /* WARPSPEC_ATTN_TILE_ROWS: 0 = chosen per mask and length, 128, or 192 (d 64) */
   int mla_overlap;           /* WARPSPEC_MLA_SCHEDULE: 1 overlap, 0 plain                    */
   int gemm_splits;           /* WARPSPEC_GEMM_SPLITS: 0 = chosen per problem, else forced    */
   int gemm_fp8_tile;         /* WARPSPEC_GEMM_FP8_TILE: 0 = chosen per problem, 128 or 192   */

@@ -72,7 +72,7 @@ static void defaults(void) {
   CHECK(k->check == 0 && ws_check_mode() == 0);
   CHECK(k->host_threads == 0 && k->pdl == 1);
   CHECK(k->attn_schedule == WS_ATTN_SCHED_AUTO && k->attn_persistent == 1 && k->mla_overlap == 0);
-  CHECK(k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 128);
+  CHECK(k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 0);
   CHECK(k->gemm_splits == 0 && k->gemm_fp8_tile == 0 && k->gemm_pair == 1);
   CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->ep_overlap == WS_EP_OVERLAP_DEFAULT &&
         k->moe_tile == 0 && k->moe_pair == -1);
@@ -137,8 +137,8 @@ static void refused(void) {
   set(WS_ATTN_TILE_ROWS_ENV, "256");
   reload_quoting();
   CHECK(k->attn_persistent == 1 && k->gemm_splits == 0 && k->timeout_ms == WS_TIMEOUT_MS_DEFAULT && k->check == 0);
-  CHECK(k->moe_static_walk == 0 && k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 128);
-  CHECK_SAID("WARPSPEC_ATTN_TILE_ROWS=\"256\" is not accepted (128 or 192); the default, 128");
+  CHECK(k->moe_static_walk == 0 && k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 0);
+  CHECK_SAID("WARPSPEC_ATTN_TILE_ROWS=\"256\" is not accepted (128 or 192); the default, chosen per mask and length");
   CHECK_SAID("WARPSPEC_ATTN_O_STORE=\"smem\" is not accepted (tma or rows); the default, tma");
   CHECK_SAID("WARPSPEC_ATTN_HEAD_GROUP=\"0\" is not accepted (a whole number, at least 1); the default, chosen from the L2 size");
   CHECK_SAID("WARPSPEC_MOE_SCHED=\"1\" is not accepted (claimed or static); the default, claimed");

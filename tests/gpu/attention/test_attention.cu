@@ -15,7 +15,9 @@
  *   test_attention nsa-quick the small NSA tests (for compute-sanitizer)
  *   test_attention flash-quick the quick flash cases, default and overlap-pingpong schedules (for
  *                           compute-sanitizer)
- *   test_attention flash-tall  the d 64 cases on the opt-in tall tile (WARPSPEC_ATTN_TILE_ROWS=192)
+ *   test_attention flash-tall  the d 64 cases on the tall tile (WARPSPEC_ATTN_TILE_ROWS=192),
+ *                           every mask (the default takes it without a mask or at length)
+ *   test_attention flash-tall-quick  its quick cases only (for compute-sanitizer)
  * The MLA cases run under both schedules (WARPSPEC_MLA_SCHEDULE unset, then overlap).
  * The cases live in one file per area, included here (the random stream and test.h's
  * state are per translation unit, so they are one unit):
@@ -71,18 +73,18 @@ int main(int argc, char **argv) {
     printf(fails ? "test_attention nsa: %d FAILED\n" : "test_attention nsa: all checks passed\n", fails);
     return fails ? 1 : 0;
   }
-  if (!strcmp(mode, "flash-quick") || !strcmp(mode, "flash-tall")) {
+  const int tall_full = !strcmp(mode, "flash-tall"), tall = tall_full || !strcmp(mode, "flash-tall-quick");
+  if (!strcmp(mode, "flash-quick") || tall) {
     /* flash-quick: the quick flash cases, default and overlap-pingpong (for compute-sanitizer);
-     * flash-tall: the d 64 ones on the tall tile (WARPSPEC_ATTN_TILE_ROWS=192, opt-in, not yet
-     * in the ctest mode: written without a GPU in session 29), then the full d 64 cases */
-    const int tall = !strcmp(mode, "flash-tall");
+     * flash-tall(-quick): the d 64 ones on the tall tile (WARPSPEC_ATTN_TILE_ROWS=192), then
+     * (flash-tall) the full d 64 cases */
     if (tall) test_set_knob(WS_ATTN_TILE_ROWS_ENV, "192");
     for (int sc = 0; sc < 2 - tall; sc++) {
       test_set_knob(WS_ATTN_SCHEDULE_ENV, sc ? "overlap-pingpong" : NULL);
       for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++)
         if (!tall || flash_quick[i].dqk == 64) fails += run_case(&flash_quick[i]);
     }
-    if (tall)
+    if (tall_full)
       for (size_t i = 0; i < sizeof flash_full / sizeof flash_full[0]; i++)
         if (flash_full[i].dqk == 64) fails += run_case(&flash_full[i]);
     test_set_knob(WS_ATTN_SCHEDULE_ENV, NULL);
@@ -152,6 +154,13 @@ int main(int argc, char **argv) {
   printf("flash O stores: rows (%.0f s)\n", elapsed_s());
   for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++) fails += run_case(&flash_quick[i]);
   test_set_knob(WS_ATTN_O_STORE_ENV, NULL);
+  for (int r = 0; r < 2; r++) { /* d 64 on either tile, every mask (the default picks by mask and length) */
+    test_set_knob(WS_ATTN_TILE_ROWS_ENV, r ? "192" : "128");
+    printf("flash tile rows: %s (%.0f s)\n", r ? "192" : "128", elapsed_s());
+    for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++)
+      if (flash_quick[i].dqk == 64) fails += run_case(&flash_quick[i]);
+  }
+  test_set_knob(WS_ATTN_TILE_ROWS_ENV, NULL);
   for (int sw = 0; sw < 2; sw++) { /* both MLA schedules (WARPSPEC_MLA_SCHEDULE) */
     if (sw) test_set_knob(WS_MLA_SCHEDULE_ENV, "overlap");
     printf("mla schedule: %s (%.0f s)\n", sw ? "overlap" : "default", elapsed_s());
