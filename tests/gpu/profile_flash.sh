@@ -7,7 +7,7 @@
 # against ours). Then per report the details page (duration, SOL, tensor pipe, DRAM bytes,
 # L2 hit rate, occupancy) and, for ours, the stall reasons per SASS line (bench/ncu_stalls.py;
 # -lineinfo builds name the source lines). Everything is packed into $OUT/profile_flash.tgz,
-# a summary printed. First run in session 29 (one H200; docs/results/h200_s29_flash_ncu.txt).
+# a summary printed (both kernels' SASS and stalls since session 30). First run in session 29 (one H200; docs/results/h200_s29_flash_ncu.txt).
 set -u
 build=${1:-build}
 out=${OUT:-results}
@@ -30,11 +30,11 @@ for sh in "${shapes[@]}"; do
     "$ncu" -i "$rep" --page details >"$tmp/${tag}_${be}_details.txt" 2>&1
     grep -E "^  [a-zA-Z_].*\(|Duration|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|L2 Hit Rate|Achieved Occupancy|Registers Per Thread" \
       "$tmp/${tag}_${be}_details.txt" | head -24 | sed "s/^/  /"
-    if [ "$be" = warpspec ]; then
-      "$ncu" -i "$rep" --page source --print-source sass --csv >"$tmp/${tag}_source.csv" 2>&1
-      "$ncu" -i "$rep" --page raw --csv --metrics regex:smsp__pcsamp_warps_issue_stalled_ >"$tmp/${tag}_stalls.csv" 2>&1
-      python3 bench/ncu_stalls.py "$tmp/${tag}_stalls.csv" 2>&1 | head -20 | sed "s/^/  /"
-    fi
+    # SASS with per-line samples for both: ours by source line, cuDNN's for its tile shape
+    # (HGMMA forms), its instruction mix and where its warps wait
+    "$ncu" -i "$rep" --page source --print-source sass --csv >"$tmp/${tag}_${be}_source.csv" 2>&1
+    "$ncu" -i "$rep" --page raw --csv --metrics regex:smsp__pcsamp_warps_issue_stalled_ >"$tmp/${tag}_${be}_stalls.csv" 2>&1
+    python3 bench/ncu_stalls.py "$tmp/${tag}_${be}_stalls.csv" 2>&1 | head -20 | sed "s/^/  /"
   done
 done
 tar czf "$out/profile_flash.tgz" -C "$tmp" .
