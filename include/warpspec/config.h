@@ -167,9 +167,10 @@
 /* Flash forward's schedule by default, from the key blocks (128 keys) a query tile sees on
  * average (all of seqlen_k; about half with a causal mask): plain up to
  * WS_ATTN_PLAIN_MAX_BLOCKS at d 128 (the overlapped schedules' extra prologue and hand-over
- * do not pay for 4 blocks), overlap-pingpong in between, the overlap alone from
- * WS_ATTN_OVERLAP_MIN_BLOCKS; d 64 plain below that, the overlap from it; 192/128 plain.
- * One H200, every schedule timed in rotation (docs/design.md, "Knobs"; session 29). */
+ * do not pay for 4 blocks), overlap-pingpong above (the overlap with the exponentials in
+ * turns: 1-3.5% over the overlap alone from S 4096, session 30); the 128-row d 64 kernel
+ * plain below WS_ATTN_OVERLAP_MIN_BLOCKS, the overlap from it; 192/128 plain. One H200,
+ * every schedule timed in rotation (docs/design.md, "Knobs"; sessions 29-30). */
 #define WS_ATTN_PLAIN_MAX_BLOCKS   4
 #define WS_ATTN_OVERLAP_MIN_BLOCKS 32
 /* d 64 runs the tall tile (192 query rows, three math warpgroups, plain) without a mask

@@ -85,6 +85,22 @@ static __device__ __forceinline__ void attn_pv_wgmma(float *o, uint32_t (*pa)[4]
   ws_wgmma_commit_group();
 }
 
+/* ---- turns between the two math warpgroups (named barriers from the plan) -------------
+ * Each waits on its own barrier and hands over on the other's. PP = 0: no turns. */
+typedef struct {
+  uint32_t mine, other, both; /* named barrier ids, and the threads of both warpgroups */
+} attn_turns;
+
+template <int PP>
+static __device__ __forceinline__ void attn_turn_take(const attn_turns *t) {
+  if (PP) ws_bar_sync(t->mine, t->both);
+}
+
+template <int PP>
+static __device__ __forceinline__ void attn_turn_pass(const attn_turns *t) {
+  if (PP) ws_bar_arrive(t->other, t->both);
+}
+
 /* ---- the online softmax of one key block, shared by the flash and NSA kernels ---------
  * A thread holds two rows (x = 0, 1) of a warpgroup's 64 x BN S accumulator in wgmma's
  * layout: s[4j + 2x + e] is row x, column 8j + 2 quad + e; the four lanes of a quad share
@@ -93,8 +109,12 @@ static __device__ __forceinline__ void attn_pv_wgmma(float *o, uint32_t (*pa)[4]
 /* New row maxima (over the quad), alpha = exp2 of each max's change (the factor for O and
  * the running sums), s turned into p = exp2(s sl2 - m sl2) in place, the sums updated. A
  * row with no key yet keeps max -inf: exponents taken relative to 0 give 0, not NaN. */
-template <int BN>
-static __device__ __forceinline__ void attn_softmax_block(float *s, float *m_run, float *l_run, float *alpha, float sl2) {
+/* TURN = 1: the exponentials, the SFU's share of the block, in this warpgroup's turn
+ * (taken after the maxima, handed over after the last exp2; `pass` 0 skips the hand-over),
+ * so that the two warpgroups' exponentials alternate. */
+template <int BN, int TURN = 0>
+static __device__ __forceinline__ void attn_softmax_block(float *s, float *m_run, float *l_run, float *alpha, float sl2,
+                                                          const attn_turns *turns = NULL, int pass = 1) {
   float mx[2] = {m_run[0], m_run[1]};
 #pragma unroll
   for (int j = 0; j < BN / 8; j++) {
@@ -111,6 +131,16 @@ static __device__ __forceinline__ void attn_softmax_block(float *s, float *m_run
     m_run[x] = mx[x];
     l_run[x] *= alpha[x];
   }
+  if (TURN) {
+    /* the exponents made to depend on a clock read after the turn's barrier (its top bit,
+     * 0 for the next 146 years): ptxas otherwise hoists the exp2s above a bar.sync */
+    attn_turn_take<TURN>(turns);
+    uint64_t clk;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(clk));
+    const float zero = (float)(uint32_t)(clk >> 63);
+    msc[0] += zero;
+    msc[1] += zero;
+  }
 #pragma unroll
   for (int j = 0; j < BN / 8; j++)
 #pragma unroll
@@ -120,6 +150,12 @@ static __device__ __forceinline__ void attn_softmax_block(float *s, float *m_run
       s[4 * j + e] = p;
       l_run[x] += p;
     }
+  if (TURN && pass) {
+    /* the hand-over's barrier id made to depend on both sums (never negative; a NaN
+     * compares false), hence on every exp2: ptxas otherwise sinks them below a bar.arrive */
+    const uint32_t dep = (uint32_t)(l_run[0] < 0.0f) | (uint32_t)(l_run[1] < 0.0f);
+    ws_bar_arrive(turns->other + dep, turns->both);
+  }
 }
 
 /* O (64 x DV accumulator, same layout) times each row's alpha. */
@@ -162,22 +198,6 @@ static __device__ __forceinline__ void attn_softmax_rescale_p(float *s, float *m
  * caller masks S between the two halves (attn_ov_issue returns with S done, the PV in
  * flight) and releases K there. P alternates between two fragment sets (no copies under
  * a PV). Tiles are [BN][D] bf16 in 64-column boxes, one per stage. */
-/* With turns (PP = 1, FA3's ping-pong on top): the two warpgroups take turns to issue,
- * each waiting on its own named barrier and handing over on the other's. */
-typedef struct {
-  uint32_t mine, other, both; /* named barrier ids, and the threads of both warpgroups */
-} attn_turns;
-
-template <int PP>
-static __device__ __forceinline__ void attn_turn_take(const attn_turns *t) {
-  if (PP) ws_bar_sync(t->mine, t->both);
-}
-
-template <int PP>
-static __device__ __forceinline__ void attn_turn_pass(const attn_turns *t) {
-  if (PP) ws_bar_arrive(t->other, t->both);
-}
-
 template <int DQK, int DV, int BN, int PP>
 static __device__ __forceinline__ void attn_ov_issue(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx, ws_cursor kc,
                                                      ws_cursor kn, uint64_t dq0, uint64_t dk0, uint64_t dv0, float *s,
@@ -200,11 +220,12 @@ static __device__ __forceinline__ void attn_ov_issue(const ws_pipe *kp, const ws
 
 /* The second half of a step, after the caller's mask: softmax of S into P_{n+1}, then
  * (the PV retired) V released and O rescaled. */
-template <int DV, int BN>
+template <int DV, int BN, int TURN = 0>
 static __device__ __forceinline__ void attn_ov_finish(const ws_pipe *vp, const ws_ctx *ctx, ws_cursor kc, float *s,
-                                                      float *m_run, float *l_run, float sl2, float *o, uint32_t (*pn)[4]) {
+                                                      float *m_run, float *l_run, float sl2, float *o, uint32_t (*pn)[4],
+                                                      const attn_turns *turns = NULL, int pass = 1) {
   float alpha[2];
-  attn_softmax_block<BN>(s, m_run, l_run, alpha, sl2);
+  attn_softmax_block<BN, TURN>(s, m_run, l_run, alpha, sl2, turns, pass);
   attn_p_fragments<BN>(s, pn);
   WS_WGMMA_WAIT_GROUP(0); /* the PV has retired: O and P_n are free */
   ws_pipe_release_warp_at(vp, ctx, kc);

@@ -24,9 +24,11 @@
  * Keys are read as 128-row boxes: rows past the sequence (the next sequence's, or the
  * tensor's zero fill) are masked to -inf before the softmax, never summed.
  * Four schedules of the math warpgroups: plain (above); ping-pong, FA3's alternation of the
- * two warpgroups (two named barriers from the plan); overlap, FA3's intra-warpgroup
- * pipelining (S of the next block issued before this block's PV, its softmax under the
- * PV); overlap-pingpong, both. The default depends on the head dim and the key blocks per
+ * two warpgroups' matrix products (two named barriers from the plan); overlap, FA3's
+ * intra-warpgroup pipelining (S of the next block issued before this block's PV, its
+ * softmax under the PV); overlap-pingpong, the overlap with the two warpgroups'
+ * exponentials in turns (as cuDNN's SM90 kernel alternates them), so that the SFU serves
+ * one warpgroup at a time. The default depends on the head dim and the key blocks per
  * tile (fa_default_schedule). Opt-in at d 64: the tall tile, three math warpgroups of 64 rows
  * at 160 registers (WARPSPEC_ATTN_TILE_ROWS=192, FA_TALL_ROLES). The roles are split 24 / 240
  * registers as FA3's (the loader only issues TMA copies). O leaves through the tile's Q
@@ -135,17 +137,18 @@ static __device__ __forceinline__ void fa_overlap_step(const ws_pipe *kp, const 
                                                        uint32_t kt, int nb, uint64_t dq0, uint64_t dk0, uint64_t dv0,
                                                        const fa_masks *mk, float sl2, float *o, float *m_run,
                                                        float *l_run, uint32_t (*pc)[4], uint32_t (*pn)[4],
-                                                       const attn_turns *turns) {
+                                                       const attn_turns *turns, int pass) {
   const ws_cursor kc = ws_cursor_at(kt + (uint32_t)nb, FA_STAGES), kn = ws_cursor_at(kt + (uint32_t)nb + 1, FA_STAGES);
   float s[FA_BN / 2];
-  attn_ov_issue<DQK, DV, FA_BN, PP>(kp, vp, ctx, kc, kn, dq0, dk0, dv0, s, o, pc, turns);
+  attn_ov_issue<DQK, DV, FA_BN, 0>(kp, vp, ctx, kc, kn, dq0, dk0, dv0, s, o, pc, turns);
   ws_pipe_release_warp_at(kp, ctx, kn);
   fa_mask_ov(s, (nb + 1) * FA_BN, mk);
-  attn_ov_finish<DV, FA_BN>(vp, ctx, kc, s, m_run, l_run, sl2, o, pn);
+  attn_ov_finish<DV, FA_BN, PP>(vp, ctx, kc, s, m_run, l_run, sl2, o, pn, turns, pass);
 }
 
-/* PP = 1: with FA3's ping-pong turns between the warpgroups on top (replica 1 has handed
- * replica 0 its first turn before; its own last hand-over is skipped). */
+/* PP = 1: each block's exponentials in turns between the warpgroups (replica 1 has handed
+ * replica 0 its first turn before; its own last hand-over, after the tile's last block, is
+ * skipped). */
 template <int DQK, int DV, int PP>
 static __device__ __forceinline__ void fa_overlap_blocks(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx,
                                                          uint32_t kt, int nblocks, uint64_t dq0, uint64_t dk0, uint64_t dv0,
@@ -153,30 +156,29 @@ static __device__ __forceinline__ void fa_overlap_blocks(const ws_pipe *kp, cons
                                                          float *l_run, const attn_turns *turns) {
   if (nblocks == 0) return;
   uint32_t p0[FA_BN / 16][4], p1[FA_BN / 16][4];
+  const int last = ctx->replica == 1 ? nblocks - 1 : -1; /* the block whose hand-over replica 1 skips */
   {
     float s[FA_BN / 2], alpha[2];
     const ws_cursor k0 = ws_cursor_at(kt, FA_STAGES);
     ws_pipe_wait_at(kp, ctx, k0);
-    attn_turn_take<PP>(turns);
     attn_qk_wgmma<DQK, FA_BM, FA_BN>(s, dq0, ws_wgmma_desc_advance(dk0, k0.stage * (uint32_t)sizeof(fa_tile<DQK>)));
-    attn_turn_pass<PP>(turns);
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(kp, ctx, k0);
     fa_mask_ov(s, 0, mk);
-    attn_softmax_block<FA_BN>(s, m_run, l_run, alpha, sl2); /* O is still 0: no rescale */
+    attn_softmax_block<FA_BN, PP>(s, m_run, l_run, alpha, sl2, turns, last != 0); /* O is still 0: no rescale */
     attn_p_fragments<FA_BN>(s, p0);
   }
   int nb = 0;
   for (; nb + 2 < nblocks; nb += 2) { /* two steps: P alternates between p0 and p1 (no copies under a PV) */
-    fa_overlap_step<DQK, DV, PP>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1, turns);
-    fa_overlap_step<DQK, DV, PP>(kp, vp, ctx, kt, nb + 1, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p1, p0, turns);
+    fa_overlap_step<DQK, DV, PP>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1, turns, last != nb + 1);
+    fa_overlap_step<DQK, DV, PP>(kp, vp, ctx, kt, nb + 1, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p1, p0, turns,
+                                 last != nb + 2);
   }
-  const int last_turn = PP && ctx->replica == 1;
   if (nb + 1 < nblocks) { /* the last PV on p1 or on p0: two straight paths, no register copy */
-    fa_overlap_step<DQK, DV, PP>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1, turns);
-    attn_ov_last<DV, FA_BN, PP>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb + 1, FA_STAGES), dv0, o, p1, turns, last_turn);
+    fa_overlap_step<DQK, DV, PP>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1, turns, last != nb + 1);
+    attn_ov_last<DV, FA_BN, 0>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb + 1, FA_STAGES), dv0, o, p1, turns, 0);
   } else {
-    attn_ov_last<DV, FA_BN, PP>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb, FA_STAGES), dv0, o, p0, turns, last_turn);
+    attn_ov_last<DV, FA_BN, 0>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb, FA_STAGES), dv0, o, p0, turns, 0);
   }
 }
 
@@ -488,18 +490,16 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
 
 /* The schedule by default, from the key blocks a query tile sees on average (`blocks`):
  * the overlapped schedules hide the softmax under matrix products once a tile has enough
- * blocks to amortise their prologue; at d 128 both of FA3's schedules at once
- * (overlap-pingpong) in the middle range, the overlap alone on long ranges; plain for
- * 192/128 (the overlapped one spills there). Each the fastest measured (config.h,
+ * blocks to amortise their prologue; at d 128 the overlap with the exponentials in turns
+ * (overlap-pingpong) from WS_ATTN_PLAIN_MAX_BLOCKS on; at d 64 (short causal tiles: the
+ * rest takes the tall tile) the overlap from WS_ATTN_OVERLAP_MIN_BLOCKS; plain for 192/128
+ * (the overlapped one spills there). Each the fastest measured (config.h,
  * WS_ATTN_PLAIN_MAX_BLOCKS; docs/design.md, "Knobs: why these defaults").
  * WARPSPEC_ATTN_SCHEDULE=plain|pingpong|overlap|overlap-pingpong forces one (192/128 falls
  * back to plain where an overlapped one is asked); the bench compares them, with
  * ws_knobs_reload() between. */
 static int fa_default_schedule(int dqk, int blocks) {
-  if (dqk == 128)
-    return blocks <= WS_ATTN_PLAIN_MAX_BLOCKS      ? WS_ATTN_SCHED_PLAIN
-           : blocks >= WS_ATTN_OVERLAP_MIN_BLOCKS ? WS_ATTN_SCHED_OVERLAP
-                                                  : WS_ATTN_SCHED_OVERLAP_PINGPONG;
+  if (dqk == 128) return blocks <= WS_ATTN_PLAIN_MAX_BLOCKS ? WS_ATTN_SCHED_PLAIN : WS_ATTN_SCHED_OVERLAP_PINGPONG;
   if (dqk == 64) return blocks >= WS_ATTN_OVERLAP_MIN_BLOCKS ? WS_ATTN_SCHED_OVERLAP : WS_ATTN_SCHED_PLAIN;
   return WS_ATTN_SCHED_PLAIN;
 }
