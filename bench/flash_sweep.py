@@ -14,6 +14,9 @@ tables (docs/benchmarks.md, attention):
   tile-rows   d 64: the default kernel against WARPSPEC_ATTN_TILE_ROWS=192 (the tall tile,
               three math warpgroups, opt-in since session 29) and cuDNN, S 512-16384,
               both masks; outputs checked against the default's.
+  exp2        d 64 on the tall tile: WARPSPEC_ATTN_EXP2 sfu / poly8 / poly4 (every 8th / 4th
+              group of exponentials on the FMA pipe, opt-in since session 30) and cuDNN,
+              S 1024-16384, both masks; outputs checked against the sfu run's.
 
 Needs PyTorch and the package (PYTHONPATH=python WARPSPEC_LIBRARY=BUILD/libwarpspec.so).
 Prints one line per shape: TFLOPS per setting, then ratios."""
@@ -113,9 +116,43 @@ def _tile_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_ro
     _knobs(warpspec, {tr: None})()
 
 
+def _exp2(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated):
+    ex, tr = "WARPSPEC_ATTN_EXP2", "WARPSPEC_ATTN_TILE_ROWS"
+    modes = ("sfu", "poly8", "poly4")
+    print("d 64 tall, B S H causal | " + " ".join(modes) + " cudnn | poly8/sfu poly4/sfu cudnn/best (time ratios)")
+    for s in (1024, 4096) if args.quick else (1024, 2048, 4096, 8192, 16384):
+        for h in (16, 32):
+            b = 16384 // s
+            q, k, v = ((torch.rand(b, s, h, 64, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
+            qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+            for causal in (False, True):
+                flops = 4.0 * b * h * s * s * 64 / (2 if causal else 1)
+                _knobs(warpspec, {ex: "sfu", tr: 192})()
+                ref = warpspec.attention(q, k, v, causal=causal)
+                outs, cands = [], []
+                for m in modes:
+                    _knobs(warpspec, {ex: m, tr: 192})()
+                    out = torch.full_like(ref, float("nan"))
+                    warpspec.attention(q, k, v, causal=causal, out=out)
+                    err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+                    if not err < 1e-2:
+                        raise SystemExit(f"exp2 {m} at B{b} S{s} H{h} causal {causal}: relative error {err:.1e}")
+                    cands.append((_knobs(warpspec, {ex: m, tr: 192}),
+                                  lambda out=out: warpspec.attention(q, k, v, causal=causal, out=out)))
+
+                def cudnn():
+                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+                cands.append((_knobs(warpspec, {ex: None, tr: None}), cudnn))
+                ts = time_rotated(cands, args.iters, torch, flush)
+                print(f"{b} {s} {h} {int(causal)} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts) +
+                      f" | {ts[0] / ts[1]:.3f} {ts[0] / ts[2]:.3f} {ts[3] / min(ts[:3]):.3f}", flush=True)
+    _knobs(warpspec, {ex: None, tr: None})()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("o-store", "head-group", "tile-rows"))
+    ap.add_argument("what", choices=("o-store", "head-group", "tile-rows", "exp2"))
     ap.add_argument("--quick", action="store_true", help="a few shapes only")
     ap.add_argument("--iters", type=int, default=20)
     args = ap.parse_args(argv)
@@ -130,8 +167,10 @@ def main(argv=None):
         _o_store(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, _time_rotated)
     elif args.what == "head-group":
         _head_group(args, torch, warpspec, flush, _time_rotated)
-    else:
+    elif args.what == "tile-rows":
         _tile_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, _time_rotated)
+    else:
+        _exp2(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, _time_rotated)
     return 0
 
 

@@ -195,7 +195,8 @@
 #define WS_ATTN_GRID_ENV          "WARPSPEC_ATTN_GRID"     /* persistent                     */
 #define WS_ATTN_HEAD_GROUP_ENV    "WARPSPEC_ATTN_HEAD_GROUP" /* from the L2 (WS_ATTN_L2_SHARE) */
 #define WS_ATTN_O_STORE_ENV       "WARPSPEC_ATTN_O_STORE"  /* tma                            */
-#define WS_ATTN_TILE_ROWS_ENV     "WARPSPEC_ATTN_TILE_ROWS" /* 128 (192: opt-in, d 64)       */
+#define WS_ATTN_EXP2_ENV          "WARPSPEC_ATTN_EXP2"      /* sfu (poly8, poly4: d 64 tall, opt-in) */
+#define WS_ATTN_TILE_ROWS_ENV     "WARPSPEC_ATTN_TILE_ROWS" /* chosen; 128 or 192 (d 64)     */
 #define WS_MLA_SCHEDULE_ENV       "WARPSPEC_MLA_SCHEDULE"  /* plain                          */
 #define WS_GEMM_SPLITS_ENV        "WARPSPEC_GEMM_SPLITS"   /* per problem (split-K above)    */
 #define WS_GEMM_FP8_TILE_ENV      "WARPSPEC_GEMM_FP8_TILE" /* per problem (WIDE_GAIN above)  */

@@ -289,7 +289,7 @@ static __device__ __forceinline__ void fa_store_o(const fa_args *a, const ws_tma
   }
 }
 
-template <int DQK, int DV, int SCHED, int REPL>
+template <int DQK, int DV, int SCHED, int REPL, int EXP>
 WS_KERNEL_T(fa_roles<REPL>::set) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ ws_tmap map_k,
                                       const __grid_constant__ ws_tmap map_v, const __grid_constant__ ws_tmap map_o,
                                       const __grid_constant__ fa_args a, ws_diag diag) {
@@ -430,7 +430,7 @@ WS_KERNEL_T(fa_roles<REPL>::set) flash_fwd_kernel(const __grid_constant__ ws_tma
 
       /* online softmax (attn_device.cuh): new row max, rescale, exponentiate; P as A fragments */
       uint32_t pa[FA_BN / 16][4];
-      attn_softmax_rescale_p<FA_BN, DV>(s, m_run, l_run, sl2, o, pa);
+      attn_softmax_rescale_p<FA_BN, DV, EXP>(s, m_run, l_run, sl2, o, pa);
 
       /* O += P V: V [keys][dv] read MN-major, 16 keys (2048 bytes) per wgmma */
       ws_pipe_wait_at(&vp, &ctx, k);
@@ -483,10 +483,10 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
   return s;
 }
 
-#define FA_VARIANT_R(SLOT, DQK, DV, PP, REPL, NAME)                                          \
-  {SLOT, DQK, DV, PP, 64 * (REPL), NAME, (const void *)flash_fwd_kernel<DQK, DV, PP, REPL>,  \
+#define FA_VARIANT_R(SLOT, DQK, DV, PP, REPL, EXP, NAME)                                          \
+  {SLOT, DQK, DV, PP, 64 * (REPL), NAME, (const void *)flash_fwd_kernel<DQK, DV, PP, REPL, EXP>,  \
    sizeof(fa_smem<DQK, DV, 64 * (REPL)>) + 1024, fa_roles<REPL>::set::roles, fa_roles<REPL>::set::nroles}
-#define FA_VARIANT(SLOT, DQK, DV, PP, NAME) FA_VARIANT_R(SLOT, DQK, DV, PP, 2, NAME)
+#define FA_VARIANT(SLOT, DQK, DV, PP, NAME) FA_VARIANT_R(SLOT, DQK, DV, PP, 2, 0, NAME)
 
 /* The schedule by default, from the key blocks a query tile sees on average (`blocks`):
  * the overlapped schedules hide the softmax under matrix products once a tile has enough
@@ -520,10 +520,16 @@ static const fa_variant *fa_variant_of(int dqk, int dv, int masked, int blocks) 
   /* d 64: the tall kernel (plain schedule) by default without a mask or with enough key
    * blocks (WS_ATTN_TALL_MIN_BLOCKS), unless a schedule is forced; WARPSPEC_ATTN_TILE_ROWS
    * 128 / 192 forces a tile (192 wins over a forced schedule). */
-  static const fa_variant tall = FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL, 64, 64, 0, 3, "flash_fwd_64_tall");
+  /* WARPSPEC_ATTN_EXP2=poly8|poly4: the tall kernel with every 8th / 4th group of the
+   * exponentials on the FMA pipe (attn_exp2_poly; opt-in, not yet measured) */
+  static const fa_variant tall[] = {
+      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL, 64, 64, 0, 3, 0, "flash_fwd_64_tall"),
+      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_POLY8, 64, 64, 0, 3, 8, "flash_fwd_64_tall_poly8"),
+      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_POLY4, 64, 64, 0, 3, 4, "flash_fwd_64_tall_poly4")};
   const int rows = ws_knobs_get()->attn_tile_rows, forced = ws_knobs_get()->attn_schedule;
   const int tall_default = forced == WS_ATTN_SCHED_AUTO && (!masked || blocks >= WS_ATTN_TALL_MIN_BLOCKS);
-  if (dqk == 64 && (rows == 192 || (rows == 0 && tall_default))) return &tall;
+  const int poly = ws_knobs_get()->attn_exp2_poly;
+  if (dqk == 64 && (rows == 192 || (rows == 0 && tall_default))) return &tall[poly == 8 ? 1 : poly == 4 ? 2 : 0];
   const int sched = forced != WS_ATTN_SCHED_AUTO ? forced : fa_default_schedule(dqk, blocks);
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i].dqk == dqk && v[i].dv == dv && v[i].sched == sched) return &v[i];

@@ -18,6 +18,9 @@
  *   test_attention flash-tall  the d 64 cases on the tall tile (WARPSPEC_ATTN_TILE_ROWS=192),
  *                           every mask (the default takes it without a mask or at length)
  *   test_attention flash-tall-quick  its quick cases only (for compute-sanitizer)
+ *                           Both run the quick d 64 cases and a NaN key again with
+ *                           WARPSPEC_ATTN_EXP2=poly8 and poly4 (opt-in, written without a
+ *                           GPU in session 30: not in the ctest mode until it has passed)
  * The MLA cases run under both schedules (WARPSPEC_MLA_SCHEDULE unset, then overlap).
  * The cases live in one file per area, included here (the random stream and test.h's
  * state are per translation unit, so they are one unit):
@@ -84,6 +87,14 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++)
         if (!tall || flash_quick[i].dqk == 64) fails += run_case(&flash_quick[i]);
     }
+    for (int e = 0; tall && e < 2; e++) { /* the exponentials partly by polynomial (WARPSPEC_ATTN_EXP2) */
+      test_set_knob(WS_ATTN_EXP2_ENV, e ? "poly4" : "poly8");
+      printf("flash tall, exp2 %s\n", e ? "poly4" : "poly8");
+      for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++)
+        if (flash_quick[i].dqk == 64) fails += run_case(&flash_quick[i]);
+      fails += check_flash_nan_at(64, 61);
+    }
+    test_set_knob(WS_ATTN_EXP2_ENV, NULL);
     if (tall_full)
       for (size_t i = 0; i < sizeof flash_full / sizeof flash_full[0]; i++)
         if (flash_full[i].dqk == 64) fails += run_case(&flash_full[i]);
