@@ -98,7 +98,9 @@ static __device__ __forceinline__ void attn_pv_wgmma(float *o, uint32_t (*pa)[4]
 }
 
 /* ---- turns between the two math warpgroups (named barriers from the plan) -------------
- * Each waits on its own barrier and hands over on the other's. PP = 0: no turns. */
+ * Each waits on its own barrier and hands over on the other's; PP = 0: no turns. The flash
+ * kernel's ping-pong takes them around each product's issue, overlap-pingpong around each
+ * block's exponentials (attn_softmax_block). */
 typedef struct {
   uint32_t mine, other, both; /* named barrier ids, and the threads of both warpgroups */
 } attn_turns;
@@ -123,9 +125,8 @@ static __device__ __forceinline__ void attn_turn_pass(const attn_turns *t) {
  * row with no key yet keeps max -inf: exponents taken relative to 0 give 0, not NaN. */
 /* TURN = 1: the exponentials, the SFU's share of the block, in this warpgroup's turn
  * (taken after the maxima, handed over after the last exp2; `pass` 0 skips the hand-over),
- * so that the two warpgroups' exponentials alternate. */
-/* EXP > 0: the exponentials of every EXP-th group of 8 columns on the FMA pipe
- * (attn_exp2_poly), the others on the SFU. */
+ * so that the two warpgroups' exponentials alternate. EXP > 0: the exponentials of every
+ * EXP-th group of 8 columns on the FMA pipe (attn_exp2_poly), the others on the SFU. */
 template <int BN, int TURN = 0, int EXP = 0>
 static __device__ __forceinline__ void attn_softmax_block(float *s, float *m_run, float *l_run, float *alpha, float sl2,
                                                           const attn_turns *turns = NULL, int pass = 1) {
@@ -212,11 +213,13 @@ static __device__ __forceinline__ void attn_softmax_rescale_p(float *s, float *m
  * its softmax runs while that PV is in flight; O is rescaled once the PV has retired. The
  * caller masks S between the two halves (attn_ov_issue returns with S done, the PV in
  * flight) and releases K there. P alternates between two fragment sets (no copies under
- * a PV). Tiles are [BN][D] bf16 in 64-column boxes, one per stage. */
-template <int DQK, int DV, int BN, int PP>
+ * a PV). Tiles are [BN][D] bf16 in 64-column boxes, one per stage. With turns (TURN = 1,
+ * overlap-pingpong) each block's exponentials run in the warpgroup's turn
+ * (attn_softmax_block). */
+template <int DQK, int DV, int BN>
 static __device__ __forceinline__ void attn_ov_issue(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx, ws_cursor kc,
                                                      ws_cursor kn, uint64_t dq0, uint64_t dk0, uint64_t dv0, float *s,
-                                                     float *o, uint32_t (*pc)[4], const attn_turns *turns) {
+                                                     float *o, uint32_t (*pc)[4]) {
   /* the descriptor bases through an opaque move each step: otherwise ptxas hoists one
    * descriptor per k step out of the loop and runs out of uniform registers */
   asm volatile("mov.b64 %0, %0;" : "+l"(dq0));
@@ -226,10 +229,8 @@ static __device__ __forceinline__ void attn_ov_issue(const ws_pipe *kp, const ws
    * between a wgmma's issue and its wait makes ptxas serialize */
   ws_pipe_wait_at(kp, ctx, kn);
   ws_pipe_wait_at(vp, ctx, kc);
-  attn_turn_take<PP>(turns);
   attn_qk_wgmma<DQK, 128, BN>(s, dq0, ws_wgmma_desc_advance(dk0, kn.stage * (uint32_t)(BN * DQK * 2)));
   attn_pv_wgmma<DV, BN>(o, pc, ws_wgmma_desc_advance(dv0, kc.stage * (uint32_t)(BN * DV * 2)));
-  attn_turn_pass<PP>(turns);
   WS_WGMMA_WAIT_GROUP(1); /* S of n + 1 is done; the PV of n runs on */
 }
 
@@ -247,15 +248,12 @@ static __device__ __forceinline__ void attn_ov_finish(const ws_pipe *vp, const w
   attn_rescale<DV>(o, alpha);
 }
 
-/* The last block's PV (with turns: the hand-over skipped where `last_turn`, so that each
- * barrier ends the tile with as many arrivals as waits). */
-template <int DV, int BN, int PP>
+/* The last block's PV. */
+template <int DV, int BN>
 static __device__ __forceinline__ void attn_ov_last(const ws_pipe *vp, const ws_ctx *ctx, ws_cursor kl, uint64_t dv0,
-                                                    float *o, uint32_t (*pc)[4], const attn_turns *turns, int last_turn) {
+                                                    float *o, uint32_t (*pc)[4]) {
   ws_pipe_wait_at(vp, ctx, kl);
-  attn_turn_take<PP>(turns);
   attn_pv_wgmma<DV, BN>(o, pc, ws_wgmma_desc_advance(dv0, kl.stage * (uint32_t)(BN * DV * 2)));
-  if (!last_turn) attn_turn_pass<PP>(turns);
   WS_WGMMA_WAIT_GROUP(0);
   ws_pipe_release_warp_at(vp, ctx, kl);
 }

@@ -140,7 +140,7 @@ static __device__ __forceinline__ void fa_overlap_step(const ws_pipe *kp, const 
                                                        const attn_turns *turns, int pass) {
   const ws_cursor kc = ws_cursor_at(kt + (uint32_t)nb, FA_STAGES), kn = ws_cursor_at(kt + (uint32_t)nb + 1, FA_STAGES);
   float s[FA_BN / 2];
-  attn_ov_issue<DQK, DV, FA_BN, 0>(kp, vp, ctx, kc, kn, dq0, dk0, dv0, s, o, pc, turns);
+  attn_ov_issue<DQK, DV, FA_BN>(kp, vp, ctx, kc, kn, dq0, dk0, dv0, s, o, pc);
   ws_pipe_release_warp_at(kp, ctx, kn);
   fa_mask_ov(s, (nb + 1) * FA_BN, mk);
   attn_ov_finish<DV, FA_BN, PP>(vp, ctx, kc, s, m_run, l_run, sl2, o, pn, turns, pass);
@@ -176,9 +176,9 @@ static __device__ __forceinline__ void fa_overlap_blocks(const ws_pipe *kp, cons
   }
   if (nb + 1 < nblocks) { /* the last PV on p1 or on p0: two straight paths, no register copy */
     fa_overlap_step<DQK, DV, PP>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1, turns, last != nb + 1);
-    attn_ov_last<DV, FA_BN, 0>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb + 1, FA_STAGES), dv0, o, p1, turns, 0);
+    attn_ov_last<DV, FA_BN>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb + 1, FA_STAGES), dv0, o, p1);
   } else {
-    attn_ov_last<DV, FA_BN, 0>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb, FA_STAGES), dv0, o, p0, turns, 0);
+    attn_ov_last<DV, FA_BN>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb, FA_STAGES), dv0, o, p0);
   }
 }
 
