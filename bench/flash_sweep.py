@@ -14,6 +14,11 @@ tables (docs/benchmarks.md, attention):
   tile-rows   d 64: the default kernel against WARPSPEC_ATTN_TILE_ROWS=192 (the tall tile,
               three math warpgroups, opt-in since session 29) and cuDNN, S 512-16384,
               both masks; outputs checked against the default's.
+  wg-blocks   d 64 on the tall tile: WARPSPEC_ATTN_WG_BLOCKS tile / own (each warpgroup
+              computes only the key blocks its own rows see: no work on the rows past a
+              sequence's end in its last tile, less on the causal diagonal; opt-in since
+              session 30), the 128-row kernel and cuDNN, S 512-16384, both masks; own's
+              output must be bit-equal to tile's.
   exp2        d 64 on the tall tile: WARPSPEC_ATTN_EXP2 sfu / poly8 / poly4 (every 8th / 4th
               group of exponentials on the FMA pipe, opt-in since session 30) and cuDNN,
               S 1024-16384, both masks; outputs checked against the sfu run's.
@@ -150,9 +155,40 @@ def _exp2(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated
     _knobs(warpspec, {ex: None, tr: None})()
 
 
+def _wg_blocks(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated):
+    wb, tr = "WARPSPEC_ATTN_WG_BLOCKS", "WARPSPEC_ATTN_TILE_ROWS"
+    cfg = [("tile", {wb: "tile", tr: 192}), ("own", {wb: "own", tr: 192}), ("128", {wb: None, tr: 128})]
+    print("d 64, B S H causal | tall-tile tall-own 128-rows cudnn | own/tile own/128 cudnn/own (time ratios)")
+    for s in (512, 1024) if args.quick else (512, 1000, 1024, 2048, 4096, 8192, 16384):
+        for h in (16, 32):
+            b = max(1, 16384 // s)
+            q, k, v = ((torch.rand(b, s, h, 64, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
+            qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+            for causal in (False, True):
+                flops = 4.0 * b * h * s * s * 64 / (2 if causal else 1)
+                cands, outs = [], []
+                for name, env in cfg:
+                    _knobs(warpspec, env)()
+                    out = torch.full((b, s, h, 64), float("nan"), dtype=torch.bfloat16, device="cuda")
+                    warpspec.attention(q, k, v, causal=causal, out=out)
+                    outs.append(out)
+                    cands.append((_knobs(warpspec, env), lambda out=out: warpspec.attention(q, k, v, causal=causal, out=out)))
+                if not torch.equal(outs[0], outs[1]):
+                    raise SystemExit(f"own is not bit-equal to tile at B{b} S{s} H{h} causal {causal}")
+
+                def cudnn():
+                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+                cands.append((_knobs(warpspec, {wb: None, tr: None}), cudnn))
+                ts = time_rotated(cands, args.iters, torch, flush)
+                print(f"{b} {s} {h} {int(causal)} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts) +
+                      f" | {ts[0] / ts[1]:.3f} {ts[2] / ts[1]:.3f} {ts[3] / ts[1]:.3f}", flush=True)
+    _knobs(warpspec, {wb: None, tr: None})()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("o-store", "head-group", "tile-rows", "exp2"))
+    ap.add_argument("what", choices=("o-store", "head-group", "tile-rows", "wg-blocks", "exp2"))
     ap.add_argument("--quick", action="store_true", help="a few shapes only")
     ap.add_argument("--iters", type=int, default=20)
     args = ap.parse_args(argv)
@@ -169,6 +205,8 @@ def main(argv=None):
         _head_group(args, torch, warpspec, flush, _time_rotated)
     elif args.what == "tile-rows":
         _tile_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, _time_rotated)
+    elif args.what == "wg-blocks":
+        _wg_blocks(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, _time_rotated)
     else:
         _exp2(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, _time_rotated)
     return 0

@@ -289,7 +289,7 @@ static __device__ __forceinline__ void fa_store_o(const fa_args *a, const ws_tma
   }
 }
 
-template <int DQK, int DV, int SCHED, int REPL, int EXP>
+template <int DQK, int DV, int SCHED, int REPL, int EXP, int OWN>
 WS_KERNEL_T(fa_roles<REPL>::set) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ ws_tmap map_k,
                                       const __grid_constant__ ws_tmap map_v, const __grid_constant__ ws_tmap map_o,
                                       const __grid_constant__ fa_args a, ws_diag diag) {
@@ -400,8 +400,29 @@ WS_KERNEL_T(fa_roles<REPL>::set) flash_fwd_kernel(const __grid_constant__ ws_tma
       const attn_turns turns = {my_turn, other_turn, both};
       fa_overlap_blocks<DQK, DV, SCHED == 3>(&kp, &vp, &ctx, kt, nblocks, dq0, dk0, dv0, &mk, sl2, o, m_run, l_run, &turns);
     }
+    /* OWN (WARPSPEC_ATTN_WG_BLOCKS=own, the tall kernel): the key blocks this warpgroup's own 64
+     * rows see, a prefix of the tile's: none where they all lie past the sequence (the last
+     * tile of a length that is not a multiple of the tile's rows: a third of the tall tile's
+     * work at S 512), fewer on the causal diagonal. The blocks after it are only waited for
+     * and released (a release before the stage is full could count towards the round
+     * before); what they would add is exactly nothing (every score -inf), so O and lse are
+     * bit-equal to walking them all. */
+    int mine = nblocks;
+    if (OWN) {
+      const int first = mb * BM + wg * 64, last = min(ti.lq, first + 64) - 1;
+      const int kend = a.mask == WS_ATTN_NO_MASK ? lk : max(0, min(lk, last + diag_off + 1));
+      mine = first >= ti.lq ? 0 : min(nblocks, (kend + FA_BN - 1) / FA_BN);
+    }
 #pragma unroll 1
     for (int nb = 0; nb < (SCHED >= 2 ? 0 : nblocks); nb++, k = ws_cursor_next(k, FA_STAGES)) {
+      if (nb >= mine) { /* past this warpgroup's rows: the stages only */
+        ws_pipe_wait_at(&kp, &ctx, k);
+        ws_pipe_release_warp_at(&kp, &ctx, k);
+        fa_release_q(&qp, &ctx, qc.stage ^ q_other, q_has && nb == 0);
+        ws_pipe_wait_at(&vp, &ctx, k);
+        ws_pipe_release_warp_at(&vp, &ctx, k);
+        continue;
+      }
       /* S = Q K^T: 64 x 128 fp32 per warpgroup, 64 per thread */
       float s[FA_BN / 2];
       ws_pipe_wait_at(&kp, &ctx, k);
@@ -483,10 +504,10 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
   return s;
 }
 
-#define FA_VARIANT_R(SLOT, DQK, DV, PP, REPL, EXP, NAME)                                          \
-  {SLOT, DQK, DV, PP, 64 * (REPL), NAME, (const void *)flash_fwd_kernel<DQK, DV, PP, REPL, EXP>,  \
+#define FA_VARIANT_R(SLOT, DQK, DV, PP, REPL, EXP, OWN, NAME)                                          \
+  {SLOT, DQK, DV, PP, 64 * (REPL), NAME, (const void *)flash_fwd_kernel<DQK, DV, PP, REPL, EXP, OWN>,  \
    sizeof(fa_smem<DQK, DV, 64 * (REPL)>) + 1024, fa_roles<REPL>::set::roles, fa_roles<REPL>::set::nroles}
-#define FA_VARIANT(SLOT, DQK, DV, PP, NAME) FA_VARIANT_R(SLOT, DQK, DV, PP, 2, 0, NAME)
+#define FA_VARIANT(SLOT, DQK, DV, PP, NAME) FA_VARIANT_R(SLOT, DQK, DV, PP, 2, 0, 0, NAME)
 
 /* The schedule by default, from the key blocks a query tile sees on average (`blocks`):
  * the overlapped schedules hide the softmax under matrix products once a tile has enough
@@ -520,16 +541,19 @@ static const fa_variant *fa_variant_of(int dqk, int dv, int masked, int blocks) 
   /* d 64: the tall kernel (plain schedule) by default without a mask or with enough key
    * blocks (WS_ATTN_TALL_MIN_BLOCKS), unless a schedule is forced; WARPSPEC_ATTN_TILE_ROWS
    * 128 / 192 forces a tile (192 wins over a forced schedule). */
-  /* WARPSPEC_ATTN_EXP2=poly8|poly4: the tall kernel with every 8th / 4th group of the
-   * exponentials on the FMA pipe (attn_exp2_poly; opt-in, not yet measured) */
+  /* Opt-in, not yet measured: WARPSPEC_ATTN_EXP2=poly8|poly4, the tall kernel with every
+   * 8th / 4th group of the exponentials on the FMA pipe (attn_exp2_poly); and
+   * WARPSPEC_ATTN_WG_BLOCKS=own, each warpgroup computing only its own rows' key blocks */
   static const fa_variant tall[] = {
-      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL, 64, 64, 0, 3, 0, "flash_fwd_64_tall"),
-      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_POLY8, 64, 64, 0, 3, 8, "flash_fwd_64_tall_poly8"),
-      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_POLY4, 64, 64, 0, 3, 4, "flash_fwd_64_tall_poly4")};
+      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL, 64, 64, 0, 3, 0, 0, "flash_fwd_64_tall"),
+      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_POLY8, 64, 64, 0, 3, 8, 0, "flash_fwd_64_tall_poly8"),
+      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_POLY4, 64, 64, 0, 3, 4, 0, "flash_fwd_64_tall_poly4"),
+      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_OWN, 64, 64, 0, 3, 0, 1, "flash_fwd_64_tall_own")};
   const int rows = ws_knobs_get()->attn_tile_rows, forced = ws_knobs_get()->attn_schedule;
   const int tall_default = forced == WS_ATTN_SCHED_AUTO && (!masked || blocks >= WS_ATTN_TALL_MIN_BLOCKS);
   const int poly = ws_knobs_get()->attn_exp2_poly;
-  if (dqk == 64 && (rows == 192 || (rows == 0 && tall_default))) return &tall[poly == 8 ? 1 : poly == 4 ? 2 : 0];
+  if (dqk == 64 && (rows == 192 || (rows == 0 && tall_default)))
+    return &tall[ws_knobs_get()->attn_wg_blocks ? 3 : poly == 8 ? 1 : poly == 4 ? 2 : 0];
   const int sched = forced != WS_ATTN_SCHED_AUTO ? forced : fa_default_schedule(dqk, blocks);
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i].dqk == dqk && v[i].dv == dv && v[i].sched == sched) return &v[i];

@@ -46,6 +46,7 @@ static const knob_word attn_schedules[] = {{"plain", WS_ATTN_SCHED_PLAIN},
                                            {NULL, 0}};
 static const knob_word attn_grids[] = {{"persistent", 1}, {"tiles", 0}, {NULL, 0}};
 static const knob_word attn_o_stores[] = {{"tma", 1}, {"rows", 0}, {NULL, 0}};
+static const knob_word attn_wg_blocks[] = {{"tile", 0}, {"own", 1}, {NULL, 0}};
 static const knob_word attn_exp2s[] = {{"sfu", 0}, {"poly8", 8}, {"poly4", 4}, {NULL, 0}};
 static const knob_word attn_tile_rows[] = {{"128", 128}, {"192", 192}, {NULL, 0}};
 static const knob_word mla_schedules[] = {{"plain", 0}, {"overlap", 1}, {NULL, 0}};
@@ -68,6 +69,7 @@ static const knob_desc table[] = {
     WORD_KNOB(WS_ATTN_GRID_ENV, NULL, attn_persistent, 1, attn_grids, "persistent"),
     INT_KNOB(WS_ATTN_HEAD_GROUP_ENV, NULL, attn_head_group, 0, 1, INT_MAX, "chosen from the L2 size"),
     WORD_KNOB(WS_ATTN_O_STORE_ENV, NULL, attn_o_tma, 1, attn_o_stores, "tma"),
+    WORD_KNOB(WS_ATTN_WG_BLOCKS_ENV, NULL, attn_wg_blocks, 0, attn_wg_blocks, "tile"),
     WORD_KNOB(WS_ATTN_EXP2_ENV, NULL, attn_exp2_poly, 0, attn_exp2s, "sfu"),
     WORD_KNOB(WS_ATTN_TILE_ROWS_ENV, NULL, attn_tile_rows, 0, attn_tile_rows, "chosen per mask and length"),
     WORD_KNOB(WS_MLA_SCHEDULE_ENV, NULL, mla_overlap, 0, mla_schedules, "plain"),

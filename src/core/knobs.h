@@ -25,6 +25,7 @@ typedef struct {
   int attn_persistent;       /* WARPSPEC_ATTN_GRID: 1 persistent, 0 one CTA per tile         */
   int attn_head_group;       /* WARPSPEC_ATTN_HEAD_GROUP: 0 = from the L2, else forced       */
   int attn_o_tma;            /* WARPSPEC_ATTN_O_STORE: 1 tma (through shared memory), 0 rows */
+  int attn_wg_blocks;        /* WARPSPEC_ATTN_WG_BLOCKS: 0 = tile, 1 = own (tall d 64: a warpgroup's own rows' blocks) */
   int attn_exp2_poly;        /* WARPSPEC_ATTN_EXP2: 0 = every exp2 on the SFU, 8 / 4 = every 8th / 4th group by polynomial */
   int attn_tile_rows;        /* WARPSPEC_ATTN_TILE_ROWS: 0 = chosen per mask and length, 128, or 192 (d 64) */
   int mla_overlap;           /* WARPSPEC_MLA_SCHEDULE: 1 overlap, 0 plain                    */

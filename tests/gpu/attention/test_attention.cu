@@ -19,8 +19,9 @@
  *                           every mask (the default takes it without a mask or at length)
  *   test_attention flash-tall-quick  its quick cases only (for compute-sanitizer)
  *                           Both run the quick d 64 cases and a NaN key again with
- *                           WARPSPEC_ATTN_EXP2=poly8 and poly4 (opt-in, written without a
- *                           GPU in session 30: not in the ctest mode until it has passed)
+ *                           WARPSPEC_ATTN_EXP2=poly8 and poly4 and WARPSPEC_ATTN_WG_BLOCKS=own
+ *                           (opt-in, written without a GPU in session 30: not in the ctest
+ *                           mode until they have passed)
  * The MLA cases run under both schedules (WARPSPEC_MLA_SCHEDULE unset, then overlap).
  * The cases live in one file per area, included here (the random stream and test.h's
  * state are per translation unit, so they are one unit):
@@ -87,14 +88,22 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++)
         if (!tall || flash_quick[i].dqk == 64) fails += run_case(&flash_quick[i]);
     }
-    for (int e = 0; tall && e < 2; e++) { /* the exponentials partly by polynomial (WARPSPEC_ATTN_EXP2) */
-      test_set_knob(WS_ATTN_EXP2_ENV, e ? "poly4" : "poly8");
-      printf("flash tall, exp2 %s\n", e ? "poly4" : "poly8");
+    /* the opt-in forms of the tall kernel: exponentials partly by polynomial
+     * (WARPSPEC_ATTN_EXP2), each warpgroup on its own rows' key blocks (WARPSPEC_ATTN_WG_BLOCKS) */
+    static const char *const exp2s[] = {"poly8", "poly4", NULL}, *const wgs[] = {NULL, NULL, "own"};
+    for (int e = 0; tall && e < 3; e++) {
+      test_set_knob(WS_ATTN_EXP2_ENV, exp2s[e]);
+      test_set_knob(WS_ATTN_WG_BLOCKS_ENV, wgs[e]);
+      printf("flash tall, exp2 %s, warpgroup blocks %s\n", exp2s[e] ? exp2s[e] : "sfu", wgs[e] ? wgs[e] : "tile");
       for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++)
         if (flash_quick[i].dqk == 64) fails += run_case(&flash_quick[i]);
       fails += check_flash_nan_at(64, 61);
+      if (wgs[e] && tall_full)
+        for (size_t i = 0; i < sizeof flash_full / sizeof flash_full[0]; i++)
+          if (flash_full[i].dqk == 64) fails += run_case(&flash_full[i]);
     }
     test_set_knob(WS_ATTN_EXP2_ENV, NULL);
+    test_set_knob(WS_ATTN_WG_BLOCKS_ENV, NULL);
     if (tall_full)
       for (size_t i = 0; i < sizeof flash_full / sizeof flash_full[0]; i++)
         if (flash_full[i].dqk == 64) fails += run_case(&flash_full[i]);
