@@ -68,17 +68,19 @@ static __device__ __forceinline__ void attn_prefetch_maps(const ws_ctx *c, const
 /* ---- the two matrix products of a key block, shared by the flash and NSA kernels ------
  * Q and K tiles are [rows][D] in 64-column boxes with the 128-byte swizzle (TMA's), the
  * descriptors made once by the caller (dq0: this warpgroup's 64 rows; dk: the stage).
- * S [64][BN] = Q K^T, issued and committed (the caller waits). */
-template <int DQK, int BM, int BN>
+ * S [64][BN] = Q K^T, issued and committed (the caller waits); KROWS: the K tile's rows per
+ * box (BN = 64 over a 128-row tile: its first 64 keys). */
+template <int DQK, int BM, int BN, int KROWS = BN>
 static __device__ __forceinline__ void attn_qk_wgmma(float *s, uint64_t dq0, uint64_t dk) {
-  static_assert(BN == 128, "S is one m64n128 accumulator");
+  static_assert(BN == 128 || BN == 64, "S is one m64n128 or m64n64 accumulator");
   ws_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < DQK / 16; kk++) {
     const int box = kk / 4;
     const uint32_t off = (uint32_t)(kk % 4) * 32;
-    ws_wgmma_m64n128k16_bf16(s, ws_wgmma_desc_advance(dq0, box * BM * 128 + off), ws_wgmma_desc_advance(dk, box * BN * 128 + off),
-                             kk > 0);
+    const uint64_t dqs = ws_wgmma_desc_advance(dq0, box * BM * 128 + off), dks = ws_wgmma_desc_advance(dk, box * KROWS * 128 + off);
+    if (BN == 128) ws_wgmma_m64n128k16_bf16(s, dqs, dks, kk > 0);
+    else ws_wgmma_m64n64k16_bf16(s, dqs, dks, kk > 0);
   }
   ws_wgmma_commit_group();
 }

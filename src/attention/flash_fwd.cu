@@ -400,18 +400,20 @@ WS_KERNEL_T(fa_roles<REPL>::set) flash_fwd_kernel(const __grid_constant__ ws_tma
       const attn_turns turns = {my_turn, other_turn, both};
       fa_overlap_blocks<DQK, DV, SCHED == 3>(&kp, &vp, &ctx, kt, nblocks, dq0, dk0, dv0, &mk, sl2, o, m_run, l_run, &turns);
     }
-    /* OWN (WARPSPEC_ATTN_WG_BLOCKS=own, the tall kernel): the key blocks this warpgroup's own 64
-     * rows see, a prefix of the tile's: none where they all lie past the sequence (the last
-     * tile of a length that is not a multiple of the tile's rows: a third of the tall tile's
-     * work at S 512), fewer on the causal diagonal. The blocks after it are only waited for
-     * and released (a release before the stage is full could count towards the round
-     * before); what they would add is exactly nothing (every score -inf), so O and lse are
-     * bit-equal to walking them all. */
-    int mine = nblocks;
+    /* OWN (WARPSPEC_ATTN_WG_BLOCKS=own, plain kernels): the key blocks this warpgroup's own
+     * 64 rows see, a prefix of the tile's: none where they all lie past the sequence (the
+     * last tile of a length that is not a multiple of the tile's rows: a third of the tall
+     * tile's work at S 512), fewer on the causal diagonal; and of the last one only its
+     * first 64 keys where they suffice (the first warpgroup of a 128-row causal tile). The
+     * blocks after it are only waited for and released (a release before the stage is full
+     * could count towards the round before). What the skipped keys would add is nothing
+     * (every score -inf): O and lse equal walking them all up to the order of the sums. */
+    int mine = nblocks, half = 0;
     if (OWN) {
       const int first = mb * BM + wg * 64, last = min(ti.lq, first + 64) - 1;
       const int kend = a.mask == WS_ATTN_NO_MASK ? lk : max(0, min(lk, last + diag_off + 1));
       mine = first >= ti.lq ? 0 : min(nblocks, (kend + FA_BN - 1) / FA_BN);
+      half = mine > 0 && kend - (mine - 1) * FA_BN <= FA_BN / 2; /* its last block's first 64 keys do */
     }
 #pragma unroll 1
     for (int nb = 0; nb < (SCHED >= 2 ? 0 : nblocks); nb++, k = ws_cursor_next(k, FA_STAGES)) {
@@ -420,6 +422,33 @@ WS_KERNEL_T(fa_roles<REPL>::set) flash_fwd_kernel(const __grid_constant__ ws_tma
         ws_pipe_release_warp_at(&kp, &ctx, k);
         fa_release_q(&qp, &ctx, qc.stage ^ q_other, q_has && nb == 0);
         ws_pipe_wait_at(&vp, &ctx, k);
+        ws_pipe_release_warp_at(&vp, &ctx, k);
+        continue;
+      }
+      if (OWN && half && nb == mine - 1) { /* the last block's first 64 keys only (m64n64) */
+        float s[FA_BN / 4];
+        ws_pipe_wait_at(&kp, &ctx, k);
+        attn_qk_wgmma<DQK, BM, FA_BN / 2, FA_BN>(s, dq0, ws_wgmma_desc_advance(dk0, k.stage * k_stage_bytes));
+        WS_WGMMA_WAIT_GROUP(0);
+        ws_pipe_release_warp_at(&kp, &ctx, k);
+        fa_release_q(&qp, &ctx, qc.stage ^ q_other, q_has && nb == 0);
+        const int kbase = nb * FA_BN, causal = a.mask != WS_ATTN_NO_MASK;
+        if (kbase + FA_BN / 2 > lk || (causal && kbase + FA_BN / 2 - 1 > mb * BM + diag_off)) {
+#pragma unroll
+          for (int x = 0; x < 2; x++) {
+            const int limit = causal ? min(lk - 1, qi0 + 8 * x + diag_off) : lk - 1;
+#pragma unroll
+            for (int j = 0; j < FA_BN / 16; j++)
+#pragma unroll
+              for (int e = 0; e < 2; e++)
+                if (kbase + 8 * j + 2 * quad + e > limit) s[4 * j + 2 * x + e] = -INFINITY;
+          }
+        }
+        uint32_t pa[FA_BN / 32][4];
+        attn_softmax_rescale_p<FA_BN / 2, DV, EXP>(s, m_run, l_run, sl2, o, pa);
+        ws_pipe_wait_at(&vp, &ctx, k);
+        attn_pv_wgmma<DV, FA_BN / 2>(o, pa, ws_wgmma_desc_advance(dv0, k.stage * v_stage_bytes));
+        WS_WGMMA_WAIT_GROUP(0);
         ws_pipe_release_warp_at(&vp, &ctx, k);
         continue;
       }
@@ -549,12 +578,16 @@ static const fa_variant *fa_variant_of(int dqk, int dv, int masked, int blocks) 
       FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_POLY8, 64, 64, 0, 3, 8, 0, "flash_fwd_64_tall_poly8"),
       FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_POLY4, 64, 64, 0, 3, 4, 0, "flash_fwd_64_tall_poly4"),
       FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_OWN, 64, 64, 0, 3, 0, 1, "flash_fwd_64_tall_own")};
+  static const fa_variant own[] = {FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_OWN, 64, 64, 0, 2, 0, 1, "flash_fwd_64_own"),
+                                   FA_VARIANT_R(WS_PLAN_SLOT_ATTN_128_OWN, 128, 128, 0, 2, 0, 1, "flash_fwd_128_own")};
   const int rows = ws_knobs_get()->attn_tile_rows, forced = ws_knobs_get()->attn_schedule;
   const int tall_default = forced == WS_ATTN_SCHED_AUTO && (!masked || blocks >= WS_ATTN_TALL_MIN_BLOCKS);
   const int poly = ws_knobs_get()->attn_exp2_poly;
   if (dqk == 64 && (rows == 192 || (rows == 0 && tall_default)))
     return &tall[ws_knobs_get()->attn_wg_blocks ? 3 : poly == 8 ? 1 : poly == 4 ? 2 : 0];
   const int sched = forced != WS_ATTN_SCHED_AUTO ? forced : fa_default_schedule(dqk, blocks);
+  if (ws_knobs_get()->attn_wg_blocks && sched == WS_ATTN_SCHED_PLAIN && (dqk == 64 || dqk == 128) && dv == dqk)
+    return &own[dqk == 128];
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i].dqk == dqk && v[i].dv == dv && v[i].sched == sched) return &v[i];
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) /* no overlapped 192/128 (it spills): the plain one */

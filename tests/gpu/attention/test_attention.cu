@@ -103,6 +103,16 @@ int main(int argc, char **argv) {
           if (flash_full[i].dqk == 64) fails += run_case(&flash_full[i]);
     }
     test_set_knob(WS_ATTN_EXP2_ENV, NULL);
+    if (tall) { /* own blocks on the 128-row plain kernels (d 64 and 128; 192 / 128 has none) */
+      test_set_knob(WS_ATTN_TILE_ROWS_ENV, NULL);
+      test_set_knob(WS_ATTN_SCHEDULE_ENV, "plain");
+      test_set_knob(WS_ATTN_WG_BLOCKS_ENV, "own");
+      printf("flash plain, 128 rows, warpgroup blocks own\n");
+      for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++) fails += run_case(&flash_quick[i]);
+      for (size_t i = 0; tall_full && i < sizeof flash_full / sizeof flash_full[0]; i++) fails += run_case(&flash_full[i]);
+      fails += check_flash_nan_at(128, 5);
+      fails += check_flash_nan_at(64, 61);
+    }
     test_set_knob(WS_ATTN_WG_BLOCKS_ENV, NULL);
     if (tall_full)
       for (size_t i = 0; i < sizeof flash_full / sizeof flash_full[0]; i++)
