@@ -13,8 +13,11 @@
 #   sdpa      `warpspec bench attention` against PyTorch (SDPA cuDNN / flash, the MLA, decode
 #             and NSA composites); SDPA_ONLY=flash|mla|decode|nsa runs one part, QUICK=1
 #             the short list
+#   optin     flash's opt-in forms not yet in the ctest mode: `test_attention flash-tall`,
+#             the three sanitizers on `flash-tall-quick`, then bench/flash_sweep.py for each
+#             sweep in SWEEPS (default "wg-blocks exp2"; SWEEP_ARGS, e.g. --quick)
 # Logs go to $OUT (or ./results): attn_tests.log attn_sanitizer.log attn_bench.txt
-# attn_sdpa.txt attn_sdpa*.csv.
+# attn_sdpa.txt attn_sdpa*.csv attn_optin.log flash_sweep_<sweep>.txt.
 set -u
 build=${1:-build}
 out=${OUT:-results}
@@ -52,6 +55,21 @@ for stage in $stages; do
       [ -n "${SDPA_ONLY:-}" ] && args+=(--only "$SDPA_ONLY")
       timeout 500 "${pyenv[@]}" python3 -m warpspec bench attention "${args[@]}" >"$out/attn_sdpa.txt" 2>&1
       echo "bench attention rc=$?"; tail -40 "$out/attn_sdpa.txt" ;;
-    *) echo "run_attention.sh: unknown stage '$stage' (tests sanitize bench sdpa)"; exit 2 ;;
+    optin)
+      san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+      {
+        timeout 300 "$t" flash-tall; echo "test_attention flash-tall: rc=$?"
+        for tool in memcheck racecheck synccheck; do
+          WARPSPEC_TIMEOUT_MS=120000 timeout 200 "$san" --tool $tool --error-exitcode 9 --report-api-errors no \
+            "$t" flash-tall-quick | tail -3
+          echo "sanitizer $tool on flash-tall-quick: rc=${PIPESTATUS[0]}"
+        done
+      } >"$out/attn_optin.log" 2>&1
+      grep -E "rc=|FAILED|SUMMARY" "$out/attn_optin.log"
+      for sw in ${SWEEPS:-wg-blocks exp2}; do
+        timeout 400 "${pyenv[@]}" python3 bench/flash_sweep.py "$sw" ${SWEEP_ARGS:-} >"$out/flash_sweep_$sw.txt" 2>&1
+        echo "flash_sweep $sw: rc=$?"; cat "$out/flash_sweep_$sw.txt"
+      done ;;
+    *) echo "run_attention.sh: unknown stage '$stage' (tests sanitize bench sdpa optin)"; exit 2 ;;
   esac
 done
