@@ -20,9 +20,10 @@ tables (docs/benchmarks.md, attention):
               the causal diagonal; opt-in since session 30) and cuDNN: d 64 on the tall tile
               (and the 128-row kernel beside), S 512-16384, both masks; d 128 causal, plain
               schedule, S 512-2048. Own's output against tile's: any difference printed.
-  exp2        d 64 on the tall tile: WARPSPEC_ATTN_EXP2 sfu / poly8 / poly4 (every 8th / 4th
-              group of exponentials on the FMA pipe, opt-in since session 30) and cuDNN,
-              S 1024-16384, both masks; outputs checked against the sfu run's.
+  exp2        WARPSPEC_ATTN_EXP2 sfu / poly8 / poly4 (every 8th / 4th group of exponentials
+              on the FMA pipe, opt-in since session 30) and cuDNN: d 64 on the tall tile,
+              then d 128 under overlap-pingpong, S 1024-16384, both masks; outputs checked
+              against the sfu run's.
 
 Needs PyTorch and the package (PYTHONPATH=python WARPSPEC_LIBRARY=BUILD/libwarpspec.so).
 Prints one line per shape: TFLOPS per setting, then ratios."""
@@ -123,37 +124,45 @@ def _tile_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_ro
 
 
 def _exp2(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated):
-    ex, tr = "WARPSPEC_ATTN_EXP2", "WARPSPEC_ATTN_TILE_ROWS"
+    ex, tr, sc = "WARPSPEC_ATTN_EXP2", "WARPSPEC_ATTN_TILE_ROWS", "WARPSPEC_ATTN_SCHEDULE"
     modes = ("sfu", "poly8", "poly4")
-    print("d 64 tall, B S H causal | " + " ".join(modes) + " cudnn | poly8/sfu poly4/sfu cudnn/best (time ratios)")
+    for d, fixed in ((64, {tr: 192}), (128, {sc: "overlap-pingpong"})):
+        print(f"d {d} ({'tall tile' if d == 64 else 'overlap-pingpong'}), B S H causal | " + " ".join(modes) +
+              " cudnn | poly8/sfu poly4/sfu cudnn/best (time ratios)")
+        _exp2_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated, d, fixed)
+    _knobs(warpspec, {ex: None, tr: None, sc: None})()
+
+
+def _exp2_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated, d, fixed):
+    ex = "WARPSPEC_ATTN_EXP2"
+    modes = ("sfu", "poly8", "poly4")
     for s in (1024, 4096) if args.quick else (1024, 2048, 4096, 8192, 16384):
         for h in (16, 32):
             b = 16384 // s
-            q, k, v = ((torch.rand(b, s, h, 64, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
+            q, k, v = ((torch.rand(b, s, h, d, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
             qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
             for causal in (False, True):
-                flops = 4.0 * b * h * s * s * 64 / (2 if causal else 1)
-                _knobs(warpspec, {ex: "sfu", tr: 192})()
+                flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
+                _knobs(warpspec, {ex: "sfu", **fixed})()
                 ref = warpspec.attention(q, k, v, causal=causal)
-                outs, cands = [], []
+                cands = []
                 for m in modes:
-                    _knobs(warpspec, {ex: m, tr: 192})()
+                    _knobs(warpspec, {ex: m, **fixed})()
                     out = torch.full_like(ref, float("nan"))
                     warpspec.attention(q, k, v, causal=causal, out=out)
                     err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
                     if not err < 1e-2:
                         raise SystemExit(f"exp2 {m} at B{b} S{s} H{h} causal {causal}: relative error {err:.1e}")
-                    cands.append((_knobs(warpspec, {ex: m, tr: 192}),
+                    cands.append((_knobs(warpspec, {ex: m, **fixed}),
                                   lambda out=out: warpspec.attention(q, k, v, causal=causal, out=out)))
 
                 def cudnn():
                     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                         return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-                cands.append((_knobs(warpspec, {ex: None, tr: None}), cudnn))
+                cands.append((_knobs(warpspec, {ex: None, **{key: None for key in fixed}}), cudnn))
                 ts = time_rotated(cands, args.iters, torch, flush)
                 print(f"{b} {s} {h} {int(causal)} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts) +
                       f" | {ts[0] / ts[1]:.3f} {ts[0] / ts[2]:.3f} {ts[3] / min(ts[:3]):.3f}", flush=True)
-    _knobs(warpspec, {ex: None, tr: None})()
 
 
 def _wg_blocks(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated):

@@ -196,7 +196,7 @@
 #define WS_ATTN_HEAD_GROUP_ENV    "WARPSPEC_ATTN_HEAD_GROUP" /* from the L2 (WS_ATTN_L2_SHARE) */
 #define WS_ATTN_O_STORE_ENV       "WARPSPEC_ATTN_O_STORE"  /* tma                            */
 #define WS_ATTN_WG_BLOCKS_ENV     "WARPSPEC_ATTN_WG_BLOCKS" /* tile (own: opt-in)             */
-#define WS_ATTN_EXP2_ENV          "WARPSPEC_ATTN_EXP2"      /* sfu (poly8, poly4: d 64 tall, opt-in) */
+#define WS_ATTN_EXP2_ENV          "WARPSPEC_ATTN_EXP2"      /* sfu (poly8, poly4: opt-in)      */
 #define WS_ATTN_TILE_ROWS_ENV     "WARPSPEC_ATTN_TILE_ROWS" /* chosen; 128 or 192 (d 64)     */
 #define WS_MLA_SCHEDULE_ENV       "WARPSPEC_MLA_SCHEDULE"  /* plain                          */
 #define WS_GEMM_SPLITS_ENV        "WARPSPEC_GEMM_SPLITS"   /* per problem (split-K above)    */

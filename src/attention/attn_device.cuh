@@ -238,12 +238,12 @@ static __device__ __forceinline__ void attn_ov_issue(const ws_pipe *kp, const ws
 
 /* The second half of a step, after the caller's mask: softmax of S into P_{n+1}, then
  * (the PV retired) V released and O rescaled. */
-template <int DV, int BN, int TURN = 0>
+template <int DV, int BN, int TURN = 0, int EXP = 0>
 static __device__ __forceinline__ void attn_ov_finish(const ws_pipe *vp, const ws_ctx *ctx, ws_cursor kc, float *s,
                                                       float *m_run, float *l_run, float sl2, float *o, uint32_t (*pn)[4],
                                                       const attn_turns *turns = NULL, int pass = 1) {
   float alpha[2];
-  attn_softmax_block<BN, TURN>(s, m_run, l_run, alpha, sl2, turns, pass);
+  attn_softmax_block<BN, TURN, EXP>(s, m_run, l_run, alpha, sl2, turns, pass);
   attn_p_fragments<BN>(s, pn);
   WS_WGMMA_WAIT_GROUP(0); /* the PV has retired: O and P_n are free */
   ws_pipe_release_warp_at(vp, ctx, kc);

@@ -19,7 +19,8 @@
  *                           every mask (the default takes it without a mask or at length)
  *   test_attention flash-tall-quick  its quick cases only (for compute-sanitizer)
  *                           Both run the quick d 64 cases and a NaN key again with
- *                           WARPSPEC_ATTN_EXP2=poly8 and poly4 and WARPSPEC_ATTN_WG_BLOCKS=own
+ *                           WARPSPEC_ATTN_EXP2=poly8 and poly4 (and d 128's under
+ *                           overlap-pingpong) and WARPSPEC_ATTN_WG_BLOCKS=own
  *                           (opt-in, written without a GPU in session 30: not in the ctest
  *                           mode until they have passed)
  * The MLA cases run under both schedules (WARPSPEC_MLA_SCHEDULE unset, then overlap).
@@ -101,6 +102,14 @@ int main(int argc, char **argv) {
       if (wgs[e] && tall_full)
         for (size_t i = 0; i < sizeof flash_full / sizeof flash_full[0]; i++)
           if (flash_full[i].dqk == 64) fails += run_case(&flash_full[i]);
+      if (exp2s[e]) { /* and d 128's overlap-pingpong with the same share */
+        test_set_knob(WS_ATTN_SCHEDULE_ENV, "overlap-pingpong");
+        printf("flash d 128 overlap-pingpong, exp2 %s\n", exp2s[e]);
+        for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++)
+          if (flash_quick[i].dqk == 128) fails += run_case(&flash_quick[i]);
+        fails += check_flash_nan_at(128, 61);
+        test_set_knob(WS_ATTN_SCHEDULE_ENV, NULL);
+      }
     }
     test_set_knob(WS_ATTN_EXP2_ENV, NULL);
     if (tall) { /* own blocks on the 128-row plain kernels (d 64 and 128; 192 / 128 has none) */
