@@ -130,6 +130,26 @@ static __device__ __forceinline__ void fa_mask_ov(float *s, int kbase, const fa_
   }
 }
 
+/* The plain loops' masks: on a block of KEYS keys from kbase that crosses the sequence's
+ * end or the causal diagonal of the tile's first row (tile_row0), the keys past the
+ * sequence and past each of this thread's two rows' causal limits (rows qi0, qi0 + 8) to
+ * -inf. */
+template <int KEYS>
+static __device__ __forceinline__ void fa_mask_block(float *s, int kbase, int lk, int causal, int qi0, int tile_row0,
+                                                     int diag_off, int quad) {
+  if (kbase + KEYS > lk || (causal && kbase + KEYS - 1 > tile_row0 + diag_off)) {
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+      const int limit = causal ? min(lk - 1, qi0 + 8 * x + diag_off) : lk - 1;
+#pragma unroll
+      for (int j = 0; j < KEYS / 8; j++)
+#pragma unroll
+        for (int e = 0; e < 2; e++)
+          if (kbase + 8 * j + 2 * quad + e > limit) s[4 * j + 2 * x + e] = -INFINITY;
+    }
+  }
+}
+
 /* One step of the overlapped schedule (attn_device.cuh): S of block nb + 1 under the PV
  * of block nb. */
 template <int DQK, int DV, int PP, int EXP>
@@ -432,18 +452,7 @@ WS_KERNEL_T(fa_roles<REPL>::set) flash_fwd_kernel(const __grid_constant__ ws_tma
         WS_WGMMA_WAIT_GROUP(0);
         ws_pipe_release_warp_at(&kp, &ctx, k);
         fa_release_q(&qp, &ctx, qc.stage ^ q_other, q_has && nb == 0);
-        const int kbase = nb * FA_BN, causal = a.mask != WS_ATTN_NO_MASK;
-        if (kbase + FA_BN / 2 > lk || (causal && kbase + FA_BN / 2 - 1 > mb * BM + diag_off)) {
-#pragma unroll
-          for (int x = 0; x < 2; x++) {
-            const int limit = causal ? min(lk - 1, qi0 + 8 * x + diag_off) : lk - 1;
-#pragma unroll
-            for (int j = 0; j < FA_BN / 16; j++)
-#pragma unroll
-              for (int e = 0; e < 2; e++)
-                if (kbase + 8 * j + 2 * quad + e > limit) s[4 * j + 2 * x + e] = -INFINITY;
-          }
-        }
+        fa_mask_block<FA_BN / 2>(s, nb * FA_BN, lk, a.mask != WS_ATTN_NO_MASK, qi0, mb * BM, diag_off, quad);
         uint32_t pa[FA_BN / 32][4];
         attn_softmax_rescale_p<FA_BN / 2, DV, EXP>(s, m_run, l_run, sl2, o, pa);
         ws_pipe_wait_at(&vp, &ctx, k);
@@ -463,20 +472,7 @@ WS_KERNEL_T(fa_roles<REPL>::set) flash_fwd_kernel(const __grid_constant__ ws_tma
       ws_pipe_release_warp_at(&kp, &ctx, k);
       fa_release_q(&qp, &ctx, qc.stage ^ q_other, q_has && nb == 0); /* the tile before's O has long been read */
 
-      /* masks: keys past the sequence; past the causal limit of the row */
-      const int kbase = nb * FA_BN;
-      const int causal = a.mask != WS_ATTN_NO_MASK;
-      if (kbase + FA_BN > lk || (causal && kbase + FA_BN - 1 > mb * BM + diag_off)) {
-#pragma unroll
-        for (int x = 0; x < 2; x++) {
-          const int limit = causal ? min(lk - 1, qi0 + 8 * x + diag_off) : lk - 1;
-#pragma unroll
-          for (int j = 0; j < FA_BN / 8; j++)
-#pragma unroll
-            for (int e = 0; e < 2; e++)
-              if (kbase + 8 * j + 2 * quad + e > limit) s[4 * j + 2 * x + e] = -INFINITY;
-        }
-      }
+      fa_mask_block<FA_BN>(s, nb * FA_BN, lk, a.mask != WS_ATTN_NO_MASK, qi0, mb * BM, diag_off, quad);
 
       /* online softmax (attn_device.cuh): new row max, rescale, exponentiate; P as A fragments */
       uint32_t pa[FA_BN / 16][4];

@@ -82,14 +82,16 @@ typedef struct {
 /* Warps of one replica of ROLE (pipes released once per warp count these). */
 #define WS_ROLE_WARPS(P, ROLE) ((uint32_t)P##_layout_dev.role_warps[ROLE])
 
-/* setmaxnreg from the table: inc above the entry cap, dec below, nothing if equal. */
-#define WS_ENTER_ROLE(P, ROLE)                                                        \
+/* setmaxnreg from the table: inc above the entry cap, dec below, nothing if equal
+ * (ENTRY and REGS compile-time constants). */
+#define WS_SETMAXNREG_FROM(ENTRY, REGS)                                               \
   do {                                                                                \
-    constexpr int ws_entry_ = P##_layout.entry_regs;                                  \
-    constexpr int ws_regs_ = ws_layout_role_regs(&P##_layout, ROLE);                  \
+    constexpr int ws_entry_ = (ENTRY);                                                \
+    constexpr int ws_regs_ = (REGS);                                                  \
     if (ws_regs_ > ws_entry_) WS_SETMAXNREG_INC(ws_regs_ > ws_entry_ ? ws_regs_ : WS_REGS_MAX); \
     else if (ws_regs_ < ws_entry_) WS_SETMAXNREG_DEC(ws_regs_ < ws_entry_ ? ws_regs_ : WS_REGS_MIN); \
   } while (0)
+#define WS_ENTER_ROLE(P, ROLE) WS_SETMAXNREG_FROM(P##_layout.entry_regs, ws_layout_role_regs(&P##_layout, ROLE))
 
 /* The same for a kernel templated over its role table: S is a prefix_set type made by
  * WS_DECLARE_ROLE_SET (a kernel with one tile shape per role table, e.g. two or three math
@@ -98,13 +100,7 @@ typedef struct {
 #define WS_SELF_T(S, DIAG) ws_ctx_make(S::dev(), (DIAG), 1)
 #define WS_ROLE_THREADS_T(S, ROLE) ((uint32_t)S::dev()->role_warps[ROLE] * WS_WARP_SIZE)
 #define WS_ROLE_WARPS_T(S, ROLE) ((uint32_t)S::dev()->role_warps[ROLE])
-#define WS_ENTER_ROLE_T(S, ROLE)                                                      \
-  do {                                                                                \
-    constexpr int ws_entry_ = S::entry_regs;                                          \
-    constexpr int ws_regs_ = S::role_regs(ROLE);                                      \
-    if (ws_regs_ > ws_entry_) WS_SETMAXNREG_INC(ws_regs_ > ws_entry_ ? ws_regs_ : WS_REGS_MAX); \
-    else if (ws_regs_ < ws_entry_) WS_SETMAXNREG_DEC(ws_regs_ < ws_entry_ ? ws_regs_ : WS_REGS_MIN); \
-  } while (0)
+#define WS_ENTER_ROLE_T(S, ROLE) WS_SETMAXNREG_FROM(S::entry_regs, S::role_regs(ROLE))
 
 WS_DEV ws_ctx ws_ctx_make(const ws_layout *L, ws_diag diag, int wait_previous) {
   /* Before anything reads memory: when the library launched this kernel chained to the
