@@ -33,7 +33,33 @@ import sys
 from warpspec.bench_attention import _knobs, _time_rotated
 
 
-def _o_store(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated):
+def _rel_err(a, ref):
+    return ((a.double() - ref.double()).norm() / ref.double().norm()).item()
+
+
+def _rotation(lib, q, k, v, causal, envs, reset):
+    """One shape's candidates for _time_rotated: our kernel under each env of envs (its
+    output written once first into a NaN-filled tensor, returned in order), then cuDNN's
+    SDPA with the knobs of reset. lib: (torch, warpspec, F, sdpa_kernel, SDPBackend)."""
+    torch, warpspec, F, sdpa_kernel, SDPBackend = lib
+    outs, cands = [], []
+    for env in envs:
+        _knobs(warpspec, env)()
+        out = torch.full(q.shape[:-1] + v.shape[-1:], float("nan"), dtype=q.dtype, device=q.device)
+        warpspec.attention(q, k, v, causal=causal, out=out)
+        outs.append(out)
+        cands.append((_knobs(warpspec, env), lambda out=out: warpspec.attention(q, k, v, causal=causal, out=out)))
+    qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
+
+    def cudnn():
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+    cands.append((_knobs(warpspec, reset), cudnn))
+    return outs, cands
+
+
+def _o_store(args, lib, flush, time_rotated):
+    torch, warpspec = lib[:2]
     shapes = []
     for d in (128, 64):
         for s in (1024, 4096) if args.quick else (512, 1024, 2048, 4096, 8192):
@@ -46,27 +72,17 @@ def _o_store(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rota
     print("B S H d causal | " + " ".join(n for n, _ in cfg) + " cudnn | tma/rows cudnn/tma (time ratios)")
     for b, s, h, d in shapes:
         q, k, v = ((torch.rand(b, s, h, d, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
-        qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
         for causal in (False, True):
             flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
             _knobs(warpspec, {st: "rows", sc: None})()
             ref = warpspec.attention(q, k, v, causal=causal)
-            cands = []
-            for name, env in cfg:
-                _knobs(warpspec, env)()
-                out = torch.full_like(ref, float("nan"))
-                warpspec.attention(q, k, v, causal=causal, out=out)
-                err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+            outs, cands = _rotation(lib, q, k, v, causal, [env for _, env in cfg], {st: None, sc: None})
+            for (name, env), out in zip(cfg, outs):
+                err = _rel_err(out, ref)
                 if err >= 1e-2:
                     raise SystemExit(f"{name} at B{b} S{s} H{h} d{d} causal {causal}: relative error {err:.1e}")
                 if err and env[sc] is None:
                     print(f"  {name}: not bit-equal to rows (relative error {err:.1e})")
-                cands.append((_knobs(warpspec, env), lambda out=out: warpspec.attention(q, k, v, causal=causal, out=out)))
-
-            def cudnn():
-                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                    return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-            cands.append((_knobs(warpspec, {st: None, sc: None}), cudnn))
             ts = time_rotated(cands, args.iters, torch, flush)
             print(f"{b} {s} {h} {d} {int(causal)} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts) +
                   f" | {ts[1] / ts[0]:.3f} {ts[-1] / ts[0]:.3f}", flush=True)
@@ -92,80 +108,60 @@ def _head_group(args, torch, warpspec, flush, time_rotated):
     _knobs(warpspec, {hg: None})()
 
 
-def _tile_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated):
+def _tile_rows(args, lib, flush, time_rotated):
+    torch, warpspec = lib[:2]
     tr = "WARPSPEC_ATTN_TILE_ROWS"
     print("d 64, B S H causal | default tall cudnn | tall/default cudnn/tall (time ratios)")
     for s in (1024, 4096) if args.quick else (512, 1024, 2048, 4096, 8192, 16384):
         for h in (16, 32):
             b = 16384 // s
             q, k, v = ((torch.rand(b, s, h, 64, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
-            qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
             for causal in (False, True):
                 flops = 4.0 * b * h * s * s * 64 / (2 if causal else 1)
-                _knobs(warpspec, {tr: None})()
-                ref = warpspec.attention(q, k, v, causal=causal)
-                _knobs(warpspec, {tr: 192})()
-                tall = torch.full_like(ref, float("nan"))
-                warpspec.attention(q, k, v, causal=causal, out=tall)
-                err = ((tall.double() - ref.double()).norm() / ref.double().norm()).item()
+                (ref, tall), cands = _rotation(lib, q, k, v, causal, [{tr: None}, {tr: 192}], {tr: None})
+                err = _rel_err(tall, ref)
                 if not err < 1e-2:
                     raise SystemExit(f"tall tile at B{b} S{s} H{h} causal {causal}: relative error {err:.1e}")
-
-                def cudnn():
-                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-                cands = [(_knobs(warpspec, {tr: None}), lambda: warpspec.attention(q, k, v, causal=causal, out=ref)),
-                         (_knobs(warpspec, {tr: 192}), lambda: warpspec.attention(q, k, v, causal=causal, out=tall)),
-                         (_knobs(warpspec, {tr: None}), cudnn)]
                 ts = time_rotated(cands, args.iters, torch, flush)
                 print(f"{b} {s} {h} {int(causal)} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts) +
                       f" | {ts[0] / ts[1]:.3f} {ts[2] / ts[1]:.3f}", flush=True)
     _knobs(warpspec, {tr: None})()
 
 
-def _exp2(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated):
+def _exp2(args, lib, flush, time_rotated):
+    warpspec = lib[1]
     ex, tr, sc = "WARPSPEC_ATTN_EXP2", "WARPSPEC_ATTN_TILE_ROWS", "WARPSPEC_ATTN_SCHEDULE"
     modes = ("sfu", "poly8", "poly4")
     for d, fixed in ((64, {tr: 192}), (128, {sc: "overlap-pingpong"})):
         print(f"d {d} ({'tall tile' if d == 64 else 'overlap-pingpong'}), B S H causal | " + " ".join(modes) +
               " cudnn | poly8/sfu poly4/sfu cudnn/best (time ratios)")
-        _exp2_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated, d, fixed)
+        _exp2_rows(args, lib, flush, time_rotated, d, fixed)
     _knobs(warpspec, {ex: None, tr: None, sc: None})()
 
 
-def _exp2_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated, d, fixed):
+def _exp2_rows(args, lib, flush, time_rotated, d, fixed):
+    torch = lib[0]
     ex = "WARPSPEC_ATTN_EXP2"
     modes = ("sfu", "poly8", "poly4")
     for s in (1024, 4096) if args.quick else (1024, 2048, 4096, 8192, 16384):
         for h in (16, 32):
             b = 16384 // s
             q, k, v = ((torch.rand(b, s, h, d, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
-            qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
             for causal in (False, True):
                 flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
-                _knobs(warpspec, {ex: "sfu", **fixed})()
-                ref = warpspec.attention(q, k, v, causal=causal)
-                cands = []
-                for m in modes:
-                    _knobs(warpspec, {ex: m, **fixed})()
-                    out = torch.full_like(ref, float("nan"))
-                    warpspec.attention(q, k, v, causal=causal, out=out)
-                    err = ((out.double() - ref.double()).norm() / ref.double().norm()).item()
+                outs, cands = _rotation(lib, q, k, v, causal, [{ex: m, **fixed} for m in modes],
+                                        {ex: None, **{key: None for key in fixed}})
+                for m, out in zip(modes[1:], outs[1:]):  # against the sfu run's
+                    err = _rel_err(out, outs[0])
                     if not err < 1e-2:
                         raise SystemExit(f"exp2 {m} at B{b} S{s} H{h} causal {causal}: relative error {err:.1e}")
-                    cands.append((_knobs(warpspec, {ex: m, **fixed}),
-                                  lambda out=out: warpspec.attention(q, k, v, causal=causal, out=out)))
-
-                def cudnn():
-                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-                cands.append((_knobs(warpspec, {ex: None, **{key: None for key in fixed}}), cudnn))
                 ts = time_rotated(cands, args.iters, torch, flush)
                 print(f"{b} {s} {h} {int(causal)} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts) +
                       f" | {ts[0] / ts[1]:.3f} {ts[0] / ts[2]:.3f} {ts[3] / min(ts[:3]):.3f}", flush=True)
 
 
-def _wg_blocks(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_rotated):
+def _wg_blocks(args, lib, flush, time_rotated):
+    torch, warpspec = lib[:2]
     wb, tr = "WARPSPEC_ATTN_WG_BLOCKS", "WARPSPEC_ATTN_TILE_ROWS"
     cfg = [("tile", {wb: "tile", tr: 192}), ("own", {wb: "own", tr: 192}), ("128", {wb: None, tr: 128})]
     print("d 64, B S H causal | tall-tile tall-own 128-rows cudnn | own/tile own/128 cudnn/own (time ratios)")
@@ -173,22 +169,10 @@ def _wg_blocks(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_ro
         for h in (16, 32):
             b = max(1, 16384 // s)
             q, k, v = ((torch.rand(b, s, h, 64, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
-            qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
             for causal in (False, True):
                 flops = 4.0 * b * h * s * s * 64 / (2 if causal else 1)
-                cands, outs = [], []
-                for name, env in cfg:
-                    _knobs(warpspec, env)()
-                    out = torch.full((b, s, h, 64), float("nan"), dtype=torch.bfloat16, device="cuda")
-                    warpspec.attention(q, k, v, causal=causal, out=out)
-                    outs.append(out)
-                    cands.append((_knobs(warpspec, env), lambda out=out: warpspec.attention(q, k, v, causal=causal, out=out)))
+                outs, cands = _rotation(lib, q, k, v, causal, [env for _, env in cfg], {wb: None, tr: None})
                 _same(torch, outs[0], outs[1], f"d 64 B{b} S{s} H{h} causal {causal}")
-
-                def cudnn():
-                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                        return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-                cands.append((_knobs(warpspec, {wb: None, tr: None}), cudnn))
                 ts = time_rotated(cands, args.iters, torch, flush)
                 print(f"{b} {s} {h} {int(causal)} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts) +
                       f" | {ts[0] / ts[1]:.3f} {ts[2] / ts[1]:.3f} {ts[3] / ts[1]:.3f}", flush=True)
@@ -198,22 +182,10 @@ def _wg_blocks(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, time_ro
         for h in (16, 32):
             b = max(1, 16384 // s)
             q, k, v = ((torch.rand(b, s, h, 128, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
-            qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
             flops = 4.0 * b * h * s * s * 128 / 2
-            cands, outs = [], []
-            for mode in ("tile", "own"):
-                env = {wb: mode, sc: "plain"}
-                _knobs(warpspec, env)()
-                out = torch.full((b, s, h, 128), float("nan"), dtype=torch.bfloat16, device="cuda")
-                warpspec.attention(q, k, v, causal=True, out=out)
-                outs.append(out)
-                cands.append((_knobs(warpspec, env), lambda out=out: warpspec.attention(q, k, v, causal=True, out=out)))
+            outs, cands = _rotation(lib, q, k, v, True, [{wb: mode, sc: "plain"} for mode in ("tile", "own")],
+                                    {wb: None, sc: None})
             _same(torch, outs[0], outs[1], f"d 128 B{b} S{s} H{h} causal")
-
-            def cudnn():
-                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                    return F.scaled_dot_product_attention(qt, kt, vt, is_causal=True)
-            cands.append((_knobs(warpspec, {wb: None, sc: None}), cudnn))
             ts = time_rotated(cands, args.iters, torch, flush)
             print(f"{b} {s} {h} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts) +
                   f" | {ts[0] / ts[1]:.3f} {ts[2] / ts[1]:.3f}", flush=True)
@@ -244,16 +216,12 @@ def main(argv=None):
     import warpspec
     print(f"device: {torch.cuda.get_device_name()}; {args.what}")
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    if args.what == "o-store":
-        _o_store(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, _time_rotated)
-    elif args.what == "head-group":
+    lib = (torch, warpspec, F, sdpa_kernel, SDPBackend)
+    sweeps = {"o-store": _o_store, "tile-rows": _tile_rows, "wg-blocks": _wg_blocks, "exp2": _exp2}
+    if args.what == "head-group":
         _head_group(args, torch, warpspec, flush, _time_rotated)
-    elif args.what == "tile-rows":
-        _tile_rows(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, _time_rotated)
-    elif args.what == "wg-blocks":
-        _wg_blocks(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, _time_rotated)
     else:
-        _exp2(args, torch, warpspec, F, sdpa_kernel, SDPBackend, flush, _time_rotated)
+        sweeps[args.what](args, lib, flush, _time_rotated)
     return 0
 
 
