@@ -172,6 +172,13 @@ WS_DEV void ws_cp_async_bulk_global_to_shared(void *dst, const void *src, uint32
                ::"r"(ws_smem_addr(dst)), "l"(src), "r"(bytes), "r"(ws_smem_addr(bar)) : "memory");
 }
 
+/* The same to a shared-window address (ws_smem_addr), for a caller that keeps its ring as
+ * one base address. */
+WS_DEV void ws_cp_async_bulk_global_to_shared_at(uint32_t dst, const void *src, uint32_t bytes, uint64_t *bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               ::"r"(dst), "l"(src), "r"(bytes), "r"(ws_smem_addr(bar)) : "memory");
+}
+
 WS_DEV void ws_cp_async_bulk_shared_to_global(void *dst, const void *src, uint32_t bytes) {
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
                ::"l"(dst), "r"(ws_smem_addr(src)), "r"(bytes) : "memory");
