@@ -98,6 +98,8 @@ int bench_gemm_gather_variant(const char *name);
 /* Local-memory read and copy ceilings by CTA count, GPU 0 (bench_hbm.cu). 0 or -1. */
 int bench_hbm(void);
 int bench_nvlink(void);
+/* Combine's reduce traffic without its protocol, every GPU at once (bench_combine_mix.cu). */
+int bench_combine_mix(void);
 
 #ifdef __cplusplus
 }

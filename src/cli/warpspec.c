@@ -25,6 +25,7 @@ static int usage(void) {
           "  bench allgather [--ranks N] [--max-bytes N] [--csv FILE]  ws_allgather vs ncclAllGather\n"
           "  bench nvlink                      NVLink ceilings: copy engine, SM and TMA copies (all-to-all with 3+ GPUs)\n"
           "  bench hbm                         local-memory read/copy ceilings by CTA count\n"
+          "  bench combine-mix                 combine's reduce traffic (local reads, NVLink sums) without its protocol\n"
           "  bench gemm [--csv FILE] [--only TYPE,G,M,N,K] [--soak S]\n"
           "                                    ws_gemm (BF16, FP8) against cuBLASLt\n"
           "  bench gemm-gather [--variant NAME] [--tokens T] [--reps N] [--pitch B]\n"
@@ -308,6 +309,7 @@ static int cmd_bench(int argc, char **argv) {
   if (argc > 0 && (strcmp(argv[0], "sendrecv") == 0 || strcmp(argv[0], "allgather") == 0)) return cmd_bench_sendrecv(argc, argv);
   if (argc > 0 && strcmp(argv[0], "nvlink") == 0) return bench_nvlink() == 0 ? 0 : 1;
   if (argc > 0 && strcmp(argv[0], "hbm") == 0) return bench_hbm() == 0 ? 0 : 1;
+  if (argc > 0 && strcmp(argv[0], "combine-mix") == 0) return bench_combine_mix() == 0 ? 0 : 1;
   if (argc > 0 && strcmp(argv[0], "gemm-gather") == 0) return cmd_bench_gemm_gather(argc, argv);
   if (argc > 0 && strcmp(argv[0], "gemm") == 0) {
     const char *csv = NULL, *only = NULL;

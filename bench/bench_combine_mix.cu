@@ -1,0 +1,316 @@
+/* bench_combine_mix.cu - `warpspec bench combine-mix`: the traffic of combine's reduce
+ * without its protocol, on every visible GPU at once (2 or more, NVLink peers), so that
+ * what a few SMs can do with that mix is measured apart from our kernel.
+ *
+ * The reduce of an EP combine (DeepSeek-V3 shape: hidden 7168 BF16, top-8, 4096 tokens per
+ * rank) reads, for each token a rank received, that token's local expert rows (R of them),
+ * sums them in fp32, and pushes the BF16 sum to the token's rank: over NVLink for all but
+ * 1/N of them. With D = N (1 - (1 - 1/N)^8) ranks per token, a rank pushes P = 4096 D sums
+ * and reads R = 8 / D rows per sum (EP4: P 14746, R 2.22; EP2: P 8160, R 4.02), 470 MB
+ * read against 158 MB (EP4) or 58 MB (EP2) over NVLink. docs/benchmarks.md, session 21:
+ * the standalone combine at 24 SMs moves 180 GB/s (EP4), its SMs reading ~27 GB/s each,
+ * while 24 SMs alone read 2.4-2.9 TB/s and push 337 GB/s all-to-all.
+ *
+ * Forms, each GPU pushing its P sums (row j to GPU j mod N) with `ctas` CTAs of 16 warps, a
+ * warp per 2 KB chunk of a sum (the reduce's unit):
+ *   regs       the rows' chunks by 16-byte loads into registers, then the sum's stores
+ *              (ep_reduce_unit's form)
+ *   ring cp    each warp streams its chunks through its own shared-memory ring, 5 in
+ *              flight by 16-byte cp.async (ep_stream.cuh's default form)
+ *   ring bulk  the same ring filled by one 1-D bulk copy per chunk on the slot's mbarrier
+ *              (WARPSPEC_EP_STREAM_LOAD=bulk)
+ *   read only  ring cp without the stores: what the reads alone take in this form
+ *   push only  the stores without the reads (a register pattern): what the pushes alone take
+ * Reported per form: the slowest GPU's time (best of 5 after a warm-up), NVLink GB/s (the
+ * remote sums' bytes of one GPU over that time) and the read GB/s of one GPU. If every
+ * form with both streams stays far above the sum of the two alone, the SMs' shared path
+ * is the bound and no schedule of the same bytes on the same SMs removes it. */
+#include "bench.h"
+#include "bench_check.h"
+#include "warpspec/device/ptx.cuh"
+
+#include <math.h>
+#include <stdio.h>
+
+#define MIX_H 7168                       /* hidden: BF16 elements of a row */
+#define MIX_VEC (MIX_H / 8)              /* 16-byte vectors of a row: 896 */
+#define MIX_CHUNK 128                    /* vectors per chunk (2 KB), 4 per lane */
+#define MIX_CHUNKS (MIX_VEC / MIX_CHUNK) /* 7 */
+#define MIX_SRC_ROWS 32768               /* 4096 tokens x top-8: the expert output rows */
+#define MIX_WARPS 16
+#define MIX_AHEAD 5
+#define MIX_RING (MIX_AHEAD + 1)
+#define MIX_MAX_GPUS 8
+
+enum { MIX_REGS = 0, MIX_RING_CP, MIX_RING_BULK, MIX_READ_ONLY, MIX_PUSH_ONLY, MIX_FORMS };
+
+typedef struct {
+  const uint4 *src;               /* this GPU's expert rows                                  */
+  uint4 *inbox[MIX_MAX_GPUS];     /* every GPU's inbox (peer pointers): N x P rows           */
+  uint4 *sink;
+  int n, me, p;                   /* GPUs, this one, sums per GPU                            */
+  float r;                        /* rows per sum on average                                 */
+} mix_args;
+
+/* Rows of sum j (floor / ceil of r so that the average is r) and its k-th row: the sums'
+ * rows numbered in order (each source row about once, as in the reduce), then scattered by
+ * an odd multiplier modulo MIX_SRC_ROWS (a power of two: a permutation), as an expert
+ * layout scatters a token's rows. */
+static __device__ __forceinline__ int mix_first(const mix_args *a, int j) { return (int)((float)j * a->r); }
+static __device__ __forceinline__ int mix_nrows(const mix_args *a, int j) { return mix_first(a, j + 1) - mix_first(a, j); }
+static __device__ __forceinline__ const uint4 *mix_row(const mix_args *a, int j, int k) {
+  const uint32_t h = (uint32_t)(mix_first(a, j) + k) * 2654435761u;
+  return a->src + (size_t)(h & (MIX_SRC_ROWS - 1)) * MIX_VEC;
+}
+static __device__ __forceinline__ uint4 *mix_dst(const mix_args *a, int j) {
+  return a->inbox[j % a->n] + ((size_t)a->me * a->p + j) * MIX_VEC;
+}
+
+static __device__ __forceinline__ void fma8(float *acc, uint4 v) {
+  const uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    acc[2 * i] += __uint_as_float(u[i] << 16);
+    acc[2 * i + 1] += __uint_as_float(u[i] & 0xFFFF0000u);
+  }
+}
+static __device__ __forceinline__ uint4 pack8(const float *acc) {
+  uint32_t u[4];
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+    u[i] = (__float_as_uint(acc[2 * i]) >> 16) | (__float_as_uint(acc[2 * i + 1]) & 0xFFFF0000u);
+  return make_uint4(u[0], u[1], u[2], u[3]);
+}
+
+/* regs and push only: a warp per (sum, chunk). */
+template <int FORM>
+__global__ void __launch_bounds__(MIX_WARPS * 32, 1) mix_regs(const __grid_constant__ mix_args a) {
+  const int lane = threadIdx.x % 32, gw = blockIdx.x * MIX_WARPS + threadIdx.x / 32, nw = gridDim.x * MIX_WARPS;
+  for (int it = gw; it < a.p * MIX_CHUNKS; it += nw) {
+    const int j = it / MIX_CHUNKS, v0 = (it % MIX_CHUNKS) * MIX_CHUNK + lane;
+    float acc[4][8] = {};
+    if (FORM == MIX_REGS) { /* two rows in flight, as ep_reduce_unit<2> */
+      const int nr = mix_nrows(&a, j);
+#pragma unroll 1
+      for (int k0 = 0; k0 < nr; k0 += 2) {
+        uint4 v[2][4];
+#pragma unroll
+        for (int k = 0; k < 2; k++)
+          if (k0 + k < nr)
+#pragma unroll
+            for (int u = 0; u < 4; u++) v[k][u] = ws_ld_global_nc_v4(mix_row(&a, j, k0 + k) + v0 + 32 * u);
+#pragma unroll
+        for (int k = 0; k < 2; k++)
+          if (k0 + k < nr)
+#pragma unroll
+            for (int u = 0; u < 4; u++) fma8(acc[u], v[k][u]);
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < 4; u++) acc[u][0] = (float)(j + u);
+    }
+    uint4 *d = mix_dst(&a, j) + v0;
+#pragma unroll
+    for (int u = 0; u < 4; u++) ws_st_global_v4(d + 32 * u, pack8(acc[u]));
+  }
+}
+
+/* The rings: a warp's (sum, chunk) items gw, gw + nw, ...; each item one step per row. */
+typedef struct {
+  int it, k; /* item, row within it */
+} mix_pos;
+
+static __device__ __forceinline__ void mix_advance(const mix_args *a, mix_pos *p, int nw) {
+  if (++p->k == mix_nrows(a, p->it / MIX_CHUNKS)) {
+    p->k = 0;
+    p->it += nw;
+  }
+}
+
+template <int FORM>
+__global__ void __launch_bounds__(MIX_WARPS * 32, 1) mix_ring(const __grid_constant__ mix_args a) {
+  extern __shared__ __align__(128) uint4 ring_all[];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int gw = blockIdx.x * MIX_WARPS + warp, nw = gridDim.x * MIX_WARPS, items = a.p * MIX_CHUNKS;
+  uint4 *ring = ring_all + (size_t)warp * MIX_RING * MIX_CHUNK;
+  uint64_t *bars = (uint64_t *)(ring_all + (size_t)MIX_WARPS * MIX_RING * MIX_CHUNK) + warp * MIX_RING;
+  const uint32_t ring_addr = ws_smem_addr(ring);
+  if (FORM == MIX_RING_BULK) {
+    if (lane == 0) {
+      for (int s = 0; s < MIX_RING; s++) ws_mbarrier_init(bars + s, 1);
+      ws_fence_mbarrier_init();
+    }
+    __syncwarp();
+  }
+  mix_pos in = {gw, 0}, out = {gw, 0};
+  int in_slot = 0, out_slot = 0;
+  uint32_t phases = 0;
+  float acc[4][8] = {};
+  uint4 keep = make_uint4(0, 0, 0, 0);
+  for (int step = 0;; step++) {
+    /* copy the step MIX_AHEAD ahead of the one added below (the first MIX_AHEAD at once) */
+    for (int c = 0; c < (step == 0 ? MIX_AHEAD + 1 : 1); c++) {
+      if (in.it < items) {
+        const uint4 *src = mix_row(&a, in.it / MIX_CHUNKS, in.k) + (in.it % MIX_CHUNKS) * MIX_CHUNK;
+        if (FORM == MIX_RING_BULK) {
+          __syncwarp();
+          if (lane == 0) {
+            ws_mbarrier_arrive_expect_tx(bars + in_slot, MIX_CHUNK * 16);
+            ws_cp_async_bulk_global_to_shared_at(ring_addr + (uint32_t)(in_slot * MIX_CHUNK * 16), src, MIX_CHUNK * 16,
+                                                 bars + in_slot);
+          }
+        } else {
+#pragma unroll
+          for (int u = 0; u < 4; u++)
+            ws_cp_async_cg_16_to(ring_addr + (uint32_t)((in_slot * MIX_CHUNK + 32 * u + lane) * 16), src + 32 * u + lane,
+                                 16);
+        }
+        mix_advance(&a, &in, nw);
+      }
+      if (FORM != MIX_RING_BULK) ws_cp_async_commit_group();
+      in_slot = in_slot + 1 == MIX_RING ? 0 : in_slot + 1;
+    }
+    if (out.it >= items) break;
+    if (FORM == MIX_RING_BULK) {
+      while (!ws_mbarrier_try_wait_parity(bars + out_slot, (phases >> out_slot) & 1u)) {
+      }
+      phases ^= 1u << out_slot;
+    } else {
+      WS_CP_ASYNC_WAIT_GROUP(MIX_AHEAD);
+    }
+    const uint4 *s = ring + out_slot * MIX_CHUNK + lane;
+#pragma unroll
+    for (int u = 0; u < 4; u++) fma8(acc[u], s[32 * u]);
+    out_slot = out_slot + 1 == MIX_RING ? 0 : out_slot + 1;
+    const int j = out.it / MIX_CHUNKS, v0 = (out.it % MIX_CHUNKS) * MIX_CHUNK + lane;
+    mix_advance(&a, &out, nw);
+    if (out.k == 0) { /* the item's last row: its sum is complete */
+#pragma unroll
+      for (int u = 0; u < 4; u++) {
+        const uint4 v = pack8(acc[u]);
+        if (FORM == MIX_READ_ONLY) {
+          keep.x ^= v.x; keep.y ^= v.y; keep.z ^= v.z; keep.w ^= v.w;
+        } else {
+          ws_st_global_v4(mix_dst(&a, j) + v0 + 32 * u, v);
+        }
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+      }
+    }
+  }
+  if (FORM != MIX_RING_BULK) WS_CP_ASYNC_WAIT_GROUP(0);
+  if (keep.x == 0x9E3779B9u && keep.y == 0x7F4A7C15u) *a.sink = keep;
+}
+
+#define MIX_RING_SMEM ((size_t)MIX_WARPS * MIX_RING * (MIX_CHUNK * 16 + 8))
+
+static int mix_launch(int form, int ctas, const mix_args *a, cudaStream_t st) {
+  const dim3 grid(ctas), block(MIX_WARPS * 32);
+  switch (form) {
+  case MIX_REGS: mix_regs<MIX_REGS><<<grid, block, 0, st>>>(*a); break;
+  case MIX_PUSH_ONLY: mix_regs<MIX_PUSH_ONLY><<<grid, block, 0, st>>>(*a); break;
+  case MIX_RING_CP: mix_ring<MIX_RING_CP><<<grid, block, MIX_RING_SMEM, st>>>(*a); break;
+  case MIX_RING_BULK: mix_ring<MIX_RING_BULK><<<grid, block, MIX_RING_SMEM, st>>>(*a); break;
+  default: mix_ring<MIX_READ_ONLY><<<grid, block, MIX_RING_SMEM, st>>>(*a); break;
+  }
+  CK(cudaGetLastError());
+  return 0;
+}
+
+/* Every GPU runs `form` at once; the slowest GPU's time, best of 5 after a warm-up. */
+static int mix_measure(int form, int ctas, int n, const mix_args *args, cudaStream_t *st, double *us) {
+  cudaEvent_t beg[MIX_MAX_GPUS], end[MIX_MAX_GPUS];
+  for (int g = 0; g < n; g++) {
+    CK(cudaSetDevice(g));
+    CK(cudaEventCreate(&beg[g]));
+    CK(cudaEventCreate(&end[g]));
+  }
+  double best = 1e30;
+  for (int rep = 0; rep < 6; rep++) {
+    for (int g = 0; g < n; g++) { CK(cudaSetDevice(g)); CK(cudaDeviceSynchronize()); }
+    for (int g = 0; g < n; g++) {
+      CK(cudaSetDevice(g));
+      CK(cudaEventRecord(beg[g], st[g]));
+      if (mix_launch(form, ctas, &args[g], st[g])) return -1;
+      CK(cudaEventRecord(end[g], st[g]));
+    }
+    double worst = 0;
+    for (int g = 0; g < n; g++) {
+      CK(cudaSetDevice(g));
+      CK(cudaEventSynchronize(end[g]));
+      float ms;
+      CK(cudaEventElapsedTime(&ms, beg[g], end[g]));
+      if (ms > worst) worst = ms;
+    }
+    if (rep > 0 && worst < best) best = worst;
+  }
+  for (int g = 0; g < n; g++) {
+    CK(cudaSetDevice(g));
+    CK(cudaEventDestroy(beg[g]));
+    CK(cudaEventDestroy(end[g]));
+  }
+  *us = best * 1e3;
+  return 0;
+}
+
+extern "C" int bench_combine_mix(void) {
+  int n = 0;
+  CK(cudaGetDeviceCount(&n));
+  if (n < 2) { fprintf(stderr, "bench combine-mix: needs 2 GPUs\n"); return -1; }
+  if (n > MIX_MAX_GPUS) n = MIX_MAX_GPUS;
+  const double d = n * (1.0 - pow(1.0 - 1.0 / n, 8)); /* ranks per token, top-8 */
+  const int p = (int)lround(4096 * d);
+  const double r = 8.0 / d;
+  mix_args args[MIX_MAX_GPUS];
+  cudaStream_t st[MIX_MAX_GPUS];
+  uint4 *src[MIX_MAX_GPUS], *inbox[MIX_MAX_GPUS], *sink[MIX_MAX_GPUS];
+  const size_t src_bytes = (size_t)MIX_SRC_ROWS * MIX_VEC * 16, inbox_bytes = (size_t)n * p * MIX_VEC * 16;
+  for (int g = 0; g < n; g++) {
+    CK(cudaSetDevice(g));
+    for (int q = 0; q < n; q++) {
+      if (q == g) continue;
+      cudaError_t e = cudaDeviceEnablePeerAccess(q, 0);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CK(e);
+      (void)cudaGetLastError();
+    }
+    CK(cudaMalloc(&src[g], src_bytes));
+    CK(cudaMalloc(&inbox[g], inbox_bytes));
+    CK(cudaMalloc(&sink[g], 16));
+    CK(cudaMemset(src[g], 0x3C + g, src_bytes)); /* BF16 0x3C3C-ish: finite values */
+    CK(cudaStreamCreateWithFlags(&st[g], cudaStreamNonBlocking));
+    const void *rings[] = {(const void *)mix_ring<MIX_RING_CP>, (const void *)mix_ring<MIX_RING_BULK>,
+                           (const void *)mix_ring<MIX_READ_ONLY>};
+    for (int k = 0; k < 3; k++)
+      CK(cudaFuncSetAttribute(rings[k], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)MIX_RING_SMEM));
+  }
+  for (int g = 0; g < n; g++) {
+    args[g].src = src[g];
+    for (int q = 0; q < n; q++) args[g].inbox[q] = inbox[q];
+    args[g].sink = sink[g];
+    args[g].n = n;
+    args[g].me = g;
+    args[g].p = p;
+    args[g].r = (float)r;
+  }
+  const double remote = (double)p * (n - 1) / n * MIX_H * 2, read = (double)p * r * MIX_H * 2;
+  printf("bench combine-mix: %d GPUs at once, each pushing %d sums of %.2f rows of %d BF16 (%.0f MB read, %.0f MB "
+         "over NVLink per GPU)\n", n, p, r, MIX_H, read / 1e6, remote / 1e6);
+  printf("  %-10s %5s %10s %12s %10s\n", "form", "CTAs", "us", "NVLink GB/s", "read GB/s");
+  const char *names[] = {"regs", "ring cp", "ring bulk", "read only", "push only"};
+  const int ctas[] = {24, 48, 132};
+  for (int c = 0; c < 3; c++)
+    for (int f = 0; f < MIX_FORMS; f++) {
+      double us = 0;
+      if (mix_measure(f, ctas[c], n, args, st, &us)) return -1;
+      printf("  %-10s %5d %10.1f %12.1f %10.1f\n", names[f], ctas[c], us, f == MIX_READ_ONLY ? 0.0 : remote / us / 1e3,
+             f == MIX_PUSH_ONLY ? 0.0 : read / us / 1e3);
+    }
+  for (int g = 0; g < n; g++) {
+    CK(cudaSetDevice(g));
+    CK(cudaFree(src[g]));
+    CK(cudaFree(inbox[g]));
+    CK(cudaFree(sink[g]));
+    CK(cudaStreamDestroy(st[g]));
+  }
+  return 0;
+}

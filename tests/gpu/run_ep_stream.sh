@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# run_ep_stream.sh [BUILD] - combine's row loads by bulk copies (WARPSPEC_EP_STREAM_LOAD=bulk,
+# opt-in since session 31) in one device call on 2 or 4 GPUs: build (BUILD, default
+# build-gpu, -DWS_WERROR=ON), then
+#   1. correctness: test_moe all with bulk loads on 2 and 4 ranks (as many as there are);
+#   2. the mix without the protocol: `warpspec bench combine-mix` (every GPU at once);
+#   3. speed: `bench ep` at 4096 tokens per rank, cp against bulk alternating (run_ab.sh),
+#      EP4 at 24 and 64 SMs and EP2 at 24 (EP2 only on 2 GPUs), then the EP4 layer once
+#      each way (`bench moe --ranks 4 --tokens 4096`, its combine on 128 SMs).
+# Everything goes to $OUT/ep_stream.txt.
+set -u
+out=${OUT:-results}
+mkdir -p "$out"
+. "$(dirname "$0")/env.sh"
+b=${1:-build-gpu}
+sum="$out/ep_stream.txt"
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c GPU)
+{ date -u; nvidia-smi --query-gpu=index,name,clocks.max.sm --format=csv,noheader; git log --oneline -1; } >"$sum"
+cmake -S . -B "$b" -DWS_WERROR=ON >/dev/null 2>&1 &&
+  cmake --build "$b" -j "$(nproc)" --target warpspec warpspec_cli test_moe >"$out/ep_stream_build.log" 2>&1 ||
+  { grep -E "error|warning" "$out/ep_stream_build.log" | head -30 | tee -a "$sum"; exit 1; }
+rc=0
+for n in 2 4; do
+  [ "$ngpu" -ge "$n" ] || continue
+  log=$(mktemp)
+  WARPSPEC_EP_STREAM_LOAD=bulk timeout 300 "$b/warpspec" run -n "$n" --timeout 280 -- "$b/tests/gpu/test_moe" all >"$log" 2>&1
+  r=$?
+  [ $r -ne 0 ] && rc=1
+  echo "test_moe all, bulk loads, $n ranks: rc=$r, $(tail -1 "$log")" >>"$sum"
+  grep -E "FAIL|CHECK failed|stream" "$log" | head -12 >>"$sum"
+  rm -f "$log"
+done
+timeout 120 "$b/warpspec" bench combine-mix >>"$sum" 2>&1 || rc=1
+ab() { timeout 300 bash tests/gpu/run_ab.sh WARPSPEC_EP_STREAM_LOAD=cp,bulk "$@" >>"$sum" 2>&1 || rc=1; }
+if [ "$ngpu" -ge 4 ]; then
+  ab 2 -- "$b/warpspec" bench ep --ranks 4 --tokens 4096 --sms 24
+  ab 2 -- "$b/warpspec" bench ep --ranks 4 --tokens 4096 --sms 64
+  ab 1 -- "$b/warpspec" bench moe --ranks 4 --tokens 4096 --shape DeepSeekV3
+else
+  ab 2 -- "$b/warpspec" bench ep --ranks 2 --tokens 4096 --sms 24
+fi
+echo "rc=$rc" >>"$sum"
+exit $rc
