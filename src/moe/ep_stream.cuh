@@ -161,8 +161,12 @@ static __device__ __forceinline__ void ep_stream_copy(const ep_args *a, const ep
     const uint16_t *row = (const uint16_t *)__shfl_sync(0xffffffffu, (unsigned long long)in->cur.row, in->slot);
     const uint4 *chunk = (const uint4 *)row + (size_t)in->c * MOE_SUM_CHUNK;
     if (BULK) {
-      /* The slot was last read (LDS) by every lane one step ago and those values are
-       * summed: the bulk copy may overwrite it once the warp has converged. */
+      /* The slot was last read (LDS) by every lane one step ago; __syncwarp orders those
+       * reads before lane 0's copy, whose shared-memory write follows its global read by
+       * hundreds of cycles. No fence.proxy.async here (pipe.cuh fences a generic reader's
+       * release, failure F14): on this warp its MEMBAR.CTA would wait for the warp's
+       * NVLink stores of the sums. The GPU run's bit-equal checks (gpu_moe_2ranks_bulk)
+       * are what stands for it; add the fence if they ever differ. */
       __syncwarp();
       if (lane == 0) {
         const uint32_t bytes = (uint32_t)min(MOE_SUM_CHUNK, nvec - in->c * MOE_SUM_CHUNK) * 16u;
