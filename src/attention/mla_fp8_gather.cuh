@@ -1,0 +1,119 @@
+/* mla_fp8_gather.cuh - the MLA kernel's FP8 cache rows (mla_sparse.cu, FP8 = 1): copied
+ * raw into the stage, then dequantised in place into the BF16 boxes the math reads. */
+#ifndef WARPSPEC_MLA_FP8_GATHER_CUH
+#define WARPSPEC_MLA_FP8_GATHER_CUH
+
+#include "warpspec/attention.h"
+#include "warpspec/device/fp8.cuh"
+#include "attn_device.cuh"
+#include "mla_stage.cuh"
+
+/* ---- FP8 rows: dequantised in place, inside the stage ------------------------------
+ * There is no shared memory left for a staging buffer, so the raw bytes land in the part
+ * of the stage that is written last. The 512 e4m3 bytes of each row go by cp.async to the
+ * stage's boxes 4..7, as eight raw chunks of 4 KB (chunk c: latent columns 64c .. 64c + 63
+ * of all 64 rows); the rope's BF16 goes straight to box 8. Then the gather converts raw
+ * chunk c into box c in four steps, each step writing only over raw chunks that every
+ * thread has finished reading (a role barrier between steps):
+ *   boxes 0-3 (below the raw area) | 4, 5 (over chunks 0-3) | 6 (over 4, 5) | 7 (over 6
+ *   and its own chunk 7, which is read into registers before the barrier).
+ * Inside a chunk two rows share a 128-byte line, the pieces XOR-swizzled by the line, so
+ * that eight consecutive rows touch eight different bank groups, as the boxes do. */
+#define MLA_RAW_OFFSET (4 * MLA_BN * 128) /* bytes: box 4 of a stage                       */
+#define MLA_RAW_CHUNK (MLA_BN * 64)       /* bytes of a raw chunk: 64 rows x 64 e4m3       */
+#define MLA_FP8_SCALES_AT 512             /* an FP8 row: 512 e4m3, the 4 fp32 tile scales,  */
+#define MLA_FP8_ROPE_AT 528               /* then the 64 BF16 rope dims (warpspec/attention.h) */
+
+static __device__ __forceinline__ uint32_t mla_raw_offset(int chunk, int row, int piece) {
+  const int line = row >> 1, q = 4 * (row & 1) + piece;
+  return MLA_RAW_OFFSET + (uint32_t)chunk * MLA_RAW_CHUNK + (uint32_t)line * 128u + (uint32_t)((q ^ (line & 7)) << 4);
+}
+
+/* 16 e4m3 (raw piece `piece` of a row in chunk `chunk`) times the tile's scale, stored as
+ * 16 BF16: pieces 2 piece and 2 piece + 1 of the row in box `chunk`. Addresses are
+ * shared-window addresses. */
+static __device__ __forceinline__ void mla_dequant_store(uint32_t stage, int chunk, int row, int piece, uint4 raw,
+                                                         float scale) {
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+  uint32_t v[8];
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const float2 f0 = ws_from_e4m3x2((uint16_t)(w[i] & 0xFFFFu)), f1 = ws_from_e4m3x2((uint16_t)(w[i] >> 16));
+    v[2 * i] = attn_pack_bf16(f0.x * scale, f0.y * scale);
+    v[2 * i + 1] = attn_pack_bf16(f1.x * scale, f1.y * scale);
+  }
+  const uint32_t box = stage + (uint32_t)chunk * MLA_BN * 128;
+  ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece), make_uint4(v[0], v[1], v[2], v[3]));
+  ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece + 1), make_uint4(v[4], v[5], v[6], v[7]));
+}
+
+static __device__ __forceinline__ uint4 mla_raw_load(uint32_t stage, int chunk, int row, int piece) {
+  return ws_ld_shared_v4_u32(stage + mla_raw_offset(chunk, row, piece));
+}
+
+/* Both pieces of this thread's 32 columns in chunk `chunk`, converted and stored. */
+static __device__ __forceinline__ void mla_dequant_chunk(uint32_t stage, int chunk, int row, int half, float scale) {
+  const uint4 r0 = mla_raw_load(stage, chunk, row, 2 * half), r1 = mla_raw_load(stage, chunk, row, 2 * half + 1);
+  mla_dequant_store(stage, chunk, row, 2 * half, r0, scale);
+  mla_dequant_store(stage, chunk, row, 2 * half + 1, r1, scale);
+}
+
+/* One block of 64 FP8 rows into a stage, in two steps, so that the next block's rows are
+ * looked up between them (with the lookups in flight across the copies, the 40-register
+ * gather role spilled; each row is looked up once, by its converting threads, and the
+ * copies read it from shared memory). Copy: 8 lanes per 128-byte line, 4 rows per warp
+ * instruction, as the BF16 gather's: this thread copies 16-byte piece t & 7 of each
+ * 128-byte part of rows 4 (t >> 3) + j, j = 0..3 (kv rows r[j], < 0: masked, zeros); rows
+ * 4 apart put the four rows of an instruction on different swizzle lines, so that its 32
+ * pieces land in 4 shared-memory wavefronts. (A thread per half row read 16 bytes of 32
+ * rows per instruction: 32 lines for 512 bytes.) One commit group. */
+static __device__ __forceinline__ void mla_gather_fp8_copy(uint32_t stage, const uint8_t *kv8, const int r[4], int t) {
+  asm volatile("mov.b32 %0, %0;" : "+r"(t)); /* no shared-memory offsets hoisted out of the block loop */
+  const int piece = t & 7, row0 = 4 * (t >> 3);
+#pragma unroll
+  for (int j = 0; j < 4; j++) {
+    const int ok = r[j] >= 0, crow = row0 + j;
+    const uint8_t *src = kv8 + (size_t)(ok ? r[j] : 0) * WS_MLA_FP8_ROW_BYTES + 16 * piece;
+    const uint32_t bytes = ok ? 16u : 0u;
+#pragma unroll
+    for (int l = 0; l < 4; l++) { /* latent bytes 128 l .. + 127: raw pieces q = 8 l + piece */
+      const int q = 8 * l + piece;
+      ws_cp_async_cg_16_to(stage + mla_raw_offset(q >> 2, crow, q & 3), src + 128 * l, bytes);
+    }
+    ws_cp_async_cg_16_to(stage + 8 * MLA_BN * 128 + mla_swizzle(crow, piece), src + MLA_FP8_ROPE_AT, bytes);
+  }
+  ws_cp_async_commit_group();
+}
+
+/* The tile scales of kv row d (zeros for a masked row). */
+static __device__ __forceinline__ float4 mla_fp8_scales(const uint8_t *kv8, int d) {
+  return d >= 0 ? __ldg((const float4 *)(kv8 + (size_t)d * WS_MLA_FP8_ROW_BYTES + MLA_FP8_SCALES_AT))
+                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+}
+
+/* Convert: once every thread's copies have landed, this thread converts, in every chunk,
+ * the 32 columns 32 half .. + 31 of row `row` (its scales sc). */
+static __device__ __forceinline__ void mla_gather_fp8_convert(const ws_ctx *ctx, uint32_t stage, float4 sc, int row,
+                                                              int half) {
+  /* row and half through an opaque move: otherwise the compiler keeps every address below
+   * (loop invariants of the block loop) live across it, and 40 registers do not hold them */
+  asm volatile("mov.b32 %0, %0;" : "+r"(row));
+  asm volatile("mov.b32 %0, %0;" : "+r"(half));
+  WS_CP_ASYNC_WAIT_GROUP(0);
+  ws_role_sync(ctx); /* every thread's raw bytes have landed */
+  mla_dequant_chunk(stage, 0, row, half, sc.x);
+  mla_dequant_chunk(stage, 1, row, half, sc.x);
+  mla_dequant_chunk(stage, 2, row, half, sc.y);
+  mla_dequant_chunk(stage, 3, row, half, sc.y);
+  ws_role_sync(ctx); /* raw chunks 0-3 read: boxes 4, 5 may go over them */
+  mla_dequant_chunk(stage, 4, row, half, sc.z);
+  mla_dequant_chunk(stage, 5, row, half, sc.z);
+  ws_role_sync(ctx); /* raw chunks 4, 5 read: box 6 */
+  mla_dequant_chunk(stage, 6, row, half, sc.w);
+  const uint4 last0 = mla_raw_load(stage, 7, row, 2 * half), last1 = mla_raw_load(stage, 7, row, 2 * half + 1);
+  ws_role_sync(ctx); /* raw chunks 6, 7 read: box 7 */
+  mla_dequant_store(stage, 7, row, 2 * half, last0, sc.w);
+  mla_dequant_store(stage, 7, row, 2 * half + 1, last1, sc.w);
+}
+
+#endif

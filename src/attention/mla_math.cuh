@@ -1,0 +1,205 @@
+/* mla_math.cuh - the MLA kernel's math warpgroups (mla_sparse.cu): the softmax pieces and
+ * the two matrix products of a block that both schedules share, and the overlapped
+ * schedule (WARPSPEC_MLA_SCHEDULE=overlap); the plain schedule's loop is in the kernel. */
+#ifndef WARPSPEC_MLA_MATH_CUH
+#define WARPSPEC_MLA_MATH_CUH
+
+#include "warpspec/device/wgmma.cuh"
+#include "attn_device.cuh"
+#include "mla_stage.cuh"
+
+/* ---- the softmax pieces both schedules share -------------------------------------
+ * A math thread holds rows r0 and r0 + 8 of a 64 x (8 NJ) S accumulator (s[4j + 2x + e]:
+ * row x, key 8j + 2 quad + e). */
+
+/* The gather's valid flags of this thread's keys: `flags` is the stage's first flag of
+ * the accumulator's key 0. */
+template <int NJ>
+static __device__ __forceinline__ void mla_read_valid(uint32_t *valid, const uint8_t *flags, int quad) {
+#pragma unroll
+  for (int j = 0; j < NJ; j++) valid[j] = *(const uint16_t *)(flags + 8 * j + 2 * quad);
+}
+
+/* Rows of several tokens in one tile (MLA_KEYS_ROWS): this thread's keys past each of its
+ * two rows' own causal limit to -inf. lim0 / lim1: the last key rows r0 / r0 + 8 see,
+ * counted from this warpgroup's first key of the block (key column 8j + 2 quad + e of the
+ * accumulator). */
+static __device__ __forceinline__ void mla_mask_rows(float *s, int lim0, int lim1, int quad) {
+#pragma unroll
+  for (int j = 0; j < 4; j++)
+#pragma unroll
+    for (int e = 0; e < 2; e++) {
+      const int col = 8 * j + 2 * quad + e;
+      if (col > lim0) s[4 * j + e] = -INFINITY;
+      if (col > lim1) s[4 * j + 2 + e] = -INFINITY;
+    }
+}
+
+/* Masked keys (past topk, -1, out of range; their rows were zero-filled) to -inf, and
+ * this thread's row maxima of the block. */
+template <int NJ>
+static __device__ __forceinline__ void mla_mask_max(float *s, const uint32_t *valid, float *mx) {
+#pragma unroll
+  for (int j = 0; j < NJ; j++)
+#pragma unroll
+    for (int e = 0; e < 2; e++)
+      if (((valid[j] >> (8 * e)) & 0xFFu) == 0) {
+        s[4 * j + e] = -INFINITY;
+        s[4 * j + 2 + e] = -INFINITY;
+      }
+#pragma unroll
+  for (int j = 0; j < NJ; j++) {
+    mx[0] = fmaxf(mx[0], fmaxf(s[4 * j], s[4 * j + 1]));
+    mx[1] = fmaxf(mx[1], fmaxf(s[4 * j + 2], s[4 * j + 3]));
+  }
+}
+
+/* The rows' new maximum over the quad, both warpgroups (through shared memory and the
+ * exchange barrier) and the running one; alpha = exp2 of its change, the scaled maximum
+ * msc for the exponents, the running sums rescaled. */
+static __device__ __forceinline__ void mla_exchange_max(mla_smem *sm, float *mx, int w, int r0, int quad, uint32_t bar,
+                                                        float sl2, float *m_run, float *l_run, float *alpha,
+                                                        float *msc) {
+#pragma unroll
+  for (int x = 0; x < 2; x++) {
+    mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 1));
+    mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], 2));
+  }
+  if (quad == 0) { sm->rmax[w][r0] = mx[0]; sm->rmax[w][r0 + 8] = mx[1]; }
+  ws_named_sync(bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
+#pragma unroll
+  for (int x = 0; x < 2; x++) {
+    const float m_new = fmaxf(m_run[x], fmaxf(mx[x], sm->rmax[1 - w][r0 + 8 * x]));
+    msc[x] = m_new == -INFINITY ? 0.0f : m_new * sl2;
+    alpha[x] = attn_exp2(m_run[x] * sl2 - msc[x]);
+    m_run[x] = m_new;
+    l_run[x] *= alpha[x];
+  }
+}
+
+/* P = exp2(s sl2 - msc) in BF16 into a swizzled [64][64] tile (`pt`), columns from
+ * 16-byte piece piece0 on; the running sums grow by it. */
+template <int NJ>
+static __device__ __forceinline__ void mla_write_p(uint8_t *pt, const float *s, int r0, int quad, int piece0, float sl2,
+                                                   const float *msc, float *l_run) {
+#pragma unroll
+  for (int j = 0; j < NJ; j++)
+#pragma unroll
+    for (int x = 0; x < 2; x++) {
+      const float p0 = attn_exp2(fmaf(s[4 * j + 2 * x], sl2, -msc[x]));
+      const float p1 = attn_exp2(fmaf(s[4 * j + 2 * x + 1], sl2, -msc[x]));
+      l_run[x] += p0 + p1;
+      *(uint32_t *)(pt + mla_swizzle(r0 + 8 * x, piece0 + j) + 4 * quad) = attn_pack_bf16(p0, p1);
+    }
+}
+
+/* From a finished S (this warpgroup's 32 keys) to P: masked, its row maxima exchanged
+ * with the other warpgroup (the named barrier), P written into the tile `pt` (columns
+ * 32w ..) and fenced for wgmma's reads; alpha, the factor for O. */
+template <int KEYS>
+static __device__ __forceinline__ void mla_s_to_p(mla_smem *sm, float *s, const uint32_t *valid, int w, int r0, int quad,
+                                                  uint32_t bar, float sl2, float *m_run, float *l_run, float *alpha,
+                                                  uint8_t *pt, int lim0, int lim1) {
+  float mx[2] = {-INFINITY, -INFINITY}, msc[2];
+  if (KEYS == MLA_KEYS_ROWS) mla_mask_rows(s, lim0, lim1, quad);
+  mla_mask_max<4>(s, valid, mx);
+  mla_exchange_max(sm, mx, w, r0, quad, bar, sl2, m_run, l_run, alpha, msc);
+  mla_write_p<4>(pt, s, r0, quad, 4 * w, sl2, msc, l_run);
+  ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
+}
+
+/* ---- the two matrix products of a block, shared by both schedules ------------------ */
+
+/* S for warpgroup w's 32 keys of a stage: Q [64][576] x rows 32w .. 32w + 31; committed.
+ * dq: Q's first box; dk: the stage's first box, at its row 32w. */
+static __device__ __forceinline__ void mla_s_issue(float *s, uint64_t dq, uint64_t dk) {
+  ws_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < MLA_DQK / 16; kk++) {
+    const uint32_t off = (uint32_t)(kk / 4) * MLA_BN * 128 + (uint32_t)(kk % 4) * 32; /* the box, the k step */
+    ws_wgmma_m64n32k16_bf16(s, ws_wgmma_desc_advance(dq, off), ws_wgmma_desc_advance(dk, off), kk > 0);
+  }
+  ws_wgmma_commit_group();
+}
+
+/* O[:, 256w ..] += P [64][64 keys] x V [64 keys][256 columns: the stage's boxes 4w .. 4w + 3],
+ * P a swizzled [64][64] tile; committed. dp: P; dv: the stage's box 4w, MN-major. */
+static __device__ __forceinline__ void mla_pv_issue(float *o, uint64_t dp, uint64_t dv) {
+  ws_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < MLA_BN / 16; kk++)
+    ws_wgmma_m64n256k16_bf16_tb(o, ws_wgmma_desc_advance(dp, (uint32_t)kk * 32), ws_wgmma_desc_advance(dv, kk * 16 * 128), 1);
+  ws_wgmma_commit_group();
+}
+
+/* The descriptors of a stage (bytes apart), made from the bases through an opaque move:
+ * otherwise ptxas hoists one descriptor per k step out of the block loop and runs out of
+ * uniform registers (it spilled). */
+typedef struct {
+  uint64_t q, k, v; /* Q's box 0; stage 0's box 0 at row 32w; stage 0's box 4w, MN-major */
+} mla_descs;
+
+static __device__ __forceinline__ mla_descs mla_descs_make(mla_smem *sm, int w) {
+  const mla_descs d = {ws_wgmma_desc_k128b(sm->q[0]), ws_wgmma_desc_k128b(sm->kv[0][0] + 32 * w * 64),
+                       ws_wgmma_desc_mn128b(sm->kv[0][4 * w], MLA_BN * 128)};
+  return d;
+}
+#define MLA_STAGE_BYTES ((uint32_t)(MLA_BOXES * MLA_BN * 128))
+
+/* ---- the overlapped schedule (WARPSPEC_MLA_SCHEDULE=overlap), FA3's within each
+ * warpgroup: S of block nb + 1 is issued before O += P_nb V_nb, and its mask, the max
+ * exchange and P_{nb+1} run while that PV is in flight; O is rescaled once it retired.
+ * P_nb lives in its own stage's rope box (box 8): after the exchange barrier both
+ * warpgroups' S of that stage are done, so its rope columns are dead and two P tiles
+ * (this block's and the next) need no shared memory of their own. */
+template <int KEYS>
+static __device__ __forceinline__ void mla_overlap_blocks(mla_smem *sm, const ws_pipe *kvp, const ws_ctx *ctx,
+                                                          const mla_args *a, int nblk, float *o, float *m_run,
+                                                          float *l_run, int lim0, int lim1) {
+  if (nblk == 0) return;
+  const int w = ctx->replica, quad = ctx->lane & 3;
+  const int r0 = ctx->warp * 16 + (ctx->lane >> 2);
+  const float sl2 = a->scale_log2;
+  const uint32_t bar = (uint32_t)a->xchg_bar, both = 2 * WS_ROLE_THREADS(mla_sparse, S_MATH);
+  const mla_descs d0 = mla_descs_make(sm, w);
+  {
+    const ws_cursor k0 = ws_cursor_at(0, MLA_STAGES);
+    float s[16], alpha[2];
+    uint32_t valid[4];
+    ws_pipe_wait_at(kvp, ctx, k0);
+    mla_s_issue(s, d0.q, ws_wgmma_desc_advance(d0.k, k0.stage * MLA_STAGE_BYTES));
+    mla_read_valid<4>(valid, sm->valid[k0.stage] + 32 * w, quad);
+    WS_WGMMA_WAIT_GROUP(0);
+    mla_s_to_p<KEYS>(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[k0.stage][8], lim0,
+                     lim1); /* O is 0 */
+    ws_named_sync(bar, both);
+  }
+#pragma unroll 1
+  for (int nb = 0; nb + 1 < nblk; nb++) {
+    const ws_cursor kc = ws_cursor_at((uint32_t)nb, MLA_STAGES), kn = ws_cursor_at((uint32_t)nb + 1, MLA_STAGES);
+    float s[16], alpha[2];
+    uint32_t valid[4];
+    mla_descs d = d0;
+    asm volatile("mov.b64 %0, %0;" : "+l"(d.q));
+    asm volatile("mov.b64 %0, %0;" : "+l"(d.k));
+    asm volatile("mov.b64 %0, %0;" : "+l"(d.v));
+    ws_pipe_wait_at(kvp, ctx, kn); /* before the issues: a wait's report path is a call */
+    mla_s_issue(s, d.q, ws_wgmma_desc_advance(d.k, kn.stage * MLA_STAGE_BYTES));
+    mla_pv_issue(o, ws_wgmma_desc_k128b(sm->kv[kc.stage][8]), ws_wgmma_desc_advance(d.v, kc.stage * MLA_STAGE_BYTES));
+    mla_read_valid<4>(valid, sm->valid[kn.stage] + 32 * w, quad);
+    WS_WGMMA_WAIT_GROUP(1); /* S of nb + 1 is done; the PV of nb runs on */
+    /* P into stage kn's rope box: after the exchange barrier both warpgroups' S of it are done */
+    mla_s_to_p<KEYS>(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[kn.stage][8],
+                     lim0 - MLA_BN * (nb + 1), lim1 - MLA_BN * (nb + 1));
+    WS_WGMMA_WAIT_GROUP(0); /* the PV of nb has retired: O free, stage kc read */
+    ws_pipe_release_warp_at(kvp, ctx, kc);
+    attn_rescale<MLA_DV / 2>(o, alpha);
+    ws_named_sync(bar, both); /* P of nb + 1 complete (both halves) */
+  }
+  const ws_cursor kl = ws_cursor_at((uint32_t)nblk - 1, MLA_STAGES);
+  mla_pv_issue(o, ws_wgmma_desc_k128b(sm->kv[kl.stage][8]), ws_wgmma_desc_advance(d0.v, kl.stage * MLA_STAGE_BYTES));
+  WS_WGMMA_WAIT_GROUP(0);
+  ws_pipe_release_warp_at(kvp, ctx, kl);
+}
+
+#endif
