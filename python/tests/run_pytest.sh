@@ -21,4 +21,7 @@ case $mode in
   2gpu) [ "$(gpus)" -ge 2 ] || { echo "fewer than 2 sm_90 GPUs (or no PyTorch): skipped"; exit 77; }; sel="multi_gpu" ;;
   *) echo "mode: cpu, gpu or 2gpu"; exit 2 ;;
 esac
-cd "$src/python/tests" && exec "$py" -m pytest -q -rs -p no:cacheprovider -m "$sel" .
+# on the GPU machine the slowest tests are named (device time is what a session runs short of)
+dur=""
+[ "$mode" = cpu ] || dur="--durations=12"
+cd "$src/python/tests" && exec "$py" -m pytest -q -rs -p no:cacheprovider $dur -m "$sel" .
