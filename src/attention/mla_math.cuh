@@ -54,9 +54,18 @@ static __device__ __forceinline__ void mla_mask_max(float *s, const uint32_t *va
   }
 }
 
+/* LAZY (WARPSPEC_MLA_SCHEDULE=lazy): the running maximum moves only when a block's exceeds
+ * it by more than 2^MLA_LAZY_LOG2 in the exponent, so in most blocks alpha is 1 and O is not
+ * rescaled (128 FMULs per thread on the path from P to the PV issue, with the tensor cores
+ * idle in the plain schedule). The exponents stay at most MLA_LAZY_LOG2 (P at most 256, as
+ * exact in BF16 as any value); O and l share the maximum used, so O / l and the lse do not
+ * depend on it but for rounding. Both warpgroups take the same decision (the same inputs). */
+#define MLA_LAZY_LOG2 8.0f
+
 /* The rows' new maximum over the quad, both warpgroups (through shared memory and the
  * exchange barrier) and the running one; alpha = exp2 of its change, the scaled maximum
  * msc for the exponents, the running sums rescaled. */
+template <int LAZY>
 static __device__ __forceinline__ void mla_exchange_max(mla_smem *sm, float *mx, int w, int r0, int quad, uint32_t bar,
                                                         float sl2, float *m_run, float *l_run, float *alpha,
                                                         float *msc) {
@@ -69,9 +78,13 @@ static __device__ __forceinline__ void mla_exchange_max(mla_smem *sm, float *mx,
   ws_named_sync(bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
 #pragma unroll
   for (int x = 0; x < 2; x++) {
-    const float m_new = fmaxf(m_run[x], fmaxf(mx[x], sm->rmax[1 - w][r0 + 8 * x]));
+    float m_new = fmaxf(m_run[x], fmaxf(mx[x], sm->rmax[1 - w][r0 + 8 * x]));
+    /* lazy: keep the running maximum unless the new one is past it by the bound (from
+     * -inf: the difference is inf or NaN, so it moves, as the eager form does) */
+    const int keep = LAZY && m_new * sl2 - m_run[x] * sl2 <= MLA_LAZY_LOG2;
+    if (LAZY) m_new = keep ? m_run[x] : m_new;
     msc[x] = m_new == -INFINITY ? 0.0f : m_new * sl2;
-    alpha[x] = attn_exp2(m_run[x] * sl2 - msc[x]);
+    alpha[x] = keep ? 1.0f : attn_exp2(m_run[x] * sl2 - msc[x]);
     m_run[x] = m_new;
     l_run[x] *= alpha[x];
   }
@@ -96,14 +109,14 @@ static __device__ __forceinline__ void mla_write_p(uint8_t *pt, const float *s, 
 /* From a finished S (this warpgroup's 32 keys) to P: masked, its row maxima exchanged
  * with the other warpgroup (the named barrier), P written into the tile `pt` (columns
  * 32w ..) and fenced for wgmma's reads; alpha, the factor for O. */
-template <int KEYS>
+template <int KEYS, int LAZY = 0>
 static __device__ __forceinline__ void mla_s_to_p(mla_smem *sm, float *s, const uint32_t *valid, int w, int r0, int quad,
                                                   uint32_t bar, float sl2, float *m_run, float *l_run, float *alpha,
                                                   uint8_t *pt, int lim0, int lim1) {
   float mx[2] = {-INFINITY, -INFINITY}, msc[2];
   if (KEYS == MLA_KEYS_ROWS) mla_mask_rows(s, lim0, lim1, quad);
   mla_mask_max<4>(s, valid, mx);
-  mla_exchange_max(sm, mx, w, r0, quad, bar, sl2, m_run, l_run, alpha, msc);
+  mla_exchange_max<LAZY>(sm, mx, w, r0, quad, bar, sl2, m_run, l_run, alpha, msc);
   mla_write_p<4>(pt, s, r0, quad, 4 * w, sl2, msc, l_run);
   ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
 }

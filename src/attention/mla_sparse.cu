@@ -243,9 +243,11 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
       lim[x] = t < pack ? n - a.s_q + t - kbeg - 32 * w : 0x3fffffff;
     }
   }
-  if (OV) mla_overlap_blocks<KEYS>(sm, &kvp, &ctx, &a, nblk, o, m_run, l_run, lim[0], lim[1]);
+  /* OV: 0 the plain schedule, 1 the overlapped one, 2 the plain one with the lazy rescale */
+  constexpr int LAZY = OV == 2;
+  if (OV == 1) mla_overlap_blocks<KEYS>(sm, &kvp, &ctx, &a, nblk, o, m_run, l_run, lim[0], lim[1]);
   ws_cursor k = c0;
-  for (int nb = 0; nb < (OV ? 0 : nblk); nb++, k = ws_cursor_next(k, MLA_STAGES)) {
+  for (int nb = 0; nb < (OV == 1 ? 0 : nblk); nb++, k = ws_cursor_next(k, MLA_STAGES)) {
     ws_pipe_wait_at(&kvp, &ctx, k);
     const uint16_t *stage = sm->kv[k.stage][0];
     float s[16];
@@ -256,10 +258,11 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     WS_WGMMA_WAIT_GROUP(0);
     /* the block's row max (both warpgroups), P for this half into the shared 64 x 64 tile */
     float alpha[2];
-    mla_s_to_p<KEYS>(sm, s, valid, w, r0, quad, (uint32_t)a.xchg_bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->p,
-                     lim[0] - MLA_BN * nb, lim[1] - MLA_BN * nb);
+    mla_s_to_p<KEYS, LAZY>(sm, s, valid, w, r0, quad, (uint32_t)a.xchg_bar, sl2, m_run, l_run, alpha,
+                           (uint8_t *)sm->p, lim[0] - MLA_BN * nb, lim[1] - MLA_BN * nb);
     ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
-    attn_rescale<MLA_DV / 2>(o, alpha);
+    /* lazy: only a warp with a moved maximum rescales (alpha is 1 exactly elsewhere) */
+    if (!LAZY || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) attn_rescale<MLA_DV / 2>(o, alpha);
     mla_pv_issue(o, ws_wgmma_desc_k128b(sm->p), ws_wgmma_desc_mn128b(stage + 4 * w * MLA_BN * 64, MLA_BN * 128));
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(&kvp, &ctx, k);
@@ -320,24 +323,24 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   const int keys = a->indices != NULL ? (splits > 1 ? MLA_KEYS_SPLIT : MLA_KEYS_PLAIN)
                    : a->s_q > 1 && a->heads < MLA_BH ? MLA_KEYS_ROWS
                                                       : MLA_KEYS_PLAIN;
-  const int ov = ws_knobs_get()->mla_overlap; /* WARPSPEC_MLA_SCHEDULE=overlap */
-  static const int slots[3][2][2] = {{{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_OV},
-                                      {WS_PLAN_SLOT_MLA_FP8, WS_PLAN_SLOT_MLA_FP8_OV}},
-                                     {{WS_PLAN_SLOT_MLA_SPLIT, WS_PLAN_SLOT_MLA_SPLIT_OV},
-                                      {WS_PLAN_SLOT_MLA_SPLIT_FP8, WS_PLAN_SLOT_MLA_SPLIT_FP8_OV}},
-                                     {{WS_PLAN_SLOT_MLA_ROWS, WS_PLAN_SLOT_MLA_ROWS_OV},
-                                      {WS_PLAN_SLOT_MLA_ROWS_FP8, WS_PLAN_SLOT_MLA_ROWS_FP8_OV}}};
-  static const char *const names[3][2][2] = {
-      {{"mla_sparse", "mla_sparse_overlap"}, {"mla_decode_fp8", "mla_decode_fp8_overlap"}},
-      {{"mla_sparse_split", "mla_sparse_split_overlap"}, {"mla_sparse_split_fp8", "mla_sparse_split_fp8_overlap"}},
-      {{"mla_decode_rows", "mla_decode_rows_overlap"}, {"mla_decode_rows_fp8", "mla_decode_rows_fp8_overlap"}}};
-  static const void *const funcs[3][2][2] = {
-      {{(const void *)mla_sparse_kernel<0, 0, MLA_KEYS_PLAIN>, (const void *)mla_sparse_kernel<0, 1, MLA_KEYS_PLAIN>},
-       {(const void *)mla_sparse_kernel<1, 0, MLA_KEYS_PLAIN>, (const void *)mla_sparse_kernel<1, 1, MLA_KEYS_PLAIN>}},
-      {{(const void *)mla_sparse_kernel<0, 0, MLA_KEYS_SPLIT>, (const void *)mla_sparse_kernel<0, 1, MLA_KEYS_SPLIT>},
-       {(const void *)mla_sparse_kernel<1, 0, MLA_KEYS_SPLIT>, (const void *)mla_sparse_kernel<1, 1, MLA_KEYS_SPLIT>}},
-      {{(const void *)mla_sparse_kernel<0, 0, MLA_KEYS_ROWS>, (const void *)mla_sparse_kernel<0, 1, MLA_KEYS_ROWS>},
-       {(const void *)mla_sparse_kernel<1, 0, MLA_KEYS_ROWS>, (const void *)mla_sparse_kernel<1, 1, MLA_KEYS_ROWS>}}};
+  const int ov = ws_knobs_get()->mla_overlap; /* WARPSPEC_MLA_SCHEDULE: 0 plain, 1 overlap, 2 lazy */
+#define MLA_SLOTS(K) {WS_PLAN_SLOT_MLA_##K, WS_PLAN_SLOT_MLA_##K##_OV, WS_PLAN_SLOT_MLA_##K##_LAZY}
+  static const int slots[3][2][3] = {{MLA_SLOTS(SPARSE), MLA_SLOTS(FP8)},
+                                     {MLA_SLOTS(SPLIT), MLA_SLOTS(SPLIT_FP8)},
+                                     {MLA_SLOTS(ROWS), MLA_SLOTS(ROWS_FP8)}};
+#undef MLA_SLOTS
+#define MLA_NAMES(N) {N, N "_overlap", N "_lazy"}
+  static const char *const names[3][2][3] = {{MLA_NAMES("mla_sparse"), MLA_NAMES("mla_decode_fp8")},
+                                             {MLA_NAMES("mla_sparse_split"), MLA_NAMES("mla_sparse_split_fp8")},
+                                             {MLA_NAMES("mla_decode_rows"), MLA_NAMES("mla_decode_rows_fp8")}};
+#undef MLA_NAMES
+#define MLA_FUNCS(F, K)                                                                            \
+  {(const void *)mla_sparse_kernel<F, 0, K>, (const void *)mla_sparse_kernel<F, 1, K>,             \
+   (const void *)mla_sparse_kernel<F, 2, K>}
+  static const void *const funcs[3][2][3] = {{MLA_FUNCS(0, MLA_KEYS_PLAIN), MLA_FUNCS(1, MLA_KEYS_PLAIN)},
+                                             {MLA_FUNCS(0, MLA_KEYS_SPLIT), MLA_FUNCS(1, MLA_KEYS_SPLIT)},
+                                             {MLA_FUNCS(0, MLA_KEYS_ROWS), MLA_FUNCS(1, MLA_KEYS_ROWS)}};
+#undef MLA_FUNCS
   if ((s = ws_plan_cached(slots[keys][fp8][ov], mla_make_plan, names[keys][fp8][ov], &plan)) != WS_OK) return s;
   ws_tmap mq;
   if ((s = ws_tmap_2d_swizzled(&mq, q, WS_DTYPE_BF16, (uint64_t)tokens * a->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,

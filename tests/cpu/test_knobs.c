@@ -124,6 +124,9 @@ static void accepted(void) {
   CHECK(k->ep_overlap == 0 && k->ep_stream_bulk == 1);
   CHECK(k->sr_ce_min_bytes == 8589934592ll && k->ag_zc_min_bytes == 0);
   CHECK(k->host_threads == 1000);
+  set(WS_MLA_SCHEDULE_ENV, "lazy"); /* the plain schedule with the lazy rescale */
+  reload_quoting();
+  CHECK(said[0] == '\0' && k->mla_overlap == 2);
   /* an API setting keeps its precedence over the environment */
   CHECK_STATUS(ws_set_timeout_ms(77), WS_OK);
   reload_quoting();

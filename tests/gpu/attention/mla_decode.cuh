@@ -3,7 +3,7 @@
  * 1 and 2 (causal), single- and split-KV launches (workspace poisoned too), the BF16 and
  * the FP8 cache (rows quantised on the host), batch 128 checked on a sample of sequences
  * and heads; and a page id past the cache, which must be masked as -1 is, not wrap onto
- * a cached row. Run under both MLA schedules. */
+ * a cached row. Run under every MLA schedule. */
 #ifndef WARPSPEC_TEST_ATTN_MLA_DECODE_CUH
 #define WARPSPEC_TEST_ATTN_MLA_DECODE_CUH
 

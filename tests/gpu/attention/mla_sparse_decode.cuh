@@ -5,7 +5,7 @@
  * 2, topk 2048 and ragged ones (64, 100), heads 64 and 128, -1 entries and duplicates,
  * and a last token whose every entry is -1 (o = 0, lse = -inf); and the argument checks,
  * the validation mode's scan and the reference's rejection of an index past the cache.
- * Run under both MLA schedules. */
+ * Run under every MLA schedule. */
 #ifndef WARPSPEC_TEST_ATTN_MLA_SPARSE_DECODE_CUH
 #define WARPSPEC_TEST_ATTN_MLA_SPARSE_DECODE_CUH
 

@@ -23,7 +23,8 @@
  *                           overlap-pingpong) and WARPSPEC_ATTN_WG_BLOCKS=own
  *                           (opt-in, written without a GPU in session 30: not in the ctest
  *                           mode until they have passed)
- * The MLA cases run under both schedules (WARPSPEC_MLA_SCHEDULE unset, then overlap).
+ * The MLA cases run under every schedule (WARPSPEC_MLA_SCHEDULE unset, overlap, then lazy:
+ * the plain schedule with the lazy rescale, opt-in since session 31).
  * The cases live in one file per area, included here (the random stream and test.h's
  * state are per translation unit, so they are one unit):
  *   attn_common.cuh   random BF16 data, the verdict against a reference
@@ -47,6 +48,10 @@
 #include "mla_sparse_decode.cuh"
 #include "fp8_cache.cuh"
 #include "nsa.cuh"
+
+/* The MLA schedules each mode runs (NULL: the default) */
+static const char *const mla_scheds[] = {NULL, "overlap", "lazy"};
+#define MLA_SCHEDS (int)(sizeof mla_scheds / sizeof mla_scheds[0])
 
 /* wall seconds since the first call: the log says where the time goes */
 static double elapsed_s(void) {
@@ -133,8 +138,8 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(mode, "fp8")) { /* the FP8 cache alone: small enough for compute-sanitizer */
     fails += check_fp8_cache();
-    for (int sw = 0; sw < 2; sw++) { /* both MLA schedules */
-      if (sw) test_set_knob(WS_MLA_SCHEDULE_ENV, "overlap");
+    for (int sw = 0; sw < MLA_SCHEDS; sw++) { /* every MLA schedule */
+      test_set_knob(WS_MLA_SCHEDULE_ENV, mla_scheds[sw]);
       for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++)
         if (dec_quick[i].fp8) fails += run_decode(&dec_quick[i]);
       for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++)
@@ -147,8 +152,8 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(mode, "sparse-decode")) { /* sparse MLA decode alone */
     fails += check_sparse_decode_errors();
-    for (int sw = 0; sw < 2; sw++) {
-      if (sw) test_set_knob(WS_MLA_SCHEDULE_ENV, "overlap");
+    for (int sw = 0; sw < MLA_SCHEDS; sw++) {
+      test_set_knob(WS_MLA_SCHEDULE_ENV, mla_scheds[sw]);
       for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++) fails += run_sparse_decode(&sd_quick[i]);
       for (size_t i = 0; i < sizeof sd_full / sizeof sd_full[0]; i++) fails += run_sparse_decode(&sd_full[i]);
     }
@@ -200,9 +205,9 @@ int main(int argc, char **argv) {
       if (flash_quick[i].dqk == 64) fails += run_case(&flash_quick[i]);
   }
   test_set_knob(WS_ATTN_TILE_ROWS_ENV, NULL);
-  for (int sw = 0; sw < 2; sw++) { /* both MLA schedules (WARPSPEC_MLA_SCHEDULE) */
-    if (sw) test_set_knob(WS_MLA_SCHEDULE_ENV, "overlap");
-    printf("mla schedule: %s (%.0f s)\n", sw ? "overlap" : "default", elapsed_s());
+  for (int sw = 0; sw < MLA_SCHEDS; sw++) { /* every MLA schedule (WARPSPEC_MLA_SCHEDULE) */
+    test_set_knob(WS_MLA_SCHEDULE_ENV, mla_scheds[sw]);
+    printf("mla schedule: %s (%.0f s)\n", mla_scheds[sw] ? mla_scheds[sw] : "default", elapsed_s());
     for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i]);
     for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i]);
     for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++) fails += run_sparse_decode(&sd_quick[i]);
