@@ -29,14 +29,12 @@ for bin in "$@"; do
       echo "ok   $name: $(sed 's/^ *//' <<<"$usage" | cut -d' ' -f1-4)"
     fi
   done < <(grep "Function " <<<"$res")
-  sass=$(cuobjdump --dump-sass "$bin" 2>&1)
-  # Per-function SASS: awk splits on the "Function :" headers.
-  check_sass() { # function-substring instruction min-count
-    local count
-    count=$(awk -v f="$1" '/Function : /{on = index($0, f) > 0} on' <<<"$sass" | grep -c "$2")
-    if [ "$count" -lt "$3" ]; then echo "FAIL $1: $count x $2 in SASS, expected >= $3"; fail=1
-    else echo "ok   $1: $count x $2"; fi
-  }
+  # The SASS once into a file (tens of MB: passed around as a here-string, and read once
+  # per check, it took minutes), then every check counted in one pass.
+  sass_file=$(mktemp)
+  cuobjdump --dump-sass "$bin" >"$sass_file" 2>&1
+  checks=""
+  check_sass() { checks+="$1 $2 $3"$'\n'; } # function-substring instruction min-count
   case "$bin" in
     *libwarpspec*)
       check_sass stream_threads_kernel USETMAXREG 2
@@ -68,6 +66,19 @@ for bin in "$@"; do
       check_sass moe_experts_kernel UTMASTG 1
       ;;
   esac
+  if [ -n "$checks" ]; then
+    # Lines of every function whose header contains the substring, counted per check.
+    out=$(awk -v list="$checks" '
+      BEGIN { n = split(list, rows, "\n"); m = 0
+              for (i = 1; i <= n; i++) if (split(rows[i], w, " ") == 3) { m++; f[m] = w[1]; pat[m] = w[2]; need[m] = w[3]; c[m] = 0 } }
+      /Function : / { for (i = 1; i <= m; i++) on[i] = index($0, f[i]) > 0 }
+      { for (i = 1; i <= m; i++) if (on[i] && $0 ~ pat[i]) c[i]++ }
+      END { for (i = 1; i <= m; i++)
+              if (c[i] < need[i]) printf "FAIL %s: %d x %s in SASS, expected >= %d\n", f[i], c[i], pat[i], need[i]
+              else printf "ok   %s: %d x %s\n", f[i], c[i], pat[i] }' "$sass_file")
+    echo "$out"
+    grep -q "^FAIL" <<<"$out" && fail=1
+  fi
   # A report, not a check: per kernel, the wgmmas whose descriptors come from ordinary
   # registers (an R2UR move in the 6 instructions before), where uniform-datapath
   # arithmetic is what the kernels were tuned with (docs/benchmarks.md, the MoE layer).
@@ -75,6 +86,7 @@ for bin in "$@"; do
        !/\/\*[0-9a-f]+\*\/ /{next}
        /GMMA/{g++; for (i = 1; i <= 6; i++) if (h[(n - i + 64) % 64] ~ /R2UR/) {r++; break}}
        {h[n % 64] = $0; n++}
-       END{if (f != "" && g > 0) printf "info %s: %d of %d wgmma after R2UR\n", f, r, g}' <<<"$sass"
+       END{if (f != "" && g > 0) printf "info %s: %d of %d wgmma after R2UR\n", f, r, g}' "$sass_file"
+  rm -f "$sass_file"
 done
 exit $fail
