@@ -16,8 +16,11 @@
 #   optin     flash's opt-in forms not yet in the ctest mode: `test_attention flash-tall`,
 #             the three sanitizers on `flash-tall-quick`, then bench/flash_sweep.py for each
 #             sweep in SWEEPS (default "wg-blocks exp2"; SWEEP_ARGS, e.g. --quick)
+#   mla       the MLA schedules: `test_attention mla-quick` (every schedule, incl. the opt-in
+#             lazy rescale), memcheck and racecheck on it, then `bench attn-kernels --only
+#             mla` under plain and lazy, alternating twice (run_ab.sh)
 # Logs go to $OUT (or ./results): attn_tests.log attn_sanitizer.log attn_bench.txt
-# attn_sdpa.txt attn_sdpa*.csv attn_optin.log flash_sweep_<sweep>.txt.
+# attn_sdpa.txt attn_sdpa*.csv attn_optin.log flash_sweep_<sweep>.txt attn_mla.log.
 set -u
 build=${1:-build}
 out=${OUT:-results}
@@ -70,6 +73,19 @@ for stage in $stages; do
         timeout 400 "${pyenv[@]}" python3 bench/flash_sweep.py "$sw" ${SWEEP_ARGS:-} >"$out/flash_sweep_$sw.txt" 2>&1
         echo "flash_sweep $sw: rc=$?"; cat "$out/flash_sweep_$sw.txt"
       done ;;
-    *) echo "run_attention.sh: unknown stage '$stage' (tests sanitize bench sdpa optin)"; exit 2 ;;
+    mla)
+      san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+      {
+        timeout 300 "$t" mla-quick; echo "test_attention mla-quick: rc=$?"
+        for tool in memcheck racecheck; do
+          WARPSPEC_TIMEOUT_MS=120000 timeout 300 "$san" --tool $tool --error-exitcode 9 --report-api-errors no \
+            "$t" mla-quick | tail -3
+          echo "sanitizer $tool on mla-quick: rc=${PIPESTATUS[0]}"
+        done
+        timeout 500 bash tests/gpu/run_ab.sh WARPSPEC_MLA_SCHEDULE=plain,lazy 2 -- "$build/warpspec" bench attn-kernels --only mla
+        echo "mla plain/lazy A/B: rc=$?"
+      } >"$out/attn_mla.log" 2>&1
+      grep -E "rc=|FAILED|SUMMARY" "$out/attn_mla.log" ;;
+    *) echo "run_attention.sh: unknown stage '$stage' (tests sanitize bench sdpa optin mla)"; exit 2 ;;
   esac
 done

@@ -10,7 +10,9 @@
  *   test_attention quick    the small ones
  *   test_attention fp8      the FP8 MLA cache only (quantiser, decode, sparse decode): for
  *                           compute-sanitizer
- *   test_attention sparse-decode  sparse MLA decode only (all its cases, both schedules)
+ *   test_attention sparse-decode  sparse MLA decode only (all its cases, every schedule)
+ *   test_attention mla-quick  the quick MLA cases (sparse prefill, decode and sparse decode,
+ *                           BF16 and FP8) under every MLA schedule: for compute-sanitizer
  *   test_attention nsa      NSA selected-block attention only
  *   test_attention nsa-quick the small NSA tests (for compute-sanitizer)
  *   test_attention flash-quick the quick flash cases, default and overlap-pingpong schedules (for
@@ -148,6 +150,18 @@ int main(int argc, char **argv) {
     }
     test_set_knob(WS_MLA_SCHEDULE_ENV, NULL);
     printf(fails ? "test_attention fp8: %d FAILED\n" : "test_attention fp8: all checks passed\n", fails);
+    return fails ? 1 : 0;
+  }
+  if (!strcmp(mode, "mla-quick")) { /* the quick MLA cases, every schedule (for compute-sanitizer) */
+    for (int sw = 0; sw < MLA_SCHEDS; sw++) {
+      test_set_knob(WS_MLA_SCHEDULE_ENV, mla_scheds[sw]);
+      printf("mla schedule: %s (%.0f s)\n", mla_scheds[sw] ? mla_scheds[sw] : "default", elapsed_s());
+      for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i]);
+      for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i]);
+      for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++) fails += run_sparse_decode(&sd_quick[i]);
+    }
+    test_set_knob(WS_MLA_SCHEDULE_ENV, NULL);
+    printf(fails ? "test_attention mla-quick: %d FAILED\n" : "test_attention mla-quick: all checks passed\n", fails);
     return fails ? 1 : 0;
   }
   if (!strcmp(mode, "sparse-decode")) { /* sparse MLA decode alone */
