@@ -61,6 +61,7 @@ static __device__ __forceinline__ void mla_mask_max(float *s, const uint32_t *va
  * exact in BF16 as any value); O and l share the maximum used, so O / l and the lse do not
  * depend on it but for rounding. Both warpgroups take the same decision (the same inputs). */
 #define MLA_LAZY_LOG2 8.0f
+#define MLA_RSQ_STEPS 8 /* lazy-rsq: Q's last 8 k steps (its boxes 7 and 8) from registers */
 
 /* The rows' new maximum over the quad, both warpgroups (through shared memory and the
  * exchange barrier) and the running one; alpha = exp2 of its change, the scaled maximum
@@ -125,14 +126,38 @@ static __device__ __forceinline__ void mla_s_to_p(mla_smem *sm, float *s, const 
 
 /* S for warpgroup w's 32 keys of a stage: Q [64][576] x rows 32w .. 32w + 31; committed.
  * dq: Q's first box; dk: the stage's first box, at its row 32w. */
-static __device__ __forceinline__ void mla_s_issue(float *s, uint64_t dq, uint64_t dk) {
+template <int RSQ = 0>
+static __device__ __forceinline__ void mla_s_issue(float *s, uint64_t dq, uint64_t dk, const uint32_t (*qa)[4] = NULL) {
   ws_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < MLA_DQK / 16; kk++) {
     const uint32_t off = (uint32_t)(kk / 4) * MLA_BN * 128 + (uint32_t)(kk % 4) * 32; /* the box, the k step */
-    ws_wgmma_m64n32k16_bf16(s, ws_wgmma_desc_advance(dq, off), ws_wgmma_desc_advance(dk, off), kk > 0);
+    if (kk >= MLA_DQK / 16 - RSQ) /* Q's last RSQ k steps from registers (mla_q_fragments) */
+      ws_wgmma_m64n32k16_bf16_rs(s, qa[kk - (MLA_DQK / 16 - RSQ)], ws_wgmma_desc_advance(dk, off), kk > 0);
+    else
+      ws_wgmma_m64n32k16_bf16(s, ws_wgmma_desc_advance(dq, off), ws_wgmma_desc_advance(dk, off), kk > 0);
   }
   ws_wgmma_commit_group();
+}
+
+/* RSQ (WARPSPEC_MLA_SCHEDULE=lazy-rsq): Q's last RSQ k steps as wgmma A fragments in this
+ * thread's registers, read once per CTA from the swizzled Q boxes. Why: S is 36 m64n32k16
+ * per warpgroup with both operands in shared memory, 3 KB per 16 tensor cycles against the
+ * banks' 2 KB (design_mla.md 4: S bound at ~1,728 cycles of 1,152); each k step from
+ * registers leaves only the 1 KB of K. Rows r0 and r0 + 8 (the accumulator's), columns
+ * 16 t + 2 quad (+1) and + 8 of each step, packed bf16x2. */
+template <int RSQ>
+static __device__ __forceinline__ void mla_q_fragments(const mla_smem *sm, int r0, int quad, uint32_t (*qa)[4]) {
+#pragma unroll
+  for (int t = 0; t < RSQ; t++) {
+    const int kk = MLA_DQK / 16 - RSQ + t, box = kk / 4, col = (kk % 4) * 16 + 2 * quad;
+    const uint8_t *b = (const uint8_t *)sm->q[box];
+#pragma unroll
+    for (int h = 0; h < 2; h++) /* columns col (+1), then col + 8 (+1) */
+#pragma unroll
+      for (int x = 0; x < 2; x++) /* rows r0, r0 + 8 */
+        qa[t][2 * h + x] = *(const uint32_t *)(b + mla_swizzle(r0 + 8 * x, (col + 8 * h) / 8) + ((col + 8 * h) % 8) * 2);
+  }
 }
 
 /* O[:, 256w ..] += P [64][64 keys] x V [64 keys][256 columns: the stage's boxes 4w .. 4w + 3],

@@ -243,15 +243,18 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
       lim[x] = t < pack ? n - a.s_q + t - kbeg - 32 * w : 0x3fffffff;
     }
   }
-  /* OV: 0 the plain schedule, 1 the overlapped one, 2 the plain one with the lazy rescale */
-  constexpr int LAZY = OV == 2;
+  /* OV: 0 the plain schedule, 1 the overlapped one, 2 the plain one with the lazy rescale,
+   * 3 that with Q's last k steps from registers (mla_q_fragments) */
+  constexpr int LAZY = OV >= 2, RSQ = OV == 3 ? MLA_RSQ_STEPS : 0;
+  uint32_t qa[RSQ > 0 ? RSQ : 1][4];
+  if (RSQ) mla_q_fragments<RSQ>(sm, r0, quad, qa);
   if (OV == 1) mla_overlap_blocks<KEYS>(sm, &kvp, &ctx, &a, nblk, o, m_run, l_run, lim[0], lim[1]);
   ws_cursor k = c0;
   for (int nb = 0; nb < (OV == 1 ? 0 : nblk); nb++, k = ws_cursor_next(k, MLA_STAGES)) {
     ws_pipe_wait_at(&kvp, &ctx, k);
     const uint16_t *stage = sm->kv[k.stage][0];
     float s[16];
-    mla_s_issue(s, ws_wgmma_desc_k128b(sm->q[0]), ws_wgmma_desc_k128b(stage + 32 * w * 64));
+    mla_s_issue<RSQ>(s, ws_wgmma_desc_k128b(sm->q[0]), ws_wgmma_desc_k128b(stage + 32 * w * 64), qa);
     /* the gather's flags for this thread's 8 keys, read while the wgmmas run */
     uint32_t valid[4];
     mla_read_valid<4>(valid, sm->valid[k.stage] + 32 * w, quad);
@@ -323,21 +326,21 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   const int keys = a->indices != NULL ? (splits > 1 ? MLA_KEYS_SPLIT : MLA_KEYS_PLAIN)
                    : a->s_q > 1 && a->heads < MLA_BH ? MLA_KEYS_ROWS
                                                       : MLA_KEYS_PLAIN;
-  const int ov = ws_knobs_get()->mla_overlap; /* WARPSPEC_MLA_SCHEDULE: 0 plain, 1 overlap, 2 lazy */
-#define MLA_SLOTS(K) {WS_PLAN_SLOT_MLA_##K, WS_PLAN_SLOT_MLA_##K##_OV, WS_PLAN_SLOT_MLA_##K##_LAZY}
-  static const int slots[3][2][3] = {{MLA_SLOTS(SPARSE), MLA_SLOTS(FP8)},
+  const int ov = ws_knobs_get()->mla_overlap; /* WARPSPEC_MLA_SCHEDULE: 0 plain, 1 overlap, 2 lazy, 3 lazy-rsq */
+#define MLA_SLOTS(K) {WS_PLAN_SLOT_MLA_##K, WS_PLAN_SLOT_MLA_##K##_OV, WS_PLAN_SLOT_MLA_##K##_LAZY, WS_PLAN_SLOT_MLA_##K##_RSQ}
+  static const int slots[3][2][4] = {{MLA_SLOTS(SPARSE), MLA_SLOTS(FP8)},
                                      {MLA_SLOTS(SPLIT), MLA_SLOTS(SPLIT_FP8)},
                                      {MLA_SLOTS(ROWS), MLA_SLOTS(ROWS_FP8)}};
 #undef MLA_SLOTS
-#define MLA_NAMES(N) {N, N "_overlap", N "_lazy"}
-  static const char *const names[3][2][3] = {{MLA_NAMES("mla_sparse"), MLA_NAMES("mla_decode_fp8")},
+#define MLA_NAMES(N) {N, N "_overlap", N "_lazy", N "_lazy_rsq"}
+  static const char *const names[3][2][4] = {{MLA_NAMES("mla_sparse"), MLA_NAMES("mla_decode_fp8")},
                                              {MLA_NAMES("mla_sparse_split"), MLA_NAMES("mla_sparse_split_fp8")},
                                              {MLA_NAMES("mla_decode_rows"), MLA_NAMES("mla_decode_rows_fp8")}};
 #undef MLA_NAMES
 #define MLA_FUNCS(F, K)                                                                            \
   {(const void *)mla_sparse_kernel<F, 0, K>, (const void *)mla_sparse_kernel<F, 1, K>,             \
-   (const void *)mla_sparse_kernel<F, 2, K>}
-  static const void *const funcs[3][2][3] = {{MLA_FUNCS(0, MLA_KEYS_PLAIN), MLA_FUNCS(1, MLA_KEYS_PLAIN)},
+   (const void *)mla_sparse_kernel<F, 2, K>, (const void *)mla_sparse_kernel<F, 3, K>}
+  static const void *const funcs[3][2][4] = {{MLA_FUNCS(0, MLA_KEYS_PLAIN), MLA_FUNCS(1, MLA_KEYS_PLAIN)},
                                              {MLA_FUNCS(0, MLA_KEYS_SPLIT), MLA_FUNCS(1, MLA_KEYS_SPLIT)},
                                              {MLA_FUNCS(0, MLA_KEYS_ROWS), MLA_FUNCS(1, MLA_KEYS_ROWS)}};
 #undef MLA_FUNCS

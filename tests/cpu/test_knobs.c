@@ -127,6 +127,9 @@ static void accepted(void) {
   set(WS_MLA_SCHEDULE_ENV, "lazy"); /* the plain schedule with the lazy rescale */
   reload_quoting();
   CHECK(said[0] == '\0' && k->mla_overlap == 2);
+  set(WS_MLA_SCHEDULE_ENV, "lazy-rsq"); /* and Q's last k steps from registers */
+  reload_quoting();
+  CHECK(said[0] == '\0' && k->mla_overlap == 3);
   /* an API setting keeps its precedence over the environment */
   CHECK_STATUS(ws_set_timeout_ms(77), WS_OK);
   reload_quoting();

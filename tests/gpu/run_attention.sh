@@ -17,8 +17,8 @@
 #             the three sanitizers on `flash-tall-quick`, then bench/flash_sweep.py for each
 #             sweep in SWEEPS (default "wg-blocks exp2"; SWEEP_ARGS, e.g. --quick)
 #   mla       the MLA schedules: `test_attention mla-quick` (every schedule, incl. the opt-in
-#             lazy rescale), memcheck and racecheck on it, then `bench attn-kernels --only
-#             mla` under plain and lazy, alternating twice (run_ab.sh)
+#             lazy rescale and lazy-rsq), memcheck and racecheck on it, then `bench
+#             attn-kernels --only mla` under plain, lazy and lazy-rsq, alternating twice
 # Logs go to $OUT (or ./results): attn_tests.log attn_sanitizer.log attn_bench.txt
 # attn_sdpa.txt attn_sdpa*.csv attn_optin.log flash_sweep_<sweep>.txt attn_mla.log.
 set -u
@@ -82,8 +82,8 @@ for stage in $stages; do
             "$t" mla-quick | tail -3
           echo "sanitizer $tool on mla-quick: rc=${PIPESTATUS[0]}"
         done
-        timeout 500 bash tests/gpu/run_ab.sh WARPSPEC_MLA_SCHEDULE=plain,lazy 2 -- "$build/warpspec" bench attn-kernels --only mla
-        echo "mla plain/lazy A/B: rc=$?"
+        timeout 500 bash tests/gpu/run_ab.sh WARPSPEC_MLA_SCHEDULE=plain,lazy,lazy-rsq 2 -- "$build/warpspec" bench attn-kernels --only mla
+        echo "mla plain/lazy/lazy-rsq A/B: rc=$?"
       } >"$out/attn_mla.log" 2>&1
       grep -E "rc=|FAILED|SUMMARY" "$out/attn_mla.log" ;;
     *) echo "run_attention.sh: unknown stage '$stage' (tests sanitize bench sdpa optin mla)"; exit 2 ;;

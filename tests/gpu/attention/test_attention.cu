@@ -26,7 +26,8 @@
  *                           (opt-in, written without a GPU in session 30: not in the ctest
  *                           mode until they have passed)
  * The MLA cases run under every schedule (WARPSPEC_MLA_SCHEDULE unset, overlap, then lazy:
- * the plain schedule with the lazy rescale, opt-in since session 31).
+ * the plain schedule with the lazy rescale, and lazy-rsq: that with Q's last k steps in
+ * registers; both opt-in since session 31).
  * The cases live in one file per area, included here (the random stream and test.h's
  * state are per translation unit, so they are one unit):
  *   attn_common.cuh   random BF16 data, the verdict against a reference
@@ -52,7 +53,7 @@
 #include "nsa.cuh"
 
 /* The MLA schedules each mode runs (NULL: the default) */
-static const char *const mla_scheds[] = {NULL, "overlap", "lazy"};
+static const char *const mla_scheds[] = {NULL, "overlap", "lazy", "lazy-rsq"};
 #define MLA_SCHEDS (int)(sizeof mla_scheds / sizeof mla_scheds[0])
 
 /* wall seconds since the first call: the log says where the time goes */
