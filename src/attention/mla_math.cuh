@@ -1,6 +1,8 @@
 /* mla_math.cuh - the MLA kernel's math warpgroups (mla_sparse.cu): the softmax pieces and
- * the two matrix products of a block that both schedules share, and the overlapped
- * schedule (WARPSPEC_MLA_SCHEDULE=overlap); the plain schedule's loop is in the kernel. */
+ * the two matrix products of a block that the schedules share, the overlapped schedule
+ * (WARPSPEC_MLA_SCHEDULE=overlap), and the opt-in pieces of `lazy` (the running maximum
+ * moved only past a bound) and `lazy-rsq` (Q's last k steps in registers); the plain
+ * schedule's loop is in the kernel. */
 #ifndef WARPSPEC_MLA_MATH_CUH
 #define WARPSPEC_MLA_MATH_CUH
 
