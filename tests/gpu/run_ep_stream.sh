@@ -6,7 +6,9 @@
 #   2. the mix without the protocol: `warpspec bench combine-mix` (every GPU at once);
 #   3. speed: `bench ep` at 4096 tokens per rank, cp against bulk alternating (run_ab.sh),
 #      EP4 at 24 and 64 SMs and EP2 at 24 (EP2 only on 2 GPUs), then the EP4 layer once
-#      each way (`bench moe --ranks 4 --tokens 4096`, its combine on 128 SMs).
+#      each way (`bench moe --ranks 4 --tokens 4096`, its combine on 128 SMs);
+#   4. role timelines of one dispatch + combine pair per form (bench/trace_ep.py, rank 0);
+#   5. NCU=1: ncu of the mix's register, cp.async-ring and bulk-ring kernels at 24 CTAs.
 # Everything goes to $OUT/ep_stream.txt.
 set -u
 out=${OUT:-results}
@@ -38,6 +40,39 @@ if [ "$ngpu" -ge 4 ]; then
   ab 1 -- "$b/warpspec" bench moe --ranks 4 --tokens 4096 --shape DeepSeekV3
 else
   ab 2 -- "$b/warpspec" bench ep --ranks 2 --tokens 4096 --sms 24
+fi
+# role timelines of one pair per form (rank 0: the reduce's and the gather's spans and
+# waits), so that a difference, or none, is seen inside combine's two kernels
+ranks=$([ "$ngpu" -ge 4 ] && echo 4 || echo 2)
+for form in cp bulk; do
+  tdir=$(mktemp -d)
+  WARPSPEC_EP_STREAM_LOAD=$form timeout 300 "$b/warpspec" bench ep --ranks "$ranks" --tokens 4096 --sms 24 \
+    --receive index --trace "$tdir" >/dev/null 2>&1 || rc=1
+  echo "role timelines, $form, EP$ranks, 24 SMs, rank 0:" >>"$sum"
+  python3 bench/trace_ep.py "$tdir"/ep_r0_T4096_s24_*.csv >>"$sum" 2>&1
+  rm -rf "$tdir"
+done
+# NCU=1: where the mix's warps wait at 24 CTAs (ncu, one launch each of the register form,
+# the cp.async ring and the bulk ring; the kernels have no cross-GPU waits, so ncu can replay
+# them), reports into $OUT/ep_stream_ncu.tgz
+if [ "${NCU:-0}" = 1 ]; then
+  ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+  nd=$(mktemp -d)
+  for k in "mix_regs<0>" "mix_ring<1>" "mix_ring<2>"; do
+    tag=$(tr -c 'a-z0-9\n' '_' <<<"$k")
+    timeout 300 "$ncu" --kernel-name-base demangled -k "regex:$k" --launch-skip 1 --launch-count 1 --set full \
+      -o "$nd/$tag" "$b/warpspec" bench combine-mix >"$nd/$tag.log" 2>&1
+    echo "ncu $k: rc=$?" >>"$sum"
+    [ -f "$nd/$tag.ncu-rep" ] || continue
+    "$ncu" -i "$nd/$tag.ncu-rep" --page details >"$nd/${tag}_details.txt" 2>&1
+    grep -E "Duration|Memory Throughput|L1/TEX Cache Throughput|Issue Slots Busy|Registers Per Thread" \
+      "$nd/${tag}_details.txt" | head -8 | sed "s/^/  /" >>"$sum"
+    "$ncu" -i "$nd/$tag.ncu-rep" --page raw --csv --metrics regex:smsp__pcsamp_warps_issue_stalled_ \
+      >"$nd/${tag}_stalls.csv" 2>&1
+    python3 bench/ncu_stalls.py "$nd/${tag}_stalls.csv" 2>&1 | head -16 | sed "s/^/  /" >>"$sum"
+  done
+  tar czf "$out/ep_stream_ncu.tgz" -C "$nd" .
+  rm -rf "$nd"
 fi
 echo "rc=$rc" >>"$sum"
 exit $rc
