@@ -8,7 +8,8 @@
 #      EP4 at 24 and 64 SMs and EP2 at 24 (EP2 only on 2 GPUs), then the EP4 layer once
 #      each way (`bench moe --ranks 4 --tokens 4096`, its combine on 128 SMs);
 #   4. role timelines of one dispatch + combine pair per form (bench/trace_ep.py, rank 0);
-#   5. NCU=1: ncu of the mix's register, cp.async-ring and bulk-ring kernels at 24 CTAs.
+#   5. NCU=1: ncu of the mix's register, cp.async-ring and bulk-ring kernels at 24 CTAs
+#      (NCU_ONLY=1: that alone; parts 1-4 take most of a 600 s device call).
 # Everything goes to $OUT/ep_stream.txt.
 set -u
 out=${OUT:-results}
@@ -22,6 +23,7 @@ cmake -S . -B "$b" -DWS_WERROR=ON >/dev/null 2>&1 &&
   cmake --build "$b" -j "$(nproc)" --target warpspec warpspec_cli test_moe >"$out/ep_stream_build.log" 2>&1 ||
   { grep -E "error|warning" "$out/ep_stream_build.log" | head -30 | tee -a "$sum"; exit 1; }
 rc=0
+if [ "${NCU_ONLY:-0}" != 1 ]; then
 for n in 2 4; do
   [ "$ngpu" -ge "$n" ] || continue
   log=$(mktemp)
@@ -52,10 +54,11 @@ for form in cp bulk; do
   python3 bench/trace_ep.py "$tdir"/ep_r0_T4096_s24_*.csv >>"$sum" 2>&1
   rm -rf "$tdir"
 done
+fi # NCU_ONLY
 # NCU=1: where the mix's warps wait at 24 CTAs (ncu, one launch each of the register form,
 # the cp.async ring and the bulk ring; the kernels have no cross-GPU waits, so ncu can replay
 # them), reports into $OUT/ep_stream_ncu.tgz
-if [ "${NCU:-0}" = 1 ]; then
+if [ "${NCU:-0}" = 1 ] || [ "${NCU_ONLY:-0}" = 1 ]; then
   ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
   nd=$(mktemp -d)
   for k in "mix_regs<0>" "mix_ring<1>" "mix_ring<2>"; do
