@@ -40,7 +40,7 @@
 #define MIX_WARPS 16
 #define MIX_AHEAD 5
 #define MIX_RING (MIX_AHEAD + 1)
-#define MIX_MAX_GPUS 8
+#define MIX_MAX_GPUS BENCH_MAX_GPUS
 
 enum { MIX_REGS = 0, MIX_RING_CP, MIX_RING_BULK, MIX_READ_ONLY, MIX_PUSH_ONLY, MIX_FORMS };
 
@@ -217,39 +217,27 @@ static int mix_launch(int form, int ctas, const mix_args *a, cudaStream_t st) {
   return 0;
 }
 
-/* Every GPU runs `form` at once; the slowest GPU's time, best of 5 after a warm-up. */
+/* Every GPU runs `form` at once (bench_gpus_best_ms: the slowest GPU's time, best of 5). */
+typedef struct {
+  int form, ctas, n;
+  const mix_args *args;
+  cudaStream_t *st;
+} mix_job;
+
+static int mix_launch_all(void *ctx) {
+  const mix_job *j = (const mix_job *)ctx;
+  for (int g = 0; g < j->n; g++) {
+    CK(cudaSetDevice(g));
+    if (mix_launch(j->form, j->ctas, &j->args[g], j->st[g])) return -1;
+  }
+  return 0;
+}
+
 static int mix_measure(int form, int ctas, int n, const mix_args *args, cudaStream_t *st, double *us) {
-  cudaEvent_t beg[MIX_MAX_GPUS], end[MIX_MAX_GPUS];
-  for (int g = 0; g < n; g++) {
-    CK(cudaSetDevice(g));
-    CK(cudaEventCreate(&beg[g]));
-    CK(cudaEventCreate(&end[g]));
-  }
-  double best = 1e30;
-  for (int rep = 0; rep < 6; rep++) {
-    for (int g = 0; g < n; g++) { CK(cudaSetDevice(g)); CK(cudaDeviceSynchronize()); }
-    for (int g = 0; g < n; g++) {
-      CK(cudaSetDevice(g));
-      CK(cudaEventRecord(beg[g], st[g]));
-      if (mix_launch(form, ctas, &args[g], st[g])) return -1;
-      CK(cudaEventRecord(end[g], st[g]));
-    }
-    double worst = 0;
-    for (int g = 0; g < n; g++) {
-      CK(cudaSetDevice(g));
-      CK(cudaEventSynchronize(end[g]));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, beg[g], end[g]));
-      if (ms > worst) worst = ms;
-    }
-    if (rep > 0 && worst < best) best = worst;
-  }
-  for (int g = 0; g < n; g++) {
-    CK(cudaSetDevice(g));
-    CK(cudaEventDestroy(beg[g]));
-    CK(cudaEventDestroy(end[g]));
-  }
-  *us = best * 1e3;
+  mix_job j = {form, ctas, n, args, st};
+  double ms = 0;
+  if (bench_gpus_best_ms(n, st, mix_launch_all, &j, &ms)) return -1;
+  *us = ms * 1e3;
   return 0;
 }
 

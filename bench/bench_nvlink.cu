@@ -84,31 +84,25 @@ static int launch(int m, int d, int ctas, uint8_t *buf[2][2], uint64_t n, cudaSt
   return 0;
 }
 
+/* One or both directions of method m, queued on both GPUs' streams (bench_gpus_best_ms). */
+typedef struct {
+  int m, both, ctas;
+  uint8_t *(*buf)[2];
+  uint64_t n;
+  cudaStream_t *st;
+} pair_job;
+
+static int pair_launch(void *ctx) {
+  const pair_job *j = (const pair_job *)ctx;
+  if (launch(j->m, 0, j->ctas, j->buf, j->n, j->st)) return -1;
+  return j->both ? launch(j->m, 1, j->ctas, j->buf, j->n, j->st) : 0;
+}
+
 static int measure(int m, int both, int ctas, uint8_t *buf[2][2], uint64_t n, cudaStream_t st[2], double *gbs) {
-  cudaEvent_t a[2], b[2];
-  for (int g = 0; g < 2; g++) {
-    CK(cudaSetDevice(g));
-    CK(cudaEventCreate(&a[g]));
-    CK(cudaEventCreate(&b[g]));
-  }
-  double best = 1e30;
-  for (int rep = 0; rep < 6; rep++) {
-    for (int g = 0; g < 2; g++) { CK(cudaSetDevice(g)); CK(cudaDeviceSynchronize()); }
-    for (int g = 0; g < 2; g++) { CK(cudaSetDevice(g)); CK(cudaEventRecord(a[g], st[g])); }
-    if (launch(m, 0, ctas, buf, n, st)) return -1;
-    if (both && launch(m, 1, ctas, buf, n, st)) return -1;
-    for (int g = 0; g < 2; g++) { CK(cudaSetDevice(g)); CK(cudaEventRecord(b[g], st[g])); }
-    double worst = 0;
-    for (int g = 0; g < 2; g++) {
-      CK(cudaSetDevice(g));
-      CK(cudaEventSynchronize(b[g]));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, a[g], b[g]));
-      if (ms > worst) worst = ms;
-    }
-    if (rep > 0 && worst < best) best = worst; /* rep 0 warms up */
-  }
-  *gbs = n / (best * 1e-3) / 1e9;
+  pair_job j = {m, both, ctas, buf, n, st};
+  double ms = 0;
+  if (bench_gpus_best_ms(2, st, pair_launch, &j, &ms)) return -1;
+  *gbs = n / (ms * 1e-3) / 1e9;
   return 0;
 }
 

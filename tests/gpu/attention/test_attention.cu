@@ -65,6 +65,18 @@ static double elapsed_s(void) {
   return (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
 }
 
+/* Under MLA schedule mla_scheds[sw] (set here, left set): the quick sparse prefill, decode
+ * and sparse decode cases; returns the failures. */
+static int run_mla_quick(int sw) {
+  int fails = 0;
+  test_set_knob(WS_MLA_SCHEDULE_ENV, mla_scheds[sw]);
+  printf("mla schedule: %s (%.0f s)\n", mla_scheds[sw] ? mla_scheds[sw] : "default", elapsed_s());
+  for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i]);
+  for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i]);
+  for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++) fails += run_sparse_decode(&sd_quick[i]);
+  return fails;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "all";
   setvbuf(stdout, NULL, _IOLBF, 0); /* a line at a time: a log cut by a timeout shows where */
@@ -154,13 +166,7 @@ int main(int argc, char **argv) {
     return fails ? 1 : 0;
   }
   if (!strcmp(mode, "mla-quick")) { /* the quick MLA cases, every schedule (for compute-sanitizer) */
-    for (int sw = 0; sw < MLA_SCHEDS; sw++) {
-      test_set_knob(WS_MLA_SCHEDULE_ENV, mla_scheds[sw]);
-      printf("mla schedule: %s (%.0f s)\n", mla_scheds[sw] ? mla_scheds[sw] : "default", elapsed_s());
-      for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i]);
-      for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i]);
-      for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++) fails += run_sparse_decode(&sd_quick[i]);
-    }
+    for (int sw = 0; sw < MLA_SCHEDS; sw++) fails += run_mla_quick(sw);
     test_set_knob(WS_MLA_SCHEDULE_ENV, NULL);
     printf(fails ? "test_attention mla-quick: %d FAILED\n" : "test_attention mla-quick: all checks passed\n", fails);
     return fails ? 1 : 0;
@@ -221,11 +227,7 @@ int main(int argc, char **argv) {
   }
   test_set_knob(WS_ATTN_TILE_ROWS_ENV, NULL);
   for (int sw = 0; sw < MLA_SCHEDS; sw++) { /* every MLA schedule (WARPSPEC_MLA_SCHEDULE) */
-    test_set_knob(WS_MLA_SCHEDULE_ENV, mla_scheds[sw]);
-    printf("mla schedule: %s (%.0f s)\n", mla_scheds[sw] ? mla_scheds[sw] : "default", elapsed_s());
-    for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i]);
-    for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i]);
-    for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++) fails += run_sparse_decode(&sd_quick[i]);
+    fails += run_mla_quick(sw);
     if (longer && !(lean && sw)) {
       for (size_t i = 0; i < sizeof sd_full / sizeof sd_full[0]; i++) fails += run_sparse_decode(&sd_full[i]);
       for (size_t i = 0; i < sizeof mla_full / sizeof mla_full[0]; i++) fails += run_mla(&mla_full[i]);
