@@ -19,6 +19,7 @@
 #   mla       the MLA schedules: `test_attention mla-quick` (every schedule, incl. the opt-in
 #             lazy rescale and lazy-rsq), memcheck and racecheck on it, then `bench
 #             attn-kernels --only mla` under plain, lazy and lazy-rsq, alternating twice
+#             (MLA_ROUNDS rounds; MLA_SAN names the sanitizers, default "memcheck racecheck")
 # Logs go to $OUT (or ./results): attn_tests.log attn_sanitizer.log attn_bench.txt
 # attn_sdpa.txt attn_sdpa*.csv attn_optin.log flash_sweep_<sweep>.txt attn_mla.log.
 set -u
@@ -76,14 +77,15 @@ for stage in $stages; do
     mla)
       san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
       {
-        timeout 300 "$t" mla-quick; echo "test_attention mla-quick: rc=$?"
-        for tool in memcheck racecheck; do
+        timeout 300 "$t" mla-quick; echo "test_attention mla-quick: rc=$? at ${SECONDS} s"
+        timeout 500 bash tests/gpu/run_ab.sh WARPSPEC_MLA_SCHEDULE=plain,lazy,lazy-rsq "${MLA_ROUNDS:-2}" -- \
+          "$build/warpspec" bench attn-kernels --only mla
+        echo "mla plain/lazy/lazy-rsq A/B: rc=$? at ${SECONDS} s"
+        for tool in ${MLA_SAN-memcheck racecheck}; do
           WARPSPEC_TIMEOUT_MS=120000 timeout 300 "$san" --tool $tool --error-exitcode 9 --report-api-errors no \
             "$t" mla-quick | tail -3
-          echo "sanitizer $tool on mla-quick: rc=${PIPESTATUS[0]}"
+          echo "sanitizer $tool on mla-quick: rc=${PIPESTATUS[0]} at ${SECONDS} s"
         done
-        timeout 500 bash tests/gpu/run_ab.sh WARPSPEC_MLA_SCHEDULE=plain,lazy,lazy-rsq 2 -- "$build/warpspec" bench attn-kernels --only mla
-        echo "mla plain/lazy/lazy-rsq A/B: rc=$?"
       } >"$out/attn_mla.log" 2>&1
       grep -E "rc=|FAILED|SUMMARY" "$out/attn_mla.log" ;;
     *) echo "run_attention.sh: unknown stage '$stage' (tests sanitize bench sdpa optin mla)"; exit 2 ;;
