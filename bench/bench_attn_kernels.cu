@@ -5,9 +5,7 @@
  *          TFLOPS and bytes moved per second), sparse MLA decode (batch 128 and 4, s_q 1
  *          and 2, H 128, topk 2048 over a cache of 16384 pages of 64 rows, BF16 and FP8;
  *          TFLOPS as FlashMLA counts them: 2 B s_q H topk (576 + 512) / t) and sparse
- *          MLA prefill (the seed's S 4096, H 128, topk 2048, s_kv 8192 .. 131072),
- *          under both MLA schedules (WARPSPEC_MLA_SCHEDULE unset, then overlap; set, only
- *          the schedule it names, for A/B runs that need no second pass);
+ *          MLA prefill (the seed's S 4096, H 128, topk 2048, s_kv 8192 .. 131072);
  *   flash  the flash forward at batch x seq = 16k tokens, heads 16 and 32, d 64 and 128,
  *          under each of its four schedules (WARPSPEC_ATTN_SCHEDULE), then the default
  *          schedules on each grid (WARPSPEC_ATTN_GRID: persistent, one CTA per tile);
@@ -451,20 +449,11 @@ extern "C" int bench_attn_kernels(int parts) {
   printf("bench attn-kernels: %s: the attention kernels alone, medians of CUDA-event timings, no L2 flush\n", prop.name);
   int rc = 0;
   if (parts & BENCH_ATTN_MLA) {
-    /* both MLA schedules (the default, then the overlapped one), or the one the caller set */
-    const char *set = getenv(WS_MLA_SCHEDULE_ENV);
-    char fixed[32] = "";
-    if (set && *set) snprintf(fixed, sizeof fixed, "%s", set);
-    for (int sw = 0; sw < (fixed[0] ? 1 : 2) && rc == 0; sw++) {
-      if (sw) rc = bench_set_knob(WS_MLA_SCHEDULE_ENV, "overlap");
-      printf("mla schedule: %s\n", fixed[0] ? fixed : sw ? "overlap" : "default");
-      if (sw == 0) rc = time_copy();
-      for (size_t i = 0; i < AK_COUNT(dec_bench) && rc == 0; i++) rc = time_decode(&dec_bench[i]);
-      for (size_t i = 0; i < AK_COUNT(sdec_bench) && rc == 0; i++) rc = time_sparse_decode(&sdec_bench[i]);
-      for (size_t i = 0; i < AK_COUNT(mla_bench) && rc == 0; i++) rc = time_mla(&mla_bench[i]);
-    }
+    rc = time_copy();
+    for (size_t i = 0; i < AK_COUNT(dec_bench) && rc == 0; i++) rc = time_decode(&dec_bench[i]);
+    for (size_t i = 0; i < AK_COUNT(sdec_bench) && rc == 0; i++) rc = time_sparse_decode(&sdec_bench[i]);
+    for (size_t i = 0; i < AK_COUNT(mla_bench) && rc == 0; i++) rc = time_mla(&mla_bench[i]);
     sd_cache_free();
-    if (bench_set_knob(WS_MLA_SCHEDULE_ENV, fixed[0] ? fixed : NULL) != 0) rc = -1;
   }
   if (parts & BENCH_ATTN_FLASH) {
     for (int sc = 0; sc < 4 && rc == 0; sc++) { /* the four schedules of the flash kernel */

@@ -195,11 +195,7 @@ ws_status ws_attn_forward(const ws_attn_problem *p, cudaStream_t stream);
  * are device memory. A gather role fetches each query
  * token's selected kv rows by cp.async into a pipe; two math warpgroups share every block
  * (each computes S for half of its keys, they swap row maxima, then each accumulates half
- * of the 512 output columns). Masked indices are never read.
- * WARPSPEC_MLA_SCHEDULE=overlap (read once, docs/knobs.md; also for ws_mla_decode_forward)
- * selects FA3's overlap inside each warpgroup: S of the next block is issued before this
- * block's O += P V, and the mask, max exchange and P of the next block run under that PV
- * (P in the stage's rope box, dead once S is done). */
+ * of the 512 output columns). Masked indices are never read. */
 ws_status ws_mla_sparse_forward(const ws_mla_sparse_problem *p, cudaStream_t stream);
 
 /* MLA decode on the GPU: the sparse kernel's structure with the rows taken from the page

@@ -198,7 +198,6 @@
 #define WS_ATTN_WG_BLOCKS_ENV     "WARPSPEC_ATTN_WG_BLOCKS" /* tile (own: opt-in)             */
 #define WS_ATTN_EXP2_ENV          "WARPSPEC_ATTN_EXP2"      /* sfu (poly8, poly4: opt-in)      */
 #define WS_ATTN_TILE_ROWS_ENV     "WARPSPEC_ATTN_TILE_ROWS" /* chosen; 128 or 192 (d 64)     */
-#define WS_MLA_SCHEDULE_ENV       "WARPSPEC_MLA_SCHEDULE"  /* plain                          */
 #define WS_GEMM_SPLITS_ENV        "WARPSPEC_GEMM_SPLITS"   /* per problem (split-K above)    */
 #define WS_GEMM_FP8_TILE_ENV      "WARPSPEC_GEMM_FP8_TILE" /* per problem (WIDE_GAIN above)  */
 #define WS_GEMM_PAIR_ENV          "WARPSPEC_GEMM_PAIR"     /* off: the 192-row tile alone     */

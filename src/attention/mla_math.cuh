@@ -1,8 +1,6 @@
-/* mla_math.cuh - the MLA kernel's math warpgroups (mla_sparse.cu): the softmax pieces and
- * the two matrix products of a block that the schedules share, the overlapped schedule
- * (WARPSPEC_MLA_SCHEDULE=overlap), and the opt-in pieces of `lazy` (the running maximum
- * moved only past a bound) and `lazy-rsq` (Q's last k steps in registers); the plain
- * schedule's loop is in the kernel. */
+/* mla_math.cuh - the MLA kernel's math warpgroups (mla_sparse.cu): the softmax pieces of
+ * a block (with the lazy rescale), the two matrix products, and Q's last k steps held in
+ * registers; the block loop is in the kernel. */
 #ifndef WARPSPEC_MLA_MATH_CUH
 #define WARPSPEC_MLA_MATH_CUH
 
@@ -10,7 +8,7 @@
 #include "attn_device.cuh"
 #include "mla_stage.cuh"
 
-/* ---- the softmax pieces both schedules share -------------------------------------
+/* ---- the softmax pieces -----------------------------------------------------------
  * A math thread holds rows r0 and r0 + 8 of a 64 x (8 NJ) S accumulator (s[4j + 2x + e]:
  * row x, key 8j + 2 quad + e). */
 
@@ -56,19 +54,18 @@ static __device__ __forceinline__ void mla_mask_max(float *s, const uint32_t *va
   }
 }
 
-/* LAZY (WARPSPEC_MLA_SCHEDULE=lazy): the running maximum moves only when a block's exceeds
- * it by more than 2^MLA_LAZY_LOG2 in the exponent, so in most blocks alpha is 1 and O is not
- * rescaled (128 FMULs per thread on the path from P to the PV issue, with the tensor cores
- * idle in the plain schedule). The exponents stay at most MLA_LAZY_LOG2 (P at most 256, as
- * exact in BF16 as any value); O and l share the maximum used, so O / l and the lse do not
- * depend on it but for rounding. Both warpgroups take the same decision (the same inputs). */
+/* The lazy rescale: the running maximum moves only when a block's exceeds it by more than
+ * 2^MLA_LAZY_LOG2 in the exponent, so in most blocks alpha is 1 and O is not rescaled (128
+ * FMULs per thread on the path from P to the PV issue, with the tensor cores idle). The
+ * exponents stay at most MLA_LAZY_LOG2 (P at most 256, as exact in BF16 as any value); O
+ * and l share the maximum used, so O / l and the lse do not depend on it but for rounding.
+ * Both warpgroups take the same decision (the same inputs). Measured +2-5% (session 32). */
 #define MLA_LAZY_LOG2 8.0f
-#define MLA_RSQ_STEPS 8 /* lazy-rsq: Q's last 8 k steps (its boxes 7 and 8) from registers */
+#define MLA_RSQ_STEPS 8 /* Q's last 8 k steps (its boxes 7 and 8) from registers */
 
 /* The rows' new maximum over the quad, both warpgroups (through shared memory and the
  * exchange barrier) and the running one; alpha = exp2 of its change, the scaled maximum
  * msc for the exponents, the running sums rescaled. */
-template <int LAZY>
 static __device__ __forceinline__ void mla_exchange_max(mla_smem *sm, float *mx, int w, int r0, int quad, uint32_t bar,
                                                         float sl2, float *m_run, float *l_run, float *alpha,
                                                         float *msc) {
@@ -82,10 +79,10 @@ static __device__ __forceinline__ void mla_exchange_max(mla_smem *sm, float *mx,
 #pragma unroll
   for (int x = 0; x < 2; x++) {
     float m_new = fmaxf(m_run[x], fmaxf(mx[x], sm->rmax[1 - w][r0 + 8 * x]));
-    /* lazy: keep the running maximum unless the new one is past it by the bound (from
-     * -inf: the difference is inf or NaN, so it moves, as the eager form does) */
-    const int keep = LAZY && m_new * sl2 - m_run[x] * sl2 <= MLA_LAZY_LOG2;
-    if (LAZY) m_new = keep ? m_run[x] : m_new;
+    /* keep the running maximum unless the new one is past it by the bound (from -inf:
+     * the difference is inf or NaN, so it moves, as an eager rescale would) */
+    const int keep = m_new * sl2 - m_run[x] * sl2 <= MLA_LAZY_LOG2;
+    m_new = keep ? m_run[x] : m_new;
     msc[x] = m_new == -INFINITY ? 0.0f : m_new * sl2;
     alpha[x] = keep ? 1.0f : attn_exp2(m_run[x] * sl2 - msc[x]);
     m_run[x] = m_new;
@@ -112,24 +109,24 @@ static __device__ __forceinline__ void mla_write_p(uint8_t *pt, const float *s, 
 /* From a finished S (this warpgroup's 32 keys) to P: masked, its row maxima exchanged
  * with the other warpgroup (the named barrier), P written into the tile `pt` (columns
  * 32w ..) and fenced for wgmma's reads; alpha, the factor for O. */
-template <int KEYS, int LAZY = 0>
+template <int KEYS>
 static __device__ __forceinline__ void mla_s_to_p(mla_smem *sm, float *s, const uint32_t *valid, int w, int r0, int quad,
                                                   uint32_t bar, float sl2, float *m_run, float *l_run, float *alpha,
                                                   uint8_t *pt, int lim0, int lim1) {
   float mx[2] = {-INFINITY, -INFINITY}, msc[2];
   if (KEYS == MLA_KEYS_ROWS) mla_mask_rows(s, lim0, lim1, quad);
   mla_mask_max<4>(s, valid, mx);
-  mla_exchange_max<LAZY>(sm, mx, w, r0, quad, bar, sl2, m_run, l_run, alpha, msc);
+  mla_exchange_max(sm, mx, w, r0, quad, bar, sl2, m_run, l_run, alpha, msc);
   mla_write_p<4>(pt, s, r0, quad, 4 * w, sl2, msc, l_run);
   ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
 }
 
-/* ---- the two matrix products of a block, shared by both schedules ------------------ */
+/* ---- the two matrix products of a block ------------------------------------------- */
 
 /* S for warpgroup w's 32 keys of a stage: Q [64][576] x rows 32w .. 32w + 31; committed.
- * dq: Q's first box; dk: the stage's first box, at its row 32w. */
-template <int RSQ = 0>
-static __device__ __forceinline__ void mla_s_issue(float *s, uint64_t dq, uint64_t dk, const uint32_t (*qa)[4] = NULL) {
+ * dq: Q's first box; dk: the stage's first box, at its row 32w; qa: Q's last k steps. */
+static __device__ __forceinline__ void mla_s_issue(float *s, uint64_t dq, uint64_t dk, const uint32_t (*qa)[4]) {
+  constexpr int RSQ = MLA_RSQ_STEPS;
   ws_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < MLA_DQK / 16; kk++) {
@@ -142,14 +139,15 @@ static __device__ __forceinline__ void mla_s_issue(float *s, uint64_t dq, uint64
   ws_wgmma_commit_group();
 }
 
-/* RSQ (WARPSPEC_MLA_SCHEDULE=lazy-rsq): Q's last RSQ k steps as wgmma A fragments in this
- * thread's registers, read once per CTA from the swizzled Q boxes. Why: S is 36 m64n32k16
- * per warpgroup with both operands in shared memory, 3 KB per 16 tensor cycles against the
- * banks' 2 KB (design_mla.md 4: S bound at ~1,728 cycles of 1,152); each k step from
- * registers leaves only the 1 KB of K. Rows r0 and r0 + 8 (the accumulator's), columns
- * 16 t + 2 quad (+1) and + 8 of each step, packed bf16x2. */
-template <int RSQ>
+/* Q's last MLA_RSQ_STEPS k steps as wgmma A fragments in this thread's registers, read
+ * once per CTA from the swizzled Q boxes. Why: S is 36 m64n32k16 per warpgroup with both
+ * operands in shared memory, 3 KB per 16 tensor cycles against the banks' 2 KB
+ * (design_mla.md 4: S bound at ~1,728 cycles of 1,152); each k step from registers leaves
+ * only the 1 KB of K (measured +0.5-1% over the lazy rescale alone, session 32). Rows r0
+ * and r0 + 8 (the accumulator's), columns 16 t + 2 quad (+1) and + 8 of each step, packed
+ * bf16x2. */
 static __device__ __forceinline__ void mla_q_fragments(const mla_smem *sm, int r0, int quad, uint32_t (*qa)[4]) {
+  constexpr int RSQ = MLA_RSQ_STEPS;
 #pragma unroll
   for (int t = 0; t < RSQ; t++) {
     const int kk = MLA_DQK / 16 - RSQ + t, box = kk / 4, col = (kk % 4) * 16 + 2 * quad;
@@ -170,76 +168,6 @@ static __device__ __forceinline__ void mla_pv_issue(float *o, uint64_t dp, uint6
   for (int kk = 0; kk < MLA_BN / 16; kk++)
     ws_wgmma_m64n256k16_bf16_tb(o, ws_wgmma_desc_advance(dp, (uint32_t)kk * 32), ws_wgmma_desc_advance(dv, kk * 16 * 128), 1);
   ws_wgmma_commit_group();
-}
-
-/* The descriptors of a stage (bytes apart), made from the bases through an opaque move:
- * otherwise ptxas hoists one descriptor per k step out of the block loop and runs out of
- * uniform registers (it spilled). */
-typedef struct {
-  uint64_t q, k, v; /* Q's box 0; stage 0's box 0 at row 32w; stage 0's box 4w, MN-major */
-} mla_descs;
-
-static __device__ __forceinline__ mla_descs mla_descs_make(mla_smem *sm, int w) {
-  const mla_descs d = {ws_wgmma_desc_k128b(sm->q[0]), ws_wgmma_desc_k128b(sm->kv[0][0] + 32 * w * 64),
-                       ws_wgmma_desc_mn128b(sm->kv[0][4 * w], MLA_BN * 128)};
-  return d;
-}
-#define MLA_STAGE_BYTES ((uint32_t)(MLA_BOXES * MLA_BN * 128))
-
-/* ---- the overlapped schedule (WARPSPEC_MLA_SCHEDULE=overlap), FA3's within each
- * warpgroup: S of block nb + 1 is issued before O += P_nb V_nb, and its mask, the max
- * exchange and P_{nb+1} run while that PV is in flight; O is rescaled once it retired.
- * P_nb lives in its own stage's rope box (box 8): after the exchange barrier both
- * warpgroups' S of that stage are done, so its rope columns are dead and two P tiles
- * (this block's and the next) need no shared memory of their own. */
-template <int KEYS>
-static __device__ __forceinline__ void mla_overlap_blocks(mla_smem *sm, const ws_pipe *kvp, const ws_ctx *ctx,
-                                                          const mla_args *a, int nblk, float *o, float *m_run,
-                                                          float *l_run, int lim0, int lim1) {
-  if (nblk == 0) return;
-  const int w = ctx->replica, quad = ctx->lane & 3;
-  const int r0 = ctx->warp * 16 + (ctx->lane >> 2);
-  const float sl2 = a->scale_log2;
-  const uint32_t bar = (uint32_t)a->xchg_bar, both = 2 * WS_ROLE_THREADS(mla_sparse, S_MATH);
-  const mla_descs d0 = mla_descs_make(sm, w);
-  {
-    const ws_cursor k0 = ws_cursor_at(0, MLA_STAGES);
-    float s[16], alpha[2];
-    uint32_t valid[4];
-    ws_pipe_wait_at(kvp, ctx, k0);
-    mla_s_issue(s, d0.q, ws_wgmma_desc_advance(d0.k, k0.stage * MLA_STAGE_BYTES));
-    mla_read_valid<4>(valid, sm->valid[k0.stage] + 32 * w, quad);
-    WS_WGMMA_WAIT_GROUP(0);
-    mla_s_to_p<KEYS>(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[k0.stage][8], lim0,
-                     lim1); /* O is 0 */
-    ws_named_sync(bar, both);
-  }
-#pragma unroll 1
-  for (int nb = 0; nb + 1 < nblk; nb++) {
-    const ws_cursor kc = ws_cursor_at((uint32_t)nb, MLA_STAGES), kn = ws_cursor_at((uint32_t)nb + 1, MLA_STAGES);
-    float s[16], alpha[2];
-    uint32_t valid[4];
-    mla_descs d = d0;
-    asm volatile("mov.b64 %0, %0;" : "+l"(d.q));
-    asm volatile("mov.b64 %0, %0;" : "+l"(d.k));
-    asm volatile("mov.b64 %0, %0;" : "+l"(d.v));
-    ws_pipe_wait_at(kvp, ctx, kn); /* before the issues: a wait's report path is a call */
-    mla_s_issue(s, d.q, ws_wgmma_desc_advance(d.k, kn.stage * MLA_STAGE_BYTES));
-    mla_pv_issue(o, ws_wgmma_desc_k128b(sm->kv[kc.stage][8]), ws_wgmma_desc_advance(d.v, kc.stage * MLA_STAGE_BYTES));
-    mla_read_valid<4>(valid, sm->valid[kn.stage] + 32 * w, quad);
-    WS_WGMMA_WAIT_GROUP(1); /* S of nb + 1 is done; the PV of nb runs on */
-    /* P into stage kn's rope box: after the exchange barrier both warpgroups' S of it are done */
-    mla_s_to_p<KEYS>(sm, s, valid, w, r0, quad, bar, sl2, m_run, l_run, alpha, (uint8_t *)sm->kv[kn.stage][8],
-                     lim0 - MLA_BN * (nb + 1), lim1 - MLA_BN * (nb + 1));
-    WS_WGMMA_WAIT_GROUP(0); /* the PV of nb has retired: O free, stage kc read */
-    ws_pipe_release_warp_at(kvp, ctx, kc);
-    attn_rescale<MLA_DV / 2>(o, alpha);
-    ws_named_sync(bar, both); /* P of nb + 1 complete (both halves) */
-  }
-  const ws_cursor kl = ws_cursor_at((uint32_t)nblk - 1, MLA_STAGES);
-  mla_pv_issue(o, ws_wgmma_desc_k128b(sm->kv[kl.stage][8]), ws_wgmma_desc_advance(d0.v, kl.stage * MLA_STAGE_BYTES));
-  WS_WGMMA_WAIT_GROUP(0);
-  ws_pipe_release_warp_at(kvp, ctx, kl);
 }
 
 #endif

@@ -25,8 +25,12 @@
  *                                    running max is the same in both (same inputs), each
  *                                    keeps its half of the row sums; they are added at the
  *                                    end. O / l in BF16, lse = scale m + ln l.
- * WARPSPEC_MLA_SCHEDULE=overlap issues S of block nb + 1 before the PV of block nb and
- * runs its mask, max exchange and P under that PV (mla_overlap_blocks; P in the rope box).
+ * Two things shorten a block's path (design_mla.md 5.9, 5.10): the running maximum moves
+ * only when a block's exceeds it by more than 2^8, so most blocks skip O's rescale, and
+ * Q's last 8 k steps of S come from registers (the banks feed only K there).
+ * The math threads read the stage's valid flags with plain loads, so each releases the
+ * stage itself (ws_pipe_release_at): a lane-0 release after __syncwarp orders the other
+ * lanes' loads only through the warp barrier, which racecheck does not follow.
  * Shared memory: Q 72 KB, two kv stages of 72 KB, the P tile 8 KB, the exchange arrays and
  * the barriers: 225 KB of the 227 available.
  * MLA decode (mla_decode.cu) runs the same kernel over page-table rows (with fewer heads
@@ -35,8 +39,8 @@
  * the math warps read (mla_fp8_gather.cuh), so the math is unchanged and the BF16 values
  * are exact (power-of-two tile scales).
  * Files: mla_stage.cuh (shared memory, key modes, roles), mla_fp8_gather.cuh (the FP8 rows),
- * mla_math.cuh (softmax pieces, the two products, the overlapped schedule); here the keys
- * of a CTA, the kernel (gather and the plain schedule) and the call. */
+ * mla_math.cuh (softmax pieces, the two products, Q's register fragments); here the keys
+ * of a CTA, the kernel (gather and the math loop) and the call. */
 #include "../core/internal.h"
 #include "../core/knobs.h"
 #include "../core/size_check.h"
@@ -104,7 +108,7 @@ static __device__ __forceinline__ int mla_row_resolve(const mla_args *a, int tok
   return r >= 0 && r < a->s_kv ? r : -1;
 }
 
-template <int FP8, int OV, int KEYS>
+template <int FP8, int KEYS>
 WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ mla_args a,
                                         ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -125,9 +129,11 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   mla_keys<KEYS>(&a, tok, &kbeg, &nkeys);
   const int nblk = (nkeys + MLA_BN - 1) / MLA_BN;
 
-  const uint32_t writers = WS_ROLE_THREADS(mla_sparse, S_GATHER), readers = 2 * WS_ROLE_WARPS(mla_sparse, S_MATH);
-  ws_pipe qp = ws_pipe_view(sm->q_full, sm->q_empty, sm->q_closed, 1, writers, readers, "mla q");
-  ws_pipe kvp = ws_pipe_view(sm->kv_full, sm->kv_empty, sm->kv_closed, MLA_STAGES, writers, readers, "mla kv rows");
+  /* q: released once per warp (never refilled); kv: by every math thread (the flags) */
+  const uint32_t writers = WS_ROLE_THREADS(mla_sparse, S_GATHER), q_readers = 2 * WS_ROLE_WARPS(mla_sparse, S_MATH),
+                 kv_readers = 2 * WS_ROLE_THREADS(mla_sparse, S_MATH);
+  ws_pipe qp = ws_pipe_view(sm->q_full, sm->q_empty, sm->q_closed, 1, writers, q_readers, "mla q");
+  ws_pipe kvp = ws_pipe_view(sm->kv_full, sm->kv_empty, sm->kv_closed, MLA_STAGES, writers, kv_readers, "mla kv rows");
   ws_pipe_set_proxies(&qp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);   /* TMA in, wgmma out                 */
   ws_pipe_set_proxies(&kvp, WS_PROXY_GENERIC, WS_PROXY_ASYNC); /* cp.async in (fenced), wgmma out */
   if (threadIdx.x == 0) {
@@ -243,32 +249,28 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
       lim[x] = t < pack ? n - a.s_q + t - kbeg - 32 * w : 0x3fffffff;
     }
   }
-  /* OV: 0 the plain schedule, 1 the overlapped one, 2 the plain one with the lazy rescale,
-   * 3 that with Q's last k steps from registers (mla_q_fragments) */
-  constexpr int LAZY = OV >= 2, RSQ = OV == 3 ? MLA_RSQ_STEPS : 0;
-  uint32_t qa[RSQ > 0 ? RSQ : 1][4];
-  if (RSQ) mla_q_fragments<RSQ>(sm, r0, quad, qa);
-  if (OV == 1) mla_overlap_blocks<KEYS>(sm, &kvp, &ctx, &a, nblk, o, m_run, l_run, lim[0], lim[1]);
+  uint32_t qa[MLA_RSQ_STEPS][4]; /* Q's last k steps as wgmma A fragments */
+  mla_q_fragments(sm, r0, quad, qa);
   ws_cursor k = c0;
-  for (int nb = 0; nb < (OV == 1 ? 0 : nblk); nb++, k = ws_cursor_next(k, MLA_STAGES)) {
+  for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
     ws_pipe_wait_at(&kvp, &ctx, k);
     const uint16_t *stage = sm->kv[k.stage][0];
     float s[16];
-    mla_s_issue<RSQ>(s, ws_wgmma_desc_k128b(sm->q[0]), ws_wgmma_desc_k128b(stage + 32 * w * 64), qa);
+    mla_s_issue(s, ws_wgmma_desc_k128b(sm->q[0]), ws_wgmma_desc_k128b(stage + 32 * w * 64), qa);
     /* the gather's flags for this thread's 8 keys, read while the wgmmas run */
     uint32_t valid[4];
     mla_read_valid<4>(valid, sm->valid[k.stage] + 32 * w, quad);
     WS_WGMMA_WAIT_GROUP(0);
     /* the block's row max (both warpgroups), P for this half into the shared 64 x 64 tile */
     float alpha[2];
-    mla_s_to_p<KEYS, LAZY>(sm, s, valid, w, r0, quad, (uint32_t)a.xchg_bar, sl2, m_run, l_run, alpha,
+    mla_s_to_p<KEYS>(sm, s, valid, w, r0, quad, (uint32_t)a.xchg_bar, sl2, m_run, l_run, alpha,
                            (uint8_t *)sm->p, lim[0] - MLA_BN * nb, lim[1] - MLA_BN * nb);
     ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
-    /* lazy: only a warp with a moved maximum rescales (alpha is 1 exactly elsewhere) */
-    if (!LAZY || __any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) attn_rescale<MLA_DV / 2>(o, alpha);
+    /* only a warp with a moved maximum rescales (alpha is 1 exactly elsewhere) */
+    if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) attn_rescale<MLA_DV / 2>(o, alpha);
     mla_pv_issue(o, ws_wgmma_desc_k128b(sm->p), ws_wgmma_desc_mn128b(stage + 4 * w * MLA_BN * 64, MLA_BN * 128));
     WS_WGMMA_WAIT_GROUP(0);
-    ws_pipe_release_warp_at(&kvp, &ctx, k);
+    ws_pipe_release_at(&kvp, &ctx, k);
   }
   ws_pipe_release_warp_at(&qp, &ctx, c0);
 
@@ -326,25 +328,17 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   const int keys = a->indices != NULL ? (splits > 1 ? MLA_KEYS_SPLIT : MLA_KEYS_PLAIN)
                    : a->s_q > 1 && a->heads < MLA_BH ? MLA_KEYS_ROWS
                                                       : MLA_KEYS_PLAIN;
-  const int ov = ws_knobs_get()->mla_overlap; /* WARPSPEC_MLA_SCHEDULE: 0 plain, 1 overlap, 2 lazy, 3 lazy-rsq */
-#define MLA_SLOTS(K) {WS_PLAN_SLOT_MLA_##K, WS_PLAN_SLOT_MLA_##K##_OV, WS_PLAN_SLOT_MLA_##K##_LAZY, WS_PLAN_SLOT_MLA_##K##_RSQ}
-  static const int slots[3][2][4] = {{MLA_SLOTS(SPARSE), MLA_SLOTS(FP8)},
-                                     {MLA_SLOTS(SPLIT), MLA_SLOTS(SPLIT_FP8)},
-                                     {MLA_SLOTS(ROWS), MLA_SLOTS(ROWS_FP8)}};
-#undef MLA_SLOTS
-#define MLA_NAMES(N) {N, N "_overlap", N "_lazy", N "_lazy_rsq"}
-  static const char *const names[3][2][4] = {{MLA_NAMES("mla_sparse"), MLA_NAMES("mla_decode_fp8")},
-                                             {MLA_NAMES("mla_sparse_split"), MLA_NAMES("mla_sparse_split_fp8")},
-                                             {MLA_NAMES("mla_decode_rows"), MLA_NAMES("mla_decode_rows_fp8")}};
-#undef MLA_NAMES
-#define MLA_FUNCS(F, K)                                                                            \
-  {(const void *)mla_sparse_kernel<F, 0, K>, (const void *)mla_sparse_kernel<F, 1, K>,             \
-   (const void *)mla_sparse_kernel<F, 2, K>, (const void *)mla_sparse_kernel<F, 3, K>}
-  static const void *const funcs[3][2][4] = {{MLA_FUNCS(0, MLA_KEYS_PLAIN), MLA_FUNCS(1, MLA_KEYS_PLAIN)},
-                                             {MLA_FUNCS(0, MLA_KEYS_SPLIT), MLA_FUNCS(1, MLA_KEYS_SPLIT)},
-                                             {MLA_FUNCS(0, MLA_KEYS_ROWS), MLA_FUNCS(1, MLA_KEYS_ROWS)}};
-#undef MLA_FUNCS
-  if ((s = ws_plan_cached(slots[keys][fp8][ov], mla_make_plan, names[keys][fp8][ov], &plan)) != WS_OK) return s;
+  static const int slots[3][2] = {{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_FP8},
+                                  {WS_PLAN_SLOT_MLA_SPLIT, WS_PLAN_SLOT_MLA_SPLIT_FP8},
+                                  {WS_PLAN_SLOT_MLA_ROWS, WS_PLAN_SLOT_MLA_ROWS_FP8}};
+  static const char *const names[3][2] = {{"mla_sparse", "mla_decode_fp8"},
+                                          {"mla_sparse_split", "mla_sparse_split_fp8"},
+                                          {"mla_decode_rows", "mla_decode_rows_fp8"}};
+  static const void *const funcs[3][2] = {
+      {(const void *)mla_sparse_kernel<0, MLA_KEYS_PLAIN>, (const void *)mla_sparse_kernel<1, MLA_KEYS_PLAIN>},
+      {(const void *)mla_sparse_kernel<0, MLA_KEYS_SPLIT>, (const void *)mla_sparse_kernel<1, MLA_KEYS_SPLIT>},
+      {(const void *)mla_sparse_kernel<0, MLA_KEYS_ROWS>, (const void *)mla_sparse_kernel<1, MLA_KEYS_ROWS>}};
+  if ((s = ws_plan_cached(slots[keys][fp8], mla_make_plan, names[keys][fp8], &plan)) != WS_OK) return s;
   ws_tmap mq;
   if ((s = ws_tmap_2d_swizzled(&mq, q, WS_DTYPE_BF16, (uint64_t)tokens * a->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,
                                WS_SWIZZLE_128B)) != WS_OK)
@@ -358,7 +352,7 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   void *args[] = {&mq, a, &diag};
   const int pack = keys == MLA_KEYS_ROWS ? a->s_q : 1; /* the kernel's: tokens whose rows share tiles */
   const dim3 grid = {(unsigned)(tokens / pack) * (unsigned)MLA_ROW_TILES(pack, a->heads), 1, (unsigned)splits};
-  return ws_plan_launch(plan, funcs[keys][fp8][ov], grid, stream, args);
+  return ws_plan_launch(plan, funcs[keys][fp8], grid, stream, args);
 }
 
 ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads) {

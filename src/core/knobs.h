@@ -28,7 +28,6 @@ typedef struct {
   int attn_wg_blocks;        /* WARPSPEC_ATTN_WG_BLOCKS: 0 = tile, 1 = own (tall d 64: a warpgroup's own rows' blocks) */
   int attn_exp2_poly;        /* WARPSPEC_ATTN_EXP2: 0 = every exp2 on the SFU, 8 / 4 = every 8th / 4th group by polynomial */
   int attn_tile_rows;        /* WARPSPEC_ATTN_TILE_ROWS: 0 = chosen per mask and length, 128, or 192 (d 64) */
-  int mla_overlap;           /* WARPSPEC_MLA_SCHEDULE: 0 plain, 1 overlap, 2 lazy (plain, lazy rescale), 3 lazy-rsq */
   int gemm_splits;           /* WARPSPEC_GEMM_SPLITS: 0 = chosen per problem, else forced    */
   int gemm_fp8_tile;         /* WARPSPEC_GEMM_FP8_TILE: 0 = chosen per problem, 128 or 192   */
   int gemm_pair;             /* WARPSPEC_GEMM_PAIR: the 192-row FP8 tile in CTA pairs        */

@@ -16,10 +16,8 @@
 #   optin     flash's opt-in forms not yet in the ctest mode: `test_attention flash-tall`,
 #             the three sanitizers on `flash-tall-quick`, then bench/flash_sweep.py for each
 #             sweep in SWEEPS (default "wg-blocks exp2"; SWEEP_ARGS, e.g. --quick)
-#   mla       the MLA schedules: `test_attention mla-quick` (every schedule, incl. the opt-in
-#             lazy rescale and lazy-rsq), memcheck and racecheck on it, then `bench
-#             attn-kernels --only mla` under plain, lazy and lazy-rsq, alternating twice
-#             (MLA_ROUNDS rounds; MLA_SAN names the sanitizers, default "memcheck racecheck")
+#   mla       `test_attention mla-quick` (the quick MLA cases), compute-sanitizer on it
+#             (MLA_SAN, default "memcheck racecheck"), then `bench attn-kernels --only mla`
 # Logs go to $OUT (or ./results): attn_tests.log attn_sanitizer.log attn_bench.txt
 # attn_sdpa.txt attn_sdpa*.csv attn_optin.log flash_sweep_<sweep>.txt attn_mla.log.
 set -u
@@ -78,14 +76,13 @@ for stage in $stages; do
       san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
       {
         timeout 300 "$t" mla-quick; echo "test_attention mla-quick: rc=$? at ${SECONDS} s"
-        timeout 500 bash tests/gpu/run_ab.sh WARPSPEC_MLA_SCHEDULE=plain,lazy,lazy-rsq "${MLA_ROUNDS:-2}" -- \
-          "$build/warpspec" bench attn-kernels --only mla
-        echo "mla plain/lazy/lazy-rsq A/B: rc=$? at ${SECONDS} s"
         for tool in ${MLA_SAN-memcheck racecheck}; do
           WARPSPEC_TIMEOUT_MS=120000 timeout 300 "$san" --tool $tool --error-exitcode 9 --report-api-errors no \
-            "$t" mla-quick | tail -3
+            "$t" mla-quick | tail -12
           echo "sanitizer $tool on mla-quick: rc=${PIPESTATUS[0]} at ${SECONDS} s"
         done
+        timeout 200 "$build/warpspec" bench attn-kernels --only mla
+        echo "bench attn-kernels --only mla: rc=$? at ${SECONDS} s"
       } >"$out/attn_mla.log" 2>&1
       grep -E "rc=|FAILED|SUMMARY" "$out/attn_mla.log" ;;
     *) echo "run_attention.sh: unknown stage '$stage' (tests sanitize bench sdpa optin mla)"; exit 2 ;;

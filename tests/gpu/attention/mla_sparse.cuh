@@ -1,8 +1,7 @@
 /* mla_sparse.cuh - test_attention: sparse MLA prefill (ws_mla_sparse_forward) against
  * ws_mla_sparse_reference: heads 64 and 128, topk 128 / 512 / 2048 (and one not a
  * multiple of 64), s_kv from topk to 131072, indices with -1, duplicates and values out
- * of range (masked), and a query whose every index is masked (o = 0, lse = -inf). Run
- * under every MLA schedule (WARPSPEC_MLA_SCHEDULE unset, overlap, lazy). */
+ * of range (masked), and a query whose every index is masked (o = 0, lse = -inf). */
 #ifndef WARPSPEC_TEST_ATTN_MLA_SPARSE_CUH
 #define WARPSPEC_TEST_ATTN_MLA_SPARSE_CUH
 

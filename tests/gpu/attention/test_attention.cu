@@ -10,9 +10,9 @@
  *   test_attention quick    the small ones
  *   test_attention fp8      the FP8 MLA cache only (quantiser, decode, sparse decode): for
  *                           compute-sanitizer
- *   test_attention sparse-decode  sparse MLA decode only (all its cases, every schedule)
+ *   test_attention sparse-decode  sparse MLA decode only (all its cases)
  *   test_attention mla-quick  the quick MLA cases (sparse prefill, decode and sparse decode,
- *                           BF16 and FP8) under every MLA schedule: for compute-sanitizer
+ *                           BF16 and FP8): for compute-sanitizer
  *   test_attention nsa      NSA selected-block attention only
  *   test_attention nsa-quick the small NSA tests (for compute-sanitizer)
  *   test_attention flash-quick the quick flash cases, default and overlap-pingpong schedules (for
@@ -25,9 +25,6 @@
  *                           overlap-pingpong) and WARPSPEC_ATTN_WG_BLOCKS=own
  *                           (opt-in, written without a GPU in session 30: not in the ctest
  *                           mode until they have passed)
- * The MLA cases run under every schedule (WARPSPEC_MLA_SCHEDULE unset, overlap, then lazy:
- * the plain schedule with the lazy rescale, and lazy-rsq: that with Q's last k steps in
- * registers; both opt-in since session 31).
  * The cases live in one file per area, included here (the random stream and test.h's
  * state are per translation unit, so they are one unit):
  *   attn_common.cuh   random BF16 data, the verdict against a reference
@@ -42,7 +39,7 @@
  * Their data generators that the benchmark below uses too (q/k/v, NSA selections, MLA ids
  * and page tables) are testdata/attention.h's, drawn from this unit's stream.
  * Timing is not a mode: `warpspec bench attn-kernels` (bench/bench_attn_kernels.cu: every
- * flash schedule and grid, MLA under both schedules, NSA against the dense kernel) and
+ * flash schedule and grid, MLA, NSA against the dense kernel) and
  * `warpspec bench attention` (against PyTorch). */
 #include "attn_common.cuh"
 #include "flash.cuh"
@@ -51,10 +48,6 @@
 #include "mla_sparse_decode.cuh"
 #include "fp8_cache.cuh"
 #include "nsa.cuh"
-
-/* The MLA schedules each mode runs (NULL: the default) */
-static const char *const mla_scheds[] = {NULL, "overlap", "lazy", "lazy-rsq"};
-#define MLA_SCHEDS (int)(sizeof mla_scheds / sizeof mla_scheds[0])
 
 /* wall seconds since the first call: the log says where the time goes */
 static double elapsed_s(void) {
@@ -65,12 +58,10 @@ static double elapsed_s(void) {
   return (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
 }
 
-/* Under MLA schedule mla_scheds[sw] (set here, left set): the quick sparse prefill, decode
- * and sparse decode cases; returns the failures. */
-static int run_mla_quick(int sw) {
+/* The quick sparse prefill, decode and sparse decode cases; returns the failures. */
+static int run_mla_quick(void) {
   int fails = 0;
-  test_set_knob(WS_MLA_SCHEDULE_ENV, mla_scheds[sw]);
-  printf("mla schedule: %s (%.0f s)\n", mla_scheds[sw] ? mla_scheds[sw] : "default", elapsed_s());
+  printf("mla (%.0f s)\n", elapsed_s());
   for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i]);
   for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i]);
   for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++) fails += run_sparse_decode(&sd_quick[i]);
@@ -153,32 +144,23 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(mode, "fp8")) { /* the FP8 cache alone: small enough for compute-sanitizer */
     fails += check_fp8_cache();
-    for (int sw = 0; sw < MLA_SCHEDS; sw++) { /* every MLA schedule */
-      test_set_knob(WS_MLA_SCHEDULE_ENV, mla_scheds[sw]);
-      for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++)
-        if (dec_quick[i].fp8) fails += run_decode(&dec_quick[i]);
-      for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++)
-        if (sd_quick[i].fp8) fails += run_sparse_decode(&sd_quick[i]);
-      fails += check_decode_nan(1);
-    }
-    test_set_knob(WS_MLA_SCHEDULE_ENV, NULL);
+    for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++)
+      if (dec_quick[i].fp8) fails += run_decode(&dec_quick[i]);
+    for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++)
+      if (sd_quick[i].fp8) fails += run_sparse_decode(&sd_quick[i]);
+    fails += check_decode_nan(1);
     printf(fails ? "test_attention fp8: %d FAILED\n" : "test_attention fp8: all checks passed\n", fails);
     return fails ? 1 : 0;
   }
-  if (!strcmp(mode, "mla-quick")) { /* the quick MLA cases, every schedule (for compute-sanitizer) */
-    for (int sw = 0; sw < MLA_SCHEDS; sw++) fails += run_mla_quick(sw);
-    test_set_knob(WS_MLA_SCHEDULE_ENV, NULL);
+  if (!strcmp(mode, "mla-quick")) { /* the quick MLA cases (for compute-sanitizer) */
+    fails += run_mla_quick();
     printf(fails ? "test_attention mla-quick: %d FAILED\n" : "test_attention mla-quick: all checks passed\n", fails);
     return fails ? 1 : 0;
   }
   if (!strcmp(mode, "sparse-decode")) { /* sparse MLA decode alone */
     fails += check_sparse_decode_errors();
-    for (int sw = 0; sw < MLA_SCHEDS; sw++) {
-      test_set_knob(WS_MLA_SCHEDULE_ENV, mla_scheds[sw]);
-      for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++) fails += run_sparse_decode(&sd_quick[i]);
-      for (size_t i = 0; i < sizeof sd_full / sizeof sd_full[0]; i++) fails += run_sparse_decode(&sd_full[i]);
-    }
-    test_set_knob(WS_MLA_SCHEDULE_ENV, NULL);
+    for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++) fails += run_sparse_decode(&sd_quick[i]);
+    for (size_t i = 0; i < sizeof sd_full / sizeof sd_full[0]; i++) fails += run_sparse_decode(&sd_full[i]);
     printf(fails ? "test_attention sparse-decode: %d FAILED\n" : "test_attention sparse-decode: all checks passed\n",
            fails);
     return fails ? 1 : 0;
@@ -226,17 +208,14 @@ int main(int argc, char **argv) {
       if (flash_quick[i].dqk == 64) fails += run_case(&flash_quick[i]);
   }
   test_set_knob(WS_ATTN_TILE_ROWS_ENV, NULL);
-  for (int sw = 0; sw < MLA_SCHEDS; sw++) { /* every MLA schedule (WARPSPEC_MLA_SCHEDULE) */
-    fails += run_mla_quick(sw);
-    if (longer && !(lean && sw)) {
-      for (size_t i = 0; i < sizeof sd_full / sizeof sd_full[0]; i++) fails += run_sparse_decode(&sd_full[i]);
-      for (size_t i = 0; i < sizeof mla_full / sizeof mla_full[0]; i++) fails += run_mla(&mla_full[i]);
-      for (size_t i = 0; i < sizeof dec_full / sizeof dec_full[0]; i++)
-        if (dec_full[i].batch <= 32 || (!sw && !lean)) /* batch 128: once, not under ctest */
-          fails += run_decode(&dec_full[i]);
-    }
+  fails += run_mla_quick();
+  if (longer) {
+    for (size_t i = 0; i < sizeof sd_full / sizeof sd_full[0]; i++) fails += run_sparse_decode(&sd_full[i]);
+    for (size_t i = 0; i < sizeof mla_full / sizeof mla_full[0]; i++) fails += run_mla(&mla_full[i]);
+    for (size_t i = 0; i < sizeof dec_full / sizeof dec_full[0]; i++)
+      if (dec_full[i].batch <= 32 || !lean) /* batch 128: not under ctest */
+        fails += run_decode(&dec_full[i]);
   }
-  test_set_knob(WS_MLA_SCHEDULE_ENV, NULL);
   printf("nsa (%.0f s)\n", elapsed_s());
   for (size_t i = 0; i < sizeof nsa_quick / sizeof nsa_quick[0]; i++) fails += run_nsa(&nsa_quick[i]);
   if (longer) {
