@@ -20,10 +20,6 @@ tables (docs/benchmarks.md, attention):
               the causal diagonal; opt-in since session 30) and cuDNN: d 64 on the tall tile
               (and the 128-row kernel beside), S 512-16384, both masks; d 128 causal, plain
               schedule, S 512-2048. Own's output against tile's: any difference printed.
-  exp2        WARPSPEC_ATTN_EXP2 sfu / poly8 / poly4 (every 8th / 4th group of exponentials
-              on the FMA pipe, opt-in since session 30) and cuDNN: d 64 on the tall tile,
-              then d 128 under overlap-pingpong, S 1024-16384, both masks; outputs checked
-              against the sfu run's.
 
 Needs PyTorch and the package (PYTHONPATH=python WARPSPEC_LIBRARY=BUILD/libwarpspec.so).
 Prints one line per shape: TFLOPS per setting, then ratios."""
@@ -128,38 +124,6 @@ def _tile_rows(args, lib, flush, time_rotated):
     _knobs(warpspec, {tr: None})()
 
 
-def _exp2(args, lib, flush, time_rotated):
-    warpspec = lib[1]
-    ex, tr, sc = "WARPSPEC_ATTN_EXP2", "WARPSPEC_ATTN_TILE_ROWS", "WARPSPEC_ATTN_SCHEDULE"
-    modes = ("sfu", "poly8", "poly4")
-    for d, fixed in ((64, {tr: 192}), (128, {sc: "overlap-pingpong"})):
-        print(f"d {d} ({'tall tile' if d == 64 else 'overlap-pingpong'}), B S H causal | " + " ".join(modes) +
-              " cudnn | poly8/sfu poly4/sfu cudnn/best (time ratios)")
-        _exp2_rows(args, lib, flush, time_rotated, d, fixed)
-    _knobs(warpspec, {ex: None, tr: None, sc: None})()
-
-
-def _exp2_rows(args, lib, flush, time_rotated, d, fixed):
-    torch = lib[0]
-    ex = "WARPSPEC_ATTN_EXP2"
-    modes = ("sfu", "poly8", "poly4")
-    for s in (1024, 4096) if args.quick else (1024, 2048, 4096, 8192, 16384):
-        for h in (16, 32):
-            b = 16384 // s
-            q, k, v = ((torch.rand(b, s, h, d, device="cuda") * 2 - 1).to(torch.bfloat16) for _ in range(3))
-            for causal in (False, True):
-                flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
-                outs, cands = _rotation(lib, q, k, v, causal, [{ex: m, **fixed} for m in modes],
-                                        {ex: None, **{key: None for key in fixed}})
-                for m, out in zip(modes[1:], outs[1:]):  # against the sfu run's
-                    err = _rel_err(out, outs[0])
-                    if not err < 1e-2:
-                        raise SystemExit(f"exp2 {m} at B{b} S{s} H{h} causal {causal}: relative error {err:.1e}")
-                ts = time_rotated(cands, args.iters, torch, flush)
-                print(f"{b} {s} {h} {int(causal)} | " + " ".join(f"{flops / t / 1e9:.0f}" for t in ts) +
-                      f" | {ts[0] / ts[1]:.3f} {ts[0] / ts[2]:.3f} {ts[3] / min(ts[:3]):.3f}", flush=True)
-
-
 def _wg_blocks(args, lib, flush, time_rotated):
     torch, warpspec = lib[:2]
     wb, tr = "WARPSPEC_ATTN_WG_BLOCKS", "WARPSPEC_ATTN_TILE_ROWS"
@@ -205,7 +169,7 @@ def _same(torch, a, b, what):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("o-store", "head-group", "tile-rows", "wg-blocks", "exp2"))
+    ap.add_argument("what", choices=("o-store", "head-group", "tile-rows", "wg-blocks"))
     ap.add_argument("--quick", action="store_true", help="a few shapes only")
     ap.add_argument("--iters", type=int, default=20)
     args = ap.parse_args(argv)
@@ -217,7 +181,7 @@ def main(argv=None):
     print(f"device: {torch.cuda.get_device_name()}; {args.what}")
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     lib = (torch, warpspec, F, sdpa_kernel, SDPBackend)
-    sweeps = {"o-store": _o_store, "tile-rows": _tile_rows, "wg-blocks": _wg_blocks, "exp2": _exp2}
+    sweeps = {"o-store": _o_store, "tile-rows": _tile_rows, "wg-blocks": _wg_blocks}
     if args.what == "head-group":
         _head_group(args, torch, warpspec, flush, _time_rotated)
     else:

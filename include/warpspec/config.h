@@ -196,14 +196,12 @@
 #define WS_ATTN_HEAD_GROUP_ENV    "WARPSPEC_ATTN_HEAD_GROUP" /* from the L2 (WS_ATTN_L2_SHARE) */
 #define WS_ATTN_O_STORE_ENV       "WARPSPEC_ATTN_O_STORE"  /* tma                            */
 #define WS_ATTN_WG_BLOCKS_ENV     "WARPSPEC_ATTN_WG_BLOCKS" /* tile (own: opt-in)             */
-#define WS_ATTN_EXP2_ENV          "WARPSPEC_ATTN_EXP2"      /* sfu (poly8, poly4: opt-in)      */
 #define WS_ATTN_TILE_ROWS_ENV     "WARPSPEC_ATTN_TILE_ROWS" /* chosen; 128 or 192 (d 64)     */
 #define WS_GEMM_SPLITS_ENV        "WARPSPEC_GEMM_SPLITS"   /* per problem (split-K above)    */
 #define WS_GEMM_FP8_TILE_ENV      "WARPSPEC_GEMM_FP8_TILE" /* per problem (WIDE_GAIN above)  */
 #define WS_GEMM_PAIR_ENV          "WARPSPEC_GEMM_PAIR"     /* off: the 192-row tile alone     */
 #define WS_MOE_GATHER_ENV         "WARPSPEC_MOE_GATHER"    /* WS_MOE_GATHER_DEFAULT          */
 #define WS_EP_OVERLAP_ENV         "WARPSPEC_EP_OVERLAP"    /* WS_EP_OVERLAP_DEFAULT          */
-#define WS_EP_STREAM_LOAD_ENV     "WARPSPEC_EP_STREAM_LOAD" /* cp (bulk: opt-in)            */
 #define WS_MOE_TILE_ENV           "WARPSPEC_MOE_TILE"      /* per layer (WS_MOE_WIDE_ROWS)   */
 #define WS_MOE_PAIR_ENV           "WARPSPEC_MOE_PAIR"      /* per layer (WS_MOE_PAIR_ROWS)   */
 #define WS_MOE_SCHED_ENV          "WARPSPEC_MOE_SCHED"     /* claimed                        */

@@ -8,7 +8,6 @@
 
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
-#include "attn_exp2_poly.h"
 
 /* 2^x on the SFU (ex2.approx, flush-to-zero): the softmax's exponent with the scale and
  * log2(e) folded into one FMA before it; 2^-inf = +0. */
@@ -16,17 +15,6 @@ static __device__ __forceinline__ float attn_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
-}
-
-/* The same 2^x on the FMA pipe (x <= 0; attn_exp2_poly.h says how and how exact); the
- * softmax computes a share of its exponentials so (template EXP) to relieve the SFU. */
-static __device__ __forceinline__ float attn_exp2_poly(float x) {
-  float xc;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(xc) : "f"(x), "f"(-127.0f));
-  const float r = __fadd_rn(xc, ATTN_EXP2_MAGIC);
-  const float f = __fsub_rn(xc, __fsub_rn(r, ATTN_EXP2_MAGIC));
-  const float p = __fmaf_rn(__fmaf_rn(__fmaf_rn(ATTN_EXP2_C3, f, ATTN_EXP2_C2), f, ATTN_EXP2_C1), f, ATTN_EXP2_C0);
-  return __fmul_rn(p, __uint_as_float(attn_exp2_scale_bits(__float_as_uint(r))));
 }
 
 /* Two floats as bf16x2 (lo in the low half: the lower column), round to nearest even. */
@@ -127,9 +115,8 @@ static __device__ __forceinline__ void attn_turn_pass(const attn_turns *t) {
  * row with no key yet keeps max -inf: exponents taken relative to 0 give 0, not NaN. */
 /* TURN = 1: the exponentials, the SFU's share of the block, in this warpgroup's turn
  * (taken after the maxima, handed over after the last exp2; `pass` 0 skips the hand-over),
- * so that the two warpgroups' exponentials alternate. EXP > 0: the exponentials of every
- * EXP-th group of 8 columns on the FMA pipe (attn_exp2_poly), the others on the SFU. */
-template <int BN, int TURN = 0, int EXP = 0>
+ * so that the two warpgroups' exponentials alternate. */
+template <int BN, int TURN = 0>
 static __device__ __forceinline__ void attn_softmax_block(float *s, float *m_run, float *l_run, float *alpha, float sl2,
                                                           const attn_turns *turns = NULL, int pass = 1) {
   float mx[2] = {m_run[0], m_run[1]};
@@ -164,7 +151,7 @@ static __device__ __forceinline__ void attn_softmax_block(float *s, float *m_run
     for (int e = 0; e < 4; e++) {
       const int x = e >> 1;
       const float v = fmaf(s[4 * j + e], sl2, -msc[x]);
-      const float p = EXP > 0 && j % (EXP > 0 ? EXP : 1) == EXP - 1 ? attn_exp2_poly(v) : attn_exp2(v);
+      const float p = attn_exp2(v);
       s[4 * j + e] = p;
       l_run[x] += p;
     }
@@ -201,11 +188,11 @@ static __device__ __forceinline__ void attn_p_fragments(const float *s, uint32_t
 
 /* The plain schedule's softmax of one block: new row maxima and sums, O rescaled, P as A
  * fragments for the PV that follows. */
-template <int BN, int DV, int EXP = 0>
+template <int BN, int DV>
 static __device__ __forceinline__ void attn_softmax_rescale_p(float *s, float *m_run, float *l_run, float sl2, float *o,
                                                               uint32_t (*pa)[4]) {
   float alpha[2];
-  attn_softmax_block<BN, 0, EXP>(s, m_run, l_run, alpha, sl2);
+  attn_softmax_block<BN>(s, m_run, l_run, alpha, sl2);
   attn_rescale<DV>(o, alpha);
   attn_p_fragments<BN>(s, pa);
 }
@@ -238,12 +225,12 @@ static __device__ __forceinline__ void attn_ov_issue(const ws_pipe *kp, const ws
 
 /* The second half of a step, after the caller's mask: softmax of S into P_{n+1}, then
  * (the PV retired) V released and O rescaled. */
-template <int DV, int BN, int TURN = 0, int EXP = 0>
+template <int DV, int BN, int TURN = 0>
 static __device__ __forceinline__ void attn_ov_finish(const ws_pipe *vp, const ws_ctx *ctx, ws_cursor kc, float *s,
                                                       float *m_run, float *l_run, float sl2, float *o, uint32_t (*pn)[4],
                                                       const attn_turns *turns = NULL, int pass = 1) {
   float alpha[2];
-  attn_softmax_block<BN, TURN, EXP>(s, m_run, l_run, alpha, sl2, turns, pass);
+  attn_softmax_block<BN, TURN>(s, m_run, l_run, alpha, sl2, turns, pass);
   attn_p_fragments<BN>(s, pn);
   WS_WGMMA_WAIT_GROUP(0); /* the PV has retired: O and P_n are free */
   ws_pipe_release_warp_at(vp, ctx, kc);

@@ -152,7 +152,7 @@ static __device__ __forceinline__ void fa_mask_block(float *s, int kbase, int lk
 
 /* One step of the overlapped schedule (attn_device.cuh): S of block nb + 1 under the PV
  * of block nb. */
-template <int DQK, int DV, int PP, int EXP>
+template <int DQK, int DV, int PP>
 static __device__ __forceinline__ void fa_overlap_step(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx,
                                                        uint32_t kt, int nb, uint64_t dq0, uint64_t dk0, uint64_t dv0,
                                                        const fa_masks *mk, float sl2, float *o, float *m_run,
@@ -163,13 +163,13 @@ static __device__ __forceinline__ void fa_overlap_step(const ws_pipe *kp, const 
   attn_ov_issue<DQK, DV, FA_BN>(kp, vp, ctx, kc, kn, dq0, dk0, dv0, s, o, pc);
   ws_pipe_release_warp_at(kp, ctx, kn);
   fa_mask_ov(s, (nb + 1) * FA_BN, mk);
-  attn_ov_finish<DV, FA_BN, PP, EXP>(vp, ctx, kc, s, m_run, l_run, sl2, o, pn, turns, pass);
+  attn_ov_finish<DV, FA_BN, PP>(vp, ctx, kc, s, m_run, l_run, sl2, o, pn, turns, pass);
 }
 
 /* PP = 1: each block's exponentials in turns between the warpgroups (replica 1 has handed
  * replica 0 its first turn before; its own last hand-over, after the tile's last block, is
  * skipped). */
-template <int DQK, int DV, int PP, int EXP>
+template <int DQK, int DV, int PP>
 static __device__ __forceinline__ void fa_overlap_blocks(const ws_pipe *kp, const ws_pipe *vp, const ws_ctx *ctx,
                                                          uint32_t kt, int nblocks, uint64_t dq0, uint64_t dk0, uint64_t dv0,
                                                          const fa_masks *mk, float sl2, float *o, float *m_run,
@@ -185,17 +185,17 @@ static __device__ __forceinline__ void fa_overlap_blocks(const ws_pipe *kp, cons
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(kp, ctx, k0);
     fa_mask_ov(s, 0, mk);
-    attn_softmax_block<FA_BN, PP, EXP>(s, m_run, l_run, alpha, sl2, turns, last != 0); /* O is still 0: no rescale */
+    attn_softmax_block<FA_BN, PP>(s, m_run, l_run, alpha, sl2, turns, last != 0); /* O is still 0: no rescale */
     attn_p_fragments<FA_BN>(s, p0);
   }
   int nb = 0;
   for (; nb + 2 < nblocks; nb += 2) { /* two steps: P alternates between p0 and p1 (no copies under a PV) */
-    fa_overlap_step<DQK, DV, PP, EXP>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1, turns, last != nb + 1);
-    fa_overlap_step<DQK, DV, PP, EXP>(kp, vp, ctx, kt, nb + 1, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p1, p0, turns,
+    fa_overlap_step<DQK, DV, PP>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1, turns, last != nb + 1);
+    fa_overlap_step<DQK, DV, PP>(kp, vp, ctx, kt, nb + 1, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p1, p0, turns,
                                  last != nb + 2);
   }
   if (nb + 1 < nblocks) { /* the last PV on p1 or on p0: two straight paths, no register copy */
-    fa_overlap_step<DQK, DV, PP, EXP>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1, turns, last != nb + 1);
+    fa_overlap_step<DQK, DV, PP>(kp, vp, ctx, kt, nb, dq0, dk0, dv0, mk, sl2, o, m_run, l_run, p0, p1, turns, last != nb + 1);
     attn_ov_last<DV, FA_BN>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb + 1, FA_STAGES), dv0, o, p1);
   } else {
     attn_ov_last<DV, FA_BN>(vp, ctx, ws_cursor_at(kt + (uint32_t)nb, FA_STAGES), dv0, o, p0);
@@ -309,7 +309,7 @@ static __device__ __forceinline__ void fa_store_o(const fa_args *a, const ws_tma
   }
 }
 
-template <int DQK, int DV, int SCHED, int REPL, int EXP, int OWN>
+template <int DQK, int DV, int SCHED, int REPL, int OWN>
 WS_KERNEL_T(fa_roles<REPL>::set) flash_fwd_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ ws_tmap map_k,
                                       const __grid_constant__ ws_tmap map_v, const __grid_constant__ ws_tmap map_o,
                                       const __grid_constant__ fa_args a, ws_diag diag) {
@@ -418,7 +418,7 @@ WS_KERNEL_T(fa_roles<REPL>::set) flash_fwd_kernel(const __grid_constant__ ws_tma
                            (causal ? min(lk - 1, qi0 + 8 + diag_off) : lk - 1) - 2 * quad,
                            causal ? min(lk - 1, mb * BM + diag_off) : lk - 1};
       const attn_turns turns = {my_turn, other_turn, both};
-      fa_overlap_blocks<DQK, DV, SCHED == 3, EXP>(&kp, &vp, &ctx, kt, nblocks, dq0, dk0, dv0, &mk, sl2, o, m_run, l_run, &turns);
+      fa_overlap_blocks<DQK, DV, SCHED == 3>(&kp, &vp, &ctx, kt, nblocks, dq0, dk0, dv0, &mk, sl2, o, m_run, l_run, &turns);
     }
     /* OWN (WARPSPEC_ATTN_WG_BLOCKS=own, plain kernels): the key blocks this warpgroup's own
      * 64 rows see, a prefix of the tile's: none where they all lie past the sequence (the
@@ -454,7 +454,7 @@ WS_KERNEL_T(fa_roles<REPL>::set) flash_fwd_kernel(const __grid_constant__ ws_tma
         fa_release_q(&qp, &ctx, qc.stage ^ q_other, q_has && nb == 0);
         fa_mask_block<FA_BN / 2>(s, nb * FA_BN, lk, a.mask != WS_ATTN_NO_MASK, qi0, mb * BM, diag_off, quad);
         uint32_t pa[FA_BN / 32][4];
-        attn_softmax_rescale_p<FA_BN / 2, DV, EXP>(s, m_run, l_run, sl2, o, pa);
+        attn_softmax_rescale_p<FA_BN / 2, DV>(s, m_run, l_run, sl2, o, pa);
         ws_pipe_wait_at(&vp, &ctx, k);
         attn_pv_wgmma<DV, FA_BN / 2>(o, pa, ws_wgmma_desc_advance(dv0, k.stage * v_stage_bytes));
         WS_WGMMA_WAIT_GROUP(0);
@@ -476,7 +476,7 @@ WS_KERNEL_T(fa_roles<REPL>::set) flash_fwd_kernel(const __grid_constant__ ws_tma
 
       /* online softmax (attn_device.cuh): new row max, rescale, exponentiate; P as A fragments */
       uint32_t pa[FA_BN / 16][4];
-      attn_softmax_rescale_p<FA_BN, DV, EXP>(s, m_run, l_run, sl2, o, pa);
+      attn_softmax_rescale_p<FA_BN, DV>(s, m_run, l_run, sl2, o, pa);
 
       /* O += P V: V [keys][dv] read MN-major, 16 keys (2048 bytes) per wgmma */
       ws_pipe_wait_at(&vp, &ctx, k);
@@ -529,10 +529,10 @@ static ws_status fa_make_plan(const void *ctx, ws_plan *plan) {
   return s;
 }
 
-#define FA_VARIANT_R(SLOT, DQK, DV, PP, REPL, EXP, OWN, NAME)                                          \
-  {SLOT, DQK, DV, PP, 64 * (REPL), NAME, (const void *)flash_fwd_kernel<DQK, DV, PP, REPL, EXP, OWN>,  \
+#define FA_VARIANT_R(SLOT, DQK, DV, PP, REPL, OWN, NAME)                                          \
+  {SLOT, DQK, DV, PP, 64 * (REPL), NAME, (const void *)flash_fwd_kernel<DQK, DV, PP, REPL, OWN>,  \
    sizeof(fa_smem<DQK, DV, 64 * (REPL)>) + 1024, fa_roles<REPL>::set::roles, fa_roles<REPL>::set::nroles}
-#define FA_VARIANT(SLOT, DQK, DV, PP, NAME) FA_VARIANT_R(SLOT, DQK, DV, PP, 2, 0, 0, NAME)
+#define FA_VARIANT(SLOT, DQK, DV, PP, NAME) FA_VARIANT_R(SLOT, DQK, DV, PP, 2, 0, NAME)
 
 /* The schedule by default, from the key blocks a query tile sees on average (`blocks`):
  * the overlapped schedules hide the softmax under matrix products once a tile has enough
@@ -566,28 +566,20 @@ static const fa_variant *fa_variant_of(int dqk, int dv, int masked, int blocks) 
   /* d 64: the tall kernel (plain schedule) by default without a mask or with enough key
    * blocks (WS_ATTN_TALL_MIN_BLOCKS), unless a schedule is forced; WARPSPEC_ATTN_TILE_ROWS
    * 128 / 192 forces a tile (192 wins over a forced schedule). */
-  /* Opt-in, not yet measured (session 30): WARPSPEC_ATTN_EXP2=poly8|poly4, every 8th / 4th
-   * group of the exponentials on the FMA pipe (attn_exp2_poly; the tall d 64 kernel and
-   * d 128's overlap-pingpong), and WARPSPEC_ATTN_WG_BLOCKS=own, each warpgroup on its own
-   * rows' key blocks (the plain kernels at d 64 and 128) */
+  /* Opt-in (session 30; measured in session 32 on the quick sweep only: +13-18% for causal
+   * d 64 on the tall tile at S 512-1024, -5% without a mask): WARPSPEC_ATTN_WG_BLOCKS=own,
+   * each warpgroup on its own rows' key blocks (the plain kernels at d 64 and 128) */
   static const fa_variant tall[] = {
-      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL, 64, 64, 0, 3, 0, 0, "flash_fwd_64_tall"),
-      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_POLY8, 64, 64, 0, 3, 8, 0, "flash_fwd_64_tall_poly8"),
-      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_POLY4, 64, 64, 0, 3, 4, 0, "flash_fwd_64_tall_poly4"),
-      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_OWN, 64, 64, 0, 3, 0, 1, "flash_fwd_64_tall_own")};
-  static const fa_variant own[] = {FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_OWN, 64, 64, 0, 2, 0, 1, "flash_fwd_64_own"),
-                                   FA_VARIANT_R(WS_PLAN_SLOT_ATTN_128_OWN, 128, 128, 0, 2, 0, 1, "flash_fwd_128_own")};
-  static const fa_variant ovpp_poly[] = {
-      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_128_OVPP_POLY8, 128, 128, 3, 2, 8, 0, "flash_fwd_128_overlap_pingpong_poly8"),
-      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_128_OVPP_POLY4, 128, 128, 3, 2, 4, 0, "flash_fwd_128_overlap_pingpong_poly4")};
+      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL, 64, 64, 0, 3, 0, "flash_fwd_64_tall"),
+      FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_TALL_OWN, 64, 64, 0, 3, 1, "flash_fwd_64_tall_own")};
+  static const fa_variant own[] = {FA_VARIANT_R(WS_PLAN_SLOT_ATTN_64_OWN, 64, 64, 0, 2, 1, "flash_fwd_64_own"),
+                                   FA_VARIANT_R(WS_PLAN_SLOT_ATTN_128_OWN, 128, 128, 0, 2, 1, "flash_fwd_128_own")};
   const ws_knobs *kn = ws_knobs_get();
-  const int rows = kn->attn_tile_rows, forced = kn->attn_schedule, poly = kn->attn_exp2_poly, own_blocks = kn->attn_wg_blocks;
+  const int rows = kn->attn_tile_rows, forced = kn->attn_schedule, own_blocks = kn->attn_wg_blocks;
   const int tall_default = forced == WS_ATTN_SCHED_AUTO && (!masked || blocks >= WS_ATTN_TALL_MIN_BLOCKS);
-  if (dqk == 64 && (rows == 192 || (rows == 0 && tall_default)))
-    return &tall[own_blocks ? 3 : poly == 8 ? 1 : poly == 4 ? 2 : 0];
+  if (dqk == 64 && (rows == 192 || (rows == 0 && tall_default))) return &tall[own_blocks ? 1 : 0];
   const int sched = forced != WS_ATTN_SCHED_AUTO ? forced : fa_default_schedule(dqk, blocks);
   if (own_blocks && sched == WS_ATTN_SCHED_PLAIN && (dqk == 64 || dqk == 128) && dv == dqk) return &own[dqk == 128];
-  if (poly && dqk == 128 && dv == 128 && sched == WS_ATTN_SCHED_OVERLAP_PINGPONG) return &ovpp_poly[poly == 4];
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     if (v[i].dqk == dqk && v[i].dv == dv && v[i].sched == sched) return &v[i];
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) /* no overlapped 192/128 (it spills): the plain one */

@@ -47,11 +47,9 @@ static const knob_word attn_schedules[] = {{"plain", WS_ATTN_SCHED_PLAIN},
 static const knob_word attn_grids[] = {{"persistent", 1}, {"tiles", 0}, {NULL, 0}};
 static const knob_word attn_o_stores[] = {{"tma", 1}, {"rows", 0}, {NULL, 0}};
 static const knob_word attn_wg_blocks[] = {{"tile", 0}, {"own", 1}, {NULL, 0}};
-static const knob_word attn_exp2s[] = {{"sfu", 0}, {"poly8", 8}, {"poly4", 4}, {NULL, 0}};
 static const knob_word attn_tile_rows[] = {{"128", 128}, {"192", 192}, {NULL, 0}};
 static const knob_word fp8_tiles[] = {{"128", 128}, {"192", 192}, {NULL, 0}};
 static const knob_word moe_tiles[] = {{"64", 64}, {"128", 128}, {NULL, 0}};
-static const knob_word ep_stream_loads[] = {{"cp", 0}, {"bulk", 1}, {NULL, 0}};
 static const knob_word moe_scheds[] = {{"claimed", 0}, {"static", 1}, {NULL, 0}};
 
 #define AT(field) offsetof(ws_knobs, field)
@@ -70,14 +68,12 @@ static const knob_desc table[] = {
     INT_KNOB(WS_ATTN_HEAD_GROUP_ENV, NULL, attn_head_group, 0, 1, INT_MAX, "chosen from the L2 size"),
     WORD_KNOB(WS_ATTN_O_STORE_ENV, NULL, attn_o_tma, 1, attn_o_stores, "tma"),
     WORD_KNOB(WS_ATTN_WG_BLOCKS_ENV, NULL, attn_wg_blocks, 0, attn_wg_blocks, "tile"),
-    WORD_KNOB(WS_ATTN_EXP2_ENV, NULL, attn_exp2_poly, 0, attn_exp2s, "sfu"),
     WORD_KNOB(WS_ATTN_TILE_ROWS_ENV, NULL, attn_tile_rows, 0, attn_tile_rows, "chosen per mask and length"),
     INT_KNOB(WS_GEMM_SPLITS_ENV, "WS_GEMM_SPLITS", gemm_splits, 0, 1, INT_MAX, "chosen per problem"),
     WORD_KNOB(WS_GEMM_FP8_TILE_ENV, "WS_GEMM_FP8_TILE", gemm_fp8_tile, 0, fp8_tiles, "chosen per problem"),
     BOOL_KNOB(WS_GEMM_PAIR_ENV, NULL, gemm_pair, 1, NULL),
     BOOL_KNOB(WS_MOE_GATHER_ENV, NULL, moe_gather, WS_MOE_GATHER_DEFAULT, NULL),
     BOOL_KNOB(WS_EP_OVERLAP_ENV, NULL, ep_overlap, WS_EP_OVERLAP_DEFAULT, "chosen per call"),
-    WORD_KNOB(WS_EP_STREAM_LOAD_ENV, NULL, ep_stream_bulk, 0, ep_stream_loads, "cp"),
     WORD_KNOB(WS_MOE_TILE_ENV, NULL, moe_tile, 0, moe_tiles, "chosen per layer"),
     BOOL_KNOB(WS_MOE_PAIR_ENV, NULL, moe_pair, -1, "chosen per layer"),
     WORD_KNOB(WS_MOE_SCHED_ENV, NULL, moe_static_walk, 0, moe_scheds, "claimed"),

@@ -26,14 +26,12 @@ typedef struct {
   int attn_head_group;       /* WARPSPEC_ATTN_HEAD_GROUP: 0 = from the L2, else forced       */
   int attn_o_tma;            /* WARPSPEC_ATTN_O_STORE: 1 tma (through shared memory), 0 rows */
   int attn_wg_blocks;        /* WARPSPEC_ATTN_WG_BLOCKS: 0 = tile, 1 = own (tall d 64: a warpgroup's own rows' blocks) */
-  int attn_exp2_poly;        /* WARPSPEC_ATTN_EXP2: 0 = every exp2 on the SFU, 8 / 4 = every 8th / 4th group by polynomial */
   int attn_tile_rows;        /* WARPSPEC_ATTN_TILE_ROWS: 0 = chosen per mask and length, 128, or 192 (d 64) */
   int gemm_splits;           /* WARPSPEC_GEMM_SPLITS: 0 = chosen per problem, else forced    */
   int gemm_fp8_tile;         /* WARPSPEC_GEMM_FP8_TILE: 0 = chosen per problem, 128 or 192   */
   int gemm_pair;             /* WARPSPEC_GEMM_PAIR: the 192-row FP8 tile in CTA pairs        */
   int moe_gather;            /* WARPSPEC_MOE_GATHER: 0 / 1                                   */
   int ep_overlap;            /* WARPSPEC_EP_OVERLAP: -1 = chosen per call, 0 / 1 forced     */
-  int ep_stream_bulk;        /* WARPSPEC_EP_STREAM_LOAD: 0 cp (16-byte cp.async), 1 bulk     */
   int moe_tile;              /* WARPSPEC_MOE_TILE: 0 = chosen per layer, 64 or 128           */
   int moe_pair;              /* WARPSPEC_MOE_PAIR: -1 = chosen per layer, 0 / 1 forced       */
   int moe_static_walk;       /* WARPSPEC_MOE_SCHED: 1 static, 0 claimed                      */

@@ -12,7 +12,6 @@
  *           BF16 (zero for a token without experts); the last CTA acks every rank and
  *           advances the epoch. */
 #include "ep_protocol.cuh"
-#include "../core/knobs.h"
 #include "ep_stream.cuh"
 
 #include <cuda_bf16.h>
@@ -28,25 +27,17 @@ WS_DECLARE_ROLES(ep_gather, GATHER_ROLES);
  * (ep_reduce_unit, ep_gather_chunk: 15-18% faster at 128 tokens). */
 extern __shared__ __align__(16) uint4 ep_stream_ring[];
 #define EP_STREAM_SMEM ((size_t)WS_EP_WARPS * EP_STREAM_WARP_BYTES)
-/* WARPSPEC_EP_STREAM_LOAD=bulk: the rings' slot barriers, after the rings */
-#define EP_STREAM_BAR_BYTES ((size_t)WS_EP_WARPS * EP_STREAM_RING * sizeof(uint64_t))
 
 /* The host launches with the ring only when the latest dispatch had as many tokens as the
  * warps (a launch asking for 196 KB of shared memory cost 1-3 us at 128 tokens); the
  * kernel streams only when it has the ring and the tokens outnumber its warps. */
-template <int BULK>
 static __device__ __forceinline__ int stream_ok(int tokens, int warps) {
   uint32_t dyn;
   asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-  return dyn >= EP_STREAM_SMEM + (BULK ? EP_STREAM_BAR_BYTES : 0) && tokens >= warps;
+  return dyn >= EP_STREAM_SMEM && tokens >= warps;
 }
-static size_t stream_smem(const ws_ep *ep, int bulk) {
-  return ep->host_tokens >= ep->sms * WS_EP_WARPS ? EP_STREAM_SMEM + (bulk ? EP_STREAM_BAR_BYTES : 0) : 0;
-}
-/* This warp's slot barriers (bulk; its ring is at ep_stream_ring + warp x EP_STREAM_WARP_BYTES). */
-template <int BULK>
-static __device__ __forceinline__ uint64_t *stream_bars(int warp) {
-  return BULK ? (uint64_t *)(ep_stream_ring + EP_STREAM_SMEM / 16) + (size_t)warp * EP_STREAM_RING : NULL;
+static size_t stream_smem(const ws_ep *ep) {
+  return ep->host_tokens >= ep->sms * WS_EP_WARPS ? EP_STREAM_SMEM : 0;
 }
 
 
@@ -79,7 +70,6 @@ static __device__ __forceinline__ void reduce_chunks(const ep_args *a, const uin
   }
 }
 
-template <int BULK>
 WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const uint16_t *y, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_reduce, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
@@ -94,10 +84,9 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
   int total = 0;
   for (int s = 0; s < N; s++) total += ntok[s];
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
-  if (stream_ok<BULK>(total, nw)) { /* many tokens per warp: streamed (ep_stream.cuh) */
+  if (stream_ok(total, nw)) { /* many tokens per warp: streamed (ep_stream.cuh) */
     const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_REDUCE, ntok, total, y, NULL);
-    ep_stream_sums<BULK>(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16),
-                         stream_bars<BULK>(ctx.warp), &ctx, ctx.lane);
+    ep_stream_sums(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
   } else {
     reduce_chunks(&a, y, ntok, gw, nw, ctx.lane);
   }
@@ -107,7 +96,6 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
-template <int BULK>
 WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_t *out, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_gather, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
@@ -119,10 +107,9 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   ws_role_sync(&ctx);
   ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
   const int warps = (int)(blockDim.x / 32), gw = blockIdx.x * warps + ctx.warp, nw = gridDim.x * warps;
-  if (stream_ok<BULK>(T, nw) && N <= 32) { /* many tokens per warp, a lane per rank: streamed */
+  if (stream_ok(T, nw) && N <= 32) { /* many tokens per warp, a lane per rank: streamed */
     const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_GATHER, NULL, T, NULL, out);
-    ep_stream_sums<BULK>(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16),
-                         stream_bars<BULK>(ctx.warp), &ctx, ctx.lane);
+    ep_stream_sums(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
   } else { /* whole rows when the tokens outnumber the warps, else chunks, so that a few
             * tokens still reach every warp */
     const int nchunk = (a.hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
@@ -158,16 +145,15 @@ extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStre
   ws_status s;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   const ep_args *a = &ep->args;
-  const int bulk = ws_knobs_get()->ep_stream_bulk; /* WARPSPEC_EP_STREAM_LOAD */
   {
     const uint16_t *yy = (const uint16_t *)y;
     void *args[] = {(void *)a, &yy, &diag};
-    if ((s = ep_launch(ep, EP_PLAN_REDUCE, "ep_reduce", ep_reduce_roles, ep_reduce_NROLES, bulk ? (const void *)ep_reduce_kernel<1> : (const void *)ep_reduce_kernel<0>,
-                       dim3{(unsigned)ep->sms, 1, 1}, stream_smem(ep, bulk), stream, args)) != WS_OK)
+    if ((s = ep_launch(ep, EP_PLAN_REDUCE, "ep_reduce", ep_reduce_roles, ep_reduce_NROLES, (const void *)ep_reduce_kernel,
+                       dim3{(unsigned)ep->sms, 1, 1}, stream_smem(ep), stream, args)) != WS_OK)
       return s;
   }
   uint16_t *o = (uint16_t *)out;
   void *args[] = {(void *)a, &o, &diag};
-  return ep_launch(ep, EP_PLAN_GATHER, "ep_gather", ep_gather_roles, ep_gather_NROLES, bulk ? (const void *)ep_gather_kernel<1> : (const void *)ep_gather_kernel<0>,
-                   dim3{(unsigned)ep->sms, 1, 1}, stream_smem(ep, bulk), stream, args);
+  return ep_launch(ep, EP_PLAN_GATHER, "ep_gather", ep_gather_roles, ep_gather_NROLES, (const void *)ep_gather_kernel,
+                   dim3{(unsigned)ep->sms, 1, 1}, stream_smem(ep), stream, args);
 }

@@ -10,21 +10,14 @@
  * EP4 combine 1352 -> 1209 us, EP2 unchanged (567 / 581 us); reading alone was not the
  * limit (24 SMs read 2.4-2.9 TB/s alone, docs/benchmarks.md), reading and writing together
  * is. Handing the sums to the TMA engine as bulk stores from a shared-memory slot, so that
- * no store holds the warp, measured slower (EP4 883 -> 949 us, EP2 508 -> 578, session 21).
+ * no store holds the warp, measured slower (EP4 883 -> 949 us, EP2 508 -> 578, session 21);
+ * so did loading each chunk with one bulk copy by lane 0 on a per-slot mbarrier (EP2, 24
+ * SMs: 505 -> 581 us, session 32; docs/benchmarks.md).
  *
  * Each lane copies, waits for and reads back only its own 16-byte vectors, so the warp
  * needs no barrier and no mbarrier: cp.async.wait_group is the whole protocol. One
  * commit group per row chunk (empty ones too) keeps "AHEAD groups younger than the one
  * needed" true at every step.
- *
- * BULK = 1 (WARPSPEC_EP_STREAM_LOAD=bulk, opt-in until measured): lane 0 loads each
- * 2 KB chunk with one 1-D bulk copy (the TMA engine) counted on the ring slot's mbarrier,
- * and the lanes wait on that barrier (bounded) instead of cp.async.wait_group. Why: the
- * reduce reads 3 bytes of local rows per byte it pushes over NVLink, and its 16-byte
- * cp.asyncs share the SM's load/store path with those remote stores; at 24 SMs it moves
- * ~27 GB/s per SM read against 160 KB in flight, far below what either stream alone
- * reaches there (2.4-2.9 TB/s read, 337 GB/s all-to-all stores). Bulk loads leave that
- * path to the stores. The bytes, the order of the sums and the results are the same.
  *
  * The sums are the same as the register forms' (and the layer kernel's items): fp32,
  * slots in order, a slot without a row skipped, BF16 out; a token with no rows is zeros.
@@ -39,7 +32,6 @@
 #include "ep_protocol.cuh"
 #include "moe_sum.cuh"
 #include "warpspec/device/ptx.cuh"
-#include "warpspec/device/wait.cuh"
 
 #ifndef EP_STREAM_AHEAD
 #define EP_STREAM_AHEAD 5 /* row chunks in flight per warp (-D to measure others: 16 warps x 7 fit) */
@@ -143,73 +135,33 @@ static __device__ __forceinline__ void ep_stream_next(ep_stream_pos *p, const ep
   }
 }
 
-/* Whether a step copies a chunk: a token of the stream that has rows. The copy side and
- * the add side walk the same steps, so both ask this of the same step. */
-static __device__ __forceinline__ int ep_stream_loads(const ep_stream_pos *p, const ep_stream_spec *sp) {
-  return p->g < sp->total && p->slot >= 0;
-}
-
-/* Copy step *in into ring slot *slot (nothing past the end or for a token without rows);
- * cp.async: one commit group either way; bulk: lane 0 arms the slot's barrier with the
- * chunk's bytes and issues the copy. Then both move on by one step. */
-template <int BULK>
+/* Copy step *in into ring slot *slot (nothing past the end or for a token without rows),
+ * one commit group either way; then both move on by one step. */
 static __device__ __forceinline__ void ep_stream_copy(const ep_args *a, const ep_stream_spec *sp, ep_stream_pos *in,
-                                                      int *slot, uint32_t ring_addr, uint64_t *bars, int stride,
-                                                      int lane) {
+                                                      int *slot, uint32_t ring_addr, int stride, int lane) {
   const int nvec = a->hidden / 8;
-  if (ep_stream_loads(in, sp)) {
+  if (in->g < sp->total && in->slot >= 0) {
     const uint16_t *row = (const uint16_t *)__shfl_sync(0xffffffffu, (unsigned long long)in->cur.row, in->slot);
-    const uint4 *chunk = (const uint4 *)row + (size_t)in->c * MOE_SUM_CHUNK;
-    if (BULK) {
-      /* The slot was last read (LDS) by every lane one step ago; __syncwarp orders those
-       * reads before lane 0's copy, whose shared-memory write follows its global read by
-       * hundreds of cycles. No fence.proxy.async here (pipe.cuh fences a generic reader's
-       * release, failure F14): on this warp its MEMBAR.CTA would wait for the warp's
-       * NVLink stores of the sums. The GPU run's bit-equal checks (gpu_moe_2ranks_bulk)
-       * are what stands for it; add the fence if they ever differ. */
-      __syncwarp();
-      if (lane == 0) {
-        const uint32_t bytes = (uint32_t)min(MOE_SUM_CHUNK, nvec - in->c * MOE_SUM_CHUNK) * 16u;
-        ws_mbarrier_arrive_expect_tx(bars + *slot, bytes);
-        ws_cp_async_bulk_global_to_shared_at(ring_addr + (uint32_t)(*slot * EP_STREAM_SLOT_VECS * 16), chunk, bytes,
-                                             bars + *slot);
-      }
-    } else {
-      const uint4 *src = chunk + lane;
+    const uint4 *src = (const uint4 *)row + (size_t)in->c * MOE_SUM_CHUNK + lane;
 #pragma unroll
-      for (int u = 0; u < MOE_SUM_UNROLL; u++)
-        if (in->c * MOE_SUM_CHUNK + lane + 32 * u < nvec)
-          ws_cp_async_cg_16_to(ring_addr + (uint32_t)((*slot * EP_STREAM_SLOT_VECS + 32 * u + lane) * 16), src + 32 * u,
-                               16);
-    }
+    for (int u = 0; u < MOE_SUM_UNROLL; u++)
+      if (in->c * MOE_SUM_CHUNK + lane + 32 * u < nvec)
+        ws_cp_async_cg_16_to(ring_addr + (uint32_t)((*slot * EP_STREAM_SLOT_VECS + 32 * u + lane) * 16), src + 32 * u,
+                             16);
   }
-  if (!BULK) ws_cp_async_commit_group();
+  ws_cp_async_commit_group();
   *slot = *slot + 1 == EP_STREAM_RING ? 0 : *slot + 1;
   if (in->g < sp->total) ep_stream_next(in, a, sp, stride, lane);
 }
 
 /* The whole warp: every token of its stream (first, first + stride, ... < sp->total),
- * ring: the warp's EP_STREAM_WARP_BYTES of shared memory (16-byte aligned); BULK: bars,
- * the warp's EP_STREAM_RING slot barriers (shared memory, initialised here), and ctx for
- * the bounded wait on them. */
-template <int BULK>
+ * ring: the warp's EP_STREAM_WARP_BYTES of shared memory (16-byte aligned). */
 static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep_stream_spec *sp, int first, int stride,
-                                                      uint4 *ring, uint64_t *bars, const ws_ctx *ctx, int lane) {
+                                                      uint4 *ring, int lane) {
   const int total = sp->total;
   if (first >= total) return;
   const int nvec = a->hidden / 8;
   const uint32_t ring_addr = ws_smem_addr(ring);
-  uint32_t phases = 0; /* BULK: bit s, the parity of slot s's next completion */
-  if (BULK) {
-    if (lane == 0) {
-      for (int s = 0; s < EP_STREAM_RING; s++) ws_mbarrier_init(bars + s, 1);
-      ws_fence_mbarrier_init();
-      /* gather: the partials were written by the peers' stores and acquired by the flag
-       * wait (generic proxy); the bulk copies read them through the async proxy */
-      ws_fence_proxy_async_global();
-    }
-    __syncwarp();
-  }
   ep_stream_pos in, out_pos; /* in: the next step to copy; out_pos: the next step to add */
   in.g = first;
   in.cur = ep_stream_load(a, sp, first, lane);
@@ -220,16 +172,11 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
   float acc[MOE_SUM_UNROLL][8];
   moe_zero_acc(acc);
 #pragma unroll 1
-  for (int k = 0; k < EP_STREAM_AHEAD; k++) ep_stream_copy<BULK>(a, sp, &in, &in_slot, ring_addr, bars, stride, lane);
+  for (int k = 0; k < EP_STREAM_AHEAD; k++) ep_stream_copy(a, sp, &in, &in_slot, ring_addr, stride, lane);
 #pragma unroll 1
   while (out_pos.g < total) {
-    ep_stream_copy<BULK>(a, sp, &in, &in_slot, ring_addr, bars, stride, lane);
-    if (!BULK) {
-      WS_CP_ASYNC_WAIT_GROUP(EP_STREAM_AHEAD); /* this lane's copies of step out_pos landed */
-    } else if (ep_stream_loads(&out_pos, sp)) { /* the chunk of step out_pos landed */
-      ws_wait_parity(bars + out_slot, (phases >> out_slot) & 1u, ctx, "combine ring", WS_EDGE_FULL, out_slot);
-      phases ^= 1u << out_slot;
-    }
+    ep_stream_copy(a, sp, &in, &in_slot, ring_addr, stride, lane);
+    WS_CP_ASYNC_WAIT_GROUP(EP_STREAM_AHEAD); /* this lane's copies of step out_pos landed */
     const int v0 = out_pos.c * MOE_SUM_CHUNK + lane;
     if (out_pos.slot >= 0) {
       const float w = __shfl_sync(0xffffffffu, out_pos.cur.w, out_pos.slot);
@@ -250,7 +197,7 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
     }
     ep_stream_next(&out_pos, a, sp, stride, lane);
   }
-  if (!BULK) WS_CP_ASYNC_WAIT_GROUP(0); /* bulk: every armed slot was waited for above */
+  WS_CP_ASYNC_WAIT_GROUP(0);
 }
 
 #endif

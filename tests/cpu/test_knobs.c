@@ -11,8 +11,8 @@
 /* Every variable the table reads, new names and old ones: unset before the defaults. */
 static const char *const all_names[] = {
     WS_TIMEOUT_ENV, WS_CHECK_ENV, WS_HOST_THREADS_ENV, WS_PDL_ENV, WS_ATTN_SCHEDULE_ENV, WS_ATTN_GRID_ENV,
-    WS_ATTN_HEAD_GROUP_ENV, WS_ATTN_O_STORE_ENV, WS_ATTN_EXP2_ENV, WS_ATTN_WG_BLOCKS_ENV, WS_ATTN_TILE_ROWS_ENV, WS_GEMM_SPLITS_ENV, WS_GEMM_FP8_TILE_ENV,
-    WS_GEMM_PAIR_ENV, WS_MOE_GATHER_ENV, WS_EP_OVERLAP_ENV, WS_EP_STREAM_LOAD_ENV, WS_MOE_TILE_ENV, WS_MOE_PAIR_ENV, WS_MOE_SCHED_ENV, WS_MOE_SELF_ROUTE_ENV,
+    WS_ATTN_HEAD_GROUP_ENV, WS_ATTN_O_STORE_ENV, WS_ATTN_WG_BLOCKS_ENV, WS_ATTN_TILE_ROWS_ENV, WS_GEMM_SPLITS_ENV, WS_GEMM_FP8_TILE_ENV,
+    WS_GEMM_PAIR_ENV, WS_MOE_GATHER_ENV, WS_EP_OVERLAP_ENV, WS_MOE_TILE_ENV, WS_MOE_PAIR_ENV, WS_MOE_SCHED_ENV, WS_MOE_SELF_ROUTE_ENV,
     WS_SR_CE_MIN_BYTES_ENV, WS_AG_DIRECT_MAX_BYTES_ENV, WS_AG_ZC_MIN_BYTES_ENV, WS_RENDEZVOUS_TIMEOUT_ENV,
     WS_SHARE_GPU_ENV, WS_DEBUG_NVML_ENV, "WS_GEMM_SPLITS", "WS_GEMM_FP8_TILE", "WS_SR_CE_MIN_BYTES",
     "WS_RENDEZVOUS_TIMEOUT_MS", "WS_DEBUG_NVML"};
@@ -72,11 +72,11 @@ static void defaults(void) {
   CHECK(k->check == 0 && ws_check_mode() == 0);
   CHECK(k->host_threads == 0 && k->pdl == 1);
   CHECK(k->attn_schedule == WS_ATTN_SCHED_AUTO && k->attn_persistent == 1);
-  CHECK(k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 0 && k->attn_exp2_poly == 0 &&
+  CHECK(k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 0 &&
         k->attn_wg_blocks == 0);
   CHECK(k->gemm_splits == 0 && k->gemm_fp8_tile == 0 && k->gemm_pair == 1);
   CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->ep_overlap == WS_EP_OVERLAP_DEFAULT &&
-        k->ep_stream_bulk == 0 && k->moe_tile == 0 && k->moe_pair == -1);
+        k->moe_tile == 0 && k->moe_pair == -1);
   CHECK(k->moe_static_walk == 0 && k->moe_self_route == 1);
   CHECK(k->sr_ce_min_bytes == (long long)WS_SR_CE_MIN_BYTES);
   CHECK(k->ag_direct_max_bytes == (long long)WS_AG_DIRECT_MAX_BYTES && k->ag_zc_min_bytes == (long long)WS_AG_ZC_MIN_BYTES);
@@ -97,7 +97,6 @@ static void accepted(void) {
   set(WS_ATTN_HEAD_GROUP_ENV, "1000000");
   set(WS_ATTN_O_STORE_ENV, "rows");
   set(WS_ATTN_TILE_ROWS_ENV, "192");
-  set(WS_ATTN_EXP2_ENV, "poly4");
   set(WS_ATTN_WG_BLOCKS_ENV, "own");
   set(WS_GEMM_SPLITS_ENV, "4194304");
   set(WS_GEMM_FP8_TILE_ENV, "192");
@@ -106,7 +105,6 @@ static void accepted(void) {
   set(WS_MOE_PAIR_ENV, "0");
   set(WS_MOE_SCHED_ENV, "static");
   set(WS_EP_OVERLAP_ENV, "no");
-  set(WS_EP_STREAM_LOAD_ENV, "bulk");
   set(WS_SR_CE_MIN_BYTES_ENV, "8589934592"); /* 8 GiB: past 32 bits */
   set(WS_AG_ZC_MIN_BYTES_ENV, "0");
   set(WS_HOST_THREADS_ENV, "1000");          /* taken, then capped by ws_host_workers */
@@ -116,11 +114,11 @@ static void accepted(void) {
   CHECK(k->timeout_ms == 1234 && ws_timeout_ms() == 1234);
   CHECK(k->check == 1 && ws_check_mode() == 1 && k->pdl == 0);
   CHECK(k->attn_schedule == WS_ATTN_SCHED_OVERLAP_PINGPONG && k->attn_persistent == 0);
-  CHECK(k->attn_head_group == 1000000 && k->attn_o_tma == 0 && k->attn_tile_rows == 192 && k->attn_exp2_poly == 4 &&
+  CHECK(k->attn_head_group == 1000000 && k->attn_o_tma == 0 && k->attn_tile_rows == 192 &&
         k->attn_wg_blocks == 1);
   CHECK(k->gemm_splits == 4194304 && k->gemm_fp8_tile == 192 && k->gemm_pair == 0);
   CHECK(k->moe_tile == 128 && k->moe_pair == 0 && k->moe_static_walk == 1);
-  CHECK(k->ep_overlap == 0 && k->ep_stream_bulk == 1);
+  CHECK(k->ep_overlap == 0);
   CHECK(k->sr_ce_min_bytes == 8589934592ll && k->ag_zc_min_bytes == 0);
   CHECK(k->host_threads == 1000);
   /* an API setting keeps its precedence over the environment */
@@ -139,16 +137,12 @@ static void refused(void) {
   set(WS_ATTN_HEAD_GROUP_ENV, "0");
   set(WS_ATTN_O_STORE_ENV, "smem");
   set(WS_ATTN_TILE_ROWS_ENV, "256");
-  set(WS_ATTN_EXP2_ENV, "poly");
   set(WS_ATTN_WG_BLOCKS_ENV, "mine");
-  set(WS_EP_STREAM_LOAD_ENV, "tma");
   reload_quoting();
   CHECK(k->attn_persistent == 1 && k->gemm_splits == 0 && k->timeout_ms == WS_TIMEOUT_MS_DEFAULT && k->check == 0);
   CHECK(k->moe_static_walk == 0 && k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 0);
-  CHECK(k->attn_exp2_poly == 0 && k->attn_wg_blocks == 0 && k->ep_stream_bulk == 0);
-  CHECK_SAID("WARPSPEC_EP_STREAM_LOAD=\"tma\" is not accepted (cp or bulk); the default, cp");
+  CHECK(k->attn_wg_blocks == 0);
   CHECK_SAID("WARPSPEC_ATTN_WG_BLOCKS=\"mine\" is not accepted (tile or own); the default, tile");
-  CHECK_SAID("WARPSPEC_ATTN_EXP2=\"poly\" is not accepted (sfu, poly8 or poly4); the default, sfu");
   CHECK_SAID("WARPSPEC_ATTN_TILE_ROWS=\"256\" is not accepted (128 or 192); the default, chosen per mask and length");
   CHECK_SAID("WARPSPEC_ATTN_O_STORE=\"smem\" is not accepted (tma or rows); the default, tma");
   CHECK_SAID("WARPSPEC_ATTN_HEAD_GROUP=\"0\" is not accepted (a whole number, at least 1); the default, chosen from the L2 size");

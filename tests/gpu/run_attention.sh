@@ -15,7 +15,7 @@
 #             the short list
 #   optin     flash's opt-in forms not yet in the ctest mode: `test_attention flash-tall`,
 #             the three sanitizers on `flash-tall-quick`, then bench/flash_sweep.py for each
-#             sweep in SWEEPS (default "wg-blocks exp2"; SWEEP_ARGS, e.g. --quick)
+#             sweep in SWEEPS (default "wg-blocks"; SWEEP_ARGS, e.g. --quick)
 #   mla       `test_attention mla-quick` (the quick MLA cases), compute-sanitizer on it
 #             (MLA_SAN, default "memcheck racecheck"), then `bench attn-kernels --only mla`
 # Logs go to $OUT (or ./results): attn_tests.log attn_sanitizer.log attn_bench.txt
@@ -68,7 +68,7 @@ for stage in $stages; do
         done
       } >"$out/attn_optin.log" 2>&1
       grep -E "rc=|FAILED|SUMMARY" "$out/attn_optin.log"
-      for sw in ${SWEEPS:-wg-blocks exp2}; do
+      for sw in ${SWEEPS:-wg-blocks}; do
         timeout 400 "${pyenv[@]}" python3 bench/flash_sweep.py "$sw" ${SWEEP_ARGS:-} >"$out/flash_sweep_$sw.txt" 2>&1
         echo "flash_sweep $sw: rc=$?"; cat "$out/flash_sweep_$sw.txt"
       done ;;

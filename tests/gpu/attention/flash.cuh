@@ -93,9 +93,7 @@ static int run_case(const attn_case *c) {
 /* A NaN in a key reaches the output of the queries that attend to it, as in the float64
  * reference (the epilogue told an empty row by l > 0, so a NaN row sum gave o = NaN x 0
  * and lse = -inf until session 22). One value of key `key` of head 0 is NaN, no mask: every
- * output of head 0 must be NaN; head 1 matches the reference as usual. Key 61 is in the
- * column group (7 of 16) whose exponentials WARPSPEC_ATTN_EXP2=poly4 / poly8 take on the
- * FMA pipe. */
+ * output of head 0 must be NaN; head 1 matches the reference as usual. */
 static int check_flash_nan_at(int D, int key) {
   const int S = 192, H = 2; /* two key tiles: the NaN row sum is rescaled once */
   const size_t n = (size_t)S * H * D, rows = (size_t)S * H, bad = ((size_t)key * H + 0) * D + 3; /* head 0, dim 3 */

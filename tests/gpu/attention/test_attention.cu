@@ -21,10 +21,7 @@
  *                           every mask (the default takes it without a mask or at length)
  *   test_attention flash-tall-quick  its quick cases only (for compute-sanitizer)
  *                           Both run the quick d 64 cases and a NaN key again with
- *                           WARPSPEC_ATTN_EXP2=poly8 and poly4 (and d 128's under
- *                           overlap-pingpong) and WARPSPEC_ATTN_WG_BLOCKS=own
- *                           (opt-in, written without a GPU in session 30: not in the ctest
- *                           mode until they have passed)
+ *                           WARPSPEC_ATTN_WG_BLOCKS=own (opt-in, not in the ctest mode)
  * The cases live in one file per area, included here (the random stream and test.h's
  * state are per translation unit, so they are one unit):
  *   attn_common.cuh   random BF16 data, the verdict against a reference
@@ -100,29 +97,17 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++)
         if (!tall || flash_quick[i].dqk == 64) fails += run_case(&flash_quick[i]);
     }
-    /* the opt-in forms of the tall kernel: exponentials partly by polynomial
-     * (WARPSPEC_ATTN_EXP2), each warpgroup on its own rows' key blocks (WARPSPEC_ATTN_WG_BLOCKS) */
-    static const char *const exp2s[] = {"poly8", "poly4", NULL}, *const wgs[] = {NULL, NULL, "own"};
-    for (int e = 0; tall && e < 3; e++) {
-      test_set_knob(WS_ATTN_EXP2_ENV, exp2s[e]);
-      test_set_knob(WS_ATTN_WG_BLOCKS_ENV, wgs[e]);
-      printf("flash tall, exp2 %s, warpgroup blocks %s\n", exp2s[e] ? exp2s[e] : "sfu", wgs[e] ? wgs[e] : "tile");
+    if (tall) { /* the opt-in form of the tall kernel: each warpgroup on its own rows' key
+                 * blocks (WARPSPEC_ATTN_WG_BLOCKS) */
+      test_set_knob(WS_ATTN_WG_BLOCKS_ENV, "own");
+      printf("flash tall, warpgroup blocks own\n");
       for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++)
         if (flash_quick[i].dqk == 64) fails += run_case(&flash_quick[i]);
       fails += check_flash_nan_at(64, 61);
-      if (wgs[e] && tall_full)
+      if (tall_full)
         for (size_t i = 0; i < sizeof flash_full / sizeof flash_full[0]; i++)
           if (flash_full[i].dqk == 64) fails += run_case(&flash_full[i]);
-      if (exp2s[e]) { /* and d 128's overlap-pingpong with the same share */
-        test_set_knob(WS_ATTN_SCHEDULE_ENV, "overlap-pingpong");
-        printf("flash d 128 overlap-pingpong, exp2 %s\n", exp2s[e]);
-        for (size_t i = 0; i < sizeof flash_quick / sizeof flash_quick[0]; i++)
-          if (flash_quick[i].dqk == 128) fails += run_case(&flash_quick[i]);
-        fails += check_flash_nan_at(128, 61);
-        test_set_knob(WS_ATTN_SCHEDULE_ENV, NULL);
-      }
     }
-    test_set_knob(WS_ATTN_EXP2_ENV, NULL);
     if (tall) { /* own blocks on the 128-row plain kernels (d 64 and 128; 192 / 128 has none) */
       test_set_knob(WS_ATTN_TILE_ROWS_ENV, NULL);
       test_set_knob(WS_ATTN_SCHEDULE_ENV, "plain");
