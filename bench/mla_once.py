@@ -4,8 +4,10 @@ cudaProfilerStart and Stop, after one warm-up call, for a profiler to watch
 
   prefill S_KV           sparse prefill, the seed's shape: S_q 4096, H 128, top-2048 of
                          S_KV rows (indices drawn without -1)
-  decode B LEN FP8       paged decode, H 128, s_q 1, B requests of LEN cached tokens in
-                         pages of 64 (FP8 1: the 656-byte FP8 rows), pages in random order
+  decode B LEN FP8 [H]   paged decode, H heads (default 128; 16 or 32: a tensor-parallel
+                         shard, the memory-bound regime), s_q 1, B requests of LEN cached
+                         tokens in pages of 64 (FP8 1: the 656-byte FP8 rows), pages in
+                         random order
   sparse-decode B FP8    sparse decode (DeepSeek V3.2): H 128, s_q 1, top-2048 rows of a
                          cache of 16384 pages of 64 per request
 
@@ -35,15 +37,16 @@ def main(argv):
         kv = torch.randn(s_kv, 576, device="cuda").to(bf)
         idx = torch.randint(0, s_kv, (4096, 2048), device="cuda", dtype=torch.int32)
         run = lambda: warpspec.mla_sparse_prefill(q, kv, idx)  # noqa: E731
-    elif what == "decode" and len(nums) == 3:
-        b, n, fp8 = nums
+    elif what == "decode" and len(nums) in (3, 4):
+        b, n, fp8 = nums[:3]
+        heads = nums[3] if len(nums) == 4 else 128
         pages = b * ((n + 63) // 64)
         cache = torch.randn(pages, 64, 576, device="cuda").to(bf)
         if fp8:
             cache = warpspec.mla_kv_quantize_fp8(cache)
         table = torch.randperm(pages, device="cuda").to(torch.int32).view(b, -1)
         lens = torch.full((b,), n, device="cuda", dtype=torch.int32)
-        q = torch.randn(b, 1, 128, 576, device="cuda").to(bf)
+        q = torch.randn(b, 1, heads, 576, device="cuda").to(bf)
         run = lambda: warpspec.mla_decode(q, cache, table, lens, max_seqlen=n)  # noqa: E731
     elif what == "sparse-decode" and len(nums) == 2:
         b, fp8 = nums

@@ -2,8 +2,9 @@
 # profile_mla.sh [BUILD] - where the MLA kernel's time goes now (issue 35; the last full
 # profile, design_mla.md 6.1, is of session 22's kernel), on one GPU: for each shape in
 # SHAPES (mla_once.py's arguments, ';'-separated; default sparse prefill at s_kv 8192, paged
-# decode B128 x 4096 with the BF16 and the FP8 cache, sparse decode B128 BF16) and each
-# WARPSPEC_MLA_FLAGS form in FLAGS (default "threads lane0"), Nsight Compute's full set on
+# decode B128 x 4096 with the BF16 and the FP8 cache, the memory-bound decode B64 x 8192 at
+# 16 heads, sparse decode B128 BF16) and each WARPSPEC_MLA_FLAGS form in FLAGS (default
+# "threads"; "threads lane0" profiles both), Nsight Compute's full set on
 # one call of mla_sparse_kernel (bench/mla_once.py opens the profiler's range around its
 # calls only), then the details (duration, tensor pipe, L1 / shared memory and L2
 # throughput, DRAM bytes, occupancy) and the stall reasons, overall (raw page) and per SASS
@@ -22,9 +23,9 @@ fi
 tmp=$(mktemp -d)
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 py=(env PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/python" WARPSPEC_LIBRARY="$PWD/$build/libwarpspec.so" python3)
-IFS=';' read -ra shapes <<<"${SHAPES:-prefill 8192;decode 128 4096 0;decode 128 4096 1;sparse-decode 128 0}"
+IFS=';' read -ra shapes <<<"${SHAPES:-prefill 8192;decode 128 4096 0;decode 128 4096 1;decode 64 8192 0 16;sparse-decode 128 0}"
 for sh in "${shapes[@]}"; do
-  for fl in ${FLAGS:-threads lane0}; do
+  for fl in ${FLAGS:-threads}; do
     tag="$(tr ' ' '_' <<<"$sh")_$fl"
     WARPSPEC_MLA_FLAGS=$fl timeout 300 "$ncu" --target-processes all --clock-control none --profile-from-start off \
       -k regex:mla_sparse_kernel --launch-count 1 --set full --import-source yes -o "$tmp/$tag" \
