@@ -18,7 +18,8 @@
  *   ring cp    each warp streams its chunks through its own shared-memory ring, 5 in
  *              flight by 16-byte cp.async (ep_stream.cuh's default form)
  *   ring bulk  the same ring filled by one 1-D bulk copy per chunk on the slot's mbarrier
- *              (WARPSPEC_EP_STREAM_LOAD=bulk)
+ *              (the library's opt-in of session 31, removed in 32: 0.57x of ring cp at
+ *              24 CTAs)
  *   read only  ring cp without the stores: what the reads alone take in this form
  *   push only  the stores without the reads (a register pattern): what the pushes alone take
  * Reported per form: the slowest GPU's time (best of 5 after a warm-up), NVLink GB/s (the
