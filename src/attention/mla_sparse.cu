@@ -110,9 +110,23 @@ static __device__ __forceinline__ int mla_row_resolve(const mla_args *a, int tok
   return r >= 0 && r < a->s_kv ? r : -1;
 }
 
-template <int FP8, int KEYS, int L0>
+/* TMA (WARPSPEC_MLA_PAGE_LOAD=tma, opt-in; paged decode, BF16 cache, page_size a multiple of
+ * 64): the cache row of key 0 of block nb when the whole block is one run of 64 valid rows
+ * (all 64 keys inside the CTA's, the page id valid, the run inside the cache), else -1.
+ * The CTA's first key is a multiple of 64 (splits are whole blocks), so a block never
+ * straddles pages. */
+template <int KEYS>
+static __device__ __forceinline__ int mla_page_run(const mla_args *a, int tok, int kbeg, int nkeys, int nb) {
+  if ((nb + 1) * MLA_BN > nkeys) return -1;
+  const int j = kbeg + nb * MLA_BN;
+  const int page = __ldg(a->block_table + (size_t)(tok / a->s_q) * a->max_pages + j / a->page_size);
+  const long long row = (long long)page * a->page_size + j % a->page_size;
+  return page >= 0 && row + MLA_BN <= a->s_kv ? (int)row : -1;
+}
+
+template <int FP8, int KEYS, int L0, int TMA>
 WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ mla_args a,
-                                        ws_diag diag) {
+                                        ws_diag diag, const __grid_constant__ ws_tmap map_kv) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   mla_smem *sm = (mla_smem *)ws_smem_align1024(smem_raw);
   ws_ctx ctx = WS_SELF(mla_sparse, diag);
@@ -197,8 +211,10 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
      * and 8x the shared-memory wavefronts; docs/design_mla.md, 5.1.) */
     const int piece = t & 7, row0 = t >> 3;
     /* r_next: the next block's rows, resolved a block ahead; e_next: the
-     * entries of the block after it, loaded a block ahead */
-    int r_next[4], e_next[4];
+     * entries of the block after it, loaded a block ahead; TMA: run_next, the next block's
+     * run of 64 cache rows (mla_page_run), looked up a block ahead */
+    int r_next[4], e_next[4], run_next = TMA ? mla_page_run<KEYS>(&a, tok, kbeg, nkeys, 0) : -1;
+    if (TMA && ws_role_leader(&ctx)) ws_prefetch_tensormap(&map_kv.map);
 #pragma unroll
     for (int j = 0; j < 4; j++) {
       r_next[j] = mla_row_resolve<KEYS>(&a, tok, kbeg, mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, row0 + 16 * j));
@@ -212,6 +228,19 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
         r[j] = r_next[j];
         r_next[j] = mla_row_resolve<KEYS>(&a, tok, kbeg, e_next[j]);
         e_next[j] = mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, (nb + 2) * MLA_BN + row0 + 16 * j);
+      }
+      if (TMA) { /* a whole run of valid rows: its 9 boxes by TMA, the flags all 1 */
+        const int run = run_next;
+        run_next = mla_page_run<KEYS>(&a, tok, kbeg, nkeys, nb + 1);
+        if (run >= 0) {
+          if (piece == 0)
+#pragma unroll
+            for (int j = 0; j < 4; j++) sm->valid[s][row0 + 16 * j] = 1;
+#pragma unroll 1
+          for (int b = 0; b < MLA_BOXES; b++) ws_pipe_load_tile_2d_at(&kvp, &ctx, k, sm->kv[s][b], &map_kv, b * 64, run);
+          ws_pipe_commit_at(&kvp, &ctx, k); /* the flags released by each thread's arrive */
+          continue;
+        }
       }
       const uint32_t stage = ws_smem_addr(sm->kv[s][0]);
 #pragma unroll
@@ -346,15 +375,28 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
                                              {MLA_NAMES("mla_sparse_split"), MLA_NAMES("mla_sparse_split_fp8")},
                                              {MLA_NAMES("mla_decode_rows"), MLA_NAMES("mla_decode_rows_fp8")}};
 #undef MLA_NAMES
-#define MLA_FUNCS(F, K) {(const void *)mla_sparse_kernel<F, K, 0>, (const void *)mla_sparse_kernel<F, K, 1>}
+#define MLA_FUNCS(F, K) {(const void *)mla_sparse_kernel<F, K, 0, 0>, (const void *)mla_sparse_kernel<F, K, 1, 0>}
   static const void *const funcs[3][2][2] = {{MLA_FUNCS(0, MLA_KEYS_PLAIN), MLA_FUNCS(1, MLA_KEYS_PLAIN)},
                                              {MLA_FUNCS(0, MLA_KEYS_SPLIT), MLA_FUNCS(1, MLA_KEYS_SPLIT)},
                                              {MLA_FUNCS(0, MLA_KEYS_ROWS), MLA_FUNCS(1, MLA_KEYS_ROWS)}};
 #undef MLA_FUNCS
-  if ((s = ws_plan_cached(slots[keys][fp8][l0], mla_make_plan, names[keys][fp8][l0], &plan)) != WS_OK) return s;
-  ws_tmap mq;
+  /* WARPSPEC_MLA_PAGE_LOAD=tma: whole pages by TMA (paged decode, BF16, page_size % 64 == 0) */
+  const int tma = ws_knobs_get()->mla_page_tma && !fp8 && !a->indices && a->page_size % MLA_BN == 0 &&
+                  keys != MLA_KEYS_SPLIT;
+  static const void *const tma_funcs[2] = {(const void *)mla_sparse_kernel<0, MLA_KEYS_PLAIN, 0, 1>,
+                                           (const void *)mla_sparse_kernel<0, MLA_KEYS_ROWS, 0, 1>};
+  const int slot = tma ? (keys == MLA_KEYS_ROWS ? WS_PLAN_SLOT_MLA_ROWS_TMA : WS_PLAN_SLOT_MLA_PAGED_TMA)
+                       : slots[keys][fp8][l0];
+  const char *name = tma ? (keys == MLA_KEYS_ROWS ? "mla_decode_rows_tma" : "mla_decode_tma") : names[keys][fp8][l0];
+  const void *func = tma ? tma_funcs[keys == MLA_KEYS_ROWS] : funcs[keys][fp8][l0];
+  if ((s = ws_plan_cached(slot, mla_make_plan, name, &plan)) != WS_OK) return s;
+  ws_tmap mq, mkv;
   if ((s = ws_tmap_2d_swizzled(&mq, q, WS_DTYPE_BF16, (uint64_t)tokens * a->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,
                                WS_SWIZZLE_128B)) != WS_OK)
+    return s;
+  memset(&mkv, 0, sizeof mkv); /* unused unless tma: the cache rows [s_kv][576], 64 x 64 boxes */
+  if (tma && (s = ws_tmap_2d_swizzled(&mkv, a->kv, WS_DTYPE_BF16, (uint64_t)a->s_kv, MLA_DQK, MLA_DQK * 2, MLA_BN, 64,
+                                      WS_SWIZZLE_128B)) != WS_OK)
     return s;
   a->xchg_bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mla_make_plan) */
   const float scale = softmax_scale > 0.0f ? softmax_scale : 1.0f / sqrtf((float)MLA_DQK);
@@ -362,10 +404,10 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   a->rows = tokens * a->heads;
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
-  void *args[] = {&mq, a, &diag};
+  void *args[] = {&mq, a, &diag, &mkv};
   const int pack = keys == MLA_KEYS_ROWS ? a->s_q : 1; /* the kernel's: tokens whose rows share tiles */
   const dim3 grid = {(unsigned)(tokens / pack) * (unsigned)MLA_ROW_TILES(pack, a->heads), 1, (unsigned)splits};
-  return ws_plan_launch(plan, funcs[keys][fp8][l0], grid, stream, args);
+  return ws_plan_launch(plan, func, grid, stream, args);
 }
 
 ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads) {
