@@ -40,6 +40,11 @@ for t in $types; do
   if [ "$ngpu" -ge 4 ]; then skipped=$(grep -E "\(Skipped\)" "$log" | grep -E "gpu_|py_" || true); fi
   passed=$(grep -E "tests passed" "$log")
   echo "make test [$t]: rc=$rc, $passed, not run: $notrun, $(( $(date +%s) - t0 )) s" | tee -a "$summary"
+  # every test's own output (CTest keeps it), and pytest's slowest tests from it: what to
+  # shorten when a session's device time runs short
+  cp "$b/Testing/Temporary/LastTest.log" "$out/fresh_${t}_tests.log" 2>/dev/null &&
+    grep -A14 "slowest .* durations" "$out/fresh_${t}_tests.log" | grep -E "s (call|setup|teardown)" |
+    sort -rn | head -12 | sed "s/^/  pytest: /" | tee -a "$summary"
   [ -n "$skipped" ] && { echo "  skipped GPU tests on a GPU machine: $skipped" | tee -a "$summary"; rc=1; }
   [ $rc -ne 0 ] || [ "$notrun" -ne 0 ] && rc_all=1
   # the same tree with warnings as errors: every warning of this compiler
