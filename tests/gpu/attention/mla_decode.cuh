@@ -14,6 +14,7 @@ typedef struct {
   int batch, s_q, heads, max_len; /* lens: random 0 .. max_len (the first = max_len) unless `fixed` */
   int fixed;
   int fp8;                        /* the FP8 cache (kv_fp8): rows quantised on the host */
+  int page;                       /* rows per page; 0: 64 (FlashMLA's) */
 } dec_case;
 
 /* Run a decode problem whose q, cache, page table and lengths are in host memory (its o
@@ -57,7 +58,7 @@ static size_t decode_on_gpu(const ws_mla_decode_problem *hp, int fill, uint16_t 
 }
 
 static int run_decode(const dec_case *c) {
-  const int DQ = 576, DV = 512, P = 64;
+  const int DQ = 576, DV = 512, P = c->page ? c->page : 64;
   const int maxp = (c->max_len + P - 1) / P;
   int *lens = (int *)host_alloc((size_t)c->batch, sizeof(int), 0);
   int *table = (int *)host_alloc((size_t)c->batch * maxp, sizeof(int), 0);
@@ -239,28 +240,34 @@ static int check_page_wrap(void) {
 }
 
 static const dec_case dec_quick[] = {
-    {"decode B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1, 0},
-    {"decode B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 0},
-    {"decode fp8 B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1, 1},
-    {"decode fp8 B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 1},
+    {"decode B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1, 0, 0},
+    {"decode B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 0, 0},
+    {"decode fp8 B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1, 1, 0},
+    {"decode fp8 B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 1, 0},
     /* fewer heads than a CTA's 64 rows (tensor-parallel shards): padding rows never stored */
-    {"decode B5 s_q1 H16 lens 0..3000", 5, 1, 16, 3000, 0, 0},
-    {"decode B1 s_q2 H32 len 5000 (split)", 1, 2, 32, 5000, 1, 0},
-    {"decode fp8 B3 s_q2 H16 lens 0..2000", 3, 2, 16, 2000, 0, 1},
+    {"decode B5 s_q1 H16 lens 0..3000", 5, 1, 16, 3000, 0, 0, 0},
+    {"decode B1 s_q2 H32 len 5000 (split)", 1, 2, 32, 5000, 1, 0, 0},
+    {"decode fp8 B3 s_q2 H16 lens 0..2000", 3, 2, 16, 2000, 0, 1, 0},
     /* a sequence's s_q tokens sharing a tile, each row at its own causal limit */
-    {"decode B4 s_q4 H16 lens 0..3000", 4, 4, 16, 3000, 0, 0},
-    {"decode B2 s_q3 H32 len 6000 (split, 2 tiles)", 2, 3, 32, 6000, 1, 0},
-    {"decode fp8 B3 s_q4 H8 lens 0..1500", 3, 4, 8, 1500, 0, 1},
+    {"decode B4 s_q4 H16 lens 0..3000", 4, 4, 16, 3000, 0, 0, 0},
+    {"decode B2 s_q3 H32 len 6000 (split, 2 tiles)", 2, 3, 32, 6000, 1, 0, 0},
+    {"decode fp8 B3 s_q4 H8 lens 0..1500", 3, 4, 8, 1500, 0, 1, 0},
+    /* other page sizes: a 64-key block at offsets 0, 64, .. of a page (whole pages by TMA
+     * with WARPSPEC_MLA_PAGE_LOAD=tma), and pages smaller than a block */
+    {"decode B3 s_q1 H64 lens 0..3000, pages of 128", 3, 1, 64, 3000, 0, 0, 128},
+    {"decode B2 s_q2 H16 len 4000 (split), pages of 256", 2, 2, 16, 4000, 1, 0, 256},
+    {"decode B2 s_q1 H128 lens 0..1000, pages of 16", 2, 1, 128, 1000, 0, 0, 16},
+    {"decode fp8 B2 s_q1 H64 lens 0..2000, pages of 128", 2, 1, 64, 2000, 0, 1, 128},
 };
 static const dec_case dec_full[] = {
-    {"decode B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 0},
-    {"decode B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 0},
-    {"decode fp8 B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 1},
-    {"decode fp8 B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 1},
-    {"decode B32 s_q1 H16 lens 0..4096", 32, 1, 16, 4096, 0, 0},
-    {"decode fp8 B2 s_q1 H8 len 16384 (split)", 2, 1, 8, 16384, 1, 1},
-    {"decode B128 s_q1 H128 lens 0..32768", 128, 1, 128, 32768, 0, 0},
-    {"decode fp8 B128 s_q2 H128 lens 0..32768", 128, 2, 128, 32768, 0, 1},
+    {"decode B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 0, 0},
+    {"decode B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 0, 0},
+    {"decode fp8 B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 1, 0},
+    {"decode fp8 B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 1, 0},
+    {"decode B32 s_q1 H16 lens 0..4096", 32, 1, 16, 4096, 0, 0, 0},
+    {"decode fp8 B2 s_q1 H8 len 16384 (split)", 2, 1, 8, 16384, 1, 1, 0},
+    {"decode B128 s_q1 H128 lens 0..32768", 128, 1, 128, 32768, 0, 0, 0},
+    {"decode fp8 B128 s_q2 H128 lens 0..32768", 128, 2, 128, 32768, 0, 1, 0},
 };
 
 #endif
