@@ -106,56 +106,61 @@ static int measure(int m, int both, int ctas, uint8_t *buf[2][2], uint64_t n, cu
   return 0;
 }
 
-#define A2A_MAX 8
+#define A2A_MAX BENCH_MAX_GPUS
 
 /* All-to-all, method m (M_CE or M_SM_PUSH), `ctas` CTAs per GPU split over its peers:
- * GPU g's src into slot g of every other GPU's dst (n bytes each), every stream started
- * after one event per GPU; best of 5 after a warm-up of the slowest GPU's time. */
+ * GPU g's src into slot g of every other GPU's dst (n bytes each), each push on a stream
+ * of its own, forked from and joined into the GPU's first stream, which bench_gpus_best_ms
+ * times (the slowest GPU's time, best of 5 after a warm-up). */
+typedef struct {
+  int m, N, ctas;
+  uint8_t **src, **dst;
+  uint64_t n;
+  cudaStream_t (*st)[A2A_MAX];
+  cudaEvent_t *fork, (*done)[A2A_MAX];
+} a2a_job;
+
+static int a2a_launch(void *ctx) {
+  const a2a_job *j = (const a2a_job *)ctx;
+  const int N = j->N;
+  for (int g = 0; g < N; g++) {
+    CK(cudaSetDevice(g));
+    CK(cudaEventRecord(j->fork[g], j->st[g][0]));
+    for (int k = 1; k < N; k++) {
+      const int p = (g + k) % N; /* GPU g's k-th peer, so that the first pushes go to different GPUs */
+      cudaStream_t s = j->st[g][k];
+      CK(cudaStreamWaitEvent(s, j->fork[g], 0));
+      uint8_t *to = j->dst[p] + (size_t)g * j->n;
+      if (j->m == M_CE) CK(cudaMemcpyPeerAsync(to, p, j->src[g], g, j->n, s));
+      else sm_copy<<<j->ctas / (N - 1), 512, 0, s>>>((uint4 *)to, (const uint4 *)j->src[g], j->n / 16);
+      CK(cudaGetLastError());
+      CK(cudaEventRecord(j->done[g][k], s));
+      CK(cudaStreamWaitEvent(j->st[g][0], j->done[g][k], 0));
+    }
+  }
+  return 0;
+}
+
 static int measure_all(int m, int N, int ctas, uint8_t *src[], uint8_t *dst[], uint64_t n,
                        cudaStream_t st[][A2A_MAX], double *gbs) {
-  cudaEvent_t a[A2A_MAX], b[A2A_MAX], done[A2A_MAX][A2A_MAX];
+  cudaEvent_t fork[A2A_MAX], done[A2A_MAX][A2A_MAX];
+  cudaStream_t base[A2A_MAX];
   for (int g = 0; g < N; g++) {
     CK(cudaSetDevice(g));
-    CK(cudaEventCreate(&a[g]));
-    CK(cudaEventCreate(&b[g]));
+    CK(cudaEventCreateWithFlags(&fork[g], cudaEventDisableTiming));
     for (int p = 0; p < N; p++) CK(cudaEventCreateWithFlags(&done[g][p], cudaEventDisableTiming));
+    base[g] = st[g][0];
   }
-  double best = 1e30;
-  for (int rep = 0; rep < 6; rep++) {
-    for (int g = 0; g < N; g++) { CK(cudaSetDevice(g)); CK(cudaDeviceSynchronize()); }
-    for (int g = 0; g < N; g++) {
-      CK(cudaSetDevice(g));
-      CK(cudaEventRecord(a[g], st[g][0]));
-      for (int k = 1; k < N; k++) {
-        const int p = (g + k) % N; /* GPU g's k-th peer, so that the first pushes go to different GPUs */
-        cudaStream_t s = st[g][k];
-        CK(cudaStreamWaitEvent(s, a[g], 0));
-        uint8_t *to = dst[p] + (size_t)g * n;
-        if (m == M_CE) CK(cudaMemcpyPeerAsync(to, p, src[g], g, n, s));
-        else sm_copy<<<ctas / (N - 1), 512, 0, s>>>((uint4 *)to, (const uint4 *)src[g], n / 16);
-        CK(cudaGetLastError());
-        CK(cudaEventRecord(done[g][k], s));
-        CK(cudaStreamWaitEvent(st[g][0], done[g][k], 0));
-      }
-      CK(cudaEventRecord(b[g], st[g][0]));
-    }
-    double worst = 0;
-    for (int g = 0; g < N; g++) {
-      CK(cudaSetDevice(g));
-      CK(cudaEventSynchronize(b[g]));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, a[g], b[g]));
-      if (ms > worst) worst = ms;
-    }
-    if (rep > 0 && worst < best) best = worst;
-  }
+  a2a_job j = {m, N, ctas, src, dst, n, st, fork, done};
+  double ms = 0;
+  const int rc = bench_gpus_best_ms(N, base, a2a_launch, &j, &ms);
   for (int g = 0; g < N; g++) {
     CK(cudaSetDevice(g));
-    CK(cudaEventDestroy(a[g]));
-    CK(cudaEventDestroy(b[g]));
+    CK(cudaEventDestroy(fork[g]));
     for (int p = 0; p < N; p++) CK(cudaEventDestroy(done[g][p]));
   }
-  *gbs = (double)(N - 1) * n / (best * 1e-3) / 1e9;
+  if (rc) return -1;
+  *gbs = (double)(N - 1) * n / (ms * 1e-3) / 1e9;
   return 0;
 }
 

@@ -381,8 +381,7 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
                                              {MLA_FUNCS(0, MLA_KEYS_ROWS), MLA_FUNCS(1, MLA_KEYS_ROWS)}};
 #undef MLA_FUNCS
   /* WARPSPEC_MLA_PAGE_LOAD=tma: whole pages by TMA (paged decode, BF16, page_size % 64 == 0) */
-  const int tma = ws_knobs_get()->mla_page_tma && !fp8 && !a->indices && a->page_size % MLA_BN == 0 &&
-                  keys != MLA_KEYS_SPLIT;
+  const int tma = ws_knobs_get()->mla_page_tma && !fp8 && !a->indices && a->page_size % MLA_BN == 0;
   static const void *const tma_funcs[2] = {(const void *)mla_sparse_kernel<0, MLA_KEYS_PLAIN, 0, 1>,
                                            (const void *)mla_sparse_kernel<0, MLA_KEYS_ROWS, 0, 1>};
   const int slot = tma ? (keys == MLA_KEYS_ROWS ? WS_PLAN_SLOT_MLA_ROWS_TMA : WS_PLAN_SLOT_MLA_PAGED_TMA)
