@@ -77,6 +77,15 @@ static int run_mla_quick(int f) {
   return fails;
 }
 
+/* run_mla_quick in every form, the knobs unset after; returns the failures. */
+static int run_mla_forms(void) {
+  int fails = 0;
+  for (int f = 0; f < MLA_FORMS; f++) fails += run_mla_quick(f);
+  test_set_knob(WS_MLA_FLAGS_ENV, NULL);
+  test_set_knob(WS_MLA_PAGE_LOAD_ENV, NULL);
+  return fails;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "all";
   setvbuf(stdout, NULL, _IOLBF, 0); /* a line at a time: a log cut by a timeout shows where */
@@ -149,10 +158,8 @@ int main(int argc, char **argv) {
     printf(fails ? "test_attention fp8: %d FAILED\n" : "test_attention fp8: all checks passed\n", fails);
     return fails ? 1 : 0;
   }
-  if (!strcmp(mode, "mla-quick")) { /* the quick MLA cases, both flag forms (for compute-sanitizer) */
-    for (int f = 0; f < MLA_FORMS; f++) fails += run_mla_quick(f);
-    test_set_knob(WS_MLA_FLAGS_ENV, NULL);
-    test_set_knob(WS_MLA_PAGE_LOAD_ENV, NULL);
+  if (!strcmp(mode, "mla-quick")) { /* the quick MLA cases in every form (for compute-sanitizer) */
+    fails += run_mla_forms();
     printf(fails ? "test_attention mla-quick: %d FAILED\n" : "test_attention mla-quick: all checks passed\n", fails);
     return fails ? 1 : 0;
   }
@@ -207,9 +214,7 @@ int main(int argc, char **argv) {
       if (flash_quick[i].dqk == 64) fails += run_case(&flash_quick[i]);
   }
   test_set_knob(WS_ATTN_TILE_ROWS_ENV, NULL);
-  for (int f = 0; f < MLA_FORMS; f++) fails += run_mla_quick(f);
-  test_set_knob(WS_MLA_FLAGS_ENV, NULL);
-  test_set_knob(WS_MLA_PAGE_LOAD_ENV, NULL);
+  fails += run_mla_forms();
   if (longer) {
     for (size_t i = 0; i < sizeof sd_full / sizeof sd_full[0]; i++) fails += run_sparse_decode(&sd_full[i]);
     for (size_t i = 0; i < sizeof mla_full / sizeof mla_full[0]; i++) fails += run_mla(&mla_full[i]);
