@@ -14,6 +14,8 @@
 #include "ep_protocol.cuh"
 #include "ep_stream.cuh"
 
+#include "../core/knobs.h"
+
 #include <cuda_bf16.h>
 
 #define REDUCE_ROLES(ROLE) ROLE(EP_REDUCER, WS_EP_WARPS, WS_REGS_ENTRY, 1)
@@ -131,6 +133,116 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
+/* ---- the fused combine ------------------------------------------------------------- */
+/* One kernel, the reduce and the gather at once (WARPSPEC_EP_COMBINE=fused<R>): the two
+ * kernels run one after the other because the gather waited for every rank's whole
+ * reduce; at EP4, 4096 tokens per rank, 24 SMs, that was reduce 582 + gather 254 us
+ * (role timelines, session 33), while the reduce alone is bound by its NVLink pushes (the
+ * mix: pushes alone 488 us, with the reads 590 us) and leaves the SMs' local memory path
+ * half idle. Here R of each CTA's warps reduce (REDUCE_ROUNDS: round by round, each
+ * round's progress flagged to every rank) and the other WS_EP_WARPS - R gather in the
+ * route's order (GATHER_ORDERED), each token as soon as its partials have landed.
+ *
+ * With few rows (no ring, or fewer received rows than reducer warps) the rounds would not
+ * pay: every warp reduces (the chunk form), the last CTA says "done" to every rank, then
+ * every warp gathers, each token once its ranks are done. Both forms keep the same flags,
+ * so ranks may take different ones. */
+#define COMBINE_ROLES(ROLE, P, R)                                                        \
+  ROLE(P##_REDUCER, R, WS_REGS_ENTRY, 1) ROLE(P##_GATHERER, WS_EP_WARPS - R, WS_REGS_ENTRY, 1)
+#define C12_ROLES(ROLE) COMBINE_ROLES(ROLE, C12, 12)
+#define C10_ROLES(ROLE) COMBINE_ROLES(ROLE, C10, 10)
+#define C8_ROLES(ROLE) COMBINE_ROLES(ROLE, C8, 8)
+WS_DECLARE_ROLES(ep_comb12, C12_ROLES);
+WS_DECLARE_ROLE_SET(ep_comb12);
+WS_DECLARE_ROLES(ep_comb10, C10_ROLES);
+WS_DECLARE_ROLE_SET(ep_comb10);
+WS_DECLARE_ROLES(ep_comb8, C8_ROLES);
+WS_DECLARE_ROLE_SET(ep_comb8);
+static_assert((int)C12_REDUCER == 0 && (int)C10_REDUCER == 0 && (int)C8_REDUCER == 0, "reducers first");
+static_assert(12 <= EP_PROG_WARPS, "a progress flag per reducer warp");
+static_assert(EP_PLAN_COMBINE + 3 <= 8, "a plan slot per split (ws_ep.plans)");
+template <int R> struct comb_roles { typedef ep_comb12_set set; };
+template <> struct comb_roles<10> { typedef ep_comb10_set set; };
+template <> struct comb_roles<8> { typedef ep_comb8_set set; };
+
+/* The gather with few tokens per warp (chunks of a token over several warps, as the gather
+ * kernel), each token entered once its partials are pushed. */
+static __device__ __forceinline__ void gather_chunks(const ep_args *a, uint16_t *out, int T, int nwr, uint64_t m,
+                                                     const ws_ctx *c, int gw, int nw, int lane) {
+  const int nchunk = (a->hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
+  const int split = T >= nw ? 1 : nchunk, per = (nchunk + split - 1) / split;
+  for (int item = gw; item < T * split; item += nw) {
+    const int t = item / split;
+    if (lane < a->nranks) {
+      const int slot = __ldcg(&a->tok_slot[(size_t)t * a->nranks + lane]);
+      if (slot >= 0) ep_comb_wait(a, lane, slot, nwr, m, c);
+    }
+    __syncwarp();
+    for (int ch = (item % split) * per, c1 = min(nchunk, ch + per); ch < c1; ch++)
+      ep_gather_chunk<2>(a, out, t, ch * MOE_SUM_CHUNK + lane);
+  }
+}
+
+template <int R>
+WS_KERNEL_T(comb_roles<R>::set) ep_combine_kernel(const __grid_constant__ ep_args a, const uint16_t *y,
+                                                          uint16_t *out, ws_diag diag) {
+  typedef typename comb_roles<R>::set S;
+  ws_ctx ctx = WS_SELF_T(S, diag);
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0);
+  __shared__ int ntok[WS_COMM_MAX_RANKS];
+  __shared__ unsigned long long epoch;
+  __shared__ int last_r, last_g;
+  const int N = a.nranks, T = *a.num_tokens, W = WS_EP_WARPS, warp = (int)(threadIdx.x / 32), lane = ctx.lane;
+  if (threadIdx.x < (unsigned)N) ntok[threadIdx.x] = __ldcg(a.recv_ntok + threadIdx.x);
+  if (threadIdx.x == 0) epoch = a.epochs[1] + 1;
+  __syncthreads(); /* the one CTA-wide barrier before the roles part (roles never use barrier 0) */
+  const uint64_t m = epoch; /* read by every thread before any gather can finish and advance it */
+  int total = 0, most = 0;
+  for (int s = 0; s < N; s++) {
+    total += ntok[s];
+    most = max(most, ntok[s]);
+  }
+  const int nwr = (int)gridDim.x * R; /* every rank's reducer warps (the flags' rounds) */
+  const int apart = stream_ok(total, nwr);
+  /* apart: reducers and gatherers by role; else every warp reduces, then gathers */
+  const int reduces = !apart || warp < R, gathers = !apart || warp >= R;
+  const ep_group rg = apart ? ep_group{(int)threadIdx.x, R * 32, ctx.bar} : ep_group{(int)threadIdx.x, W * 32, 0u};
+  const ep_group gg = apart ? ep_group{(int)threadIdx.x - R * 32, (W - R) * 32, ctx.bar} : rg;
+  uint4 *ring = ep_stream_ring + (size_t)warp * (EP_STREAM_WARP_BYTES / 16);
+  if (reduces) {
+    ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
+    ep_wait_acked(&a, a.comb_ack, m - 1, "combine ack", &ctx, rg.tid);
+    ep_sync(&rg);
+    ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_PEER);
+    if (apart) {
+      ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_REDUCE_ROUNDS, ntok, 0, y, NULL);
+      sp.nw = nwr; sp.m = m; sp.ctx = &ctx;
+      sp.total = N * ((most + nwr - 1) / nwr) * nwr;
+      ep_stream_sums(&a, &sp, (int)blockIdx.x * R + warp, nwr, ring, lane);
+    } else {
+      reduce_chunks(&a, y, ntok, (int)blockIdx.x * W + warp, (int)gridDim.x * W, lane);
+    }
+    if (ep_last_group(&rg, &a.epochs[5], &last_r)) ep_ack_peers(a.comb_done, a.peer_delta, a.rank, N, m, rg.tid);
+  }
+  if (gathers) {
+    const int gw = apart ? (int)blockIdx.x * (W - R) + warp - R : (int)blockIdx.x * W + warp;
+    const int ngw = (int)gridDim.x * (apart ? W - R : W);
+    if (stream_ok(T, ngw) && N <= 32) {
+      ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_GATHER_ORDERED, NULL, T, NULL, out);
+      sp.nw = nwr; sp.m = m; sp.ctx = &ctx;
+      sp.total = (T + 31) / 32 * 32; /* the route's batches of 32 */
+      ep_stream_sums(&a, &sp, gw, ngw, ring, lane);
+    } else {
+      gather_chunks(&a, out, T, nwr, m, &ctx, gw, ngw, lane);
+    }
+    if (ep_last_group(&gg, &a.epochs[3], &last_g)) {
+      ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m, gg.tid);
+      if (gg.tid == 0) a.epochs[1] = m;
+    }
+  }
+  ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
+}
+
 extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStream_t stream) {
   WS_REQUIRE(ep != NULL, "ws_ep_combine: ep is NULL");
   WS_REQUIRE(ep->host_tokens >= 0, "ws_ep_combine: no dispatch on this handle yet (combine uses the latest one's layout)");
@@ -145,6 +257,18 @@ extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStre
   ws_status s;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   const ep_args *a = &ep->args;
+  const int form = ws_knobs_get()->ep_combine; /* WARPSPEC_EP_COMBINE: every rank the same */
+  if (form > 0) {
+    const uint16_t *yy = (const uint16_t *)y;
+    uint16_t *o = (uint16_t *)out;
+    void *args[] = {(void *)a, &yy, &o, &diag};
+    const int k = form == 12 ? 0 : form == 10 ? 1 : 2;
+    const void *fn[3] = {(const void *)ep_combine_kernel<12>, (const void *)ep_combine_kernel<10>,
+                         (const void *)ep_combine_kernel<8>};
+    const ws_role *roles[3] = {ep_comb12_roles, ep_comb10_roles, ep_comb8_roles};
+    return ep_launch(ep, EP_PLAN_COMBINE + k, "ep_combine", roles[k], 2, fn[k], dim3{(unsigned)ep->sms, 1, 1},
+                     stream_smem(ep), stream, args);
+  }
   {
     const uint16_t *yy = (const uint16_t *)y;
     void *args[] = {(void *)a, &yy, &diag};

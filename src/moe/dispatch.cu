@@ -57,27 +57,33 @@ WS_KERNEL(ep_route) ep_route_kernel(const __grid_constant__ ep_args a, const int
   ws_ctx ctx = WS_SELF(ep_route, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
   __shared__ int last;
-  __shared__ int local_cnt[WS_EP_MAX_EXPERTS + WS_COMM_MAX_RANKS];
+  __shared__ int local_cnt[WS_EP_MAX_EXPERTS + WS_COMM_MAX_RANKS + 1];
   const ep_group g = {(int)threadIdx.x, (int)blockDim.x, ctx.bar};
   const int EN = a.experts + a.nranks;
   const int single = gridDim.x == 1;
   int *cnt = single ? local_cnt : a.route_cnt;
   if (single) {
-    for (int i = threadIdx.x; i < EN; i += blockDim.x) local_cnt[i] = 0;
+    for (int i = threadIdx.x; i <= EN; i += blockDim.x) local_cnt[i] = 0;
     ep_sync(&g);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     a.epochs[0] += 1;
     *a.num_tokens = num_tokens;
   }
-  ep_route_token(&a, topk_idx, num_tokens, (int)(blockIdx.x * blockDim.x + threadIdx.x), cnt, ctx.lane);
+  const int t = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+  ep_route_token(&a, topk_idx, num_tokens, t, cnt, ctx.lane);
+  /* The warp's 32 tokens took consecutive inbox slots on every rank, at about the same
+   * moment: the order of these counts is (nearly) the order of the slots everywhere. The
+   * fused combine's gather walks the tokens in it, so that it asks for rows in about the
+   * order the reducers push them (a slot's place is random at the tokens' order). */
+  if (ctx.lane == 0 && t < num_tokens) a.route_order[atomicAdd(&cnt[EN], 1)] = t / 32;
   if (single) {
     ep_sync(&g);
     for (int i = threadIdx.x; i < EN; i += blockDim.x) a.send_counts[i] = local_cnt[i];
   } else if (ep_last_cta(&ctx, &a.epochs[4], &last)) {
     for (int i = threadIdx.x; i < EN; i += blockDim.x) a.send_counts[i] = __ldcg(&a.route_cnt[i]);
     ep_sync(&g);
-    for (int i = threadIdx.x; i < EN; i += blockDim.x) a.route_cnt[i] = 0;
+    for (int i = threadIdx.x; i <= EN; i += blockDim.x) a.route_cnt[i] = 0;
     if (threadIdx.x == 0) a.epochs[4] = 0;
   }
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);

@@ -67,7 +67,7 @@ static void ep_release(ws_ep *ep) {
   if (ep->sym) ws_comm_free(ep->comm, ep->sym);
   void *dev[] = {ep->epochs, ep->send_counts, ep->entries, ep->tok_slot, ep->bad_id, ep->route_cnt, ep->num_tokens,
                  ep->recv_ntok, ep->comb_row, ep->comb_w, ep->x, ep->x_scale, ep->offsets, ep->expert_counts, ep->src_rank,
-                 ep->src_token, ep->src_slot, ep->weight, ep->row_index, ep->ll_marked};
+                 ep->src_token, ep->src_slot, ep->weight, ep->row_index, ep->ll_marked, ep->route_order};
   for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
     if (dev[i]) cudaFree(dev[i]);
   if (ep->host_buf) cudaFreeHost(ep->host_buf);
@@ -159,14 +159,17 @@ extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config
     ep->comb_inbox = (uint16_t *)(b + lay.comb_inbox);
     ep->comb_flag = (uint64_t *)(b + lay.comb_flag);
     ep->comb_ack = (uint64_t *)(b + lay.comb_ack);
+    ep->comb_prog = (uint64_t *)(b + lay.comb_prog);
+    ep->comb_done = (uint64_t *)(b + lay.comb_done);
     /* ws_comm_alloc zeroes it: flags and counts start at zero on every rank */
   }
-  DEV_ALLOC(ep->epochs, 5 * sizeof(uint64_t));
+  DEV_ALLOC(ep->epochs, 6 * sizeof(uint64_t));
   DEV_ALLOC(ep->send_counts, N * (L + 1) * sizeof(int));
   DEV_ALLOC(ep->entries, T * K * sizeof(ep_entry));
   DEV_ALLOC(ep->tok_slot, T * N * sizeof(int));
   DEV_ALLOC(ep->bad_id, 4 * sizeof(int));
-  DEV_ALLOC(ep->route_cnt, ((size_t)cfg->experts + N) * sizeof(int));
+  DEV_ALLOC(ep->route_cnt, ((size_t)cfg->experts + N + 1) * sizeof(int));
+  DEV_ALLOC(ep->route_order, (T / 32 + 1) * sizeof(int));
   DEV_ALLOC(ep->num_tokens, sizeof(int));
   DEV_ALLOC(ep->recv_ntok, N * sizeof(int));
   DEV_ALLOC(ep->comb_row, N * T * K * sizeof(int));
@@ -311,11 +314,13 @@ static void ep_fill_args(const ws_ep *ep, ep_args *a) {
   a->comb_row = ep->comb_row; a->comb_w = ep->comb_w;
   a->counts = ep->counts; a->count_flag = ep->count_flag; a->inbox = ep->inbox; a->data_flag = ep->data_flag;
   a->ack = ep->ack; a->comb_inbox = ep->comb_inbox; a->comb_flag = ep->comb_flag; a->comb_ack = ep->comb_ack;
+  a->comb_prog = ep->comb_prog; a->comb_done = ep->comb_done;
   for (int p = 0; p < ep->nranks; p++) a->peer_delta[p] = ep->peer_delta[p];
   a->x = (uint8_t *)ep->x; a->x_scale = ep->x_scale; a->offsets = ep->offsets; a->expert_counts = ep->expert_counts;
   a->src_rank = ep->src_rank; a->src_token = ep->src_token; a->src_slot = ep->src_slot; a->weight = ep->weight;
   a->row_index = ep->row_index;
   a->ll_marked = ep->ll_marked;
+  a->route_order = ep->route_order;
 }
 
 extern "C" const struct ep_args *ep_kernel_args(const ws_ep *ep) { return &ep->args; }

@@ -12,7 +12,10 @@
  *   ack[dst]                    dispatch epoch dst has finished reading from us
  *   comb_inbox[dst][max_tokens] the BF16 partial sum dst returns for each token we sent it
  *   comb_flag[dst][sms]         combine epoch each of dst's CTAs has finished writing
- *   comb_ack[src]               combine epoch src has finished reading from us */
+ *   comb_ack[src]               combine epoch src has finished reading from us
+ *   comb_prog[dst][sms x EP_PROG_WARPS]  the fused combine: (epoch << 32) | rounds each of
+ *                               dst's reducer warps has pushed (ep_comb_prog)
+ *   comb_done[dst]              the fused combine: epoch dst's reduce has pushed every row */
 #ifndef WARPSPEC_EP_BUFFERS_H
 #define WARPSPEC_EP_BUFFERS_H
 
@@ -37,6 +40,10 @@
  * the wire. */
 #define EP_ROW_ALIGN 128
 
+/* Progress flags per transfer CTA slot: one per reducer warp of the fused combine (at most
+ * its WS_EP_WARPS warps; combine.cu checks). */
+#define EP_PROG_WARPS 16
+
 /* Bytes of one row's payload and scales, of the meta block, of an inbox row. */
 static inline EP_HD size_t ep_payload_bytes(int hidden, int fp8) { return (size_t)hidden * (fp8 ? 1 : 2); }
 static inline EP_HD size_t ep_scale_bytes(int hidden, int fp8) { return fp8 ? (size_t)(hidden / 128) * 4 : 0; }
@@ -48,7 +55,7 @@ static inline EP_HD size_t ep_inbox_row_bytes(int hidden, int fp8, int topk) {
 
 /* The byte offset of each object, and the whole buffer's size. */
 typedef struct {
-  size_t counts, count_flag, inbox, data_flag, ack, comb_inbox, comb_flag, comb_ack;
+  size_t counts, count_flag, inbox, data_flag, ack, comb_inbox, comb_flag, comb_ack, comb_prog, comb_done;
   size_t bytes;
   size_t inbox_row; /* bytes of an inbox row (a multiple of EP_ROW_ALIGN) */
 } ep_buffers;
@@ -70,6 +77,8 @@ static inline EP_HD ep_buffers ep_buffers_make(int nranks, int L, int max_tokens
   b.comb_inbox = at; at = ep_buffers_align(at + N * T * (size_t)hidden * 2);
   b.comb_flag = at;  at = ep_buffers_align(at + N * G * sizeof(uint64_t));
   b.comb_ack = at;   at = ep_buffers_align(at + N * sizeof(uint64_t));
+  b.comb_prog = at;  at = ep_buffers_align(at + N * G * EP_PROG_WARPS * sizeof(uint64_t));
+  b.comb_done = at;  at = ep_buffers_align(at + N * sizeof(uint64_t));
   b.bytes = at;
   return b;
 }

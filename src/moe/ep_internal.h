@@ -51,6 +51,8 @@ typedef struct ep_args {
   const uint16_t *comb_inbox;
   const uint64_t *comb_flag;
   const uint64_t *comb_ack;
+  const uint64_t *comb_prog;
+  const uint64_t *comb_done;
   /* Peer p's copy of any of the symmetric objects above is at the same offset in its
    * heap: local address + peer_delta[p] (checked for every object at create). One
    * array instead of one per object keeps the parameters of a launch under 1 KB. */
@@ -61,6 +63,8 @@ typedef struct ep_args {
   float *weight;
   int *row_index;          /* [max_rows]: index receive: the inbox row (src x max_tokens + i) of each layout row */
   int *ll_marked;          /* low latency, [L]: real rows of each expert at the last call (padding past it marked) */
+  int *route_order;        /* [max_tokens / 32 + 1]: the route's 32-token batches in the order they took their
+                            * inbox slots (the fused combine's gather walks tokens in it) */
 } ep_args;
 
 struct ws_ep {
@@ -77,13 +81,18 @@ struct ws_ep {
   uint16_t *comb_inbox;
   uint64_t *comb_flag;
   uint64_t *comb_ack;
+  uint64_t *comb_prog;
+  uint64_t *comb_done;
   /* local device state */
-  uint64_t *epochs;        /* [0] dispatch, [1] combine; CTAs finished: [2] expand, [3] gather, [4] route */
+  uint64_t *epochs;        /* [0] dispatch, [1] combine; CTAs finished: [2] expand, [3] gather, [4] route,
+                            * [5] the fused combine's reduce */
   int *send_counts;        /* [experts + nranks]: what this rank sends, per expert, then tokens per rank */
   ep_entry *entries;       /* [max_tokens][topk] */
   int *tok_slot;           /* [max_tokens][nranks]: the token's row in peer's inbox, -1 */
   int *bad_id;             /* [4]: count, first token, slot, value of ids out of range */
-  int *route_cnt;          /* [experts + nranks]: route's counters, zero between calls */
+  int *route_cnt;          /* [experts + nranks + 1]: route's counters (the last: its batches' order), zero
+                            * between calls */
+  int *route_order;        /* [max_tokens / 32 + 1]: see ep_args */
   int *num_tokens;         /* [1]: tokens of the latest dispatch */
   int host_tokens;         /* the same, as the host called it (-1 before the first): combine's
                             * `out` may be NULL after a dispatch of 0 tokens */
@@ -102,8 +111,8 @@ struct ws_ep {
   void *sym;                /* the one symmetric allocation the objects above live in (ep_buffers) */
   int64_t peer_delta[WS_COMM_MAX_RANKS]; /* peer p's heap minus ours (see ep_args) */
   ep_args args;            /* the kernels' arguments: the same for every call, built at create */
-  ws_plan plans[5];
-  int planned[5];
+  ws_plan plans[8];
+  int planned[8];
 };
 
 /* Peer p's address of the symmetric object `field` of ep_args a (a.field + delta). */
@@ -128,6 +137,8 @@ ws_status ep_launch(ws_ep *ep, int slot, const char *name, const ws_role *roles,
 }
 #endif
 
-enum { EP_PLAN_LAYOUT = 0, EP_PLAN_SEND, EP_PLAN_EXPAND, EP_PLAN_REDUCE, EP_PLAN_GATHER };
+/* Plan slots; the fused combine has one per reducer / gatherer split (combine.cu). */
+enum { EP_PLAN_LAYOUT = 0, EP_PLAN_SEND, EP_PLAN_EXPAND, EP_PLAN_REDUCE, EP_PLAN_GATHER, EP_PLAN_COMBINE };
+#define EP_PLAN_SLOTS 8
 
 #endif

@@ -504,6 +504,49 @@ WS_DEV void ep_reduce_unit(const ep_args *a, const uint16_t *y, int s, int i, in
   moe_sum_rows_of<GROUP>(my_row, my_w, a->topk, y, a->hidden, v0, a->hidden / 8, dst, y_in_kernel);
 }
 
+/* ---- the fused combine's flags -------------------------------------------------------- */
+/* The fused combine (combine.cu) runs the reduce and the gather at once: reducer warp w of
+ * nw (every rank has the same nw) pushes row r x nw + w of each source in its round r and
+ * after each round says how many it has done; a gatherer enters a token once each of its
+ * partials' rounds is done there, or that rank's whole reduce (comb_done: the reduce's
+ * other forms say only that). The value: (epoch << 32) | rounds, so that every call's
+ * values are above the last one's. */
+WS_DEV uint64_t ep_comb_prog_value(uint64_t m, int rounds) { return (m << 32) | (uint32_t)rounds; }
+
+/* A warp, after its stores of `rounds` rounds: comb_prog[rank][w] = value on every rank
+ * (lane d: rank d's; a system fence first). */
+WS_DEV void ep_comb_prog(const ep_args *a, int w, int rounds, uint64_t m, int lane) {
+  __syncwarp(); /* every lane's stores before the fences */
+  if (lane < a->nranks) {
+    ws_fence_acq_rel_sys();
+    ws_st_relaxed_sys_u64((uint64_t *)((char *)a->comb_prog + a->peer_delta[lane]) +
+                              (size_t)a->rank * a->sms * EP_PROG_WARPS + w,
+                          ep_comb_prog_value(m, rounds));
+  }
+}
+
+/* One thread: until rank d has pushed our row `slot` of combine m (nw: its reducer warps). */
+WS_DEV void ep_comb_wait(const ep_args *a, int d, int slot, int nw, uint64_t m, const ws_ctx *c) {
+  const uint64_t *prog = a->comb_prog + (size_t)d * a->sms * EP_PROG_WARPS + slot % nw;
+  const uint64_t need = ep_comb_prog_value(m, slot / nw + 1);
+  WS_POLL_BOUNDED(ws_ld_acquire_sys_u64(prog) >= need || ws_ld_acquire_sys_u64(a->comb_done + d) >= m, c,
+                  ep_site("combine rows", WS_EDGE_PEER_DATA, d, a->rank, slot % nw, need));
+}
+
+/* 1 in the last CTA of the grid whose group g gets here (counted in *counter, which that
+ * CTA resets), 0 in the others; every group's writes before it (its own rank's and its
+ * peers') are ordered before what the last one does next. `last`: __shared__. */
+WS_DEV int ep_last_group(const ep_group *g, uint64_t *counter, int *last) {
+  ep_sync(g);
+  if (g->tid == 0) {
+    ws_fence_acq_rel_sys();
+    *last = atomicAdd((unsigned long long *)counter, 1ull) == (unsigned long long)gridDim.x - 1;
+    if (*last) *counter = 0;
+  }
+  ep_sync(g);
+  return *last;
+}
+
 /* ---- gather ------------------------------------------------------------------------ */
 /* The warp's lane vectors v0 + 32 u (u < MOE_SUM_UNROLL) of token t's output: the partial
  * sums of the ranks it went to (comb_inbox, by tok_slot), added in rank order in fp32,

@@ -40,7 +40,12 @@
 #define EP_STREAM_SLOT_VECS MOE_SUM_CHUNK                        /* 16-byte vectors per slot: 2 KB */
 #define EP_STREAM_WARP_BYTES (EP_STREAM_RING * EP_STREAM_SLOT_VECS * 16)
 
-enum { EP_STREAM_REDUCE = 0, EP_STREAM_GATHER = 1 };
+/* REDUCE, GATHER: the two kernels' walks (tokens in the reduce's source order; our
+ * tokens in order). The fused combine's (combine.cu): REDUCE_ROUNDS: round k of a warp is
+ * row k x nw + w of every source, and after each round the warp says so to every rank
+ * (ep_comb_prog); GATHER_ORDERED: our tokens in the route's order (route_order), each
+ * entered once its partials are pushed (ep_comb_wait). */
+enum { EP_STREAM_REDUCE = 0, EP_STREAM_GATHER = 1, EP_STREAM_REDUCE_ROUNDS = 2, EP_STREAM_GATHER_ORDERED = 3 };
 
 /* One token of the stream. Per lane (slot = lane): the row it adds (NULL: none) and its
  * weight; warp-wide: which slots have rows (set when the token becomes current, so the
@@ -49,15 +54,20 @@ typedef struct {
   const uint16_t *row;
   float w;
   unsigned mask;
-  uint16_t *dst;
+  uint16_t *dst; /* NULL: an empty place of the walk (no sum, no store) */
+  int slot;      /* GATHER_ORDERED: this lane's row's slot on rank lane (for its wait), else -1 */
 } ep_stream_tok;
 
-/* The stream: `total` tokens, each row in `nchunk` chunks of 2 KB. */
+/* The stream: `total` tokens, each row in `nchunk` chunks of 2 KB. The fused modes: nw
+ * warps walk it (REDUCE_ROUNDS: this rank's reducers; GATHER_ORDERED: every rank's
+ * reducers, for the waits), m the combine epoch, ctx the waits' bound. */
 typedef struct {
-  int mode, nchunk, total;
+  int mode, nchunk, total, nw, tokens;
   const int *ntok;
   const uint16_t *y;
   uint16_t *out;
+  uint64_t m;
+  const ws_ctx *ctx;
 } ep_stream_spec;
 
 static __device__ __forceinline__ ep_stream_spec ep_stream_tokens(const ep_args *a, int mode, const int *ntok,
@@ -65,7 +75,7 @@ static __device__ __forceinline__ ep_stream_spec ep_stream_tokens(const ep_args 
   ep_stream_spec sp;
   sp.mode = mode; sp.ntok = ntok; sp.y = y; sp.out = out;
   sp.nchunk = (a->hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
-  sp.total = tokens;
+  sp.total = tokens; sp.tokens = tokens; sp.nw = 0; sp.m = 0; sp.ctx = NULL;
   return sp;
 }
 
@@ -76,12 +86,19 @@ static __device__ __forceinline__ ep_stream_spec ep_stream_tokens(const ep_args 
  * Past the last token: none. */
 static __device__ __forceinline__ ep_stream_tok ep_stream_load(const ep_args *a, const ep_stream_spec *sp, int g,
                                                                int lane) {
-  ep_stream_tok k = {NULL, 0.0f, 0u, NULL};
+  ep_stream_tok k = {NULL, 0.0f, 0u, NULL, -1};
   if (g >= sp->total) return k;
   const size_t H = (size_t)a->hidden;
-  if (sp->mode == EP_STREAM_REDUCE) {
-    int i;
-    const int s = ep_reduce_token(a, sp->ntok, 0, g, &i);
+  if (sp->mode == EP_STREAM_REDUCE || sp->mode == EP_STREAM_REDUCE_ROUNDS) {
+    int i, s;
+    if (sp->mode == EP_STREAM_REDUCE) {
+      s = ep_reduce_token(a, sp->ntok, 0, g, &i);
+    } else { /* place g = (round x nranks + q) x nw + w: row round x nw + w of the q-th source */
+      const int kq = g / sp->nw;
+      s = ep_reduce_source(a, kq % a->nranks);
+      i = (kq / a->nranks) * sp->nw + g % sp->nw;
+      if (i >= sp->ntok[s]) return k; /* that source sent fewer rows */
+    }
     const size_t e = ((size_t)s * a->max_tokens + i) * a->topk + lane;
     if (lane < a->topk) {
       const int r = __ldcg(a->comb_row + e);
@@ -90,12 +107,18 @@ static __device__ __forceinline__ ep_stream_tok ep_stream_load(const ep_args *a,
     }
     k.dst = EP_PEER(uint16_t, *a, comb_inbox, s) + ((size_t)a->rank * a->max_tokens + i) * H;
   } else {
+    int t = g;
+    if (sp->mode == EP_STREAM_GATHER_ORDERED) {
+      t = __ldcg(a->route_order + g / 32) * 32 + g % 32;
+      if (t >= sp->tokens) return k; /* past the last token, in the last batch */
+    }
     if (lane < a->nranks) {
-      const int slot = __ldcg(&a->tok_slot[(size_t)g * a->nranks + lane]);
+      const int slot = __ldcg(&a->tok_slot[(size_t)t * a->nranks + lane]);
       k.w = 1.0f;
       if (slot >= 0) k.row = a->comb_inbox + ((size_t)lane * a->max_tokens + slot) * H;
+      if (sp->mode == EP_STREAM_GATHER_ORDERED) k.slot = slot;
     }
-    k.dst = sp->out + (size_t)g * H;
+    k.dst = sp->out + (size_t)t * H;
   }
   return k;
 }
@@ -106,10 +129,13 @@ static __device__ __forceinline__ ep_stream_tok ep_stream_load(const ep_args *a,
 typedef struct {
   int g, c, slot;
   unsigned left;
+  int waits; /* the copying position: enters a GATHER_ORDERED token after its partials' flags */
   ep_stream_tok cur, nxt;
 } ep_stream_pos;
 
-static __device__ __forceinline__ void ep_stream_enter(ep_stream_pos *p) {
+static __device__ __forceinline__ void ep_stream_enter(ep_stream_pos *p, const ep_args *a, const ep_stream_spec *sp) {
+  if (p->waits && p->cur.slot >= 0) ep_comb_wait(a, (int)(threadIdx.x % 32), p->cur.slot, sp->nw, sp->m, sp->ctx);
+  if (p->waits) __syncwarp(); /* the waiting lanes' acquire before every lane's loads of those rows */
   p->cur.mask = __ballot_sync(0xffffffffu, p->cur.row != NULL);
   p->c = 0;
   p->slot = p->cur.mask ? __ffs(p->cur.mask) - 1 : -1;
@@ -131,7 +157,7 @@ static __device__ __forceinline__ void ep_stream_next(ep_stream_pos *p, const ep
     p->g += stride;
     p->cur = p->nxt;
     p->nxt = ep_stream_load(a, sp, p->g + stride, lane);
-    ep_stream_enter(p);
+    ep_stream_enter(p, a, sp);
   }
 }
 
@@ -164,10 +190,12 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
   const uint32_t ring_addr = ws_smem_addr(ring);
   ep_stream_pos in, out_pos; /* in: the next step to copy; out_pos: the next step to add */
   in.g = first;
+  in.waits = sp->mode == EP_STREAM_GATHER_ORDERED;
   in.cur = ep_stream_load(a, sp, first, lane);
   in.nxt = ep_stream_load(a, sp, first + stride, lane);
-  ep_stream_enter(&in);
+  ep_stream_enter(&in, a, sp);
   out_pos = in;
+  out_pos.waits = 0;
   int in_slot = 0, out_slot = 0;
   float acc[MOE_SUM_UNROLL][8];
   moe_zero_acc(acc);
@@ -190,9 +218,14 @@ static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep
       uint4 *d = (uint4 *)out_pos.cur.dst + v0;
 #pragma unroll
       for (int u = 0; u < MOE_SUM_UNROLL; u++) {
-        if (v0 + 32 * u < nvec) ws_st_global_v4(d + 32 * u, moe_pack8(acc[u]));
+        if (out_pos.cur.dst != NULL && v0 + 32 * u < nvec) ws_st_global_v4(d + 32 * u, moe_pack8(acc[u]));
 #pragma unroll
         for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+      }
+      /* a round's last row (the last source's) complete: tell every rank */
+      if (sp->mode == EP_STREAM_REDUCE_ROUNDS && out_pos.c == sp->nchunk - 1) {
+        const int kq = out_pos.g / sp->nw;
+        if (kq % a->nranks == a->nranks - 1) ep_comb_prog(a, first, kq / a->nranks + 1, sp->m, lane);
       }
     }
     ep_stream_next(&out_pos, a, sp, stride, lane);

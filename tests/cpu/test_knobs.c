@@ -12,7 +12,7 @@
 static const char *const all_names[] = {
     WS_TIMEOUT_ENV, WS_CHECK_ENV, WS_HOST_THREADS_ENV, WS_PDL_ENV, WS_ATTN_SCHEDULE_ENV, WS_ATTN_GRID_ENV,
     WS_ATTN_HEAD_GROUP_ENV, WS_ATTN_O_STORE_ENV, WS_ATTN_WG_BLOCKS_ENV, WS_ATTN_TILE_ROWS_ENV, WS_MLA_FLAGS_ENV, WS_MLA_PAGE_LOAD_ENV, WS_GEMM_SPLITS_ENV, WS_GEMM_FP8_TILE_ENV,
-    WS_GEMM_PAIR_ENV, WS_MOE_GATHER_ENV, WS_EP_OVERLAP_ENV, WS_MOE_TILE_ENV, WS_MOE_PAIR_ENV, WS_MOE_SCHED_ENV, WS_MOE_SELF_ROUTE_ENV,
+    WS_GEMM_PAIR_ENV, WS_MOE_GATHER_ENV, WS_EP_OVERLAP_ENV, WS_EP_COMBINE_ENV, WS_MOE_TILE_ENV, WS_MOE_PAIR_ENV, WS_MOE_SCHED_ENV, WS_MOE_SELF_ROUTE_ENV,
     WS_SR_CE_MIN_BYTES_ENV, WS_AG_DIRECT_MAX_BYTES_ENV, WS_AG_ZC_MIN_BYTES_ENV, WS_RENDEZVOUS_TIMEOUT_ENV,
     WS_SHARE_GPU_ENV, WS_DEBUG_NVML_ENV, "WS_GEMM_SPLITS", "WS_GEMM_FP8_TILE", "WS_SR_CE_MIN_BYTES",
     "WS_RENDEZVOUS_TIMEOUT_MS", "WS_DEBUG_NVML"};
@@ -76,7 +76,7 @@ static void defaults(void) {
   CHECK(k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 0 &&
         k->attn_wg_blocks == 0);
   CHECK(k->gemm_splits == 0 && k->gemm_fp8_tile == 0 && k->gemm_pair == 1);
-  CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->ep_overlap == WS_EP_OVERLAP_DEFAULT &&
+  CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->ep_overlap == WS_EP_OVERLAP_DEFAULT && k->ep_combine == 0 &&
         k->moe_tile == 0 && k->moe_pair == -1);
   CHECK(k->moe_static_walk == 0 && k->moe_self_route == 1);
   CHECK(k->sr_ce_min_bytes == (long long)WS_SR_CE_MIN_BYTES);
@@ -108,6 +108,7 @@ static void accepted(void) {
   set(WS_MOE_PAIR_ENV, "0");
   set(WS_MOE_SCHED_ENV, "static");
   set(WS_EP_OVERLAP_ENV, "no");
+  set(WS_EP_COMBINE_ENV, "fused10");
   set(WS_SR_CE_MIN_BYTES_ENV, "8589934592"); /* 8 GiB: past 32 bits */
   set(WS_AG_ZC_MIN_BYTES_ENV, "0");
   set(WS_HOST_THREADS_ENV, "1000");          /* taken, then capped by ws_host_workers */
@@ -122,7 +123,7 @@ static void accepted(void) {
         k->attn_wg_blocks == 1);
   CHECK(k->gemm_splits == 4194304 && k->gemm_fp8_tile == 192 && k->gemm_pair == 0);
   CHECK(k->moe_tile == 128 && k->moe_pair == 0 && k->moe_static_walk == 1);
-  CHECK(k->ep_overlap == 0);
+  CHECK(k->ep_overlap == 0 && k->ep_combine == 10);
   CHECK(k->sr_ce_min_bytes == 8589934592ll && k->ag_zc_min_bytes == 0);
   CHECK(k->host_threads == 1000);
   /* an API setting keeps its precedence over the environment */
@@ -144,10 +145,12 @@ static void refused(void) {
   set(WS_ATTN_WG_BLOCKS_ENV, "mine");
   set(WS_MLA_FLAGS_ENV, "warp");
   set(WS_MLA_PAGE_LOAD_ENV, "bulk");
+  set(WS_EP_COMBINE_ENV, "fused16");
   reload_quoting();
   CHECK(k->attn_persistent == 1 && k->gemm_splits == 0 && k->timeout_ms == WS_TIMEOUT_MS_DEFAULT && k->check == 0);
   CHECK(k->moe_static_walk == 0 && k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 0);
-  CHECK(k->attn_wg_blocks == 0 && k->mla_flags_lane0 == 0 && k->mla_page_tma == 0);
+  CHECK(k->attn_wg_blocks == 0 && k->mla_flags_lane0 == 0 && k->mla_page_tma == 0 && k->ep_combine == 0);
+  CHECK_SAID("WARPSPEC_EP_COMBINE=\"fused16\" is not accepted (kernels, fused12, fused10 or fused8); the default, kernels");
   CHECK_SAID("WARPSPEC_ATTN_WG_BLOCKS=\"mine\" is not accepted (tile or own); the default, tile");
   CHECK_SAID("WARPSPEC_MLA_FLAGS=\"warp\" is not accepted (threads or lane0); the default, threads");
   CHECK_SAID("WARPSPEC_MLA_PAGE_LOAD=\"bulk\" is not accepted (cp or tma); the default, cp");

@@ -425,15 +425,15 @@ static void buffer_layout(void) {
                 const size_t N = (size_t)ranks[r], L = (size_t)(experts[e] / ranks[r]), T = (size_t)tokens[t];
                 const size_t G = (size_t)sms[g], H = (size_t)hidden[h];
                 const ep_buffers b = ep_buffers_make(ranks[r], (int)L, tokens[t], hidden[h], fp8, topk[k], sms[g]);
-                const size_t at[8] = {b.counts, b.count_flag, b.inbox, b.data_flag, b.ack, b.comb_inbox, b.comb_flag,
-                                      b.comb_ack};
-                const size_t need[8] = {N * (L + 1) * 4, N * 8, N * T * b.inbox_row, N * G * 8, N * 8, N * T * H * 2,
-                                        N * G * 8, N * 8};
+                const size_t at[10] = {b.counts, b.count_flag, b.inbox, b.data_flag, b.ack, b.comb_inbox, b.comb_flag,
+                                       b.comb_ack, b.comb_prog, b.comb_done};
+                const size_t need[10] = {N * (L + 1) * 4, N * 8, N * T * b.inbox_row, N * G * 8, N * 8, N * T * H * 2,
+                                         N * G * 8, N * 8, N * G * EP_PROG_WARPS * 8, N * 8};
                 int ok = b.inbox_row % EP_ROW_ALIGN == 0 &&
                          b.inbox_row >= H * (fp8 ? 1 : 2) + (fp8 ? H / 128 * 4 : 0) + 16 * (size_t)(1 + topk[k]);
-                for (int i = 0; i < 8; i++) {
+                for (int i = 0; i < 10; i++) {
                   ok &= at[i] % EP_OBJECT_ALIGN == 0;
-                  ok &= at[i] + need[i] <= (i + 1 < 8 ? at[i + 1] : b.bytes); /* in order, none overlapping */
+                  ok &= at[i] + need[i] <= (i + 1 < 10 ? at[i + 1] : b.bytes); /* in order, none overlapping */
                 }
                 ok &= b.counts == 0 && b.bytes % EP_OBJECT_ALIGN == 0;
                 cases++;
