@@ -34,14 +34,14 @@ step() { # step NAME LOG COMMAND...: run it, one line of outcome into the summar
 ranks=$([ "$ngpu" -ge 4 ] && echo 4 || echo 2)
 if [ "${TESTS:-1}" = 1 ]; then
   for f in $forms; do
-    step "test_moe all, $ranks ranks, $f" "moe_${f}_$ranks.log" env WARPSPEC_EP_COMBINE=$f timeout 300 \
-      "$b/warpspec" run -n "$ranks" --timeout 280 -- "$b/tests/gpu/test_moe" all
+    step "test_moe all, $ranks ranks, $f" "moe_${f}_$ranks.log" env WARPSPEC_EP_COMBINE=$f timeout 150 \
+      "$b/warpspec" run -n "$ranks" --timeout 140 -- "$b/tests/gpu/test_moe" all
   done
   f=$(echo $forms | cut -d' ' -f1)
-  step "test_moe all, 2 ranks, $f" "moe_${f}_2.log" env WARPSPEC_EP_COMBINE=$f timeout 300 \
-    "$b/warpspec" run -n 2 --timeout 280 -- "$b/tests/gpu/test_moe" all
-  step "test_moe_idle all, $ranks ranks, $f" "idle_${f}_$ranks.log" env WARPSPEC_EP_COMBINE=$f timeout 300 \
-    "$b/warpspec" run -n "$ranks" --timeout 280 -- "$b/tests/gpu/test_moe_idle" all
+  step "test_moe all, 2 ranks, $f" "moe_${f}_2.log" env WARPSPEC_EP_COMBINE=$f timeout 150 \
+    "$b/warpspec" run -n 2 --timeout 140 -- "$b/tests/gpu/test_moe" all
+  step "test_moe_idle all, $ranks ranks, $f" "idle_${f}_$ranks.log" env WARPSPEC_EP_COMBINE=$f timeout 150 \
+    "$b/warpspec" run -n "$ranks" --timeout 140 -- "$b/tests/gpu/test_moe_idle" all
 fi
 values=kernels,$(echo $forms | tr ' ' ',')
 for args in "--ranks $ranks --tokens 4096 --sms 24" "--ranks $ranks --tokens 4096 --sms 48" \
