@@ -185,31 +185,32 @@ static __device__ __forceinline__ void gather_chunks(const ep_args *a, uint16_t 
 
 template <int R>
 WS_KERNEL_T(comb_roles<R>::set) ep_combine_kernel(const __grid_constant__ ep_args a, const uint16_t *y,
-                                                          uint16_t *out, ws_diag diag) {
+                                                 uint16_t *out, ws_diag diag) {
   typedef typename comb_roles<R>::set S;
   ws_ctx ctx = WS_SELF_T(S, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0);
   __shared__ int ntok[WS_COMM_MAX_RANKS];
   __shared__ unsigned long long epoch;
-  __shared__ int last_r, last_g;
+  __shared__ int last_r, last_all;
+  __shared__ int seq[WS_EP_WARPS][EP_STREAM_SEQ];
   const int N = a.nranks, T = *a.num_tokens, W = WS_EP_WARPS, warp = (int)(threadIdx.x / 32), lane = ctx.lane;
   if (threadIdx.x < (unsigned)N) ntok[threadIdx.x] = __ldcg(a.recv_ntok + threadIdx.x);
   if (threadIdx.x == 0) epoch = a.epochs[1] + 1;
-  __syncthreads(); /* the one CTA-wide barrier before the roles part (roles never use barrier 0) */
+  __syncthreads(); /* barrier 0, the whole CTA (roles never use it) */
   const uint64_t m = epoch; /* read by every thread before any gather can finish and advance it */
   int total = 0, most = 0;
   for (int s = 0; s < N; s++) {
     total += ntok[s];
     most = max(most, ntok[s]);
   }
-  const int nwr = (int)gridDim.x * R; /* every rank's reducer warps (the flags' rounds) */
+  const int nwr = (int)gridDim.x * R; /* every rank's reducer warps: the rounds' flags */
+  /* apart: the reducers and the gatherers at once, by role; else every warp reduces, then
+   * gathers. The reducers done, they join the gather (its places are claimed one by one). */
   const int apart = stream_ok(total, nwr);
-  /* apart: reducers and gatherers by role; else every warp reduces, then gathers */
-  const int reduces = !apart || warp < R, gathers = !apart || warp >= R;
-  const ep_group rg = apart ? ep_group{(int)threadIdx.x, R * 32, ctx.bar} : ep_group{(int)threadIdx.x, W * 32, 0u};
-  const ep_group gg = apart ? ep_group{(int)threadIdx.x - R * 32, (W - R) * 32, ctx.bar} : rg;
+  const ep_group cta = {(int)threadIdx.x, W * 32, 0u};
+  const ep_group rg = apart ? ep_group{(int)threadIdx.x, R * 32, ctx.bar} : cta;
   uint4 *ring = ep_stream_ring + (size_t)warp * (EP_STREAM_WARP_BYTES / 16);
-  if (reduces) {
+  if (!apart || warp < R) {
     ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_PEER);
     ep_wait_acked(&a, a.comb_ack, m - 1, "combine ack", &ctx, rg.tid);
     ep_sync(&rg);
@@ -222,22 +223,30 @@ WS_KERNEL_T(comb_roles<R>::set) ep_combine_kernel(const __grid_constant__ ep_arg
     } else {
       reduce_chunks(&a, y, ntok, (int)blockIdx.x * W + warp, (int)gridDim.x * W, lane);
     }
-    if (ep_last_group(&rg, &a.epochs[5], &last_r)) ep_ack_peers(a.comb_done, a.peer_delta, a.rank, N, m, rg.tid);
-  }
-  if (gathers) {
-    const int gw = apart ? (int)blockIdx.x * (W - R) + warp - R : (int)blockIdx.x * W + warp;
-    const int ngw = (int)gridDim.x * (apart ? W - R : W);
-    if (stream_ok(T, ngw) && N <= 32) {
-      ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_GATHER_ORDERED, NULL, T, NULL, out);
-      sp.nw = nwr; sp.m = m; sp.ctx = &ctx;
-      sp.total = (T + 31) / 32 * 32; /* the route's batches of 32 */
-      ep_stream_sums(&a, &sp, gw, ngw, ring, lane);
-    } else {
-      gather_chunks(&a, out, T, nwr, m, &ctx, gw, ngw, lane);
+    /* every row pushed: "done" to every rank, and the per-CTA data flags the whole-layer
+     * kernel waits for (a rank whose layer took the fused path runs it in the same call) */
+    if (ep_last_group(&rg, &a.epochs[5], &last_r)) {
+      ep_ack_peers(a.comb_done, a.peer_delta, a.rank, N, m, rg.tid);
+      ep_raise(&a, a.comb_flag, m, 0, a.sms, &rg);
     }
-    if (ep_last_group(&gg, &a.epochs[3], &last_g)) {
-      ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m, gg.tid);
-      if (gg.tid == 0) a.epochs[1] = m;
+  }
+  /* the gather: every warp (the gatherers from the start) */
+  if (stream_ok(T, (int)gridDim.x * (apart ? W - R : W)) && N <= 32) {
+    ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_GATHER_ORDERED, NULL, T, NULL, out);
+    sp.nw = nwr; sp.m = m; sp.ctx = &ctx;
+    sp.total = (T + 31) / 32 * 32; /* the route's batches of 32 */
+    sp.claim = &a.epochs[6];
+    sp.seq = seq[warp];
+    ep_stream_sums(&a, &sp, 0, 1, ring, lane);
+  } else if (!apart || warp >= R) { /* few tokens: a static share, chunks of a token per warp */
+    const int gw = apart ? (int)blockIdx.x * (W - R) + warp - R : (int)blockIdx.x * W + warp;
+    gather_chunks(&a, out, T, nwr, m, &ctx, gw, (int)gridDim.x * (apart ? W - R : W), lane);
+  }
+  if (ep_last_group(&cta, &a.epochs[3], &last_all)) {
+    ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m, cta.tid);
+    if (cta.tid == 0) {
+      a.epochs[6] = 0;
+      a.epochs[1] = m;
     }
   }
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);

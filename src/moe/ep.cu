@@ -163,7 +163,7 @@ extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config
     ep->comb_done = (uint64_t *)(b + lay.comb_done);
     /* ws_comm_alloc zeroes it: flags and counts start at zero on every rank */
   }
-  DEV_ALLOC(ep->epochs, 6 * sizeof(uint64_t));
+  DEV_ALLOC(ep->epochs, 7 * sizeof(uint64_t));
   DEV_ALLOC(ep->send_counts, N * (L + 1) * sizeof(int));
   DEV_ALLOC(ep->entries, T * K * sizeof(ep_entry));
   DEV_ALLOC(ep->tok_slot, T * N * sizeof(int));

@@ -85,7 +85,7 @@ struct ws_ep {
   uint64_t *comb_done;
   /* local device state */
   uint64_t *epochs;        /* [0] dispatch, [1] combine; CTAs finished: [2] expand, [3] gather, [4] route,
-                            * [5] the fused combine's reduce */
+                            * [5] the fused combine's reduce; [6] its gather's places claimed */
   int *send_counts;        /* [experts + nranks]: what this rank sends, per expert, then tokens per rank */
   ep_entry *entries;       /* [max_tokens][topk] */
   int *tok_slot;           /* [max_tokens][nranks]: the token's row in peer's inbox, -1 */

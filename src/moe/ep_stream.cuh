@@ -68,14 +68,18 @@ typedef struct {
   uint16_t *out;
   uint64_t m;
   const ws_ctx *ctx;
+  uint64_t *claim;       /* non-NULL: the warps claim places one at a time here (ep_stream_after) */
+  volatile int *seq;     /* with claim: the warp's EP_STREAM_SEQ claimed places (shared memory) */
 } ep_stream_spec;
+
+#define EP_STREAM_SEQ 8 /* claimed places a warp remembers: the adding position is at most 4 behind */
 
 static __device__ __forceinline__ ep_stream_spec ep_stream_tokens(const ep_args *a, int mode, const int *ntok,
                                                                   int tokens, const uint16_t *y, uint16_t *out) {
   ep_stream_spec sp;
   sp.mode = mode; sp.ntok = ntok; sp.y = y; sp.out = out;
   sp.nchunk = (a->hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
-  sp.total = tokens; sp.tokens = tokens; sp.nw = 0; sp.m = 0; sp.ctx = NULL;
+  sp.total = tokens; sp.tokens = tokens; sp.nw = 0; sp.m = 0; sp.ctx = NULL; sp.claim = NULL; sp.seq = NULL;
   return sp;
 }
 
@@ -129,9 +133,26 @@ static __device__ __forceinline__ ep_stream_tok ep_stream_load(const ep_args *a,
 typedef struct {
   int g, c, slot;
   unsigned left;
-  int waits; /* the copying position: enters a GATHER_ORDERED token after its partials' flags */
+  int gn, jn;  /* nxt's place, and its index in the warp's claimed sequence */
+  int waits;   /* the copying position: enters a GATHER_ORDERED token after its partials' flags */
+  int claims;  /* the copying position, with sp->claim: claims the places */
   ep_stream_tok cur, nxt;
 } ep_stream_pos;
+
+/* The place after nxt's: gn + stride; with claims (sp->claim) the warp's next claimed place:
+ * the copying position claims it (lane 0, one atomic, into the warp's sequence), the adding
+ * position, behind it, reads it there. Past the last place: sp->total. */
+static __device__ __forceinline__ int ep_stream_after(ep_stream_pos *p, const ep_stream_spec *sp, int stride,
+                                                      int lane) {
+  if (sp->claim == NULL) return p->gn + stride;
+  const int j = ++p->jn & (EP_STREAM_SEQ - 1);
+  if (p->claims) {
+    if (lane == 0) sp->seq[j] = (int)min((unsigned long long)atomicAdd((unsigned long long *)sp->claim, 1ull),
+                                         (unsigned long long)sp->total);
+    __syncwarp();
+  }
+  return sp->seq[j];
+}
 
 static __device__ __forceinline__ void ep_stream_enter(ep_stream_pos *p, const ep_args *a, const ep_stream_spec *sp) {
   if (p->waits && p->cur.slot >= 0) ep_comb_wait(a, (int)(threadIdx.x % 32), p->cur.slot, sp->nw, sp->m, sp->ctx);
@@ -154,9 +175,10 @@ static __device__ __forceinline__ void ep_stream_next(ep_stream_pos *p, const ep
     p->slot = p->cur.mask ? __ffs(p->cur.mask) - 1 : -1;
     p->left = p->cur.mask ? p->cur.mask & (p->cur.mask - 1) : 0u;
   } else {
-    p->g += stride;
+    p->g = p->gn;
     p->cur = p->nxt;
-    p->nxt = ep_stream_load(a, sp, p->g + stride, lane);
+    p->gn = ep_stream_after(p, sp, stride, lane);
+    p->nxt = ep_stream_load(a, sp, p->gn, lane);
     ep_stream_enter(p, a, sp);
   }
 }
@@ -185,17 +207,23 @@ static __device__ __forceinline__ void ep_stream_copy(const ep_args *a, const ep
 static __device__ __forceinline__ void ep_stream_sums(const ep_args *a, const ep_stream_spec *sp, int first, int stride,
                                                       uint4 *ring, int lane) {
   const int total = sp->total;
-  if (first >= total) return;
+  ep_stream_pos in, out_pos; /* in: the next step to copy; out_pos: the next step to add */
+  in.waits = sp->mode == EP_STREAM_GATHER_ORDERED;
+  in.claims = sp->claim != NULL;
+  in.jn = -1;
+  in.gn = first - stride;
+  in.g = ep_stream_after(&in, sp, stride, lane); /* first, or the first claimed place */
+  if (in.g >= total) return;
+  in.gn = in.g;
+  in.gn = ep_stream_after(&in, sp, stride, lane);
   const int nvec = a->hidden / 8;
   const uint32_t ring_addr = ws_smem_addr(ring);
-  ep_stream_pos in, out_pos; /* in: the next step to copy; out_pos: the next step to add */
-  in.g = first;
-  in.waits = sp->mode == EP_STREAM_GATHER_ORDERED;
-  in.cur = ep_stream_load(a, sp, first, lane);
-  in.nxt = ep_stream_load(a, sp, first + stride, lane);
+  in.cur = ep_stream_load(a, sp, in.g, lane);
+  in.nxt = ep_stream_load(a, sp, in.gn, lane);
   ep_stream_enter(&in, a, sp);
   out_pos = in;
   out_pos.waits = 0;
+  out_pos.claims = 0;
   int in_slot = 0, out_slot = 0;
   float acc[MOE_SUM_UNROLL][8];
   moe_zero_acc(acc);

@@ -192,6 +192,8 @@ WS_DEV void mxe_reduce(const mx_layer_args *L, const ws_ctx *c, const uint16_t *
   if (mxe_last(L->reduced, (uint32_t)L->reduce_items, 1, i, bar, &sh->flag)) {
     const ep_group g = {i, MX_LAYER_THREADS, bar};
     ep_raise(a, a->comb_flag, m, 0, a->sms, &g);
+    /* and "done", which a peer in the fused standalone combine (combine.cu) waits for */
+    ep_ack_peers(a->comb_done, a->peer_delta, a->rank, a->nranks, m, i);
   }
 }
 
