@@ -102,6 +102,12 @@
  * row per rank and pushes to one rank at a time), so the overlap pays only where the
  * expand it hides is long. WARPSPEC_EP_OVERLAP=0|1 forces it. */
 #define WS_EP_OVERLAP_DEFAULT   (-1) /* chosen per call */
+/* Combine in one kernel, its reducer and gatherer warps at once (combine.cu), from this many
+ * ranks (4 x H200, 4096 tokens per rank, session 33: EP4 24 SMs 899 -> 670 us, 48 SMs 680
+ * -> 657, 128 tokens level; EP2 503 -> 562: two kernels there), with WS_EP_FUSED_REDUCERS
+ * of each CTA's 16 warps reducing. WARPSPEC_EP_COMBINE=kernels|fused12|fused14 forces it. */
+#define WS_EP_FUSED_MIN_RANKS   4
+#define WS_EP_FUSED_REDUCERS    12
 #define WS_EP_OVERLAP_MIN_SMS   48
 #define WS_EP_OVERLAP_MIN_TOKENS 1024
 /* MoE layer, WS_MOE_AUTO, by the rows a local expert is expected to get (tokens x topk /
@@ -204,7 +210,7 @@
 #define WS_GEMM_PAIR_ENV          "WARPSPEC_GEMM_PAIR"     /* off: the 192-row tile alone     */
 #define WS_MOE_GATHER_ENV         "WARPSPEC_MOE_GATHER"    /* WS_MOE_GATHER_DEFAULT          */
 #define WS_EP_OVERLAP_ENV         "WARPSPEC_EP_OVERLAP"    /* WS_EP_OVERLAP_DEFAULT          */
-#define WS_EP_COMBINE_ENV         "WARPSPEC_EP_COMBINE"    /* kernels (fused12/10/8: opt-in) */
+#define WS_EP_COMBINE_ENV         "WARPSPEC_EP_COMBINE"    /* by ranks (WS_EP_FUSED_MIN_RANKS) */
 #define WS_MOE_TILE_ENV           "WARPSPEC_MOE_TILE"      /* per layer (WS_MOE_WIDE_ROWS)   */
 #define WS_MOE_PAIR_ENV           "WARPSPEC_MOE_PAIR"      /* per layer (WS_MOE_PAIR_ROWS)   */
 #define WS_MOE_SCHED_ENV          "WARPSPEC_MOE_SCHED"     /* claimed                        */

@@ -134,14 +134,18 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
 }
 
 /* ---- the fused combine ------------------------------------------------------------- */
-/* One kernel, the reduce and the gather at once (WARPSPEC_EP_COMBINE=fused<R>): the two
- * kernels run one after the other because the gather waited for every rank's whole
- * reduce; at EP4, 4096 tokens per rank, 24 SMs, that was reduce 582 + gather 254 us
- * (role timelines, session 33), while the reduce alone is bound by its NVLink pushes (the
- * mix: pushes alone 488 us, with the reads 590 us) and leaves the SMs' local memory path
- * half idle. Here R of each CTA's warps reduce (REDUCE_ROUNDS: round by round, each
- * round's progress flagged to every rank) and the other WS_EP_WARPS - R gather in the
- * route's order (GATHER_ORDERED), each token as soon as its partials have landed.
+/* One kernel, the reduce and the gather at once (ws_ep_combine's form from
+ * WS_EP_FUSED_MIN_RANKS ranks, WARPSPEC_EP_COMBINE): the two kernels run one after the
+ * other because the gather waits for every rank's whole reduce; at EP4, 4096 tokens per
+ * rank, 24 SMs, that was reduce 582 + gather 254 us (role timelines, session 33), while the
+ * reduce alone is bound by its NVLink pushes (the mix: pushes alone 488 us, with the reads
+ * 590 us). Here R of each CTA's warps reduce (REDUCE_ROUNDS: round by round, each round's
+ * progress flagged to every rank) and the other WS_EP_WARPS - R gather in the route's order
+ * (GATHER_ORDERED), each token as soon as its partials have landed; the reducers, done,
+ * join the gather, whose places the warps claim one at a time (a static share left the
+ * gatherers 170 us behind the reducers). EP4 24 SMs: combine 899 -> 670 us (R 12; R 10:
+ * 759, R 8: 856); 48 SMs 680 -> 657; EP2 503 -> 562 (its reduce is bound by the reads the
+ * gather then shares), so EP2 keeps the two kernels.
  *
  * With few rows (no ring, or fewer received rows than reducer warps) the rounds would not
  * pay: every warp reduces (the chunk form), the last CTA says "done" to every rank, then
@@ -150,20 +154,16 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
 #define COMBINE_ROLES(ROLE, P, R)                                                        \
   ROLE(P##_REDUCER, R, WS_REGS_ENTRY, 1) ROLE(P##_GATHERER, WS_EP_WARPS - R, WS_REGS_ENTRY, 1)
 #define C12_ROLES(ROLE) COMBINE_ROLES(ROLE, C12, 12)
-#define C10_ROLES(ROLE) COMBINE_ROLES(ROLE, C10, 10)
-#define C8_ROLES(ROLE) COMBINE_ROLES(ROLE, C8, 8)
+#define C14_ROLES(ROLE) COMBINE_ROLES(ROLE, C14, 14)
 WS_DECLARE_ROLES(ep_comb12, C12_ROLES);
 WS_DECLARE_ROLE_SET(ep_comb12);
-WS_DECLARE_ROLES(ep_comb10, C10_ROLES);
-WS_DECLARE_ROLE_SET(ep_comb10);
-WS_DECLARE_ROLES(ep_comb8, C8_ROLES);
-WS_DECLARE_ROLE_SET(ep_comb8);
-static_assert((int)C12_REDUCER == 0 && (int)C10_REDUCER == 0 && (int)C8_REDUCER == 0, "reducers first");
-static_assert(12 <= EP_PROG_WARPS, "a progress flag per reducer warp");
-static_assert(EP_PLAN_COMBINE + 3 <= 8, "a plan slot per split (ws_ep.plans)");
+WS_DECLARE_ROLES(ep_comb14, C14_ROLES);
+WS_DECLARE_ROLE_SET(ep_comb14);
+static_assert((int)C12_REDUCER == 0 && (int)C14_REDUCER == 0, "reducers first");
+static_assert(14 <= EP_PROG_WARPS, "a progress flag per reducer warp");
+static_assert(EP_PLAN_COMBINE + 2 <= 8, "a plan slot per split (ws_ep.plans)");
 template <int R> struct comb_roles { typedef ep_comb12_set set; };
-template <> struct comb_roles<10> { typedef ep_comb10_set set; };
-template <> struct comb_roles<8> { typedef ep_comb8_set set; };
+template <> struct comb_roles<14> { typedef ep_comb14_set set; };
 
 /* The gather with few tokens per warp (chunks of a token over several warps, as the gather
  * kernel), each token entered once its partials are pushed. */
@@ -252,6 +252,8 @@ WS_KERNEL_T(comb_roles<R>::set) ep_combine_kernel(const __grid_constant__ ep_arg
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
+static_assert(WS_EP_FUSED_REDUCERS == 12 || WS_EP_FUSED_REDUCERS == 14, "a fused combine kernel of that split");
+
 extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStream_t stream) {
   WS_REQUIRE(ep != NULL, "ws_ep_combine: ep is NULL");
   WS_REQUIRE(ep->host_tokens >= 0, "ws_ep_combine: no dispatch on this handle yet (combine uses the latest one's layout)");
@@ -266,15 +268,16 @@ extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStre
   ws_status s;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   const ep_args *a = &ep->args;
-  const int form = ws_knobs_get()->ep_combine; /* WARPSPEC_EP_COMBINE: every rank the same */
+  /* the form: the same on every rank (the knob, else the ranks' count) */
+  int form = ws_knobs_get()->ep_combine; /* WARPSPEC_EP_COMBINE */
+  if (form < 0) form = ep->nranks >= WS_EP_FUSED_MIN_RANKS ? WS_EP_FUSED_REDUCERS : 0;
   if (form > 0) {
     const uint16_t *yy = (const uint16_t *)y;
     uint16_t *o = (uint16_t *)out;
     void *args[] = {(void *)a, &yy, &o, &diag};
-    const int k = form == 12 ? 0 : form == 10 ? 1 : 2;
-    const void *fn[3] = {(const void *)ep_combine_kernel<12>, (const void *)ep_combine_kernel<10>,
-                         (const void *)ep_combine_kernel<8>};
-    const ws_role *roles[3] = {ep_comb12_roles, ep_comb10_roles, ep_comb8_roles};
+    const int k = form == 14;
+    const void *fn[2] = {(const void *)ep_combine_kernel<12>, (const void *)ep_combine_kernel<14>};
+    const ws_role *roles[2] = {ep_comb12_roles, ep_comb14_roles};
     return ep_launch(ep, EP_PLAN_COMBINE + k, "ep_combine", roles[k], 2, fn[k], dim3{(unsigned)ep->sms, 1, 1},
                      stream_smem(ep), stream, args);
   }

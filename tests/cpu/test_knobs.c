@@ -76,7 +76,7 @@ static void defaults(void) {
   CHECK(k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 0 &&
         k->attn_wg_blocks == 0);
   CHECK(k->gemm_splits == 0 && k->gemm_fp8_tile == 0 && k->gemm_pair == 1);
-  CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->ep_overlap == WS_EP_OVERLAP_DEFAULT && k->ep_combine == 0 &&
+  CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->ep_overlap == WS_EP_OVERLAP_DEFAULT && k->ep_combine == -1 &&
         k->moe_tile == 0 && k->moe_pair == -1);
   CHECK(k->moe_static_walk == 0 && k->moe_self_route == 1);
   CHECK(k->sr_ce_min_bytes == (long long)WS_SR_CE_MIN_BYTES);
@@ -108,7 +108,7 @@ static void accepted(void) {
   set(WS_MOE_PAIR_ENV, "0");
   set(WS_MOE_SCHED_ENV, "static");
   set(WS_EP_OVERLAP_ENV, "no");
-  set(WS_EP_COMBINE_ENV, "fused10");
+  set(WS_EP_COMBINE_ENV, "fused14");
   set(WS_SR_CE_MIN_BYTES_ENV, "8589934592"); /* 8 GiB: past 32 bits */
   set(WS_AG_ZC_MIN_BYTES_ENV, "0");
   set(WS_HOST_THREADS_ENV, "1000");          /* taken, then capped by ws_host_workers */
@@ -123,7 +123,7 @@ static void accepted(void) {
         k->attn_wg_blocks == 1);
   CHECK(k->gemm_splits == 4194304 && k->gemm_fp8_tile == 192 && k->gemm_pair == 0);
   CHECK(k->moe_tile == 128 && k->moe_pair == 0 && k->moe_static_walk == 1);
-  CHECK(k->ep_overlap == 0 && k->ep_combine == 10);
+  CHECK(k->ep_overlap == 0 && k->ep_combine == 14);
   CHECK(k->sr_ce_min_bytes == 8589934592ll && k->ag_zc_min_bytes == 0);
   CHECK(k->host_threads == 1000);
   /* an API setting keeps its precedence over the environment */
@@ -149,8 +149,8 @@ static void refused(void) {
   reload_quoting();
   CHECK(k->attn_persistent == 1 && k->gemm_splits == 0 && k->timeout_ms == WS_TIMEOUT_MS_DEFAULT && k->check == 0);
   CHECK(k->moe_static_walk == 0 && k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 0);
-  CHECK(k->attn_wg_blocks == 0 && k->mla_flags_lane0 == 0 && k->mla_page_tma == 0 && k->ep_combine == 0);
-  CHECK_SAID("WARPSPEC_EP_COMBINE=\"fused16\" is not accepted (kernels, fused12, fused10 or fused8); the default, kernels");
+  CHECK(k->attn_wg_blocks == 0 && k->mla_flags_lane0 == 0 && k->mla_page_tma == 0 && k->ep_combine == -1);
+  CHECK_SAID("WARPSPEC_EP_COMBINE=\"fused16\" is not accepted (kernels, fused12 or fused14); the default, fused12 from 4 ranks, else kernels");
   CHECK_SAID("WARPSPEC_ATTN_WG_BLOCKS=\"mine\" is not accepted (tile or own); the default, tile");
   CHECK_SAID("WARPSPEC_MLA_FLAGS=\"warp\" is not accepted (threads or lane0); the default, threads");
   CHECK_SAID("WARPSPEC_MLA_PAGE_LOAD=\"bulk\" is not accepted (cp or tma); the default, cp");

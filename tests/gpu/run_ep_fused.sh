@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# run_ep_fused.sh [BUILD] - the fused combine (WARPSPEC_EP_COMBINE=fused12|fused10|fused8,
+# run_ep_fused.sh [BUILD] - the fused combine (WARPSPEC_EP_COMBINE=fused12|fused14,
 # combine.cu) against the two kernels, in one device call on 4 GPUs (2 work too): build
 # (BUILD, default build-gpu, -DWS_WERROR=ON), then
 #   1. correctness: test_moe all on 4 ranks under each fused form, on 2 ranks and
-#      test_moe_idle all on 4 under fused12 (FORMS: the fused forms, default all three);
+#      test_moe_idle all on 4 under kernels and fused12 (FORMS: the fused forms, default
+#      fused12 fused14);
 #   2. speed: `bench ep` at 4096 tokens per rank, 24 and 48 SMs (EP4 on 4 GPUs, else EP2), at
 #      128 tokens with the decode default, and EP2 at 24 SMs, every form alternating
 #      (ROUNDS, default 1);
@@ -17,7 +18,7 @@ mkdir -p "$logs"
 b=${1:-build-gpu}
 sum="$out/ep_fused.txt"
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c GPU)
-forms=${FORMS:-fused12 fused10 fused8}
+forms=${FORMS:-fused12 fused14}
 { date -u; nvidia-smi --query-gpu=index,name --format=csv,noheader; git log --oneline -1; } >"$sum"
 cmake -S . -B "$b" -DWS_WERROR=ON >/dev/null 2>&1 &&
   cmake --build "$b" -j "$(nproc)" --target warpspec warpspec_cli test_moe test_moe_idle >"$logs/build.log" 2>&1 ||
