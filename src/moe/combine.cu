@@ -10,7 +10,9 @@
  *   gather  (sms CTAs, GATHERER role, on the tokens' side)  wait for every rank's CTA
  *           flags, add each token's partials from the ranks it went to in fp32, write
  *           BF16 (zero for a token without experts); the last CTA acks every rank and
- *           advances the epoch. */
+ *           advances the epoch.
+ * From WS_EP_FUSED_MIN_RANKS ranks one kernel runs both at once instead (ep_combine_kernel,
+ * below; its flags: ep_protocol.cuh, "the fused combine's flags"). */
 #include "ep_protocol.cuh"
 #include "ep_stream.cuh"
 
