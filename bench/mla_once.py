@@ -12,7 +12,7 @@ cudaProfilerStart and Stop, after one warm-up call, for a profiler to watch
                          cache of 16384 pages of 64 per request
 
 Random data every run (torch's default generator, seeded 0 for repeatable shapes). The
-knobs are the environment's (WARPSPEC_MLA_FLAGS and the rest, read once)."""
+knobs are the environment's (WARPSPEC_*, read once)."""
 import sys
 
 

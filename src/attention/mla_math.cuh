@@ -20,29 +20,6 @@ static __device__ __forceinline__ void mla_read_valid(uint32_t *valid, const uin
   for (int j = 0; j < NJ; j++) valid[j] = *(const uint16_t *)(flags + 8 * j + 2 * quad);
 }
 
-/* The same flags read by lane 0 alone (two 16-byte loads of the warpgroup's 32) and
- * handed to the lanes by shuffles (WARPSPEC_MLA_FLAGS=lane0, opt-in): then only lane 0
- * reads the stage generically, and its warp-wide release (lane 0's arrive) covers every
- * read of it, one arrival per warp instead of per thread (design_mla.md 5.11). */
-static __device__ __forceinline__ void mla_read_valid_lane0(uint32_t *valid, const uint8_t *flags, int lane, int quad) {
-  uint4 lo = make_uint4(0u, 0u, 0u, 0u), hi = lo;
-  if (lane == 0) {
-    lo = *(const uint4 *)flags;
-    hi = *(const uint4 *)(flags + 16);
-  }
-  const uint32_t w[8] = {__shfl_sync(0xffffffffu, lo.x, 0), __shfl_sync(0xffffffffu, lo.y, 0),
-                         __shfl_sync(0xffffffffu, lo.z, 0), __shfl_sync(0xffffffffu, lo.w, 0),
-                         __shfl_sync(0xffffffffu, hi.x, 0), __shfl_sync(0xffffffffu, hi.y, 0),
-                         __shfl_sync(0xffffffffu, hi.z, 0), __shfl_sync(0xffffffffu, hi.w, 0)};
-  /* flags 8j + 2 quad (+1): word 2j + quad / 2, its half quad & 1 (no indexing by quad,
-   * which would put w in local memory) */
-#pragma unroll
-  for (int j = 0; j < 4; j++) {
-    const uint32_t word = (quad & 2) ? w[2 * j + 1] : w[2 * j];
-    valid[j] = (quad & 1) ? word >> 16 : word & 0xFFFFu;
-  }
-}
-
 /* Rows of several tokens in one tile (MLA_KEYS_ROWS): this thread's keys past each of its
  * two rows' own causal limit to -inf. lim0 / lim1: the last key rows r0 / r0 + 8 see,
  * counted from this warpgroup's first key of the block (key column 8j + 2 quad + e of the

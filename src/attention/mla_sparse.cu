@@ -31,8 +31,6 @@
  * The math threads read the stage's valid flags with plain loads, so each releases the
  * stage itself (ws_pipe_release_at): a lane-0 release after __syncwarp orders the other
  * lanes' loads only through the warp barrier, which racecheck does not follow.
- * WARPSPEC_MLA_FLAGS=lane0 (opt-in, L0): lane 0 alone reads the warpgroup's flags and
- * shuffles them out, so the warp's one arrival covers every read (design_mla.md 5.11).
  * Shared memory: Q 72 KB, two kv stages of 72 KB, the P tile 8 KB, the exchange arrays and
  * the barriers: 225 KB of the 227 available.
  * MLA decode (mla_decode.cu) runs the same kernel over page-table rows (with fewer heads
@@ -110,23 +108,9 @@ static __device__ __forceinline__ int mla_row_resolve(const mla_args *a, int tok
   return r >= 0 && r < a->s_kv ? r : -1;
 }
 
-/* TMA (WARPSPEC_MLA_PAGE_LOAD=tma, opt-in; paged decode, BF16 cache, page_size a multiple of
- * 64): the cache row of key 0 of block nb when the whole block is one run of 64 valid rows
- * (all 64 keys inside the CTA's, the page id valid, the run inside the cache), else -1.
- * The CTA's first key is a multiple of 64 (splits are whole blocks), so a block never
- * straddles pages. */
-template <int KEYS>
-static __device__ __forceinline__ int mla_page_run(const mla_args *a, int tok, int kbeg, int nkeys, int nb) {
-  if ((nb + 1) * MLA_BN > nkeys) return -1;
-  const int j = kbeg + nb * MLA_BN;
-  const int page = __ldg(a->block_table + (size_t)(tok / a->s_q) * a->max_pages + j / a->page_size);
-  const long long row = (long long)page * a->page_size + j % a->page_size;
-  return page >= 0 && row + MLA_BN <= a->s_kv ? (int)row : -1;
-}
-
-template <int FP8, int KEYS, int L0, int TMA>
+template <int FP8, int KEYS>
 WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ mla_args a,
-                                        ws_diag diag, const __grid_constant__ ws_tmap map_kv) {
+                                        ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   mla_smem *sm = (mla_smem *)ws_smem_align1024(smem_raw);
   ws_ctx ctx = WS_SELF(mla_sparse, diag);
@@ -145,10 +129,9 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   mla_keys<KEYS>(&a, tok, &kbeg, &nkeys);
   const int nblk = (nkeys + MLA_BN - 1) / MLA_BN;
 
-  /* q: released once per warp (never refilled); kv: by every math thread (each reads the
-   * flags), or with L0 (WARPSPEC_MLA_FLAGS=lane0: lane 0 reads them) once per warp */
+  /* q: released once per warp (never refilled); kv: by every math thread (the flags) */
   const uint32_t writers = WS_ROLE_THREADS(mla_sparse, S_GATHER), q_readers = 2 * WS_ROLE_WARPS(mla_sparse, S_MATH),
-                 kv_readers = L0 ? q_readers : 2 * WS_ROLE_THREADS(mla_sparse, S_MATH);
+                 kv_readers = 2 * WS_ROLE_THREADS(mla_sparse, S_MATH);
   ws_pipe qp = ws_pipe_view(sm->q_full, sm->q_empty, sm->q_closed, 1, writers, q_readers, "mla q");
   ws_pipe kvp = ws_pipe_view(sm->kv_full, sm->kv_empty, sm->kv_closed, MLA_STAGES, writers, kv_readers, "mla kv rows");
   ws_pipe_set_proxies(&qp, WS_PROXY_ASYNC, WS_PROXY_ASYNC);   /* TMA in, wgmma out                 */
@@ -211,10 +194,8 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
      * and 8x the shared-memory wavefronts; docs/design_mla.md, 5.1.) */
     const int piece = t & 7, row0 = t >> 3;
     /* r_next: the next block's rows, resolved a block ahead; e_next: the
-     * entries of the block after it, loaded a block ahead; TMA: run_next, the next block's
-     * run of 64 cache rows (mla_page_run), looked up a block ahead */
-    int r_next[4], e_next[4], run_next = TMA ? mla_page_run<KEYS>(&a, tok, kbeg, nkeys, 0) : -1;
-    if (TMA && ws_role_leader(&ctx)) ws_prefetch_tensormap(&map_kv.map);
+     * entries of the block after it, loaded a block ahead */
+    int r_next[4], e_next[4];
 #pragma unroll
     for (int j = 0; j < 4; j++) {
       r_next[j] = mla_row_resolve<KEYS>(&a, tok, kbeg, mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, row0 + 16 * j));
@@ -228,19 +209,6 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
         r[j] = r_next[j];
         r_next[j] = mla_row_resolve<KEYS>(&a, tok, kbeg, e_next[j]);
         e_next[j] = mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, (nb + 2) * MLA_BN + row0 + 16 * j);
-      }
-      if (TMA) { /* a whole run of valid rows: its 9 boxes by TMA, the flags all 1 */
-        const int run = run_next;
-        run_next = mla_page_run<KEYS>(&a, tok, kbeg, nkeys, nb + 1);
-        if (run >= 0) {
-          if (piece == 0)
-#pragma unroll
-            for (int j = 0; j < 4; j++) sm->valid[s][row0 + 16 * j] = 1;
-#pragma unroll 1
-          for (int b = 0; b < MLA_BOXES; b++) ws_pipe_load_tile_2d_at(&kvp, &ctx, k, sm->kv[s][b], &map_kv, b * 64, run);
-          ws_pipe_commit_at(&kvp, &ctx, k); /* the flags released by each thread's arrive */
-          continue;
-        }
       }
       const uint32_t stage = ws_smem_addr(sm->kv[s][0]);
 #pragma unroll
@@ -291,10 +259,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     mla_s_issue(s, ws_wgmma_desc_k128b(sm->q[0]), ws_wgmma_desc_k128b(stage + 32 * w * 64), qa);
     /* the gather's flags for this thread's 8 keys, read while the wgmmas run */
     uint32_t valid[4];
-    if (L0)
-      mla_read_valid_lane0(valid, sm->valid[k.stage] + 32 * w, lane, quad);
-    else
-      mla_read_valid<4>(valid, sm->valid[k.stage] + 32 * w, quad);
+    mla_read_valid<4>(valid, sm->valid[k.stage] + 32 * w, quad);
     WS_WGMMA_WAIT_GROUP(0);
     /* the block's row max (both warpgroups), P for this half into the shared 64 x 64 tile */
     float alpha[2];
@@ -305,10 +270,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) attn_rescale<MLA_DV / 2>(o, alpha);
     mla_pv_issue(o, ws_wgmma_desc_k128b(sm->p), ws_wgmma_desc_mn128b(stage + 4 * w * MLA_BN * 64, MLA_BN * 128));
     WS_WGMMA_WAIT_GROUP(0);
-    if (L0)
-      ws_pipe_release_warp_at(&kvp, &ctx, k);
-    else
-      ws_pipe_release_at(&kvp, &ctx, k);
+    ws_pipe_release_at(&kvp, &ctx, k);
   }
   ws_pipe_release_warp_at(&qp, &ctx, c0);
 
@@ -366,36 +328,20 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   const int keys = a->indices != NULL ? (splits > 1 ? MLA_KEYS_SPLIT : MLA_KEYS_PLAIN)
                    : a->s_q > 1 && a->heads < MLA_BH ? MLA_KEYS_ROWS
                                                       : MLA_KEYS_PLAIN;
-  const int l0 = ws_knobs_get()->mla_flags_lane0; /* WARPSPEC_MLA_FLAGS */
-  static const int slots[3][2][2] = {{{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_SPARSE_L0}, {WS_PLAN_SLOT_MLA_FP8, WS_PLAN_SLOT_MLA_FP8_L0}},
-                                     {{WS_PLAN_SLOT_MLA_SPLIT, WS_PLAN_SLOT_MLA_SPLIT_L0}, {WS_PLAN_SLOT_MLA_SPLIT_FP8, WS_PLAN_SLOT_MLA_SPLIT_FP8_L0}},
-                                     {{WS_PLAN_SLOT_MLA_ROWS, WS_PLAN_SLOT_MLA_ROWS_L0}, {WS_PLAN_SLOT_MLA_ROWS_FP8, WS_PLAN_SLOT_MLA_ROWS_FP8_L0}}};
-#define MLA_NAMES(N) {N, N "_lane0"}
-  static const char *const names[3][2][2] = {{MLA_NAMES("mla_sparse"), MLA_NAMES("mla_decode_fp8")},
-                                             {MLA_NAMES("mla_sparse_split"), MLA_NAMES("mla_sparse_split_fp8")},
-                                             {MLA_NAMES("mla_decode_rows"), MLA_NAMES("mla_decode_rows_fp8")}};
-#undef MLA_NAMES
-#define MLA_FUNCS(F, K) {(const void *)mla_sparse_kernel<F, K, 0, 0>, (const void *)mla_sparse_kernel<F, K, 1, 0>}
-  static const void *const funcs[3][2][2] = {{MLA_FUNCS(0, MLA_KEYS_PLAIN), MLA_FUNCS(1, MLA_KEYS_PLAIN)},
-                                             {MLA_FUNCS(0, MLA_KEYS_SPLIT), MLA_FUNCS(1, MLA_KEYS_SPLIT)},
-                                             {MLA_FUNCS(0, MLA_KEYS_ROWS), MLA_FUNCS(1, MLA_KEYS_ROWS)}};
-#undef MLA_FUNCS
-  /* WARPSPEC_MLA_PAGE_LOAD=tma: whole pages by TMA (paged decode, BF16, page_size % 64 == 0) */
-  const int tma = ws_knobs_get()->mla_page_tma && !fp8 && !a->indices && a->page_size % MLA_BN == 0;
-  static const void *const tma_funcs[2] = {(const void *)mla_sparse_kernel<0, MLA_KEYS_PLAIN, 0, 1>,
-                                           (const void *)mla_sparse_kernel<0, MLA_KEYS_ROWS, 0, 1>};
-  const int slot = tma ? (keys == MLA_KEYS_ROWS ? WS_PLAN_SLOT_MLA_ROWS_TMA : WS_PLAN_SLOT_MLA_PAGED_TMA)
-                       : slots[keys][fp8][l0];
-  const char *name = tma ? (keys == MLA_KEYS_ROWS ? "mla_decode_rows_tma" : "mla_decode_tma") : names[keys][fp8][l0];
-  const void *func = tma ? tma_funcs[keys == MLA_KEYS_ROWS] : funcs[keys][fp8][l0];
-  if ((s = ws_plan_cached(slot, mla_make_plan, name, &plan)) != WS_OK) return s;
-  ws_tmap mq, mkv;
+  static const int slots[3][2] = {{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_FP8},
+                                  {WS_PLAN_SLOT_MLA_SPLIT, WS_PLAN_SLOT_MLA_SPLIT_FP8},
+                                  {WS_PLAN_SLOT_MLA_ROWS, WS_PLAN_SLOT_MLA_ROWS_FP8}};
+  static const char *const names[3][2] = {{"mla_sparse", "mla_decode_fp8"},
+                                          {"mla_sparse_split", "mla_sparse_split_fp8"},
+                                          {"mla_decode_rows", "mla_decode_rows_fp8"}};
+  static const void *const funcs[3][2] = {
+      {(const void *)mla_sparse_kernel<0, MLA_KEYS_PLAIN>, (const void *)mla_sparse_kernel<1, MLA_KEYS_PLAIN>},
+      {(const void *)mla_sparse_kernel<0, MLA_KEYS_SPLIT>, (const void *)mla_sparse_kernel<1, MLA_KEYS_SPLIT>},
+      {(const void *)mla_sparse_kernel<0, MLA_KEYS_ROWS>, (const void *)mla_sparse_kernel<1, MLA_KEYS_ROWS>}};
+  if ((s = ws_plan_cached(slots[keys][fp8], mla_make_plan, names[keys][fp8], &plan)) != WS_OK) return s;
+  ws_tmap mq;
   if ((s = ws_tmap_2d_swizzled(&mq, q, WS_DTYPE_BF16, (uint64_t)tokens * a->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,
                                WS_SWIZZLE_128B)) != WS_OK)
-    return s;
-  memset(&mkv, 0, sizeof mkv); /* unused unless tma: the cache rows [s_kv][576], 64 x 64 boxes */
-  if (tma && (s = ws_tmap_2d_swizzled(&mkv, a->kv, WS_DTYPE_BF16, (uint64_t)a->s_kv, MLA_DQK, MLA_DQK * 2, MLA_BN, 64,
-                                      WS_SWIZZLE_128B)) != WS_OK)
     return s;
   a->xchg_bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mla_make_plan) */
   const float scale = softmax_scale > 0.0f ? softmax_scale : 1.0f / sqrtf((float)MLA_DQK);
@@ -403,10 +349,10 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   a->rows = tokens * a->heads;
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
-  void *args[] = {&mq, a, &diag, &mkv};
+  void *args[] = {&mq, a, &diag};
   const int pack = keys == MLA_KEYS_ROWS ? a->s_q : 1; /* the kernel's: tokens whose rows share tiles */
   const dim3 grid = {(unsigned)(tokens / pack) * (unsigned)MLA_ROW_TILES(pack, a->heads), 1, (unsigned)splits};
-  return ws_plan_launch(plan, func, grid, stream, args);
+  return ws_plan_launch(plan, funcs[keys][fp8], grid, stream, args);
 }
 
 ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads) {

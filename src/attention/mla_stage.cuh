@@ -24,8 +24,6 @@ typedef struct {
   uint64_t q_full[1], q_empty[1], kv_full[MLA_STAGES], kv_empty[MLA_STAGES];
   int q_closed[1], kv_closed[MLA_STAGES];
 } mla_smem;
-/* mla_read_valid_lane0 reads a warpgroup's 32 flags as two 16-byte loads */
-static_assert(offsetof(mla_smem, valid) % 16 == 0 && MLA_BN % 16 == 0, "mla_smem: valid flags 16-byte aligned");
 
 /* A kernel's key mode, a template parameter rather than a runtime test, so that each
  * kernel holds only its own case's code (a runtime branch for ROWS cost 128-head decode

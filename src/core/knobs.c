@@ -48,8 +48,6 @@ static const knob_word attn_grids[] = {{"persistent", 1}, {"tiles", 0}, {NULL, 0
 static const knob_word attn_o_stores[] = {{"tma", 1}, {"rows", 0}, {NULL, 0}};
 static const knob_word attn_wg_blocks[] = {{"tile", 0}, {"own", 1}, {NULL, 0}};
 static const knob_word attn_tile_rows[] = {{"128", 128}, {"192", 192}, {NULL, 0}};
-static const knob_word mla_flags[] = {{"threads", 0}, {"lane0", 1}, {NULL, 0}};
-static const knob_word mla_page_loads[] = {{"cp", 0}, {"tma", 1}, {NULL, 0}};
 static const knob_word fp8_tiles[] = {{"128", 128}, {"192", 192}, {NULL, 0}};
 static const knob_word ep_combines[] = {{"kernels", 0}, {"fused12", 12}, {"fused14", 14}, {NULL, 0}};
 static const knob_word moe_tiles[] = {{"64", 64}, {"128", 128}, {NULL, 0}};
@@ -72,8 +70,6 @@ static const knob_desc table[] = {
     WORD_KNOB(WS_ATTN_O_STORE_ENV, NULL, attn_o_tma, 1, attn_o_stores, "tma"),
     WORD_KNOB(WS_ATTN_WG_BLOCKS_ENV, NULL, attn_wg_blocks, 0, attn_wg_blocks, "tile"),
     WORD_KNOB(WS_ATTN_TILE_ROWS_ENV, NULL, attn_tile_rows, 0, attn_tile_rows, "chosen per mask and length"),
-    WORD_KNOB(WS_MLA_FLAGS_ENV, NULL, mla_flags_lane0, 0, mla_flags, "threads"),
-    WORD_KNOB(WS_MLA_PAGE_LOAD_ENV, NULL, mla_page_tma, 0, mla_page_loads, "cp"),
     INT_KNOB(WS_GEMM_SPLITS_ENV, "WS_GEMM_SPLITS", gemm_splits, 0, 1, INT_MAX, "chosen per problem"),
     WORD_KNOB(WS_GEMM_FP8_TILE_ENV, "WS_GEMM_FP8_TILE", gemm_fp8_tile, 0, fp8_tiles, "chosen per problem"),
     BOOL_KNOB(WS_GEMM_PAIR_ENV, NULL, gemm_pair, 1, NULL),

@@ -11,7 +11,7 @@
 /* Every variable the table reads, new names and old ones: unset before the defaults. */
 static const char *const all_names[] = {
     WS_TIMEOUT_ENV, WS_CHECK_ENV, WS_HOST_THREADS_ENV, WS_PDL_ENV, WS_ATTN_SCHEDULE_ENV, WS_ATTN_GRID_ENV,
-    WS_ATTN_HEAD_GROUP_ENV, WS_ATTN_O_STORE_ENV, WS_ATTN_WG_BLOCKS_ENV, WS_ATTN_TILE_ROWS_ENV, WS_MLA_FLAGS_ENV, WS_MLA_PAGE_LOAD_ENV, WS_GEMM_SPLITS_ENV, WS_GEMM_FP8_TILE_ENV,
+    WS_ATTN_HEAD_GROUP_ENV, WS_ATTN_O_STORE_ENV, WS_ATTN_WG_BLOCKS_ENV, WS_ATTN_TILE_ROWS_ENV, WS_GEMM_SPLITS_ENV, WS_GEMM_FP8_TILE_ENV,
     WS_GEMM_PAIR_ENV, WS_MOE_GATHER_ENV, WS_EP_OVERLAP_ENV, WS_EP_COMBINE_ENV, WS_MOE_TILE_ENV, WS_MOE_PAIR_ENV, WS_MOE_SCHED_ENV, WS_MOE_SELF_ROUTE_ENV,
     WS_SR_CE_MIN_BYTES_ENV, WS_AG_DIRECT_MAX_BYTES_ENV, WS_AG_ZC_MIN_BYTES_ENV, WS_RENDEZVOUS_TIMEOUT_ENV,
     WS_SHARE_GPU_ENV, WS_DEBUG_NVML_ENV, "WS_GEMM_SPLITS", "WS_GEMM_FP8_TILE", "WS_SR_CE_MIN_BYTES",
@@ -71,8 +71,7 @@ static void defaults(void) {
   CHECK(k->timeout_ms == WS_TIMEOUT_MS_DEFAULT && ws_timeout_ms() == WS_TIMEOUT_MS_DEFAULT);
   CHECK(k->check == 0 && ws_check_mode() == 0);
   CHECK(k->host_threads == 0 && k->pdl == 1);
-  CHECK(k->attn_schedule == WS_ATTN_SCHED_AUTO && k->attn_persistent == 1 && k->mla_flags_lane0 == 0 &&
-        k->mla_page_tma == 0);
+  CHECK(k->attn_schedule == WS_ATTN_SCHED_AUTO && k->attn_persistent == 1);
   CHECK(k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 0 &&
         k->attn_wg_blocks == 0);
   CHECK(k->gemm_splits == 0 && k->gemm_fp8_tile == 0 && k->gemm_pair == 1);
@@ -99,8 +98,6 @@ static void accepted(void) {
   set(WS_ATTN_O_STORE_ENV, "rows");
   set(WS_ATTN_TILE_ROWS_ENV, "192");
   set(WS_ATTN_WG_BLOCKS_ENV, "own");
-  set(WS_MLA_FLAGS_ENV, "lane0");
-  set(WS_MLA_PAGE_LOAD_ENV, "tma");
   set(WS_GEMM_SPLITS_ENV, "4194304");
   set(WS_GEMM_FP8_TILE_ENV, "192");
   set(WS_GEMM_PAIR_ENV, "off");
@@ -117,8 +114,7 @@ static void accepted(void) {
   CHECK(said[0] == '\0');
   CHECK(k->timeout_ms == 1234 && ws_timeout_ms() == 1234);
   CHECK(k->check == 1 && ws_check_mode() == 1 && k->pdl == 0);
-  CHECK(k->attn_schedule == WS_ATTN_SCHED_OVERLAP_PINGPONG && k->attn_persistent == 0 && k->mla_flags_lane0 == 1 &&
-        k->mla_page_tma == 1);
+  CHECK(k->attn_schedule == WS_ATTN_SCHED_OVERLAP_PINGPONG && k->attn_persistent == 0);
   CHECK(k->attn_head_group == 1000000 && k->attn_o_tma == 0 && k->attn_tile_rows == 192 &&
         k->attn_wg_blocks == 1);
   CHECK(k->gemm_splits == 4194304 && k->gemm_fp8_tile == 192 && k->gemm_pair == 0);
@@ -143,17 +139,13 @@ static void refused(void) {
   set(WS_ATTN_O_STORE_ENV, "smem");
   set(WS_ATTN_TILE_ROWS_ENV, "256");
   set(WS_ATTN_WG_BLOCKS_ENV, "mine");
-  set(WS_MLA_FLAGS_ENV, "warp");
-  set(WS_MLA_PAGE_LOAD_ENV, "bulk");
   set(WS_EP_COMBINE_ENV, "fused16");
   reload_quoting();
   CHECK(k->attn_persistent == 1 && k->gemm_splits == 0 && k->timeout_ms == WS_TIMEOUT_MS_DEFAULT && k->check == 0);
   CHECK(k->moe_static_walk == 0 && k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 0);
-  CHECK(k->attn_wg_blocks == 0 && k->mla_flags_lane0 == 0 && k->mla_page_tma == 0 && k->ep_combine == -1);
+  CHECK(k->attn_wg_blocks == 0 && k->ep_combine == -1);
   CHECK_SAID("WARPSPEC_EP_COMBINE=\"fused16\" is not accepted (kernels, fused12 or fused14); the default, fused12 from 4 ranks, else kernels");
   CHECK_SAID("WARPSPEC_ATTN_WG_BLOCKS=\"mine\" is not accepted (tile or own); the default, tile");
-  CHECK_SAID("WARPSPEC_MLA_FLAGS=\"warp\" is not accepted (threads or lane0); the default, threads");
-  CHECK_SAID("WARPSPEC_MLA_PAGE_LOAD=\"bulk\" is not accepted (cp or tma); the default, cp");
   CHECK_SAID("WARPSPEC_ATTN_TILE_ROWS=\"256\" is not accepted (128 or 192); the default, chosen per mask and length");
   CHECK_SAID("WARPSPEC_ATTN_O_STORE=\"smem\" is not accepted (tma or rows); the default, tma");
   CHECK_SAID("WARPSPEC_ATTN_HEAD_GROUP=\"0\" is not accepted (a whole number, at least 1); the default, chosen from the L2 size");

@@ -16,11 +16,8 @@
 #   optin     flash's opt-in forms not yet in the ctest mode: `test_attention flash-tall`,
 #             the three sanitizers on `flash-tall-quick`, then bench/flash_sweep.py for each
 #             sweep in SWEEPS (default "wg-blocks"; SWEEP_ARGS, e.g. --quick)
-#   mla       `test_attention mla-quick` (the quick MLA cases in every form),
-#             compute-sanitizer on it (MLA_SAN, default "memcheck racecheck"), then `bench
-#             attn-kernels --only mla` with WARPSPEC_MLA_FLAGS=threads / lane0 alternating,
-#             then WARPSPEC_MLA_PAGE_LOAD=cp / tma (MLA_ROUNDS rounds each, default 2; 1
-#             fits the stage in one device call)
+#   mla       `test_attention mla-quick` (the quick MLA cases), compute-sanitizer on it
+#             (MLA_SAN, default "memcheck racecheck"), then `bench attn-kernels --only mla`
 # Logs go to $OUT (or ./results): attn_tests.log attn_sanitizer.log attn_bench.txt
 # attn_sdpa.txt attn_sdpa*.csv attn_optin.log flash_sweep_<sweep>.txt attn_mla.log.
 set -u
@@ -84,10 +81,8 @@ for stage in $stages; do
             "$t" mla-quick | tail -12
           echo "sanitizer $tool on mla-quick: rc=${PIPESTATUS[0]} at ${SECONDS} s"
         done
-        for ab in WARPSPEC_MLA_FLAGS=threads,lane0 WARPSPEC_MLA_PAGE_LOAD=cp,tma; do
-          timeout 400 bash tests/gpu/run_ab.sh "$ab" "${MLA_ROUNDS:-2}" -- "$build/warpspec" bench attn-kernels --only mla
-          echo "bench attn-kernels --only mla, $ab A/B: rc=$? at ${SECONDS} s"
-        done
+        timeout 200 "$build/warpspec" bench attn-kernels --only mla
+        echo "bench attn-kernels --only mla: rc=$? at ${SECONDS} s"
       } >"$out/attn_mla.log" 2>&1
       grep -E "rc=|FAILED|SUMMARY" "$out/attn_mla.log" ;;
     *) echo "run_attention.sh: unknown stage '$stage' (tests sanitize bench sdpa optin mla)"; exit 2 ;;

@@ -252,8 +252,8 @@ static const dec_case dec_quick[] = {
     {"decode B4 s_q4 H16 lens 0..3000", 4, 4, 16, 3000, 0, 0, 0},
     {"decode B2 s_q3 H32 len 6000 (split, 2 tiles)", 2, 3, 32, 6000, 1, 0, 0},
     {"decode fp8 B3 s_q4 H8 lens 0..1500", 3, 4, 8, 1500, 0, 1, 0},
-    /* other page sizes: a 64-key block at offsets 0, 64, .. of a page (whole pages by TMA
-     * with WARPSPEC_MLA_PAGE_LOAD=tma), and pages smaller than a block */
+    /* other page sizes: a 64-key block at offsets 0, 64, .. of a page, and pages smaller
+     * than a block (rows of several pages) */
     {"decode B3 s_q1 H64 lens 0..3000, pages of 128", 3, 1, 64, 3000, 0, 0, 128},
     {"decode B2 s_q2 H16 len 4000 (split), pages of 256", 2, 2, 16, 4000, 1, 0, 256},
     {"decode B2 s_q1 H128 lens 0..1000, pages of 16", 2, 1, 128, 1000, 0, 0, 16},

@@ -12,9 +12,7 @@
  *                           compute-sanitizer
  *   test_attention sparse-decode  sparse MLA decode only (all its cases)
  *   test_attention mla-quick  the quick MLA cases (sparse prefill, decode and sparse decode,
- *                           BF16 and FP8) in every form: the default, the flags read by
- *                           lane 0 (WARPSPEC_MLA_FLAGS=lane0), whole pages by TMA
- *                           (WARPSPEC_MLA_PAGE_LOAD=tma): for compute-sanitizer
+ *                           BF16 and FP8): for compute-sanitizer
  *   test_attention nsa      NSA selected-block attention only
  *   test_attention nsa-quick the small NSA tests (for compute-sanitizer)
  *   test_attention flash-quick the quick flash cases, default and overlap-pingpong schedules (for
@@ -57,32 +55,13 @@ static double elapsed_s(void) {
   return (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
 }
 
-/* The MLA kernels' forms: the default (NULL, NULL); the valid flags read by lane 0 for its
- * warp (WARPSPEC_MLA_FLAGS=lane0); whole pages by TMA (WARPSPEC_MLA_PAGE_LOAD=tma, BF16
- * paged decode). Both opt-in, session 32. */
-static const char *const mla_flags[] = {NULL, "lane0", NULL}, *const mla_pages[] = {NULL, NULL, "tma"};
-#define MLA_FORMS 3
-
-/* The quick sparse prefill, decode and sparse decode cases under form f (the knobs left
- * set); returns the failures. */
-static int run_mla_quick(int f) {
+/* The quick sparse prefill, decode and sparse decode cases; returns the failures. */
+static int run_mla_quick(void) {
   int fails = 0;
-  test_set_knob(WS_MLA_FLAGS_ENV, mla_flags[f]);
-  test_set_knob(WS_MLA_PAGE_LOAD_ENV, mla_pages[f]);
-  printf("mla, flags %s, pages %s (%.0f s)\n", mla_flags[f] ? mla_flags[f] : "threads", mla_pages[f] ? mla_pages[f] : "cp",
-         elapsed_s());
+  printf("mla (%.0f s)\n", elapsed_s());
   for (size_t i = 0; i < sizeof mla_quick / sizeof mla_quick[0]; i++) fails += run_mla(&mla_quick[i]);
   for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++) fails += run_decode(&dec_quick[i]);
   for (size_t i = 0; i < sizeof sd_quick / sizeof sd_quick[0]; i++) fails += run_sparse_decode(&sd_quick[i]);
-  return fails;
-}
-
-/* run_mla_quick in every form, the knobs unset after; returns the failures. */
-static int run_mla_forms(void) {
-  int fails = 0;
-  for (int f = 0; f < MLA_FORMS; f++) fails += run_mla_quick(f);
-  test_set_knob(WS_MLA_FLAGS_ENV, NULL);
-  test_set_knob(WS_MLA_PAGE_LOAD_ENV, NULL);
   return fails;
 }
 
@@ -158,8 +137,8 @@ int main(int argc, char **argv) {
     printf(fails ? "test_attention fp8: %d FAILED\n" : "test_attention fp8: all checks passed\n", fails);
     return fails ? 1 : 0;
   }
-  if (!strcmp(mode, "mla-quick")) { /* the quick MLA cases in every form (for compute-sanitizer) */
-    fails += run_mla_forms();
+  if (!strcmp(mode, "mla-quick")) { /* the quick MLA cases (for compute-sanitizer) */
+    fails += run_mla_quick();
     printf(fails ? "test_attention mla-quick: %d FAILED\n" : "test_attention mla-quick: all checks passed\n", fails);
     return fails ? 1 : 0;
   }
@@ -214,7 +193,7 @@ int main(int argc, char **argv) {
       if (flash_quick[i].dqk == 64) fails += run_case(&flash_quick[i]);
   }
   test_set_knob(WS_ATTN_TILE_ROWS_ENV, NULL);
-  fails += run_mla_forms();
+  fails += run_mla_quick();
   if (longer) {
     for (size_t i = 0; i < sizeof sd_full / sizeof sd_full[0]; i++) fails += run_sparse_decode(&sd_full[i]);
     for (size_t i = 0; i < sizeof mla_full / sizeof mla_full[0]; i++) fails += run_mla(&mla_full[i]);
