@@ -105,7 +105,7 @@
 /* Combine in one kernel, its reducer and gatherer warps at once (combine.cu), from this many
  * ranks (4 x H200, 4096 tokens per rank, session 33: EP4 24 SMs 899 -> 670 us, 48 SMs 680
  * -> 657, 128 tokens level; EP2 503 -> 562: two kernels there), with WS_EP_FUSED_REDUCERS
- * of each CTA's 16 warps reducing. WARPSPEC_EP_COMBINE=kernels|fused12|fused14 forces it. */
+ * of each CTA's 16 warps reducing (14: the same). WARPSPEC_EP_COMBINE=kernels|fused forces it. */
 #define WS_EP_FUSED_MIN_RANKS   4
 #define WS_EP_FUSED_REDUCERS    12
 #define WS_EP_OVERLAP_MIN_SMS   48

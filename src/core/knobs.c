@@ -49,7 +49,7 @@ static const knob_word attn_o_stores[] = {{"tma", 1}, {"rows", 0}, {NULL, 0}};
 static const knob_word attn_wg_blocks[] = {{"tile", 0}, {"own", 1}, {NULL, 0}};
 static const knob_word attn_tile_rows[] = {{"128", 128}, {"192", 192}, {NULL, 0}};
 static const knob_word fp8_tiles[] = {{"128", 128}, {"192", 192}, {NULL, 0}};
-static const knob_word ep_combines[] = {{"kernels", 0}, {"fused12", 12}, {"fused14", 14}, {NULL, 0}};
+static const knob_word ep_combines[] = {{"kernels", 0}, {"fused", 1}, {NULL, 0}};
 static const knob_word moe_tiles[] = {{"64", 64}, {"128", 128}, {NULL, 0}};
 static const knob_word moe_scheds[] = {{"claimed", 0}, {"static", 1}, {NULL, 0}};
 
@@ -75,7 +75,7 @@ static const knob_desc table[] = {
     BOOL_KNOB(WS_GEMM_PAIR_ENV, NULL, gemm_pair, 1, NULL),
     BOOL_KNOB(WS_MOE_GATHER_ENV, NULL, moe_gather, WS_MOE_GATHER_DEFAULT, NULL),
     BOOL_KNOB(WS_EP_OVERLAP_ENV, NULL, ep_overlap, WS_EP_OVERLAP_DEFAULT, "chosen per call"),
-    WORD_KNOB(WS_EP_COMBINE_ENV, NULL, ep_combine, -1, ep_combines, "fused12 from 4 ranks, else kernels"),
+    WORD_KNOB(WS_EP_COMBINE_ENV, NULL, ep_combine, -1, ep_combines, "fused from 4 ranks, else kernels"),
     WORD_KNOB(WS_MOE_TILE_ENV, NULL, moe_tile, 0, moe_tiles, "chosen per layer"),
     BOOL_KNOB(WS_MOE_PAIR_ENV, NULL, moe_pair, -1, "chosen per layer"),
     WORD_KNOB(WS_MOE_SCHED_ENV, NULL, moe_static_walk, 0, moe_scheds, "claimed"),

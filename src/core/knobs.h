@@ -32,7 +32,7 @@ typedef struct {
   int gemm_pair;             /* WARPSPEC_GEMM_PAIR: the 192-row FP8 tile in CTA pairs        */
   int moe_gather;            /* WARPSPEC_MOE_GATHER: 0 / 1                                   */
   int ep_overlap;            /* WARPSPEC_EP_OVERLAP: -1 = chosen per call, 0 / 1 forced     */
-  int ep_combine;            /* WARPSPEC_EP_COMBINE: -1 by ranks, 0 kernels, 12 / 14 fused (its reducer warps per CTA) */
+  int ep_combine;            /* WARPSPEC_EP_COMBINE: -1 by ranks, 0 kernels, 1 fused              */
   int moe_tile;              /* WARPSPEC_MOE_TILE: 0 = chosen per layer, 64 or 128           */
   int moe_pair;              /* WARPSPEC_MOE_PAIR: -1 = chosen per layer, 0 / 1 forced       */
   int moe_static_walk;       /* WARPSPEC_MOE_SCHED: 1 static, 0 claimed                      */

@@ -145,9 +145,9 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
  * progress flagged to every rank) and the other WS_EP_WARPS - R gather in the route's order
  * (GATHER_ORDERED), each token as soon as its partials have landed; the reducers, done,
  * join the gather, whose places the warps claim one at a time (a static share left the
- * gatherers 170 us behind the reducers). EP4 24 SMs: combine 899 -> 670 us (R 12; R 10:
- * 759, R 8: 856); 48 SMs 680 -> 657; EP2 503 -> 562 (its reduce is bound by the reads the
- * gather then shares), so EP2 keeps the two kernels.
+ * gatherers 170 us behind the reducers). EP4 24 SMs: combine 899 -> 670 us (R 12; R 14:
+ * the same, R 10: 759, R 8: 856); 48 SMs 680 -> 657; EP2 503 -> 562 (its reduce is bound by
+ * the reads the gather then shares), so EP2 keeps the two kernels.
  *
  * With few rows (no ring, or fewer received rows than reducer warps) the rounds would not
  * pay: every warp reduces (the chunk form), the last CTA says "done" to every rank, then
@@ -156,16 +156,12 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
 #define COMBINE_ROLES(ROLE, P, R)                                                        \
   ROLE(P##_REDUCER, R, WS_REGS_ENTRY, 1) ROLE(P##_GATHERER, WS_EP_WARPS - R, WS_REGS_ENTRY, 1)
 #define C12_ROLES(ROLE) COMBINE_ROLES(ROLE, C12, 12)
-#define C14_ROLES(ROLE) COMBINE_ROLES(ROLE, C14, 14)
 WS_DECLARE_ROLES(ep_comb12, C12_ROLES);
 WS_DECLARE_ROLE_SET(ep_comb12);
-WS_DECLARE_ROLES(ep_comb14, C14_ROLES);
-WS_DECLARE_ROLE_SET(ep_comb14);
-static_assert((int)C12_REDUCER == 0 && (int)C14_REDUCER == 0, "reducers first");
-static_assert(14 <= EP_PROG_WARPS, "a progress flag per reducer warp");
-static_assert(EP_PLAN_COMBINE + 2 <= 8, "a plan slot per split (ws_ep.plans)");
+static_assert((int)C12_REDUCER == 0, "reducers first");
+static_assert(12 <= EP_PROG_WARPS, "a progress flag per reducer warp");
+/* The role table of the kernel with R reducer warps (one split kept: R = 12). */
 template <int R> struct comb_roles { typedef ep_comb12_set set; };
-template <> struct comb_roles<14> { typedef ep_comb14_set set; };
 
 /* The gather with few tokens per warp (chunks of a token over several warps, as the gather
  * kernel), each token entered once its partials are pushed. */
@@ -254,7 +250,7 @@ WS_KERNEL_T(comb_roles<R>::set) ep_combine_kernel(const __grid_constant__ ep_arg
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
-static_assert(WS_EP_FUSED_REDUCERS == 12 || WS_EP_FUSED_REDUCERS == 14, "a fused combine kernel of that split");
+static_assert(WS_EP_FUSED_REDUCERS == 12, "the fused combine's one role table (comb_roles) has 12 reducers");
 
 extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStream_t stream) {
   WS_REQUIRE(ep != NULL, "ws_ep_combine: ep is NULL");
@@ -271,16 +267,14 @@ extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStre
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   const ep_args *a = &ep->args;
   /* the form: the same on every rank (the knob, else the ranks' count) */
-  int form = ws_knobs_get()->ep_combine; /* WARPSPEC_EP_COMBINE */
-  if (form < 0) form = ep->nranks >= WS_EP_FUSED_MIN_RANKS ? WS_EP_FUSED_REDUCERS : 0;
-  if (form > 0) {
+  const int fused = ws_knobs_get()->ep_combine < 0 ? ep->nranks >= WS_EP_FUSED_MIN_RANKS
+                                                     : ws_knobs_get()->ep_combine; /* WARPSPEC_EP_COMBINE */
+  if (fused) {
     const uint16_t *yy = (const uint16_t *)y;
     uint16_t *o = (uint16_t *)out;
     void *args[] = {(void *)a, &yy, &o, &diag};
-    const int k = form == 14;
-    const void *fn[2] = {(const void *)ep_combine_kernel<12>, (const void *)ep_combine_kernel<14>};
-    const ws_role *roles[2] = {ep_comb12_roles, ep_comb14_roles};
-    return ep_launch(ep, EP_PLAN_COMBINE + k, "ep_combine", roles[k], 2, fn[k], dim3{(unsigned)ep->sms, 1, 1},
+    return ep_launch(ep, EP_PLAN_COMBINE, "ep_combine", ep_comb12_roles, ep_comb12_NROLES,
+                     (const void *)ep_combine_kernel<WS_EP_FUSED_REDUCERS>, dim3{(unsigned)ep->sms, 1, 1},
                      stream_smem(ep), stream, args);
   }
   {

@@ -67,6 +67,9 @@ typedef struct ep_args {
                             * inbox slots (the fused combine's gather walks tokens in it) */
 } ep_args;
 
+/* The transfer kernels' plan slots (ws_ep.plans). */
+enum { EP_PLAN_LAYOUT = 0, EP_PLAN_SEND, EP_PLAN_EXPAND, EP_PLAN_REDUCE, EP_PLAN_GATHER, EP_PLAN_COMBINE };
+
 struct ws_ep {
   ws_comm *comm;
   ws_ep_config cfg;
@@ -111,8 +114,8 @@ struct ws_ep {
   void *sym;                /* the one symmetric allocation the objects above live in (ep_buffers) */
   int64_t peer_delta[WS_COMM_MAX_RANKS]; /* peer p's heap minus ours (see ep_args) */
   ep_args args;            /* the kernels' arguments: the same for every call, built at create */
-  ws_plan plans[8];
-  int planned[8];
+  ws_plan plans[EP_PLAN_COMBINE + 1]; /* one per kernel: EP_PLAN_* */
+  int planned[EP_PLAN_COMBINE + 1];
 };
 
 /* Peer p's address of the symmetric object `field` of ep_args a (a.field + delta). */
@@ -137,8 +140,5 @@ ws_status ep_launch(ws_ep *ep, int slot, const char *name, const ws_role *roles,
 }
 #endif
 
-/* Plan slots; the fused combine has one per reducer / gatherer split (combine.cu). */
-enum { EP_PLAN_LAYOUT = 0, EP_PLAN_SEND, EP_PLAN_EXPAND, EP_PLAN_REDUCE, EP_PLAN_GATHER, EP_PLAN_COMBINE };
-#define EP_PLAN_SLOTS 8
 
 #endif

@@ -105,7 +105,7 @@ static void accepted(void) {
   set(WS_MOE_PAIR_ENV, "0");
   set(WS_MOE_SCHED_ENV, "static");
   set(WS_EP_OVERLAP_ENV, "no");
-  set(WS_EP_COMBINE_ENV, "fused14");
+  set(WS_EP_COMBINE_ENV, "fused");
   set(WS_SR_CE_MIN_BYTES_ENV, "8589934592"); /* 8 GiB: past 32 bits */
   set(WS_AG_ZC_MIN_BYTES_ENV, "0");
   set(WS_HOST_THREADS_ENV, "1000");          /* taken, then capped by ws_host_workers */
@@ -119,7 +119,7 @@ static void accepted(void) {
         k->attn_wg_blocks == 1);
   CHECK(k->gemm_splits == 4194304 && k->gemm_fp8_tile == 192 && k->gemm_pair == 0);
   CHECK(k->moe_tile == 128 && k->moe_pair == 0 && k->moe_static_walk == 1);
-  CHECK(k->ep_overlap == 0 && k->ep_combine == 14);
+  CHECK(k->ep_overlap == 0 && k->ep_combine == 1);
   CHECK(k->sr_ce_min_bytes == 8589934592ll && k->ag_zc_min_bytes == 0);
   CHECK(k->host_threads == 1000);
   /* an API setting keeps its precedence over the environment */
@@ -139,12 +139,12 @@ static void refused(void) {
   set(WS_ATTN_O_STORE_ENV, "smem");
   set(WS_ATTN_TILE_ROWS_ENV, "256");
   set(WS_ATTN_WG_BLOCKS_ENV, "mine");
-  set(WS_EP_COMBINE_ENV, "fused16");
+  set(WS_EP_COMBINE_ENV, "fused12");
   reload_quoting();
   CHECK(k->attn_persistent == 1 && k->gemm_splits == 0 && k->timeout_ms == WS_TIMEOUT_MS_DEFAULT && k->check == 0);
   CHECK(k->moe_static_walk == 0 && k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 0);
   CHECK(k->attn_wg_blocks == 0 && k->ep_combine == -1);
-  CHECK_SAID("WARPSPEC_EP_COMBINE=\"fused16\" is not accepted (kernels, fused12 or fused14); the default, fused12 from 4 ranks, else kernels");
+  CHECK_SAID("WARPSPEC_EP_COMBINE=\"fused12\" is not accepted (kernels or fused); the default, fused from 4 ranks, else kernels");
   CHECK_SAID("WARPSPEC_ATTN_WG_BLOCKS=\"mine\" is not accepted (tile or own); the default, tile");
   CHECK_SAID("WARPSPEC_ATTN_TILE_ROWS=\"256\" is not accepted (128 or 192); the default, chosen per mask and length");
   CHECK_SAID("WARPSPEC_ATTN_O_STORE=\"smem\" is not accepted (tma or rows); the default, tma");

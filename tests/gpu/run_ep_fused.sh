@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# run_ep_fused.sh [BUILD] - the fused combine (WARPSPEC_EP_COMBINE=fused12|fused14,
+# run_ep_fused.sh [BUILD] - the fused combine (WARPSPEC_EP_COMBINE=fused,
 # combine.cu) against the two kernels, in one device call on 4 GPUs (2 work too): build
 # (BUILD, default build-gpu, -DWS_WERROR=ON), then
-#   1. correctness: test_moe all on 4 ranks under each fused form, on 2 ranks and
-#      test_moe_idle all on 4 under kernels and fused12 (FORMS: the fused forms, default
-#      fused12 fused14);
+#   1. correctness: test_moe all on 4 ranks and on 2 under the fused form, test_moe_idle
+#      all on 4 under both (FORMS: the forms besides kernels, default fused);
 #   2. speed: `bench ep` at 4096 tokens per rank, 24 and 48 SMs (EP4 on 4 GPUs, else EP2), at
 #      128 tokens with the decode default, and EP2 at 24 SMs, every form alternating
 #      (ROUNDS, default 1);
-#   3. the role timelines of one fused12 pair at 24 SMs (rank 0).
+#   3. the role timelines of one fused pair at 24 SMs (rank 0).
 # Everything goes to $OUT/ep_fused.txt (logs: $OUT/ep_fused/).
 set -u
 out=${OUT:-results}
@@ -18,7 +17,7 @@ mkdir -p "$logs"
 b=${1:-build-gpu}
 sum="$out/ep_fused.txt"
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c GPU)
-forms=${FORMS:-fused12 fused14}
+forms=${FORMS:-fused}
 { date -u; nvidia-smi --query-gpu=index,name --format=csv,noheader; git log --oneline -1; } >"$sum"
 cmake -S . -B "$b" -DWS_WERROR=ON >/dev/null 2>&1 &&
   cmake --build "$b" -j "$(nproc)" --target warpspec warpspec_cli test_moe test_moe_idle >"$logs/build.log" 2>&1 ||
@@ -54,9 +53,9 @@ for args in "--ranks $ranks --tokens 4096 --sms 24" "--ranks $ranks --tokens 409
     "$b/warpspec" bench ep $args --receive index >>"$sum" 2>&1 || rc=1
 done
 tdir=$(mktemp -d)
-WARPSPEC_EP_COMBINE=fused12 timeout 300 "$b/warpspec" bench ep --ranks "$ranks" --tokens 4096 --sms 24 --receive index \
+WARPSPEC_EP_COMBINE=fused timeout 300 "$b/warpspec" bench ep --ranks "$ranks" --tokens 4096 --sms 24 --receive index \
   --trace "$tdir" >"$logs/trace.log" 2>&1 || rc=1
-echo "role timelines, fused12, EP$ranks, 24 SMs, rank 0:" >>"$sum"
+echo "role timelines, fused, EP$ranks, 24 SMs, rank 0:" >>"$sum"
 python3 bench/trace_ep.py "$tdir"/ep_r0_T4096_s24_*.csv >>"$sum" 2>&1
 rm -rf "$tdir"
 echo "rc=$rc" >>"$sum"
