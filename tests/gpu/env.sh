@@ -12,3 +12,15 @@ ws_build() {
   [ "${NO_BUILD:-0}" = 1 ] && return 0
   cmake -S . -B "$1" >>"$2" 2>&1 && cmake --build "$1" -j "$(nproc)" >>"$2" 2>&1 || { tail -30 "$2"; return 1; }
 }
+
+# step NAME LOG COMMAND...: run COMMAND with its output in $logs/LOG, then one line of
+# outcome (status, seconds into the script, the log's last line) and any failure lines
+# into $sum; a failure sets rc=1. The caller sets logs, sum and rc.
+step() {
+  local name=$1 log=$2; shift 2
+  "$@" >"$logs/$log" 2>&1
+  local r=$?
+  [ $r -ne 0 ] && rc=1
+  echo "$name: rc=$r at ${SECONDS} s, $(tail -1 "$logs/$log")" >>"$sum"
+  grep -E "FAIL|differ|CHECK failed|timed out|TIMEOUT" "$logs/$log" | grep -v " 0 outputs differ" | head -5 >>"$sum"
+}

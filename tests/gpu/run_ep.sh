@@ -24,14 +24,6 @@ cmake -S . -B "$b" -DWS_WERROR=ON >"$logs/cmake.log" 2>&1 &&
   cmake --build "$b" -j "$(nproc)" --target warpspec warpspec_cli test_moe test_moe_idle test_gemm_gpu \
     >"$logs/build.log" 2>&1 || { grep -E "error|warning" "$logs/build.log" | head -30 | tee -a "$sum"; exit 1; }
 rc=0
-step() { # step NAME LOG COMMAND...: run it, one line of outcome into the summary
-  local name=$1 log=$2; shift 2
-  "$@" >"$logs/$log" 2>&1
-  local r=$?
-  [ $r -ne 0 ] && rc=1
-  echo "$name: rc=$r, $(tail -1 "$logs/$log")" >>"$sum"
-  grep -E "FAIL|differ from|CHECK failed" "$logs/$log" | grep -v " 0 outputs differ" | head -5 >>"$sum"
-}
 for n in 1 2 4; do
   [ "$ngpu" -ge "$n" ] && [ "${EP_TESTS:-1}" = 1 ] || continue
   step "test_moe all, $n rank(s)" "moe_all_$n.log" timeout 300 "$b/warpspec" run -n "$n" --timeout 280 -- "$b/tests/gpu/test_moe" all

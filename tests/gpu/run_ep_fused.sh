@@ -23,14 +23,6 @@ cmake -S . -B "$b" -DWS_WERROR=ON >/dev/null 2>&1 &&
   cmake --build "$b" -j "$(nproc)" --target warpspec warpspec_cli test_moe test_moe_idle >"$logs/build.log" 2>&1 ||
   { grep -E "error|warning" "$logs/build.log" | head -30 | tee -a "$sum"; exit 1; }
 rc=0
-step() { # step NAME LOG COMMAND...: run it, one line of outcome into the summary
-  local name=$1 log=$2; shift 2
-  "$@" >"$logs/$log" 2>&1
-  local r=$?
-  [ $r -ne 0 ] && rc=1
-  echo "$name: rc=$r at ${SECONDS} s, $(tail -1 "$logs/$log")" >>"$sum"
-  grep -E "FAIL|differ|CHECK failed|timed out|TIMEOUT" "$logs/$log" | grep -v " 0 outputs differ" | head -5 >>"$sum"
-}
 ranks=$([ "$ngpu" -ge 4 ] && echo 4 || echo 2)
 if [ "${TESTS:-1}" = 1 ]; then
   for f in $forms; do
