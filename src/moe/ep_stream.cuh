@@ -21,8 +21,9 @@
  *
  * The sums are the same as the register forms' (and the layer kernel's items): fp32,
  * slots in order, a slot without a row skipped, BF16 out; a token with no rows is zeros.
- * A warp walks its tokens g = first, first + stride, ... (below `total`), each row chunk by
- * chunk (2 KB), the token's slots in order within a chunk. It is for many tokens per warp:
+ * A warp walks its tokens g = first, first + stride, ... (below `total`), or with claims
+ * (the fused combine's gather) the places it claims one at a time, each row chunk by chunk
+ * (2 KB), the token's slots in order within a chunk. It is for many tokens per warp:
  * with fewer tokens than warps the chunk-per-warp forms (ep_protocol.cuh) spread a token
  * over several warps and finish sooner (at 128 tokens per rank this loop was 15-18%
  * slower). */
