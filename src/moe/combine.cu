@@ -155,10 +155,10 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
  * so ranks may take different ones. */
 #define COMBINE_ROLES(ROLE, P, R)                                                        \
   ROLE(P##_REDUCER, R, WS_REGS_ENTRY, 1) ROLE(P##_GATHERER, WS_EP_WARPS - R, WS_REGS_ENTRY, 1)
-#define C12_ROLES(ROLE) COMBINE_ROLES(ROLE, C12, 12)
-WS_DECLARE_ROLES(ep_comb12, C12_ROLES);
+#define CF_ROLES(ROLE) COMBINE_ROLES(ROLE, CF, 12) /* names within the trace's 11 characters */
+WS_DECLARE_ROLES(ep_comb12, CF_ROLES);
 WS_DECLARE_ROLE_SET(ep_comb12);
-static_assert((int)C12_REDUCER == 0, "reducers first");
+static_assert((int)CF_REDUCER == 0, "reducers first");
 static_assert(12 <= EP_PROG_WARPS, "a progress flag per reducer warp");
 /* The role table of the kernel with R reducer warps (one split kept: R = 12). */
 template <int R> struct comb_roles { typedef ep_comb12_set set; };

@@ -530,7 +530,8 @@ WS_DEV void ep_comb_wait(const ep_args *a, int d, int slot, int nw, uint64_t m, 
   const uint64_t *prog = a->comb_prog + (size_t)d * a->sms * EP_PROG_WARPS + slot % nw;
   const uint64_t need = ep_comb_prog_value(m, slot / nw + 1);
   WS_POLL_BOUNDED(ws_ld_acquire_sys_u64(prog) >= need || ws_ld_acquire_sys_u64(a->comb_done + d) >= m, c,
-                  ep_site("combine rows (block: the peer's reducer warp)", WS_EDGE_PEER_DATA, d, a->rank, slot % nw, m));
+                  ep_site("combine rows (block: the peer's reducer warp; step: epoch << 32 | its rounds)",
+                          WS_EDGE_PEER_DATA, d, a->rank, slot % nw, need));
 }
 
 /* 1 in the last CTA of the grid whose group g gets here (counted in *counter, which that
