@@ -100,6 +100,29 @@ WS_KERNEL(ep_reduce) ep_reduce_kernel(const __grid_constant__ ep_args a, const u
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
 
+/* The gather with few tokens per warp: whole rows when the tokens outnumber the warps,
+ * else chunks of a token over several warps, so that a few tokens still reach every warp.
+ * WAITS (the fused kernel): each token is entered once its partials are pushed (nwr: every
+ * rank's reducer warps); else the caller has waited for every rank's whole reduce. */
+template <int WAITS>
+static __device__ __forceinline__ void gather_chunks(const ep_args *a, uint16_t *out, int T, int nwr, uint64_t m,
+                                                     const ws_ctx *c, int gw, int nw, int lane) {
+  const int nchunk = (a->hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
+  const int split = T >= nw ? 1 : nchunk, per = (nchunk + split - 1) / split;
+  for (int item = gw; item < T * split; item += nw) {
+    const int t = item / split;
+    if (WAITS) {
+      if (lane < a->nranks) {
+        const int slot = __ldcg(&a->tok_slot[(size_t)t * a->nranks + lane]);
+        if (slot >= 0) ep_comb_wait(a, lane, slot, nwr, m, c);
+      }
+      __syncwarp();
+    }
+    for (int ch = (item % split) * per, c1 = min(nchunk, ch + per); ch < c1; ch++)
+      ep_gather_chunk<2>(a, out, t, ch * MOE_SUM_CHUNK + lane);
+  }
+}
+
 WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_t *out, ws_diag diag) {
   ws_ctx ctx = WS_SELF(ep_gather, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0); /* the kernel, one item of its role (warpspec/trace.h) */
@@ -114,15 +137,8 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
   if (stream_ok(T, nw) && N <= 32) { /* many tokens per warp, a lane per rank: streamed */
     const ep_stream_spec sp = ep_stream_tokens(&a, EP_STREAM_GATHER, NULL, T, NULL, out);
     ep_stream_sums(&a, &sp, gw, nw, ep_stream_ring + (size_t)ctx.warp * (EP_STREAM_WARP_BYTES / 16), ctx.lane);
-  } else { /* whole rows when the tokens outnumber the warps, else chunks, so that a few
-            * tokens still reach every warp */
-    const int nchunk = (a.hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
-    const int split = T >= nw ? 1 : nchunk, per = (nchunk + split - 1) / split;
-    for (int item = gw; item < T * split; item += nw) {
-      const int t = item / split;
-      for (int c = (item % split) * per, c1 = min(nchunk, c + per); c < c1; c++)
-        ep_gather_chunk<2>(&a, out, t, c * MOE_SUM_CHUNK + ctx.lane);
-    }
+  } else {
+    gather_chunks<0>(&a, out, T, 0, m, &ctx, gw, nw, ctx.lane);
   }
   if (ep_last_cta(&ctx, &a.epochs[3], &last)) {
     ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m, (int)threadIdx.x);
@@ -153,45 +169,23 @@ WS_KERNEL(ep_gather) ep_gather_kernel(const __grid_constant__ ep_args a, uint16_
  * pay: every warp reduces (the chunk form), the last CTA says "done" to every rank, then
  * every warp gathers, each token once its ranks are done. Both forms keep the same flags,
  * so ranks may take different ones. */
-#define COMBINE_ROLES(ROLE, P, R)                                                        \
-  ROLE(P##_REDUCER, R, WS_REGS_ENTRY, 1) ROLE(P##_GATHERER, WS_EP_WARPS - R, WS_REGS_ENTRY, 1)
-#define CF_ROLES(ROLE) COMBINE_ROLES(ROLE, CF, 12) /* names within the trace's 11 characters */
-WS_DECLARE_ROLES(ep_comb12, CF_ROLES);
-WS_DECLARE_ROLE_SET(ep_comb12);
-static_assert((int)CF_REDUCER == 0, "reducers first");
-static_assert(12 <= EP_PROG_WARPS, "a progress flag per reducer warp");
-/* The role table of the kernel with R reducer warps (one split kept: R = 12). */
-template <int R> struct comb_roles { typedef ep_comb12_set set; };
+/* Names within the trace's 11 characters. */
+#define CF_ROLES(ROLE)                                                                   \
+  ROLE(CF_REDUCER, WS_EP_FUSED_REDUCERS, WS_REGS_ENTRY, 1)                               \
+  ROLE(CF_GATHERER, WS_EP_WARPS - WS_EP_FUSED_REDUCERS, WS_REGS_ENTRY, 1)
+WS_DECLARE_ROLES(ep_combine, CF_ROLES);
+static_assert(WS_EP_FUSED_REDUCERS <= EP_PROG_WARPS, "a progress flag per reducer warp");
 
-/* The gather with few tokens per warp (chunks of a token over several warps, as the gather
- * kernel), each token entered once its partials are pushed. */
-static __device__ __forceinline__ void gather_chunks(const ep_args *a, uint16_t *out, int T, int nwr, uint64_t m,
-                                                     const ws_ctx *c, int gw, int nw, int lane) {
-  const int nchunk = (a->hidden / 8 + MOE_SUM_CHUNK - 1) / MOE_SUM_CHUNK;
-  const int split = T >= nw ? 1 : nchunk, per = (nchunk + split - 1) / split;
-  for (int item = gw; item < T * split; item += nw) {
-    const int t = item / split;
-    if (lane < a->nranks) {
-      const int slot = __ldcg(&a->tok_slot[(size_t)t * a->nranks + lane]);
-      if (slot >= 0) ep_comb_wait(a, lane, slot, nwr, m, c);
-    }
-    __syncwarp();
-    for (int ch = (item % split) * per, c1 = min(nchunk, ch + per); ch < c1; ch++)
-      ep_gather_chunk<2>(a, out, t, ch * MOE_SUM_CHUNK + lane);
-  }
-}
-
-template <int R>
-WS_KERNEL_T(comb_roles<R>::set) ep_combine_kernel(const __grid_constant__ ep_args a, const uint16_t *y,
-                                                 uint16_t *out, ws_diag diag) {
-  typedef typename comb_roles<R>::set S;
-  ws_ctx ctx = WS_SELF_T(S, diag);
+WS_KERNEL(ep_combine) ep_combine_kernel(const __grid_constant__ ep_args a, const uint16_t *y, uint16_t *out,
+                                        ws_diag diag) {
+  ws_ctx ctx = WS_SELF(ep_combine, diag);
   ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0);
   __shared__ int ntok[WS_COMM_MAX_RANKS];
   __shared__ unsigned long long epoch;
   __shared__ int last_r, last_all;
   __shared__ int seq[WS_EP_WARPS][EP_STREAM_SEQ];
-  const int N = a.nranks, T = *a.num_tokens, W = WS_EP_WARPS, warp = (int)(threadIdx.x / 32), lane = ctx.lane;
+  const int N = a.nranks, T = *a.num_tokens, W = WS_EP_WARPS, R = WS_EP_FUSED_REDUCERS;
+  const int warp = (int)(threadIdx.x / 32), lane = ctx.lane;
   if (threadIdx.x < (unsigned)N) ntok[threadIdx.x] = __ldcg(a.recv_ntok + threadIdx.x);
   if (threadIdx.x == 0) epoch = a.epochs[1] + 1;
   __syncthreads(); /* barrier 0, the whole CTA (roles never use it) */
@@ -238,7 +232,7 @@ WS_KERNEL_T(comb_roles<R>::set) ep_combine_kernel(const __grid_constant__ ep_arg
     ep_stream_sums(&a, &sp, 0, 1, ring, lane);
   } else if (!apart || warp >= R) { /* few tokens: a static share, chunks of a token per warp */
     const int gw = apart ? (int)blockIdx.x * (W - R) + warp - R : (int)blockIdx.x * W + warp;
-    gather_chunks(&a, out, T, nwr, m, &ctx, gw, (int)gridDim.x * (apart ? W - R : W), lane);
+    gather_chunks<1>(&a, out, T, nwr, m, &ctx, gw, (int)gridDim.x * (apart ? W - R : W), lane);
   }
   if (ep_last_group(&cta, &a.epochs[3], &last_all)) {
     ep_ack_peers(a.comb_ack, a.peer_delta, a.rank, N, m, cta.tid);
@@ -249,8 +243,6 @@ WS_KERNEL_T(comb_roles<R>::set) ep_combine_kernel(const __grid_constant__ ep_arg
   }
   ws_trace_mark(&ctx, WS_TRACE_ITEM_END, 0);
 }
-
-static_assert(WS_EP_FUSED_REDUCERS == 12, "the fused combine's one role table (comb_roles) has 12 reducers");
 
 extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStream_t stream) {
   WS_REQUIRE(ep != NULL, "ws_ep_combine: ep is NULL");
@@ -267,15 +259,13 @@ extern "C" ws_status ws_ep_combine(ws_ep *ep, const void *y, void *out, cudaStre
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   const ep_args *a = &ep->args;
   /* the form: the same on every rank (the knob, else the ranks' count) */
-  const int fused = ws_knobs_get()->ep_combine < 0 ? ep->nranks >= WS_EP_FUSED_MIN_RANKS
-                                                     : ws_knobs_get()->ep_combine; /* WARPSPEC_EP_COMBINE */
-  if (fused) {
+  const int form = ws_knobs_get()->ep_combine; /* WARPSPEC_EP_COMBINE; -1: by the ranks */
+  if (form < 0 ? ep->nranks >= WS_EP_FUSED_MIN_RANKS : form) {
     const uint16_t *yy = (const uint16_t *)y;
     uint16_t *o = (uint16_t *)out;
     void *args[] = {(void *)a, &yy, &o, &diag};
-    return ep_launch(ep, EP_PLAN_COMBINE, "ep_combine", ep_comb12_roles, ep_comb12_NROLES,
-                     (const void *)ep_combine_kernel<WS_EP_FUSED_REDUCERS>, dim3{(unsigned)ep->sms, 1, 1},
-                     stream_smem(ep), stream, args);
+    return ep_launch(ep, EP_PLAN_COMBINE, "ep_combine", ep_combine_roles, ep_combine_NROLES,
+                     (const void *)ep_combine_kernel, dim3{(unsigned)ep->sms, 1, 1}, stream_smem(ep), stream, args);
   }
   {
     const uint16_t *yy = (const uint16_t *)y;
