@@ -226,8 +226,9 @@ WS_KERNEL(ep_expand) ep_expand_kernel(const __grid_constant__ ep_args a, int ind
 /* The phased send with the expand beside it (ep_overlap.h). Ranks may choose differently
  * (their tokens differ): a receiver overlapped or not reads any sender right, since it
  * waits for each source's flags, raised per rank or all at the end. */
-static int ep_overlap_for(const ws_ep *ep, int num_tokens) {
-  return ep_overlap_rule(ep->cfg.mode == WS_EP_LOW_LATENCY, ws_knobs_get()->ep_overlap, ep->sms, num_tokens);
+static int ep_overlap_for(const ws_ep *ep, int num_tokens, int index) {
+  return ep_overlap_rule(ep->cfg.mode == WS_EP_LOW_LATENCY, ws_knobs_get()->ep_overlap, ep->sms, num_tokens, index,
+                         ep->args.nranks);
 }
 
 extern "C" ws_status ws_ep_dispatch(ws_ep *ep, const void *x, const float *x_scale, const int *topk_idx,
@@ -268,7 +269,7 @@ extern "C" ws_status ep_dispatch(ws_ep *ep, const void *x, const float *x_scale,
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   const ep_args *a = &ep->args;
-  int overlap = ep_overlap_for(ep, num_tokens);
+  int overlap = ep_overlap_for(ep, num_tokens, index);
   /* the handle's SMs (num_sms: what the transfers may hold at once) are shared by the two
    * kernels that run together then: send the first half, expand the rest */
   const int send_ctas = overlap && ep->sms > 1 ? (ep->sms + 1) / 2 : ep->sms;

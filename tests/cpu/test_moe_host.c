@@ -355,11 +355,17 @@ static void auto_rule(void) {
  * standalone default of 24 SMs stays plain, the layer's 128 SMs at 4096 tokens overlap. */
 static void overlap_rule(void) {
   const int S = WS_EP_OVERLAP_MIN_SMS, T = WS_EP_OVERLAP_MIN_TOKENS;
-  CHECK(ep_overlap_rule(1, 1, 128, 4096) == 0); /* low latency: never, even forced */
-  CHECK(ep_overlap_rule(0, 1, 1, 0) == 1 && ep_overlap_rule(0, 0, 128, 4096) == 0);
-  CHECK(ep_overlap_rule(0, -1, S, T) == 1 && ep_overlap_rule(0, -1, 128, 4096) == 1);
-  CHECK(ep_overlap_rule(0, -1, S - 1, 4096) == 0 && ep_overlap_rule(0, -1, 128, T - 1) == 0);
-  CHECK(ep_overlap_rule(0, -1, WS_EP_DEFAULT_SMS, 4096) == 0);
+  CHECK(ep_overlap_rule(1, 1, 128, 4096, 0, 4) == 0); /* low latency: never, even forced */
+  CHECK(ep_overlap_rule(0, 1, 1, 0, 0, 4) == 1 && ep_overlap_rule(0, 0, 128, 4096, 0, 4) == 0);
+  CHECK(ep_overlap_rule(0, -1, S, T, 0, 2) == 1 && ep_overlap_rule(0, -1, 128, 4096, 0, 4) == 1);
+  CHECK(ep_overlap_rule(0, -1, S - 1, 4096, 0, 4) == 0 && ep_overlap_rule(0, -1, 128, T - 1, 0, 4) == 0);
+  CHECK(ep_overlap_rule(0, -1, WS_EP_DEFAULT_SMS, 4096, 0, 4) == 0);
+  /* the index receive (no rows to copy beside the send): only where the phased send is the
+   * faster send itself; forced, always */
+  const int SI = WS_EP_OVERLAP_INDEX_MIN_SMS, RI = WS_EP_OVERLAP_INDEX_MIN_RANKS;
+  CHECK(ep_overlap_rule(0, -1, S, 4096, 1, RI) == (S >= SI) && ep_overlap_rule(0, -1, SI, 4096, 1, RI) == 1);
+  CHECK(ep_overlap_rule(0, -1, SI - 1, 4096, 1, RI) == 0 && ep_overlap_rule(0, -1, SI, 4096, 1, RI - 1) == 0);
+  CHECK(ep_overlap_rule(0, -1, SI, T - 1, 1, RI) == 0 && ep_overlap_rule(0, 1, S, 4096, 1, 2) == 1);
   CHECK(WS_EP_OVERLAP_DEFAULT == -1);
 }
 
