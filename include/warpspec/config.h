@@ -109,14 +109,14 @@
 #define WS_EP_FUSED_MIN_RANKS   4
 #define WS_EP_FUSED_REDUCERS    12
 #define WS_EP_OVERLAP_MIN_SMS   48
+#define WS_EP_OVERLAP_MIN_TOKENS 1024
 /* The index receive's expand copies no rows, so the overlap hides nothing there; the phased
  * send is what remains, and it is the faster send only with many SMs and ranks (4 x H200,
  * index receive, 4096 tokens per rank, session 34, all-ranks send against phased: EP2 48 /
  * 64 / 128 SMs 136 / 129 / 124 us against 194 / 176 / 151-158; EP4 48 / 64 SMs 304 / 306
- * against 354 / 335, but 128 SMs 323 against 302). */
+ * against 355 / 335, but 128 SMs 323 against 302). */
 #define WS_EP_OVERLAP_INDEX_MIN_SMS   128
 #define WS_EP_OVERLAP_INDEX_MIN_RANKS 4
-#define WS_EP_OVERLAP_MIN_TOKENS 1024
 /* MoE layer, WS_MOE_AUTO, by the rows a local expert is expected to get (tokens x topk /
  * local experts). On one GPU: the whole-layer kernel (WS_MOE_FUSED_LAYER) below
  * WS_MOE_AUTO_LAYER_ROWS, where one launch beats the unfused GEMMs' launches and padding;
