@@ -1,7 +1,10 @@
 /* mla_sparse.cuh - test_attention: sparse MLA prefill (ws_mla_sparse_forward) against
  * ws_mla_sparse_reference: heads 64 and 128, topk 128 / 512 / 2048 (and one not a
  * multiple of 64), s_kv from topk to 131072, indices with -1, duplicates and values out
- * of range (masked), and a query whose every index is masked (o = 0, lse = -inf). */
+ * of range (masked), a query whose every index is masked (o = 0, lse = -inf), and
+ * scores that rise along the list, so that the running maximum moves in late blocks and
+ * in one warpgroup's half of a block only (the kernels' lazy rescale, mla_math.cuh; with
+ * uniform data it moves in the first block only). */
 #ifndef WARPSPEC_TEST_ATTN_MLA_SPARSE_CUH
 #define WARPSPEC_TEST_ATTN_MLA_SPARSE_CUH
 
@@ -10,7 +13,12 @@
 typedef struct {
   const char *name;
   int s_q, heads, s_kv, topk, holes; /* holes: put -1, duplicates and out-of-range ids in */
+  int ramp; /* > 0: kv row r scaled by 2^(ramp r / s_kv) (exact in BF16), each list sorted */
 } mla_case;
+
+/* x 2^k, exact for a normal BF16 value (zero stays zero) */
+static uint16_t bf16_times_pow2(uint16_t b, int k) { return (b & 0x7F80u) ? (uint16_t)(b + (k << 7)) : b; }
+static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
 
 static int run_mla(const mla_case *c) {
   const int DQ = 576, DV = 512;
@@ -21,6 +29,11 @@ static int run_mla(const mla_case *c) {
   fill_uniform(hq, nq, 1.0f);
   fill_uniform(hkv, nkv, 1.0f);
   td_mla_indices(&rng_state, hi, c->s_q, c->topk, c->s_kv, c->holes); /* the benchmark draws these, without holes */
+  if (c->ramp > 0) {
+    for (int r = 0; r < c->s_kv; r++)
+      for (int j = 0; j < DQ; j++) hkv[(size_t)r * DQ + j] = bf16_times_pow2(hkv[(size_t)r * DQ + j], (int)((long long)c->ramp * r / c->s_kv));
+    for (int t = 0; t < c->s_q; t++) qsort(hi + (size_t)t * c->topk, (size_t)c->topk, sizeof(int), cmp_int);
+  }
   void *dq, *dkv, *dout;
   int *di;
   float *dl;
@@ -57,15 +70,16 @@ static int run_mla(const mla_case *c) {
 }
 
 static const mla_case mla_quick[] = {
-    {"mla 1 token, H64, topk 128", 1, 64, 128, 128, 0},
-    {"mla 5 tokens, H128, topk 512, holes", 5, 128, 4096, 512, 1},
-    {"mla 3 tokens, H64, topk 100, holes", 3, 64, 300, 100, 1},
-    {"mla 7 tokens, H32, topk 200, holes (padding rows)", 7, 32, 1000, 200, 1},
+    {"mla 1 token, H64, topk 128", 1, 64, 128, 128, 0, 0},
+    {"mla 5 tokens, H128, topk 512, holes", 5, 128, 4096, 512, 1, 0},
+    {"mla 3 tokens, H64, topk 100, holes", 3, 64, 300, 100, 1, 0},
+    {"mla 7 tokens, H32, topk 200, holes (padding rows)", 7, 32, 1000, 200, 1, 0},
+    {"mla 3 tokens, H128, topk 1024, rising scores", 3, 128, 4096, 1024, 0, 6},
 };
 static const mla_case mla_full[] = {
-    {"mla 17 tokens, H64, topk 512, s_kv 131072", 17, 64, 131072, 512, 1},
-    {"mla 4 tokens, H128, topk 2048, s_kv 2048", 4, 128, 2048, 2048, 0},
-    {"mla 64 tokens, H128, topk 128, holes", 64, 128, 8192, 128, 1},
+    {"mla 17 tokens, H64, topk 512, s_kv 131072", 17, 64, 131072, 512, 1, 0},
+    {"mla 4 tokens, H128, topk 2048, s_kv 2048", 4, 128, 2048, 2048, 0, 0},
+    {"mla 64 tokens, H128, topk 128, holes", 64, 128, 8192, 128, 1, 0},
 };
 
 #endif
