@@ -35,6 +35,10 @@ typedef struct {
  * and the launch over row tiles (MLA_ROW_TILES) x splits; a->kv8 set: the FP8 kernel. */
 ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float softmax_scale, cudaStream_t stream);
 
+/* Paged decode (BF16 or FP8 cache) with 16 heads and s_q 1, keys on wgmma's M side
+ * (mla_fewheads.cu). */
+ws_status mla_fewheads_launch(const void *q, int tokens, mla_args *a, int splits, cudaStream_t stream);
+
 /* WS_ERR_UNSUPPORTED unless the dims are the kernel's (576/512); heads a multiple of MLA_BH
  * or a divisor of it (1, 2, 4, 8, 16, 32: a model's heads shared over 2-128 GPUs). */
 ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads);

@@ -37,10 +37,12 @@
  * than 64 and s_q > 1, a sequence's tokens share the 64-row tiles: MLA_KEYS_ROWS); with
  * the FP8 cache (kv_fp8) with FP8 = 1: the gather dequantises each row into the BF16 stage
  * the math warps read (mla_fp8_gather.cuh), so the math is unchanged and the BF16 values
- * are exact (power-of-two tile scales).
+ * are exact (power-of-two tile scales). Paged decode with 16 heads and s_q 1 runs
+ * mla_fewheads.cu's kernel instead (keys on wgmma's M side: a quarter of the tensor work).
  * Files: mla_stage.cuh (shared memory, key modes, roles), mla_fp8_gather.cuh (the FP8 rows),
- * mla_math.cuh (softmax pieces, the two products, Q's register fragments); here the keys
- * of a CTA, the kernel (gather and the math loop) and the call. */
+ * mla_rows.cuh (a CTA's keys and rows, the gathers), mla_math.cuh (softmax pieces, the two
+ * products, Q's register fragments); here the kernel (gather and the math loop) and the
+ * call. */
 #include "../core/internal.h"
 #include "../core/knobs.h"
 #include "../core/size_check.h"
@@ -52,61 +54,13 @@
 #include "mla_fp8_gather.cuh"
 #include "mla_internal.h"
 #include "mla_math.cuh"
+#include "mla_rows.cuh"
 #include "mla_stage.cuh"
 
 #include <cuda_bf16.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* This CTA's keys: the first key's index and the count. SPLIT: keys chunk z .. of the
- * token's list, z = blockIdx.z. ROWS: tok is the tile's last token, whose keys hold every
- * row's. */
-template <int KEYS>
-static __device__ __forceinline__ void mla_keys(const mla_args *a, int tok, int *kbeg, int *nkeys) {
-  if (KEYS == MLA_KEYS_SPLIT) {
-    const int b0 = (int)blockIdx.z * a->chunk; /* < topk + chunk <= 2^31 - 1: ws_mla_sparse_decode_check */
-    *kbeg = b0;
-    *nkeys = max(0, min(a->topk - b0, a->chunk));
-    return;
-  }
-  if (KEYS == MLA_KEYS_PLAIN && a->indices) { *kbeg = 0; *nkeys = a->topk; return; }
-  const int n = a->seqlens[tok / a->s_q];
-  const int last = n - a->s_q + tok % a->s_q; /* causal: the query's own position */
-  const int b0 = (int)blockIdx.z * a->chunk;
-  *kbeg = b0;
-  *nkeys = max(0, min(min(n, last + 1), b0 + a->chunk) - b0);
-}
-
-/* The kv row of key kk (0 .. nkeys - 1) of this CTA, or -1 when masked (never read), found
- * in two steps so that the gather can load the next block's index entries and look at them
- * only when it copies that block: mla_row_fetch loads the entry of an index list
- * (MLA_ROW_NONE past the keys), mla_row_resolve turns it into the row. Done in one step,
- * the compiler tested each loaded index right after its load and the gather waited there
- * on every block. A paged cache's page entry is looked up in mla_row_resolve, one block
- * ahead: fetched two blocks ahead it made paged decode slower (docs/design_mla.md 6.1,
- * docs/benchmarks.md session 23). */
-#define MLA_ROW_NONE (-2147483647 - 1)
-template <int KEYS>
-static __device__ __forceinline__ int mla_row_fetch(const mla_args *a, int tok, int kbeg, int nkeys, int kk) {
-  if (kk >= nkeys) return MLA_ROW_NONE;
-  if (KEYS == MLA_KEYS_SPLIT) return __ldg(a->indices + (size_t)tok * a->topk + kbeg + kk);
-  if (KEYS == MLA_KEYS_PLAIN && a->indices) return __ldg(a->indices + (size_t)tok * a->topk + kk);
-  return kk; /* paged: looked up by mla_row_resolve */
-}
-template <int KEYS>
-static __device__ __forceinline__ int mla_row_resolve(const mla_args *a, int tok, int kbeg, int e) {
-  if (e == MLA_ROW_NONE) return -1;
-  int r = e;
-  if (KEYS == MLA_KEYS_ROWS || (KEYS == MLA_KEYS_PLAIN && !a->indices)) {
-    const int j = kbeg + e;
-    const int page = __ldg(a->block_table + (size_t)(tok / a->s_q) * a->max_pages + j / a->page_size);
-    /* 64-bit: a page id past the cache must not wrap onto one of its rows */
-    const long long row = (long long)page * a->page_size + j % a->page_size;
-    r = page >= 0 && row < a->s_kv ? (int)row : -1;
-  }
-  return r >= 0 && r < a->s_kv ? r : -1;
-}
 
 template <int FP8, int KEYS>
 WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ mla_args a,
@@ -160,67 +114,25 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     const int t = ws_role_thread(&ctx);
     ws_cursor k = c0;
     if (FP8) { /* lookup and conversion: row t % 64, half t / 64; copies: rows 4 (t >> 3) + j */
-      const int row = t & 63, half = t >> 6, row0 = 4 * (t >> 3);
-      /* d_next: the next block's row, resolved a block ahead; e: the entry
-       * of the block after it, loaded a block ahead (MLA_ROW_NONE: none) */
-      int d_next = mla_row_resolve<KEYS>(&a, tok, kbeg, mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, row));
-      int e = mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, MLA_BN + row);
+      int d_next, e;
+      mla_fp8_rows_start<KEYS>(&a, tok, kbeg, nkeys, t, &d_next, &e);
       for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
-        const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k), stage = ws_smem_addr(sm->kv[s][0]);
-        const int d = d_next;
-        if (half == 0) {
-          sm->valid[s][row] = d >= 0;
-          sm->rows[s][row] = d;
-        }
-        ws_role_sync(&ctx); /* the block's kv rows, for the copies */
-        int r[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++) r[j] = sm->rows[s][row0 + j];
-        mla_gather_fp8_copy(stage, a.kv8, r, t);
-        const float4 sc = mla_fp8_scales(a.kv8, d);
-        /* the next block's row (its entry landed a block ago), and the entry of
-         * the block after it, while these land */
-        d_next = mla_row_resolve<KEYS>(&a, tok, kbeg, e);
-        e = mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, (nb + 2) * MLA_BN + row);
-        mla_gather_fp8_convert(&ctx, stage, sc, row, half);
+        const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
+        mla_gather_fp8_block<KEYS>(&ctx, &a, tok, kbeg, nkeys, nb, ws_smem_addr(sm->kv[s][0]), sm->valid[s], sm->rows[s], t,
+                                   &d_next, &e);
         ws_pipe_commit_at(&kvp, &ctx, k); /* fence.proxy.async (the generic stores), then arrive */
       }
       return;
     }
-    /* BF16: 8 lanes per 128-byte line, 4 rows per warp instruction. Thread t copies the
-     * 16-byte piece t & 7 of each of the 9 boxes of rows (t >> 3) + 16 j, j = 0..3: a warp
-     * instruction reads four whole lines and fills four whole 128-byte rows of a box. (A
-     * thread per half row read 16 bytes of 32 lines per instruction: twice the L2 sectors
-     * and 8x the shared-memory wavefronts; docs/design_mla.md, 5.1.) */
-    const int piece = t & 7, row0 = t >> 3;
-    /* r_next: the next block's rows, resolved a block ahead; e_next: the
-     * entries of the block after it, loaded a block ahead */
+    /* BF16: 8 lanes per 128-byte line, 4 rows per warp instruction (mla_gather_bf16) */
+    const int row0 = t >> 3;
     int r_next[4], e_next[4];
-#pragma unroll
-    for (int j = 0; j < 4; j++) {
-      r_next[j] = mla_row_resolve<KEYS>(&a, tok, kbeg, mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, row0 + 16 * j));
-      e_next[j] = mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, MLA_BN + row0 + 16 * j);
-    }
+    mla_rows_start<KEYS>(&a, tok, kbeg, nkeys, row0, r_next, e_next);
     for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
       const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
       int r[4];
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        r[j] = r_next[j];
-        r_next[j] = mla_row_resolve<KEYS>(&a, tok, kbeg, e_next[j]);
-        e_next[j] = mla_row_fetch<KEYS>(&a, tok, kbeg, nkeys, (nb + 2) * MLA_BN + row0 + 16 * j);
-      }
-      const uint32_t stage = ws_smem_addr(sm->kv[s][0]);
-#pragma unroll
-      for (int j = 0; j < 4; j++) {
-        const int row = row0 + 16 * j, ok = r[j] >= 0;
-        if (piece == 0) sm->valid[s][row] = ok;
-        const uint8_t *src = (const uint8_t *)(a.kv + (size_t)(ok ? r[j] : 0) * MLA_DQK) + piece * 16;
-        const uint32_t dst = stage + mla_swizzle(row, piece);
-#pragma unroll
-        for (int b = 0; b < MLA_BOXES; b++)
-          ws_cp_async_cg_16_to(dst + (uint32_t)b * (MLA_BN * 128), src + b * 128, ok ? 16u : 0u);
-      }
+      mla_rows_step<KEYS>(&a, tok, kbeg, nkeys, row0, nb, r, r_next, e_next);
+      mla_gather_bf16<0, MLA_BOXES, 1>(ws_smem_addr(sm->kv[s][0]), sm->valid[s], a.kv, r, t);
       ws_cp_async_commit_group();
       WS_CP_ASYNC_WAIT_GROUP(0);          /* this thread's copies have landed      */
       ws_pipe_commit_at(&kvp, &ctx, k);   /* fence.proxy.async, then arrive        */
@@ -307,6 +219,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
 }
 
 /* ---- the call ---------------------------------------------------------------------- */
+
 static ws_status mla_make_plan(const void *ctx, ws_plan *plan) {
   ws_status s = ws_plan_init(plan, (const char *)ctx, mla_sparse_roles, mla_sparse_NROLES, 0);
   if (s == WS_OK) s = ws_plan_set_smem(plan, sizeof(mla_smem) + 1024);
@@ -338,15 +251,17 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
       {(const void *)mla_sparse_kernel<0, MLA_KEYS_PLAIN>, (const void *)mla_sparse_kernel<1, MLA_KEYS_PLAIN>},
       {(const void *)mla_sparse_kernel<0, MLA_KEYS_SPLIT>, (const void *)mla_sparse_kernel<1, MLA_KEYS_SPLIT>},
       {(const void *)mla_sparse_kernel<0, MLA_KEYS_ROWS>, (const void *)mla_sparse_kernel<1, MLA_KEYS_ROWS>}};
-  if ((s = ws_plan_cached(slots[keys][fp8], mla_make_plan, names[keys][fp8], &plan)) != WS_OK) return s;
   ws_tmap mq;
   if ((s = ws_tmap_2d_swizzled(&mq, q, WS_DTYPE_BF16, (uint64_t)tokens * a->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,
                                WS_SWIZZLE_128B)) != WS_OK)
     return s;
-  a->xchg_bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mla_make_plan) */
   const float scale = softmax_scale > 0.0f ? softmax_scale : 1.0f / sqrtf((float)MLA_DQK);
   a->scale_log2 = scale * ATTN_LOG2E;
   a->rows = tokens * a->heads;
+  if (keys == MLA_KEYS_PLAIN && !a->indices && a->heads == 16 && a->s_q == 1) /* a quarter of the tensor work */
+    return mla_fewheads_launch(q, tokens, a, splits, stream);
+  if ((s = ws_plan_cached(slots[keys][fp8], mla_make_plan, names[keys][fp8], &plan)) != WS_OK) return s;
+  a->xchg_bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mla_make_plan) */
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mq, a, &diag};

@@ -8,8 +8,8 @@
 # then the details (duration, tensor pipe, L1 / shared memory and L2 throughput, DRAM
 # bytes, occupancy) and the stall reasons, overall (raw page) and per SASS line
 # (bench/ncu_stalls.py). A -lineinfo build (BUILD, default build-li) names source
-# lines; CUDA_FLAGS adds to its flags (e.g. -DMLA_SEESAW=1 on a branch that has that
-# kernel: the regex takes mla_sparse_kernel and mla_seesaw_kernel). Reports and text into
+# lines; CUDA_FLAGS adds to its flags (a branch's experiment switch; the regex takes
+# mla_sparse_kernel and the 16-head decode's mla_fewheads_kernel). Reports and text into
 # $OUT/profile_mla.tgz, a summary printed.
 set -u
 build=${1:-build-li}
@@ -28,7 +28,7 @@ IFS=';' read -ra shapes <<<"${SHAPES:-prefill 8192;decode 128 4096 0;decode 128 
 for sh in "${shapes[@]}"; do
   tag="$(tr ' ' '_' <<<"$sh")"
   timeout 300 "$ncu" --target-processes all --clock-control none --profile-from-start off \
-    -k regex:'mla_(sparse|seesaw)_kernel' --launch-count 1 --set full --import-source yes -o "$tmp/$tag" \
+    -k regex:'mla_(sparse|fewheads)_kernel' --launch-count 1 --set full --import-source yes -o "$tmp/$tag" \
     "${py[@]}" bench/mla_once.py $sh --calls 2 >"$tmp/$tag.log" 2>&1
   echo "$sh: ncu rc=$? $(grep -h 'mla_once' "$tmp/$tag.log")"
   rep="$tmp/$tag.ncu-rep"

@@ -257,4 +257,30 @@ WS_DEV void ws_wgmma_m64n256k16_bf16_tb(float *d, uint64_t desc_a, uint64_t desc
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
+/* D[64 x 16] (+)= A[64 x 16] x B[16 x 16]^T, bf16, both from shared memory: A MN-major
+ * (M contiguous, ws_wgmma_desc_mn128b: "transposed"), B K-major. d: 8 fp32 per thread. */
+WS_DEV void ws_wgmma_m64n16k16_bf16_ta(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7"
+      "}, %8, %9, p, 1, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+/* D[64 x 16] (+)= A[64 x 16] x B[16 x 16]^T, bf16, both from shared memory (K-major).
+ * d: 8 fp32 per thread. */
+WS_DEV void ws_wgmma_m64n16k16_bf16(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7"
+      "}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
 #endif

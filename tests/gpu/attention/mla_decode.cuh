@@ -86,9 +86,9 @@ static int run_decode(const dec_case *c) {
   const size_t wsb = decode_on_gpu(&p, 0xFF, ho, hl);
   int fails = 0;
   /* a large batch: the float64 reference on 4 of its sequences (the first, the longest;
-   * the middle one, the last, one at random) and 16 of their heads (one in 8, at a
-   * different offset in each group of 8), the kernel's rows of those gathered */
-  const int big = c->batch > 32, sub_h = big ? 16 : c->heads;
+   * the middle one, the last, one at random) and 16 of their heads (one in heads / 16,
+   * at a different offset in each group), the kernel's rows of those gathered */
+  const int big = c->batch > 32, sub_h = big && c->heads > 16 ? 16 : c->heads, stride = c->heads / sub_h;
   int pick[4], np = 0;
   if (big) {
     pick[np++] = 0; pick[np++] = c->batch / 2; pick[np++] = c->batch - 1;
@@ -109,7 +109,7 @@ static int run_decode(const dec_case *c) {
       const int b = pick[i];
       for (int t = 0; t < c->s_q; t++)
         for (int j = 0; j < sub_h; j++) {
-          const size_t from = ((size_t)b * c->s_q + t) * c->heads + 8 * j + j % 8, to = ((size_t)i * c->s_q + t) * sub_h + j;
+          const size_t from = ((size_t)b * c->s_q + t) * c->heads + stride * j + j % stride, to = ((size_t)i * c->s_q + t) * sub_h + j;
           memcpy(sq + to * DQ, hq + from * DQ, DQ * 2);
           memcpy(so + to * DV, ho + from * DV, DV * 2);
           sl[to] = hl[from];
@@ -258,6 +258,11 @@ static const dec_case dec_quick[] = {
     {"decode B2 s_q2 H16 len 4000 (split), pages of 256", 2, 2, 16, 4000, 1, 0, 256},
     {"decode B2 s_q1 H128 lens 0..1000, pages of 16", 2, 1, 128, 1000, 0, 0, 16},
     {"decode fp8 B2 s_q1 H64 lens 0..2000, pages of 128", 2, 1, 64, 2000, 0, 1, 128},
+    /* 16 heads without a split (more CTAs than SMs: O written as BF16 by the kernel) and
+     * with pages smaller than a block */
+    {"decode B140 s_q1 H16 lens 0..600", 140, 1, 16, 600, 0, 0, 0},
+    {"decode B4 s_q1 H16 lens 0..2500, pages of 16", 4, 1, 16, 2500, 0, 0, 16},
+    {"decode fp8 B5 s_q1 H16 lens 0..3000", 5, 1, 16, 3000, 0, 1, 0},
 };
 static const dec_case dec_full[] = {
     {"decode B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 0, 0},

@@ -1,0 +1,302 @@
+/* mla_fewheads.cu - paged MLA decode with 16 heads (tensor parallelism over 8 GPUs), keys
+ * on wgmma's M side (docs/design_mla.md 8.1).
+ *
+ * Why: the kernel of mla_sparse.cu computes a 64-row tile per block whatever the heads, so
+ * at 16 heads a block pays the whole tile's math (~4,400 cycles as it runs) for a quarter
+ * of its rows, and that, not DRAM, sets the decode's speed (76% of a D2D copy). Here the
+ * roles of the two operands swap: S^T = K Q^T is 64 keys x 16 heads (m64n16, 36 k steps),
+ * the softmax runs down the columns (a head over the block's keys), P^T goes to shared
+ * memory as the B operand, and O^T = V^T P^T reads V where it lies as an MN-major A
+ * operand (8 column tiles of m64n16, 4 k steps): about a quarter of the tensor work. A
+ * warpgroup then holds a whole block, so the two math warpgroups take alternate blocks with
+ * their own maxima, sums and O^T and are merged once at the end, like two splits.
+ *   S_GATHER (4 warps, 40 regs)     Q (16 x 576) once, then each block's 64 rows by
+ *                                   cp.async into stage nb & 1 (mla_sparse.cu's paged
+ *                                   gather: BF16 rows 8 lanes per 128-byte line, FP8 rows
+ *                                   copied raw and dequantised in place, mla_fp8_gather.cuh;
+ *                                   the page entries one block ahead, a flag per row).
+ *   S_MATH (4 warps x 2, 232 regs)  warpgroup w: blocks w, w + 2, ... in stage w.
+ * The lazy rescale of mla_math.cuh applies per head. mla_launch runs it for every paged
+ * decode (BF16 or FP8 cache) with 16 heads and s_q 1; the split and its merge are the
+ * decode's. Measured on one H200 (session 36): B64 len 8192 0.189 -> 0.170 ms BF16 (76% ->
+ * 85% of a D2D copy's bandwidth), FP8 0.221 -> 0.214 ms. */
+#include "../core/internal.h"
+#include "warpspec/device/warpspec.cuh"
+#include "warpspec/device/wgmma.cuh"
+#include "attn_device.cuh"
+#include "mla_internal.h"
+#include "mla_fp8_gather.cuh"
+#include "mla_math.cuh"
+#include "mla_rows.cuh"
+#include "mla_stage.cuh"
+
+#include <math.h>
+
+#define MFH_H 16 /* heads: every wgmma's N */
+
+typedef struct {
+  uint16_t kv[2][MLA_BOXES][MLA_BN * 64];   /* stage w: warpgroup w's blocks; kv[1]: the end merge */
+  uint16_t q[MLA_BOXES][MFH_H * 64];        /* [16 heads][64 dims] boxes, 128-byte swizzle  */
+  uint16_t pt[2][MFH_H * 64];               /* P^T per warpgroup: [16 heads][64 keys]       */
+  float cmax[2][4][MFH_H];                  /* per warpgroup and warp: the block's column maxima */
+  float csum[2][4][MFH_H];                  /* the end: column sums                          */
+  float mrg_m[MFH_H];                       /* the end: warpgroup 1's maxima                 */
+  uint8_t valid[2][MLA_BN];
+  int rows[2][MLA_BN];                      /* FP8: the stage's kv rows, for the copies      */
+  uint64_t q_full[1], q_empty[1], full[2], empty[2];
+  int q_closed[1], closed[2];
+} mfh_smem;
+
+static __device__ __forceinline__ ws_pipe mfh_stage(mfh_smem *sm, int w) {
+  ws_pipe p = ws_pipe_view(&sm->full[w], &sm->empty[w], &sm->closed[w], 1, WS_ROLE_THREADS(mla_sparse, S_GATHER),
+                           WS_ROLE_THREADS(mla_sparse, S_MATH), "mla kv rows");
+  ws_pipe_set_proxies(&p, WS_PROXY_GENERIC, WS_PROXY_ASYNC);
+  return p;
+}
+
+template <int FP8>
+WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const __grid_constant__ mla_args a, ws_diag diag) {
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  mfh_smem *sm = (mfh_smem *)ws_smem_align1024(smem_raw);
+  ws_ctx ctx = WS_SELF(mla_sparse, diag);
+  const int tok = (int)blockIdx.x;
+  int kbeg, nkeys;
+  mla_keys<MLA_KEYS_PLAIN>(&a, tok, &kbeg, &nkeys);
+  const int nblk = (nkeys + MLA_BN - 1) / MLA_BN;
+  ws_pipe qp = ws_pipe_view(sm->q_full, sm->q_empty, sm->q_closed, 1, WS_ROLE_THREADS(mla_sparse, S_GATHER),
+                            2 * WS_ROLE_THREADS(mla_sparse, S_MATH), "mla q");
+  ws_pipe_set_proxies(&qp, WS_PROXY_GENERIC, WS_PROXY_ASYNC);
+  if (threadIdx.x == 0) {
+    ws_pipe_init(&qp);
+    for (int w = 0; w < 2; w++) {
+      const ws_pipe p = mfh_stage(sm, w);
+      ws_pipe_init(&p);
+    }
+  }
+  ws_init_sync();
+  const ws_cursor c0 = {0, 0};
+
+  if (ctx.role == S_GATHER) {
+    WS_ENTER_ROLE(mla_sparse, S_GATHER);
+    const int t = ws_role_thread(&ctx), piece = t & 7, row0 = t >> 3;
+    { /* Q: head t >> 3, piece t & 7 of each box */
+      ws_pipe_acquire_at(&qp, &ctx, c0);
+      const uint8_t *src = (const uint8_t *)(q + ((size_t)tok * MFH_H + row0) * MLA_DQK) + piece * 16;
+      const uint32_t dst = ws_smem_addr(sm->q[0]) + mla_swizzle(row0, piece);
+#pragma unroll
+      for (int b = 0; b < MLA_BOXES; b++) ws_cp_async_cg_16_to(dst + (uint32_t)b * (MFH_H * 128), src + b * 128, 16u);
+      ws_cp_async_commit_group();
+      WS_CP_ASYNC_WAIT_GROUP(0);
+      ws_pipe_commit_at(&qp, &ctx, c0);
+    }
+    if (FP8) { /* mla_sparse.cu's FP8 gather (mla_rows.cuh) */
+      int d_next, e;
+      mla_fp8_rows_start<MLA_KEYS_PLAIN>(&a, tok, kbeg, nkeys, t, &d_next, &e);
+      for (int nb = 0; nb < nblk; nb++) {
+        const int w = nb & 1;
+        const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
+        const ws_pipe sp = mfh_stage(sm, w);
+        ws_pipe_acquire_at(&sp, &ctx, k);
+        mla_gather_fp8_block<MLA_KEYS_PLAIN>(&ctx, &a, tok, kbeg, nkeys, nb, ws_smem_addr(sm->kv[w][0]), sm->valid[w],
+                                             sm->rows[w], t, &d_next, &e);
+        ws_pipe_commit_at(&sp, &ctx, k); /* fence.proxy.async (the generic stores), then arrive */
+      }
+    } else { /* BF16 (mla_rows.cuh) */
+      int r_next[4], e_next[4];
+      mla_rows_start<MLA_KEYS_PLAIN>(&a, tok, kbeg, nkeys, row0, r_next, e_next);
+      for (int nb = 0; nb < nblk; nb++) {
+        const int w = nb & 1;
+        const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
+        const ws_pipe sp = mfh_stage(sm, w);
+        ws_pipe_acquire_at(&sp, &ctx, k);
+        int r[4];
+        mla_rows_step<MLA_KEYS_PLAIN>(&a, tok, kbeg, nkeys, row0, nb, r, r_next, e_next);
+        mla_gather_bf16<0, MLA_BOXES, 1>(ws_smem_addr(sm->kv[w][0]), sm->valid[w], a.kv, r, t);
+        ws_cp_async_commit_group();
+        WS_CP_ASYNC_WAIT_GROUP(0);
+        ws_pipe_commit_at(&sp, &ctx, k);
+      }
+    }
+    return;
+  }
+
+  WS_ENTER_ROLE(mla_sparse, S_MATH);
+  const int w = ctx.replica, lane = ctx.lane, quad = lane & 3, warp = ctx.warp;
+  const int r0 = warp * 16 + (lane >> 2); /* this thread's keys (S^T rows) r0, r0 + 8; V columns in O^T */
+  const uint32_t wg = WS_ROLE_THREADS(mla_sparse, S_MATH), bar_wg = (uint32_t)a.xchg_bar + w, bar_all = (uint32_t)a.xchg_bar + 2;
+  const float sl2 = a.scale_log2;
+  /* the thread's 4 heads: 8 j + 2 quad + e, j, e in {0, 1}; index 2 j + e */
+  float o[8 * 8]; /* O^T: 8 column tiles of m64n16 */
+#pragma unroll
+  for (int i = 0; i < 64; i++) o[i] = 0.0f;
+  float m_run[4], l_part[4];
+#pragma unroll
+  for (int c = 0; c < 4; c++) { m_run[c] = -INFINITY; l_part[c] = 0.0f; }
+  const ws_pipe sp = mfh_stage(sm, w);
+  ws_pipe_wait_at(&qp, &ctx, c0);
+  const uint64_t dq = ws_wgmma_desc_k128b(sm->q[0]), dk = ws_wgmma_desc_k128b(sm->kv[w][0]);
+  const uint64_t dpt = ws_wgmma_desc_k128b(sm->pt[w]);
+  uint8_t *pt = (uint8_t *)sm->pt[w];
+  for (int nb = w; nb < nblk; nb += 2) {
+    const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
+    ws_pipe_wait_at(&sp, &ctx, k);
+    float s[8];
+    ws_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < MLA_DQK / 16; kk++)
+      ws_wgmma_m64n16k16_bf16(s, ws_wgmma_desc_advance(dk, (uint32_t)(kk / 4) * MLA_BN * 128 + (uint32_t)(kk % 4) * 32),
+                              ws_wgmma_desc_advance(dq, (uint32_t)(kk / 4) * MFH_H * 128 + (uint32_t)(kk % 4) * 32), kk > 0);
+    ws_wgmma_commit_group();
+    const int v0 = sm->valid[w][r0], v1 = sm->valid[w][r0 + 8];
+    WS_WGMMA_WAIT_GROUP(0);
+    /* masked keys (rows) to -inf; the block's maximum per head (column) */
+    float cm[4];
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        if (!v0) s[4 * j + e] = -INFINITY;
+        if (!v1) s[4 * j + 2 + e] = -INFINITY;
+        float x = fmaxf(s[4 * j + e], s[4 * j + 2 + e]);
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 4));
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 8));
+        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 16));
+        cm[2 * j + e] = x;
+      }
+    if (lane < 4) {
+#pragma unroll
+      for (int c = 0; c < 4; c++) sm->cmax[w][warp][8 * (c >> 1) + 2 * quad + (c & 1)] = cm[c];
+    }
+    ws_named_sync(bar_wg, wg); /* the warps' column maxima */
+    float alpha[4], msc[4];
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+      const int h = 8 * (c >> 1) + 2 * quad + (c & 1);
+      const float bm = fmaxf(fmaxf(sm->cmax[w][0][h], sm->cmax[w][1][h]), fmaxf(sm->cmax[w][2][h], sm->cmax[w][3][h]));
+      const float m_old = m_run[c];
+      float m_new = fmaxf(m_old, bm);
+      const int keep = m_new * sl2 - m_old * sl2 <= MLA_LAZY_LOG2; /* from -inf: it moves */
+      m_new = keep ? m_old : m_new;
+      msc[c] = m_new == -INFINITY ? 0.0f : m_new * sl2;
+      alpha[c] = keep ? 1.0f : attn_exp2(m_old * sl2 - msc[c]);
+      m_run[c] = m_new;
+    }
+    /* P^T into its tile: head h, key r at row h, column r of a [16][64] K-major box */
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+#pragma unroll
+      for (int e = 0; e < 2; e++) {
+        const int c = 2 * j + e, h = 8 * j + 2 * quad + e;
+        const float p0 = attn_exp2(fmaf(s[4 * j + e], sl2, -msc[c]));
+        const float p1 = attn_exp2(fmaf(s[4 * j + 2 + e], sl2, -msc[c]));
+        l_part[c] = l_part[c] * alpha[c] + p0 + p1;
+        const __nv_bfloat16 b0 = __float2bfloat16_rn(p0), b1 = __float2bfloat16_rn(p1);
+        *(__nv_bfloat16 *)(pt + mla_swizzle(h, r0 / 8) + (r0 % 8) * 2) = b0;
+        *(__nv_bfloat16 *)(pt + mla_swizzle(h, (r0 + 8) / 8) + (r0 % 8) * 2) = b1;
+      }
+    ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
+    ws_named_sync(bar_wg, wg);         /* every warp's part of P^T (and the maxima read) */
+    if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f || alpha[2] != 1.0f || alpha[3] != 1.0f)) {
+#pragma unroll
+      for (int t = 0; t < 8; t++)
+#pragma unroll
+        for (int i = 0; i < 8; i++) o[8 * t + i] *= alpha[2 * (i >> 2) + (i & 1)];
+    }
+    /* O^T[64 t .. 64 t + 63][heads] += V^T P^T: V's box t read MN-major (columns along M) */
+    ws_wgmma_fence();
+#pragma unroll
+    for (int t = 0; t < 8; t++) {
+      const uint64_t dv = ws_wgmma_desc_mn128b(sm->kv[w][t], MLA_BN * 128);
+#pragma unroll
+      for (int kk = 0; kk < MLA_BN / 16; kk++)
+        ws_wgmma_m64n16k16_bf16_ta(o + 8 * t, ws_wgmma_desc_advance(dv, (uint32_t)kk * 16 * 128),
+                                   ws_wgmma_desc_advance(dpt, (uint32_t)kk * 32), 1);
+    }
+    ws_wgmma_commit_group();
+    WS_WGMMA_WAIT_GROUP(0);
+    ws_pipe_release_at(&sp, &ctx, k);
+  }
+  ws_pipe_release_at(&qp, &ctx, c0);
+
+  /* the column sums of the warpgroup, then warpgroup 1's maxima, sums and O^T to warpgroup 0
+   * through shared memory (stage 1: every block has been read), merged as two splits */
+  float l[4];
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    float x = l_part[c];
+    x += __shfl_xor_sync(0xffffffffu, x, 4);
+    x += __shfl_xor_sync(0xffffffffu, x, 8);
+    x += __shfl_xor_sync(0xffffffffu, x, 16);
+    l[c] = x;
+  }
+  if (lane < 4) {
+#pragma unroll
+    for (int c = 0; c < 4; c++) sm->csum[w][warp][8 * (c >> 1) + 2 * quad + (c & 1)] = l[c];
+  }
+  float *scratch = (float *)sm->kv[1][0] + (size_t)ws_role_thread(&ctx) * 64;
+  if (w == 1) {
+#pragma unroll
+    for (int i = 0; i < 64; i++) scratch[i] = o[i];
+    if (warp == 0 && lane < 4) {
+#pragma unroll
+      for (int c = 0; c < 4; c++) sm->mrg_m[8 * (c >> 1) + 2 * quad + (c & 1)] = m_run[c];
+    }
+  }
+  ws_named_sync(bar_all, 2 * wg);
+  if (w == 1) return;
+  float f0[4], f1[4], inv[4];
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    const int h = 8 * (c >> 1) + 2 * quad + (c & 1);
+    const float l0 = sm->csum[0][0][h] + sm->csum[0][1][h] + sm->csum[0][2][h] + sm->csum[0][3][h];
+    const float l1 = sm->csum[1][0][h] + sm->csum[1][1][h] + sm->csum[1][2][h] + sm->csum[1][3][h];
+    const float m0 = m_run[c], m1 = sm->mrg_m[h], m = fmaxf(m0, m1);
+    const float ms = m == -INFINITY ? 0.0f : m * sl2;
+    f0[c] = m0 == -INFINITY ? 0.0f : attn_exp2(m0 * sl2 - ms);
+    f1[c] = m1 == -INFINITY ? 0.0f : attn_exp2(m1 * sl2 - ms);
+    const float lt = l0 * f0[c] + l1 * f1[c];
+    inv[c] = attn_row_inv(lt);
+    const size_t row = (size_t)tok * MFH_H + h;
+    if (r0 == 0) { /* one thread per head */
+      const float lse = attn_row_lse(lt, m, sl2);
+      if (a.o_part) a.lse_part[(size_t)blockIdx.z * a.rows + row] = lse;
+      else if (a.lse) a.lse[row] = lse;
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < 8; t++)
+#pragma unroll
+    for (int i = 0; i < 8; i++) { /* V column 64 t + r0 + 8 x, head 8 j + 2 quad + e */
+      const int x = (i >> 1) & 1, c = 2 * (i >> 2) + (i & 1), h = 8 * (i >> 2) + 2 * quad + (i & 1);
+      const float v = (o[8 * t + i] * f0[c] + scratch[8 * t + i] * f1[c]) * inv[c];
+      const size_t row = (size_t)tok * MFH_H + h, col = (size_t)(64 * t + r0 + 8 * x);
+      if (a.o_part) a.o_part[((size_t)blockIdx.z * a.rows + row) * MLA_DV + col] = v;
+      else a.o[row * MLA_DV + col] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+    }
+}
+
+static ws_status mfh_make_plan(const void *ctx, ws_plan *plan) {
+  ws_status s = ws_plan_init(plan, (const char *)ctx, mla_sparse_roles, mla_sparse_NROLES, 0);
+  if (s == WS_OK) s = ws_plan_set_smem(plan, sizeof(mfh_smem) + 1024);
+  static const char *const names[3] = {"mla warpgroup 0", "mla warpgroup 1", "mla end merge"};
+  for (int i = 0, id = 0; i < 3 && s == WS_OK; i++) s = ws_plan_add_barrier(plan, names[i], &id);
+  return s;
+}
+
+/* Paged decode with 16 heads and s_q 1, BF16 or FP8 cache (mla_launch): a filled in as
+ * for the sparse kernel, q the queries [tokens][16][576]. */
+ws_status mla_fewheads_launch(const void *q, int tokens, mla_args *a, int splits, cudaStream_t stream) {
+  ws_plan *plan = NULL;
+  const int fp8 = a->kv8 != NULL;
+  ws_status s = ws_plan_cached(fp8 ? WS_PLAN_SLOT_MLA_FEWHEADS_FP8 : WS_PLAN_SLOT_MLA_FEWHEADS, mfh_make_plan,
+                               fp8 ? "mla_fewheads_fp8" : "mla_fewheads", &plan);
+  if (s != WS_OK) return s;
+  a->xchg_bar = plan->layout.nbarriers + 1; /* the plan's three user barriers, in a row */
+  ws_diag diag;
+  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  const void *qp = q;
+  void *args[] = {(void *)&qp, a, &diag};
+  const dim3 grid = {(unsigned)tokens, 1, (unsigned)splits};
+  return ws_plan_launch(plan, fp8 ? (const void *)mla_fewheads_kernel<1> : (const void *)mla_fewheads_kernel<0>, grid,
+                        stream, args);
+}
