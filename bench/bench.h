@@ -69,9 +69,10 @@ typedef struct {
 int bench_ep(const bench_ep_opts *o);
 
 /* The attention kernels alone on one GPU (bench_attn_kernels.cu): the parts named in
- * `parts`, a mask of BENCH_ATTN_*, every schedule and grid each has. 0 or -1. */
+ * `parts`, a mask of BENCH_ATTN_*, every schedule and grid each has; `match` not NULL:
+ * only the shapes whose name contains it (the copy reference always). 0 or -1. */
 enum { BENCH_ATTN_MLA = 1, BENCH_ATTN_FLASH = 2, BENCH_ATTN_NSA = 4 };
-int bench_attn_kernels(int parts);
+int bench_attn_kernels(int parts, const char *match);
 
 /* Under `warpspec run -n N`: the whole MoE layer (ws_moe_layer_forward) and its stages'
  * time split at the issue's shapes. 0 or -1. */

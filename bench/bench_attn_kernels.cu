@@ -439,8 +439,10 @@ static const char *const flash_scheds[4] = {"plain", "pingpong", "overlap", "ove
 static const char *const flash_grids[2] = {"persistent", "tiles"};
 
 #define AK_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+/* shape c of a table is timed: no --match, or its name contains the text */
+#define AK_WANT(c) (match == NULL || strstr((c).name, match) != NULL)
 
-extern "C" int bench_attn_kernels(int parts) {
+extern "C" int bench_attn_kernels(int parts, const char *match) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* a line at a time: a log cut by a timeout shows where */
   cudaDeviceProp prop;
   int dev = 0;
@@ -450,26 +452,26 @@ extern "C" int bench_attn_kernels(int parts) {
   int rc = 0;
   if (parts & BENCH_ATTN_MLA) {
     rc = time_copy();
-    for (size_t i = 0; i < AK_COUNT(dec_bench) && rc == 0; i++) rc = time_decode(&dec_bench[i]);
-    for (size_t i = 0; i < AK_COUNT(sdec_bench) && rc == 0; i++) rc = time_sparse_decode(&sdec_bench[i]);
-    for (size_t i = 0; i < AK_COUNT(mla_bench) && rc == 0; i++) rc = time_mla(&mla_bench[i]);
+    for (size_t i = 0; i < AK_COUNT(dec_bench) && rc == 0; i++) if (AK_WANT(dec_bench[i])) rc = time_decode(&dec_bench[i]);
+    for (size_t i = 0; i < AK_COUNT(sdec_bench) && rc == 0; i++) if (AK_WANT(sdec_bench[i])) rc = time_sparse_decode(&sdec_bench[i]);
+    for (size_t i = 0; i < AK_COUNT(mla_bench) && rc == 0; i++) if (AK_WANT(mla_bench[i])) rc = time_mla(&mla_bench[i]);
     sd_cache_free();
   }
   if (parts & BENCH_ATTN_FLASH) {
     for (int sc = 0; sc < 4 && rc == 0; sc++) { /* the four schedules of the flash kernel */
       rc = bench_set_knob(WS_ATTN_SCHEDULE_ENV, flash_scheds[sc]);
       printf("flash schedule: %s\n", flash_scheds[sc]);
-      for (size_t i = 0; i < AK_COUNT(flash_bench) && rc == 0; i++) rc = time_flash(&flash_bench[i]);
+      for (size_t i = 0; i < AK_COUNT(flash_bench) && rc == 0; i++) if (AK_WANT(flash_bench[i])) rc = time_flash(&flash_bench[i]);
     }
     if (bench_set_knob(WS_ATTN_SCHEDULE_ENV, NULL) != 0) rc = -1;
     for (int g = 0; g < 2 && rc == 0; g++) { /* the default schedules on each grid (WARPSPEC_ATTN_GRID) */
       rc = bench_set_knob(WS_ATTN_GRID_ENV, flash_grids[g]);
       printf("flash grid: %s\n", flash_grids[g]);
-      for (size_t i = 0; i < AK_COUNT(flash_bench) && rc == 0; i++) rc = time_flash(&flash_bench[i]);
+      for (size_t i = 0; i < AK_COUNT(flash_bench) && rc == 0; i++) if (AK_WANT(flash_bench[i])) rc = time_flash(&flash_bench[i]);
     }
     if (bench_set_knob(WS_ATTN_GRID_ENV, NULL) != 0) rc = -1;
   }
   if (parts & BENCH_ATTN_NSA)
-    for (size_t i = 0; i < AK_COUNT(nsa_bench) && rc == 0; i++) rc = time_nsa(&nsa_bench[i]);
+    for (size_t i = 0; i < AK_COUNT(nsa_bench) && rc == 0; i++) if (AK_WANT(nsa_bench[i])) rc = time_nsa(&nsa_bench[i]);
   return rc;
 }

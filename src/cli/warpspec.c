@@ -41,7 +41,9 @@ static int usage(void) {
           "  bench moe-layer [--ranks N] [--shape S] [--tokens T,T] [--csv FILE]\n"
           "                                    the MoE layer vs the NCCL + cuBLASLt composite (Python)\n"
           "  bench attention [--csv FILE] [--quick]   flash attention vs PyTorch SDPA (cuDNN, flash)\n"
-          "  bench attn-kernels [--only mla,flash,nsa] the attention kernels alone, every schedule and grid\n"
+          "  bench attn-kernels [--only mla,flash,nsa] [--match TEXT]\n"
+          "                                    the attention kernels alone, every schedule and grid\n"
+          "                                    (TEXT: only the shapes whose name contains it)\n"
           "  run -n N [--timeout S] -- PROG ... start N ranks of PROG, one per GPU (no MPI needed)\n"
           "  demo [--planner]                  the main job: benchmarks on the GPUs present, or the\n"
           "                                    planner on the library's kernels (without a GPU, or asked)\n"
@@ -219,12 +221,15 @@ static int cmd_bench_ep(int argc, char **argv) {
   return bench_ep(&o) == 0 ? 0 : 1;
 }
 
-/* `bench attn-kernels [--only PART,...]`: one GPU, one process; the parts run in the
- * order mla, flash, nsa whatever the order named. */
+/* `bench attn-kernels [--only PART,...] [--match TEXT]`: one GPU, one process; the parts
+ * run in the order mla, flash, nsa whatever the order named; TEXT picks shapes by name. */
 static int cmd_bench_attn_kernels(int argc, char **argv) {
   int parts = 0;
+  const char *match = NULL;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+    if (strcmp(argv[i], "--match") == 0 && i + 1 < argc) {
+      match = argv[++i];
+    } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       for (const char *t = argv[++i]; *t;) { /* a comma-separated list */
         const size_t len = strcspn(t, ",");
         if (len == 3 && strncmp(t, "mla", 3) == 0) parts |= BENCH_ATTN_MLA;
@@ -234,12 +239,12 @@ static int cmd_bench_attn_kernels(int argc, char **argv) {
         t += len + (t[len] == ',');
       }
     } else {
-      fprintf(stderr, "bench attn-kernels: unknown argument '%s' (--only mla,flash,nsa)\n", argv[i]);
+      fprintf(stderr, "bench attn-kernels: unknown argument '%s' (--only mla,flash,nsa; --match TEXT)\n", argv[i]);
       return 2;
     }
   }
   if (gpu_count() == 0) { fprintf(stderr, "bench attn-kernels: no GPU on this machine\n"); return 1; }
-  return bench_attn_kernels(parts ? parts : BENCH_ATTN_MLA | BENCH_ATTN_FLASH | BENCH_ATTN_NSA) == 0 ? 0 : 1;
+  return bench_attn_kernels(parts ? parts : BENCH_ATTN_MLA | BENCH_ATTN_FLASH | BENCH_ATTN_NSA, match) == 0 ? 0 : 1;
 }
 
 /* `bench gemm-gather`: one GPU, one process; --variant NAME runs one variant (for ncu). */
