@@ -13,9 +13,12 @@
  *   S_GATHER (4 warps, 40 regs)     Q (16 x 576) once, then each block's 64 rows by
  *                                   cp.async into stage nb & 1 (mla_sparse.cu's paged
  *                                   gather: BF16 rows 8 lanes per 128-byte line, FP8 rows
- *                                   copied raw and dequantised in place, mla_fp8_gather.cuh;
+ *                                   copied raw with their tile scales, mla_fp8_gather.cuh;
  *                                   the page entries one block ahead, a flag per row).
- *   S_MATH (4 warps x 2, 232 regs)  warpgroup w: blocks w, w + 2, ... in stage w.
+ *   S_MATH (4 warps x 2, 232 regs)  warpgroup w: blocks w, w + 2, ... in stage w; FP8: it
+ *                                   first dequantises the block in place (with a quarter
+ *                                   of the tensor work the math warps have the time; the
+ *                                   gather's 4 warps converting everything bound it).
  * The lazy rescale of mla_math.cuh applies per head. mla_launch runs it for every paged
  * decode (BF16 or FP8 cache) with 16 heads and s_q 1; the split and its merge are the
  * decode's. Measured on one H200 (session 36): B64 len 8192 0.189 -> 0.170 ms BF16 (76% ->
@@ -43,6 +46,7 @@ typedef struct {
   float mrg_m[MFH_H];                       /* the end: warpgroup 1's maxima                 */
   uint8_t valid[2][MLA_BN];
   int rows[2][MLA_BN];                      /* FP8: the stage's kv rows, for the copies      */
+  float4 scales[2][MLA_BN];                 /* FP8: the stage's rows' tile scales            */
   uint64_t q_full[1], q_empty[1], full[2], empty[2];
   int q_closed[1], closed[2];
 } mfh_smem;
@@ -98,7 +102,7 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
         const ws_pipe sp = mfh_stage(sm, w);
         ws_pipe_acquire_at(&sp, &ctx, k);
         mla_gather_fp8_block<MLA_KEYS_PLAIN>(&ctx, &a, tok, kbeg, nkeys, nb, ws_smem_addr(sm->kv[w][0]), sm->valid[w],
-                                             sm->rows[w], t, &d_next, &e);
+                                             sm->rows[w], t, &d_next, &e, sm->scales[w]);
         ws_pipe_commit_at(&sp, &ctx, k); /* fence.proxy.async (the generic stores), then arrive */
       }
     } else { /* BF16 (mla_rows.cuh) */
@@ -140,6 +144,12 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
   for (int nb = w; nb < nblk; nb += 2) {
     const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
     ws_pipe_wait_at(&sp, &ctx, k);
+    if (FP8) { /* the raw rows dequantised in place by this warpgroup (the gather only copies) */
+      const int t = ws_role_thread(&ctx), row = t & 63;
+      mla_fp8_convert_in_place(&ctx, ws_smem_addr(sm->kv[w][0]), sm->scales[w][row], row, t >> 6);
+      ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
+      ws_role_sync(&ctx);
+    }
     float s[8];
     ws_wgmma_fence();
 #pragma unroll

@@ -91,16 +91,11 @@ static __device__ __forceinline__ float4 mla_fp8_scales(const uint8_t *kv8, int 
                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 }
 
-/* Convert: once every thread's copies have landed, this thread converts, in every chunk,
- * the 32 columns 32 half .. + 31 of row `row` (its scales sc). */
-static __device__ __forceinline__ void mla_gather_fp8_convert(const ws_ctx *ctx, uint32_t stage, float4 sc, int row,
-                                                              int half) {
-  /* row and half through an opaque move: otherwise the compiler keeps every address below
-   * (loop invariants of the block loop) live across it, and 40 registers do not hold them */
-  asm volatile("mov.b32 %0, %0;" : "+r"(row));
-  asm volatile("mov.b32 %0, %0;" : "+r"(half));
-  WS_CP_ASYNC_WAIT_GROUP(0);
-  ws_role_sync(ctx); /* every thread's raw bytes have landed */
+/* The in-place conversion by the 128 threads of a role replica (ctx's barrier), the raw
+ * bytes visible to all of them: this thread converts, in every chunk, the 32 columns
+ * 32 half .. + 31 of row `row` (its scales sc). Ends after its own last stores. */
+static __device__ __forceinline__ void mla_fp8_convert_in_place(const ws_ctx *ctx, uint32_t stage, float4 sc, int row,
+                                                                int half) {
   mla_dequant_chunk(stage, 0, row, half, sc.x);
   mla_dequant_chunk(stage, 1, row, half, sc.x);
   mla_dequant_chunk(stage, 2, row, half, sc.y);
@@ -114,6 +109,18 @@ static __device__ __forceinline__ void mla_gather_fp8_convert(const ws_ctx *ctx,
   ws_role_sync(ctx); /* raw chunks 6, 7 read: box 7 */
   mla_dequant_store(stage, 7, row, 2 * half, last0, sc.w);
   mla_dequant_store(stage, 7, row, 2 * half + 1, last1, sc.w);
+}
+
+/* Convert: once every thread's copies have landed, in place (as above). */
+static __device__ __forceinline__ void mla_gather_fp8_convert(const ws_ctx *ctx, uint32_t stage, float4 sc, int row,
+                                                              int half) {
+  /* row and half through an opaque move: otherwise the compiler keeps every address below
+   * (loop invariants of the block loop) live across it, and 40 registers do not hold them */
+  asm volatile("mov.b32 %0, %0;" : "+r"(row));
+  asm volatile("mov.b32 %0, %0;" : "+r"(half));
+  WS_CP_ASYNC_WAIT_GROUP(0);
+  ws_role_sync(ctx); /* every thread's raw bytes have landed */
+  mla_fp8_convert_in_place(ctx, stage, sc, row, half);
 }
 
 #endif

@@ -119,12 +119,14 @@ static __device__ __forceinline__ void mla_fp8_rows_start(const mla_args *a, int
 }
 
 /* Block nb into the acquired stage at shared address `stage`: its rows and flags published
- * in `rows` / `valid` (the stage's), the raw copies, the look-ahead moved on, the in-place
- * conversion. Not committed. */
+ * in `rows` / `valid` (the stage's), the raw copies, the look-ahead moved on, then either
+ * the in-place conversion (scales NULL) or, for a consumer that converts (scales: the
+ * stage's 64 float4), the rows' tile scales copied beside the raw bytes and every copy
+ * landed. Not committed. */
 template <int KEYS>
 static __device__ __forceinline__ void mla_gather_fp8_block(const ws_ctx *ctx, const mla_args *a, int tok, int kbeg,
                                                             int nkeys, int nb, uint32_t stage, uint8_t *valid, int *rows,
-                                                            int t, int *d_next, int *e) {
+                                                            int t, int *d_next, int *e, float4 *scales = NULL) {
   const int row = t & 63, half = t >> 6, row0 = 4 * (t >> 3);
   const int d = *d_next;
   if (half == 0) {
@@ -135,13 +137,17 @@ static __device__ __forceinline__ void mla_gather_fp8_block(const ws_ctx *ctx, c
   int r[4];
 #pragma unroll
   for (int j = 0; j < 4; j++) r[j] = rows[row0 + j];
+  if (scales && half == 0) /* joins the copies' commit group; a masked row's are zeros */
+    ws_cp_async_cg_16_to(ws_smem_addr(scales + row), a->kv8 + (size_t)(d >= 0 ? d : 0) * WS_MLA_FP8_ROW_BYTES + MLA_FP8_SCALES_AT,
+                         d >= 0 ? 16u : 0u);
   mla_gather_fp8_copy(stage, a->kv8, r, t);
-  const float4 sc = mla_fp8_scales(a->kv8, d);
+  const float4 sc = scales ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : mla_fp8_scales(a->kv8, d);
   /* the next block's row (its entry landed a block ago), and the entry of the block after
    * it, while these land */
   *d_next = mla_row_resolve<KEYS>(a, tok, kbeg, *e);
   *e = mla_row_fetch<KEYS>(a, tok, kbeg, nkeys, (nb + 2) * MLA_BN + row);
-  mla_gather_fp8_convert(ctx, stage, sc, row, half);
+  if (scales) WS_CP_ASYNC_WAIT_GROUP(0);
+  else mla_gather_fp8_convert(ctx, stage, sc, row, half);
 }
 
 #endif
