@@ -235,7 +235,11 @@ static int cmd_bench_attn_kernels(int argc, char **argv) {
         if (len == 3 && strncmp(t, "mla", 3) == 0) parts |= BENCH_ATTN_MLA;
         else if (len == 5 && strncmp(t, "flash", 5) == 0) parts |= BENCH_ATTN_FLASH;
         else if (len == 3 && strncmp(t, "nsa", 3) == 0) parts |= BENCH_ATTN_NSA;
-        else { fprintf(stderr, "bench attn-kernels: --only %s: mla, flash or nsa (comma-separated)\n", argv[i]); return 2; }
+        else {
+          fprintf(stderr, "bench attn-kernels: --only %s: '%.*s' is not mla, flash or nsa (comma-separated)\n", argv[i],
+                  (int)len, t);
+          return 2;
+        }
         t += len + (t[len] == ',');
       }
     } else {
