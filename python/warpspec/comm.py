@@ -50,10 +50,11 @@ class Communicator(Handle):
             raise invalid("Communicator: unique_id must be the 128 bytes of get_unique_id()")
         nranks = _lib.as_int(nranks, "Communicator: nranks", 1, 1 << 16)
         rank = _lib.as_int(rank, "Communicator: rank", 0, nranks - 1)
-        if not available():
+        dev = None if device is None else _lib.as_int(device, "Communicator: device", 0, 1 << 16)
+        if not available():  # after the arguments: a wrong argument is named first, with or without NVSHMEM
             _lib.check(_lib.lib.ws_comm_available())
         from ._tensor import current_device
-        dev = current_device() if device is None else _lib.as_int(device, "Communicator: device", 0, 1 << 16)
+        dev = current_device() if dev is None else dev
         require_hopper([], "Communicator")
         uid = _lib.CommId()
         ctypes.memmove(uid.bytes, bytes(unique_id), 128)
