@@ -56,6 +56,8 @@ typedef struct {
   ws_dtype dtype;
   size_t elem;          /* bytes per element of A and B */
   int pair;             /* CTAs per cluster sharing A (gemm_sched.cuh); 0 or 1: no cluster */
+  int cluster_k;        /* 1: a dense tile's K slices run as one cluster and sum their partials in shared
+                         * memory (gemm_bf16_skinny: one tile column of bn weight rows, A's rows as one box) */
 } gemm_kernel;
 
 const gemm_kernel *gemm_bf16_kernel_desc(void);
@@ -63,6 +65,12 @@ const gemm_kernel *gemm_fp8_kernel_desc(void);
 const gemm_kernel *gemm_fp8_wide_kernel_desc(void);
 const gemm_kernel *gemm_fp8_gather_kernel_desc(void); /* the 128-row tile over a gathered A (a_rows) */
 const gemm_kernel *gemm_fp8_wide_pair_kernel_desc(void); /* the 192-row tile in CTA pairs (WARPSPEC_GEMM_PAIR) */
+/* BF16 with at most 16, 32 or 64 rows: the weights on wgmma's M side (WARPSPEC_GEMM_SKINNY) */
+const gemm_kernel *gemm_bf16_skinny16_kernel_desc(void);
+const gemm_kernel *gemm_bf16_skinny32_kernel_desc(void);
+const gemm_kernel *gemm_bf16_skinny64_kernel_desc(void);
+/* The K slices of the skinny kernel on a GPU of `sms` SMs, before the residency check. */
+int gemm_skinny_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms);
 /* The name of the kernel ws_gemm launches for p on a GPU of `sms` SMs (>= 1), NULL when p
  * fails ws_gemm_check: the tests' way to know that a case ran the kernel it was meant for. */
 const char *gemm_kernel_name_for(const ws_gemm_problem *p, int sms);

@@ -100,6 +100,6 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
 
 extern "C" const gemm_kernel *gemm_bf16_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_BF16, "gemm_bf16", gemm_bf16_roles, gemm_bf16_NROLES, sizeof(bf16_smem) + 1024,
-                                (const void *)gemm_bf16_kernel, BF16_BM, BF16_BN, BF16_BK, 0, WS_DTYPE_BF16, 2, 1};
+                                (const void *)gemm_bf16_kernel, BF16_BM, BF16_BN, BF16_BK, 0, WS_DTYPE_BF16, 2, 1, 0};
   return &k;
 }

@@ -315,27 +315,27 @@ WS_KERNEL(gemm_fp8_gather) gemm_fp8_gather_kernel(const __grid_constant__ ws_tma
 
 extern "C" const gemm_kernel *gemm_fp8_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8, "gemm_fp8", gemm_fp8_roles, gemm_fp8_NROLES, sizeof(fp8_smem) + 1024,
-                                (const void *)gemm_fp8_kernel, 128, FP8_BN, FP8_BK, 0, WS_DTYPE_U8, 1, 1};
+                                (const void *)gemm_fp8_kernel, 128, FP8_BN, FP8_BK, 0, WS_DTYPE_U8, 1, 1, 0};
   return &k;
 }
 
 extern "C" const gemm_kernel *gemm_fp8_gather_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8_GATHER, "gemm_fp8_gather", gemm_fp8_gather_roles,
                                 gemm_fp8_gather_NROLES, sizeof(fp8_gather_smem) + 1024, (const void *)gemm_fp8_gather_kernel,
-                                128, FP8_BN, FP8_BK, 0, WS_DTYPE_U8, 1, 1};
+                                128, FP8_BN, FP8_BK, 0, WS_DTYPE_U8, 1, 1, 0};
   return &k;
 }
 
 extern "C" const gemm_kernel *gemm_fp8_wide_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8_WIDE, "gemm_fp8_wide", gemm_fp8_wide_roles, gemm_fp8_wide_NROLES,
                                 sizeof(fp8_wide_smem) + 1024, (const void *)gemm_fp8_wide_kernel, 192, FP8_BN, FP8_BK, 1,
-                                WS_DTYPE_U8, 1, 1};
+                                WS_DTYPE_U8, 1, 1, 0};
   return &k;
 }
 
 extern "C" const gemm_kernel *gemm_fp8_wide_pair_kernel_desc(void) {
   static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_FP8_WIDE_PAIR, "gemm_fp8_wide_pair", gemm_fp8_wide_pair_roles,
                                 gemm_fp8_wide_pair_NROLES, sizeof(fp8_wide_smem) + 1024, (const void *)gemm_fp8_wide_pair_kernel,
-                                192, FP8_BN, FP8_BK, 1, WS_DTYPE_U8, 1, 2};
+                                192, FP8_BN, FP8_BK, 1, WS_DTYPE_U8, 1, 2, 0};
   return &k;
 }

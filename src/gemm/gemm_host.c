@@ -193,7 +193,13 @@ static const gemm_kernel *fp8_wide_or_pair(const ws_gemm_problem *p) {
 /* The kernel for a checked problem on a GPU of `sms` SMs (ws_gemm_tile); the FP8 tile is
  * the one of least time (fp8_cost) unless WARPSPEC_GEMM_FP8_TILE=128|192 forces it. */
 static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
-  if (p->type != WS_GEMM_FP8) return gemm_bf16_kernel_desc();
+  if (p->type != WS_GEMM_FP8) {
+    /* a few rows: the weights on wgmma's M side, A's rows rounded up to 16, 32 or 64 */
+    if (p->layout == WS_GEMM_DENSE && p->m <= WS_GEMM_SKINNY_MAX_ROWS && !p->a_rows && ws_knobs_get()->gemm_skinny)
+      return p->m <= 16 ? gemm_bf16_skinny16_kernel_desc()
+             : p->m <= 32 ? gemm_bf16_skinny32_kernel_desc() : gemm_bf16_skinny64_kernel_desc();
+    return gemm_bf16_kernel_desc();
+  }
   const int forced = ws_knobs_get()->gemm_fp8_tile; /* 0: not forced */
   /* a gathered A: the 128-row kernel with four loader warps, or the 192-row one if forced */
   if (p->a_rows) return forced == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_gather_kernel_desc();
@@ -249,9 +255,11 @@ ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan) {
 ws_status ws_gemm_plan_tile(ws_gemm_type type, int tile_rows, ws_plan *plan) {
   WS_REQUIRE(type == WS_GEMM_BF16 || type == WS_GEMM_FP8, "ws_gemm_plan_tile: type %d unknown", (int)type);
   const gemm_kernel *wide = gemm_fp8_wide_kernel_desc();
-  const gemm_kernel *k = type == WS_GEMM_BF16 ? gemm_bf16_kernel_desc()
-                         : tile_rows == wide->bm ? wide : gemm_fp8_kernel_desc();
+  const gemm_kernel *k = type == WS_GEMM_FP8 ? (tile_rows == wide->bm ? wide : gemm_fp8_kernel_desc())
+                         : tile_rows == 16 ? gemm_bf16_skinny16_kernel_desc()
+                         : tile_rows == 32 ? gemm_bf16_skinny32_kernel_desc()
+                         : tile_rows == 64 ? gemm_bf16_skinny64_kernel_desc() : gemm_bf16_kernel_desc();
   WS_REQUIRE(tile_rows == k->bm, "ws_gemm_plan_tile: no %s kernel has %d-row tiles (%s)",
-             type == WS_GEMM_BF16 ? "BF16" : "FP8", tile_rows, type == WS_GEMM_BF16 ? "128" : "128 or 192");
+             type == WS_GEMM_BF16 ? "BF16" : "FP8", tile_rows, type == WS_GEMM_BF16 ? "16, 32, 64 or 128" : "128 or 192");
   return gemm_plan_of(k, plan);
 }

@@ -52,8 +52,50 @@ static size_t gemm_workspace_need(const ws_gemm_problem *p, int splits) {
 }
 
 ws_status gemm_workspace_of(const gemm_kernel *k, const ws_gemm_problem *p, int sms, size_t *bytes) {
-  *bytes = ws_gemm_rows(p) ? gemm_workspace_need(p, gemm_splits(k, p, sms)) : 0;
+  /* cluster_k kernels sum their slices in shared memory: no workspace */
+  *bytes = ws_gemm_rows(p) && !k->cluster_k ? gemm_workspace_need(p, gemm_splits(k, p, sms)) : 0;
   return WS_OK;
+}
+
+/* The skinny kernel's K slices (cluster_k): the fewest of 1, 2, 4, 8 that give the GPU
+ * three quarters of a CTA per SM (each slice at least WS_GEMM_SPLITK_MIN_STEPS K steps),
+ * or WARPSPEC_GEMM_SPLITS (at most 8, the portable cluster, and one per K step). */
+int gemm_skinny_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms) {
+  const int ksteps = p->k / k->bk, tiles = (p->n + k->bn - 1) / k->bn;
+  int splits = ws_knobs_get()->gemm_splits;
+  if (splits == 0) {
+    splits = 1;
+    while (splits < 8 && (long long)tiles * splits * 4 < (long long)sms * 3 && ksteps / (2 * splits) >= WS_GEMM_SPLITK_MIN_STEPS)
+      splits *= 2;
+  }
+  if (splits > 8) splits = 8;
+  return splits > ksteps ? ksteps : splits;
+}
+
+/* cluster_k kernels: one CTA per (tile column, K slice), a tile's slices one cluster.
+ * Where fewer clusters of that width fit at once than there are tile columns, the
+ * slices halve (unless forced), so the columns run in one wave of narrower clusters. */
+static ws_status gemm_launch_cluster_k(const gemm_kernel *k, const ws_gemm_problem *p, int sms, ws_plan *plan,
+                                       const ws_tmap *ma, const ws_tmap *mb, const ws_tmap *md, gemm_args *a,
+                                       cudaStream_t stream) {
+  const int tiles = (p->n + k->bn - 1) / k->bn, forced = ws_knobs_get()->gemm_splits != 0;
+  int splits = gemm_skinny_splits(k, p, sms);
+  ws_status s;
+  /* one slice is a plain launch (each CTA its own cluster of one): the plan check at the
+   * launch says whether a CTA fits; the occupancy query wants a cluster attribute */
+  while (splits > 1) {
+    int clusters = 0;
+    if ((s = ws_plan_max_clusters(plan, k->kernel, splits, &clusters)) != WS_OK) return s;
+    if (clusters >= tiles || (forced && clusters >= 1)) break;
+    if (forced) return ws_fail(WS_ERR_BUDGET, "kernel '%s': no cluster of %d CTAs fits on this device", k->name, splits);
+    splits /= 2;
+  }
+  a->shape.splits = splits;
+  ws_diag diag;
+  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+  void *args[] = {(void *)ma, (void *)mb, (void *)md, a, &diag};
+  const dim3 g = {(unsigned)(tiles * splits), 1, 1};
+  return ws_plan_launch_cluster_chained(plan, k->kernel, g, splits, stream, args);
 }
 
 ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, cudaStream_t stream) {
@@ -112,6 +154,7 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, c
   a.shape.offsets = p->group_offsets;
   a.shape.rows = p->group_rows;
   a.shape.ksteps = p->k / k->bk;
+  if (k->cluster_k) return gemm_launch_cluster_k(k, p, sms, plan, &ma, &mb, &md, &a, stream);
   a.shape.splits = gemm_splits(k, p, sms);
   a.partial = NULL;
   const size_t need = gemm_workspace_need(p, a.shape.splits);

@@ -458,14 +458,72 @@ static void kernels(void) {
   CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8192, 8192, 1), "gemm_fp8_wide") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 2048, 7168, 2048, 1), "gemm_bf16") == 0);
   test_set_knob(WS_GEMM_PAIR_ENV, NULL);
+  /* BF16 dense with at most 64 rows: the skinny kernel, A's rows rounded up to 16, 32, 64 */
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 64, 4096, 7168, 1), "gemm_bf16_skinny64") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 33, 4096, 7168, 1), "gemm_bf16_skinny64") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 32, 264, 128, 1), "gemm_bf16_skinny32") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 17, 264, 128, 1), "gemm_bf16_skinny32") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 1, 8, 64, 1), "gemm_bf16_skinny16") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 65, 4096, 7168, 1), "gemm_bf16") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_GROUPED_MASKED, 8, 512, 512, 1), "gemm_bf16") == 0); /* dense only */
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1), "gemm_fp8") == 0);               /* BF16 only */
+  test_set_knob(WS_GEMM_SKINNY_ENV, "0");
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 64, 4096, 7168, 1), "gemm_bf16") == 0);
+  test_set_knob(WS_GEMM_SKINNY_ENV, NULL);
   char *x = (char *)(uintptr_t)0x1000;
   ws_gemm_problem bad = {WS_GEMM_BF16, WS_GEMM_DENSE, 64, 256, 100, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK(gemm_kernel_name_for(&bad, 132) == NULL); /* K not a multiple of 64: ws_gemm_check refuses it */
   CHECK(gemm_kernel_name_for(NULL, 132) == NULL);
 }
 
+/* The skinny kernel's K slices (132 SMs): the fewest powers of two that give three
+ * quarters of the SMs a CTA, slices of at least 4 K steps, at most 8 (one cluster);
+ * WARPSPEC_GEMM_SPLITS forces any width up to 8 and one per K step. No workspace: the
+ * slices sum in shared memory. */
+static int skinny_splits(int m, int n, int k) {
+  char *x = (char *)(uintptr_t)0x1000;
+  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+  const gemm_kernel *kd = gemm_bf16_skinny64_kernel_desc();
+  size_t bytes = 1;
+  CHECK_STATUS(gemm_workspace_of(kd, &p, 132, &bytes), WS_OK);
+  CHECK(bytes == 0);
+  return gemm_skinny_splits(kd, &p, 132);
+}
+
+static void skinny(void) {
+  test_set_knob(WS_GEMM_SPLITS_ENV, NULL);
+  CHECK(skinny_splits(64, 4096, 7168) == 2);  /* 64 tile columns of 64 weight rows x 2 = 128 CTAs */
+  CHECK(skinny_splits(64, 7168, 2048) == 1);  /* 112 columns fill 85% of the SMs alone */
+  CHECK(skinny_splits(1, 256, 128) == 1);     /* 2 K steps: one slice */
+  CHECK(skinny_splits(1, 256, 4096) == 8);    /* 4 columns: the widest cluster */
+  CHECK(skinny_splits(16, 65536, 4096) == 1); /* 512 columns fill the GPU alone */
+  test_set_knob(WS_GEMM_SPLITS_ENV, "5");
+  CHECK(skinny_splits(64, 4096, 7168) == 5);
+  CHECK(skinny_splits(64, 4096, 192) == 3);   /* one slice per K step at most */
+  test_set_knob(WS_GEMM_SPLITS_ENV, "100");
+  CHECK(skinny_splits(64, 4096, 7168) == 8);
+  test_set_knob(WS_GEMM_SPLITS_ENV, NULL);
+  /* the tile ws_gemm_tile reports: A's rows as the kernel reads them, 128 weight rows */
+  char *x = (char *)(uintptr_t)0x1000;
+  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, 9, 4096, 7168, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+  int rows = 0, cols = 0;
+  CHECK_STATUS(ws_gemm_tile(&p, 132, &rows, &cols), WS_OK);
+  CHECK(rows == 16 && cols == 64);
+  /* and its plan: a math warpgroup and a loader warp at the entry cap; 6 stages of 32 KiB
+   * and the partial at 64 rows of A, 11 of 20 KiB at 16 */
+  ws_plan plan;
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_BF16, 64, &plan), WS_OK);
+  CHECK(plan.layout.threads == 160 && plan.layout.setmaxnreg == 0);
+  CHECK(plan.smem_bytes > 6 * 32 * 1024 + 64 * 68 * 4 && plan.smem_bytes <= 232448);
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_BF16, 16, &plan), WS_OK);
+  CHECK(plan.smem_bytes > 11 * 20 * 1024 && plan.smem_bytes <= 232448);
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_BF16, 48, &plan), WS_ERR_INVALID);
+  CHECK_MSG("16, 32, 64 or 128");
+}
+
 int main(void) {
   gpu_entry_points();
+  skinny();
   e4m3();
   quantize();
   reference();

@@ -24,6 +24,8 @@ static void attach_workspace(ws_gemm_problem *p) {
   p->workspace_bytes = bytes;
 }
 
+static int g_skinny = 1; /* WARPSPEC_GEMM_SKINNY as the cases set it */
+
 static void run_bf16(int m, int n, int k) {
   const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n;
   uint16_t *ha = (uint16_t *)host_alloc(na, 2, 0), *hb = (uint16_t *)host_alloc(nb, 2, 0),
@@ -42,6 +44,17 @@ static void run_bf16(int m, int n, int k) {
   WS_OK_OR_DIE(ws_gemm(&p, 0));
   WS_OK_OR_DIE(ws_sync(0));
   CUDA_OK(cudaMemcpy(hd, d, nd * 2, cudaMemcpyDeviceToHost));
+  /* again on a poisoned D: the K slices are summed in a fixed order, so the same bits */
+  CUDA_OK(cudaMemset(d, 0xFF, nd * 2));
+  WS_OK_OR_DIE(ws_gemm(&p, 0));
+  WS_OK_OR_DIE(ws_sync(0));
+  uint16_t *again = (uint16_t *)host_alloc(nd, 2, 0);
+  CUDA_OK(cudaMemcpy(again, d, nd * 2, cudaMemcpyDeviceToHost));
+  const int same = memcmp(again, hd, nd * 2) == 0;
+  free(again);
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const char *kernel = gemm_kernel_name_for(&p, sms);
   uint16_t guard[128];
   CUDA_OK(cudaMemcpy(guard, (uint8_t *)d + nd * 2, sizeof guard, cudaMemcpyDeviceToHost));
   const int full = nd <= (1u << 18);
@@ -61,9 +74,11 @@ static void run_bf16(int m, int n, int k) {
   int guard_ok = 1;
   for (int i = 0; i < 128; i++) guard_ok &= guard[i] == 0xFFFF;
   const double rel = sqrt(num / (den > 0 ? den : 1));
-  printf("bf16 %5d x %5d x %5d: rel err %.2e over %zu elements, %ld unwritten%s\n", m, n, k, rel, samples, nan_count,
-         guard_ok ? "" : ", WROTE PAST D");
-  CHECK(nan_count == 0 && rel < 1e-2 && guard_ok);
+  printf("bf16 %5d x %5d x %5d (%s): rel err %.2e over %zu elements, %ld unwritten%s%s\n", m, n, k, kernel ? kernel : "?",
+         rel, samples, nan_count, guard_ok ? "" : ", WROTE PAST D", same ? "" : ", NOT THE SAME BITS TWICE");
+  CHECK(nan_count == 0 && rel < 1e-2 && guard_ok && same);
+  /* the kernel meant for the case ran: few rows on the skinny kernel unless switched off */
+  CHECK(kernel && (strncmp(kernel, "gemm_bf16_skinny", 16) == 0) == (m <= 64 && g_skinny));
   cudaFree(a);
   cudaFree(b);
   cudaFree(d);
@@ -302,14 +317,46 @@ static void quantize_matches_host(void) {
   free(hx); free(fx); free(hq); free(gq); free(hs); free(gs);
 }
 
-/* "quick": without the three large shapes (for compute-sanitizer, which runs every
- * access through its checks). */
+/* "quick": without the large shapes (for compute-sanitizer, which runs every access
+ * through its checks). */
 static int quick;
+
+/* The dense BF16 cases: the 128 x 256 tile, the skinny kernel (at most 64 rows) with its
+ * K slices in clusters of every width, and split-K on the 128 x 256 tile. */
+static void bf16_dense_cases(void) {
+  run_bf16(128, 256, 64);     /* one tile, one K step   */
+  run_bf16(256, 512, 1024);   /* several tiles and steps */
+  run_bf16(1, 256, 128);      /* M = 1                   */
+  run_bf16(300, 264, 192);    /* ragged M and N          */
+  run_bf16(64, 512, 2048);    /* skinny: 8 columns of 64 weight rows x 8 slices in clusters */
+  run_bf16(1, 256, 1024);     /* skinny, M = 1: 4 columns x 4 slices */
+  run_bf16(5, 1000, 640);     /* skinny: a partial last column (n = 15.6 x 64), 5 K steps */
+  run_bf16(17, 264, 4096);    /* skinny, 32 rows of A read */
+  run_bf16(64, 7168, 2048);   /* skinny, DeepSeek-V3 L2 shape: 112 columns, no cluster */
+  if (!quick) run_bf16(40, 4096, 7168); /* 64 columns x 2 */
+  test_set_knob(WS_GEMM_SPLITS_ENV, "3");
+  run_bf16(33, 512, 1344);    /* clusters of 3, 11 stages of 2 K steps: 3, 4, 4 */
+  run_bf16(20, 256, 192);     /* clusters of 3, 2 stages: one slice has none (adds zeros) */
+  test_set_knob(WS_GEMM_SPLITS_ENV, "7");
+  run_bf16(64, 384, 1216);    /* clusters of 7, 10 stages, the last half past K; 8 column vectors over 7 CTAs */
+  test_set_knob(WS_GEMM_SPLITS_ENV, NULL);
+  test_set_knob(WS_GEMM_SKINNY_ENV, "0");
+  g_skinny = 0;
+  run_bf16(64, 512, 2048);    /* the 128 x 256 tile's split-K: 2 tiles x 8, fp32 partials */
+  run_bf16(1, 256, 1024);     /* split-K, M = 1          */
+  test_set_knob(WS_GEMM_SKINNY_ENV, NULL);
+  g_skinny = 1;
+}
 
 int main(int argc, char **argv) {
   quick = argc > 1 && strcmp(argv[1], "quick") == 0;
   require_hopper();
   rng_seed_from_time();
+  if (argc > 1 && strcmp(argv[1], "bf16") == 0) { /* the dense BF16 cases alone, quick (compute-sanitizer) */
+    quick = 1;
+    bf16_dense_cases();
+    return test_finish("test_gemm_gpu bf16");
+  }
   if (argc > 1 && strcmp(argv[1], "gather") == 0) { /* the FP8 gathered cases alone, 10 times each, both tiles */
     const int ragged[5] = {200, 0, 1, 513, 64};
     const int masked[4] = {100, 0, 256, 17};
@@ -385,12 +432,7 @@ int main(int argc, char **argv) {
     run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 512, 5, ragged);
     run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_MASKED, 256, 512, 256, 4, masked);
   }
-  run_bf16(128, 256, 64);     /* one tile, one K step   */
-  run_bf16(256, 512, 1024);   /* several tiles and steps */
-  run_bf16(1, 256, 128);      /* M = 1                   */
-  run_bf16(300, 264, 192);    /* ragged M and N          */
-  run_bf16(64, 512, 2048);    /* split-K: 2 tiles x 8    */
-  run_bf16(1, 256, 1024);     /* split-K, M = 1          */
+  bf16_dense_cases();
   if (!quick) {
     run_bf16(4096, 4096, 7168); /* DeepSeek-V3 L1 expert */
     run_bf16(2048, 7168, 2048); /* DeepSeek-V3 L2 expert */

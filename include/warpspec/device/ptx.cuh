@@ -93,6 +93,17 @@ WS_DEV uint32_t ws_mapa_shared_cluster(const void *p, uint32_t rank) {
   return r;
 }
 
+/* 16 bytes of any CTA's shared memory in the cluster (address from ws_mapa_shared_cluster).
+ * Ordered after that CTA's writes by a cluster barrier between them (ws_cluster_sync). */
+WS_DEV uint4 ws_ld_shared_cluster_v4_u32(uint32_t cluster_addr) {
+  uint4 v;
+  asm volatile("ld.shared::cluster.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(cluster_addr)
+               : "memory");
+  return v;
+}
+
 /* Arrive on an mbarrier of any CTA of the cluster (address from ws_mapa_shared_cluster),
  * ordering nothing: for readers whose reads have completed (wgmma operands after
  * wgmma.wait_group). The .release.cluster form costs a MEMBAR.GPU per arrival (it halved
