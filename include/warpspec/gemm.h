@@ -77,7 +77,9 @@ ws_status ws_gemm_check(const ws_gemm_problem *p);
 
 /* D = A x B^T on the GPU, stream-ordered, every type and layout: a TMA loader role and
  * wgmma warpgroups on a multi-stage pipe, persistent over the tiles of all groups
- * (BF16: 128 x 256 tiles, two warpgroups, 4 stages; FP8: 128 x 128 tiles, two
+ * (BF16: 128 x 256 tiles, two warpgroups, 4 stages; dense BF16 of at most 64 rows:
+ * the weights on wgmma's M side in 64-row tiles, A's rows on N, the K slices of a tile
+ * summed inside a cluster, WARPSPEC_GEMM_SKINNY; FP8: 128 x 128 tiles, two
  * warpgroups, 6 stages, or 192 x 128 tiles, three warpgroups, 4 stages, whichever
  * ws_gemm_tile picks; scales promoted in fp32 per 128-wide K block). Group offsets /
  * counts are read on the device, trusted; the validation mode (warpspec/check.h,
@@ -85,7 +87,7 @@ ws_status ws_gemm_check(const ws_gemm_problem *p);
 ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream);
 
 /* The output tile ws_gemm uses for p on a GPU with `sms` SMs (0: the current device's),
- * rows x cols. FP8 takes the 192-row tile when the rows per group are many enough that
+ * rows x cols (BF16 with at most 64 rows: 16, 32 or 64 rows of A by 64 weight rows). FP8 takes the 192-row tile when the rows per group are many enough that
  * its higher tensor-core use outweighs the padding of the last tile (a wave model over
  * the tiles; WS_GEMM_FP8_WIDE_GAIN and _GAIN_TMA in config.h), else the 128-row one.
  * WARPSPEC_GEMM_FP8_TILE=128 or 192 in the environment forces one (docs/knobs.md). */
@@ -94,7 +96,8 @@ ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *t
 /* Device memory ws_gemm would use for split-K on this problem on the current device: a
  * dense problem whose output tiles would leave most SMs idle (a few rows) cuts K into
  * slices for more CTAs, writes fp32 partials there and sums them in a second pass (the
- * same result on every run). 0 when the problem does not split. Without a workspace of
+ * same result on every run). 0 when the problem does not split, and for BF16 of at most
+ * 64 rows, whose slices sum inside a cluster (WARPSPEC_GEMM_SKINNY). Without a workspace of
  * that size ws_gemm runs without split-K. A workspace serves one call at a time: calls
  * in flight together (other streams) need their own. WARPSPEC_GEMM_SPLITS=N in the
  * environment forces N slices (1: never split). */
@@ -104,8 +107,9 @@ ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes);
 ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan);
 
 /* The role plan of the GEMM kernel of that type whose output tiles have `tile_rows`
- * rows, as ws_gemm_tile names it: 128 (BF16, FP8) or 192 (FP8's three math warpgroups,
- * `warpspec plan --kernel gemm_fp8_wide`). WS_ERR_INVALID for a tile no kernel has. */
+ * rows, as ws_gemm_tile names it: 128 (BF16, FP8), 192 (FP8's three math warpgroups,
+ * `warpspec plan --kernel gemm_fp8_wide`) or 16, 32, 64 (BF16 with few rows,
+ * `--kernel gemm_bf16_skinny` for 64). WS_ERR_INVALID for a tile no kernel has. */
 ws_status ws_gemm_plan_tile(ws_gemm_type type, int tile_rows, ws_plan *plan);
 
 /* Rows of A and D the problem has (m, or groups x m when masked). */
