@@ -134,7 +134,7 @@ def gemm(a, b, *, a_scale=None, b_scale=None, group_offsets=None, group_rows=Non
 
     The layout is dense, grouped contiguous (group_offsets) or grouped masked
     (group_rows); see the module's text. Returns `out` (allocated when not given).
-    Dense FP8 problems with few rows split K when a workspace is available: one is
+    Dense problems with few rows split K when a workspace is available: one is
     allocated here unless `workspace` (a uint8 device tensor) is given (BF16 with at most
     64 rows sums its K slices on chip and needs none). check=True (or
     WARPSPEC_CHECK=1): scan group_offsets (>= 0, never decreasing, the last <= m) or
