@@ -35,33 +35,48 @@
 
 #include <math.h>
 
-#define MFH_H 16 /* heads: every wgmma's N */
-
-typedef struct {
+/* NH heads (16 or 32): every wgmma's N */
+template <int NH>
+struct mfh_smem {
   uint16_t kv[2][MLA_BOXES][MLA_BN * 64];   /* stage w: warpgroup w's blocks; kv[1]: the end merge */
-  uint16_t q[MLA_BOXES][MFH_H * 64];        /* [16 heads][64 dims] boxes, 128-byte swizzle  */
-  uint16_t pt[2][MFH_H * 64];               /* P^T per warpgroup: [16 heads][64 keys]       */
-  float cmax[2][4][MFH_H];                  /* per warpgroup and warp: the block's column maxima */
-  float csum[2][4][MFH_H];                  /* the end: column sums                          */
-  float mrg_m[MFH_H];                       /* the end: warpgroup 1's maxima                 */
+  uint16_t q[MLA_BOXES][NH * 64];           /* [NH heads][64 dims] boxes, 128-byte swizzle  */
+  uint16_t pt[2][NH * 64];                  /* P^T per warpgroup: [NH heads][64 keys]       */
+  float cmax[2][4][NH];                     /* per warpgroup and warp: the block's column maxima */
+  float csum[2][4][NH];                     /* the end: column sums                          */
+  float mrg_m[NH];                          /* the end: warpgroup 1's maxima                 */
   uint8_t valid[2][MLA_BN];
   int rows[2][MLA_BN];                      /* FP8: the stage's kv rows, for the copies      */
   float4 scales[2][MLA_BN];                 /* FP8: the stage's rows' tile scales            */
   uint64_t q_full[1], q_empty[1], full[2], empty[2];
   int q_closed[1], closed[2];
-} mfh_smem;
+};
 
-static __device__ __forceinline__ ws_pipe mfh_stage(mfh_smem *sm, int w) {
+/* S^T += K Q^T (K-major both) and O^T += V^T P^T (V MN-major) at N = NH */
+template <int NH>
+static __device__ __forceinline__ void mfh_wgmma_s(float *d, uint64_t da, uint64_t db, int acc) {
+  if constexpr (NH == 32) ws_wgmma_m64n32k16_bf16(d, da, db, acc);
+  else ws_wgmma_m64n16k16_bf16(d, da, db, acc);
+}
+template <int NH>
+static __device__ __forceinline__ void mfh_wgmma_o(float *d, uint64_t da, uint64_t db) {
+  if constexpr (NH == 32) ws_wgmma_m64n32k16_bf16_ta(d, da, db, 1);
+  else ws_wgmma_m64n16k16_bf16_ta(d, da, db, 1);
+}
+
+template <int NH>
+static __device__ __forceinline__ ws_pipe mfh_stage(mfh_smem<NH> *sm, int w) {
   ws_pipe p = ws_pipe_view(&sm->full[w], &sm->empty[w], &sm->closed[w], 1, WS_ROLE_THREADS(mla_sparse, S_GATHER),
                            WS_ROLE_THREADS(mla_sparse, S_MATH), "mla kv rows");
   ws_pipe_set_proxies(&p, WS_PROXY_GENERIC, WS_PROXY_ASYNC);
   return p;
 }
 
-template <int FP8>
+template <int FP8, int NH>
 WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const __grid_constant__ mla_args a, ws_diag diag) {
+  constexpr int NC = NH / 4; /* a thread's columns (heads) of an m64nNH accumulator */
+  constexpr int NA = NH / 2; /* its registers of one */
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  mfh_smem *sm = (mfh_smem *)ws_smem_align1024(smem_raw);
+  mfh_smem<NH> *sm = (mfh_smem<NH> *)ws_smem_align1024(smem_raw);
   ws_ctx ctx = WS_SELF(mla_sparse, diag);
   const int tok = (int)blockIdx.x;
   int kbeg, nkeys;
@@ -73,7 +88,7 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
   if (threadIdx.x == 0) {
     ws_pipe_init(&qp);
     for (int w = 0; w < 2; w++) {
-      const ws_pipe p = mfh_stage(sm, w);
+      const ws_pipe p = mfh_stage<NH>(sm, w);
       ws_pipe_init(&p);
     }
   }
@@ -83,12 +98,15 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
   if (ctx.role == S_GATHER) {
     WS_ENTER_ROLE(mla_sparse, S_GATHER);
     const int t = ws_role_thread(&ctx), piece = t & 7, row0 = t >> 3;
-    { /* Q: head t >> 3, piece t & 7 of each box */
+    { /* Q: heads (t >> 3) + 16 i, piece t & 7 of each box */
       ws_pipe_acquire_at(&qp, &ctx, c0);
-      const uint8_t *src = (const uint8_t *)(q + ((size_t)tok * MFH_H + row0) * MLA_DQK) + piece * 16;
-      const uint32_t dst = ws_smem_addr(sm->q[0]) + mla_swizzle(row0, piece);
 #pragma unroll
-      for (int b = 0; b < MLA_BOXES; b++) ws_cp_async_cg_16_to(dst + (uint32_t)b * (MFH_H * 128), src + b * 128, 16u);
+      for (int hh = row0; hh < NH; hh += 16) {
+        const uint8_t *src = (const uint8_t *)(q + ((size_t)tok * NH + hh) * MLA_DQK) + piece * 16;
+        const uint32_t dst = ws_smem_addr(sm->q[0]) + mla_swizzle(hh, piece);
+#pragma unroll
+        for (int b = 0; b < MLA_BOXES; b++) ws_cp_async_cg_16_to(dst + (uint32_t)b * (NH * 128), src + b * 128, 16u);
+      }
       ws_cp_async_commit_group();
       WS_CP_ASYNC_WAIT_GROUP(0);
       ws_pipe_commit_at(&qp, &ctx, c0);
@@ -99,7 +117,7 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       for (int nb = 0; nb < nblk; nb++) {
         const int w = nb & 1;
         const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
-        const ws_pipe sp = mfh_stage(sm, w);
+        const ws_pipe sp = mfh_stage<NH>(sm, w);
         ws_pipe_acquire_at(&sp, &ctx, k);
         mla_gather_fp8_block<MLA_KEYS_PLAIN>(&ctx, &a, tok, kbeg, nkeys, nb, ws_smem_addr(sm->kv[w][0]), sm->valid[w],
                                              sm->rows[w], t, &d_next, &e, sm->scales[w]);
@@ -111,7 +129,7 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       for (int nb = 0; nb < nblk; nb++) {
         const int w = nb & 1;
         const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
-        const ws_pipe sp = mfh_stage(sm, w);
+        const ws_pipe sp = mfh_stage<NH>(sm, w);
         ws_pipe_acquire_at(&sp, &ctx, k);
         int r[4];
         mla_rows_step<MLA_KEYS_PLAIN>(&a, tok, kbeg, nkeys, row0, nb, r, r_next, e_next);
@@ -129,14 +147,14 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
   const int r0 = warp * 16 + (lane >> 2); /* this thread's keys (S^T rows) r0, r0 + 8; V columns in O^T */
   const uint32_t wg = WS_ROLE_THREADS(mla_sparse, S_MATH), bar_wg = (uint32_t)a.xchg_bar + w, bar_all = (uint32_t)a.xchg_bar + 2;
   const float sl2 = a.scale_log2;
-  /* the thread's 4 heads: 8 j + 2 quad + e, j, e in {0, 1}; index 2 j + e */
-  float o[8 * 8]; /* O^T: 8 column tiles of m64n16 */
+  /* the thread's NC heads: 8 j + 2 quad + e, j < NH / 8, e in {0, 1}; index 2 j + e */
+  float o[8 * NA]; /* O^T: 8 column tiles of m64nNH */
 #pragma unroll
-  for (int i = 0; i < 64; i++) o[i] = 0.0f;
-  float m_run[4], l_part[4];
+  for (int i = 0; i < 8 * NA; i++) o[i] = 0.0f;
+  float m_run[NC], l_part[NC];
 #pragma unroll
-  for (int c = 0; c < 4; c++) { m_run[c] = -INFINITY; l_part[c] = 0.0f; }
-  const ws_pipe sp = mfh_stage(sm, w);
+  for (int c = 0; c < NC; c++) { m_run[c] = -INFINITY; l_part[c] = 0.0f; }
+  const ws_pipe sp = mfh_stage<NH>(sm, w);
   ws_pipe_wait_at(&qp, &ctx, c0);
   const uint64_t dq = ws_wgmma_desc_k128b(sm->q[0]), dk = ws_wgmma_desc_k128b(sm->kv[w][0]);
   const uint64_t dpt = ws_wgmma_desc_k128b(sm->pt[w]);
@@ -150,19 +168,19 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
       ws_role_sync(&ctx);
     }
-    float s[8];
+    float s[NA];
     ws_wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < MLA_DQK / 16; kk++)
-      ws_wgmma_m64n16k16_bf16(s, ws_wgmma_desc_advance(dk, (uint32_t)(kk / 4) * MLA_BN * 128 + (uint32_t)(kk % 4) * 32),
-                              ws_wgmma_desc_advance(dq, (uint32_t)(kk / 4) * MFH_H * 128 + (uint32_t)(kk % 4) * 32), kk > 0);
+      mfh_wgmma_s<NH>(s, ws_wgmma_desc_advance(dk, (uint32_t)(kk / 4) * MLA_BN * 128 + (uint32_t)(kk % 4) * 32),
+                      ws_wgmma_desc_advance(dq, (uint32_t)(kk / 4) * NH * 128 + (uint32_t)(kk % 4) * 32), kk > 0);
     ws_wgmma_commit_group();
     const int v0 = sm->valid[w][r0], v1 = sm->valid[w][r0 + 8];
     WS_WGMMA_WAIT_GROUP(0);
     /* masked keys (rows) to -inf; the block's maximum per head (column) */
-    float cm[4];
+    float cm[NC];
 #pragma unroll
-    for (int j = 0; j < 2; j++)
+    for (int j = 0; j < NH / 8; j++)
 #pragma unroll
       for (int e = 0; e < 2; e++) {
         if (!v0) s[4 * j + e] = -INFINITY;
@@ -175,12 +193,12 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       }
     if (lane < 4) {
 #pragma unroll
-      for (int c = 0; c < 4; c++) sm->cmax[w][warp][8 * (c >> 1) + 2 * quad + (c & 1)] = cm[c];
+      for (int c = 0; c < NC; c++) sm->cmax[w][warp][8 * (c >> 1) + 2 * quad + (c & 1)] = cm[c];
     }
     ws_named_sync(bar_wg, wg); /* the warps' column maxima */
-    float alpha[4], msc[4];
+    float alpha[NC], msc[NC];
 #pragma unroll
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < NC; c++) {
       const int h = 8 * (c >> 1) + 2 * quad + (c & 1);
       const float bm = fmaxf(fmaxf(sm->cmax[w][0][h], sm->cmax[w][1][h]), fmaxf(sm->cmax[w][2][h], sm->cmax[w][3][h]));
       const float m_old = m_run[c];
@@ -191,9 +209,9 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       alpha[c] = keep ? 1.0f : attn_exp2(m_old * sl2 - msc[c]);
       m_run[c] = m_new;
     }
-    /* P^T into its tile: head h, key r at row h, column r of a [16][64] K-major box */
+    /* P^T into its tile: head h, key r at row h, column r of a [NH][64] K-major box */
 #pragma unroll
-    for (int j = 0; j < 2; j++)
+    for (int j = 0; j < NH / 8; j++)
 #pragma unroll
       for (int e = 0; e < 2; e++) {
         const int c = 2 * j + e, h = 8 * j + 2 * quad + e;
@@ -206,11 +224,14 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       }
     ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
     ws_named_sync(bar_wg, wg);         /* every warp's part of P^T (and the maxima read) */
-    if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f || alpha[2] != 1.0f || alpha[3] != 1.0f)) {
+    int moved = 0;
+#pragma unroll
+    for (int c = 0; c < NC; c++) moved |= alpha[c] != 1.0f;
+    if (__any_sync(0xffffffffu, moved)) {
 #pragma unroll
       for (int t = 0; t < 8; t++)
 #pragma unroll
-        for (int i = 0; i < 8; i++) o[8 * t + i] *= alpha[2 * (i >> 2) + (i & 1)];
+        for (int i = 0; i < NA; i++) o[NA * t + i] *= alpha[2 * (i >> 2) + (i & 1)];
     }
     /* O^T[64 t .. 64 t + 63][heads] += V^T P^T: V's box t read MN-major (columns along M) */
     ws_wgmma_fence();
@@ -219,8 +240,7 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       const uint64_t dv = ws_wgmma_desc_mn128b(sm->kv[w][t], MLA_BN * 128);
 #pragma unroll
       for (int kk = 0; kk < MLA_BN / 16; kk++)
-        ws_wgmma_m64n16k16_bf16_ta(o + 8 * t, ws_wgmma_desc_advance(dv, (uint32_t)kk * 16 * 128),
-                                   ws_wgmma_desc_advance(dpt, (uint32_t)kk * 32), 1);
+        mfh_wgmma_o<NH>(o + NA * t, ws_wgmma_desc_advance(dv, (uint32_t)kk * 16 * 128), ws_wgmma_desc_advance(dpt, (uint32_t)kk * 32));
     }
     ws_wgmma_commit_group();
     WS_WGMMA_WAIT_GROUP(0);
@@ -230,9 +250,9 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
 
   /* the column sums of the warpgroup, then warpgroup 1's maxima, sums and O^T to warpgroup 0
    * through shared memory (stage 1: every block has been read), merged as two splits */
-  float l[4];
+  float l[NC];
 #pragma unroll
-  for (int c = 0; c < 4; c++) {
+  for (int c = 0; c < NC; c++) {
     float x = l_part[c];
     x += __shfl_xor_sync(0xffffffffu, x, 4);
     x += __shfl_xor_sync(0xffffffffu, x, 8);
@@ -241,22 +261,24 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
   }
   if (lane < 4) {
 #pragma unroll
-    for (int c = 0; c < 4; c++) sm->csum[w][warp][8 * (c >> 1) + 2 * quad + (c & 1)] = l[c];
+    for (int c = 0; c < NC; c++) sm->csum[w][warp][8 * (c >> 1) + 2 * quad + (c & 1)] = l[c];
   }
-  float *scratch = (float *)sm->kv[1][0] + (size_t)ws_role_thread(&ctx) * 64;
+  /* warpgroup 1's O^T, thread-interleaved (entry i of thread t at i x 128 + t: a warp's
+   * stores and loads are 32 consecutive floats; NH 32 needs 64 KB of the 72 KB stage) */
+  float *scratch = (float *)sm->kv[1][0] + ws_role_thread(&ctx);
   if (w == 1) {
 #pragma unroll
-    for (int i = 0; i < 64; i++) scratch[i] = o[i];
+    for (int i = 0; i < 8 * NA; i++) scratch[i * 128] = o[i];
     if (warp == 0 && lane < 4) {
 #pragma unroll
-      for (int c = 0; c < 4; c++) sm->mrg_m[8 * (c >> 1) + 2 * quad + (c & 1)] = m_run[c];
+      for (int c = 0; c < NC; c++) sm->mrg_m[8 * (c >> 1) + 2 * quad + (c & 1)] = m_run[c];
     }
   }
   ws_named_sync(bar_all, 2 * wg);
   if (w == 1) return;
-  float f0[4], f1[4], inv[4];
+  float f0[NC], f1[NC], inv[NC];
 #pragma unroll
-  for (int c = 0; c < 4; c++) {
+  for (int c = 0; c < NC; c++) {
     const int h = 8 * (c >> 1) + 2 * quad + (c & 1);
     const float l0 = sm->csum[0][0][h] + sm->csum[0][1][h] + sm->csum[0][2][h] + sm->csum[0][3][h];
     const float l1 = sm->csum[1][0][h] + sm->csum[1][1][h] + sm->csum[1][2][h] + sm->csum[1][3][h];
@@ -266,7 +288,7 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
     f1[c] = m1 == -INFINITY ? 0.0f : attn_exp2(m1 * sl2 - ms);
     const float lt = l0 * f0[c] + l1 * f1[c];
     inv[c] = attn_row_inv(lt);
-    const size_t row = (size_t)tok * MFH_H + h;
+    const size_t row = (size_t)tok * NH + h;
     if (r0 == 0) { /* one thread per head */
       const float lse = attn_row_lse(lt, m, sl2);
       if (a.o_part) a.lse_part[(size_t)blockIdx.z * a.rows + row] = lse;
@@ -276,30 +298,37 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
 #pragma unroll
   for (int t = 0; t < 8; t++)
 #pragma unroll
-    for (int i = 0; i < 8; i++) { /* V column 64 t + r0 + 8 x, head 8 j + 2 quad + e */
+    for (int i = 0; i < NA; i++) { /* V column 64 t + r0 + 8 x, head 8 j + 2 quad + e */
       const int x = (i >> 1) & 1, c = 2 * (i >> 2) + (i & 1), h = 8 * (i >> 2) + 2 * quad + (i & 1);
-      const float v = (o[8 * t + i] * f0[c] + scratch[8 * t + i] * f1[c]) * inv[c];
-      const size_t row = (size_t)tok * MFH_H + h, col = (size_t)(64 * t + r0 + 8 * x);
+      const float v = (o[NA * t + i] * f0[c] + scratch[(NA * t + i) * 128] * f1[c]) * inv[c];
+      const size_t row = (size_t)tok * NH + h, col = (size_t)(64 * t + r0 + 8 * x);
       if (a.o_part) a.o_part[((size_t)blockIdx.z * a.rows + row) * MLA_DV + col] = v;
       else a.o[row * MLA_DV + col] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
     }
 }
 
+template <int NH>
 static ws_status mfh_make_plan(const void *ctx, ws_plan *plan) {
   ws_status s = ws_plan_init(plan, (const char *)ctx, mla_sparse_roles, mla_sparse_NROLES, 0);
-  if (s == WS_OK) s = ws_plan_set_smem(plan, sizeof(mfh_smem) + 1024);
+  if (s == WS_OK) s = ws_plan_set_smem(plan, sizeof(mfh_smem<NH>) + 1024);
   static const char *const names[3] = {"mla warpgroup 0", "mla warpgroup 1", "mla end merge"};
   for (int i = 0, id = 0; i < 3 && s == WS_OK; i++) s = ws_plan_add_barrier(plan, names[i], &id);
   return s;
 }
 
-/* Paged decode with 16 heads and s_q 1, BF16 or FP8 cache (mla_launch): a filled in as
- * for the sparse kernel, q the queries [tokens][16][576]. */
+/* Paged decode with 16 or 32 heads and s_q 1, BF16 or FP8 cache (mla_launch): a filled in
+ * as for the sparse kernel, q the queries [tokens][heads][576]. */
 ws_status mla_fewheads_launch(const void *q, int tokens, mla_args *a, int splits, cudaStream_t stream) {
+  WS_REQUIRE(a->heads == 16 || a->heads == 32, "mla_fewheads: %d heads (16 or 32)", a->heads);
   ws_plan *plan = NULL;
-  const int fp8 = a->kv8 != NULL;
-  ws_status s = ws_plan_cached(fp8 ? WS_PLAN_SLOT_MLA_FEWHEADS_FP8 : WS_PLAN_SLOT_MLA_FEWHEADS, mfh_make_plan,
-                               fp8 ? "mla_fewheads_fp8" : "mla_fewheads", &plan);
+  const int fp8 = a->kv8 != NULL, h32 = a->heads == 32;
+  static const int slots[2][2] = {{WS_PLAN_SLOT_MLA_FEWHEADS, WS_PLAN_SLOT_MLA_FEWHEADS_FP8},
+                                  {WS_PLAN_SLOT_MLA_FEWHEADS32, WS_PLAN_SLOT_MLA_FEWHEADS32_FP8}};
+  static const char *const names[2][2] = {{"mla_fewheads", "mla_fewheads_fp8"}, {"mla_fewheads32", "mla_fewheads32_fp8"}};
+  static const void *const funcs[2][2] = {
+      {(const void *)mla_fewheads_kernel<0, 16>, (const void *)mla_fewheads_kernel<1, 16>},
+      {(const void *)mla_fewheads_kernel<0, 32>, (const void *)mla_fewheads_kernel<1, 32>}};
+  ws_status s = ws_plan_cached(slots[h32][fp8], h32 ? mfh_make_plan<32> : mfh_make_plan<16>, names[h32][fp8], &plan);
   if (s != WS_OK) return s;
   a->xchg_bar = plan->layout.nbarriers + 1; /* the plan's three user barriers, in a row */
   ws_diag diag;
@@ -307,6 +336,5 @@ ws_status mla_fewheads_launch(const void *q, int tokens, mla_args *a, int splits
   const void *qp = q;
   void *args[] = {(void *)&qp, a, &diag};
   const dim3 grid = {(unsigned)tokens, 1, (unsigned)splits};
-  return ws_plan_launch(plan, fp8 ? (const void *)mla_fewheads_kernel<1> : (const void *)mla_fewheads_kernel<0>, grid,
-                        stream, args);
+  return ws_plan_launch(plan, funcs[h32][fp8], grid, stream, args);
 }

@@ -270,6 +270,20 @@ WS_DEV void ws_wgmma_m64n16k16_bf16_ta(float *d, uint64_t desc_a, uint64_t desc_
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
+/* D[64 x 32] (+)= A[64 x 16] x B[32 x 16]^T, bf16, both from shared memory: A MN-major
+ * (M contiguous, ws_wgmma_desc_mn128b: "transposed"), B K-major. d: 16 fp32 per thread. */
+WS_DEV void ws_wgmma_m64n32k16_bf16_ta(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+      "}, %16, %17, p, 1, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
 /* D[64 x 16] (+)= A[64 x 16] x B[16 x 16]^T, bf16, both from shared memory (K-major).
  * d: 8 fp32 per thread. */
 WS_DEV void ws_wgmma_m64n16k16_bf16(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {

@@ -263,6 +263,12 @@ static const dec_case dec_quick[] = {
     {"decode B140 s_q1 H16 lens 0..600", 140, 1, 16, 600, 0, 0, 0},
     {"decode B4 s_q1 H16 lens 0..2500, pages of 16", 4, 1, 16, 2500, 0, 0, 16},
     {"decode fp8 B5 s_q1 H16 lens 0..3000", 5, 1, 16, 3000, 0, 1, 0},
+    /* 32 heads (tensor parallelism over 4 GPUs): the keys-on-M kernel at N = 32 */
+    {"decode B5 s_q1 H32 lens 0..3000", 5, 1, 32, 3000, 0, 0, 0},
+    {"decode B1 s_q1 H32 len 5000 (split)", 1, 1, 32, 5000, 1, 0, 0},
+    {"decode B100 s_q1 H32 lens 0..700", 100, 1, 32, 700, 0, 0, 0},
+    {"decode fp8 B4 s_q1 H32 lens 0..2500, pages of 16", 4, 1, 32, 2500, 0, 1, 16},
+    {"decode fp8 B2 s_q1 H32 len 6000 (split)", 2, 1, 32, 6000, 1, 1, 0},
 };
 static const dec_case dec_full[] = {
     {"decode B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 0, 0},
@@ -270,6 +276,7 @@ static const dec_case dec_full[] = {
     {"decode fp8 B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 1, 0},
     {"decode fp8 B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 1, 0},
     {"decode B32 s_q1 H16 lens 0..4096", 32, 1, 16, 4096, 0, 0, 0},
+    {"decode B32 s_q1 H32 lens 0..4096", 32, 1, 32, 4096, 0, 0, 0},
     {"decode fp8 B2 s_q1 H8 len 16384 (split)", 2, 1, 8, 16384, 1, 1, 0},
     {"decode B128 s_q1 H128 lens 0..32768", 128, 1, 128, 32768, 0, 0, 0},
     {"decode fp8 B128 s_q2 H128 lens 0..32768", 128, 2, 128, 32768, 0, 1, 0},
