@@ -161,12 +161,26 @@ def test_quantize_strided_rows_and_preallocated():
 
 
 def test_split_k_workspace():
-    a, b = rand_bf16(1, 1024), rand_bf16(256, 1024)
+    # a few rows past the skinny kernel's 64: K split over CTAs, fp32 partials in a workspace
+    a, b = rand_bf16(96, 1024), rand_bf16(256, 1024)
     assert warpspec.gemm_workspace_size(a, b) > 0
-    out = poisoned(1, 256)
+    out = poisoned(96, 256)
     warpspec.gemm(a, b, out=out)
     torch.cuda.synchronize()
     assert rel_err(out, a.double() @ b.double().T) < 1e-2
+
+
+def test_few_rows_need_no_workspace():
+    # BF16 with at most 64 rows: the K slices are summed inside a cluster (gemm_bf16_skinny)
+    b = rand_bf16(1000, 2048)
+    for m in (1, 17, 64):
+        a = rand_bf16(m, 2048)
+        assert warpspec.gemm_workspace_size(a, b) == 0
+        assert warpspec.gemm_tile(a, b) == ({1: 16, 17: 32, 64: 64}[m], 64)
+        out = poisoned(m, 1000)
+        warpspec.gemm(a, b, out=out)
+        torch.cuda.synchronize()
+        assert rel_err(out, a.double() @ b.double().T) < 1e-2
 
 
 def test_errors_on_gpu_arguments():
