@@ -1,5 +1,5 @@
-/* mla_fewheads.cu - paged MLA decode with 16 heads (tensor parallelism over 8 GPUs), keys
- * on wgmma's M side (docs/design_mla.md 8.1).
+/* mla_fewheads.cu - paged MLA decode with 16 or 32 heads (tensor parallelism over 8 or 4
+ * GPUs), keys on wgmma's M side (docs/design_mla.md 8.1).
  *
  * Why: the kernel of mla_sparse.cu computes a 64-row tile per block whatever the heads, so
  * at 16 heads a block pays the whole tile's math (~4,400 cycles as it runs) for a quarter
@@ -19,10 +19,12 @@
  *                                   first dequantises the block in place (with a quarter
  *                                   of the tensor work the math warps have the time; the
  *                                   gather's 4 warps converting everything bound it).
- * The lazy rescale of mla_math.cuh applies per head. mla_launch runs it for every paged
- * decode (BF16 or FP8 cache) with 16 heads and s_q 1; the split and its merge are the
- * decode's. Measured on one H200 (session 36): B64 len 8192 0.189 -> 0.170 ms BF16 (76% ->
- * 85% of a D2D copy's bandwidth), FP8 0.221 -> 0.214 ms. */
+ * The lazy rescale of mla_math.cuh applies per head. 32 heads: the same with N = 32
+ * (m64n32, 128 O^T registers a thread). mla_launch runs it for every paged decode (BF16 or
+ * FP8 cache) with 16 or 32 heads and s_q 1; the split and its merge are the decode's.
+ * Measured on one H200: 16 heads, B64 len 8192, 0.189 -> 0.170 ms BF16 (76% -> 85% of a D2D
+ * copy's bandwidth), FP8 0.221 -> 0.184 ms (session 36); 32 heads, B128 len 4096, 0.186 ->
+ * 0.178 ms BF16 (82-83%), FP8 0.218 -> 0.200 ms (session 37). */
 #include "../core/internal.h"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"

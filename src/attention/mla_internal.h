@@ -35,7 +35,7 @@ typedef struct {
  * and the launch over row tiles (MLA_ROW_TILES) x splits; a->kv8 set: the FP8 kernel. */
 ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float softmax_scale, cudaStream_t stream);
 
-/* Paged decode (BF16 or FP8 cache) with 16 heads and s_q 1, keys on wgmma's M side
+/* Paged decode (BF16 or FP8 cache) with 16 or 32 heads and s_q 1, keys on wgmma's M side
  * (mla_fewheads.cu). */
 ws_status mla_fewheads_launch(const void *q, int tokens, mla_args *a, int splits, cudaStream_t stream);
 
