@@ -417,6 +417,8 @@ static const dec_case dec_bench[] = {
     {"decode fp8 B128 s_q1 H32 len 4096", 128, 1, 32, 4096, 1},
     {"decode fp8 B64 s_q1 H16 len 8192", 64, 1, 16, 8192, 1},
     {"decode B64 s_q2 H16 len 8192", 64, 2, 16, 8192, 0},
+    {"decode fp8 B64 s_q2 H16 len 8192", 64, 2, 16, 8192, 1},
+    {"decode B64 s_q2 H8 len 8192", 64, 2, 8, 8192, 0},
     {"decode B64 s_q4 H16 len 8192", 64, 4, 16, 8192, 0},
 };
 static const sdec_case sdec_bench[] = {

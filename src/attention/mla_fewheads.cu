@@ -73,16 +73,20 @@ static __device__ __forceinline__ ws_pipe mfh_stage(mfh_smem<NH> *sm, int w) {
   return p;
 }
 
-template <int FP8, int NH>
+/* ROWS: s_q > 1, the NH = s_q x heads columns are a sequence's tokens' heads ([token][head],
+ * as q and o hold them), each column masked at its own token's causal limit. */
+template <int FP8, int NH, int ROWS>
 WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const __grid_constant__ mla_args a, ws_diag diag) {
   constexpr int NC = NH / 4; /* a thread's columns (heads) of an m64nNH accumulator */
   constexpr int NA = NH / 2; /* its registers of one */
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   mfh_smem<NH> *sm = (mfh_smem<NH> *)ws_smem_align1024(smem_raw);
   ws_ctx ctx = WS_SELF(mla_sparse, diag);
-  const int tok = (int)blockIdx.x;
+  /* tok: this CTA's NH query rows start at row tok x NH; kt: the token whose keys are read,
+   * the sequence's last (it sees every key the others see) */
+  const int tok = (int)blockIdx.x, kt = ROWS ? tok * a.s_q + a.s_q - 1 : tok;
   int kbeg, nkeys;
-  mla_keys<MLA_KEYS_PLAIN>(&a, tok, &kbeg, &nkeys);
+  mla_keys<MLA_KEYS_PLAIN>(&a, kt, &kbeg, &nkeys);
   const int nblk = (nkeys + MLA_BN - 1) / MLA_BN;
   ws_pipe qp = ws_pipe_view(sm->q_full, sm->q_empty, sm->q_closed, 1, WS_ROLE_THREADS(mla_sparse, S_GATHER),
                             2 * WS_ROLE_THREADS(mla_sparse, S_MATH), "mla q");
@@ -115,26 +119,26 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
     }
     if (FP8) { /* mla_sparse.cu's FP8 gather (mla_rows.cuh) */
       int d_next, e;
-      mla_fp8_rows_start<MLA_KEYS_PLAIN>(&a, tok, kbeg, nkeys, t, &d_next, &e);
+      mla_fp8_rows_start<MLA_KEYS_PLAIN>(&a, kt, kbeg, nkeys, t, &d_next, &e);
       for (int nb = 0; nb < nblk; nb++) {
         const int w = nb & 1;
         const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
         const ws_pipe sp = mfh_stage<NH>(sm, w);
         ws_pipe_acquire_at(&sp, &ctx, k);
-        mla_gather_fp8_block<MLA_KEYS_PLAIN>(&ctx, &a, tok, kbeg, nkeys, nb, ws_smem_addr(sm->kv[w][0]), sm->valid[w],
+        mla_gather_fp8_block<MLA_KEYS_PLAIN>(&ctx, &a, kt, kbeg, nkeys, nb, ws_smem_addr(sm->kv[w][0]), sm->valid[w],
                                              sm->rows[w], t, &d_next, &e, sm->scales[w]);
         ws_pipe_commit_at(&sp, &ctx, k); /* fence.proxy.async (the generic stores), then arrive */
       }
     } else { /* BF16 (mla_rows.cuh) */
       int r_next[4], e_next[4];
-      mla_rows_start<MLA_KEYS_PLAIN>(&a, tok, kbeg, nkeys, row0, r_next, e_next);
+      mla_rows_start<MLA_KEYS_PLAIN>(&a, kt, kbeg, nkeys, row0, r_next, e_next);
       for (int nb = 0; nb < nblk; nb++) {
         const int w = nb & 1;
         const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
         const ws_pipe sp = mfh_stage<NH>(sm, w);
         ws_pipe_acquire_at(&sp, &ctx, k);
         int r[4];
-        mla_rows_step<MLA_KEYS_PLAIN>(&a, tok, kbeg, nkeys, row0, nb, r, r_next, e_next);
+        mla_rows_step<MLA_KEYS_PLAIN>(&a, kt, kbeg, nkeys, row0, nb, r, r_next, e_next);
         mla_gather_bf16<0, MLA_BOXES, 1>(ws_smem_addr(sm->kv[w][0]), sm->valid[w], a.kv, r, t);
         ws_cp_async_commit_group();
         WS_CP_ASYNC_WAIT_GROUP(0);
@@ -156,6 +160,14 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
   float m_run[NC], l_part[NC];
 #pragma unroll
   for (int c = 0; c < NC; c++) { m_run[c] = -INFINITY; l_part[c] = 0.0f; }
+  /* ROWS: the last key (relative to kbeg) each of the thread's columns may see, its token's
+   * position: seqlen - s_q + token */
+  int lim[ROWS ? NC : 1];
+  if (ROWS) {
+    const int last = a.seqlens[tok] - a.s_q - kbeg;
+#pragma unroll
+    for (int c = 0; c < NC; c++) lim[c] = last + (8 * (c >> 1) + 2 * quad + (c & 1)) / a.heads;
+  }
   const ws_pipe sp = mfh_stage<NH>(sm, w);
   ws_pipe_wait_at(&qp, &ctx, c0);
   const uint64_t dq = ws_wgmma_desc_k128b(sm->q[0]), dk = ws_wgmma_desc_k128b(sm->kv[w][0]);
@@ -187,6 +199,11 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       for (int e = 0; e < 2; e++) {
         if (!v0) s[4 * j + e] = -INFINITY;
         if (!v1) s[4 * j + 2 + e] = -INFINITY;
+        if (ROWS) { /* keys past the column's token */
+          const int kr = nb * MLA_BN + r0;
+          if (kr > lim[2 * j + e]) s[4 * j + e] = -INFINITY;
+          if (kr + 8 > lim[2 * j + e]) s[4 * j + 2 + e] = -INFINITY;
+        }
         float x = fmaxf(s[4 * j + e], s[4 * j + 2 + e]);
         x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 4));
         x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 8));
@@ -318,25 +335,31 @@ static ws_status mfh_make_plan(const void *ctx, ws_plan *plan) {
   return s;
 }
 
-/* Paged decode with 16 or 32 heads and s_q 1, BF16 or FP8 cache (mla_launch): a filled in
- * as for the sparse kernel, q the queries [tokens][heads][576]. */
+/* Paged decode with s_q x heads = 16 or 32 query rows per sequence, BF16 or FP8 cache
+ * (mla_launch): a filled in as for the sparse kernel, q the queries [tokens][heads][576],
+ * tokens = sequences x s_q; one CTA per sequence and split. */
 ws_status mla_fewheads_launch(const void *q, int tokens, mla_args *a, int splits, cudaStream_t stream) {
-  WS_REQUIRE(a->heads == 16 || a->heads == 32, "mla_fewheads: %d heads (16 or 32)", a->heads);
+  const int nh = a->heads * a->s_q, rows = a->s_q > 1;
+  WS_REQUIRE(nh == 16 || nh == 32, "mla_fewheads: %d heads x s_q %d (16 or 32 rows)", a->heads, a->s_q);
   ws_plan *plan = NULL;
-  const int fp8 = a->kv8 != NULL, h32 = a->heads == 32;
-  static const int slots[2][2] = {{WS_PLAN_SLOT_MLA_FEWHEADS, WS_PLAN_SLOT_MLA_FEWHEADS_FP8},
-                                  {WS_PLAN_SLOT_MLA_FEWHEADS32, WS_PLAN_SLOT_MLA_FEWHEADS32_FP8}};
-  static const char *const names[2][2] = {{"mla_fewheads", "mla_fewheads_fp8"}, {"mla_fewheads32", "mla_fewheads32_fp8"}};
-  static const void *const funcs[2][2] = {
-      {(const void *)mla_fewheads_kernel<0, 16>, (const void *)mla_fewheads_kernel<1, 16>},
-      {(const void *)mla_fewheads_kernel<0, 32>, (const void *)mla_fewheads_kernel<1, 32>}};
-  ws_status s = ws_plan_cached(slots[h32][fp8], h32 ? mfh_make_plan<32> : mfh_make_plan<16>, names[h32][fp8], &plan);
+  const int fp8 = a->kv8 != NULL, h32 = nh == 32;
+  static const int slots[2][2][2] = {
+      {{WS_PLAN_SLOT_MLA_FEWHEADS, WS_PLAN_SLOT_MLA_FEWHEADS_FP8}, {WS_PLAN_SLOT_MLA_FEWHEADS32, WS_PLAN_SLOT_MLA_FEWHEADS32_FP8}},
+      {{WS_PLAN_SLOT_MLA_FEWROWS, WS_PLAN_SLOT_MLA_FEWROWS_FP8}, {WS_PLAN_SLOT_MLA_FEWROWS32, WS_PLAN_SLOT_MLA_FEWROWS32_FP8}}};
+  static const char *const names[2][2][2] = {{{"mla_fewheads", "mla_fewheads_fp8"}, {"mla_fewheads32", "mla_fewheads32_fp8"}},
+                                             {{"mla_fewrows", "mla_fewrows_fp8"}, {"mla_fewrows32", "mla_fewrows32_fp8"}}};
+  static const void *const funcs[2][2][2] = {
+      {{(const void *)mla_fewheads_kernel<0, 16, 0>, (const void *)mla_fewheads_kernel<1, 16, 0>},
+       {(const void *)mla_fewheads_kernel<0, 32, 0>, (const void *)mla_fewheads_kernel<1, 32, 0>}},
+      {{(const void *)mla_fewheads_kernel<0, 16, 1>, (const void *)mla_fewheads_kernel<1, 16, 1>},
+       {(const void *)mla_fewheads_kernel<0, 32, 1>, (const void *)mla_fewheads_kernel<1, 32, 1>}}};
+  ws_status s = ws_plan_cached(slots[rows][h32][fp8], h32 ? mfh_make_plan<32> : mfh_make_plan<16>, names[rows][h32][fp8], &plan);
   if (s != WS_OK) return s;
   a->xchg_bar = plan->layout.nbarriers + 1; /* the plan's three user barriers, in a row */
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   const void *qp = q;
   void *args[] = {(void *)&qp, a, &diag};
-  const dim3 grid = {(unsigned)tokens, 1, (unsigned)splits};
-  return ws_plan_launch(plan, funcs[h32][fp8], grid, stream, args);
+  const dim3 grid = {(unsigned)(tokens / a->s_q), 1, (unsigned)splits};
+  return ws_plan_launch(plan, funcs[rows][h32][fp8], grid, stream, args);
 }

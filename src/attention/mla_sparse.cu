@@ -258,7 +258,8 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   const float scale = softmax_scale > 0.0f ? softmax_scale : 1.0f / sqrtf((float)MLA_DQK);
   a->scale_log2 = scale * ATTN_LOG2E;
   a->rows = tokens * a->heads;
-  if (keys == MLA_KEYS_PLAIN && !a->indices && (a->heads == 16 || a->heads == 32) && a->s_q == 1) /* keys on M */
+  /* paged decode with 16 or 32 query rows per sequence (heads x s_q): keys on wgmma's M side */
+  if (!a->indices && (a->heads * a->s_q == 16 || a->heads * a->s_q == 32) && (keys == MLA_KEYS_ROWS || a->s_q == 1))
     return mla_fewheads_launch(q, tokens, a, splits, stream);
   if ((s = ws_plan_cached(slots[keys][fp8], mla_make_plan, names[keys][fp8], &plan)) != WS_OK) return s;
   a->xchg_bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mla_make_plan) */

@@ -269,6 +269,13 @@ static const dec_case dec_quick[] = {
     {"decode B100 s_q1 H32 lens 0..700", 100, 1, 32, 700, 0, 0, 0},
     {"decode fp8 B4 s_q1 H32 lens 0..2500, pages of 16", 4, 1, 32, 2500, 0, 1, 16},
     {"decode fp8 B2 s_q1 H32 len 6000 (split)", 2, 1, 32, 6000, 1, 1, 0},
+    /* s_q x heads = 16 or 32 on the keys-on-M kernel: a sequence's tokens as N columns,
+     * each at its own causal limit (very short sequences: columns with no key at all) */
+    {"decode B5 s_q2 H16 lens 0..3000", 5, 2, 16, 3000, 0, 0, 0},
+    {"decode B4 s_q2 H8 lens 0..2000", 4, 2, 8, 2000, 0, 0, 0},
+    {"decode B6 s_q4 H4 lens 0..70", 6, 4, 4, 70, 0, 0, 0},
+    {"decode B70 s_q2 H16 lens 0..600", 70, 2, 16, 600, 0, 0, 0},
+    {"decode fp8 B3 s_q4 H8 len 3000 (split)", 3, 4, 8, 3000, 1, 1, 0},
 };
 static const dec_case dec_full[] = {
     {"decode B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 0, 0},
