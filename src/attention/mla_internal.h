@@ -35,8 +35,8 @@ typedef struct {
  * and the launch over row tiles (MLA_ROW_TILES) x splits; a->kv8 set: the FP8 kernel. */
 ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float softmax_scale, cudaStream_t stream);
 
-/* Paged decode (BF16 or FP8 cache) with 16 or 32 heads and s_q 1, keys on wgmma's M side
- * (mla_fewheads.cu). */
+/* Paged decode (BF16 or FP8 cache) with s_q x heads = 16 or 32 query rows per sequence,
+ * keys on wgmma's M side (mla_fewheads.cu). */
 ws_status mla_fewheads_launch(const void *q, int tokens, mla_args *a, int splits, cudaStream_t stream);
 
 /* WS_ERR_UNSUPPORTED unless the dims are the kernel's (576/512); heads a multiple of MLA_BH
@@ -45,8 +45,9 @@ ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads);
 
 /* The CTAs of `pack` query tokens that read the same keys: their pack x heads rows,
  * [token][head] as in q and o, in tiles of MLA_BH. pack is a sequence's s_q in paged decode
- * with fewer heads than MLA_BH (the ROWS kernels: 16 heads at s_q 2, one CTA reads the keys
- * once for both tokens, each row masked at its own token's causal limit), else 1 (a token's
+ * with fewer heads than MLA_BH (the ROWS kernels: 16 heads at s_q 4, 32 at s_q 2, one CTA
+ * reads the keys once for every token, each row masked at its own token's causal limit;
+ * 16 or 32 rows go to mla_fewheads.cu), else 1 (a token's
  * heads in tiles of their own: 128 heads, two per token). The tile's rows past
  * the last token are padding (the next rows of q, or zeros past it), computed and never
  * stored. Such a decode is bound by its cache reads; the idle rows cost tensor time it

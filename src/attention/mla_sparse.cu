@@ -37,8 +37,9 @@
  * than 64 and s_q > 1, a sequence's tokens share the 64-row tiles: MLA_KEYS_ROWS); with
  * the FP8 cache (kv_fp8) with FP8 = 1: the gather dequantises each row into the BF16 stage
  * the math warps read (mla_fp8_gather.cuh), so the math is unchanged and the BF16 values
- * are exact (power-of-two tile scales). Paged decode with 16 heads and s_q 1 runs
- * mla_fewheads.cu's kernel instead (keys on wgmma's M side: a quarter of the tensor work).
+ * are exact (power-of-two tile scales). Paged decode with s_q x heads = 16 or 32 runs
+ * mla_fewheads.cu's kernel instead (keys on wgmma's M side: a quarter to half of the
+ * tensor work).
  * Files: mla_stage.cuh (shared memory, key modes, roles), mla_fp8_gather.cuh (the FP8 rows),
  * mla_rows.cuh (a CTA's keys and rows, the gathers), mla_math.cuh (softmax pieces, the two
  * products, Q's register fragments); here the kernel (gather and the math loop) and the
