@@ -117,9 +117,10 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, c
   if ((s = ws_tmap_2d_swizzled(&mb, p->b, k->dtype, (uint64_t)p->n * (uint64_t)p->groups, (uint64_t)p->k, stride,
                                (uint32_t)k->bn, (uint32_t)k->bk, WS_SWIZZLE_128B)) != WS_OK)
     return s;
-  ws_tmap md; /* D: 64 x 64 boxes, 128B swizzle (gemm_epilogue.cuh) */
-  if ((s = ws_tmap_2d_swizzled(&md, p->d, WS_DTYPE_BF16, rows, (uint64_t)p->n, (uint64_t)p->n * 2, 64, 64,
-                               WS_SWIZZLE_128B)) != WS_OK)
+  ws_tmap md; /* D: 64 x 64 boxes, 128B swizzle (gemm_epilogue.cuh); cluster_k kernels store from registers */
+  memset(&md, 0, sizeof md);
+  if (!k->cluster_k && (s = ws_tmap_2d_swizzled(&md, p->d, WS_DTYPE_BF16, rows, (uint64_t)p->n, (uint64_t)p->n * 2, 64,
+                                                64, WS_SWIZZLE_128B)) != WS_OK)
     return s;
   gemm_args a;
   memset(&a, 0, sizeof a);
