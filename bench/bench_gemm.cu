@@ -299,8 +299,10 @@ static int run_case(int fp8, int groups, int m_per, int n, int k, uint64_t seed,
  * e.g. under a profiler. */
 extern "C" int bench_gemm(const char *csv_path, const char *only, double soak_seconds) {
   g_soak = soak_seconds;
+  /* the last two: a decode step's projections (1 and 16 tokens), the skinny kernel's shapes */
   const int shapes[][3] = {{8192, 8192, 8192}, {64, 4096, 7168}, {512, 4096, 7168}, {2048, 4096, 7168}, {8192, 4096, 7168},
-                           {64, 7168, 2048},   {512, 7168, 2048}, {2048, 7168, 2048}, {8192, 7168, 2048}};
+                           {64, 7168, 2048},   {512, 7168, 2048}, {2048, 7168, 2048}, {8192, 7168, 2048},
+                           {1, 4096, 7168},    {16, 7168, 2048}};
   FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
   if (csv) fprintf(csv, "type,groups,m_per_group,n,k,ws_ms,cublaslt_ms,ws_tflops,cublaslt_tflops,ratio,rel_err,tile\n");
   printf("bench gemm (D = A x B^T, bf16 out), median of 20, TFLOPS = 2mnk/t; cuBLASLt in the same run\n"
