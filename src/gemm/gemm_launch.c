@@ -72,6 +72,32 @@ int gemm_skinny_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms) 
   return splits > ksteps ? ksteps : splits;
 }
 
+/* How many clusters of `width` CTAs of a cluster_k kernel fit at once. ws_plan_max_clusters
+ * keeps the answer for one width per plan, and the skinny kernels ask for 2, 4 or 8 as the
+ * shapes come: a decode step's projections of different widths in turn would query the
+ * occupancy API at every call. So the answers are kept here, per plan (one per thread,
+ * device and kernel) and width. */
+static ws_status cluster_k_fit(ws_plan *plan, const void *func, int width, int *clusters) {
+  enum { KEPT = 32 };
+  static _Thread_local struct {
+    const ws_plan *plan;
+    int width, clusters;
+  } kept[KEPT];
+  static _Thread_local int next;
+  for (int i = 0; i < KEPT; i++)
+    if (kept[i].plan == plan && kept[i].width == width) {
+      *clusters = kept[i].clusters;
+      return WS_OK;
+    }
+  const ws_status s = ws_plan_max_clusters(plan, func, width, clusters);
+  if (s != WS_OK) return s;
+  kept[next].plan = plan;
+  kept[next].width = width;
+  kept[next].clusters = *clusters;
+  next = (next + 1) % KEPT;
+  return WS_OK;
+}
+
 /* cluster_k kernels: one CTA per (tile column, K slice), a tile's slices one cluster.
  * Where fewer clusters of that width fit at once than there are tile columns, the
  * slices halve (unless forced), so the columns run in one wave of narrower clusters. */
@@ -85,7 +111,7 @@ static ws_status gemm_launch_cluster_k(const gemm_kernel *k, const ws_gemm_probl
    * launch says whether a CTA fits; the occupancy query wants a cluster attribute */
   while (splits > 1) {
     int clusters = 0;
-    if ((s = ws_plan_max_clusters(plan, k->kernel, splits, &clusters)) != WS_OK) return s;
+    if ((s = cluster_k_fit(plan, k->kernel, splits, &clusters)) != WS_OK) return s;
     if (clusters >= tiles || (forced && clusters >= 1)) break;
     if (forced) return ws_fail(WS_ERR_BUDGET, "kernel '%s': no cluster of %d CTAs fits on this device", k->name, splits);
     splits /= 2;
