@@ -30,6 +30,8 @@ typedef struct {
   ws_tmap map_sb;       /* scale_tma: b_scale as [groups n / 128][k / 128] fp32, box 1 x 4 */
   uint16_t *d;          /* bf16 output */
   float *partial;       /* split-K: [splits][rows][n] fp32 partial sums, else NULL */
+  int cluster_split;    /* BF16 split-K in clusters (WARPSPEC_GEMM_CLUSTER_K): a tile's slices are one
+                         * cluster, one item per CTA, summed through distributed shared memory */
   const float *a_scale; /* FP8 only: a_scale[row * a_rs + kblock * a_ks] */
   const float *b_scale;
   const int *a_rows;    /* gathered A: D row r reads A row a_rows[r] (-1: row 0), cp.async from a_gather */

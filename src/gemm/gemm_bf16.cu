@@ -39,6 +39,45 @@ typedef struct {
 #define BF16_ROLES(ROLE) ROLE(G_LOADER, 1, 40, 1) ROLE(G_MATH, 4, 232, 2)
 WS_DECLARE_ROLES(gemm_bf16, BF16_ROLES);
 
+/* Split-K in clusters (args->cluster_split, WARPSPEC_GEMM_CLUSTER_K; written in session 37,
+ * not yet run on a GPU, off by default): this CTA is slice `split` of its tile's S, the S
+ * CTAs of the tile one cluster, one work item each. Every math thread: the tile's fp32
+ * sums go into this CTA's stages (free: the loader has nothing more to load), and after a
+ * cluster barrier the CTA sums rows split x 128 / S .. of every slice's partial through
+ * distributed shared memory, in slice order (the bits of gemm_splitk_reduce), and stores
+ * them as bf16. No workspace, no summing kernel, no fp32 round trip through HBM. */
+#define BF16_PART_LD (BF16_BN + 8) /* floats per partial row */
+WS_DEV void bf16_cluster_sum(bf16_smem *sm, const ws_ctx *c, const gemm_args *args, const gemm_tile *tile,
+                             const float *acc) {
+  static_assert(sizeof(sm->pipe.slot) >= BF16_BM * BF16_PART_LD * sizeof(float), "the partial overlays the stages");
+  float *part = (float *)sm->pipe.slot;
+  ws_cluster_sync(); /* both math warpgroups are past their last wgmma: the stages may be overwritten */
+  const int r0 = 64 * c->replica + 16 * c->warp + c->lane / 4, c0 = 2 * (c->lane % 4);
+#pragma unroll
+  for (int j = 0; j < BF16_BN / 8; j++)
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+      *(float2 *)(part + (r0 + 8 * h) * BF16_PART_LD + 8 * j + c0) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+  ws_cluster_sync(); /* every slice's partial is complete and visible in the cluster */
+  const int S = args->shape.splits, q = tile->split, n = args->shape.n, vecs = BF16_BN / 8;
+  const int r_lo = q * BF16_BM / S, r_hi = (q + 1) * BF16_BM / S;
+  for (int v = c->replica * 128 + ws_role_thread(c); v < (r_hi - r_lo) * vecs; v += 256) {
+    const int r = r_lo + v / vecs, local = tile->tm * BF16_BM + r, col = tile->tn * BF16_BN + 8 * (v % vecs);
+    if (local >= tile->count || col >= n) continue; /* n is a multiple of 8: a vector is in or out */
+    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int p = 0; p < S; p++) {
+      const uint32_t at = ws_mapa_shared_cluster(part + r * BF16_PART_LD + 8 * (v % vecs), (uint32_t)p);
+      const uint4 lo = ws_ld_shared_cluster_v4_u32(at), hi = ws_ld_shared_cluster_v4_u32(at + 16);
+      s[0] += __uint_as_float(lo.x); s[1] += __uint_as_float(lo.y); s[2] += __uint_as_float(lo.z); s[3] += __uint_as_float(lo.w);
+      s[4] += __uint_as_float(hi.x); s[5] += __uint_as_float(hi.y); s[6] += __uint_as_float(hi.z); s[7] += __uint_as_float(hi.w);
+    }
+    const uint4 out = make_uint4(gemm_pack_bf16x2(s[0], s[1]), gemm_pack_bf16x2(s[2], s[3]), gemm_pack_bf16x2(s[4], s[5]),
+                                 gemm_pack_bf16x2(s[6], s[7]));
+    ws_st_global_v4(args->d + (size_t)(tile->row0 + local) * (size_t)n + (size_t)col, out);
+  }
+  ws_cluster_sync(); /* no peer reads this CTA's partial any more */
+}
+
 WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, const __grid_constant__ ws_tmap map_b,
                                       const __grid_constant__ ws_tmap map_d, const __grid_constant__ gemm_args args,
                                       ws_diag diag) {
@@ -92,6 +131,10 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
     }
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_warp_at(&pipe, &ctx, prev);
+    if (args.cluster_split) { /* one item per CTA */
+      bf16_cluster_sum(sm, &ctx, &args, &tile, acc);
+      continue;
+    }
     gemm_store_fragment<BF16_BN, 2>(&ctx, &args, &tile, tile.tm * BF16_BM + ctx.replica * 64, acc, sm->out[ctx.replica],
                                     &map_d);
   }

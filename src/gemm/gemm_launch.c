@@ -51,9 +51,21 @@ static size_t gemm_workspace_need(const ws_gemm_problem *p, int splits) {
   return bytes;
 }
 
+/* The K slices of a dense BF16 problem on the 128 x 256 tile as clusters (WARPSPEC_GEMM_CLUSTER_K):
+ * the slices of a tile, at most 8 (the portable cluster; more only when forced, which
+ * keeps the workspace), sum their fp32 partials through distributed shared memory in
+ * slice order, the same bits as the summing kernel. 0: the workspace's way. */
+static int gemm_cluster_splits(const gemm_kernel *k, const ws_gemm_problem *p, int splits) {
+  if (!ws_knobs_get()->gemm_cluster_k || k->id != WS_PLAN_SLOT_GEMM_BF16 || p->layout != WS_GEMM_DENSE || splits < 2)
+    return 0;
+  if (splits > 8) return ws_knobs_get()->gemm_splits ? 0 : 8;
+  return splits;
+}
+
 ws_status gemm_workspace_of(const gemm_kernel *k, const ws_gemm_problem *p, int sms, size_t *bytes) {
-  /* cluster_k kernels sum their slices in shared memory: no workspace */
-  *bytes = ws_gemm_rows(p) && !k->cluster_k ? gemm_workspace_need(p, gemm_splits(k, p, sms)) : 0;
+  /* cluster_k kernels and split-K in clusters sum their slices in shared memory: no workspace */
+  const int splits = gemm_splits(k, p, sms);
+  *bytes = ws_gemm_rows(p) && !k->cluster_k && !gemm_cluster_splits(k, p, splits) ? gemm_workspace_need(p, splits) : 0;
   return WS_OK;
 }
 
@@ -184,6 +196,21 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, c
   if (k->cluster_k) return gemm_launch_cluster_k(k, p, sms, plan, &ma, &mb, &md, &a, stream);
   a.shape.splits = gemm_splits(k, p, sms);
   a.partial = NULL;
+  const int csplits = gemm_cluster_splits(k, p, a.shape.splits);
+  if (csplits) { /* one CTA per work item, a tile's slices one cluster (gemm_bf16.cu) */
+    a.shape.splits = csplits;
+    a.cluster_split = 1;
+    const long long items = (long long)((p->m + k->bm - 1) / k->bm) * ((p->n + k->bn - 1) / k->bn) * csplits;
+    int clusters = 0;
+    if ((s = cluster_k_fit(plan, k->kernel, csplits, &clusters)) != WS_OK) return s;
+    if (clusters < 1) return ws_fail(WS_ERR_BUDGET, "kernel '%s': no cluster of %d CTAs fits on this device", k->name, csplits);
+    WS_REQUIRE(items < (1ll << 31), "kernel '%s': %lld work items", k->name, items);
+    ws_diag diag;
+    if ((s = ws_diag_get(&diag)) != WS_OK) return s;
+    void *args[] = {&ma, &mb, &md, &a, &diag};
+    const dim3 g = {(unsigned)items, 1, 1};
+    return ws_plan_launch_cluster_chained(plan, k->kernel, g, csplits, stream, args);
+  }
   const size_t need = gemm_workspace_need(p, a.shape.splits);
   if (a.shape.splits > 1 && (!p->workspace || p->workspace_bytes < need || need == SIZE_MAX))
     a.shape.splits = 1; /* no room for the partials: one CTA per tile */

@@ -519,6 +519,19 @@ static void skinny(void) {
   CHECK(plan.smem_bytes > 11 * 20 * 1024 && plan.smem_bytes <= 232448);
   CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_BF16, 48, &plan), WS_ERR_INVALID);
   CHECK_MSG("16, 32, 64 or 128");
+  /* WARPSPEC_GEMM_CLUSTER_K: the 128 x 256 tile's slices in clusters need no workspace (at
+   * most 8 slices; more only when forced, which keeps the workspace) */
+  ws_gemm_problem s = {WS_GEMM_BF16, WS_GEMM_DENSE, 128, 512, 2048, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+  size_t with = 0, without = 1;
+  CHECK_STATUS(gemm_workspace_of(gemm_bf16_kernel_desc(), &s, 132, &with), WS_OK);
+  test_set_knob(WS_GEMM_CLUSTER_K_ENV, "1");
+  CHECK_STATUS(gemm_workspace_of(gemm_bf16_kernel_desc(), &s, 132, &without), WS_OK);
+  CHECK(with > 0 && without == 0);
+  test_set_knob(WS_GEMM_SPLITS_ENV, "12");
+  CHECK_STATUS(gemm_workspace_of(gemm_bf16_kernel_desc(), &s, 132, &without), WS_OK);
+  CHECK(without > 0);
+  test_set_knob(WS_GEMM_SPLITS_ENV, NULL);
+  test_set_knob(WS_GEMM_CLUSTER_K_ENV, NULL);
 }
 
 int main(void) {

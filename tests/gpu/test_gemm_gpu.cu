@@ -317,6 +317,52 @@ static void quantize_matches_host(void) {
   free(hx); free(fx); free(hq); free(gq); free(hs); free(gs);
 }
 
+/* WARPSPEC_GEMM_CLUSTER_K (BF16 split-K summed inside clusters; off by default, written in
+ * session 37 without a GPU): the same forced slices with the workspace and in clusters must
+ * give the same bits (both sum the slices in order), and the cluster form no workspace.
+ * Not part of `make test` until it has run: `test_gemm_gpu clusterk`. */
+static void bf16_cluster_k_case(int m, int n, int k, const char *splits) {
+  const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n;
+  uint16_t *ha = (uint16_t *)host_alloc(na, 2, 0), *hb = (uint16_t *)host_alloc(nb, 2, 0);
+  uint16_t *d0 = (uint16_t *)host_alloc(nd, 2, 0), *d1 = (uint16_t *)host_alloc(nd, 2, 0);
+  for (size_t i = 0; i < na; i++) ha[i] = ws_float_to_bf16((float)((int)(rng_u32() % 2001) - 1000) / 1000.0f);
+  for (size_t i = 0; i < nb; i++) hb[i] = ws_float_to_bf16((float)((int)(rng_u32() % 2001) - 1000) / 1000.0f);
+  void *a, *b, *d;
+  CUDA_OK(cudaMalloc(&a, na * 2));
+  CUDA_OK(cudaMalloc(&b, nb * 2));
+  CUDA_OK(cudaMalloc(&d, nd * 2));
+  CUDA_OK(cudaMemcpy(a, ha, na * 2, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(b, hb, nb * 2, cudaMemcpyHostToDevice));
+  test_set_knob(WS_GEMM_SPLITS_ENV, splits);
+  size_t ws_bytes[2] = {0, 0};
+  for (int on = 0; on < 2; on++) {
+    test_set_knob(WS_GEMM_CLUSTER_K_ENV, on ? "1" : "0");
+    ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+    attach_workspace(&p);
+    ws_bytes[on] = p.workspace_bytes;
+    CUDA_OK(cudaMemset(d, 0xFF, nd * 2));
+    WS_OK_OR_DIE(ws_gemm(&p, 0));
+    WS_OK_OR_DIE(ws_sync(0));
+    CUDA_OK(cudaMemcpy(on ? d1 : d0, d, nd * 2, cudaMemcpyDeviceToHost));
+    cudaFree(p.workspace);
+  }
+  test_set_knob(WS_GEMM_CLUSTER_K_ENV, NULL);
+  test_set_knob(WS_GEMM_SPLITS_ENV, NULL);
+  long nan_count = 0;
+  for (size_t i = 0; i < nd; i++) nan_count += d1[i] == 0xFFFF;
+  const int same = memcmp(d0, d1, nd * 2) == 0;
+  printf("bf16 %5d x %5d x %5d, %s slices: clusters %s the workspace's bits, %ld unwritten, workspace %zu -> %zu B\n", m, n,
+         k, splits, same ? "give" : "DO NOT GIVE", nan_count, ws_bytes[0], ws_bytes[1]);
+  CHECK(same && nan_count == 0 && ws_bytes[0] > 0 && ws_bytes[1] == 0);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(d);
+  free(ha);
+  free(hb);
+  free(d0);
+  free(d1);
+}
+
 /* "quick": without the large shapes (for compute-sanitizer, which runs every access
  * through its checks). */
 static int quick;
@@ -356,6 +402,19 @@ int main(int argc, char **argv) {
     quick = 1;
     bf16_dense_cases();
     return test_finish("test_gemm_gpu bf16");
+  }
+  if (argc > 1 && strcmp(argv[1], "clusterk") == 0) { /* BF16 split-K in clusters (see above) */
+    bf16_cluster_k_case(128, 512, 2048, "2");    /* 2 tiles x 2 slices */
+    bf16_cluster_k_case(300, 264, 1024, "3");    /* ragged rows and columns, 3 slices */
+    bf16_cluster_k_case(96, 1024, 4096, "8");    /* 4 tiles x 8 */
+    bf16_cluster_k_case(512, 4096, 7168, "2");   /* 64 tiles x 2: the bench's 512-row shape */
+    bf16_cluster_k_case(128, 768, 1344, "7");    /* 21 K steps over 7 */
+    quick = 1;
+    test_set_knob(WS_GEMM_CLUSTER_K_ENV, "1");
+    run_bf16(96, 1024, 4096);                    /* against the float64 reference, chosen slices */
+    run_bf16(200, 512, 2048);
+    test_set_knob(WS_GEMM_CLUSTER_K_ENV, NULL);
+    return test_finish("test_gemm_gpu clusterk");
   }
   if (argc > 1 && strcmp(argv[1], "gather") == 0) { /* the FP8 gathered cases alone, 10 times each, both tiles */
     const int ragged[5] = {200, 0, 1, 513, 64};
