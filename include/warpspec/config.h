@@ -219,6 +219,7 @@
 #define WS_GEMM_PAIR_ENV          "WARPSPEC_GEMM_PAIR"     /* off: the 192-row tile alone     */
 #define WS_GEMM_SKINNY_ENV        "WARPSPEC_GEMM_SKINNY"   /* off: few BF16 rows on the 128 x 256 tile */
 #define WS_GEMM_CLUSTER_K_ENV     "WARPSPEC_GEMM_CLUSTER_K" /* on: BF16 split-K summed in a cluster (not measured yet) */
+#define WS_MLA_L2_AHEAD_ENV       "WARPSPEC_MLA_L2_AHEAD"  /* 0: few-head decode without L2 prefetch (not measured yet) */
 #define WS_MOE_GATHER_ENV         "WARPSPEC_MOE_GATHER"    /* WS_MOE_GATHER_DEFAULT          */
 #define WS_EP_OVERLAP_ENV         "WARPSPEC_EP_OVERLAP"    /* WS_EP_OVERLAP_DEFAULT          */
 #define WS_EP_COMBINE_ENV         "WARPSPEC_EP_COMBINE"    /* by ranks (WS_EP_FUSED_MIN_RANKS) */

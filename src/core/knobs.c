@@ -75,6 +75,7 @@ static const knob_desc table[] = {
     BOOL_KNOB(WS_GEMM_PAIR_ENV, NULL, gemm_pair, 1, NULL),
     BOOL_KNOB(WS_GEMM_SKINNY_ENV, NULL, gemm_skinny, 1, NULL),
     BOOL_KNOB(WS_GEMM_CLUSTER_K_ENV, NULL, gemm_cluster_k, 0, NULL),
+    INT_KNOB(WS_MLA_L2_AHEAD_ENV, NULL, mla_l2_ahead, 0, 0, 8, NULL),
     BOOL_KNOB(WS_MOE_GATHER_ENV, NULL, moe_gather, WS_MOE_GATHER_DEFAULT, NULL),
     BOOL_KNOB(WS_EP_OVERLAP_ENV, NULL, ep_overlap, WS_EP_OVERLAP_DEFAULT, "chosen per call"),
     WORD_KNOB(WS_EP_COMBINE_ENV, NULL, ep_combine, -1, ep_combines, "fused from 4 ranks, else kernels"),
