@@ -64,16 +64,8 @@ WS_DEV void bf16_cluster_sum(bf16_smem *sm, const ws_ctx *c, const gemm_args *ar
   for (int v = c->replica * 128 + ws_role_thread(c); v < (r_hi - r_lo) * vecs; v += 256) {
     const int r = r_lo + v / vecs, local = tile->tm * BF16_BM + r, col = tile->tn * BF16_BN + 8 * (v % vecs);
     if (local >= tile->count || col >= n) continue; /* n is a multiple of 8: a vector is in or out */
-    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int p = 0; p < S; p++) {
-      const uint32_t at = ws_mapa_shared_cluster(part + r * BF16_PART_LD + 8 * (v % vecs), (uint32_t)p);
-      const uint4 lo = ws_ld_shared_cluster_v4_u32(at), hi = ws_ld_shared_cluster_v4_u32(at + 16);
-      s[0] += __uint_as_float(lo.x); s[1] += __uint_as_float(lo.y); s[2] += __uint_as_float(lo.z); s[3] += __uint_as_float(lo.w);
-      s[4] += __uint_as_float(hi.x); s[5] += __uint_as_float(hi.y); s[6] += __uint_as_float(hi.z); s[7] += __uint_as_float(hi.w);
-    }
-    const uint4 out = make_uint4(gemm_pack_bf16x2(s[0], s[1]), gemm_pack_bf16x2(s[2], s[3]), gemm_pack_bf16x2(s[4], s[5]),
-                                 gemm_pack_bf16x2(s[6], s[7]));
-    ws_st_global_v4(args->d + (size_t)(tile->row0 + local) * (size_t)n + (size_t)col, out);
+    ws_st_global_v4(args->d + (size_t)(tile->row0 + local) * (size_t)n + (size_t)col,
+                    gemm_cluster_sum8_bf16(part + r * BF16_PART_LD + 8 * (v % vecs), S));
   }
   ws_cluster_sync(); /* no peer reads this CTA's partial any more */
 }

@@ -29,10 +29,10 @@
  * first bytes' latency and the launch are a large part of that. */
 #include "../core/internal.h"
 #include "gemm_args.h"
+#include "gemm_epilogue.cuh"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
 
-#include <cuda_bf16.h>
 
 #define SK_BN 64     /* weight rows per CTA: a math warpgroup per 64 */
 #define SK_WGS (SK_BN / 64)
@@ -71,8 +71,8 @@ WS_DEV void sk_wgmma(float *acc, uint64_t da, uint64_t db, int accumulate) {
 
 /* The accumulator of a m64nTOK wgmma into part[A row][weight row]: register j of a
  * thread holds weight row 16 w + lane / 4 (+ 8 for j % 4 >= 2) and A row
- * 8 (j / 4) + 2 (lane % 4) + j % 2. With rows of 132 floats, a store's 32 lanes fall on
- * 32 banks (A row x 4 + weight row). */
+ * 8 (j / 4) + 2 (lane % 4) + j % 2. With rows of SK_BN + 4 = 68 floats, a store's 32
+ * lanes fall on 32 banks (A row x 4 + weight row). */
 template <int TOK>
 WS_DEV void sk_store_partial(float (*part)[SK_BN + SK_PAD], const float *acc, const ws_ctx *c) {
   const int wrow = 64 * c->replica + 16 * c->warp + c->lane / 4, col = 2 * (c->lane % 4);
@@ -89,20 +89,7 @@ WS_DEV void sk_reduce_store(sk_smem<TOK> *sm, const gemm_args *args, int tile, i
   for (int v = t; v < TOK * vecs; v += threads) {
     const int row = v / vecs, col = 8 * (v0 + v % vecs), j = tile * SK_BN + col;
     if (row >= m || j >= n) continue; /* n is a multiple of 8: a vector is in or out */
-    float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int p = 0; p < S; p++) {
-      const uint32_t at = ws_mapa_shared_cluster(&sm->part[row][col], (uint32_t)p);
-      const uint4 lo = ws_ld_shared_cluster_v4_u32(at), hi = ws_ld_shared_cluster_v4_u32(at + 16);
-      s[0] += __uint_as_float(lo.x); s[1] += __uint_as_float(lo.y); s[2] += __uint_as_float(lo.z); s[3] += __uint_as_float(lo.w);
-      s[4] += __uint_as_float(hi.x); s[5] += __uint_as_float(hi.y); s[6] += __uint_as_float(hi.z); s[7] += __uint_as_float(hi.w);
-    }
-    uint4 out;
-    __nv_bfloat162 h;
-    h = __floats2bfloat162_rn(s[0], s[1]); out.x = *(const uint32_t *)&h;
-    h = __floats2bfloat162_rn(s[2], s[3]); out.y = *(const uint32_t *)&h;
-    h = __floats2bfloat162_rn(s[4], s[5]); out.z = *(const uint32_t *)&h;
-    h = __floats2bfloat162_rn(s[6], s[7]); out.w = *(const uint32_t *)&h;
-    ws_st_global_v4(args->d + (size_t)row * (size_t)n + (size_t)j, out);
+    ws_st_global_v4(args->d + (size_t)row * (size_t)n + (size_t)j, gemm_cluster_sum8_bf16(&sm->part[row][col], S));
   }
 }
 

@@ -32,6 +32,23 @@ WS_DEV void gemm_st_shared_u32(uint8_t *p, uint32_t v) {
   asm volatile("st.shared.u32 [%0], %1;" ::"r"(ws_smem_addr(p)), "r"(v) : "memory");
 }
 
+/* K slices summed inside a cluster (gemm_bf16_skinny, gemm_bf16's cluster split): the 8
+ * fp32 values at shared address `at` (16-byte aligned) in each of the cluster's first S
+ * CTAs, added in rank order from zero (the order gemm_splitk_reduce adds its slices in)
+ * and packed as 8 bf16. The partials must be complete and visible: a cluster barrier
+ * between their stores and this. */
+WS_DEV uint4 gemm_cluster_sum8_bf16(const void *at, int S) {
+  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int p = 0; p < S; p++) {
+    const uint32_t a = ws_mapa_shared_cluster(at, (uint32_t)p);
+    const uint4 lo = ws_ld_shared_cluster_v4_u32(a), hi = ws_ld_shared_cluster_v4_u32(a + 16);
+    s[0] += __uint_as_float(lo.x); s[1] += __uint_as_float(lo.y); s[2] += __uint_as_float(lo.z); s[3] += __uint_as_float(lo.w);
+    s[4] += __uint_as_float(hi.x); s[5] += __uint_as_float(hi.y); s[6] += __uint_as_float(hi.z); s[7] += __uint_as_float(hi.w);
+  }
+  return make_uint4(gemm_pack_bf16x2(s[0], s[1]), gemm_pack_bf16x2(s[2], s[3]), gemm_pack_bf16x2(s[4], s[5]),
+                    gemm_pack_bf16x2(s[6], s[7]));
+}
+
 /* Plain stores, row by row, of the fragment's rows that belong to the group: bf16 into
  * D, or (part != NULL, split-K) fp32 into this slice's partial tile. */
 template <int BN>

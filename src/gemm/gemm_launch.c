@@ -110,12 +110,24 @@ static ws_status cluster_k_fit(ws_plan *plan, const void *func, int width, int *
   return WS_OK;
 }
 
+/* The launch every GEMM ends with: `ctas` CTAs, chained, in clusters of `width` when it
+ * is above 1. */
+static ws_status gemm_launch_ctas(ws_plan *plan, const gemm_kernel *k, long long ctas, int width, ws_tmap *ma,
+                                  ws_tmap *mb, ws_tmap *md, gemm_args *a, cudaStream_t stream) {
+  ws_diag diag;
+  const ws_status s = ws_diag_get(&diag);
+  if (s != WS_OK) return s;
+  void *args[] = {ma, mb, md, a, &diag};
+  const dim3 g = {(unsigned)ctas, 1, 1};
+  return width > 1 ? ws_plan_launch_cluster_chained(plan, k->kernel, g, width, stream, args)
+                   : ws_plan_launch_chained(plan, k->kernel, g, stream, args);
+}
+
 /* cluster_k kernels: one CTA per (tile column, K slice), a tile's slices one cluster.
  * Where fewer clusters of that width fit at once than there are tile columns, the
  * slices halve (unless forced), so the columns run in one wave of narrower clusters. */
 static ws_status gemm_launch_cluster_k(const gemm_kernel *k, const ws_gemm_problem *p, int sms, ws_plan *plan,
-                                       const ws_tmap *ma, const ws_tmap *mb, const ws_tmap *md, gemm_args *a,
-                                       cudaStream_t stream) {
+                                       ws_tmap *ma, ws_tmap *mb, ws_tmap *md, gemm_args *a, cudaStream_t stream) {
   const int tiles = (p->n + k->bn - 1) / k->bn, forced = ws_knobs_get()->gemm_splits != 0;
   int splits = gemm_skinny_splits(k, p, sms);
   ws_status s;
@@ -129,11 +141,7 @@ static ws_status gemm_launch_cluster_k(const gemm_kernel *k, const ws_gemm_probl
     splits /= 2;
   }
   a->shape.splits = splits;
-  ws_diag diag;
-  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
-  void *args[] = {(void *)ma, (void *)mb, (void *)md, a, &diag};
-  const dim3 g = {(unsigned)(tiles * splits), 1, 1};
-  return ws_plan_launch_cluster_chained(plan, k->kernel, g, splits, stream, args);
+  return gemm_launch_ctas(plan, k, (long long)tiles * splits, splits, ma, mb, md, a, stream);
 }
 
 ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, cudaStream_t stream) {
@@ -205,11 +213,7 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, c
     if ((s = cluster_k_fit(plan, k->kernel, csplits, &clusters)) != WS_OK) return s;
     if (clusters < 1) return ws_fail(WS_ERR_BUDGET, "kernel '%s': no cluster of %d CTAs fits on this device", k->name, csplits);
     WS_REQUIRE(items < (1ll << 31), "kernel '%s': %lld work items", k->name, items);
-    ws_diag diag;
-    if ((s = ws_diag_get(&diag)) != WS_OK) return s;
-    void *args[] = {&ma, &mb, &md, &a, &diag};
-    const dim3 g = {(unsigned)items, 1, 1};
-    return ws_plan_launch_cluster_chained(plan, k->kernel, g, csplits, stream, args);
+    return gemm_launch_ctas(plan, k, items, csplits, &ma, &mb, &md, &a, stream);
   }
   const size_t need = gemm_workspace_need(p, a.shape.splits);
   if (a.shape.splits > 1 && (!p->workspace || p->workspace_bytes < need || need == SIZE_MAX))
@@ -227,12 +231,7 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, c
     if (ctas > (long long)clusters * pair) ctas = (long long)clusters * pair;
     ctas -= ctas % pair;
   }
-  ws_diag diag;
-  if ((s = ws_diag_get(&diag)) != WS_OK) return s;
-  void *args[] = {&ma, &mb, &md, &a, &diag};
-  dim3 g = {(unsigned)ctas, 1, 1};
-  s = pair > 1 ? ws_plan_launch_cluster_chained(plan, k->kernel, g, pair, stream, args)
-               : ws_plan_launch_chained(plan, k->kernel, g, stream, args);
+  s = gemm_launch_ctas(plan, k, ctas, pair, &ma, &mb, &md, &a, stream);
   if (s == WS_OK && a.partial) s = gemm_splitk_reduce(a.partial, a.shape.splits, rows * (size_t)p->n, a.d, stream);
   return s;
 }
