@@ -24,14 +24,17 @@ static void attach_workspace(ws_gemm_problem *p) {
   p->workspace_bytes = bytes;
 }
 
+/* a random value in [-1, 1], in steps of 1 / 1000 */
+static float frand(void) { return (float)((int)(rng_u32() % 2001) - 1000) / 1000.0f; }
+
 static int g_skinny = 1; /* WARPSPEC_GEMM_SKINNY as the cases set it */
 
 static void run_bf16(int m, int n, int k) {
   const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n;
   uint16_t *ha = (uint16_t *)host_alloc(na, 2, 0), *hb = (uint16_t *)host_alloc(nb, 2, 0),
            *hd = (uint16_t *)host_alloc(nd, 2, 0);
-  for (size_t i = 0; i < na; i++) ha[i] = ws_float_to_bf16((float)((int)(rng_u32() % 2001) - 1000) / 1000.0f);
-  for (size_t i = 0; i < nb; i++) hb[i] = ws_float_to_bf16((float)((int)(rng_u32() % 2001) - 1000) / 1000.0f);
+  for (size_t i = 0; i < na; i++) ha[i] = ws_float_to_bf16(frand());
+  for (size_t i = 0; i < nb; i++) hb[i] = ws_float_to_bf16(frand());
   void *a, *b, *d;
   CUDA_OK(cudaMalloc(&a, na * 2));
   CUDA_OK(cudaMalloc(&b, nb * 2));
@@ -88,7 +91,6 @@ static void run_bf16(int m, int n, int k) {
   free(hd);
 }
 
-static float frand(void) { return (float)((int)(rng_u32() % 2001) - 1000) / 1000.0f; }
 
 /* FP8 activation scales handed over K-block-major (a_scale_ld = rows rounded up to 4,
  * plus 4) instead of row-major. */
@@ -325,8 +327,8 @@ static void bf16_cluster_k_case(int m, int n, int k, const char *splits) {
   const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n;
   uint16_t *ha = (uint16_t *)host_alloc(na, 2, 0), *hb = (uint16_t *)host_alloc(nb, 2, 0);
   uint16_t *d0 = (uint16_t *)host_alloc(nd, 2, 0), *d1 = (uint16_t *)host_alloc(nd, 2, 0);
-  for (size_t i = 0; i < na; i++) ha[i] = ws_float_to_bf16((float)((int)(rng_u32() % 2001) - 1000) / 1000.0f);
-  for (size_t i = 0; i < nb; i++) hb[i] = ws_float_to_bf16((float)((int)(rng_u32() % 2001) - 1000) / 1000.0f);
+  for (size_t i = 0; i < na; i++) ha[i] = ws_float_to_bf16(frand());
+  for (size_t i = 0; i < nb; i++) hb[i] = ws_float_to_bf16(frand());
   void *a, *b, *d;
   CUDA_OK(cudaMalloc(&a, na * 2));
   CUDA_OK(cudaMalloc(&b, nb * 2));
