@@ -155,10 +155,16 @@
  * pass. A slice is at least this many K steps (64 wide for BF16, 128 for FP8). */
 #define WS_GEMM_SPLITK_MIN_STEPS 4
 #define WS_GEMM_SPLITK_MAX       16
+#define WS_GEMM_SPLITK_BF16_WIDE 4  /* the BF16 128 x 256 tile from 16 tiles on (gemm_launch.c) */
 /* BF16 dense problems of at most this many rows run the skinny kernel (weights on wgmma's
  * M side, K slices summed inside a cluster; gemm_bf16_skinny.cu): its A operand is one
  * wgmma N of at most 64. */
 #define WS_GEMM_SKINNY_MAX_ROWS  64
+/* BF16 split-K on the 128 x 256 tile: a tile's slices, when there are at most this many,
+ * run as one cluster and sum their partials through distributed shared memory (no
+ * workspace, no summing kernel, the same bits); more slices keep the workspace
+ * (WARPSPEC_GEMM_CLUSTER_K; docs/knobs.md has the measurements). */
+#define WS_GEMM_CLUSTER_K_DEFAULT 2
 /* FP8: how much faster a 192-row tile (three math warpgroups) computes a row than a
  * 128-row tile (two), with row-major activation scales (global loads in both kernels)
  * and with K-block-major ones, which the 192-row kernel takes through TMA (k a multiple
@@ -218,8 +224,7 @@
 #define WS_GEMM_FP8_TILE_ENV      "WARPSPEC_GEMM_FP8_TILE" /* per problem (WIDE_GAIN above)  */
 #define WS_GEMM_PAIR_ENV          "WARPSPEC_GEMM_PAIR"     /* off: the 192-row tile alone     */
 #define WS_GEMM_SKINNY_ENV        "WARPSPEC_GEMM_SKINNY"   /* off: few BF16 rows on the 128 x 256 tile */
-#define WS_GEMM_CLUSTER_K_ENV     "WARPSPEC_GEMM_CLUSTER_K" /* on: BF16 split-K summed in a cluster (not measured yet) */
-#define WS_MLA_L2_AHEAD_ENV       "WARPSPEC_MLA_L2_AHEAD"  /* 0: few-head decode without L2 prefetch (not measured yet) */
+#define WS_GEMM_CLUSTER_K_ENV     "WARPSPEC_GEMM_CLUSTER_K" /* 0: BF16 split-K through the workspace; N: clusters up to N slices */
 #define WS_MOE_GATHER_ENV         "WARPSPEC_MOE_GATHER"    /* WS_MOE_GATHER_DEFAULT          */
 #define WS_EP_OVERLAP_ENV         "WARPSPEC_EP_OVERLAP"    /* WS_EP_OVERLAP_DEFAULT          */
 #define WS_EP_COMBINE_ENV         "WARPSPEC_EP_COMBINE"    /* by ranks (WS_EP_FUSED_MIN_RANKS) */

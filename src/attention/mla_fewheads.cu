@@ -29,7 +29,6 @@
  * 0.178 ms BF16 (82-83%), FP8 0.218 -> 0.200 ms; s_q 2, 8 heads, 0.188 -> 0.172 ms (session
  * 37). */
 #include "../core/internal.h"
-#include "../core/knobs.h"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
 #include "attn_device.cuh"
@@ -67,23 +66,6 @@ template <int NH>
 static __device__ __forceinline__ void mfh_wgmma_o(float *d, uint64_t da, uint64_t db) {
   if constexpr (NH == 32) ws_wgmma_m64n32k16_bf16_ta(d, da, db, 1);
   else ws_wgmma_m64n16k16_bf16_ta(d, da, db, 1);
-}
-
-/* WARPSPEC_MLA_L2_AHEAD (a.l2_ahead blocks, 0: off; written in session 37, not yet run on
- * a GPU): gather thread t < 64 asks L2 for row t of block nb + l2_ahead before it waits for
- * block nb's stage. Each warpgroup has one stage, so a block's copies start only when the
- * warpgroup has released its previous block, and their DRAM latency is in every block's
- * path: 16-head BF16 and FP8 took the same 2.6 us per block and CTA (session 36), FP8 with
- * 57% of the bytes. From L2 the copies would take a fraction of that. The page lookup's
- * load sits where the thread waits for the stage anyway. */
-static __device__ __forceinline__ void mfh_prefetch_block(const mla_args *a, int kt, int kbeg, int nkeys, int nb, int t,
-                                                          int fp8) {
-  const int kk = (nb + a->l2_ahead) * MLA_BN + t;
-  if (a->l2_ahead <= 0 || t >= MLA_BN || kk >= nkeys) return;
-  const int row = mla_row_resolve<MLA_KEYS_PLAIN>(a, kt, kbeg, mla_row_fetch<MLA_KEYS_PLAIN>(a, kt, kbeg, nkeys, kk));
-  if (row < 0) return;
-  if (fp8) ws_prefetch_bulk_l2(a->kv8 + (size_t)row * WS_MLA_FP8_ROW_BYTES, WS_MLA_FP8_ROW_BYTES);
-  else ws_prefetch_bulk_l2(a->kv + (size_t)row * MLA_DQK, MLA_DQK * 2);
 }
 
 template <int NH>
@@ -145,7 +127,6 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
         const int w = nb & 1;
         const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
         const ws_pipe sp = mfh_stage<NH>(sm, w);
-        mfh_prefetch_block(&a, kt, kbeg, nkeys, nb, t, 1);
         ws_pipe_acquire_at(&sp, &ctx, k);
         mla_gather_fp8_block<MLA_KEYS_PLAIN>(&ctx, &a, kt, kbeg, nkeys, nb, ws_smem_addr(sm->kv[w][0]), sm->valid[w],
                                              sm->rows[w], t, &d_next, &e, sm->scales[w]);
@@ -158,7 +139,6 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
         const int w = nb & 1;
         const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
         const ws_pipe sp = mfh_stage<NH>(sm, w);
-        mfh_prefetch_block(&a, kt, kbeg, nkeys, nb, t, 0);
         ws_pipe_acquire_at(&sp, &ctx, k);
         int r[4];
         mla_rows_step<MLA_KEYS_PLAIN>(&a, kt, kbeg, nkeys, row0, nb, r, r_next, e_next);
@@ -379,7 +359,6 @@ ws_status mla_fewheads_launch(const void *q, int tokens, mla_args *a, int splits
   ws_status s = ws_plan_cached(slots[rows][h32][fp8], h32 ? mfh_make_plan<32> : mfh_make_plan<16>, names[rows][h32][fp8], &plan);
   if (s != WS_OK) return s;
   a->xchg_bar = plan->layout.nbarriers + 1; /* the plan's three user barriers, in a row */
-  a->l2_ahead = ws_knobs_get()->mla_l2_ahead;
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   const void *qp = q;

@@ -29,7 +29,6 @@ typedef struct {
   float *lse;
   float *o_part, *lse_part;             /* splits > 1: [split][row][512] and [split][row] */
   int rows;                             /* query rows x heads (the partials' stride)      */
-  int l2_ahead;                         /* mla_fewheads: kv rows asked of L2 this many blocks ahead (0: none) */
 } mla_args;
 
 /* Checks shared by both calls, then the tensor map of q ([tokens x heads][576]), the plan

@@ -27,6 +27,12 @@ static int gemm_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms) 
     if (2 * tiles <= sms) splits = (int)(sms / tiles);
     if (splits > ksteps / WS_GEMM_SPLITK_MIN_STEPS) splits = ksteps / WS_GEMM_SPLITK_MIN_STEPS;
     if (splits > WS_GEMM_SPLITK_MAX) splits = WS_GEMM_SPLITK_MAX;
+    /* the BF16 128 x 256 tile from 16 tiles on (64 CTAs or more): 4 slices through the
+     * workspace beat 8 at 96 and 128 rows of (4096, 7168) on an H200 (0.92-0.95x and 0.86x
+     * cuBLASLt against 0.86-0.87x and 0.77-0.85x, session 38): half the partials' round
+     * trip, twice the K steps a tile. Fewer tiles keep their slices (not measured). */
+    if (k->id == WS_PLAN_SLOT_GEMM_BF16 && tiles >= 16 && splits > WS_GEMM_SPLITK_BF16_WIDE)
+      splits = WS_GEMM_SPLITK_BF16_WIDE;
   }
   if (p->layout != WS_GEMM_DENSE || splits < 1) splits = 1;
   return splits > ksteps ? ksteps : splits;
@@ -51,14 +57,16 @@ static size_t gemm_workspace_need(const ws_gemm_problem *p, int splits) {
   return bytes;
 }
 
-/* The K slices of a dense BF16 problem on the 128 x 256 tile as clusters (WARPSPEC_GEMM_CLUSTER_K):
- * the slices of a tile, at most 8 (the portable cluster; more only when forced, which
- * keeps the workspace), sum their fp32 partials through distributed shared memory in
- * slice order, the same bits as the summing kernel. 0: the workspace's way. */
+/* The K slices of a dense BF16 problem on the 128 x 256 tile as clusters: the slices of a
+ * tile sum their fp32 partials through distributed shared memory in slice order, the same
+ * bits as the summing kernel, when there are at most WARPSPEC_GEMM_CLUSTER_K of them
+ * (WS_GEMM_CLUSTER_K_DEFAULT, 2). More slices keep the workspace. H200, session 38, against
+ * the workspace: 2 slices 3-14% faster (512 x (4096, 7168), 256 x (7168, 2048)); 4 slices
+ * level at 128 x (7168, 2048) and 1.6x slower at 256 x (4096, 7168) (32 clusters of 4 do
+ * not fit at once: two waves); 8 slices 1.5x slower. 0: the workspace's way. */
 static int gemm_cluster_splits(const gemm_kernel *k, const ws_gemm_problem *p, int splits) {
-  if (!ws_knobs_get()->gemm_cluster_k || k->id != WS_PLAN_SLOT_GEMM_BF16 || p->layout != WS_GEMM_DENSE || splits < 2)
-    return 0;
-  if (splits > 8) return ws_knobs_get()->gemm_splits ? 0 : 8;
+  const int most = ws_knobs_get()->gemm_cluster_k;
+  if (k->id != WS_PLAN_SLOT_GEMM_BF16 || p->layout != WS_GEMM_DENSE || splits < 2 || splits > most) return 0;
   return splits;
 }
 

@@ -519,18 +519,27 @@ static void skinny(void) {
   CHECK(plan.smem_bytes > 11 * 20 * 1024 && plan.smem_bytes <= 232448);
   CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_BF16, 48, &plan), WS_ERR_INVALID);
   CHECK_MSG("16, 32, 64 or 128");
-  /* WARPSPEC_GEMM_CLUSTER_K: the 128 x 256 tile's slices in clusters need no workspace (at
-   * most 8 slices; more only when forced, which keeps the workspace) */
+  /* WARPSPEC_GEMM_CLUSTER_K: the 128 x 256 tile's slices in clusters need no workspace, up
+   * to the knob's count of slices (WS_GEMM_CLUSTER_K_DEFAULT); more keep the workspace, as
+   * does 0 */
   ws_gemm_problem s = {WS_GEMM_BF16, WS_GEMM_DENSE, 128, 512, 2048, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   size_t with = 0, without = 1;
-  CHECK_STATUS(gemm_workspace_of(gemm_bf16_kernel_desc(), &s, 132, &with), WS_OK);
-  test_set_knob(WS_GEMM_CLUSTER_K_ENV, "1");
+  CHECK_STATUS(gemm_workspace_of(gemm_bf16_kernel_desc(), &s, 132, &with), WS_OK); /* 2 tiles: 8 slices */
+  test_set_knob(WS_GEMM_CLUSTER_K_ENV, "8");
   CHECK_STATUS(gemm_workspace_of(gemm_bf16_kernel_desc(), &s, 132, &without), WS_OK);
   CHECK(with > 0 && without == 0);
   test_set_knob(WS_GEMM_SPLITS_ENV, "12");
   CHECK_STATUS(gemm_workspace_of(gemm_bf16_kernel_desc(), &s, 132, &without), WS_OK);
   CHECK(without > 0);
   test_set_knob(WS_GEMM_SPLITS_ENV, NULL);
+  test_set_knob(WS_GEMM_CLUSTER_K_ENV, NULL);
+  ws_gemm_problem h = s; /* 512 rows of (4096, 7168): 64 tiles, 2 slices */
+  h.m = 512; h.n = 4096; h.k = 7168;
+  CHECK_STATUS(gemm_workspace_of(gemm_bf16_kernel_desc(), &h, 132, &without), WS_OK);
+  CHECK(without == 0);
+  test_set_knob(WS_GEMM_CLUSTER_K_ENV, "0");
+  CHECK_STATUS(gemm_workspace_of(gemm_bf16_kernel_desc(), &h, 132, &with), WS_OK);
+  CHECK(with == (size_t)2 * 512 * 4096 * 4);
   test_set_knob(WS_GEMM_CLUSTER_K_ENV, NULL);
 }
 

@@ -319,10 +319,9 @@ static void quantize_matches_host(void) {
   free(hx); free(fx); free(hq); free(gq); free(hs); free(gs);
 }
 
-/* WARPSPEC_GEMM_CLUSTER_K (BF16 split-K summed inside clusters; off by default, written in
- * session 37 without a GPU): the same forced slices with the workspace and in clusters must
- * give the same bits (both sum the slices in order), and the cluster form no workspace.
- * Not part of `make test` until it has run: `test_gemm_gpu clusterk`. */
+/* WARPSPEC_GEMM_CLUSTER_K (BF16 split-K summed inside clusters, up to the knob's count of
+ * slices): the same forced slices with the workspace and in clusters must give the same
+ * bits (both sum the slices in order), and the cluster form no workspace. */
 static void bf16_cluster_k_case(int m, int n, int k, const char *splits) {
   const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n;
   uint16_t *ha = (uint16_t *)host_alloc(na, 2, 0), *hb = (uint16_t *)host_alloc(nb, 2, 0);
@@ -338,7 +337,7 @@ static void bf16_cluster_k_case(int m, int n, int k, const char *splits) {
   test_set_knob(WS_GEMM_SPLITS_ENV, splits);
   size_t ws_bytes[2] = {0, 0};
   for (int on = 0; on < 2; on++) {
-    test_set_knob(WS_GEMM_CLUSTER_K_ENV, on ? "1" : "0");
+    test_set_knob(WS_GEMM_CLUSTER_K_ENV, on ? "8" : "0");
     ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
     attach_workspace(&p);
     ws_bytes[on] = p.workspace_bytes;
@@ -368,6 +367,24 @@ static void bf16_cluster_k_case(int m, int n, int k, const char *splits) {
 /* "quick": without the large shapes (for compute-sanitizer, which runs every access
  * through its checks). */
 static int quick;
+
+/* Split-K in clusters at forced slice counts against the workspace, then at the chosen
+ * ones against the float64 reference. */
+static void bf16_cluster_k_cases(void) {
+  bf16_cluster_k_case(128, 512, 2048, "2");    /* 2 tiles x 2 slices */
+  bf16_cluster_k_case(300, 264, 1024, "3");    /* ragged rows and columns, 3 slices */
+  bf16_cluster_k_case(96, 1024, 4096, "8");    /* 4 tiles x 8 */
+  if (!quick) bf16_cluster_k_case(512, 4096, 7168, "2"); /* 64 tiles x 2: the bench's 512-row shape */
+  bf16_cluster_k_case(128, 768, 1344, "7");    /* 21 K steps over 7 */
+  const int was_quick = quick;
+  quick = 1;
+  test_set_knob(WS_GEMM_CLUSTER_K_ENV, "8");
+  run_bf16(96, 1024, 4096);                    /* against the float64 reference, chosen slices (8) */
+  run_bf16(200, 512, 2048);
+  test_set_knob(WS_GEMM_CLUSTER_K_ENV, NULL);
+  run_bf16(128, 7168, 1024);                   /* the default on 132 SMs: 28 tiles x 4 slices in clusters */
+  quick = was_quick;
+}
 
 /* The dense BF16 cases: the 128 x 256 tile, the skinny kernel (at most 64 rows) with its
  * K slices in clusters of every width, and split-K on the 128 x 256 tile. */
@@ -403,19 +420,11 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "bf16") == 0) { /* the dense BF16 cases alone, quick (compute-sanitizer) */
     quick = 1;
     bf16_dense_cases();
+    bf16_cluster_k_cases();
     return test_finish("test_gemm_gpu bf16");
   }
   if (argc > 1 && strcmp(argv[1], "clusterk") == 0) { /* BF16 split-K in clusters (see above) */
-    bf16_cluster_k_case(128, 512, 2048, "2");    /* 2 tiles x 2 slices */
-    bf16_cluster_k_case(300, 264, 1024, "3");    /* ragged rows and columns, 3 slices */
-    bf16_cluster_k_case(96, 1024, 4096, "8");    /* 4 tiles x 8 */
-    bf16_cluster_k_case(512, 4096, 7168, "2");   /* 64 tiles x 2: the bench's 512-row shape */
-    bf16_cluster_k_case(128, 768, 1344, "7");    /* 21 K steps over 7 */
-    quick = 1;
-    test_set_knob(WS_GEMM_CLUSTER_K_ENV, "1");
-    run_bf16(96, 1024, 4096);                    /* against the float64 reference, chosen slices */
-    run_bf16(200, 512, 2048);
-    test_set_knob(WS_GEMM_CLUSTER_K_ENV, NULL);
+    bf16_cluster_k_cases();
     return test_finish("test_gemm_gpu clusterk");
   }
   if (argc > 1 && strcmp(argv[1], "gather") == 0) { /* the FP8 gathered cases alone, 10 times each, both tiles */
@@ -494,6 +503,7 @@ int main(int argc, char **argv) {
     run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_MASKED, 256, 512, 256, 4, masked);
   }
   bf16_dense_cases();
+  bf16_cluster_k_cases();
   if (!quick) {
     run_bf16(4096, 4096, 7168); /* DeepSeek-V3 L1 expert */
     run_bf16(2048, 7168, 2048); /* DeepSeek-V3 L2 expert */

@@ -278,12 +278,6 @@ WS_DEV void ws_cp_async_commit_group(void) { asm volatile("cp.async.commit_group
 /* Wait until at most N bulk groups are still incomplete (writes visible). */
 #define WS_CP_ASYNC_BULK_WAIT_GROUP(N) asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory")
 
-/* Ask L2 for `bytes` (a multiple of 16, 16-byte aligned) at global address p; no shared
- * memory, no completion to wait for. */
-WS_DEV void ws_prefetch_bulk_l2(const void *p, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-
 WS_DEV void ws_prefetch_tensormap(const void *tmap) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(tmap) : "memory");
 }
