@@ -181,7 +181,7 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
     ws_pipe_wait_at(&sp, &ctx, k);
     if (FP8) { /* the raw rows dequantised in place by this warpgroup (the gather only copies) */
       const int t = ws_role_thread(&ctx), row = t & 63;
-      mla_fp8_convert_in_place(&ctx, ws_smem_addr(sm->kv[w][0]), sm->scales[w][row], row, t >> 6);
+      mla_fp8_convert_in_place_ahead(&ctx, ws_smem_addr(sm->kv[w][0]), sm->scales[w][row], row, t >> 6);
       ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
       ws_role_sync(&ctx);
     }
