@@ -65,8 +65,9 @@ ws_status cli_named_plan(const char *name, ws_plan *plan) {
   if (strcmp(name, "gemm_fp8") == 0) return ws_gemm_plan(WS_GEMM_FP8, plan);
   if (strcmp(name, "gemm_fp8_wide") == 0) return ws_gemm_plan_tile(WS_GEMM_FP8, 192, plan);
   if (strcmp(name, "gemm_bf16_skinny") == 0) return ws_gemm_plan_tile(WS_GEMM_BF16, 64, plan);
+  if (strcmp(name, "gemm_fp8_skinny") == 0) return ws_gemm_plan_tile(WS_GEMM_FP8, 64, plan);
   if (strcmp(name, "seed") == 0) return ws_plan_init(plan, "seed", seed_roles, 3, 0);
   if (strcmp(name, "seed_twin") == 0) return ws_plan_init(plan, "seed_twin", seed_roles, 3, 240);
   if (strcmp(name, "gemm") == 0) return ws_plan_init(plan, "gemm", gemm_roles, 2, 0);
-  return ws_fail(WS_ERR_INVALID, "unknown kernel '%s'; known: stream_tma stream_threads gemm_bf16 gemm_bf16_skinny gemm_fp8 gemm_fp8_wide (library), seed seed_twin gemm (examples)", name);
+  return ws_fail(WS_ERR_INVALID, "unknown kernel '%s'; known: stream_tma stream_threads gemm_bf16 gemm_bf16_skinny gemm_fp8 gemm_fp8_wide gemm_fp8_skinny (library), seed seed_twin gemm (examples)", name);
 }

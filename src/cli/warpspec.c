@@ -19,7 +19,7 @@ static int usage(void) {
           "                                    regs = 24..256 (multiple of 8), rest or entry\n"
           "  plan --kernel K                   plan of a known kernel (stream_tma, stream_threads,\n"
           "                                    gemm_bf16, gemm_bf16_skinny, gemm_fp8, gemm_fp8_wide,\n"
-          "                                    seed, seed_twin, gemm)\n"
+          "                                    gemm_fp8_skinny, seed, seed_twin, gemm)\n"
           "  bench [pipe] [--bytes N] [--iters N] [--csv FILE] [--sweep]\n"
           "  bench sendrecv [--ranks N] [--max-bytes N] [--csv FILE]   ws_sendrecv vs NCCL (ring)\n"
           "  bench allgather [--ranks N] [--max-bytes N] [--csv FILE]  ws_allgather vs ncclAllGather\n"

@@ -31,6 +31,7 @@ typedef struct {
   int gemm_fp8_tile;         /* WARPSPEC_GEMM_FP8_TILE: 0 = chosen per problem, 128 or 192   */
   int gemm_pair;             /* WARPSPEC_GEMM_PAIR: the 192-row FP8 tile in CTA pairs        */
   int gemm_skinny;           /* WARPSPEC_GEMM_SKINNY: BF16 of <= 64 rows on the skinny kernel */
+  int gemm_fp8_skinny;       /* WARPSPEC_GEMM_FP8_SKINNY: FP8 of <= 64 rows on the skinny kernel */
   int gemm_cluster_k;        /* WARPSPEC_GEMM_CLUSTER_K: BF16 split-K summed in clusters of at most this many slices */
   int moe_gather;            /* WARPSPEC_MOE_GATHER: 0 / 1                                   */
   int ep_overlap;            /* WARPSPEC_EP_OVERLAP: -1 = chosen per call, 0 / 1 forced     */

@@ -71,6 +71,10 @@ const gemm_kernel *gemm_fp8_wide_pair_kernel_desc(void); /* the 192-row tile in 
 const gemm_kernel *gemm_bf16_skinny16_kernel_desc(void);
 const gemm_kernel *gemm_bf16_skinny32_kernel_desc(void);
 const gemm_kernel *gemm_bf16_skinny64_kernel_desc(void);
+/* FP8 with at most 16, 32 or 64 rows, the same swap (WARPSPEC_GEMM_FP8_SKINNY, off until measured) */
+const gemm_kernel *gemm_fp8_skinny16_kernel_desc(void);
+const gemm_kernel *gemm_fp8_skinny32_kernel_desc(void);
+const gemm_kernel *gemm_fp8_skinny64_kernel_desc(void);
 /* The K slices of the skinny kernel on a GPU of `sms` SMs, before the residency check. */
 int gemm_skinny_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms);
 /* The name of the kernel ws_gemm launches for p on a GPU of `sms` SMs (>= 1), NULL when p

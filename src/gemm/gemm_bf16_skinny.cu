@@ -30,33 +30,18 @@
 #include "../core/internal.h"
 #include "gemm_args.h"
 #include "gemm_epilogue.cuh"
+#include "gemm_skinny.cuh"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
 
 
-#define SK_BN 64     /* weight rows per CTA: a math warpgroup per 64 */
 #define SK_WGS (SK_BN / 64)
 #define SK_BK 64     /* bf16 per 128-byte swizzled row: one TMA box, one K step */
-#define SK_KBOXES 2  /* K steps per stage: 256 contiguous bytes of every weight row */
-#define SK_MAXST 12  /* stages at most */
-#define SK_PAD 4     /* floats after each partial row: the fragment's stores hit 32 banks */
 
 template <int TOK>
 struct __align__(1024) sk_stage {
   uint16_t b[SK_KBOXES][SK_BN * SK_BK]; /* weights, 8 KiB a box */
   uint16_t a[SK_KBOXES][TOK * SK_BK];   /* A's rows (TOK x 128 B a box, a multiple of 1024 B) */
-};
-
-/* As many stages as fit beside the partial, at most SK_MAXST (2048: the barriers' 1024-byte
- * block and the alignment of the dynamic shared memory) */
-template <int TOK>
-struct sk_smem {
-  static constexpr int part_bytes = TOK * (SK_BN + SK_PAD) * 4;
-  static constexpr int fit = (232448 - 2048 - part_bytes) / (int)sizeof(sk_stage<TOK>);
-  static constexpr int stages = fit > SK_MAXST ? SK_MAXST : fit;
-  WS_PIPE_STORAGE(pipe_t, sk_stage<TOK>, stages);
-  pipe_t pipe;
-  __align__(16) float part[TOK][SK_BN + SK_PAD]; /* D^T's tile as partial sums, by row of A */
 };
 
 #define SK_ROLES(ROLE) ROLE(SK_MATH, 4, WS_REGS_ENTRY, SK_WGS) ROLE(SK_LOADER, 1, WS_REGS_ENTRY, 1)
@@ -69,34 +54,10 @@ WS_DEV void sk_wgmma(float *acc, uint64_t da, uint64_t db, int accumulate) {
   else ws_wgmma_m64n16k16_bf16(acc, da, db, accumulate);
 }
 
-/* The accumulator of a m64nTOK wgmma into part[A row][weight row]: register j of a
- * thread holds weight row 16 w + lane / 4 (+ 8 for j % 4 >= 2) and A row
- * 8 (j / 4) + 2 (lane % 4) + j % 2. With rows of SK_BN + 4 = 68 floats, a store's 32
- * lanes fall on 32 banks (A row x 4 + weight row). */
-template <int TOK>
-WS_DEV void sk_store_partial(float (*part)[SK_BN + SK_PAD], const float *acc, const ws_ctx *c) {
-  const int wrow = 64 * c->replica + 16 * c->warp + c->lane / 4, col = 2 * (c->lane % 4);
-#pragma unroll
-  for (int j = 0; j < TOK / 2; j++) part[8 * (j / 4) + col + (j % 2)][wrow + 8 * ((j / 2) % 2)] = acc[j];
-}
-
-/* Every math thread of CTA q of S: its share of the tile's columns (SK_BN / S weight rows,
- * whole 8-column vectors, every A row below m), summed over the S partials in slice order. */
-template <int TOK>
-WS_DEV void sk_reduce_store(sk_smem<TOK> *sm, const gemm_args *args, int tile, int q, int S, int t, int threads) {
-  /* the tile's 8-column vectors split over the S CTAs as evenly as whole vectors go */
-  const int nv = SK_BN / 8, v0 = q * nv / S, vecs = (q + 1) * nv / S - v0, m = (int)args->rows, n = args->shape.n;
-  for (int v = t; v < TOK * vecs; v += threads) {
-    const int row = v / vecs, col = 8 * (v0 + v % vecs), j = tile * SK_BN + col;
-    if (row >= m || j >= n) continue; /* n is a multiple of 8: a vector is in or out */
-    ws_st_global_v4(args->d + (size_t)row * (size_t)n + (size_t)j, gemm_cluster_sum8_bf16(&sm->part[row][col], S));
-  }
-}
-
 template <int TOK>
 WS_DEV void sk_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args *args, ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  sk_smem<TOK> *sm = (sk_smem<TOK> *)ws_smem_align1024(smem_raw);
+  sk_smem<sk_stage<TOK>, TOK> *sm = (sk_smem<sk_stage<TOK>, TOK> *)ws_smem_align1024(smem_raw);
   ws_ctx ctx = WS_SELF(gemm_bf16_skinny, diag);
   /* wgmma reads a stage warpgroup-wide: released once per warp */
   ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "gemm_bf16_skinny", WS_ROLE_THREADS(gemm_bf16_skinny, SK_LOADER),
@@ -166,7 +127,7 @@ WS_DEV void sk_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args 
    * peer still reads ours, so the CTA may end. */
   ws_cluster_sync();
   if (ctx.role == SK_MATH)
-    sk_reduce_store<TOK>(sm, args, tile, q, S, ctx.replica * 128 + ws_role_thread(&ctx), 128 * SK_WGS);
+    sk_reduce_store<TOK>(sm->part, args, tile, q, S, ctx.replica * 128 + ws_role_thread(&ctx), 128 * SK_WGS);
   ws_cluster_sync();
 }
 
@@ -188,7 +149,7 @@ SK_KERNEL(64)
 #define SK_DESC(TOK)                                                                                               \
   extern "C" const gemm_kernel *gemm_bf16_skinny##TOK##_kernel_desc(void) {                                        \
     static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_BF16_SKINNY##TOK, "gemm_bf16_skinny" #TOK,                      \
-                                  gemm_bf16_skinny_roles, gemm_bf16_skinny_NROLES, sizeof(sk_smem<TOK>) + 1024,     \
+                                  gemm_bf16_skinny_roles, gemm_bf16_skinny_NROLES, sizeof(sk_smem<sk_stage<TOK>, TOK>) + 1024,     \
                                   (const void *)gemm_bf16_skinny##TOK##_kernel, TOK, SK_BN, SK_BK, 0, WS_DTYPE_BF16, \
                                   2, 1, 1};                                                                         \
     return &k;                                                                                                     \

@@ -204,6 +204,10 @@ static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   /* a gathered A: the 128-row kernel with four loader warps, or the 192-row one if forced */
   if (p->a_rows) return forced == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_gather_kernel_desc();
   if (forced) return forced == 192 ? fp8_wide_or_pair(p) : gemm_fp8_kernel_desc();
+  /* a few rows: the weights on wgmma's M side (WARPSPEC_GEMM_FP8_SKINNY, off until measured) */
+  if (p->layout == WS_GEMM_DENSE && p->m <= WS_GEMM_SKINNY_MAX_ROWS && ws_knobs_get()->gemm_fp8_skinny)
+    return p->m <= 16 ? gemm_fp8_skinny16_kernel_desc()
+           : p->m <= 32 ? gemm_fp8_skinny32_kernel_desc() : gemm_fp8_skinny64_kernel_desc();
   if (sms < 1) sms = 1;
   /* K-block-major activation scales reach the 192-row kernel's stages by TMA (gemm_launch.c) */
   const double gain = p->a_scale_ld > 0 && (p->k / 128) % 4 == 0 ? WS_GEMM_FP8_WIDE_GAIN_TMA : WS_GEMM_FP8_WIDE_GAIN;
@@ -255,11 +259,15 @@ ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan) {
 ws_status ws_gemm_plan_tile(ws_gemm_type type, int tile_rows, ws_plan *plan) {
   WS_REQUIRE(type == WS_GEMM_BF16 || type == WS_GEMM_FP8, "ws_gemm_plan_tile: type %d unknown", (int)type);
   const gemm_kernel *wide = gemm_fp8_wide_kernel_desc();
-  const gemm_kernel *k = type == WS_GEMM_FP8 ? (tile_rows == wide->bm ? wide : gemm_fp8_kernel_desc())
+  const gemm_kernel *k = type == WS_GEMM_FP8 ? (tile_rows == wide->bm ? wide
+                                                : tile_rows == 16   ? gemm_fp8_skinny16_kernel_desc()
+                                                : tile_rows == 32   ? gemm_fp8_skinny32_kernel_desc()
+                                                : tile_rows == 64   ? gemm_fp8_skinny64_kernel_desc()
+                                                                    : gemm_fp8_kernel_desc())
                          : tile_rows == 16 ? gemm_bf16_skinny16_kernel_desc()
                          : tile_rows == 32 ? gemm_bf16_skinny32_kernel_desc()
                          : tile_rows == 64 ? gemm_bf16_skinny64_kernel_desc() : gemm_bf16_kernel_desc();
   WS_REQUIRE(tile_rows == k->bm, "ws_gemm_plan_tile: no %s kernel has %d-row tiles (%s)",
-             type == WS_GEMM_BF16 ? "BF16" : "FP8", tile_rows, type == WS_GEMM_BF16 ? "16, 32, 64 or 128" : "128 or 192");
+             type == WS_GEMM_BF16 ? "BF16" : "FP8", tile_rows, type == WS_GEMM_BF16 ? "16, 32, 64 or 128" : "16, 32, 64, 128 or 192");
   return gemm_plan_of(k, plan);
 }

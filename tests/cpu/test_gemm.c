@@ -373,8 +373,12 @@ static void gpu_entry_points(void) {
   CHECK(plan.layout.threads == 384);
   CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_BF16, 192, &plan), WS_ERR_INVALID);
   CHECK_MSG("no BF16 kernel has 192-row tiles");
-  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_FP8, 64, &plan), WS_ERR_INVALID);
-  CHECK_MSG("128 or 192");
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_FP8, 64, &plan), WS_OK); /* the FP8 skinny kernel */
+  CHECK(plan.layout.threads == 160 && plan.smem_bytes > 6 * 32 * 1024 && plan.smem_bytes <= 232448);
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_FP8, 16, &plan), WS_OK);
+  CHECK(plan.smem_bytes > 11 * 20 * 1024 && plan.smem_bytes <= 232448);
+  CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_FP8, 48, &plan), WS_ERR_INVALID);
+  CHECK_MSG("16, 32, 64, 128 or 192");
   CHECK_STATUS(ws_gemm_plan_tile(WS_GEMM_FP8, 192, NULL), WS_ERR_INVALID);
   ws_gemm_problem none = {WS_GEMM_BF16, WS_GEMM_DENSE, 0, 8, 64, 1, NULL, (void *)(uintptr_t)0x1000, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK_STATUS(ws_gemm(&none, 0), WS_OK); /* m = 0: nothing to do, no GPU needed */

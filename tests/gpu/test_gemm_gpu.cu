@@ -104,6 +104,9 @@ static int g_gather;
  * CTA pairs (the default), and require the same bits (the pairs change who loads A, not the
  * arithmetic; an odd tile-column count stays unpaired by the host's rule). */
 static int g_pair;
+/* WARPSPEC_GEMM_FP8_SKINNY on (the fp8skinny mode): a dense FP8 problem of at most 64 rows must
+ * run the skinny kernel */
+static int g_fp8_skinny;
 #define GATHER_EXTRA 37
 #define GATHER_PAD 48
 #define GATHER_SPAD 3
@@ -211,6 +214,23 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
   WS_OK_OR_DIE(ws_gemm(&p, 0));
   WS_OK_OR_DIE(ws_sync(0));
   CUDA_OK(cudaMemcpy(hd, d, nd * 2, cudaMemcpyDeviceToHost));
+  if (g_fp8_skinny && fp8) {
+    int sms = 0;
+    CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const char *kname = gemm_kernel_name_for(&p, sms);
+    const int skinny = kname && strncmp(kname, "gemm_fp8_skinny", 15) == 0;
+    CHECK(skinny == (layout == WS_GEMM_DENSE && m <= 64 && !g_gather));
+    /* again on a poisoned D: the slices sum in a fixed order, so the same bits */
+    uint16_t *again = (uint16_t *)host_alloc(nd, 2, 0);
+    CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
+    WS_OK_OR_DIE(ws_gemm(&p, 0));
+    WS_OK_OR_DIE(ws_sync(0));
+    CUDA_OK(cudaMemcpy(again, d, nd * 2, cudaMemcpyDeviceToHost));
+    const int same = memcmp(again, hd, nd * 2) == 0;
+    printf("  %s: %s\n", kname ? kname : "?", same ? "same bits twice" : "DIFFERENT BITS TWICE");
+    CHECK(same);
+    free(again);
+  }
   if (g_pair && fp8 && !g_gather) {
     uint16_t *hp = (uint16_t *)host_alloc(nd, 2, 0);
     CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
@@ -426,6 +446,28 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "clusterk") == 0) { /* BF16 split-K in clusters (see above) */
     bf16_cluster_k_cases();
     return test_finish("test_gemm_gpu clusterk");
+  }
+  if (argc > 1 && strcmp(argv[1], "fp8skinny") == 0) { /* FP8 with few rows on the skinny kernel (WARPSPEC_GEMM_FP8_SKINNY) */
+    test_set_knob(WS_GEMM_FP8_SKINNY_ENV, "1");
+    g_fp8_skinny = 1;
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 1024, 1, NULL);   /* 4 columns, one slice */
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 5, 1024, 640, 1, NULL);   /* 5 K blocks: the last stage half past K */
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 17, 512, 4096, 1, NULL);  /* 32 rows of A read, clusters of 4 */
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 7168, 2048, 1, NULL); /* DeepSeek-V3 L2 shape: 112 columns */
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 40, 4096, 7168, 1, NULL); /* 64 columns x 2 slices */
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 65, 512, 1024, 1, NULL);  /* 65 rows: not skinny */
+    g_kmajor = 1; /* K-block-major activation scales */
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 1024, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 17, 512, 4096, 1, NULL);
+    g_kmajor = 0;
+    test_set_knob(WS_GEMM_SPLITS_ENV, "3");
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 33, 512, 1408, 1, NULL);  /* 11 K blocks, 6 stages over 3 */
+    test_set_knob(WS_GEMM_SPLITS_ENV, "7");
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 384, 1280, 1, NULL);  /* 5 stages over 7: two slices add zeros */
+    test_set_knob(WS_GEMM_SPLITS_ENV, NULL);
+    test_set_knob(WS_GEMM_FP8_SKINNY_ENV, NULL);
+    g_fp8_skinny = 0;
+    return test_finish("test_gemm_gpu fp8skinny");
   }
   if (argc > 1 && strcmp(argv[1], "gather") == 0) { /* the FP8 gathered cases alone, 10 times each, both tiles */
     const int ragged[5] = {200, 0, 1, 513, 64};

@@ -88,6 +88,50 @@ WS_DEV void ws_wgmma_m64n256k16_bf16(float *d, uint64_t desc_a, uint64_t desc_b,
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
+/* D[64 x 16] (+)= A[64 x 32] x B[16 x 32]^T, e4m3, both from shared memory (K-major): the
+ * skinny FP8 GEMM's weights (A) against a few rows (B). d: 8 fp32 per thread. */
+WS_DEV void ws_wgmma_m64n16k32_e4m3(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7"
+      "}, %8, %9, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+/* D[64 x 32] (+)= A[64 x 32] x B[32 x 32]^T, e4m3, both from shared memory (K-major): the
+ * skinny FP8 GEMM's weights (A) against a few rows (B). d: 16 fp32 per thread. */
+WS_DEV void ws_wgmma_m64n32k32_e4m3(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+      "}, %16, %17, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+/* D[64 x 64] (+)= A[64 x 32] x B[64 x 32]^T, e4m3, both from shared memory (K-major): the
+ * skinny FP8 GEMM's weights (A) against a few rows (B). d: 32 fp32 per thread. */
+WS_DEV void ws_wgmma_m64n64k32_e4m3(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
 /* D[64 x 128] (+)= A[64 x k] x B[128 x k]^T, e4m3, both from shared memory (K-major).
  * d: 64 fp32 accumulators per thread; accumulate = 0 overwrites. */
 WS_DEV void ws_wgmma_m64n128k32_e4m3(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {

@@ -1,0 +1,56 @@
+/* gemm_skinny.cuh - what the two skinny kernels share (gemm_bf16_skinny.cu,
+ * gemm_fp8_skinny.cu): a dense problem of at most 64 rows with the weights on wgmma's M
+ * side (64 weight rows a CTA) and A's rows on N (TOK = 16, 32 or 64), two K boxes (256
+ * contiguous bytes of each weight row) a stage, and a tile's K slices as one cluster that
+ * sums its fp32 partials through distributed shared memory. This file: the shared-memory
+ * layout, the partial's store and the cluster's sum. */
+#ifndef WARPSPEC_GEMM_SKINNY_CUH
+#define WARPSPEC_GEMM_SKINNY_CUH
+
+#include "gemm_args.h"
+#include "gemm_epilogue.cuh"
+#include "warpspec/device/warpspec.cuh"
+
+#define SK_BN 64     /* weight rows per CTA: one math warpgroup */
+#define SK_KBOXES 2  /* K boxes (128 bytes of a weight row each) per stage */
+#define SK_MAXST 12  /* stages at most */
+#define SK_PAD 4     /* floats after each partial row: the fragment's stores hit 32 banks */
+
+/* As many stages of STAGE as fit beside the partial, at most SK_MAXST (2048: the barriers'
+ * 1024-byte block and the alignment of the dynamic shared memory) */
+template <typename STAGE, int TOK>
+struct sk_smem {
+  static constexpr int part_bytes = TOK * (SK_BN + SK_PAD) * 4;
+  static constexpr int fit = (232448 - 2048 - part_bytes) / (int)sizeof(STAGE);
+  static constexpr int stages = fit > SK_MAXST ? SK_MAXST : fit;
+  WS_PIPE_STORAGE(pipe_t, STAGE, stages);
+  pipe_t pipe;
+  __align__(16) float part[TOK][SK_BN + SK_PAD]; /* D^T's tile as partial sums, by row of A */
+};
+
+/* The accumulator of a m64nTOK wgmma into part[A row][weight row]: register j of a
+ * thread holds weight row 16 w + lane / 4 (+ 8 for j % 4 >= 2) and A row
+ * 8 (j / 4) + 2 (lane % 4) + j % 2. With rows of SK_BN + 4 = 68 floats, a store's 32
+ * lanes fall on 32 banks (A row x 4 + weight row). */
+template <int TOK>
+WS_DEV void sk_store_partial(float (*part)[SK_BN + SK_PAD], const float *acc, const ws_ctx *c) {
+  const int wrow = 64 * c->replica + 16 * c->warp + c->lane / 4, col = 2 * (c->lane % 4);
+#pragma unroll
+  for (int j = 0; j < TOK / 2; j++) part[8 * (j / 4) + col + (j % 2)][wrow + 8 * ((j / 2) % 2)] = acc[j];
+}
+
+/* Every math thread of CTA q of S: its share of the tile's columns (SK_BN / S weight rows,
+ * whole 8-column vectors, every A row below m), summed over the S partials in slice order. */
+template <int TOK>
+WS_DEV void sk_reduce_store(float (*part)[SK_BN + SK_PAD], const gemm_args *args, int tile, int q, int S, int t,
+                            int threads) {
+  /* the tile's 8-column vectors split over the S CTAs as evenly as whole vectors go */
+  const int nv = SK_BN / 8, v0 = q * nv / S, vecs = (q + 1) * nv / S - v0, m = (int)args->rows, n = args->shape.n;
+  for (int v = t; v < TOK * vecs; v += threads) {
+    const int row = v / vecs, col = 8 * (v0 + v % vecs), j = tile * SK_BN + col;
+    if (row >= m || j >= n) continue; /* n is a multiple of 8: a vector is in or out */
+    ws_st_global_v4(args->d + (size_t)row * (size_t)n + (size_t)j, gemm_cluster_sum8_bf16(&part[row][col], S));
+  }
+}
+
+#endif
