@@ -7,7 +7,11 @@
  *     group's count must stay poisoned); dense problems with few rows, which split K over
  *     several CTAs (fp32 partials, then a summing pass). Every element for small
  *     problems, 20000 random ones for large. Relative error ||D - ref|| / ||ref||: BF16 < 1e-2, FP8 < 2e-2 against
- *     the reference on the same quantised inputs (bf16 rounding of D dominates). */
+ *     the reference on the same quantised inputs (bf16 rounding of D dominates).
+ * Modes: (none) everything; quick (no large shapes); bf16 (the dense BF16 cases, the
+ * skinny kernel and split-K in clusters: for compute-sanitizer); clusterk; gather;
+ * fp8skinny (WARPSPEC_GEMM_FP8_SKINNY on: dense FP8 of at most 64 rows; written in
+ * session 38 without a GPU, not in `make test` until it has run). */
 #include "gpu_test.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
