@@ -225,6 +225,7 @@
 #define WS_GEMM_PAIR_ENV          "WARPSPEC_GEMM_PAIR"     /* off: the 192-row tile alone     */
 #define WS_GEMM_SKINNY_ENV        "WARPSPEC_GEMM_SKINNY"   /* off: few BF16 rows on the 128 x 256 tile */
 #define WS_GEMM_FP8_SKINNY_ENV    "WARPSPEC_GEMM_FP8_SKINNY" /* on: few FP8 rows on the skinny kernel (not measured yet) */
+#define WS_GEMM_SKINNY_ROWS_ENV   "WARPSPEC_GEMM_SKINNY_ROWS" /* 128: BF16 of 65-128 rows on the skinny kernel too (not measured yet) */
 #define WS_GEMM_CLUSTER_K_ENV     "WARPSPEC_GEMM_CLUSTER_K" /* 0: BF16 split-K through the workspace; N: clusters up to N slices */
 #define WS_MOE_GATHER_ENV         "WARPSPEC_MOE_GATHER"    /* WS_MOE_GATHER_DEFAULT          */
 #define WS_EP_OVERLAP_ENV         "WARPSPEC_EP_OVERLAP"    /* WS_EP_OVERLAP_DEFAULT          */

@@ -8,7 +8,8 @@
  * cuBLASLt 26-28 us). Here the operands swap:
  *   D^T[n x m] = B[n x k] x A[m x k]^T
  * the weights on wgmma's M side and A's rows on N (TOK = 16, 32 or 64: the rows rounded
- * up, TMA fills the rest with zeros). A CTA owns 64 weight rows; a stage holds two K
+ * up, TMA fills the rest with zeros; 128 for 65-128 rows under WARPSPEC_GEMM_SKINNY_ROWS=128,
+ * one K step a stage, written in session 38 and not yet measured). A CTA owns 64 weight rows; a stage holds two K
  * steps (256 contiguous bytes of each weight row, 16 KiB, and TOK x 256 bytes of A), as
  * many stages as fit (6 at TOK 64, 11 at 16). A tile's stages are cut into S slices (the
  * host picks S in 1..8 so that the tiles times S give most SMs a CTA), one CTA per slice,
@@ -40,8 +41,8 @@
 
 template <int TOK>
 struct __align__(1024) sk_stage {
-  uint16_t b[SK_KBOXES][SK_BN * SK_BK]; /* weights, 8 KiB a box */
-  uint16_t a[SK_KBOXES][TOK * SK_BK];   /* A's rows (TOK x 128 B a box, a multiple of 1024 B) */
+  uint16_t b[sk_kboxes<TOK>()][SK_BN * SK_BK]; /* weights, 8 KiB a box */
+  uint16_t a[sk_kboxes<TOK>()][TOK * SK_BK];   /* A's rows (TOK x 128 B a box, a multiple of 1024 B) */
 };
 
 #define SK_ROLES(ROLE) ROLE(SK_MATH, 4, WS_REGS_ENTRY, SK_WGS) ROLE(SK_LOADER, 1, WS_REGS_ENTRY, 1)
@@ -49,7 +50,8 @@ WS_DECLARE_ROLES(gemm_bf16_skinny, SK_ROLES);
 
 template <int TOK>
 WS_DEV void sk_wgmma(float *acc, uint64_t da, uint64_t db, int accumulate) {
-  if constexpr (TOK == 64) ws_wgmma_m64n64k16_bf16(acc, da, db, accumulate);
+  if constexpr (TOK == 128) ws_wgmma_m64n128k16_bf16(acc, da, db, accumulate);
+  else if constexpr (TOK == 64) ws_wgmma_m64n64k16_bf16(acc, da, db, accumulate);
   else if constexpr (TOK == 32) ws_wgmma_m64n32k16_bf16(acc, da, db, accumulate);
   else ws_wgmma_m64n16k16_bf16(acc, da, db, accumulate);
 }
@@ -67,9 +69,10 @@ WS_DEV void sk_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args 
   ws_init_sync();
   /* the cluster is the tile's S slices, rank q = slice q (1-D clusters along x) */
   const int S = args->shape.splits, q = (int)ws_cluster_ctarank(), tile = (int)blockIdx.x / S;
-  /* the slices cut whole stages of SK_KBOXES K steps; a last stage past K loads zeros
+  /* the slices cut whole stages of KB K steps; a last stage past K loads zeros
    * (TMA fills what lies outside the matrix), which add nothing */
-  const int nst = (args->shape.ksteps + SK_KBOXES - 1) / SK_KBOXES;
+  constexpr int KB = sk_kboxes<TOK>();
+  const int nst = (args->shape.ksteps + KB - 1) / KB;
   const int k0 = (int)((long long)q * nst / S), k1 = (int)((long long)(q + 1) * nst / S); /* stages of this slice */
 
   if (ctx.role == SK_LOADER) {
@@ -82,9 +85,9 @@ WS_DEV void sk_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args 
     ws_cursor c = {0, 0};
     for (int ks = k0; ks < k1; ks++, c = ws_cursor_next(c, pipe.stages)) {
       sk_stage<TOK> *st = &sm->pipe.slot[ws_pipe_acquire_at(&pipe, &ctx, c)];
-      const int kb = ks * SK_KBOXES; /* first K step of the stage */
+      const int kb = ks * KB; /* first K step of the stage */
 #pragma unroll
-      for (int b = 0; b < SK_KBOXES; b++) {
+      for (int b = 0; b < KB; b++) {
         ws_pipe_load_tile_2d_hint_at(&pipe, &ctx, c, st->b[b], map_b, (kb + b) * SK_BK, tile * SK_BN, once);
         ws_pipe_load_tile_2d_at(&pipe, &ctx, c, st->a[b], map_a, (kb + b) * SK_BK, 0);
       }
@@ -103,7 +106,7 @@ WS_DEV void sk_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args 
       const sk_stage<TOK> *st = &sm->pipe.slot[c.stage];
       ws_wgmma_fence();
 #pragma unroll
-      for (int b = 0; b < SK_KBOXES; b++) {
+      for (int b = 0; b < KB; b++) {
         const uint64_t da = ws_wgmma_desc_k128b(st->b[b] + ctx.replica * 64 * SK_BK), db = ws_wgmma_desc_k128b(st->a[b]);
 #pragma unroll
         for (int kk = 0; kk < SK_BK / 16; kk++)
@@ -142,9 +145,10 @@ WS_DEV void sk_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args 
 SK_KERNEL(16)
 SK_KERNEL(32)
 SK_KERNEL(64)
+SK_KERNEL(128)
 
 /* bm: A's rows as the kernel reads them (one box), bn: weight rows per CTA, bk: one K
- * step (ksteps counts them; a stage takes SK_KBOXES). cluster_k:
+ * step (ksteps counts them; a stage takes sk_kboxes<TOK>()). cluster_k:
  * the K slices of a tile run as one cluster and sum in shared memory (gemm_launch.c). */
 #define SK_DESC(TOK)                                                                                               \
   extern "C" const gemm_kernel *gemm_bf16_skinny##TOK##_kernel_desc(void) {                                        \
@@ -157,3 +161,4 @@ SK_KERNEL(64)
 SK_DESC(16)
 SK_DESC(32)
 SK_DESC(64)
+SK_DESC(128)

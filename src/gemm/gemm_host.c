@@ -195,9 +195,11 @@ static const gemm_kernel *fp8_wide_or_pair(const ws_gemm_problem *p) {
 static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   if (p->type != WS_GEMM_FP8) {
     /* a few rows: the weights on wgmma's M side, A's rows rounded up to 16, 32 or 64 */
-    if (p->layout == WS_GEMM_DENSE && p->m <= WS_GEMM_SKINNY_MAX_ROWS && !p->a_rows && ws_knobs_get()->gemm_skinny)
-      return p->m <= 16 ? gemm_bf16_skinny16_kernel_desc()
-             : p->m <= 32 ? gemm_bf16_skinny32_kernel_desc() : gemm_bf16_skinny64_kernel_desc();
+    if (p->layout == WS_GEMM_DENSE && p->m <= ws_knobs_get()->gemm_skinny_rows && !p->a_rows && ws_knobs_get()->gemm_skinny)
+      return p->m <= 16   ? gemm_bf16_skinny16_kernel_desc()
+             : p->m <= 32 ? gemm_bf16_skinny32_kernel_desc()
+             : p->m <= 64 ? gemm_bf16_skinny64_kernel_desc()
+                          : gemm_bf16_skinny128_kernel_desc();
     return gemm_bf16_kernel_desc();
   }
   const int forced = ws_knobs_get()->gemm_fp8_tile; /* 0: not forced */

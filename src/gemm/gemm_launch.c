@@ -82,10 +82,12 @@ ws_status gemm_workspace_of(const gemm_kernel *k, const ws_gemm_problem *p, int 
  * or WARPSPEC_GEMM_SPLITS (at most 8, the portable cluster, and one per K step). */
 int gemm_skinny_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms) {
   const int ksteps = p->k / k->bk, tiles = (p->n + k->bn - 1) / k->bn;
+  const int per_stage = k->bm > 64 ? 1 : 2; /* K steps a stage (gemm_skinny.cuh, sk_kboxes) */
   int splits = ws_knobs_get()->gemm_splits;
   if (splits == 0) {
     splits = 1;
-    while (splits < 8 && (long long)tiles * splits * 4 < (long long)sms * 3 && ksteps / (2 * splits) >= WS_GEMM_SPLITK_MIN_STEPS)
+    while (splits < 8 && (long long)tiles * splits * 4 < (long long)sms * 3 &&
+           ksteps / (per_stage * splits) >= WS_GEMM_SPLITK_MIN_STEPS)
       splits *= 2;
   }
   if (splits > 8) splits = 8;

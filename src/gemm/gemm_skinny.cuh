@@ -13,6 +13,10 @@
 
 #define SK_BN 64     /* weight rows per CTA: one math warpgroup */
 #define SK_KBOXES 2  /* K boxes (128 bytes of a weight row each) per stage */
+/* ... at TOK rows of A: one at 128 (a box of A is then 16 KiB, twice the weights'; 7 stages
+ * of one box fit where 3 of two would) */
+template <int TOK>
+constexpr int sk_kboxes() { return TOK > 64 ? 1 : SK_KBOXES; }
 #define SK_MAXST 12  /* stages at most */
 #define SK_PAD 4     /* floats after each partial row: the fragment's stores hit 32 banks */
 

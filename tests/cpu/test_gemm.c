@@ -474,6 +474,43 @@ static void kernels(void) {
   test_set_knob(WS_GEMM_SKINNY_ENV, "0");
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 64, 4096, 7168, 1), "gemm_bf16") == 0);
   test_set_knob(WS_GEMM_SKINNY_ENV, NULL);
+  /* WARPSPEC_GEMM_SKINNY_ROWS=128: 65-128 BF16 rows too, one K box a stage; FP8 with
+   * WARPSPEC_GEMM_FP8_SKINNY: at most 64 rows (both off until measured) */
+  test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, "128");
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 65, 4096, 7168, 1), "gemm_bf16_skinny128") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 128, 4096, 7168, 1), "gemm_bf16_skinny128") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 129, 4096, 7168, 1), "gemm_bf16") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 64, 4096, 7168, 1), "gemm_bf16_skinny64") == 0);
+  {
+    char *x = (char *)(uintptr_t)0x1000;
+    ws_gemm_problem q = {WS_GEMM_BF16, WS_GEMM_DENSE, 128, 4096, 7168, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+    const gemm_kernel *kd = gemm_bf16_skinny128_kernel_desc();
+    size_t bytes = 1;
+    CHECK_STATUS(gemm_workspace_of(kd, &q, 132, &bytes), WS_OK);
+    CHECK(bytes == 0);
+    CHECK(gemm_skinny_splits(kd, &q, 132) == 2); /* 64 columns x 2; a stage is one K step here */
+    ws_plan plan;
+    CHECK_STATUS(gemm_plan_of(kd, &plan), WS_OK);
+    CHECK(plan.smem_bytes > 7 * 24 * 1024 + 128 * 68 * 4 && plan.smem_bytes <= 232448);
+  }
+  test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, NULL);
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 4096, 7168, 1), "gemm_fp8") == 0);
+  test_set_knob(WS_GEMM_FP8_SKINNY_ENV, "1");
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 4096, 7168, 1), "gemm_fp8_skinny64") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1), "gemm_fp8_skinny16") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 20, 256, 512, 1), "gemm_fp8_skinny32") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 65, 4096, 7168, 1), "gemm_fp8") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8, 512, 512, 1), "gemm_fp8") == 0); /* dense only */
+  {
+    char *x = (char *)(uintptr_t)0x1000;
+    ws_gemm_problem q = {WS_GEMM_FP8, WS_GEMM_DENSE, 1, 4096, 7168, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+    const gemm_kernel *kd = gemm_fp8_skinny16_kernel_desc();
+    size_t bytes = 1;
+    CHECK_STATUS(gemm_workspace_of(kd, &q, 132, &bytes), WS_OK);
+    CHECK(bytes == 0);
+    CHECK(gemm_skinny_splits(kd, &q, 132) == 2); /* 64 columns x 2 over 56 K blocks */
+  }
+  test_set_knob(WS_GEMM_FP8_SKINNY_ENV, NULL);
   char *x = (char *)(uintptr_t)0x1000;
   ws_gemm_problem bad = {WS_GEMM_BF16, WS_GEMM_DENSE, 64, 256, 100, 1, x, x, x, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
   CHECK(gemm_kernel_name_for(&bad, 132) == NULL); /* K not a multiple of 64: ws_gemm_check refuses it */

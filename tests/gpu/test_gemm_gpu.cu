@@ -10,8 +10,9 @@
  *     the reference on the same quantised inputs (bf16 rounding of D dominates).
  * Modes: (none) everything; quick (no large shapes); bf16 (the dense BF16 cases, the
  * skinny kernel and split-K in clusters: for compute-sanitizer); clusterk; gather;
- * fp8skinny (WARPSPEC_GEMM_FP8_SKINNY on: dense FP8 of at most 64 rows; written in
- * session 38 without a GPU, not in `make test` until it has run). */
+ * fp8skinny (WARPSPEC_GEMM_FP8_SKINNY on: dense FP8 of at most 64 rows) and skinny128
+ * (WARPSPEC_GEMM_SKINNY_ROWS=128: BF16 of 65-128 rows on the skinny kernel), both written in
+ * session 38 without a GPU and not in `make test` until they have run. */
 #include "gpu_test.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
@@ -32,6 +33,7 @@ static void attach_workspace(ws_gemm_problem *p) {
 static float frand(void) { return (float)((int)(rng_u32() % 2001) - 1000) / 1000.0f; }
 
 static int g_skinny = 1; /* WARPSPEC_GEMM_SKINNY as the cases set it */
+static int g_skinny_rows = 64; /* WARPSPEC_GEMM_SKINNY_ROWS as the cases set it */
 
 static void run_bf16(int m, int n, int k) {
   const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n;
@@ -85,7 +87,7 @@ static void run_bf16(int m, int n, int k) {
          rel, samples, nan_count, guard_ok ? "" : ", WROTE PAST D", same ? "" : ", NOT THE SAME BITS TWICE");
   CHECK(nan_count == 0 && rel < 1e-2 && guard_ok && same);
   /* the kernel meant for the case ran: few rows on the skinny kernel unless switched off */
-  CHECK(kernel && (strncmp(kernel, "gemm_bf16_skinny", 16) == 0) == (m <= 64 && g_skinny));
+  CHECK(kernel && (strncmp(kernel, "gemm_bf16_skinny", 16) == 0) == (m <= g_skinny_rows && g_skinny));
   cudaFree(a);
   cudaFree(b);
   cudaFree(d);
@@ -450,6 +452,21 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "clusterk") == 0) { /* BF16 split-K in clusters (see above) */
     bf16_cluster_k_cases();
     return test_finish("test_gemm_gpu clusterk");
+  }
+  if (argc > 1 && strcmp(argv[1], "skinny128") == 0) { /* BF16 of 65-128 rows on the skinny kernel (WARPSPEC_GEMM_SKINNY_ROWS=128) */
+    test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, "128");
+    g_skinny_rows = 128;
+    run_bf16(128, 512, 2048);   /* 8 columns x 8 slices, one K box a stage */
+    run_bf16(65, 1000, 640);    /* a partial last column, 10 K steps */
+    run_bf16(100, 7168, 2048);  /* 112 columns, no cluster */
+    run_bf16(96, 4096, 1024);   /* 64 columns x 2 */
+    run_bf16(129, 512, 1024);   /* 129 rows: the 128 x 256 tile */
+    test_set_knob(WS_GEMM_SPLITS_ENV, "3");
+    run_bf16(120, 256, 1344);   /* clusters of 3 over 21 stages */
+    test_set_knob(WS_GEMM_SPLITS_ENV, NULL);
+    test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, NULL);
+    g_skinny_rows = 64;
+    return test_finish("test_gemm_gpu skinny128");
   }
   if (argc > 1 && strcmp(argv[1], "fp8skinny") == 0) { /* FP8 with few rows on the skinny kernel (WARPSPEC_GEMM_FP8_SKINNY) */
     test_set_knob(WS_GEMM_FP8_SKINNY_ENV, "1");
