@@ -408,7 +408,7 @@ static void bf16_cluster_k_cases(void) {
   run_bf16(96, 1024, 4096);                    /* against the float64 reference, chosen slices (8) */
   run_bf16(200, 512, 2048);
   test_set_knob(WS_GEMM_CLUSTER_K_ENV, NULL);
-  run_bf16(128, 7168, 1024);                   /* the default on 132 SMs: 28 tiles x 4 slices in clusters */
+  run_bf16(256, 7168, 1024);                   /* the default on 132 SMs: 56 tiles x 2 slices in clusters */
   quick = was_quick;
 }
 
