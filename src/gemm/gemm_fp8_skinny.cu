@@ -19,11 +19,15 @@
  *                     and two TOK x 128 boxes of A, commit.
  *   MATH   (4 warps)  per K block: 4 x wgmma m64nTOKk32, wait, promote; release the stage;
  *                     then the partial and its share of the cluster's sum.
+ * Grouped masked problems (a decode step's experts: at most 64 rows a group) run the same
+ * way, a tile being (group, tile column): the group's rows from its first, its weights and
+ * scales, its count of rows stored; a group without rows loads nothing.
  * Written in session 38 without a GPU, off by default (WARPSPEC_GEMM_FP8_SKINNY=1 runs it;
  * `test_gemm_gpu fp8skinny` tests it; docs/design_gemm.md 5.2). */
 #include "../core/internal.h"
 #include "gemm_args.h"
 #include "gemm_epilogue.cuh"
+#include "gemm_sched.cuh"
 #include "gemm_skinny.cuh"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
@@ -52,13 +56,14 @@ WS_DEV void skf_wgmma(float *acc, uint64_t da, uint64_t db, int accumulate) {
  * (the last stage's second half when K has an odd count of blocks) gets 0: its boxes are
  * zeros and add nothing. */
 template <int TOK>
-WS_DEV void skf_scales(const gemm_args *args, int tile, int kb, int lane, float *f) {
-  const int kblocks = args->k / SKF_BK, kc = min(kb, kblocks - 1), last = (int)args->rows - 1;
+WS_DEV void skf_scales(const gemm_args *args, int g, int col, int row0, int count, int kb, int lane, float *f) {
+  const int kblocks = args->k / SKF_BK, kc = min(kb, kblocks - 1);
   const float live = kb < kblocks ? 1.0f : 0.0f;
-  const float sb = live * __ldg(args->b_scale + (size_t)(tile * SK_BN / 128) * (size_t)kblocks + (size_t)kc);
+  const size_t sblock = (size_t)g * (size_t)(args->shape.n / 128) + (size_t)(col * SK_BN / 128);
+  const float sb = live * __ldg(args->b_scale + sblock * (size_t)kblocks + (size_t)kc);
 #pragma unroll
   for (int c = 0; c < TOK / 4; c++) {
-    const int row = min(8 * (c / 2) + 2 * (lane % 4) + (c % 2), last);
+    const int row = row0 + min(8 * (c / 2) + 2 * (lane % 4) + (c % 2), count - 1);
     f[c] = __ldg(args->a_scale + ((uint32_t)row * args->a_rs + (uint32_t)kc * args->a_ks)) * sb;
   }
 }
@@ -74,11 +79,16 @@ WS_DEV void skf_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC); /* TMA in, wgmma out */
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
   ws_init_sync();
-  /* the cluster is the tile's S slices, rank q = slice q (1-D clusters along x) */
+  /* the cluster is the tile's S slices, rank q = slice q (1-D clusters along x); tiles are
+   * (group, tile column), a dense problem one group of every row */
   const int S = args->shape.splits, q = (int)ws_cluster_ctarank(), tile = (int)blockIdx.x / S;
+  const int cols = (args->shape.n + SK_BN - 1) / SK_BN, g = tile / cols, col = tile % cols;
+  int row0 = 0, count = (int)args->rows;
+  if (args->shape.layout == WS_GEMM_GROUPED_MASKED) gemm_group_rows(&args->shape, g, &row0, &count);
+  count = max(count, 0); /* a group without rows: no loads, nothing stored (the cluster still meets) */
   /* ksteps counts K blocks; the slices cut whole stages of SK_KBOXES of them */
   const int nst = (args->shape.ksteps + SK_KBOXES - 1) / SK_KBOXES;
-  const int k0 = (int)((long long)q * nst / S), k1 = (int)((long long)(q + 1) * nst / S); /* stages of this slice */
+  const int k0 = (int)((long long)q * nst / S), k1 = count > 0 ? (int)((long long)(q + 1) * nst / S) : k0;
 
   if (ctx.role == SKF_LOADER) {
     WS_ENTER_ROLE(gemm_fp8_skinny, SKF_LOADER);
@@ -93,8 +103,10 @@ WS_DEV void skf_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args
       const int kb = ks * SK_KBOXES; /* first K block of the stage */
 #pragma unroll
       for (int b = 0; b < SK_KBOXES; b++) {
-        ws_pipe_load_tile_2d_hint_at(&pipe, &ctx, c, st->b[b], map_b, (kb + b) * SKF_BK, tile * SK_BN, once);
-        ws_pipe_load_tile_2d_at(&pipe, &ctx, c, st->a[b], map_a, (kb + b) * SKF_BK, 0);
+        ws_pipe_load_tile_2d_hint_at(&pipe, &ctx, c, st->b[b], map_b, (kb + b) * SKF_BK, g * args->shape.n + col * SK_BN,
+                                     once);
+        /* a masked group's TOK rows from its first; those past its count are computed, never stored */
+        ws_pipe_load_tile_2d_at(&pipe, &ctx, c, st->a[b], map_a, (kb + b) * SKF_BK, row0);
       }
       ws_pipe_commit_at(&pipe, &ctx, c);
     }
@@ -108,7 +120,7 @@ WS_DEV void skf_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args
     for (int ks = k0; ks < k1; ks++, c = ws_cursor_next(c, pipe.stages)) {
       float f[SK_KBOXES][TOK / 4];
 #pragma unroll
-      for (int b = 0; b < SK_KBOXES; b++) skf_scales<TOK>(args, tile, ks * SK_KBOXES + b, ctx.lane, f[b]);
+      for (int b = 0; b < SK_KBOXES; b++) skf_scales<TOK>(args, g, col, row0, count, ks * SK_KBOXES + b, ctx.lane, f[b]);
       ws_pipe_wait_probed_at(&pipe, &ctx, c, full);
       const skf_stage<TOK> *st = &sm->pipe.slot[c.stage];
 #pragma unroll
@@ -133,7 +145,7 @@ WS_DEV void skf_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args
    * After the first, every CTA's partial is complete and visible; after the second, no
    * peer still reads ours, so the CTA may end. */
   ws_cluster_sync();
-  if (ctx.role == SKF_MATH) sk_reduce_store<TOK>(sm->part, args, tile, q, S, ws_role_thread(&ctx), 128);
+  if (ctx.role == SKF_MATH) sk_reduce_store_rows<TOK>(sm->part, args, col, q, S, ws_role_thread(&ctx), 128, row0, count);
   ws_cluster_sync();
 }
 

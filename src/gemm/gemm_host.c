@@ -206,8 +206,9 @@ static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   /* a gathered A: the 128-row kernel with four loader warps, or the 192-row one if forced */
   if (p->a_rows) return forced == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_gather_kernel_desc();
   if (forced) return forced == 192 ? fp8_wide_or_pair(p) : gemm_fp8_kernel_desc();
-  /* a few rows: the weights on wgmma's M side (WARPSPEC_GEMM_FP8_SKINNY, off until measured) */
-  if (p->layout == WS_GEMM_DENSE && p->m <= WS_GEMM_SKINNY_MAX_ROWS && ws_knobs_get()->gemm_fp8_skinny)
+  /* a few rows (dense, or a masked group's room): the weights on wgmma's M side
+   * (WARPSPEC_GEMM_FP8_SKINNY, off until measured) */
+  if (p->layout != WS_GEMM_GROUPED_CONTIGUOUS && p->m <= WS_GEMM_SKINNY_MAX_ROWS && ws_knobs_get()->gemm_fp8_skinny)
     return p->m <= 16 ? gemm_fp8_skinny16_kernel_desc()
            : p->m <= 32 ? gemm_fp8_skinny32_kernel_desc() : gemm_fp8_skinny64_kernel_desc();
   if (sms < 1) sms = 1;

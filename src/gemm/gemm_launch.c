@@ -77,11 +77,18 @@ ws_status gemm_workspace_of(const gemm_kernel *k, const ws_gemm_problem *p, int 
   return WS_OK;
 }
 
+/* The skinny kernels' tiles: a tile column of bn weight rows, per group of a masked problem
+ * (at most 4096 groups x 2^30 / 64 columns: ws_gemm_check bounds the product below 2^31) */
+static int gemm_skinny_tiles(const gemm_kernel *k, const ws_gemm_problem *p) {
+  const int cols = (p->n + k->bn - 1) / k->bn;
+  return p->layout == WS_GEMM_GROUPED_MASKED ? cols * p->groups : cols;
+}
+
 /* The skinny kernel's K slices (cluster_k): the fewest of 1, 2, 4, 8 that give the GPU
  * three quarters of a CTA per SM (each slice at least WS_GEMM_SPLITK_MIN_STEPS K steps),
  * or WARPSPEC_GEMM_SPLITS (at most 8, the portable cluster, and one per K step). */
 int gemm_skinny_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms) {
-  const int ksteps = p->k / k->bk, tiles = (p->n + k->bn - 1) / k->bn;
+  const int ksteps = p->k / k->bk, tiles = gemm_skinny_tiles(k, p);
   const int per_stage = k->bm > 64 ? 1 : 2; /* K steps a stage (gemm_skinny.cuh, sk_kboxes) */
   int splits = ws_knobs_get()->gemm_splits;
   if (splits == 0) {
@@ -138,7 +145,7 @@ static ws_status gemm_launch_ctas(ws_plan *plan, const gemm_kernel *k, long long
  * slices halve (unless forced), so the columns run in one wave of narrower clusters. */
 static ws_status gemm_launch_cluster_k(const gemm_kernel *k, const ws_gemm_problem *p, int sms, ws_plan *plan,
                                        ws_tmap *ma, ws_tmap *mb, ws_tmap *md, gemm_args *a, cudaStream_t stream) {
-  const int tiles = (p->n + k->bn - 1) / k->bn, forced = ws_knobs_get()->gemm_splits != 0;
+  const int tiles = gemm_skinny_tiles(k, p), forced = ws_knobs_get()->gemm_splits != 0;
   int splits = gemm_skinny_splits(k, p, sms);
   ws_status s;
   /* one slice is a plain launch (each CTA its own cluster of one): the plan check at the

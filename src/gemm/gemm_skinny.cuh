@@ -43,18 +43,25 @@ WS_DEV void sk_store_partial(float (*part)[SK_BN + SK_PAD], const float *acc, co
   for (int j = 0; j < TOK / 2; j++) part[8 * (j / 4) + col + (j % 2)][wrow + 8 * ((j / 2) % 2)] = acc[j];
 }
 
-/* Every math thread of CTA q of S: its share of the tile's columns (SK_BN / S weight rows,
- * whole 8-column vectors, every A row below m), summed over the S partials in slice order. */
+/* Every math thread of CTA q of S: its share of tile column `tile`'s columns (SK_BN / S
+ * weight rows, whole 8-column vectors, the A rows below `count`), summed over the S partials
+ * in slice order, into D's rows row0 + .. (a masked group's). */
+template <int TOK>
+WS_DEV void sk_reduce_store_rows(float (*part)[SK_BN + SK_PAD], const gemm_args *args, int tile, int q, int S, int t,
+                                 int threads, long long row0, int count) {
+  /* the tile's 8-column vectors split over the S CTAs as evenly as whole vectors go */
+  const int nv = SK_BN / 8, v0 = q * nv / S, vecs = (q + 1) * nv / S - v0, n = args->shape.n;
+  for (int v = t; v < TOK * vecs; v += threads) {
+    const int row = v / vecs, col = 8 * (v0 + v % vecs), j = tile * SK_BN + col;
+    if (row >= count || j >= n) continue; /* n is a multiple of 8: a vector is in or out */
+    ws_st_global_v4(args->d + (size_t)(row0 + row) * (size_t)n + (size_t)j, gemm_cluster_sum8_bf16(&part[row][col], S));
+  }
+}
+/* ... of a dense problem: every A row below m */
 template <int TOK>
 WS_DEV void sk_reduce_store(float (*part)[SK_BN + SK_PAD], const gemm_args *args, int tile, int q, int S, int t,
                             int threads) {
-  /* the tile's 8-column vectors split over the S CTAs as evenly as whole vectors go */
-  const int nv = SK_BN / 8, v0 = q * nv / S, vecs = (q + 1) * nv / S - v0, m = (int)args->rows, n = args->shape.n;
-  for (int v = t; v < TOK * vecs; v += threads) {
-    const int row = v / vecs, col = 8 * (v0 + v % vecs), j = tile * SK_BN + col;
-    if (row >= m || j >= n) continue; /* n is a multiple of 8: a vector is in or out */
-    ws_st_global_v4(args->d + (size_t)row * (size_t)n + (size_t)j, gemm_cluster_sum8_bf16(&part[row][col], S));
-  }
+  sk_reduce_store_rows<TOK>(part, args, tile, q, S, t, threads, 0, (int)args->rows);
 }
 
 #endif

@@ -500,7 +500,9 @@ static void kernels(void) {
   CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1), "gemm_fp8_skinny16") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 20, 256, 512, 1), "gemm_fp8_skinny32") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 65, 4096, 7168, 1), "gemm_fp8") == 0);
-  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8, 512, 512, 1), "gemm_fp8") == 0); /* dense only */
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8, 512, 512, 1), "gemm_fp8") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 48, 512, 512, 1), "gemm_fp8_skinny64") == 0); /* a group's room */
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 65, 512, 512, 1), "gemm_fp8") == 0);
   {
     char *x = (char *)(uintptr_t)0x1000;
     ws_gemm_problem q = {WS_GEMM_FP8, WS_GEMM_DENSE, 1, 4096, 7168, 1, x, x, x, (float *)x, (float *)x, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};

@@ -225,7 +225,7 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
     CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     const char *kname = gemm_kernel_name_for(&p, sms);
     const int skinny = kname && strncmp(kname, "gemm_fp8_skinny", 15) == 0;
-    CHECK(skinny == (layout == WS_GEMM_DENSE && m <= 64 && !g_gather));
+    CHECK(skinny == (layout != WS_GEMM_GROUPED_CONTIGUOUS && m <= 64 && !g_gather));
     /* again on a poisoned D: the slices sum in a fixed order, so the same bits */
     uint16_t *again = (uint16_t *)host_alloc(nd, 2, 0);
     CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
@@ -477,6 +477,13 @@ int main(int argc, char **argv) {
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 7168, 2048, 1, NULL); /* DeepSeek-V3 L2 shape: 112 columns */
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 40, 4096, 7168, 1, NULL); /* 64 columns x 2 slices */
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 65, 512, 1024, 1, NULL);  /* 65 rows: not skinny */
+    {
+      const int c4[4] = {48, 0, 17, 1}, c8[8] = {3, 64, 0, 1, 9, 64, 33, 2};
+      run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 48, 512, 1024, 4, c4);  /* room 48 (TOK 64 reads the next group's rows), an empty group */
+      run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 64, 1024, 2048, 8, c8); /* decode experts: 8 groups x 16 columns */
+      const int ctg[3] = {5, 0, 40};
+      run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 512, 1024, 3, ctg); /* contiguous: not skinny */
+    }
     g_kmajor = 1; /* K-block-major activation scales */
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 1024, 1, NULL);
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 17, 512, 4096, 1, NULL);
