@@ -39,8 +39,8 @@ typedef struct {
 #define BF16_ROLES(ROLE) ROLE(G_LOADER, 1, 40, 1) ROLE(G_MATH, 4, 232, 2)
 WS_DECLARE_ROLES(gemm_bf16, BF16_ROLES);
 
-/* Split-K in clusters (args->cluster_split, WARPSPEC_GEMM_CLUSTER_K; written in session 37,
- * not yet run on a GPU, off by default): this CTA is slice `split` of its tile's S, the S
+/* Split-K in clusters (args->cluster_split, WARPSPEC_GEMM_CLUSTER_K: on for 2 slices, measured
+ * in session 38, gemm_launch.c): this CTA is slice `split` of its tile's S, the S
  * CTAs of the tile one cluster, one work item each. Every math thread: the tile's fp32
  * sums go into this CTA's stages (free: the loader has nothing more to load), and after a
  * cluster barrier the CTA sums rows split x 128 / S .. of every slice's partial through

@@ -69,30 +69,14 @@ WS_DEV void sk_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args 
   ws_init_sync();
   /* the cluster is the tile's S slices, rank q = slice q (1-D clusters along x) */
   const int S = args->shape.splits, q = (int)ws_cluster_ctarank(), tile = (int)blockIdx.x / S;
-  /* the slices cut whole stages of KB K steps; a last stage past K loads zeros
-   * (TMA fills what lies outside the matrix), which add nothing */
+  /* the slices cut whole stages of KB K steps (a last stage past K loads zeros) */
   constexpr int KB = sk_kboxes<TOK>();
   const int nst = (args->shape.ksteps + KB - 1) / KB;
   const int k0 = (int)((long long)q * nst / S), k1 = (int)((long long)(q + 1) * nst / S); /* stages of this slice */
 
   if (ctx.role == SK_LOADER) {
     WS_ENTER_ROLE(gemm_bf16_skinny, SK_LOADER);
-    if (ws_role_leader(&ctx)) {
-      ws_prefetch_tensormap(&map_a->map);
-      ws_prefetch_tensormap(&map_b->map);
-    }
-    const uint64_t once = ws_createpolicy_fractional_evict_first(); /* each weight byte is read by one CTA */
-    ws_cursor c = {0, 0};
-    for (int ks = k0; ks < k1; ks++, c = ws_cursor_next(c, pipe.stages)) {
-      sk_stage<TOK> *st = &sm->pipe.slot[ws_pipe_acquire_at(&pipe, &ctx, c)];
-      const int kb = ks * KB; /* first K step of the stage */
-#pragma unroll
-      for (int b = 0; b < KB; b++) {
-        ws_pipe_load_tile_2d_hint_at(&pipe, &ctx, c, st->b[b], map_b, (kb + b) * SK_BK, tile * SK_BN, once);
-        ws_pipe_load_tile_2d_at(&pipe, &ctx, c, st->a[b], map_a, (kb + b) * SK_BK, 0);
-      }
-      ws_pipe_commit_at(&pipe, &ctx, c);
-    }
+    sk_load_stages<KB>(&pipe, &ctx, sm->pipe.slot, map_a, map_b, k0, k1, SK_BK, tile * SK_BN, 0);
   } else {
     WS_ENTER_ROLE(gemm_bf16_skinny, SK_MATH);
     float acc[TOK / 2];
@@ -153,7 +137,8 @@ SK_KERNEL(128)
 #define SK_DESC(TOK)                                                                                               \
   extern "C" const gemm_kernel *gemm_bf16_skinny##TOK##_kernel_desc(void) {                                        \
     static const gemm_kernel k = {WS_PLAN_SLOT_GEMM_BF16_SKINNY##TOK, "gemm_bf16_skinny" #TOK,                      \
-                                  gemm_bf16_skinny_roles, gemm_bf16_skinny_NROLES, sizeof(sk_smem<sk_stage<TOK>, TOK>) + 1024,     \
+                                  gemm_bf16_skinny_roles, gemm_bf16_skinny_NROLES,                                  \
+                                  sizeof(sk_smem<sk_stage<TOK>, TOK>) + 1024,                                       \
                                   (const void *)gemm_bf16_skinny##TOK##_kernel, TOK, SK_BN, SK_BK, 0, WS_DTYPE_BF16, \
                                   2, 1, 1};                                                                         \
     return &k;                                                                                                     \

@@ -92,24 +92,9 @@ WS_DEV void skf_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args
 
   if (ctx.role == SKF_LOADER) {
     WS_ENTER_ROLE(gemm_fp8_skinny, SKF_LOADER);
-    if (ws_role_leader(&ctx)) {
-      ws_prefetch_tensormap(&map_a->map);
-      ws_prefetch_tensormap(&map_b->map);
-    }
-    const uint64_t once = ws_createpolicy_fractional_evict_first(); /* each weight byte is read by one CTA */
-    ws_cursor c = {0, 0};
-    for (int ks = k0; ks < k1; ks++, c = ws_cursor_next(c, pipe.stages)) {
-      skf_stage<TOK> *st = &sm->pipe.slot[ws_pipe_acquire_at(&pipe, &ctx, c)];
-      const int kb = ks * SK_KBOXES; /* first K block of the stage */
-#pragma unroll
-      for (int b = 0; b < SK_KBOXES; b++) {
-        ws_pipe_load_tile_2d_hint_at(&pipe, &ctx, c, st->b[b], map_b, (kb + b) * SKF_BK, g * args->shape.n + col * SK_BN,
-                                     once);
-        /* a masked group's TOK rows from its first; those past its count are computed, never stored */
-        ws_pipe_load_tile_2d_at(&pipe, &ctx, c, st->a[b], map_a, (kb + b) * SKF_BK, row0);
-      }
-      ws_pipe_commit_at(&pipe, &ctx, c);
-    }
+    /* a masked group's TOK rows from its first; those past its count are computed, never stored */
+    sk_load_stages<SK_KBOXES>(&pipe, &ctx, sm->pipe.slot, map_a, map_b, k0, k1, SKF_BK, g * args->shape.n + col * SK_BN,
+                              row0);
   } else {
     WS_ENTER_ROLE(gemm_fp8_skinny, SKF_MATH);
     float acc[TOK / 2], total[TOK / 2];

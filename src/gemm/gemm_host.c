@@ -190,16 +190,29 @@ static const gemm_kernel *fp8_wide_or_pair(const ws_gemm_problem *p) {
   return ws_knobs_get()->gemm_pair && columns % 2 == 0 ? pair : gemm_fp8_wide_kernel_desc();
 }
 
+/* The skinny kernel whose A box holds `tok` rows (16, 32, 64; BF16 also 128), NULL for
+ * another count. */
+static const gemm_kernel *skinny_kernel(ws_gemm_type type, int tok) {
+  if (type == WS_GEMM_FP8)
+    return tok == 16 ? gemm_fp8_skinny16_kernel_desc()
+           : tok == 32 ? gemm_fp8_skinny32_kernel_desc()
+           : tok == 64 ? gemm_fp8_skinny64_kernel_desc() : NULL;
+  return tok == 16    ? gemm_bf16_skinny16_kernel_desc()
+         : tok == 32  ? gemm_bf16_skinny32_kernel_desc()
+         : tok == 64  ? gemm_bf16_skinny64_kernel_desc()
+         : tok == 128 ? gemm_bf16_skinny128_kernel_desc() : NULL;
+}
+
+/* A's rows rounded up to a skinny kernel's box: 16, 32, 64 or 128 */
+static int skinny_rows(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
+
 /* The kernel for a checked problem on a GPU of `sms` SMs (ws_gemm_tile); the FP8 tile is
  * the one of least time (fp8_cost) unless WARPSPEC_GEMM_FP8_TILE=128|192 forces it. */
 static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   if (p->type != WS_GEMM_FP8) {
     /* a few rows: the weights on wgmma's M side, A's rows rounded up to 16, 32 or 64 */
     if (p->layout == WS_GEMM_DENSE && p->m <= ws_knobs_get()->gemm_skinny_rows && !p->a_rows && ws_knobs_get()->gemm_skinny)
-      return p->m <= 16   ? gemm_bf16_skinny16_kernel_desc()
-             : p->m <= 32 ? gemm_bf16_skinny32_kernel_desc()
-             : p->m <= 64 ? gemm_bf16_skinny64_kernel_desc()
-                          : gemm_bf16_skinny128_kernel_desc();
+      return skinny_kernel(WS_GEMM_BF16, skinny_rows(p->m));
     return gemm_bf16_kernel_desc();
   }
   const int forced = ws_knobs_get()->gemm_fp8_tile; /* 0: not forced */
@@ -209,8 +222,7 @@ static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   /* a few rows (dense, or a masked group's room): the weights on wgmma's M side
    * (WARPSPEC_GEMM_FP8_SKINNY, off until measured) */
   if (p->layout != WS_GEMM_GROUPED_CONTIGUOUS && p->m <= WS_GEMM_SKINNY_MAX_ROWS && ws_knobs_get()->gemm_fp8_skinny)
-    return p->m <= 16 ? gemm_fp8_skinny16_kernel_desc()
-           : p->m <= 32 ? gemm_fp8_skinny32_kernel_desc() : gemm_fp8_skinny64_kernel_desc();
+    return skinny_kernel(WS_GEMM_FP8, skinny_rows(p->m));
   if (sms < 1) sms = 1;
   /* K-block-major activation scales reach the 192-row kernel's stages by TMA (gemm_launch.c) */
   const double gain = p->a_scale_ld > 0 && (p->k / 128) % 4 == 0 ? WS_GEMM_FP8_WIDE_GAIN_TMA : WS_GEMM_FP8_WIDE_GAIN;
@@ -261,15 +273,12 @@ ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan) {
 
 ws_status ws_gemm_plan_tile(ws_gemm_type type, int tile_rows, ws_plan *plan) {
   WS_REQUIRE(type == WS_GEMM_BF16 || type == WS_GEMM_FP8, "ws_gemm_plan_tile: type %d unknown", (int)type);
-  const gemm_kernel *wide = gemm_fp8_wide_kernel_desc();
-  const gemm_kernel *k = type == WS_GEMM_FP8 ? (tile_rows == wide->bm ? wide
-                                                : tile_rows == 16   ? gemm_fp8_skinny16_kernel_desc()
-                                                : tile_rows == 32   ? gemm_fp8_skinny32_kernel_desc()
-                                                : tile_rows == 64   ? gemm_fp8_skinny64_kernel_desc()
-                                                                    : gemm_fp8_kernel_desc())
-                         : tile_rows == 16 ? gemm_bf16_skinny16_kernel_desc()
-                         : tile_rows == 32 ? gemm_bf16_skinny32_kernel_desc()
-                         : tile_rows == 64 ? gemm_bf16_skinny64_kernel_desc() : gemm_bf16_kernel_desc();
+  /* 128 BF16 rows: the 128 x 256 tile (its skinny instance only through ws_gemm's choice) */
+  const gemm_kernel *wide = gemm_fp8_wide_kernel_desc(), *skinny = tile_rows < 128 ? skinny_kernel(type, tile_rows) : NULL;
+  const gemm_kernel *k = skinny                      ? skinny
+                         : type == WS_GEMM_BF16      ? gemm_bf16_kernel_desc()
+                         : tile_rows == wide->bm     ? wide
+                                                     : gemm_fp8_kernel_desc();
   WS_REQUIRE(tile_rows == k->bm, "ws_gemm_plan_tile: no %s kernel has %d-row tiles (%s)",
              type == WS_GEMM_BF16 ? "BF16" : "FP8", tile_rows, type == WS_GEMM_BF16 ? "16, 32, 64 or 128" : "16, 32, 64, 128 or 192");
   return gemm_plan_of(k, plan);

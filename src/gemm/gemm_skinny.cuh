@@ -32,6 +32,31 @@ struct sk_smem {
   __align__(16) float part[TOK][SK_BN + SK_PAD]; /* D^T's tile as partial sums, by row of A */
 };
 
+/* The loader warp of both kernels: prefetch the two tensor maps, then for each stage
+ * k0 .. k1 - 1 of this slice, KB boxes of bk elements along K: the weights' SK_BN rows from
+ * wrow (evict-first: each weight byte is read by one CTA) and A's rows from arow. A stage
+ * past K loads zeros (TMA fills what lies outside the matrix), which add nothing. */
+template <int KB, typename STAGE>
+WS_DEV void sk_load_stages(const ws_pipe *pipe, const ws_ctx *ctx, STAGE *slots, const ws_tmap *map_a,
+                           const ws_tmap *map_b, int k0, int k1, int bk, int wrow, int arow) {
+  if (ws_role_leader(ctx)) {
+    ws_prefetch_tensormap(&map_a->map);
+    ws_prefetch_tensormap(&map_b->map);
+  }
+  const uint64_t once = ws_createpolicy_fractional_evict_first();
+  ws_cursor c = {0, 0};
+  for (int ks = k0; ks < k1; ks++, c = ws_cursor_next(c, pipe->stages)) {
+    STAGE *st = &slots[ws_pipe_acquire_at(pipe, ctx, c)];
+    const int kb = ks * KB; /* first K step of the stage */
+#pragma unroll
+    for (int b = 0; b < KB; b++) {
+      ws_pipe_load_tile_2d_hint_at(pipe, ctx, c, st->b[b], map_b, (kb + b) * bk, wrow, once);
+      ws_pipe_load_tile_2d_at(pipe, ctx, c, st->a[b], map_a, (kb + b) * bk, arow);
+    }
+    ws_pipe_commit_at(pipe, ctx, c);
+  }
+}
+
 /* The accumulator of a m64nTOK wgmma into part[A row][weight row]: register j of a
  * thread holds weight row 16 w + lane / 4 (+ 8 for j % 4 >= 2) and A row
  * 8 (j / 4) + 2 (lane % 4) + j % 2. With rows of SK_BN + 4 = 68 floats, a store's 32

@@ -468,21 +468,12 @@ WS_DEV int ep_layout_row(const ep_args *a, const int *rc, const int *off, int s,
 /* One thread: entry j of the token received as source s's inbox row i: its layout row's
  * source, token, slot and weight (and, index receive, its inbox row), and combine's row
  * and weight for slot j (entries in slot order, -1 past them). rc and off: this CTA's
- * copies (shared memory). */
-/* The receive in two halves (WS_EP_BATCHED): the loads of an entry (its row's head and the
- * entry itself, together: the entry's slot exists whatever the head says), then the
- * stores, so that a thread keeps several entries' loads in flight (expand_sources). */
+ * copies (shared memory). In two halves, the loads (ep_book_in: the row's head, and the
+ * entry when it exists) and the stores (ep_book_store). */
 typedef struct {
   int2 head; /* {token, entries} */
-  int4 e;    /* {local, pos, slot, weight} */
+  int4 e;    /* {local, pos, slot, weight}; read only for j < entries */
 } ep_book_in;
-WS_DEV ep_book_in ep_book_load(const ep_args *a, int s, int i, int j) {
-  const ep_meta *m = ep_meta_of(a, ep_inbox_row(a, s, i));
-  ep_book_in in;
-  in.head = __ldcg((const int2 *)m);
-  in.e = __ldcg((const int4 *)(m + 1 + j));
-  return in;
-}
 WS_DEV void ep_book_store(const ep_args *a, const int *rc, const int *off, int s, int i, int j, int index, ep_book_in in) {
   const int K = a->topk;
   int r = -1;
@@ -496,22 +487,23 @@ WS_DEV void ep_book_store(const ep_args *a, const int *rc, const int *off, int s
   a->comb_row[((size_t)s * a->max_tokens + i) * K + j] = r;
   a->comb_w[((size_t)s * a->max_tokens + i) * K + j] = w;
 }
-
+/* The entry's load after the head's, only where it exists (the default receive) */
 WS_DEV void ep_book_entry(const ep_args *a, const int *rc, const int *off, int s, int i, int j, int index) {
-  const int K = a->topk;
   const ep_meta *m = ep_meta_of(a, ep_inbox_row(a, s, i));
-  const int2 head = __ldcg((const int2 *)m); /* {token, entries} */
-  int r = -1;
-  float w = 0.0f;
-  if (j < head.y) {
-    const int4 e = __ldcg((const int4 *)(m + 1 + j)); /* {local, pos, slot, weight} */
-    r = ep_layout_row(a, rc, off, s, e.x, e.y);
-    w = __int_as_float(e.w);
-    a->src_rank[r] = s; a->src_token[r] = head.x; a->src_slot[r] = e.z; a->weight[r] = w;
-    if (index) a->row_index[r] = s * a->max_tokens + i;
-  }
-  a->comb_row[((size_t)s * a->max_tokens + i) * K + j] = r;
-  a->comb_w[((size_t)s * a->max_tokens + i) * K + j] = w;
+  ep_book_in in;
+  in.head = __ldcg((const int2 *)m);
+  in.e = make_int4(0, 0, 0, 0);
+  if (j < in.head.y) in.e = __ldcg((const int4 *)(m + 1 + j));
+  ep_book_store(a, rc, off, s, i, j, index, in);
+}
+/* Both loads at once, the entry's whatever the head says (its slot exists), so that a
+ * thread keeps several entries' loads in flight (WS_EP_BATCHED, expand_sources) */
+WS_DEV ep_book_in ep_book_load(const ep_args *a, int s, int i, int j) {
+  const ep_meta *m = ep_meta_of(a, ep_inbox_row(a, s, i));
+  ep_book_in in;
+  in.head = __ldcg((const int2 *)m);
+  in.e = __ldcg((const int4 *)(m + 1 + j));
+  return in;
 }
 
 /* The layout row of this lane's entry of inbox row (s, i) (lane < entries), else -1; and
