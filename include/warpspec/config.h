@@ -156,10 +156,14 @@
 #define WS_GEMM_SPLITK_MIN_STEPS 4
 #define WS_GEMM_SPLITK_MAX       16
 #define WS_GEMM_SPLITK_BF16_WIDE 4  /* the BF16 128 x 256 tile from 16 tiles on (gemm_launch.c) */
-/* BF16 dense problems of at most this many rows run the skinny kernel (weights on wgmma's
- * M side, K slices summed inside a cluster; gemm_bf16_skinny.cu): its A operand is one
- * wgmma N of at most 64. */
-#define WS_GEMM_SKINNY_MAX_ROWS  64
+/* Dense problems of at most this many rows run a skinny kernel (weights on wgmma's M side,
+ * A's rows on N, K slices summed inside a cluster; gemm_bf16_skinny.cu, gemm_fp8_skinny.cu):
+ * FP8 ones (and FP8 masked groups with at most this much room) up to 64; BF16 ones up to
+ * WS_GEMM_SKINNY_ROWS_DEFAULT (WARPSPEC_GEMM_SKINNY_ROWS), whose 65-128 rows take the
+ * 128-wide instance (H200, session 39: 1.08-1.11x cuBLASLt at 128 x (4096, 7168) where the
+ * 128 x 256 tile ran 0.82-0.86x). */
+#define WS_GEMM_SKINNY_MAX_ROWS     64
+#define WS_GEMM_SKINNY_ROWS_DEFAULT 128
 /* BF16 split-K on the 128 x 256 tile: a tile's slices, when there are at most this many,
  * run as one cluster and sum their partials through distributed shared memory (no
  * workspace, no summing kernel, the same bits); more slices keep the workspace
@@ -224,8 +228,8 @@
 #define WS_GEMM_FP8_TILE_ENV      "WARPSPEC_GEMM_FP8_TILE" /* per problem (WIDE_GAIN above)  */
 #define WS_GEMM_PAIR_ENV          "WARPSPEC_GEMM_PAIR"     /* off: the 192-row tile alone     */
 #define WS_GEMM_SKINNY_ENV        "WARPSPEC_GEMM_SKINNY"   /* off: few BF16 rows on the 128 x 256 tile */
-#define WS_GEMM_FP8_SKINNY_ENV    "WARPSPEC_GEMM_FP8_SKINNY" /* on: few FP8 rows on the skinny kernel (not measured yet) */
-#define WS_GEMM_SKINNY_ROWS_ENV   "WARPSPEC_GEMM_SKINNY_ROWS" /* 128: BF16 of 65-128 rows on the skinny kernel too (not measured yet) */
+#define WS_GEMM_FP8_SKINNY_ENV    "WARPSPEC_GEMM_FP8_SKINNY" /* off: FP8 of <= 64 rows on the 128 x 128 tile with split-K */
+#define WS_GEMM_SKINNY_ROWS_ENV   "WARPSPEC_GEMM_SKINNY_ROWS" /* BF16 of at most this many rows on the skinny kernel (16-128) */
 #define WS_GEMM_CLUSTER_K_ENV     "WARPSPEC_GEMM_CLUSTER_K" /* 0: BF16 split-K through the workspace; N: clusters up to N slices */
 #define WS_MOE_GATHER_ENV         "WARPSPEC_MOE_GATHER"    /* WS_MOE_GATHER_DEFAULT          */
 #define WS_EP_OVERLAP_ENV         "WARPSPEC_EP_OVERLAP"    /* WS_EP_OVERLAP_DEFAULT          */

@@ -161,8 +161,8 @@ def test_quantize_strided_rows_and_preallocated():
 
 
 def test_split_k_workspace():
-    # a few rows past the skinny kernel's 64: K split over CTAs, fp32 partials in a workspace
-    a, b = rand_bf16(96, 1024), rand_bf16(256, 1024)
+    # rows past the skinny kernel's 128: K split over CTAs, fp32 partials in a workspace
+    a, b = rand_bf16(160, 1024), rand_bf16(256, 1024)
     assert warpspec.gemm_workspace_size(a, b) > 0
     out = poisoned(96, 256)
     warpspec.gemm(a, b, out=out)
@@ -171,16 +171,30 @@ def test_split_k_workspace():
 
 
 def test_few_rows_need_no_workspace():
-    # BF16 with at most 64 rows: the K slices are summed inside a cluster (gemm_bf16_skinny)
+    # BF16 with at most 128 rows: the K slices are summed inside a cluster (gemm_bf16_skinny)
     b = rand_bf16(1000, 2048)
-    for m in (1, 17, 64):
+    for m in (1, 17, 64, 100):
         a = rand_bf16(m, 2048)
         assert warpspec.gemm_workspace_size(a, b) == 0
-        assert warpspec.gemm_tile(a, b) == ({1: 16, 17: 32, 64: 64}[m], 64)
+        assert warpspec.gemm_tile(a, b) == ({1: 16, 17: 32, 64: 64, 100: 128}[m], 64)
         out = poisoned(m, 1000)
         warpspec.gemm(a, b, out=out)
         torch.cuda.synchronize()
         assert rel_err(out, a.double() @ b.double().T) < 1e-2
+
+
+def test_few_fp8_rows_need_no_workspace():
+    # FP8 with at most 64 rows: the same swap and in-cluster sum (gemm_fp8_skinny)
+    w = rand_bf16(1024, 4096)
+    qb, sb = warpspec.quantize_fp8(w, block=(128, 128))
+    for m in (1, 24, 64):
+        qa, sa = warpspec.quantize_fp8(rand_bf16(m, 4096, scale=4.0), block=(1, 128))
+        assert warpspec.gemm_workspace_size(qa, qb, a_scale=sa, b_scale=sb) == 0
+        assert warpspec.gemm_tile(qa, qb, a_scale=sa, b_scale=sb) == ({1: 16, 24: 32, 64: 64}[m], 64)
+        out = poisoned(m, 1024)
+        warpspec.gemm(qa, qb, a_scale=sa, b_scale=sb, out=out)
+        torch.cuda.synchronize()
+        assert rel_err(out, dequant_rows(qa, sa) @ dequant_blocks(qb, sb).T) < 2e-2
 
 
 def test_errors_on_gpu_arguments():

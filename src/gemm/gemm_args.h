@@ -71,9 +71,9 @@ const gemm_kernel *gemm_fp8_wide_pair_kernel_desc(void); /* the 192-row tile in 
 const gemm_kernel *gemm_bf16_skinny16_kernel_desc(void);
 const gemm_kernel *gemm_bf16_skinny32_kernel_desc(void);
 const gemm_kernel *gemm_bf16_skinny64_kernel_desc(void);
-/* ... and 65-128 rows, one K box a stage (WARPSPEC_GEMM_SKINNY_ROWS=128, off until measured) */
+/* ... and 65-128 rows, one K box a stage (WARPSPEC_GEMM_SKINNY_ROWS, 128 by default) */
 const gemm_kernel *gemm_bf16_skinny128_kernel_desc(void);
-/* FP8 with at most 16, 32 or 64 rows, the same swap (WARPSPEC_GEMM_FP8_SKINNY, off until measured) */
+/* FP8 with at most 16, 32 or 64 rows, the same swap (WARPSPEC_GEMM_FP8_SKINNY, on by default) */
 const gemm_kernel *gemm_fp8_skinny16_kernel_desc(void);
 const gemm_kernel *gemm_fp8_skinny32_kernel_desc(void);
 const gemm_kernel *gemm_fp8_skinny64_kernel_desc(void);

@@ -8,8 +8,8 @@
  * cuBLASLt 26-28 us). Here the operands swap:
  *   D^T[n x m] = B[n x k] x A[m x k]^T
  * the weights on wgmma's M side and A's rows on N (TOK = 16, 32 or 64: the rows rounded
- * up, TMA fills the rest with zeros; 128 for 65-128 rows under WARPSPEC_GEMM_SKINNY_ROWS=128,
- * one K step a stage, written in session 38 and not yet measured). A CTA owns 64 weight rows; a stage holds two K
+ * up, TMA fills the rest with zeros; 128 for 65-128 rows, one K step a stage, since session
+ * 39 the default, WARPSPEC_GEMM_SKINNY_ROWS). A CTA owns 64 weight rows; a stage holds two K
  * steps (256 contiguous bytes of each weight row, 16 KiB, and TOK x 256 bytes of A), as
  * many stages as fit (6 at TOK 64, 11 at 16). A tile's stages are cut into S slices (the
  * host picks S in 1..8 so that the tiles times S give most SMs a CTA), one CTA per slice,

@@ -210,7 +210,7 @@ static int skinny_rows(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 6
  * the one of least time (fp8_cost) unless WARPSPEC_GEMM_FP8_TILE=128|192 forces it. */
 static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   if (p->type != WS_GEMM_FP8) {
-    /* a few rows: the weights on wgmma's M side, A's rows rounded up to 16, 32 or 64 */
+    /* a few rows: the weights on wgmma's M side, A's rows rounded up to 16, 32, 64 or 128 */
     if (p->layout == WS_GEMM_DENSE && p->m <= ws_knobs_get()->gemm_skinny_rows && !p->a_rows && ws_knobs_get()->gemm_skinny)
       return skinny_kernel(WS_GEMM_BF16, skinny_rows(p->m));
     return gemm_bf16_kernel_desc();
@@ -220,7 +220,7 @@ static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   if (p->a_rows) return forced == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_gather_kernel_desc();
   if (forced) return forced == 192 ? fp8_wide_or_pair(p) : gemm_fp8_kernel_desc();
   /* a few rows (dense, or a masked group's room): the weights on wgmma's M side
-   * (WARPSPEC_GEMM_FP8_SKINNY, off until measured) */
+   * (WARPSPEC_GEMM_FP8_SKINNY; 1.09-1.45x cuBLASLt at 1-64 rows, design_gemm.md 5.2) */
   if (p->layout != WS_GEMM_GROUPED_CONTIGUOUS && p->m <= WS_GEMM_SKINNY_MAX_ROWS && ws_knobs_get()->gemm_fp8_skinny)
     return skinny_kernel(WS_GEMM_FP8, skinny_rows(p->m));
   if (sms < 1) sms = 1;

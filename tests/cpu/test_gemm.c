@@ -454,7 +454,7 @@ static void kernels(void) {
   test_set_knob(WS_GEMM_PAIR_ENV, NULL);
   CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8192, 8192, 1), "gemm_fp8_wide_pair") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8320, 8192, 1), "gemm_fp8_wide") == 0); /* 65 columns */
-  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 4096, 7168, 1), "gemm_fp8") == 0);      /* 128-row tile */
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 65, 4096, 7168, 1), "gemm_fp8") == 0);      /* 128-row tile */
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 2048, 7168, 2048, 1), "gemm_bf16") == 0); /* 28 columns: no BF16 pairs */
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 300, 768, 512, 1), "gemm_bf16") == 0);        /* 3 columns */
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, 8, 512, 512, 1), "gemm_bf16") == 0);
@@ -462,21 +462,17 @@ static void kernels(void) {
   CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8192, 8192, 1), "gemm_fp8_wide") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 2048, 7168, 2048, 1), "gemm_bf16") == 0);
   test_set_knob(WS_GEMM_PAIR_ENV, NULL);
-  /* BF16 dense with at most 64 rows: the skinny kernel, A's rows rounded up to 16, 32, 64 */
+  /* BF16 dense with at most 128 rows: the skinny kernel, A's rows rounded up to 16, 32, 64, 128 */
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 64, 4096, 7168, 1), "gemm_bf16_skinny64") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 33, 4096, 7168, 1), "gemm_bf16_skinny64") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 32, 264, 128, 1), "gemm_bf16_skinny32") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 17, 264, 128, 1), "gemm_bf16_skinny32") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 1, 8, 64, 1), "gemm_bf16_skinny16") == 0);
-  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 65, 4096, 7168, 1), "gemm_bf16") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_GROUPED_MASKED, 8, 512, 512, 1), "gemm_bf16") == 0); /* dense only */
-  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1), "gemm_fp8") == 0);               /* BF16 only */
   test_set_knob(WS_GEMM_SKINNY_ENV, "0");
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 64, 4096, 7168, 1), "gemm_bf16") == 0);
   test_set_knob(WS_GEMM_SKINNY_ENV, NULL);
-  /* WARPSPEC_GEMM_SKINNY_ROWS=128: 65-128 BF16 rows too, one K box a stage; FP8 with
-   * WARPSPEC_GEMM_FP8_SKINNY: at most 64 rows (both off until measured) */
-  test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, "128");
+  /* 65-128 BF16 rows (WARPSPEC_GEMM_SKINNY_ROWS, 128 by default): one K box a stage */
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 65, 4096, 7168, 1), "gemm_bf16_skinny128") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 128, 4096, 7168, 1), "gemm_bf16_skinny128") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 129, 4096, 7168, 1), "gemm_bf16") == 0);
@@ -493,9 +489,15 @@ static void kernels(void) {
     CHECK_STATUS(gemm_plan_of(kd, &plan), WS_OK);
     CHECK(plan.smem_bytes > 7 * 24 * 1024 + 128 * 68 * 4 && plan.smem_bytes <= 232448);
   }
+  test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, "64");
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 65, 4096, 7168, 1), "gemm_bf16") == 0);
+  CHECK(strcmp(kernel_of(WS_GEMM_BF16, WS_GEMM_DENSE, 64, 4096, 7168, 1), "gemm_bf16_skinny64") == 0);
   test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, NULL);
+  /* FP8 with at most 64 rows (WARPSPEC_GEMM_FP8_SKINNY, on by default), a masked group's room too */
+  test_set_knob(WS_GEMM_FP8_SKINNY_ENV, "0");
   CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 4096, 7168, 1), "gemm_fp8") == 0);
-  test_set_knob(WS_GEMM_FP8_SKINNY_ENV, "1");
+  CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 48, 512, 512, 1), "gemm_fp8") == 0);
+  test_set_knob(WS_GEMM_FP8_SKINNY_ENV, NULL);
   CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 4096, 7168, 1), "gemm_fp8_skinny64") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1), "gemm_fp8_skinny16") == 0);
   CHECK(strcmp(kernel_of(WS_GEMM_FP8, WS_GEMM_DENSE, 20, 256, 512, 1), "gemm_fp8_skinny32") == 0);

@@ -10,9 +10,10 @@
  *     the reference on the same quantised inputs (bf16 rounding of D dominates).
  * Modes: (none) everything; quick (no large shapes); bf16 (the dense BF16 cases, the
  * skinny kernel and split-K in clusters: for compute-sanitizer); clusterk; gather;
- * fp8skinny (WARPSPEC_GEMM_FP8_SKINNY on: dense FP8 of at most 64 rows) and skinny128
- * (WARPSPEC_GEMM_SKINNY_ROWS=128: BF16 of 65-128 rows on the skinny kernel), both written in
- * session 38 without a GPU and not in `make test` until they have run. */
+ * fp8skinny (dense FP8 of at most 64 rows and masked groups of at most 64 rows' room on the
+ * skinny kernel, WARPSPEC_GEMM_FP8_SKINNY) and skinny128 (BF16 of 65-128 rows on the skinny
+ * kernel, WARPSPEC_GEMM_SKINNY_ROWS=128): both the defaults since session 39, the modes set
+ * their knobs anyway so that they test those kernels whatever the defaults become. */
 #include "gpu_test.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
