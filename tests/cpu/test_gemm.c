@@ -304,8 +304,11 @@ static void tiles(void) {
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 8192, 8192, 1) == 192);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 8192, 4096, 7168, 1) == 192);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 4096, 4096, 7168, 1) == 128); /* 8 waves of 128 against 6 of 192 */
-  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 4096, 7168, 1) == 128);   /* few rows: split-K's kernel */
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 65, 4096, 7168, 1) == 128);   /* past the skinny kernel: split-K's */
+  test_set_knob(WS_GEMM_FP8_SKINNY_ENV, "0");
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 4096, 7168, 1) == 128);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1) == 128);
+  test_set_knob(WS_GEMM_FP8_SKINNY_ENV, NULL);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 64, 4096, 7168, 8) == 128);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 512, 4096, 7168, 8) == 128); /* 3 tiles of 192 pad 12% */
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 2048, 4096, 7168, 8) == 192);
