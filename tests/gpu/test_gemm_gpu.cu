@@ -34,7 +34,7 @@ static void attach_workspace(ws_gemm_problem *p) {
 static float frand(void) { return (float)((int)(rng_u32() % 2001) - 1000) / 1000.0f; }
 
 static int g_skinny = 1; /* WARPSPEC_GEMM_SKINNY as the cases set it */
-static int g_skinny_rows = 64; /* WARPSPEC_GEMM_SKINNY_ROWS as the cases set it */
+static int g_skinny_rows = WS_GEMM_SKINNY_ROWS_DEFAULT; /* WARPSPEC_GEMM_SKINNY_ROWS as the cases set it */
 
 static void run_bf16(int m, int n, int k) {
   const size_t na = (size_t)m * k, nb = (size_t)n * k, nd = (size_t)m * n;
@@ -398,6 +398,9 @@ static int quick;
 /* Split-K in clusters at forced slice counts against the workspace, then at the chosen
  * ones against the float64 reference. */
 static void bf16_cluster_k_cases(void) {
+  /* the 128 x 256 tile's split-K: 65-128 rows would run the skinny kernel by default */
+  test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, "64");
+  g_skinny_rows = 64;
   bf16_cluster_k_case(128, 512, 2048, "2");    /* 2 tiles x 2 slices */
   bf16_cluster_k_case(300, 264, 1024, "3");    /* ragged rows and columns, 3 slices */
   bf16_cluster_k_case(96, 1024, 4096, "8");    /* 4 tiles x 8 */
@@ -411,6 +414,8 @@ static void bf16_cluster_k_cases(void) {
   test_set_knob(WS_GEMM_CLUSTER_K_ENV, NULL);
   run_bf16(256, 7168, 1024);                   /* the default on 132 SMs: 56 tiles x 2 slices in clusters */
   quick = was_quick;
+  test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, NULL);
+  g_skinny_rows = WS_GEMM_SKINNY_ROWS_DEFAULT;
 }
 
 /* The dense BF16 cases: the 128 x 256 tile, the skinny kernel (at most 64 rows) with its
@@ -466,7 +471,7 @@ int main(int argc, char **argv) {
     run_bf16(120, 256, 1344);   /* clusters of 3 over 21 stages */
     test_set_knob(WS_GEMM_SPLITS_ENV, NULL);
     test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, NULL);
-    g_skinny_rows = 64;
+    g_skinny_rows = WS_GEMM_SKINNY_ROWS_DEFAULT;
     return test_finish("test_gemm_gpu skinny128");
   }
   if (argc > 1 && strcmp(argv[1], "fp8skinny") == 0) { /* FP8 with few rows on the skinny kernel (WARPSPEC_GEMM_FP8_SKINNY) */
