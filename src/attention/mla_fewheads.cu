@@ -16,9 +16,13 @@
  *                                   copied raw with their tile scales, mla_fp8_gather.cuh;
  *                                   the page entries one block ahead, a flag per row).
  *   S_MATH (4 warps x 2, 232 regs)  warpgroup w: blocks w, w + 2, ... in stage w; FP8: it
- *                                   first dequantises the block in place (with a quarter
+ *                                   first converts the block in place (with a quarter
  *                                   of the tensor work the math warps have the time; the
- *                                   gather's 4 warps converting everything bound it).
+ *                                   gather's 4 warps converting everything bound it): at 16
+ *                                   columns to f16 unscaled (exact, one instruction per two
+ *                                   values; S^T summed per latent tile times the keys' tile
+ *                                   scales, P^T written once per tile scale, Q in f16 with a
+ *                                   power of two per head), at 32 to BF16 with the scales.
  * The lazy rescale of mla_math.cuh applies per head. 32 heads: the same with N = 32
  * (m64n32, 128 O^T registers a thread). s_q > 1 (ROWS): a sequence's s_q x heads query
  * rows are the N columns, each masked at its token's causal limit. mla_launch runs it for
@@ -29,7 +33,11 @@
  * 0.178 ms BF16 (82-83%), FP8 0.218 -> 0.200 ms; s_q 2, 8 heads, 0.188 -> 0.172 ms (session
  * 37). FP8 holds a warpgroup's stage through copy, conversion and math (a clock probe:
  * 2.7k + 3.4-3.9k + 2.2k cycles a block at 16 heads); the conversion's loads ahead of its
- * stores took 16 heads to 0.175 ms, 32 heads to 0.194 (session 38, design_mla.md 8.1). */
+ * stores took 16 heads to 0.175 ms, 32 heads to 0.194 (session 38, design_mla.md 8.1).
+ * f16 operands at 16 columns (session 39): 0.171-0.173 -> 0.169-0.170 ms, now the BF16
+ * cache's time for 57% of its bytes: the block's chain (the gather waits for its own copies
+ * before it commits a stage), not the conversion, bounds both; at 32 columns the f16 form
+ * (four P^T copies of 32 columns) was level or 2.5% slower and is not used. */
 #include "../core/internal.h"
 #include "warpspec/device/warpspec.cuh"
 #include "warpspec/device/wgmma.cuh"
@@ -42,12 +50,14 @@
 
 #include <math.h>
 
-/* NH heads (16 or 32): every wgmma's N */
-template <int NH>
+/* NH heads (16 or 32): every wgmma's N. FP8: P^T once per tile scale (f16, below). */
+template <int NH, int FP8>
 struct mfh_smem {
   uint16_t kv[2][MLA_BOXES][MLA_BN * 64];   /* stage w: warpgroup w's blocks; kv[1]: the end merge */
   uint16_t q[MLA_BOXES][NH * 64];           /* [NH heads][64 dims] boxes, 128-byte swizzle  */
-  uint16_t pt[2][NH * 64];                  /* P^T per warpgroup: [NH heads][64 keys]       */
+  uint16_t pt[2][FP8 ? 4 : 1][NH * 64];     /* P^T per warpgroup: [NH heads][64 keys]       */
+  float qexp[NH];                           /* FP8: 2^e of head h (Q's latent dims x 2^-e)  */
+  float smax[2][4];                         /* FP8: per warpgroup and warp, its keys' largest tile scale */
   float cmax[2][4][NH];                     /* per warpgroup and warp: the block's column maxima */
   float csum[2][4][NH];                     /* the end: column sums                          */
   float mrg_m[NH];                          /* the end: warpgroup 1's maxima                 */
@@ -58,24 +68,96 @@ struct mfh_smem {
   int q_closed[1], closed[2];
 };
 
-/* S^T += K Q^T (K-major both) and O^T += V^T P^T (V MN-major) at N = NH */
-template <int NH>
+/* S^T += K Q^T (K-major both) and O^T += V^T P^T (V MN-major) at N = NH; F16: the FP8
+ * cache's operands (the latent dims unpacked unscaled, P^T with the tile scales) */
+template <int NH, int F16 = 0>
 static __device__ __forceinline__ void mfh_wgmma_s(float *d, uint64_t da, uint64_t db, int acc) {
-  if constexpr (NH == 32) ws_wgmma_m64n32k16_bf16(d, da, db, acc);
-  else ws_wgmma_m64n16k16_bf16(d, da, db, acc);
+  if constexpr (F16) {
+    if constexpr (NH == 32) ws_wgmma_m64n32k16_f16(d, da, db, acc);
+    else ws_wgmma_m64n16k16_f16(d, da, db, acc);
+  } else {
+    if constexpr (NH == 32) ws_wgmma_m64n32k16_bf16(d, da, db, acc);
+    else ws_wgmma_m64n16k16_bf16(d, da, db, acc);
+  }
 }
-template <int NH>
+template <int NH, int F16>
 static __device__ __forceinline__ void mfh_wgmma_o(float *d, uint64_t da, uint64_t db) {
-  if constexpr (NH == 32) ws_wgmma_m64n32k16_bf16_ta(d, da, db, 1);
-  else ws_wgmma_m64n16k16_bf16_ta(d, da, db, 1);
+  if constexpr (F16) {
+    if constexpr (NH == 32) ws_wgmma_m64n32k16_f16_ta(d, da, db, 1);
+    else ws_wgmma_m64n16k16_f16_ta(d, da, db, 1);
+  } else {
+    if constexpr (NH == 32) ws_wgmma_m64n32k16_bf16_ta(d, da, db, 1);
+    else ws_wgmma_m64n16k16_bf16_ta(d, da, db, 1);
+  }
 }
 
-template <int NH>
-static __device__ __forceinline__ ws_pipe mfh_stage(mfh_smem<NH> *sm, int w) {
+/* FP8 cache: Q's latent dims to f16 in place, each head times 2^-e (its largest |q| into
+ * [2^14, 2^15): f16 holds every bf16 value of that range exactly), the rope dims (bf16,
+ * multiplied by keys still in bf16) times the same power of two; qexp[h] = 2^e goes onto
+ * the head's softmax scale. Thread t: piece t & 7 of heads (t >> 3) + 16 i, by one
+ * warpgroup, before either starts (Q's wgmma reads follow a proxy fence and a barrier). */
+template <int NH, int FP8>
+static __device__ __forceinline__ void mfh_q_to_f16(mfh_smem<NH, FP8> *sm, int t) {
+  const int piece = t & 7;
+#pragma unroll
+  for (int hh = t >> 3; hh < NH; hh += 16) {
+    const uint32_t at = ws_smem_addr(sm->q[0]) + mla_swizzle(hh, piece);
+    uint4 v[MLA_BOXES];
+    float amax = 0.0f;
+#pragma unroll
+    for (int b = 0; b < MLA_BOXES; b++) {
+      v[b] = ws_ld_shared_v4_u32(at + (uint32_t)b * (NH * 128));
+      const uint32_t x[4] = {v[b].x, v[b].y, v[b].z, v[b].w};
+#pragma unroll
+      for (int i = 0; i < 4; i++)
+        amax = fmaxf(amax, fmaxf(fabsf(__uint_as_float(x[i] << 16)), fabsf(__uint_as_float(x[i] & 0xFFFF0000u))));
+    }
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
+    const int e = amax > 0.0f && amax <= 3.0e38f ? min(max(ilogbf(amax) - 14, -100), 100) : 0;
+    const float f = ldexpf(1.0f, -e);
+#pragma unroll
+    for (int b = 0; b < MLA_BOXES; b++) {
+      const uint32_t x[4] = {v[b].x, v[b].y, v[b].z, v[b].w};
+      uint32_t y[4];
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        const float lo = __uint_as_float(x[i] << 16) * f, hi = __uint_as_float(x[i] & 0xFFFF0000u) * f;
+        if (b < MLA_BOXES - 1) {
+          const __half2 h = __floats2half2_rn(lo, hi);
+          y[i] = *(const uint32_t *)&h;
+        } else {
+          y[i] = attn_pack_bf16(lo, hi);
+        }
+      }
+      ws_st_shared_v4_u32(at + (uint32_t)b * (NH * 128), make_uint4(y[0], y[1], y[2], y[3]));
+    }
+    if (piece == 0) sm->qexp[hh] = ldexpf(1.0f, e);
+  }
+}
+
+template <int NH, int FP8>
+static __device__ __forceinline__ ws_pipe mfh_stage(mfh_smem<NH, FP8> *sm, int w) {
   ws_pipe p = ws_pipe_view(&sm->full[w], &sm->empty[w], &sm->closed[w], 1, WS_ROLE_THREADS(mla_sparse, S_GATHER),
                            WS_ROLE_THREADS(mla_sparse, S_MATH), "mla kv rows");
   ws_pipe_set_proxies(&p, WS_PROXY_GENERIC, WS_PROXY_ASYNC);
   return p;
+}
+
+/* FP8 cache: S^T's part of latent tile `tile` (0-3: 128 dims, 8 k steps, f16) or the rope
+ * (tile 4: 64 dims, 4 k steps, bf16) into acc, as one commit group. */
+template <int NH>
+static __device__ __forceinline__ void mfh_issue_tile(float *acc, uint64_t dk, uint64_t dq, int tile) {
+  ws_wgmma_fence();
+#pragma unroll
+  for (int kk = 8 * tile; kk < (tile < 4 ? 8 * tile + 8 : MLA_DQK / 16); kk++) {
+    const uint64_t da = ws_wgmma_desc_advance(dk, (uint32_t)(kk / 4) * MLA_BN * 128 + (uint32_t)(kk % 4) * 32);
+    const uint64_t db = ws_wgmma_desc_advance(dq, (uint32_t)(kk / 4) * NH * 128 + (uint32_t)(kk % 4) * 32);
+    if (tile < 4) mfh_wgmma_s<NH, 1>(acc, da, db, kk > 8 * tile);
+    else mfh_wgmma_s<NH, 0>(acc, da, db, kk > 8 * tile);
+  }
+  ws_wgmma_commit_group();
 }
 
 /* ROWS: s_q > 1, the NH = s_q x heads columns are a sequence's tokens' heads ([token][head],
@@ -84,8 +166,12 @@ template <int FP8, int NH, int ROWS>
 WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const __grid_constant__ mla_args a, ws_diag diag) {
   constexpr int NC = NH / 4; /* a thread's columns (heads) of an m64nNH accumulator */
   constexpr int NA = NH / 2; /* its registers of one */
+  /* FP8 at 16 columns: f16 operands (the latent dims unpacked unscaled, the tile scales on S
+   * and P^T); at 32 the four P^T copies cost more than the conversion they save (H200,
+   * session 39), so the rows are dequantised to BF16 as before */
+  constexpr int F16 = FP8 && NH == 16;
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  mfh_smem<NH> *sm = (mfh_smem<NH> *)ws_smem_align1024(smem_raw);
+  mfh_smem<NH, F16> *sm = (mfh_smem<NH, F16> *)ws_smem_align1024(smem_raw);
   ws_ctx ctx = WS_SELF(mla_sparse, diag);
   /* tok: this CTA's NH query rows start at row tok x NH; kt: the token whose keys are read,
    * the sequence's last (it sees every key the others see) */
@@ -99,7 +185,7 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
   if (threadIdx.x == 0) {
     ws_pipe_init(&qp);
     for (int w = 0; w < 2; w++) {
-      const ws_pipe p = mfh_stage<NH>(sm, w);
+      const ws_pipe p = mfh_stage<NH, F16>(sm, w);
       ws_pipe_init(&p);
     }
   }
@@ -128,7 +214,7 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       for (int nb = 0; nb < nblk; nb++) {
         const int w = nb & 1;
         const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
-        const ws_pipe sp = mfh_stage<NH>(sm, w);
+        const ws_pipe sp = mfh_stage<NH, F16>(sm, w);
         ws_pipe_acquire_at(&sp, &ctx, k);
         mla_gather_fp8_block<MLA_KEYS_PLAIN>(&ctx, &a, kt, kbeg, nkeys, nb, ws_smem_addr(sm->kv[w][0]), sm->valid[w],
                                              sm->rows[w], t, &d_next, &e, sm->scales[w]);
@@ -140,7 +226,7 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       for (int nb = 0; nb < nblk; nb++) {
         const int w = nb & 1;
         const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
-        const ws_pipe sp = mfh_stage<NH>(sm, w);
+        const ws_pipe sp = mfh_stage<NH, F16>(sm, w);
         ws_pipe_acquire_at(&sp, &ctx, k);
         int r[4];
         mla_rows_step<MLA_KEYS_PLAIN>(&a, kt, kbeg, nkeys, row0, nb, r, r_next, e_next);
@@ -173,29 +259,92 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
 #pragma unroll
     for (int c = 0; c < NC; c++) lim[c] = last + (8 * (c >> 1) + 2 * quad + (c & 1)) / a.heads;
   }
-  const ws_pipe sp = mfh_stage<NH>(sm, w);
+  const ws_pipe sp = mfh_stage<NH, F16>(sm, w);
   ws_pipe_wait_at(&qp, &ctx, c0);
+  if (F16) { /* Q's latent dims to f16 by warpgroup 0, then both start */
+    if (w == 0) {
+      mfh_q_to_f16<NH, F16>(sm, ws_role_thread(&ctx));
+      ws_fence_proxy_async_shared_cta(); /* generic stores -> both warpgroups' wgmma reads */
+    }
+    ws_named_sync(bar_all, 2 * wg);
+  }
+  /* the softmax scale of each of the thread's columns (FP8: times the head's 2^e) */
+  float sl2c[NC];
+#pragma unroll
+  for (int c = 0; c < NC; c++) sl2c[c] = F16 ? sl2 * sm->qexp[8 * (c >> 1) + 2 * quad + (c & 1)] : sl2;
+  /* FP8: P^T is written in units of 2^-e_run (e_run set from the largest tile scale of a
+   * block, kept while blocks stay within 2^4 of it), so that P x scale sits in f16's
+   * normal range; O^T is in the same units and is rescaled when e_run moves */
+  int e_run = 0, e_set = 0;
   const uint64_t dq = ws_wgmma_desc_k128b(sm->q[0]), dk = ws_wgmma_desc_k128b(sm->kv[w][0]);
-  const uint64_t dpt = ws_wgmma_desc_k128b(sm->pt[w]);
-  uint8_t *pt = (uint8_t *)sm->pt[w];
+  const uint64_t dpt = ws_wgmma_desc_k128b(sm->pt[w][0]);
+  uint8_t *pt = (uint8_t *)sm->pt[w][0];
   for (int nb = w; nb < nblk; nb += 2) {
     const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
     ws_pipe_wait_at(&sp, &ctx, k);
-    if (FP8) { /* the raw rows dequantised in place by this warpgroup (the gather only copies) */
+    float4 sc0 = make_float4(1.0f, 1.0f, 1.0f, 1.0f), sc1 = sc0; /* FP8: keys r0, r0 + 8's tile scales */
+    float gshift = 1.0f; /* FP8: O^T's rescale when e_run moves */
+    if (F16) { /* the raw rows unpacked in place by this warpgroup (the gather only copies) */
+      const int t = ws_role_thread(&ctx), row = t & 63;
+      sc0 = sm->scales[w][r0];
+      sc1 = sm->scales[w][r0 + 8];
+      float smx = fmaxf(fmaxf(fmaxf(sc0.x, sc0.y), fmaxf(sc0.z, sc0.w)), fmaxf(fmaxf(sc1.x, sc1.y), fmaxf(sc1.z, sc1.w)));
+#pragma unroll
+      for (int o = 4; o < 32; o <<= 1) smx = fmaxf(smx, __shfl_xor_sync(0xffffffffu, smx, o));
+      if (lane == 0) sm->smax[w][warp] = smx; /* read after the barriers below */
+      mla_fp8_unpack_in_place_ahead(&ctx, ws_smem_addr(sm->kv[w][0]), row, t >> 6);
+      ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
+      ws_role_sync(&ctx);
+      const float bmax = fmaxf(fmaxf(sm->smax[w][0], sm->smax[w][1]), fmaxf(sm->smax[w][2], sm->smax[w][3]));
+      if (bmax > 0.0f && bmax <= 3.0e38f) { /* a block of masked rows only has zeros */
+        const int eb = -ilogbf(bmax);
+        if (!e_set || abs(eb - e_run) > 4) {
+          gshift = e_set ? ldexpf(1.0f, eb - e_run) : 1.0f;
+          e_run = eb;
+          e_set = 1;
+        }
+      }
+    } else if (FP8) { /* the raw rows dequantised to BF16 in place by this warpgroup */
       const int t = ws_role_thread(&ctx), row = t & 63;
       mla_fp8_convert_in_place_ahead(&ctx, ws_smem_addr(sm->kv[w][0]), sm->scales[w][row], row, t >> 6);
       ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
       ws_role_sync(&ctx);
     }
     float s[NA];
-    ws_wgmma_fence();
+    if (F16) { /* S^T = sum over the 4 latent tiles of scale(key, tile) x S_tile, + the rope's part:
+                * two accumulators in turn, a tile's sum taken while the next one's wgmmas run */
+      const float f0[4] = {sc0.x, sc0.y, sc0.z, sc0.w}, f1[4] = {sc1.x, sc1.y, sc1.z, sc1.w};
+      float ua[NA], ub[NA];
+      mfh_issue_tile<NH>(ua, dk, dq, 0);
+      mfh_issue_tile<NH>(ub, dk, dq, 1);
+      WS_WGMMA_WAIT_GROUP(1);
 #pragma unroll
-    for (int kk = 0; kk < MLA_DQK / 16; kk++)
-      mfh_wgmma_s<NH>(s, ws_wgmma_desc_advance(dk, (uint32_t)(kk / 4) * MLA_BN * 128 + (uint32_t)(kk % 4) * 32),
-                      ws_wgmma_desc_advance(dq, (uint32_t)(kk / 4) * NH * 128 + (uint32_t)(kk % 4) * 32), kk > 0);
-    ws_wgmma_commit_group();
+      for (int i = 0; i < NA; i++) s[i] = ((i & 2) ? f1[0] : f0[0]) * ua[i]; /* regs 4j, 4j+1: key r0; 4j+2, 4j+3: r0 + 8 */
+      mfh_issue_tile<NH>(ua, dk, dq, 2);
+      WS_WGMMA_WAIT_GROUP(1);
+#pragma unroll
+      for (int i = 0; i < NA; i++) s[i] += ((i & 2) ? f1[1] : f0[1]) * ub[i];
+      mfh_issue_tile<NH>(ub, dk, dq, 3);
+      WS_WGMMA_WAIT_GROUP(1);
+#pragma unroll
+      for (int i = 0; i < NA; i++) s[i] += ((i & 2) ? f1[2] : f0[2]) * ua[i];
+      mfh_issue_tile<NH>(ua, dk, dq, 4); /* the rope: bf16 */
+      WS_WGMMA_WAIT_GROUP(1);
+#pragma unroll
+      for (int i = 0; i < NA; i++) s[i] += ((i & 2) ? f1[3] : f0[3]) * ub[i];
+      WS_WGMMA_WAIT_GROUP(0);
+#pragma unroll
+      for (int i = 0; i < NA; i++) s[i] += ua[i];
+    } else {
+      ws_wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < MLA_DQK / 16; kk++)
+        mfh_wgmma_s<NH>(s, ws_wgmma_desc_advance(dk, (uint32_t)(kk / 4) * MLA_BN * 128 + (uint32_t)(kk % 4) * 32),
+                        ws_wgmma_desc_advance(dq, (uint32_t)(kk / 4) * NH * 128 + (uint32_t)(kk % 4) * 32), kk > 0);
+      ws_wgmma_commit_group();
+      WS_WGMMA_WAIT_GROUP(0);
+    }
     const int v0 = sm->valid[w][r0], v1 = sm->valid[w][r0 + 8];
-    WS_WGMMA_WAIT_GROUP(0);
     /* masked keys (rows) to -inf; the block's maximum per head (column) */
     float cm[NC];
 #pragma unroll
@@ -227,10 +376,10 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       const float bm = fmaxf(fmaxf(sm->cmax[w][0][h], sm->cmax[w][1][h]), fmaxf(sm->cmax[w][2][h], sm->cmax[w][3][h]));
       const float m_old = m_run[c];
       float m_new = fmaxf(m_old, bm);
-      const int keep = m_new * sl2 - m_old * sl2 <= MLA_LAZY_LOG2; /* from -inf: it moves */
+      const int keep = m_new * sl2c[c] - m_old * sl2c[c] <= MLA_LAZY_LOG2; /* from -inf: it moves */
       m_new = keep ? m_old : m_new;
-      msc[c] = m_new == -INFINITY ? 0.0f : m_new * sl2;
-      alpha[c] = keep ? 1.0f : attn_exp2(m_old * sl2 - msc[c]);
+      msc[c] = m_new == -INFINITY ? 0.0f : m_new * sl2c[c];
+      alpha[c] = keep ? 1.0f : attn_exp2(m_old * sl2c[c] - msc[c]);
       m_run[c] = m_new;
     }
     /* P^T into its tile: head h, key r at row h, column r of a [NH][64] K-major box */
@@ -239,38 +388,55 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
 #pragma unroll
       for (int e = 0; e < 2; e++) {
         const int c = 2 * j + e, h = 8 * j + 2 * quad + e;
-        const float p0 = attn_exp2(fmaf(s[4 * j + e], sl2, -msc[c]));
-        const float p1 = attn_exp2(fmaf(s[4 * j + 2 + e], sl2, -msc[c]));
+        const float p0 = attn_exp2(fmaf(s[4 * j + e], sl2c[c], -msc[c]));
+        const float p1 = attn_exp2(fmaf(s[4 * j + 2 + e], sl2c[c], -msc[c]));
         l_part[c] = l_part[c] * alpha[c] + p0 + p1;
-        const __nv_bfloat16 b0 = __float2bfloat16_rn(p0), b1 = __float2bfloat16_rn(p1);
-        *(__nv_bfloat16 *)(pt + mla_swizzle(h, r0 / 8) + (r0 % 8) * 2) = b0;
-        *(__nv_bfloat16 *)(pt + mla_swizzle(h, (r0 + 8) / 8) + (r0 % 8) * 2) = b1;
+        if (F16) { /* one P^T per latent tile: P x scale(key, tile) x 2^e_run, f16 */
+          const float u = ldexpf(1.0f, e_run);
+          const float g0[4] = {sc0.x, sc0.y, sc0.z, sc0.w}, g1[4] = {sc1.x, sc1.y, sc1.z, sc1.w};
+#pragma unroll
+          for (int tq = 0; tq < 4; tq++) {
+            uint8_t *ptq = pt + tq * (NH * 128);
+            *(__half *)(ptq + mla_swizzle(h, r0 / 8) + (r0 % 8) * 2) = __float2half_rn(p0 * g0[tq] * u);
+            *(__half *)(ptq + mla_swizzle(h, (r0 + 8) / 8) + (r0 % 8) * 2) = __float2half_rn(p1 * g1[tq] * u);
+          }
+        } else {
+          const __nv_bfloat16 b0 = __float2bfloat16_rn(p0), b1 = __float2bfloat16_rn(p1);
+          *(__nv_bfloat16 *)(pt + mla_swizzle(h, r0 / 8) + (r0 % 8) * 2) = b0;
+          *(__nv_bfloat16 *)(pt + mla_swizzle(h, (r0 + 8) / 8) + (r0 % 8) * 2) = b1;
+        }
       }
     ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
     ws_named_sync(bar_wg, wg);         /* every warp's part of P^T (and the maxima read) */
     int moved = 0;
 #pragma unroll
     for (int c = 0; c < NC; c++) moved |= alpha[c] != 1.0f;
-    if (__any_sync(0xffffffffu, moved)) {
+    if (__any_sync(0xffffffffu, moved || gshift != 1.0f)) { /* gshift: FP8's e_run moved, the same in every thread */
 #pragma unroll
       for (int t = 0; t < 8; t++)
 #pragma unroll
-        for (int i = 0; i < NA; i++) o[NA * t + i] *= alpha[2 * (i >> 2) + (i & 1)];
+        for (int i = 0; i < NA; i++) o[NA * t + i] *= alpha[2 * (i >> 2) + (i & 1)] * gshift;
     }
     /* O^T[64 t .. 64 t + 63][heads] += V^T P^T: V's box t read MN-major (columns along M) */
     ws_wgmma_fence();
 #pragma unroll
     for (int t = 0; t < 8; t++) {
       const uint64_t dv = ws_wgmma_desc_mn128b(sm->kv[w][t], MLA_BN * 128);
+      const uint64_t dp = F16 ? ws_wgmma_desc_advance(dpt, (uint32_t)(t / 2) * (NH * 128)) : dpt; /* FP8: tile t / 2's P^T */
 #pragma unroll
       for (int kk = 0; kk < MLA_BN / 16; kk++)
-        mfh_wgmma_o<NH>(o + NA * t, ws_wgmma_desc_advance(dv, (uint32_t)kk * 16 * 128), ws_wgmma_desc_advance(dpt, (uint32_t)kk * 32));
+        mfh_wgmma_o<NH, F16>(o + NA * t, ws_wgmma_desc_advance(dv, (uint32_t)kk * 16 * 128), ws_wgmma_desc_advance(dp, (uint32_t)kk * 32));
     }
     ws_wgmma_commit_group();
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_at(&sp, &ctx, k);
   }
   ws_pipe_release_at(&qp, &ctx, c0);
+  if (F16 && e_run != 0) { /* O^T from units of 2^-e_run back to values */
+    const float u = ldexpf(1.0f, -e_run);
+#pragma unroll
+    for (int i = 0; i < 8 * NA; i++) o[i] *= u;
+  }
 
   /* the column sums of the warpgroup, then warpgroup 1's maxima, sums and O^T to warpgroup 0
    * through shared memory (stage 1: every block has been read), merged as two splits */
@@ -307,14 +473,14 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
     const float l0 = sm->csum[0][0][h] + sm->csum[0][1][h] + sm->csum[0][2][h] + sm->csum[0][3][h];
     const float l1 = sm->csum[1][0][h] + sm->csum[1][1][h] + sm->csum[1][2][h] + sm->csum[1][3][h];
     const float m0 = m_run[c], m1 = sm->mrg_m[h], m = fmaxf(m0, m1);
-    const float ms = m == -INFINITY ? 0.0f : m * sl2;
-    f0[c] = m0 == -INFINITY ? 0.0f : attn_exp2(m0 * sl2 - ms);
-    f1[c] = m1 == -INFINITY ? 0.0f : attn_exp2(m1 * sl2 - ms);
+    const float ms = m == -INFINITY ? 0.0f : m * sl2c[c];
+    f0[c] = m0 == -INFINITY ? 0.0f : attn_exp2(m0 * sl2c[c] - ms);
+    f1[c] = m1 == -INFINITY ? 0.0f : attn_exp2(m1 * sl2c[c] - ms);
     const float lt = l0 * f0[c] + l1 * f1[c];
     inv[c] = attn_row_inv(lt);
     const size_t row = (size_t)tok * NH + h;
     if (r0 == 0) { /* one thread per head */
-      const float lse = attn_row_lse(lt, m, sl2);
+      const float lse = attn_row_lse(lt, m, sl2c[c]);
       if (a.o_part) a.lse_part[(size_t)blockIdx.z * a.rows + row] = lse;
       else if (a.lse) a.lse[row] = lse;
     }
@@ -331,10 +497,10 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
     }
 }
 
-template <int NH>
+template <int NH, int FP8>
 static ws_status mfh_make_plan(const void *ctx, ws_plan *plan) {
   ws_status s = ws_plan_init(plan, (const char *)ctx, mla_sparse_roles, mla_sparse_NROLES, 0);
-  if (s == WS_OK) s = ws_plan_set_smem(plan, sizeof(mfh_smem<NH>) + 1024);
+  if (s == WS_OK) s = ws_plan_set_smem(plan, sizeof(mfh_smem<NH, FP8 && NH == 16>) + 1024);
   static const char *const names[3] = {"mla warpgroup 0", "mla warpgroup 1", "mla end merge"};
   for (int i = 0, id = 0; i < 3 && s == WS_OK; i++) s = ws_plan_add_barrier(plan, names[i], &id);
   return s;
@@ -358,7 +524,9 @@ ws_status mla_fewheads_launch(const void *q, int tokens, mla_args *a, int splits
        {(const void *)mla_fewheads_kernel<0, 32, 0>, (const void *)mla_fewheads_kernel<1, 32, 0>}},
       {{(const void *)mla_fewheads_kernel<0, 16, 1>, (const void *)mla_fewheads_kernel<1, 16, 1>},
        {(const void *)mla_fewheads_kernel<0, 32, 1>, (const void *)mla_fewheads_kernel<1, 32, 1>}}};
-  ws_status s = ws_plan_cached(slots[rows][h32][fp8], h32 ? mfh_make_plan<32> : mfh_make_plan<16>, names[rows][h32][fp8], &plan);
+  static ws_status (*const make[2][2])(const void *, ws_plan *) = {{mfh_make_plan<16, 0>, mfh_make_plan<16, 1>},
+                                                                   {mfh_make_plan<32, 0>, mfh_make_plan<32, 1>}};
+  ws_status s = ws_plan_cached(slots[rows][h32][fp8], make[h32][fp8], names[rows][h32][fp8], &plan);
   if (s != WS_OK) return s;
   a->xchg_bar = plan->layout.nbarriers + 1; /* the plan's three user barriers, in a row */
   ws_diag diag;

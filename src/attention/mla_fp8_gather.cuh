@@ -111,7 +111,53 @@ static __device__ __forceinline__ void mla_fp8_convert_in_place(const ws_ctx *ct
   mla_dequant_store(stage, 7, row, 2 * half + 1, last1, sc.w);
 }
 
-/* The same conversion by a warpgroup with registers to spare (mla_fewheads' math): each
+/* The few-head decode's form (mla_fewheads' math warpgroup, registers to spare): the raw
+ * e4m3 unpacked to f16 *without* the tile scale (exact, one instruction per two values;
+ * the kernel applies the scales to S and to P^T instead). Each pair of raw chunks is
+ * loaded whole before it is stored (16 registers), and the boxes go in three steps (boxes
+ * 0-3, under which no raw byte lies; 4-5 over raw chunks 0-3; 6-7 over 4-7), one barrier
+ * before each of the last two. The shared loads and stores are volatile asm and keep their
+ * program order: converted a chunk at a time, each chunk's loads waited behind the previous
+ * chunk's stores (a clock probe, session 38). */
+static __device__ __forceinline__ uint32_t mla_e4m3x2_to_f16x2(uint32_t v16) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(v16 & 0xFFFFu), __NV_E4M3);
+  return (uint32_t)h.x | ((uint32_t)h.y << 16);
+}
+static __device__ __forceinline__ void mla_unpack_store(uint32_t stage, int chunk, int row, int piece, uint4 raw) {
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+  uint32_t v[8];
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    v[2 * i] = mla_e4m3x2_to_f16x2(w[i]);
+    v[2 * i + 1] = mla_e4m3x2_to_f16x2(w[i] >> 16);
+  }
+  const uint32_t box = stage + (uint32_t)chunk * MLA_BN * 128;
+  ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece), make_uint4(v[0], v[1], v[2], v[3]));
+  ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece + 1), make_uint4(v[4], v[5], v[6], v[7]));
+}
+static __device__ __forceinline__ void mla_fp8_unpack_pair(uint32_t stage, int c, int row, int half, const uint4 *raw) {
+#pragma unroll
+  for (int i = 0; i < 4; i++) mla_unpack_store(stage, c + (i >> 1), row, 2 * half + (i & 1), raw[i]);
+}
+static __device__ __forceinline__ void mla_fp8_load_pair(uint32_t stage, int c, int row, int half, uint4 *raw) {
+#pragma unroll
+  for (int i = 0; i < 4; i++) raw[i] = mla_raw_load(stage, c + (i >> 1), row, 2 * half + (i & 1));
+}
+static __device__ __forceinline__ void mla_fp8_unpack_in_place_ahead(const ws_ctx *ctx, uint32_t stage, int row, int half) {
+  uint4 raw[4];
+  mla_fp8_load_pair(stage, 0, row, half, raw);
+  mla_fp8_unpack_pair(stage, 0, row, half, raw);
+  mla_fp8_load_pair(stage, 2, row, half, raw);
+  mla_fp8_unpack_pair(stage, 2, row, half, raw);
+  mla_fp8_load_pair(stage, 4, row, half, raw);
+  ws_role_sync(ctx); /* raw chunks 0-3 read: boxes 4, 5 may go over them */
+  mla_fp8_unpack_pair(stage, 4, row, half, raw);
+  mla_fp8_load_pair(stage, 6, row, half, raw);
+  ws_role_sync(ctx); /* raw chunks 4-7 read: boxes 6, 7 */
+  mla_fp8_unpack_pair(stage, 6, row, half, raw);
+}
+
+/* The dequantising form of the same (mla_fewheads' math at 32 columns): each
  * pair of raw chunks is loaded whole before it is stored (16 registers), and the boxes go
  * in three steps (boxes 0-3, under which no raw byte lies; 4-5 over raw chunks 0-3; 6-7 over
  * 4-7), one barrier before each of the last two. The shared loads and stores are volatile
@@ -122,10 +168,6 @@ static __device__ __forceinline__ void mla_fp8_convert_pair(uint32_t stage, int 
                                                             float scale) {
 #pragma unroll
   for (int i = 0; i < 4; i++) mla_dequant_store(stage, c + (i >> 1), row, 2 * half + (i & 1), raw[i], scale);
-}
-static __device__ __forceinline__ void mla_fp8_load_pair(uint32_t stage, int c, int row, int half, uint4 *raw) {
-#pragma unroll
-  for (int i = 0; i < 4; i++) raw[i] = mla_raw_load(stage, c + (i >> 1), row, 2 * half + (i & 1));
 }
 static __device__ __forceinline__ void mla_fp8_convert_in_place_ahead(const ws_ctx *ctx, uint32_t stage, float4 sc, int row,
                                                                       int half) {
