@@ -29,6 +29,7 @@ typedef struct {
   float *lse;
   float *o_part, *lse_part;             /* splits > 1: [split][row][512] and [split][row] */
   int rows;                             /* query rows x heads (the partials' stride)      */
+  int gather_ahead;                     /* few-head decode: stages land by mbarrier (WARPSPEC_MLA_GATHER_AHEAD) */
 } mla_args;
 
 /* Checks shared by both calls, then the tensor map of q ([tokens x heads][576]), the plan

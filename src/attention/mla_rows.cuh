@@ -121,12 +121,14 @@ static __device__ __forceinline__ void mla_fp8_rows_start(const mla_args *a, int
 /* Block nb into the acquired stage at shared address `stage`: its rows and flags published
  * in `rows` / `valid` (the stage's), the raw copies, the look-ahead moved on, then either
  * the in-place conversion (scales NULL) or, for a consumer that converts (scales: the
- * stage's 64 float4), the rows' tile scales copied beside the raw bytes and every copy
- * landed. Not committed. */
+ * stage's 64 float4), the rows' tile scales copied beside the raw bytes and, with `land`,
+ * every copy landed (without: the caller arrives when they land, mbarrier-tracked). Not
+ * committed. */
 template <int KEYS>
 static __device__ __forceinline__ void mla_gather_fp8_block(const ws_ctx *ctx, const mla_args *a, int tok, int kbeg,
                                                             int nkeys, int nb, uint32_t stage, uint8_t *valid, int *rows,
-                                                            int t, int *d_next, int *e, float4 *scales = NULL) {
+                                                            int t, int *d_next, int *e, float4 *scales = NULL,
+                                                            int land = 1) {
   const int row = t & 63, half = t >> 6, row0 = 4 * (t >> 3);
   const int d = *d_next;
   if (half == 0) {
@@ -146,7 +148,9 @@ static __device__ __forceinline__ void mla_gather_fp8_block(const ws_ctx *ctx, c
    * it, while these land */
   *d_next = mla_row_resolve<KEYS>(a, tok, kbeg, *e);
   *e = mla_row_fetch<KEYS>(a, tok, kbeg, nkeys, (nb + 2) * MLA_BN + row);
-  if (scales) WS_CP_ASYNC_WAIT_GROUP(0);
+  if (scales) {
+    if (land) WS_CP_ASYNC_WAIT_GROUP(0);
+  }
   else mla_gather_fp8_convert(ctx, stage, sc, row, half);
 }
 
