@@ -7,6 +7,8 @@ median time per shape, from the logs the session scripts keep in docs/results:
   mla   blocks "== V rR" followed by "bench decode NAME  T ms ..." lines (V: the build) and
         "bench d2d copy ... GB/s" lines: two bars per shape, each build's share of the
         same run's copy rate above it
+  rounds lines "V rR[:] bench decode NAME  T ms ..." (V: the build, "old" / "new", or the
+        knob's setting as tests/gpu/run_ab.sh prints it, "KNOB=0:"): one bar per V
 
 Each bar is the median over the rounds; the thin line on it spans the rounds' minimum to
 maximum."""
@@ -56,8 +58,17 @@ def mla_series(path):
     return series, "us per call", shares
 
 
+def rounds_series(path):
+    series = {}
+    for line in open(path):
+        m = re.match(r"^(\S+?):? r\d+:? bench (.*?)\s+([\d.]+) ms", line.strip())
+        if m:
+            series.setdefault(m.group(2).strip(), {}).setdefault(m.group(1), []).append(float(m.group(3)) * 1000)
+    return series, "us per call", None
+
+
 def main(kind, src, dst, labels=None):
-    series, unit, shares = (gemm_series if kind == "gemm" else mla_series)(src)
+    series, unit, shares = {"gemm": gemm_series, "mla": mla_series, "rounds": rounds_series}[kind](src)
     if not series:
         sys.exit(f"plot_ab_times: no {kind} lines in {src}")
     names = list(series)
@@ -94,6 +105,6 @@ def main(kind, src, dst, labels=None):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4 or sys.argv[1] not in ("gemm", "mla"):
-        sys.exit("usage: plot_ab_times.py gemm|mla LOG PNG [KEY=LABEL ...]")
-    main(sys.argv[1], sys.argv[2], sys.argv[3], dict(a.split("=", 1) for a in sys.argv[4:]))
+    if len(sys.argv) < 4 or sys.argv[1] not in ("gemm", "mla", "rounds"):
+        sys.exit("usage: plot_ab_times.py gemm|mla|rounds LOG PNG [KEY=LABEL ...]")
+    main(sys.argv[1], sys.argv[2], sys.argv[3], dict(a.rsplit("=", 1) for a in sys.argv[4:]))
