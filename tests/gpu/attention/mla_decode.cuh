@@ -3,7 +3,9 @@
  * 1 and 2 (causal), single- and split-KV launches (workspace poisoned too), the BF16 and
  * the FP8 cache (rows quantised on the host), batch 128 checked on a sample of sequences
  * and heads; and a page id past the cache, which must be masked as -1 is, not wrap onto
- * a cached row. Run under every MLA schedule. */
+ * a cached row; and magnitudes far apart (q of 1e-6 .. 1e5 by head, cache blocks jumping by
+ * 2^12: the FP8 few-head kernel's f16 operands and their powers of two). Run under every MLA
+ * schedule. */
 #ifndef WARPSPEC_TEST_ATTN_MLA_DECODE_CUH
 #define WARPSPEC_TEST_ATTN_MLA_DECODE_CUH
 
@@ -15,6 +17,8 @@ typedef struct {
   int fixed;
   int fp8;                        /* the FP8 cache (kv_fp8): rows quantised on the host */
   int page;                       /* rows per page; 0: 64 (FlashMLA's) */
+  int wild;                       /* magnitudes far apart: heads of |q| 1e-6 .. 1e5, cache
+                                   * blocks whose largest values move by 2^12 (page = 64) */
 } dec_case;
 
 /* Run a decode problem whose q, cache, page table and lengths are in host memory (its o
@@ -71,9 +75,17 @@ static int run_decode(const dec_case *c) {
   fill_uniform(hq, nq, 1.0f);
   fill_uniform(hkv, nkv, 1.0f);
   const size_t kv_rows = (size_t)pages * P, kv_bytes = c->fp8 ? kv_rows * WS_MLA_FP8_ROW_BYTES : nkv * 2;
+  if (c->wild) {
+    /* q past f16's range and far under its normal one (the FP8 few-head kernel's f16 Q
+     * takes a power of two per head), and 64-key blocks (pages) whose values jump by 2^12
+     * (its P^T's power of two, kept lazily, must move with them) */
+    static const float qamp[5] = {1e-6f, 1e-2f, 1.0f, 300.0f, 1e5f};
+    for (size_t r = 0; r < rows; r++) fill_uniform(hq + r * DQ, DQ, qamp[(r % (size_t)c->heads) % 5]);
+    for (size_t r = 0; r < kv_rows; r++) fill_uniform(hkv + r * DQ, DQ, (r / 64) % 3 == 0 ? 8.0f : (r / 64) % 3 == 1 ? 8.0f / 4096 : 512.0f);
+  }
   uint8_t *hkv8 = NULL;
   if (c->fp8) { /* rows of several magnitudes, so that the tile scales differ */
-    for (size_t r = 0; r < kv_rows; r += 5) fill_uniform(hkv + r * DQ, DQ, r % 3 ? 8.0f : 0.01f);
+    for (size_t r = 0; r < kv_rows && !c->wild; r += 5) fill_uniform(hkv + r * DQ, DQ, r % 3 ? 8.0f : 0.01f);
     hkv8 = (uint8_t *)host_alloc(kv_bytes, 1, 0);
     WS_OK_OR_DIE(ws_mla_kv_quantize_fp8_host(hkv, kv_rows, hkv8));
   }
@@ -240,53 +252,58 @@ static int check_page_wrap(void) {
 }
 
 static const dec_case dec_quick[] = {
-    {"decode B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1, 0, 0},
-    {"decode B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 0, 0},
-    {"decode fp8 B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1, 1, 0},
-    {"decode fp8 B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 1, 0},
+    {"decode B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1, 0, 0, 0},
+    {"decode B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 0, 0, 0},
+    {"decode fp8 B1 s_q1 H128 len 4000 (split)", 1, 1, 128, 4000, 1, 1, 0, 0},
+    {"decode fp8 B6 s_q2 H64 lens 0..2000", 6, 2, 64, 2000, 0, 1, 0, 0},
     /* fewer heads than a CTA's 64 rows (tensor-parallel shards): padding rows never stored */
-    {"decode B5 s_q1 H16 lens 0..3000", 5, 1, 16, 3000, 0, 0, 0},
-    {"decode B1 s_q2 H32 len 5000 (split)", 1, 2, 32, 5000, 1, 0, 0},
-    {"decode fp8 B3 s_q2 H16 lens 0..2000", 3, 2, 16, 2000, 0, 1, 0},
+    {"decode B5 s_q1 H16 lens 0..3000", 5, 1, 16, 3000, 0, 0, 0, 0},
+    {"decode B1 s_q2 H32 len 5000 (split)", 1, 2, 32, 5000, 1, 0, 0, 0},
+    {"decode fp8 B3 s_q2 H16 lens 0..2000", 3, 2, 16, 2000, 0, 1, 0, 0},
     /* a sequence's s_q tokens sharing a tile, each row at its own causal limit */
-    {"decode B4 s_q4 H16 lens 0..3000", 4, 4, 16, 3000, 0, 0, 0},
-    {"decode B2 s_q3 H32 len 6000 (split, 2 tiles)", 2, 3, 32, 6000, 1, 0, 0},
-    {"decode fp8 B3 s_q4 H8 lens 0..1500", 3, 4, 8, 1500, 0, 1, 0},
+    {"decode B4 s_q4 H16 lens 0..3000", 4, 4, 16, 3000, 0, 0, 0, 0},
+    {"decode B2 s_q3 H32 len 6000 (split, 2 tiles)", 2, 3, 32, 6000, 1, 0, 0, 0},
+    {"decode fp8 B3 s_q4 H8 lens 0..1500", 3, 4, 8, 1500, 0, 1, 0, 0},
     /* other page sizes: a 64-key block at offsets 0, 64, .. of a page, and pages smaller
      * than a block (rows of several pages) */
-    {"decode B3 s_q1 H64 lens 0..3000, pages of 128", 3, 1, 64, 3000, 0, 0, 128},
-    {"decode B2 s_q2 H16 len 4000 (split), pages of 256", 2, 2, 16, 4000, 1, 0, 256},
-    {"decode B2 s_q1 H128 lens 0..1000, pages of 16", 2, 1, 128, 1000, 0, 0, 16},
-    {"decode fp8 B2 s_q1 H64 lens 0..2000, pages of 128", 2, 1, 64, 2000, 0, 1, 128},
+    {"decode B3 s_q1 H64 lens 0..3000, pages of 128", 3, 1, 64, 3000, 0, 0, 128, 0},
+    {"decode B2 s_q2 H16 len 4000 (split), pages of 256", 2, 2, 16, 4000, 1, 0, 256, 0},
+    {"decode B2 s_q1 H128 lens 0..1000, pages of 16", 2, 1, 128, 1000, 0, 0, 16, 0},
+    {"decode fp8 B2 s_q1 H64 lens 0..2000, pages of 128", 2, 1, 64, 2000, 0, 1, 128, 0},
     /* 16 heads without a split (more CTAs than SMs: O written as BF16 by the kernel) and
      * with pages smaller than a block */
-    {"decode B140 s_q1 H16 lens 0..600", 140, 1, 16, 600, 0, 0, 0},
-    {"decode B4 s_q1 H16 lens 0..2500, pages of 16", 4, 1, 16, 2500, 0, 0, 16},
-    {"decode fp8 B5 s_q1 H16 lens 0..3000", 5, 1, 16, 3000, 0, 1, 0},
+    {"decode B140 s_q1 H16 lens 0..600", 140, 1, 16, 600, 0, 0, 0, 0},
+    {"decode B4 s_q1 H16 lens 0..2500, pages of 16", 4, 1, 16, 2500, 0, 0, 16, 0},
+    {"decode fp8 B5 s_q1 H16 lens 0..3000", 5, 1, 16, 3000, 0, 1, 0, 0},
     /* 32 heads (tensor parallelism over 4 GPUs): the keys-on-M kernel at N = 32 */
-    {"decode B5 s_q1 H32 lens 0..3000", 5, 1, 32, 3000, 0, 0, 0},
-    {"decode B1 s_q1 H32 len 5000 (split)", 1, 1, 32, 5000, 1, 0, 0},
-    {"decode B100 s_q1 H32 lens 0..700", 100, 1, 32, 700, 0, 0, 0},
-    {"decode fp8 B4 s_q1 H32 lens 0..2500, pages of 16", 4, 1, 32, 2500, 0, 1, 16},
-    {"decode fp8 B2 s_q1 H32 len 6000 (split)", 2, 1, 32, 6000, 1, 1, 0},
+    {"decode B5 s_q1 H32 lens 0..3000", 5, 1, 32, 3000, 0, 0, 0, 0},
+    {"decode B1 s_q1 H32 len 5000 (split)", 1, 1, 32, 5000, 1, 0, 0, 0},
+    {"decode B100 s_q1 H32 lens 0..700", 100, 1, 32, 700, 0, 0, 0, 0},
+    {"decode fp8 B4 s_q1 H32 lens 0..2500, pages of 16", 4, 1, 32, 2500, 0, 1, 16, 0},
+    {"decode fp8 B2 s_q1 H32 len 6000 (split)", 2, 1, 32, 6000, 1, 1, 0, 0},
     /* s_q x heads = 16 or 32 on the keys-on-M kernel: a sequence's tokens as N columns,
      * each at its own causal limit (very short sequences: columns with no key at all) */
-    {"decode B5 s_q2 H16 lens 0..3000", 5, 2, 16, 3000, 0, 0, 0},
-    {"decode B4 s_q2 H8 lens 0..2000", 4, 2, 8, 2000, 0, 0, 0},
-    {"decode B6 s_q4 H4 lens 0..70", 6, 4, 4, 70, 0, 0, 0},
-    {"decode B70 s_q2 H16 lens 0..600", 70, 2, 16, 600, 0, 0, 0},
-    {"decode fp8 B3 s_q4 H8 len 3000 (split)", 3, 4, 8, 3000, 1, 1, 0},
+    {"decode B5 s_q2 H16 lens 0..3000", 5, 2, 16, 3000, 0, 0, 0, 0},
+    {"decode B4 s_q2 H8 lens 0..2000", 4, 2, 8, 2000, 0, 0, 0, 0},
+    {"decode B6 s_q4 H4 lens 0..70", 6, 4, 4, 70, 0, 0, 0, 0},
+    {"decode B70 s_q2 H16 lens 0..600", 70, 2, 16, 600, 0, 0, 0, 0},
+    {"decode fp8 B3 s_q4 H8 len 3000 (split)", 3, 4, 8, 3000, 1, 1, 0, 0},
+    /* magnitudes far apart (see `wild`): the FP8 few-head kernel's powers of two */
+    {"decode fp8 B3 s_q1 H16 lens 0..3000, magnitudes apart", 3, 1, 16, 3000, 0, 1, 0, 1},
+    {"decode fp8 B2 s_q2 H8 len 4000 (split), magnitudes apart", 2, 2, 8, 4000, 1, 1, 0, 1},
+    {"decode fp8 B2 s_q1 H32 lens 0..3000, magnitudes apart", 2, 1, 32, 3000, 0, 1, 0, 1},
+    {"decode B2 s_q1 H16 lens 0..3000, magnitudes apart", 2, 1, 16, 3000, 0, 0, 0, 1},
 };
 static const dec_case dec_full[] = {
-    {"decode B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 0, 0},
-    {"decode B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 0, 0},
-    {"decode fp8 B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 1, 0},
-    {"decode fp8 B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 1, 0},
-    {"decode B32 s_q1 H16 lens 0..4096", 32, 1, 16, 4096, 0, 0, 0},
-    {"decode B32 s_q1 H32 lens 0..4096", 32, 1, 32, 4096, 0, 0, 0},
-    {"decode fp8 B2 s_q1 H8 len 16384 (split)", 2, 1, 8, 16384, 1, 1, 0},
-    {"decode B128 s_q1 H128 lens 0..32768", 128, 1, 128, 32768, 0, 0, 0},
-    {"decode fp8 B128 s_q2 H128 lens 0..32768", 128, 2, 128, 32768, 0, 1, 0},
+    {"decode B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 0, 0, 0},
+    {"decode B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 0, 0, 0},
+    {"decode fp8 B32 s_q1 H128 lens 0..1024", 32, 1, 128, 1024, 0, 1, 0, 0},
+    {"decode fp8 B2 s_q2 H64 len 16384 (split)", 2, 2, 64, 16384, 1, 1, 0, 0},
+    {"decode B32 s_q1 H16 lens 0..4096", 32, 1, 16, 4096, 0, 0, 0, 0},
+    {"decode B32 s_q1 H32 lens 0..4096", 32, 1, 32, 4096, 0, 0, 0, 0},
+    {"decode fp8 B2 s_q1 H8 len 16384 (split)", 2, 1, 8, 16384, 1, 1, 0, 0},
+    {"decode B128 s_q1 H128 lens 0..32768", 128, 1, 128, 32768, 0, 0, 0, 0},
+    {"decode fp8 B128 s_q2 H128 lens 0..32768", 128, 2, 128, 32768, 0, 1, 0, 0},
 };
 
 #endif
