@@ -120,7 +120,7 @@ static __device__ __forceinline__ void mfh_q_to_f16(mfh_smem<NH, FP8> *sm, int t
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
-    const int e = amax > 0.0f && amax <= 3.0e38f ? min(max(ilogbf(amax) - 14, -100), 100) : 0;
+    const int e = amax > 0.0f && amax <= 3.0e38f ? min(max(ilogbf(amax) - 14, -126), 126) : 0;
     const float f = ldexpf(1.0f, -e);
 #pragma unroll
     for (int b = 0; b < MLA_BOXES; b++) {
@@ -294,8 +294,8 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
 #pragma unroll
   for (int c = 0; c < NC; c++) sl2c[c] = F16 ? sl2 * sm->qexp[8 * (c >> 1) + 2 * quad + (c & 1)] : sl2;
   /* FP8: P^T is written in units of 2^-e_run (e_run set from the largest tile scale of a
-   * block, kept while blocks stay within 2^4 of it), so that P x scale sits in f16's
-   * normal range; O^T is in the same units and is rescaled when e_run moves */
+   * block, kept until a block's is more than 2^4 larger), so that P x scale stays in f16's
+   * range (at most 32); O^T is in the same units and is rescaled when e_run moves */
   int e_run = 0, e_set = 0;
   const uint64_t dq = ws_wgmma_desc_k128b(sm->q[0]), dk = ws_wgmma_desc_k128b(sm->kv[w][0]);
   const uint64_t dpt = ws_wgmma_desc_k128b(sm->pt[w][0]);
@@ -319,8 +319,11 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       ws_role_sync(&ctx);
       const float bmax = fmaxf(fmaxf(sm->smax[w][0], sm->smax[w][1]), fmaxf(sm->smax[w][2], sm->smax[w][3]));
       if (bmax > 0.0f && bmax <= 3.0e38f) { /* a block of masked rows only has zeros */
-        const int eb = -ilogbf(bmax);
-        if (!e_set || abs(eb - e_run) > 4) {
+        /* bmax x 2^eb in [1, 2) (clamped: 2^eb and 2^-eb stay finite fp32). Only a block of
+         * larger scales moves e_run (to coarser units: O^T shrinks, nothing overflows); a
+         * block of smaller ones keeps it, its P x scale x 2^e_run merely small in f16 */
+        const int eb = min(max(-ilogbf(bmax), -126), 126);
+        if (!e_set || eb < e_run - 4) {
           gshift = e_set ? ldexpf(1.0f, eb - e_run) : 1.0f;
           e_run = eb;
           e_set = 1;
