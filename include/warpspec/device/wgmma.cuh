@@ -252,20 +252,6 @@ WS_DEV void ws_wgmma_m64n32k16_bf16_rs(float *d, const uint32_t *a, uint64_t des
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
 }
 
-/* D[64 x 32] (+)= A[64 x k] x B[32 x k]^T, bf16, both from shared memory (K-major).
- * d: 16 fp32 accumulators per thread; accumulate = 0 overwrites. */
-WS_DEV void ws_wgmma_m64n32k16_bf16(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-      "{"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-      "}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
 /* D[64 x 256] (+)= A[64 x 16] x B[16 x 256], bf16, both from shared memory: A K-major,
  * B MN-major (N contiguous, ws_wgmma_desc_mn128b). d: 128 fp32 accumulators per thread. */
 WS_DEV void ws_wgmma_m64n256k16_bf16_tb(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
@@ -301,93 +287,41 @@ WS_DEV void ws_wgmma_m64n256k16_bf16_tb(float *d, uint64_t desc_a, uint64_t desc
       : "l"(desc_a), "l"(desc_b), "r"(accumulate));
 }
 
-/* D[64 x 16] (+)= A[64 x 16] x B[16 x 16]^T, bf16, both from shared memory: A MN-major
- * (M contiguous, ws_wgmma_desc_mn128b: "transposed"), B K-major. d: 8 fp32 per thread. */
-WS_DEV void ws_wgmma_m64n16k16_bf16_ta(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
-      "{"
-      "%0, %1, %2, %3, %4, %5, %6, %7"
-      "}, %8, %9, p, 1, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-/* D[64 x 32] (+)= A[64 x 16] x B[32 x 16]^T, bf16, both from shared memory: A MN-major
- * (M contiguous, ws_wgmma_desc_mn128b: "transposed"), B K-major. d: 16 fp32 per thread. */
-WS_DEV void ws_wgmma_m64n32k16_bf16_ta(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-      "{"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-      "}, %16, %17, p, 1, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-/* D[64 x 16] (+)= A[64 x 16] x B[16 x 16]^T, bf16, both from shared memory (K-major).
- * d: 8 fp32 per thread. */
-WS_DEV void ws_wgmma_m64n16k16_bf16(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
-      "{"
-      "%0, %1, %2, %3, %4, %5, %6, %7"
-      "}, %8, %9, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-/* The same four shapes with f16 operands (the few-head MLA decode's FP8 cache: e4m3 -> f16
- * is exact and one instruction per two values, mla_fewheads.cu). */
-WS_DEV void ws_wgmma_m64n16k16_f16(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
-      "{"
-      "%0, %1, %2, %3, %4, %5, %6, %7"
-      "}, %8, %9, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-WS_DEV void ws_wgmma_m64n32k16_f16(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
-      "{"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-      "}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-/* A MN-major ("transposed"), B K-major, f16 */
-WS_DEV void ws_wgmma_m64n16k16_f16_ta(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 "
-      "{"
-      "%0, %1, %2, %3, %4, %5, %6, %7"
-      "}, %8, %9, p, 1, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-WS_DEV void ws_wgmma_m64n32k16_f16_ta(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
-      "{"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
-      "}, %16, %17, p, 1, 1, 1, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
+/* The narrow shapes, bf16 or f16 operands (e4m3 -> f16 is exact and one instruction per
+ * two values: the few-head MLA decode's FP8 cache), both from shared memory, B K-major:
+ *   ws_wgmma_m64n{16,32}k16_{bf16,f16}     D[64 x N] (+)= A[64 x 16] x B[N x 16]^T, A K-major;
+ *   ws_wgmma_m64n{16,32}k16_{bf16,f16}_ta  the same with A MN-major (M contiguous,
+ *                                          ws_wgmma_desc_mn128b: "transposed").
+ * d: N / 2 fp32 per thread. */
+#define WS_WGMMA_N16(NAME, TYPE, TRANS_A)                                                             \
+  WS_DEV void NAME(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {                     \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"                                         \
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32." TYPE "." TYPE " "                      \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, " TRANS_A ", 0;\n}\n"            \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), \
+                   "+f"(d[7])                                                                         \
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));                                        \
+  }
+#define WS_WGMMA_N32(NAME, TYPE, TRANS_A)                                                             \
+  WS_DEV void NAME(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {                     \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                         \
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32." TYPE "." TYPE " "                      \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, " \
+                 "p, 1, 1, " TRANS_A ", 0;\n}\n"                                                      \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), \
+                   "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),         \
+                   "+f"(d[13]), "+f"(d[14]), "+f"(d[15])                                              \
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));                                        \
+  }
+WS_WGMMA_N16(ws_wgmma_m64n16k16_bf16, "bf16", "0")
+WS_WGMMA_N16(ws_wgmma_m64n16k16_bf16_ta, "bf16", "1")
+WS_WGMMA_N16(ws_wgmma_m64n16k16_f16, "f16", "0")
+WS_WGMMA_N16(ws_wgmma_m64n16k16_f16_ta, "f16", "1")
+WS_WGMMA_N32(ws_wgmma_m64n32k16_bf16, "bf16", "0")
+WS_WGMMA_N32(ws_wgmma_m64n32k16_bf16_ta, "bf16", "1")
+WS_WGMMA_N32(ws_wgmma_m64n32k16_f16, "f16", "0")
+WS_WGMMA_N32(ws_wgmma_m64n32k16_f16_ta, "f16", "1")
+#undef WS_WGMMA_N16
+#undef WS_WGMMA_N32
 
 #endif
