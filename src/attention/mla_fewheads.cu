@@ -294,8 +294,8 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
 #pragma unroll
   for (int c = 0; c < NC; c++) sl2c[c] = F16 ? sl2 * sm->qexp[8 * (c >> 1) + 2 * quad + (c & 1)] : sl2;
   /* FP8: P^T is written in units of 2^-e_run (e_run set from the largest tile scale of a
-   * block, kept until a block's is more than 2^4 larger), so that P x scale stays in f16's
-   * range (at most 32); O^T is in the same units and is rescaled when e_run moves */
+   * block, kept while blocks stay within 2^4 of it), so that P x scale stays in f16's range
+   * and precision; O^T is in the same units and is rescaled when e_run moves */
   int e_run = 0, e_set = 0;
   const uint64_t dq = ws_wgmma_desc_k128b(sm->q[0]), dk = ws_wgmma_desc_k128b(sm->kv[w][0]);
   const uint64_t dpt = ws_wgmma_desc_k128b(sm->pt[w][0]);
@@ -319,11 +319,13 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       ws_role_sync(&ctx);
       const float bmax = fmaxf(fmaxf(sm->smax[w][0], sm->smax[w][1]), fmaxf(sm->smax[w][2], sm->smax[w][3]));
       if (bmax > 0.0f && bmax <= 3.0e38f) { /* a block of masked rows only has zeros */
-        /* bmax x 2^eb in [1, 2) (clamped: 2^eb and 2^-eb stay finite fp32). Only a block of
-         * larger scales moves e_run (to coarser units: O^T shrinks, nothing overflows); a
-         * block of smaller ones keeps it, its P x scale x 2^e_run merely small in f16 */
+        /* bmax x 2^eb in [1, 2) (clamped: 2^eb and 2^-eb stay finite fp32). e_run moves when
+         * a block's scales are more than 2^4 larger (coarser units: O^T shrinks) or smaller
+         * (finer: O^T grows by at most 2^100, a convex sum of values within 448 x 2^100 of
+         * the units, far from fp32's end), so that P x scale x 2^e_run stays in [2^-5, 2^5]
+         * x P: a block of small scales keeps f16's precision even when the attention sits on it */
         const int eb = min(max(-ilogbf(bmax), -126), 126);
-        if (!e_set || eb < e_run - 4) {
+        if (!e_set || eb < e_run - 4 || (eb > e_run + 4 && eb - e_run <= 100)) {
           gshift = e_set ? ldexpf(1.0f, eb - e_run) : 1.0f;
           e_run = eb;
           e_set = 1;
