@@ -184,16 +184,109 @@ static __device__ __forceinline__ void mla_fp8_convert_in_place_ahead(const ws_c
   mla_fp8_convert_pair(stage, 6, row, half, raw, sc.w);
 }
 
+/* ---- The 64-row kernel's f16 form (WARPSPEC_MLA_FP8_F16, off until measured) ------
+ * Each value as f16: e4m3 -> f16 (exact), times the row's tile scale in f16, that scale
+ * first multiplied by 2^E, the block's power of two (its largest tile scale times 2^E in
+ * [1, 2): every value then lies within 448 x 2 of f16's range); the rope's BF16 times 2^E
+ * in place too, so that the whole row is the true one times 2^E. One unpack and one HMUL2
+ * per two values, where the BF16 form takes about 3.3 instructions a value. The math
+ * folds 2^-E into S and into P (mla_sparse.cu). */
+#define MLA_F16_EXP_MAX 64 /* |E| at most: a rope value times 2^E stays a finite bf16 */
+
+static __device__ __forceinline__ uint32_t mla_hmul2_u32(uint32_t a, uint32_t b) {
+  const __half2 r = __hmul2(*(const __half2 *)&a, *(const __half2 *)&b);
+  return *(const uint32_t *)&r;
+}
+static __device__ __forceinline__ void mla_dequant_store_f16(uint32_t stage, int chunk, int row, int piece, uint4 raw,
+                                                             uint32_t sc2) {
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+  uint32_t v[8];
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    v[2 * i] = mla_hmul2_u32(mla_e4m3x2_to_f16x2(w[i]), sc2);
+    v[2 * i + 1] = mla_hmul2_u32(mla_e4m3x2_to_f16x2(w[i] >> 16), sc2);
+  }
+  const uint32_t box = stage + (uint32_t)chunk * MLA_BN * 128;
+  ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece), make_uint4(v[0], v[1], v[2], v[3]));
+  ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece + 1), make_uint4(v[4], v[5], v[6], v[7]));
+}
+static __device__ __forceinline__ void mla_dequant_chunk_f16(uint32_t stage, int chunk, int row, int half, uint32_t sc2) {
+  const uint4 r0 = mla_raw_load(stage, chunk, row, 2 * half), r1 = mla_raw_load(stage, chunk, row, 2 * half + 1);
+  mla_dequant_store_f16(stage, chunk, row, 2 * half, r0, sc2);
+  mla_dequant_store_f16(stage, chunk, row, 2 * half + 1, r1, sc2);
+}
+/* The rope's pieces 4 half .. 4 half + 3 of row `row` (box 8, BF16) times f = 2^E, in place. */
+static __device__ __forceinline__ void mla_rope_scale(uint32_t stage, int row, int half, float f) {
+  const uint32_t box = stage + 8u * MLA_BN * 128;
+#pragma unroll
+  for (int p = 4 * half; p < 4 * half + 4; p++) {
+    const uint4 v = ws_ld_shared_v4_u32(box + mla_swizzle(row, p));
+    const uint32_t x[4] = {v.x, v.y, v.z, v.w};
+    uint32_t y[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) y[i] = attn_pack_bf16(__uint_as_float(x[i] << 16) * f, __uint_as_float(x[i] & 0xFFFF0000u) * f);
+    ws_st_shared_v4_u32(box + mla_swizzle(row, p), make_uint4(y[0], y[1], y[2], y[3]));
+  }
+}
+/* The in-place conversion of mla_fp8_convert_in_place, f16 (sc2: the row's four tile
+ * scales times 2^E as f16 pairs, f = 2^E). */
+static __device__ __forceinline__ void mla_fp8_convert_in_place_f16(const ws_ctx *ctx, uint32_t stage, const uint32_t *sc2,
+                                                                    float f, int row, int half) {
+  mla_rope_scale(stage, row, half, f);
+  mla_dequant_chunk_f16(stage, 0, row, half, sc2[0]);
+  mla_dequant_chunk_f16(stage, 1, row, half, sc2[0]);
+  mla_dequant_chunk_f16(stage, 2, row, half, sc2[1]);
+  mla_dequant_chunk_f16(stage, 3, row, half, sc2[1]);
+  ws_role_sync(ctx); /* raw chunks 0-3 read: boxes 4, 5 may go over them */
+  mla_dequant_chunk_f16(stage, 4, row, half, sc2[2]);
+  mla_dequant_chunk_f16(stage, 5, row, half, sc2[2]);
+  ws_role_sync(ctx); /* raw chunks 4, 5 read: box 6 */
+  mla_dequant_chunk_f16(stage, 6, row, half, sc2[3]);
+  const uint4 last0 = mla_raw_load(stage, 7, row, 2 * half), last1 = mla_raw_load(stage, 7, row, 2 * half + 1);
+  ws_role_sync(ctx); /* raw chunks 6, 7 read: box 7 */
+  mla_dequant_store_f16(stage, 7, row, 2 * half, last0, sc2[3]);
+  mla_dequant_store_f16(stage, 7, row, 2 * half + 1, last1, sc2[3]);
+}
+
+/* The block's power of two E (f16 form): the largest tile scale of its 64 rows from each
+ * warp's (gmax, shared), written by the caller's warps before the barrier that precedes
+ * this; bmax x 2^E in [1, 2), |E| <= MLA_F16_EXP_MAX; 0 for a block of masked rows. */
+static __device__ __forceinline__ int mla_fp8_block_exp(const float *gmax) {
+  const float bmax = fmaxf(fmaxf(gmax[0], gmax[1]), fmaxf(gmax[2], gmax[3]));
+  return bmax > 0.0f && bmax <= 3.0e38f ? min(max(-ilogbf(bmax), -MLA_F16_EXP_MAX), MLA_F16_EXP_MAX) : 0;
+}
+
 /* Convert: once every thread's copies have landed, in place (as above). */
+template <int F16 = 0>
 static __device__ __forceinline__ void mla_gather_fp8_convert(const ws_ctx *ctx, uint32_t stage, float4 sc, int row,
-                                                              int half) {
+                                                              int half, float *gmax = NULL, int *eblk = NULL) {
   /* row and half through an opaque move: otherwise the compiler keeps every address below
    * (loop invariants of the block loop) live across it, and 40 registers do not hold them */
   asm volatile("mov.b32 %0, %0;" : "+r"(row));
   asm volatile("mov.b32 %0, %0;" : "+r"(half));
+  if (F16) { /* this warp's largest tile scale (its 32 rows), for the block's power of two */
+    float m = fmaxf(fmaxf(sc.x, sc.y), fmaxf(sc.z, sc.w));
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (ctx->lane == 0) gmax[ctx->warp] = m;
+  }
   WS_CP_ASYNC_WAIT_GROUP(0);
-  ws_role_sync(ctx); /* every thread's raw bytes have landed */
-  mla_fp8_convert_in_place(ctx, stage, sc, row, half);
+  ws_role_sync(ctx); /* every thread's raw bytes have landed (and the warps' maxima are in) */
+  if (F16) {
+    const int E = mla_fp8_block_exp(gmax);
+    const float f = ldexpf(1.0f, E);
+    uint32_t sc2[4];
+    const float v[4] = {sc.x, sc.y, sc.z, sc.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const __half2 h = __float2half2_rn(v[i] * f);
+      sc2[i] = *(const uint32_t *)&h;
+    }
+    if (row == 0 && half == 0) *eblk = E; /* published with the stage's commit */
+    mla_fp8_convert_in_place_f16(ctx, stage, sc2, f, row, half);
+  } else {
+    mla_fp8_convert_in_place(ctx, stage, sc, row, half);
+  }
 }
 
 #endif

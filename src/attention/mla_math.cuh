@@ -6,6 +6,8 @@
 
 #include "warpspec/device/wgmma.cuh"
 #include "attn_device.cuh"
+
+#include <cuda_fp16.h>
 #include "mla_stage.cuh"
 
 /* ---- the softmax pieces -----------------------------------------------------------
@@ -92,9 +94,9 @@ static __device__ __forceinline__ void mla_exchange_max(mla_smem *sm, float *mx,
 
 /* P = exp2(s sl2 - msc) in BF16 into a swizzled [64][64] tile (`pt`), columns from
  * 16-byte piece piece0 on; the running sums grow by it. */
-template <int NJ>
+template <int NJ, int F16 = 0>
 static __device__ __forceinline__ void mla_write_p(uint8_t *pt, const float *s, int r0, int quad, int piece0, float sl2,
-                                                   const float *msc, float *l_run) {
+                                                   const float *msc, float *l_run, float g = 1.0f) {
 #pragma unroll
   for (int j = 0; j < NJ; j++)
 #pragma unroll
@@ -102,22 +104,29 @@ static __device__ __forceinline__ void mla_write_p(uint8_t *pt, const float *s, 
       const float p0 = attn_exp2(fmaf(s[4 * j + 2 * x], sl2, -msc[x]));
       const float p1 = attn_exp2(fmaf(s[4 * j + 2 * x + 1], sl2, -msc[x]));
       l_run[x] += p0 + p1;
-      *(uint32_t *)(pt + mla_swizzle(r0 + 8 * x, piece0 + j) + 4 * quad) = attn_pack_bf16(p0, p1);
+      uint32_t packed;
+      if (F16) { /* the FP8 f16 form: P x g (O's units against this block's V, mla_sparse.cu) */
+        const __half2 h = __floats2half2_rn(p0 * g, p1 * g);
+        packed = *(const uint32_t *)&h;
+      } else {
+        packed = attn_pack_bf16(p0, p1);
+      }
+      *(uint32_t *)(pt + mla_swizzle(r0 + 8 * x, piece0 + j) + 4 * quad) = packed;
     }
 }
 
 /* From a finished S (this warpgroup's 32 keys) to P: masked, its row maxima exchanged
  * with the other warpgroup (the named barrier), P written into the tile `pt` (columns
  * 32w ..) and fenced for wgmma's reads; alpha, the factor for O. */
-template <int KEYS>
+template <int KEYS, int F16 = 0>
 static __device__ __forceinline__ void mla_s_to_p(mla_smem *sm, float *s, const uint32_t *valid, int w, int r0, int quad,
                                                   uint32_t bar, float sl2, float *m_run, float *l_run, float *alpha,
-                                                  uint8_t *pt, int lim0, int lim1) {
+                                                  uint8_t *pt, int lim0, int lim1, float g = 1.0f) {
   float mx[2] = {-INFINITY, -INFINITY}, msc[2];
   if (KEYS == MLA_KEYS_ROWS) mla_mask_rows(s, lim0, lim1, quad);
   mla_mask_max<4>(s, valid, mx);
   mla_exchange_max(sm, mx, w, r0, quad, bar, sl2, m_run, l_run, alpha, msc);
-  mla_write_p<4>(pt, s, r0, quad, 4 * w, sl2, msc, l_run);
+  mla_write_p<4, F16>(pt, s, r0, quad, 4 * w, sl2, msc, l_run, g);
   ws_fence_proxy_async_shared_cta(); /* generic stores -> wgmma's reads */
 }
 
@@ -125,16 +134,22 @@ static __device__ __forceinline__ void mla_s_to_p(mla_smem *sm, float *s, const 
 
 /* S for warpgroup w's 32 keys of a stage: Q [64][576] x rows 32w .. 32w + 31; committed.
  * dq: Q's first box; dk: the stage's first box, at its row 32w; qa: Q's last k steps. */
+template <int F16 = 0>
 static __device__ __forceinline__ void mla_s_issue(float *s, uint64_t dq, uint64_t dk, const uint32_t (*qa)[4]) {
   constexpr int RSQ = MLA_RSQ_STEPS;
   ws_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < MLA_DQK / 16; kk++) {
     const uint32_t off = (uint32_t)(kk / 4) * MLA_BN * 128 + (uint32_t)(kk % 4) * 32; /* the box, the k step */
-    if (kk >= MLA_DQK / 16 - RSQ) /* Q's last RSQ k steps from registers (mla_q_fragments) */
-      ws_wgmma_m64n32k16_bf16_rs(s, qa[kk - (MLA_DQK / 16 - RSQ)], ws_wgmma_desc_advance(dk, off), kk > 0);
-    else
-      ws_wgmma_m64n32k16_bf16(s, ws_wgmma_desc_advance(dq, off), ws_wgmma_desc_advance(dk, off), kk > 0);
+    /* F16 (the FP8 cache's f16 form): the 512 latent columns in f16, the rope's 64 in bf16 */
+    const int f16 = F16 && kk < MLA_DV / 16;
+    if (kk >= MLA_DQK / 16 - RSQ) { /* Q's last RSQ k steps from registers (mla_q_fragments) */
+      if (f16) ws_wgmma_m64n32k16_f16_rs(s, qa[kk - (MLA_DQK / 16 - RSQ)], ws_wgmma_desc_advance(dk, off), kk > 0);
+      else ws_wgmma_m64n32k16_bf16_rs(s, qa[kk - (MLA_DQK / 16 - RSQ)], ws_wgmma_desc_advance(dk, off), kk > 0);
+    } else {
+      if (f16) ws_wgmma_m64n32k16_f16(s, ws_wgmma_desc_advance(dq, off), ws_wgmma_desc_advance(dk, off), kk > 0);
+      else ws_wgmma_m64n32k16_bf16(s, ws_wgmma_desc_advance(dq, off), ws_wgmma_desc_advance(dk, off), kk > 0);
+    }
   }
   ws_wgmma_commit_group();
 }
@@ -162,12 +177,57 @@ static __device__ __forceinline__ void mla_q_fragments(const mla_smem *sm, int r
 
 /* O[:, 256w ..] += P [64][64 keys] x V [64 keys][256 columns: the stage's boxes 4w .. 4w + 3],
  * P a swizzled [64][64] tile; committed. dp: P; dv: the stage's box 4w, MN-major. */
+template <int F16 = 0>
 static __device__ __forceinline__ void mla_pv_issue(float *o, uint64_t dp, uint64_t dv) {
   ws_wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < MLA_BN / 16; kk++)
-    ws_wgmma_m64n256k16_bf16_tb(o, ws_wgmma_desc_advance(dp, (uint32_t)kk * 32), ws_wgmma_desc_advance(dv, kk * 16 * 128), 1);
+  for (int kk = 0; kk < MLA_BN / 16; kk++) {
+    if (F16) ws_wgmma_m64n256k16_f16_tb(o, ws_wgmma_desc_advance(dp, (uint32_t)kk * 32), ws_wgmma_desc_advance(dv, kk * 16 * 128), 1);
+    else ws_wgmma_m64n256k16_bf16_tb(o, ws_wgmma_desc_advance(dp, (uint32_t)kk * 32), ws_wgmma_desc_advance(dv, kk * 16 * 128), 1);
+  }
   ws_wgmma_commit_group();
+}
+
+/* The FP8 cache's f16 form: Q's 512 latent columns to f16 in place, each row (head) times
+ * 2^-e (its largest |q| into [2^14, 2^15): exact), the 64 rope columns (bf16) times the
+ * same; qexp[row] = e. By the 256 threads of both math warpgroups (t), 4 per row, each row
+ * read twice (its maximum, then the conversion) to keep registers low; the caller fences
+ * and meets the other warpgroup before any wgmma reads Q. */
+static __device__ __forceinline__ void mla_q_to_f16(mla_smem *sm, int t) {
+  const int row = t >> 2, sub = t & 3;
+  const uint32_t q0 = ws_smem_addr(sm->q[0]);
+  float amax = 0.0f;
+#pragma unroll 6
+  for (int p = sub; p < MLA_PIECES; p += 4) {
+    const uint4 v = ws_ld_shared_v4_u32(q0 + (uint32_t)(p / 8) * (MLA_BH * 128) + mla_swizzle(row, p % 8));
+    const uint32_t x[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+      amax = fmaxf(amax, fmaxf(fabsf(__uint_as_float(x[i] << 16)), fabsf(__uint_as_float(x[i] & 0xFFFF0000u))));
+  }
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+  const int e = amax > 0.0f && amax <= 3.0e38f ? min(max(ilogbf(amax) - 14, -126), 126) : 0;
+  const float f = ldexpf(1.0f, -e);
+#pragma unroll 6
+  for (int p = sub; p < MLA_PIECES; p += 4) {
+    const uint32_t at = q0 + (uint32_t)(p / 8) * (MLA_BH * 128) + mla_swizzle(row, p % 8);
+    const uint4 v = ws_ld_shared_v4_u32(at);
+    const uint32_t x[4] = {v.x, v.y, v.z, v.w};
+    uint32_t y[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const float lo = __uint_as_float(x[i] << 16) * f, hi = __uint_as_float(x[i] & 0xFFFF0000u) * f;
+      if (p < MLA_DV / 8) {
+        const __half2 h = __floats2half2_rn(lo, hi);
+        y[i] = *(const uint32_t *)&h;
+      } else {
+        y[i] = attn_pack_bf16(lo, hi);
+      }
+    }
+    ws_st_shared_v4_u32(at, make_uint4(y[0], y[1], y[2], y[3]));
+  }
+  if (sub == 0) sm->qexp[row] = (float)e;
 }
 
 #endif

@@ -124,11 +124,11 @@ static __device__ __forceinline__ void mla_fp8_rows_start(const mla_args *a, int
  * stage's 64 float4), the rows' tile scales copied beside the raw bytes and, with `land`,
  * every copy landed (without: the caller arrives when they land, mbarrier-tracked). Not
  * committed. */
-template <int KEYS>
+template <int KEYS, int F16 = 0>
 static __device__ __forceinline__ void mla_gather_fp8_block(const ws_ctx *ctx, const mla_args *a, int tok, int kbeg,
                                                             int nkeys, int nb, uint32_t stage, uint8_t *valid, int *rows,
                                                             int t, int *d_next, int *e, float4 *scales = NULL,
-                                                            int land = 1) {
+                                                            int land = 1, float *gmax = NULL, int *eblk = NULL) {
   const int row = t & 63, half = t >> 6, row0 = 4 * (t >> 3);
   const int d = *d_next;
   if (half == 0) {
@@ -151,7 +151,7 @@ static __device__ __forceinline__ void mla_gather_fp8_block(const ws_ctx *ctx, c
   if (scales) {
     if (land) WS_CP_ASYNC_WAIT_GROUP(0);
   }
-  else mla_gather_fp8_convert(ctx, stage, sc, row, half);
+  else mla_gather_fp8_convert<F16>(ctx, stage, sc, row, half, gmax, eblk); /* F16: the f16 form and its E */
 }
 
 #endif

@@ -63,7 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-template <int FP8, int KEYS>
+template <int FP8, int KEYS, int F16 = 0>
 WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, const __grid_constant__ mla_args a,
                                         ws_diag diag) {
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -119,8 +119,8 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
       mla_fp8_rows_start<KEYS>(&a, tok, kbeg, nkeys, t, &d_next, &e);
       for (int nb = 0; nb < nblk; nb++, k = ws_cursor_next(k, MLA_STAGES)) {
         const uint32_t s = ws_pipe_acquire_at(&kvp, &ctx, k);
-        mla_gather_fp8_block<KEYS>(&ctx, &a, tok, kbeg, nkeys, nb, ws_smem_addr(sm->kv[s][0]), sm->valid[s], sm->rows[s], t,
-                                   &d_next, &e);
+        mla_gather_fp8_block<KEYS, F16>(&ctx, &a, tok, kbeg, nkeys, nb, ws_smem_addr(sm->kv[s][0]), sm->valid[s],
+                                        sm->rows[s], t, &d_next, &e, NULL, 1, sm->gmax, &sm->eblk[s]);
         ws_pipe_commit_at(&kvp, &ctx, k); /* fence.proxy.async (the generic stores), then arrive */
       }
       return;
@@ -151,6 +151,20 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.0f, 0.0f};
 
   ws_pipe_wait_at(&qp, &ctx, c0);
+  /* F16 (the FP8 cache's f16 form, WARPSPEC_MLA_FP8_F16): Q to f16 with a power of two e
+   * per row, both warpgroups; the stage's values are the true ones times 2^E (E per block,
+   * mla_fp8_gather.cuh), so S is the true one times 2^(E - e): scaled back per row and
+   * block before the softmax. O is kept in units of 2^-E_run and P written times
+   * 2^(E_run - E); E_run follows a block whose E is more than 4 away (at most 100 finer),
+   * O rescaled through alpha, so P x 2^(E_run - E) stays in [2^-4, 2^4] x P. */
+  int eh[2] = {0, 0}, e_run = 0, e_set = 0;
+  if (F16) {
+    mla_q_to_f16(sm, w * 128 + ws_role_thread(&ctx));
+    ws_fence_proxy_async_shared_cta(); /* generic stores -> both warpgroups' wgmma reads */
+    ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
+    eh[0] = (int)sm->qexp[r0];
+    eh[1] = (int)sm->qexp[r0 + 8];
+  }
   /* ROWS: each row's last key, from this warpgroup's first key of block 0 (padding rows
    * past the last token: no limit; in a tile of one token it is the CTA's own limit) */
   int lim[2] = {0, 0};
@@ -169,19 +183,38 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     ws_pipe_wait_at(&kvp, &ctx, k);
     const uint16_t *stage = sm->kv[k.stage][0];
     float s[16];
-    mla_s_issue(s, ws_wgmma_desc_k128b(sm->q[0]), ws_wgmma_desc_k128b(stage + 32 * w * 64), qa);
+    mla_s_issue<F16>(s, ws_wgmma_desc_k128b(sm->q[0]), ws_wgmma_desc_k128b(stage + 32 * w * 64), qa);
     /* the gather's flags for this thread's 8 keys, read while the wgmmas run */
     uint32_t valid[4];
     mla_read_valid<4>(valid, sm->valid[k.stage] + 32 * w, quad);
+    float g = 1.0f, gshift = 1.0f; /* F16: P's factor 2^(E_run - E), O's rescale if E_run moves */
+    if (F16) {
+      const int E = sm->eblk[k.stage];
+      if (!e_set || E < e_run - 4 || (E > e_run + 4 && E - e_run <= 100)) {
+        gshift = e_set ? ldexpf(1.0f, E - e_run) : 1.0f;
+        e_run = E;
+        e_set = 1;
+      }
+      g = ldexpf(1.0f, e_run - E);
+    }
     WS_WGMMA_WAIT_GROUP(0);
+    if (F16) { /* S x 2^e x 2^-E: the true scores (two factors: each stays a finite fp32) */
+      const float f0 = ldexpf(1.0f, eh[0]), f1 = ldexpf(1.0f, eh[1]), fe = ldexpf(1.0f, -sm->eblk[k.stage]);
+#pragma unroll
+      for (int i = 0; i < 16; i++) s[i] = s[i] * ((i & 2) ? f1 : f0) * fe;
+    }
     /* the block's row max (both warpgroups), P for this half into the shared 64 x 64 tile */
     float alpha[2];
-    mla_s_to_p<KEYS>(sm, s, valid, w, r0, quad, (uint32_t)a.xchg_bar, sl2, m_run, l_run, alpha,
-                           (uint8_t *)sm->p, lim[0] - MLA_BN * nb, lim[1] - MLA_BN * nb);
+    mla_s_to_p<KEYS, F16>(sm, s, valid, w, r0, quad, (uint32_t)a.xchg_bar, sl2, m_run, l_run, alpha,
+                          (uint8_t *)sm->p, lim[0] - MLA_BN * nb, lim[1] - MLA_BN * nb, g);
+    if (F16) {
+      alpha[0] *= gshift; /* O only: l_run was rescaled by alpha alone */
+      alpha[1] *= gshift;
+    }
     ws_named_sync((uint32_t)a.xchg_bar, 2 * WS_ROLE_THREADS(mla_sparse, S_MATH));
     /* only a warp with a moved maximum rescales (alpha is 1 exactly elsewhere) */
     if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) attn_rescale<MLA_DV / 2>(o, alpha);
-    mla_pv_issue(o, ws_wgmma_desc_k128b(sm->p), ws_wgmma_desc_mn128b(stage + 4 * w * MLA_BN * 64, MLA_BN * 128));
+    mla_pv_issue<F16>(o, ws_wgmma_desc_k128b(sm->p), ws_wgmma_desc_mn128b(stage + 4 * w * MLA_BN * 64, MLA_BN * 128));
     WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_at(&kvp, &ctx, k);
   }
@@ -200,7 +233,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
 #pragma unroll
   for (int x = 0; x < 2; x++) {
     const float lt = l[x] + sm->lsum[1 - w][r0 + 8 * x];
-    const float inv = attn_row_inv(lt); /* 0: no key; NaN stays NaN */
+    const float inv = attn_row_inv(lt) * (F16 ? ldexpf(1.0f, -e_run) : 1.0f); /* 0: no key; NaN stays NaN; F16: O's units */
     const int er = tile * MLA_BH + r0 + 8 * x;
     if (er >= pack * a.heads) continue; /* a padding row past the element's last token */
     const size_t row = (size_t)elem * (pack * a.heads) + er;
@@ -242,16 +275,21 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   const int keys = a->indices != NULL ? (splits > 1 ? MLA_KEYS_SPLIT : MLA_KEYS_PLAIN)
                    : a->s_q > 1 && a->heads < MLA_BH ? MLA_KEYS_ROWS
                                                       : MLA_KEYS_PLAIN;
-  static const int slots[3][2] = {{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_FP8},
-                                  {WS_PLAN_SLOT_MLA_SPLIT, WS_PLAN_SLOT_MLA_SPLIT_FP8},
-                                  {WS_PLAN_SLOT_MLA_ROWS, WS_PLAN_SLOT_MLA_ROWS_FP8}};
-  static const char *const names[3][2] = {{"mla_sparse", "mla_decode_fp8"},
-                                          {"mla_sparse_split", "mla_sparse_split_fp8"},
-                                          {"mla_decode_rows", "mla_decode_rows_fp8"}};
-  static const void *const funcs[3][2] = {
-      {(const void *)mla_sparse_kernel<0, MLA_KEYS_PLAIN>, (const void *)mla_sparse_kernel<1, MLA_KEYS_PLAIN>},
-      {(const void *)mla_sparse_kernel<0, MLA_KEYS_SPLIT>, (const void *)mla_sparse_kernel<1, MLA_KEYS_SPLIT>},
-      {(const void *)mla_sparse_kernel<0, MLA_KEYS_ROWS>, (const void *)mla_sparse_kernel<1, MLA_KEYS_ROWS>}};
+  /* the FP8 cache's form: 1 the BF16 dequantisation, 2 f16 (WARPSPEC_MLA_FP8_F16, off until measured) */
+  const int form = fp8 ? 1 + ws_knobs_get()->mla_fp8_f16 : 0;
+  static const int slots[3][3] = {{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_FP8, WS_PLAN_SLOT_MLA_FP8_F16},
+                                  {WS_PLAN_SLOT_MLA_SPLIT, WS_PLAN_SLOT_MLA_SPLIT_FP8, WS_PLAN_SLOT_MLA_SPLIT_FP8_F16},
+                                  {WS_PLAN_SLOT_MLA_ROWS, WS_PLAN_SLOT_MLA_ROWS_FP8, WS_PLAN_SLOT_MLA_ROWS_FP8_F16}};
+  static const char *const names[3][3] = {{"mla_sparse", "mla_decode_fp8", "mla_decode_fp8_f16"},
+                                          {"mla_sparse_split", "mla_sparse_split_fp8", "mla_sparse_split_fp8_f16"},
+                                          {"mla_decode_rows", "mla_decode_rows_fp8", "mla_decode_rows_fp8_f16"}};
+  static const void *const funcs[3][3] = {
+      {(const void *)mla_sparse_kernel<0, MLA_KEYS_PLAIN>, (const void *)mla_sparse_kernel<1, MLA_KEYS_PLAIN>,
+       (const void *)mla_sparse_kernel<1, MLA_KEYS_PLAIN, 1>},
+      {(const void *)mla_sparse_kernel<0, MLA_KEYS_SPLIT>, (const void *)mla_sparse_kernel<1, MLA_KEYS_SPLIT>,
+       (const void *)mla_sparse_kernel<1, MLA_KEYS_SPLIT, 1>},
+      {(const void *)mla_sparse_kernel<0, MLA_KEYS_ROWS>, (const void *)mla_sparse_kernel<1, MLA_KEYS_ROWS>,
+       (const void *)mla_sparse_kernel<1, MLA_KEYS_ROWS, 1>}};
   ws_tmap mq;
   if ((s = ws_tmap_2d_swizzled(&mq, q, WS_DTYPE_BF16, (uint64_t)tokens * a->heads, MLA_DQK, MLA_DQK * 2, MLA_BH, 64,
                                WS_SWIZZLE_128B)) != WS_OK)
@@ -262,14 +300,14 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   /* paged decode with 16 or 32 query rows per sequence (heads x s_q): keys on wgmma's M side */
   if (!a->indices && (a->heads * a->s_q == 16 || a->heads * a->s_q == 32) && (keys == MLA_KEYS_ROWS || a->s_q == 1))
     return mla_fewheads_launch(q, tokens, a, splits, stream);
-  if ((s = ws_plan_cached(slots[keys][fp8], mla_make_plan, names[keys][fp8], &plan)) != WS_OK) return s;
+  if ((s = ws_plan_cached(slots[keys][form], mla_make_plan, names[keys][form], &plan)) != WS_OK) return s;
   a->xchg_bar = plan->layout.nbarriers + 1; /* the plan's first user barrier (mla_make_plan) */
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;
   void *args[] = {&mq, a, &diag};
   const int pack = keys == MLA_KEYS_ROWS ? a->s_q : 1; /* the kernel's: tokens whose rows share tiles */
   const dim3 grid = {(unsigned)(tokens / pack) * (unsigned)MLA_ROW_TILES(pack, a->heads), 1, (unsigned)splits};
-  return ws_plan_launch(plan, funcs[keys][fp8], grid, stream, args);
+  return ws_plan_launch(plan, funcs[keys][form], grid, stream, args);
 }
 
 ws_status mla_shape_check(const char *what, int dim_qk, int dim_v, int heads) {

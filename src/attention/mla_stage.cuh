@@ -21,6 +21,9 @@ typedef struct {
   float lsum[2][MLA_BH];                            /* each warpgroup's row sums (end)   */
   uint8_t valid[MLA_STAGES][MLA_BN];                /* the stage's rows: 1 read, 0 masked */
   int rows[MLA_STAGES][MLA_BN];                     /* FP8: the stage's kv rows, for the copies */
+  float qexp[MLA_BH];                               /* FP8 f16 form: e of row h (Q x 2^-e) */
+  float gmax[4];                                    /* FP8 f16 form: the gather warps' largest tile scales */
+  int eblk[MLA_STAGES];                             /* FP8 f16 form: the stage's block power of two E */
   uint64_t q_full[1], q_empty[1], kv_full[MLA_STAGES], kv_empty[MLA_STAGES];
   int q_closed[1], kv_closed[MLA_STAGES];
 } mla_smem;

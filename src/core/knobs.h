@@ -28,6 +28,7 @@ typedef struct {
   int attn_wg_blocks;        /* WARPSPEC_ATTN_WG_BLOCKS: 0 = tile, 1 = own (tall d 64: a warpgroup's own rows' blocks) */
   int attn_tile_rows;        /* WARPSPEC_ATTN_TILE_ROWS: 0 = chosen per mask and length, 128, or 192 (d 64) */
   int mla_gather_ahead;      /* WARPSPEC_MLA_GATHER_AHEAD: the few-head MLA decode's stages land by mbarrier */
+  int mla_fp8_f16;           /* WARPSPEC_MLA_FP8_F16: the 64-row MLA kernel converts the FP8 cache to f16 */
   int gemm_splits;           /* WARPSPEC_GEMM_SPLITS: 0 = chosen per problem, else forced    */
   int gemm_fp8_tile;         /* WARPSPEC_GEMM_FP8_TILE: 0 = chosen per problem, 128 or 192   */
   int gemm_pair;             /* WARPSPEC_GEMM_PAIR: the 192-row FP8 tile in CTA pairs        */
