@@ -187,11 +187,12 @@ static __device__ __forceinline__ void mla_fp8_convert_in_place_ahead(const ws_c
 /* ---- The 64-row kernel's f16 form (WARPSPEC_MLA_FP8_F16, off until measured) ------
  * Each value as f16: e4m3 -> f16 (exact), times the row's tile scale in f16, that scale
  * first multiplied by 2^E, the block's power of two (its largest tile scale times 2^E in
- * [1, 2): every value then lies within 448 x 2 of f16's range); the rope's BF16 times 2^E
- * in place too, so that the whole row is the true one times 2^E. One unpack and one HMUL2
- * per two values, where the BF16 form takes about 3.3 instructions a value. The math
- * folds 2^-E into S and into P (mla_sparse.cu). */
-#define MLA_F16_EXP_MAX 64 /* |E| at most: a rope value times 2^E stays a finite bf16 */
+ * [1, 2): every value then lies within 448 x 2 of f16's range). The rope's BF16 stays as
+ * copied: the math multiplies Q's rope fragments by 2^E instead (registers, and only when E
+ * moves), so that S is the true one times 2^E throughout. One unpack and one HMUL2 per two
+ * values, where the BF16 form takes about 3.3 instructions a value. The math folds 2^-E
+ * into S and into P (mla_sparse.cu). */
+#define MLA_F16_EXP_MAX 64 /* |E| at most: Q's rope times 2^E stays a finite bf16 */
 
 static __device__ __forceinline__ uint32_t mla_hmul2_u32(uint32_t a, uint32_t b) {
   const __half2 r = __hmul2(*(const __half2 *)&a, *(const __half2 *)&b);
@@ -215,24 +216,10 @@ static __device__ __forceinline__ void mla_dequant_chunk_f16(uint32_t stage, int
   mla_dequant_store_f16(stage, chunk, row, 2 * half, r0, sc2);
   mla_dequant_store_f16(stage, chunk, row, 2 * half + 1, r1, sc2);
 }
-/* The rope's pieces 4 half .. 4 half + 3 of row `row` (box 8, BF16) times f = 2^E, in place. */
-static __device__ __forceinline__ void mla_rope_scale(uint32_t stage, int row, int half, float f) {
-  const uint32_t box = stage + 8u * MLA_BN * 128;
-#pragma unroll
-  for (int p = 4 * half; p < 4 * half + 4; p++) {
-    const uint4 v = ws_ld_shared_v4_u32(box + mla_swizzle(row, p));
-    const uint32_t x[4] = {v.x, v.y, v.z, v.w};
-    uint32_t y[4];
-#pragma unroll
-    for (int i = 0; i < 4; i++) y[i] = attn_pack_bf16(__uint_as_float(x[i] << 16) * f, __uint_as_float(x[i] & 0xFFFF0000u) * f);
-    ws_st_shared_v4_u32(box + mla_swizzle(row, p), make_uint4(y[0], y[1], y[2], y[3]));
-  }
-}
 /* The in-place conversion of mla_fp8_convert_in_place, f16 (sc2: the row's four tile
- * scales times 2^E as f16 pairs, f = 2^E). */
+ * scales times 2^E as f16 pairs). */
 static __device__ __forceinline__ void mla_fp8_convert_in_place_f16(const ws_ctx *ctx, uint32_t stage, const uint32_t *sc2,
-                                                                    float f, int row, int half) {
-  mla_rope_scale(stage, row, half, f);
+                                                                    int row, int half) {
   mla_dequant_chunk_f16(stage, 0, row, half, sc2[0]);
   mla_dequant_chunk_f16(stage, 1, row, half, sc2[0]);
   mla_dequant_chunk_f16(stage, 2, row, half, sc2[1]);
@@ -283,7 +270,7 @@ static __device__ __forceinline__ void mla_gather_fp8_convert(const ws_ctx *ctx,
       sc2[i] = *(const uint32_t *)&h;
     }
     if (row == 0 && half == 0) *eblk = E; /* published with the stage's commit */
-    mla_fp8_convert_in_place_f16(ctx, stage, sc2, f, row, half);
+    mla_fp8_convert_in_place_f16(ctx, stage, sc2, row, half);
   } else {
     mla_fp8_convert_in_place(ctx, stage, sc, row, half);
   }

@@ -175,6 +175,16 @@ static __device__ __forceinline__ void mla_q_fragments(const mla_smem *sm, int r
   }
 }
 
+/* The FP8 cache's f16 form: Q's rope k steps (the last 4 of the register fragments, bf16
+ * pairs) times f, a power of two (exact). */
+static __device__ __forceinline__ void mla_scale_rope_fragments(uint32_t (*qa)[4], float f) {
+#pragma unroll
+  for (int t = MLA_RSQ_STEPS - (MLA_DQK - MLA_DV) / 16; t < MLA_RSQ_STEPS; t++)
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+      qa[t][i] = attn_pack_bf16(__uint_as_float(qa[t][i] << 16) * f, __uint_as_float(qa[t][i] & 0xFFFF0000u) * f);
+}
+
 /* O[:, 256w ..] += P [64][64 keys] x V [64 keys][256 columns: the stage's boxes 4w .. 4w + 3],
  * P a swizzled [64][64] tile; committed. dp: P; dv: the stage's box 4w, MN-major. */
 template <int F16 = 0>

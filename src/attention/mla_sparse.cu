@@ -157,7 +157,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
    * block before the softmax. O is kept in units of 2^-E_run and P written times
    * 2^(E_run - E); E_run follows a block whose E is more than 4 away (at most 100 finer),
    * O rescaled through alpha, so P x 2^(E_run - E) stays in [2^-4, 2^4] x P. */
-  int eh[2] = {0, 0}, e_run = 0, e_set = 0;
+  int eh[2] = {0, 0}, e_run = 0, e_set = 0, e_q = 0; /* e_q: the power of two on Q's rope fragments */
   if (F16) {
     mla_q_to_f16(sm, w * 128 + ws_role_thread(&ctx));
     ws_fence_proxy_async_shared_cta(); /* generic stores -> both warpgroups' wgmma reads */
@@ -183,6 +183,13 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     ws_pipe_wait_at(&kvp, &ctx, k);
     const uint16_t *stage = sm->kv[k.stage][0];
     float s[16];
+    if (F16) { /* Q's rope fragments times 2^E: the stage's rope is the cache's own, its latent columns x 2^E */
+      const int E = sm->eblk[k.stage];
+      if (E != e_q) { /* the same in every thread; the previous block's S wgmmas are complete */
+        mla_scale_rope_fragments(qa, ldexpf(1.0f, E - e_q));
+        e_q = E;
+      }
+    }
     mla_s_issue<F16>(s, ws_wgmma_desc_k128b(sm->q[0]), ws_wgmma_desc_k128b(stage + 32 * w * 64), qa);
     /* the gather's flags for this thread's 8 keys, read while the wgmmas run */
     uint32_t valid[4];
