@@ -77,6 +77,11 @@ const gemm_kernel *gemm_bf16_skinny128_kernel_desc(void);
 const gemm_kernel *gemm_fp8_skinny16_kernel_desc(void);
 const gemm_kernel *gemm_fp8_skinny32_kernel_desc(void);
 const gemm_kernel *gemm_fp8_skinny64_kernel_desc(void);
+/* K boxes (128 bytes of each weight row) a skinny kernel's stage holds at `tok` rows of A:
+ * two, one at 128 (a box of A is then 16 KiB, twice the weights'; 7 stages of one box fit
+ * where 3 of two would). The kernels' stage layout (gemm_skinny.cuh) and the host's slice
+ * count (gemm_launch.c) both read it. */
+#define GEMM_SKINNY_KBOXES(tok) ((tok) > 64 ? 1 : 2)
 /* The K slices of the skinny kernel on a GPU of `sms` SMs, before the residency check. */
 int gemm_skinny_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms);
 /* The name of the kernel ws_gemm launches for p on a GPU of `sms` SMs (>= 1), NULL when p

@@ -89,7 +89,7 @@ static int gemm_skinny_tiles(const gemm_kernel *k, const ws_gemm_problem *p) {
  * or WARPSPEC_GEMM_SPLITS (at most 8, the portable cluster, and one per K step). */
 int gemm_skinny_splits(const gemm_kernel *k, const ws_gemm_problem *p, int sms) {
   const int ksteps = p->k / k->bk, tiles = gemm_skinny_tiles(k, p);
-  const int per_stage = k->bm > 64 ? 1 : 2; /* K steps a stage (gemm_skinny.cuh, sk_kboxes) */
+  const int per_stage = GEMM_SKINNY_KBOXES(k->bm); /* K steps a stage */
   int splits = ws_knobs_get()->gemm_splits;
   if (splits == 0) {
     splits = 1;

@@ -1,9 +1,10 @@
 /* gemm_skinny.cuh - what the two skinny kernels share (gemm_bf16_skinny.cu,
- * gemm_fp8_skinny.cu): a dense problem of at most 64 rows with the weights on wgmma's M
- * side (64 weight rows a CTA) and A's rows on N (TOK = 16, 32 or 64), two K boxes (256
- * contiguous bytes of each weight row) a stage, and a tile's K slices as one cluster that
- * sums its fp32 partials through distributed shared memory. This file: the shared-memory
- * layout, the partial's store and the cluster's sum. */
+ * gemm_fp8_skinny.cu): a problem of few rows (BF16 dense up to 128, FP8 dense or a masked
+ * group's room up to 64) with the weights on wgmma's M side (64 weight rows a CTA) and A's
+ * rows on N (TOK = 16, 32, 64; BF16 also 128), GEMM_SKINNY_KBOXES(TOK) K boxes a stage
+ * (256 contiguous bytes of each weight row at two), and a tile's K slices as one cluster
+ * that sums its fp32 partials through distributed shared memory. This file: the
+ * shared-memory layout, the loader, the partial's store and the cluster's sum. */
 #ifndef WARPSPEC_GEMM_SKINNY_CUH
 #define WARPSPEC_GEMM_SKINNY_CUH
 
@@ -12,11 +13,9 @@
 #include "warpspec/device/warpspec.cuh"
 
 #define SK_BN 64     /* weight rows per CTA: one math warpgroup */
-#define SK_KBOXES 2  /* K boxes (128 bytes of a weight row each) per stage */
-/* ... at TOK rows of A: one at 128 (a box of A is then 16 KiB, twice the weights'; 7 stages
- * of one box fit where 3 of two would) */
+#define SK_KBOXES GEMM_SKINNY_KBOXES(64) /* K boxes per stage up to 64 rows of A (the FP8 kernel's) */
 template <int TOK>
-constexpr int sk_kboxes() { return TOK > 64 ? 1 : SK_KBOXES; }
+constexpr int sk_kboxes() { return GEMM_SKINNY_KBOXES(TOK); }
 #define SK_MAXST 12  /* stages at most */
 #define SK_PAD 4     /* floats after each partial row: the fragment's stores hit 32 banks */
 
