@@ -112,32 +112,16 @@ static __device__ __forceinline__ void mfh_q_to_f16(mfh_smem<NH, FP8> *sm, int t
 #pragma unroll
     for (int b = 0; b < MLA_BOXES; b++) {
       v[b] = ws_ld_shared_v4_u32(at + (uint32_t)b * (NH * 128));
-      const uint32_t x[4] = {v[b].x, v[b].y, v[b].z, v[b].w};
-#pragma unroll
-      for (int i = 0; i < 4; i++)
-        amax = fmaxf(amax, fmaxf(fabsf(__uint_as_float(x[i] << 16)), fabsf(__uint_as_float(x[i] & 0xFFFF0000u))));
+      amax = mla_bf16x8_amax(v[b], amax);
     }
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 4));
-    const int e = amax > 0.0f && amax <= 3.0e38f ? min(max(ilogbf(amax) - 14, -126), 126) : 0;
+    const int e = mla_q_exp(amax);
     const float f = ldexpf(1.0f, -e);
 #pragma unroll
-    for (int b = 0; b < MLA_BOXES; b++) {
-      const uint32_t x[4] = {v[b].x, v[b].y, v[b].z, v[b].w};
-      uint32_t y[4];
-#pragma unroll
-      for (int i = 0; i < 4; i++) {
-        const float lo = __uint_as_float(x[i] << 16) * f, hi = __uint_as_float(x[i] & 0xFFFF0000u) * f;
-        if (b < MLA_BOXES - 1) {
-          const __half2 h = __floats2half2_rn(lo, hi);
-          y[i] = *(const uint32_t *)&h;
-        } else {
-          y[i] = attn_pack_bf16(lo, hi);
-        }
-      }
-      ws_st_shared_v4_u32(at + (uint32_t)b * (NH * 128), make_uint4(y[0], y[1], y[2], y[3]));
-    }
+    for (int b = 0; b < MLA_BOXES; b++)
+      ws_st_shared_v4_u32(at + (uint32_t)b * (NH * 128), mla_q_piece_f16(v[b], f, b == MLA_BOXES - 1));
     if (piece == 0) sm->qexp[hh] = ldexpf(1.0f, e);
   }
 }
@@ -314,26 +298,16 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
 #pragma unroll
       for (int o = 4; o < 32; o <<= 1) smx = fmaxf(smx, __shfl_xor_sync(0xffffffffu, smx, o));
       if (lane == 0) sm->smax[w][warp] = smx; /* read after the barriers below */
-      mla_fp8_unpack_in_place_ahead(&ctx, ws_smem_addr(sm->kv[w][0]), row, t >> 6);
+      mla_fp8_in_place_ahead(&ctx, ws_smem_addr(sm->kv[w][0]), row, t >> 6, mla_to_f16{});
       ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
       ws_role_sync(&ctx);
       const float bmax = fmaxf(fmaxf(sm->smax[w][0], sm->smax[w][1]), fmaxf(sm->smax[w][2], sm->smax[w][3]));
-      if (bmax > 0.0f && bmax <= 3.0e38f) { /* a block of masked rows only has zeros */
-        /* bmax x 2^eb in [1, 2) (clamped: 2^eb and 2^-eb stay finite fp32). e_run moves when
-         * a block's scales are more than 2^4 larger (coarser units: O^T shrinks) or smaller
-         * (finer: O^T grows by at most 2^100, a convex sum of values within 448 x 2^100 of
-         * the units, far from fp32's end), so that P x scale x 2^e_run stays in [2^-5, 2^5]
-         * x P: a block of small scales keeps f16's precision even when the attention sits on it */
-        const int eb = min(max(-ilogbf(bmax), -126), 126);
-        if (!e_set || eb < e_run - 4 || (eb > e_run + 4 && eb - e_run <= 100)) {
-          gshift = e_set ? ldexpf(1.0f, eb - e_run) : 1.0f;
-          e_run = eb;
-          e_set = 1;
-        }
-      }
+      /* bmax x 2^eb in [1, 2) (clamped: 2^eb and 2^-eb stay finite fp32); a block of masked
+       * rows only has zeros and leaves the units as they are */
+      if (bmax > 0.0f && bmax <= 3.0e38f) gshift = mla_units_follow(min(max(-ilogbf(bmax), -126), 126), &e_run, &e_set);
     } else if (FP8) { /* the raw rows dequantised to BF16 in place by this warpgroup */
       const int t = ws_role_thread(&ctx), row = t & 63;
-      mla_fp8_convert_in_place_ahead(&ctx, ws_smem_addr(sm->kv[w][0]), sm->scales[w][row], row, t >> 6);
+      mla_fp8_in_place_ahead(&ctx, ws_smem_addr(sm->kv[w][0]), row, t >> 6, mla_to_bf16{sm->scales[w][row]});
       ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
       ws_role_sync(&ctx);
     }

@@ -29,19 +29,10 @@ static __device__ __forceinline__ uint32_t mla_raw_offset(int chunk, int row, in
   return MLA_RAW_OFFSET + (uint32_t)chunk * MLA_RAW_CHUNK + (uint32_t)line * 128u + (uint32_t)((q ^ (line & 7)) << 4);
 }
 
-/* 16 e4m3 (raw piece `piece` of a row in chunk `chunk`) times the tile's scale, stored as
- * 16 BF16: pieces 2 piece and 2 piece + 1 of the row in box `chunk`. Addresses are
- * shared-window addresses. */
-static __device__ __forceinline__ void mla_dequant_store(uint32_t stage, int chunk, int row, int piece, uint4 raw,
-                                                         float scale) {
-  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-  uint32_t v[8];
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    const float2 f0 = ws_from_e4m3x2((uint16_t)(w[i] & 0xFFFFu)), f1 = ws_from_e4m3x2((uint16_t)(w[i] >> 16));
-    v[2 * i] = attn_pack_bf16(f0.x * scale, f0.y * scale);
-    v[2 * i + 1] = attn_pack_bf16(f1.x * scale, f1.y * scale);
-  }
+/* The eight words converted from one raw piece (16 e4m3: 16 values of 2 bytes) into pieces
+ * 2 piece and 2 piece + 1 of row `row` in box `chunk`. Addresses are shared-window
+ * addresses. */
+static __device__ __forceinline__ void mla_store_converted(uint32_t stage, int chunk, int row, int piece, const uint32_t *v) {
   const uint32_t box = stage + (uint32_t)chunk * MLA_BN * 128;
   ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece), make_uint4(v[0], v[1], v[2], v[3]));
   ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece + 1), make_uint4(v[4], v[5], v[6], v[7]));
@@ -51,12 +42,63 @@ static __device__ __forceinline__ uint4 mla_raw_load(uint32_t stage, int chunk, 
   return ws_ld_shared_v4_u32(stage + mla_raw_offset(chunk, row, piece));
 }
 
-/* Both pieces of this thread's 32 columns in chunk `chunk`, converted and stored. */
-static __device__ __forceinline__ void mla_dequant_chunk(uint32_t stage, int chunk, int row, int half, float scale) {
-  const uint4 r0 = mla_raw_load(stage, chunk, row, 2 * half), r1 = mla_raw_load(stage, chunk, row, 2 * half + 1);
-  mla_dequant_store(stage, chunk, row, 2 * half, r0, scale);
-  mla_dequant_store(stage, chunk, row, 2 * half + 1, r1, scale);
+static __device__ __forceinline__ uint32_t mla_e4m3x2_to_f16x2(uint32_t v16) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(v16 & 0xFFFFu), __NV_E4M3);
+  return (uint32_t)h.x | ((uint32_t)h.y << 16);
 }
+static __device__ __forceinline__ uint32_t mla_hmul2_u32(uint32_t a, uint32_t b) {
+  const __half2 r = __hmul2(*(const __half2 *)&a, *(const __half2 *)&b);
+  return *(const uint32_t *)&r;
+}
+
+/* The three conversions of a raw piece of latent tile chunk / 2, as the in-place steps below
+ * call them (cvt(stage, chunk, row, piece, raw)):
+ *   mla_to_bf16      times the row's tile scale, BF16 (the gather of the 64-row kernel, the
+ *                    few-head math at 32 columns);
+ *   mla_to_f16       unscaled f16, exact (the few-head math at 16 columns: the scales go onto
+ *                    S and P^T);
+ *   mla_to_f16_scaled  f16 times the tile scale as an f16 pair, itself times the block's
+ *                    power of two (the 64-row kernel's f16 form, below). */
+struct mla_to_bf16 {
+  float4 sc;
+  __device__ __forceinline__ void operator()(uint32_t stage, int chunk, int row, int piece, uint4 raw) const {
+    const float scale = chunk < 2 ? sc.x : chunk < 4 ? sc.y : chunk < 6 ? sc.z : sc.w;
+    const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+    uint32_t v[8];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const float2 f0 = ws_from_e4m3x2((uint16_t)(w[i] & 0xFFFFu)), f1 = ws_from_e4m3x2((uint16_t)(w[i] >> 16));
+      v[2 * i] = attn_pack_bf16(f0.x * scale, f0.y * scale);
+      v[2 * i + 1] = attn_pack_bf16(f1.x * scale, f1.y * scale);
+    }
+    mla_store_converted(stage, chunk, row, piece, v);
+  }
+};
+struct mla_to_f16 {
+  __device__ __forceinline__ void operator()(uint32_t stage, int chunk, int row, int piece, uint4 raw) const {
+    const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+    uint32_t v[8];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      v[2 * i] = mla_e4m3x2_to_f16x2(w[i]);
+      v[2 * i + 1] = mla_e4m3x2_to_f16x2(w[i] >> 16);
+    }
+    mla_store_converted(stage, chunk, row, piece, v);
+  }
+};
+struct mla_to_f16_scaled {
+  uint32_t sc2[4];
+  __device__ __forceinline__ void operator()(uint32_t stage, int chunk, int row, int piece, uint4 raw) const {
+    const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+    uint32_t v[8];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      v[2 * i] = mla_hmul2_u32(mla_e4m3x2_to_f16x2(w[i]), sc2[chunk / 2]);
+      v[2 * i + 1] = mla_hmul2_u32(mla_e4m3x2_to_f16x2(w[i] >> 16), sc2[chunk / 2]);
+    }
+    mla_store_converted(stage, chunk, row, piece, v);
+  }
+};
 
 /* One block of 64 FP8 rows into a stage, in two steps, so that the next block's rows are
  * looked up between them (with the lookups in flight across the copies, the 40-register
@@ -93,95 +135,41 @@ static __device__ __forceinline__ float4 mla_fp8_scales(const uint8_t *kv8, int 
 
 /* The in-place conversion by the 128 threads of a role replica (ctx's barrier), the raw
  * bytes visible to all of them: this thread converts, in every chunk, the 32 columns
- * 32 half .. + 31 of row `row` (its scales sc). Ends after its own last stores. */
-static __device__ __forceinline__ void mla_fp8_convert_in_place(const ws_ctx *ctx, uint32_t stage, float4 sc, int row,
-                                                                int half) {
-  mla_dequant_chunk(stage, 0, row, half, sc.x);
-  mla_dequant_chunk(stage, 1, row, half, sc.x);
-  mla_dequant_chunk(stage, 2, row, half, sc.y);
-  mla_dequant_chunk(stage, 3, row, half, sc.y);
-  ws_role_sync(ctx); /* raw chunks 0-3 read: boxes 4, 5 may go over them */
-  mla_dequant_chunk(stage, 4, row, half, sc.z);
-  mla_dequant_chunk(stage, 5, row, half, sc.z);
-  ws_role_sync(ctx); /* raw chunks 4, 5 read: box 6 */
-  mla_dequant_chunk(stage, 6, row, half, sc.w);
-  const uint4 last0 = mla_raw_load(stage, 7, row, 2 * half), last1 = mla_raw_load(stage, 7, row, 2 * half + 1);
-  ws_role_sync(ctx); /* raw chunks 6, 7 read: box 7 */
-  mla_dequant_store(stage, 7, row, 2 * half, last0, sc.w);
-  mla_dequant_store(stage, 7, row, 2 * half + 1, last1, sc.w);
-}
-
-/* The few-head decode's form (mla_fewheads' math warpgroup, registers to spare): the raw
- * e4m3 unpacked to f16 *without* the tile scale (exact, one instruction per two values;
- * the kernel applies the scales to S and to P^T instead). Each pair of raw chunks is
- * loaded whole before it is stored (16 registers), and the boxes go in three steps (boxes
- * 0-3, under which no raw byte lies; 4-5 over raw chunks 0-3; 6-7 over 4-7), one barrier
- * before each of the last two. The shared loads and stores are volatile asm and keep their
- * program order: converted a chunk at a time, each chunk's loads waited behind the previous
- * chunk's stores (a clock probe, session 38). */
-static __device__ __forceinline__ uint32_t mla_e4m3x2_to_f16x2(uint32_t v16) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(v16 & 0xFFFFu), __NV_E4M3);
-  return (uint32_t)h.x | ((uint32_t)h.y << 16);
-}
-static __device__ __forceinline__ void mla_unpack_store(uint32_t stage, int chunk, int row, int piece, uint4 raw) {
-  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-  uint32_t v[8];
+ * 32 half .. + 31 of row `row` (cvt: one of the conversions above). Ends after its own last
+ * stores. Chunk by chunk, in the four steps the header describes (40 registers: the gather
+ * role's form). */
+template <typename CVT>
+static __device__ __forceinline__ void mla_fp8_in_place(const ws_ctx *ctx, uint32_t stage, int row, int half, const CVT &cvt) {
 #pragma unroll
-  for (int i = 0; i < 4; i++) {
-    v[2 * i] = mla_e4m3x2_to_f16x2(w[i]);
-    v[2 * i + 1] = mla_e4m3x2_to_f16x2(w[i] >> 16);
+  for (int c = 0; c < 8; c++) {
+    if (c == 4) ws_role_sync(ctx); /* raw chunks 0-3 read: boxes 4, 5 may go over them */
+    if (c == 6) ws_role_sync(ctx); /* raw chunks 4, 5 read: box 6 */
+    const uint4 r0 = mla_raw_load(stage, c, row, 2 * half), r1 = mla_raw_load(stage, c, row, 2 * half + 1);
+    if (c == 7) ws_role_sync(ctx); /* raw chunks 6, 7 read (7 into registers): box 7 */
+    cvt(stage, c, row, 2 * half, r0);
+    cvt(stage, c, row, 2 * half + 1, r1);
   }
-  const uint32_t box = stage + (uint32_t)chunk * MLA_BN * 128;
-  ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece), make_uint4(v[0], v[1], v[2], v[3]));
-  ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece + 1), make_uint4(v[4], v[5], v[6], v[7]));
-}
-static __device__ __forceinline__ void mla_fp8_unpack_pair(uint32_t stage, int c, int row, int half, const uint4 *raw) {
-#pragma unroll
-  for (int i = 0; i < 4; i++) mla_unpack_store(stage, c + (i >> 1), row, 2 * half + (i & 1), raw[i]);
-}
-static __device__ __forceinline__ void mla_fp8_load_pair(uint32_t stage, int c, int row, int half, uint4 *raw) {
-#pragma unroll
-  for (int i = 0; i < 4; i++) raw[i] = mla_raw_load(stage, c + (i >> 1), row, 2 * half + (i & 1));
-}
-static __device__ __forceinline__ void mla_fp8_unpack_in_place_ahead(const ws_ctx *ctx, uint32_t stage, int row, int half) {
-  uint4 raw[4];
-  mla_fp8_load_pair(stage, 0, row, half, raw);
-  mla_fp8_unpack_pair(stage, 0, row, half, raw);
-  mla_fp8_load_pair(stage, 2, row, half, raw);
-  mla_fp8_unpack_pair(stage, 2, row, half, raw);
-  mla_fp8_load_pair(stage, 4, row, half, raw);
-  ws_role_sync(ctx); /* raw chunks 0-3 read: boxes 4, 5 may go over them */
-  mla_fp8_unpack_pair(stage, 4, row, half, raw);
-  mla_fp8_load_pair(stage, 6, row, half, raw);
-  ws_role_sync(ctx); /* raw chunks 4-7 read: boxes 6, 7 */
-  mla_fp8_unpack_pair(stage, 6, row, half, raw);
 }
 
-/* The dequantising form of the same (mla_fewheads' math at 32 columns): each
- * pair of raw chunks is loaded whole before it is stored (16 registers), and the boxes go
- * in three steps (boxes 0-3, under which no raw byte lies; 4-5 over raw chunks 0-3; 6-7 over
- * 4-7), one barrier before each of the last two. The shared loads and stores are volatile
- * asm and keep their program order: converted a chunk at a time, each chunk's loads waited
- * behind the previous chunk's stores, and the loads' latency was paid eight times a block
- * (a clock probe, session 38: 3.9k of the warpgroup's 8.8k cycles a block). */
-static __device__ __forceinline__ void mla_fp8_convert_pair(uint32_t stage, int c, int row, int half, const uint4 *raw,
-                                                            float scale) {
-#pragma unroll
-  for (int i = 0; i < 4; i++) mla_dequant_store(stage, c + (i >> 1), row, 2 * half + (i & 1), raw[i], scale);
-}
-static __device__ __forceinline__ void mla_fp8_convert_in_place_ahead(const ws_ctx *ctx, uint32_t stage, float4 sc, int row,
-                                                                      int half) {
+/* The same by a warpgroup with registers to spare (mla_fewheads' math): each pair of raw
+ * chunks is loaded whole before it is stored (16 registers), and the boxes go in three
+ * steps (boxes 0-3, under which no raw byte lies; 4-5 over raw chunks 0-3; 6-7 over 4-7),
+ * one barrier before each of the last two. The shared loads and stores are volatile asm and
+ * keep their program order: converted a chunk at a time, each chunk's loads waited behind
+ * the previous chunk's stores, and the loads' latency was paid eight times a block (a clock
+ * probe, session 38: 3.9k of the warpgroup's 8.8k cycles a block). */
+template <typename CVT>
+static __device__ __forceinline__ void mla_fp8_in_place_ahead(const ws_ctx *ctx, uint32_t stage, int row, int half,
+                                                              const CVT &cvt) {
   uint4 raw[4];
-  mla_fp8_load_pair(stage, 0, row, half, raw);
-  mla_fp8_convert_pair(stage, 0, row, half, raw, sc.x);
-  mla_fp8_load_pair(stage, 2, row, half, raw);
-  mla_fp8_convert_pair(stage, 2, row, half, raw, sc.y);
-  mla_fp8_load_pair(stage, 4, row, half, raw);
-  ws_role_sync(ctx); /* raw chunks 0-3 read: boxes 4, 5 may go over them */
-  mla_fp8_convert_pair(stage, 4, row, half, raw, sc.z);
-  mla_fp8_load_pair(stage, 6, row, half, raw);
-  ws_role_sync(ctx); /* raw chunks 4-7 read: boxes 6, 7 */
-  mla_fp8_convert_pair(stage, 6, row, half, raw, sc.w);
+#pragma unroll
+  for (int c = 0; c < 8; c += 2) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) raw[i] = mla_raw_load(stage, c + (i >> 1), row, 2 * half + (i & 1));
+    if (c >= 4) ws_role_sync(ctx); /* raw chunks 0-3 (c 4), 4-7 (c 6) read: boxes c, c + 1 may go over them */
+#pragma unroll
+    for (int i = 0; i < 4; i++) cvt(stage, c + (i >> 1), row, 2 * half + (i & 1), raw[i]);
+  }
 }
 
 /* ---- The 64-row kernel's f16 form (WARPSPEC_MLA_FP8_F16, off until measured) ------
@@ -193,47 +181,6 @@ static __device__ __forceinline__ void mla_fp8_convert_in_place_ahead(const ws_c
  * values, where the BF16 form takes about 3.3 instructions a value. The math folds 2^-E
  * into S and into P (mla_sparse.cu). */
 #define MLA_F16_EXP_MAX 64 /* |E| at most: Q's rope times 2^E stays a finite bf16 */
-
-static __device__ __forceinline__ uint32_t mla_hmul2_u32(uint32_t a, uint32_t b) {
-  const __half2 r = __hmul2(*(const __half2 *)&a, *(const __half2 *)&b);
-  return *(const uint32_t *)&r;
-}
-static __device__ __forceinline__ void mla_dequant_store_f16(uint32_t stage, int chunk, int row, int piece, uint4 raw,
-                                                             uint32_t sc2) {
-  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-  uint32_t v[8];
-#pragma unroll
-  for (int i = 0; i < 4; i++) {
-    v[2 * i] = mla_hmul2_u32(mla_e4m3x2_to_f16x2(w[i]), sc2);
-    v[2 * i + 1] = mla_hmul2_u32(mla_e4m3x2_to_f16x2(w[i] >> 16), sc2);
-  }
-  const uint32_t box = stage + (uint32_t)chunk * MLA_BN * 128;
-  ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece), make_uint4(v[0], v[1], v[2], v[3]));
-  ws_st_shared_v4_u32(box + mla_swizzle(row, 2 * piece + 1), make_uint4(v[4], v[5], v[6], v[7]));
-}
-static __device__ __forceinline__ void mla_dequant_chunk_f16(uint32_t stage, int chunk, int row, int half, uint32_t sc2) {
-  const uint4 r0 = mla_raw_load(stage, chunk, row, 2 * half), r1 = mla_raw_load(stage, chunk, row, 2 * half + 1);
-  mla_dequant_store_f16(stage, chunk, row, 2 * half, r0, sc2);
-  mla_dequant_store_f16(stage, chunk, row, 2 * half + 1, r1, sc2);
-}
-/* The in-place conversion of mla_fp8_convert_in_place, f16 (sc2: the row's four tile
- * scales times 2^E as f16 pairs). */
-static __device__ __forceinline__ void mla_fp8_convert_in_place_f16(const ws_ctx *ctx, uint32_t stage, const uint32_t *sc2,
-                                                                    int row, int half) {
-  mla_dequant_chunk_f16(stage, 0, row, half, sc2[0]);
-  mla_dequant_chunk_f16(stage, 1, row, half, sc2[0]);
-  mla_dequant_chunk_f16(stage, 2, row, half, sc2[1]);
-  mla_dequant_chunk_f16(stage, 3, row, half, sc2[1]);
-  ws_role_sync(ctx); /* raw chunks 0-3 read: boxes 4, 5 may go over them */
-  mla_dequant_chunk_f16(stage, 4, row, half, sc2[2]);
-  mla_dequant_chunk_f16(stage, 5, row, half, sc2[2]);
-  ws_role_sync(ctx); /* raw chunks 4, 5 read: box 6 */
-  mla_dequant_chunk_f16(stage, 6, row, half, sc2[3]);
-  const uint4 last0 = mla_raw_load(stage, 7, row, 2 * half), last1 = mla_raw_load(stage, 7, row, 2 * half + 1);
-  ws_role_sync(ctx); /* raw chunks 6, 7 read: box 7 */
-  mla_dequant_store_f16(stage, 7, row, 2 * half, last0, sc2[3]);
-  mla_dequant_store_f16(stage, 7, row, 2 * half + 1, last1, sc2[3]);
-}
 
 /* The block's power of two E (f16 form): the largest tile scale of its 64 rows from each
  * warp's (gmax, shared), written by the caller's warps before the barrier that precedes
@@ -261,18 +208,17 @@ static __device__ __forceinline__ void mla_gather_fp8_convert(const ws_ctx *ctx,
   ws_role_sync(ctx); /* every thread's raw bytes have landed (and the warps' maxima are in) */
   if (F16) {
     const int E = mla_fp8_block_exp(gmax);
-    const float f = ldexpf(1.0f, E);
-    uint32_t sc2[4];
-    const float v[4] = {sc.x, sc.y, sc.z, sc.w};
+    const float f = ldexpf(1.0f, E), v[4] = {sc.x, sc.y, sc.z, sc.w};
+    mla_to_f16_scaled cvt;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
       const __half2 h = __float2half2_rn(v[i] * f);
-      sc2[i] = *(const uint32_t *)&h;
+      cvt.sc2[i] = *(const uint32_t *)&h;
     }
     if (row == 0 && half == 0) *eblk = E; /* published with the stage's commit */
-    mla_fp8_convert_in_place_f16(ctx, stage, sc2, row, half);
+    mla_fp8_in_place(ctx, stage, row, half, cvt);
   } else {
-    mla_fp8_convert_in_place(ctx, stage, sc, row, half);
+    mla_fp8_in_place(ctx, stage, row, half, mla_to_bf16{sc});
   }
 }
 

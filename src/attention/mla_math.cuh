@@ -198,6 +198,57 @@ static __device__ __forceinline__ void mla_pv_issue(float *o, uint64_t dp, uint6
   ws_wgmma_commit_group();
 }
 
+/* ---- The FP8 cache's f16 forms (mla_fewheads.cu at 16 columns; here with
+ * WARPSPEC_MLA_FP8_F16): Q in f16 with a power of two per row, O in lazily kept units ---- */
+
+/* The largest |value| of eight bf16 (a 16-byte piece of Q) and amax. */
+static __device__ __forceinline__ float mla_bf16x8_amax(uint4 v, float amax) {
+  const uint32_t x[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+    amax = fmaxf(amax, fmaxf(fabsf(__uint_as_float(x[i] << 16)), fabsf(__uint_as_float(x[i] & 0xFFFF0000u))));
+  return amax;
+}
+
+/* A Q row's power of two e (the row goes to f16 times 2^-e): its largest |value| into
+ * [2^14, 2^15), where f16 holds every bf16 value exactly; 0 for a row of zeros (or not
+ * finite); |e| <= 126, so that 2^e and 2^-e are finite fp32. */
+static __device__ __forceinline__ int mla_q_exp(float amax) {
+  return amax > 0.0f && amax <= 3.0e38f ? min(max(ilogbf(amax) - 14, -126), 126) : 0;
+}
+
+/* A piece of Q times f (2^-e): eight latent values as f16 pairs, or (rope) eight rope
+ * values as bf16 pairs (the rope's products stay in bf16). */
+static __device__ __forceinline__ uint4 mla_q_piece_f16(uint4 v, float f, int rope) {
+  const uint32_t x[4] = {v.x, v.y, v.z, v.w};
+  uint32_t y[4];
+#pragma unroll
+  for (int i = 0; i < 4; i++) {
+    const float lo = __uint_as_float(x[i] << 16) * f, hi = __uint_as_float(x[i] & 0xFFFF0000u) * f;
+    if (!rope) {
+      const __half2 h = __floats2half2_rn(lo, hi);
+      y[i] = *(const uint32_t *)&h;
+    } else {
+      y[i] = attn_pack_bf16(lo, hi);
+    }
+  }
+  return make_uint4(y[0], y[1], y[2], y[3]);
+}
+
+/* O's units 2^-e_run against a block's power of two eb: e_run follows a block more than
+ * 2^4 away, coarser (O shrinks) or finer (O grows by at most 2^100: O is a convex sum of
+ * values within 448 x 2^100 of the units, far from fp32's end), so that P x 2^(e_run - eb)
+ * stays in [2^-4, 2^4] x P and a block of small values keeps f16's precision even when the
+ * attention sits on it. The first block sets it. Returns O's factor: 2^(eb - old e_run) when
+ * it moved, else 1. The same in every thread (eb is the block's). */
+static __device__ __forceinline__ float mla_units_follow(int eb, int *e_run, int *e_set) {
+  if (*e_set && eb >= *e_run - 4 && (eb <= *e_run + 4 || eb - *e_run > 100)) return 1.0f;
+  const float gshift = *e_set ? ldexpf(1.0f, eb - *e_run) : 1.0f;
+  *e_run = eb;
+  *e_set = 1;
+  return gshift;
+}
+
 /* The FP8 cache's f16 form: Q's 512 latent columns to f16 in place, each row (head) times
  * 2^-e (its largest |q| into [2^14, 2^15): exact), the 64 rope columns (bf16) times the
  * same; qexp[row] = e. By the 256 threads of both math warpgroups (t), 4 per row, each row
@@ -208,34 +259,16 @@ static __device__ __forceinline__ void mla_q_to_f16(mla_smem *sm, int t) {
   const uint32_t q0 = ws_smem_addr(sm->q[0]);
   float amax = 0.0f;
 #pragma unroll 6
-  for (int p = sub; p < MLA_PIECES; p += 4) {
-    const uint4 v = ws_ld_shared_v4_u32(q0 + (uint32_t)(p / 8) * (MLA_BH * 128) + mla_swizzle(row, p % 8));
-    const uint32_t x[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-      amax = fmaxf(amax, fmaxf(fabsf(__uint_as_float(x[i] << 16)), fabsf(__uint_as_float(x[i] & 0xFFFF0000u))));
-  }
+  for (int p = sub; p < MLA_PIECES; p += 4)
+    amax = mla_bf16x8_amax(ws_ld_shared_v4_u32(q0 + (uint32_t)(p / 8) * (MLA_BH * 128) + mla_swizzle(row, p % 8)), amax);
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-  const int e = amax > 0.0f && amax <= 3.0e38f ? min(max(ilogbf(amax) - 14, -126), 126) : 0;
+  const int e = mla_q_exp(amax);
   const float f = ldexpf(1.0f, -e);
 #pragma unroll 6
   for (int p = sub; p < MLA_PIECES; p += 4) {
     const uint32_t at = q0 + (uint32_t)(p / 8) * (MLA_BH * 128) + mla_swizzle(row, p % 8);
-    const uint4 v = ws_ld_shared_v4_u32(at);
-    const uint32_t x[4] = {v.x, v.y, v.z, v.w};
-    uint32_t y[4];
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-      const float lo = __uint_as_float(x[i] << 16) * f, hi = __uint_as_float(x[i] & 0xFFFF0000u) * f;
-      if (p < MLA_DV / 8) {
-        const __half2 h = __floats2half2_rn(lo, hi);
-        y[i] = *(const uint32_t *)&h;
-      } else {
-        y[i] = attn_pack_bf16(lo, hi);
-      }
-    }
-    ws_st_shared_v4_u32(at, make_uint4(y[0], y[1], y[2], y[3]));
+    ws_st_shared_v4_u32(at, mla_q_piece_f16(ws_ld_shared_v4_u32(at), f, p >= MLA_DV / 8));
   }
   if (sub == 0) sm->qexp[row] = (float)e;
 }

@@ -197,11 +197,7 @@ WS_KERNEL(mla_sparse) mla_sparse_kernel(const __grid_constant__ ws_tmap map_q, c
     float g = 1.0f, gshift = 1.0f; /* F16: P's factor 2^(E_run - E), O's rescale if E_run moves */
     if (F16) {
       const int E = sm->eblk[k.stage];
-      if (!e_set || E < e_run - 4 || (E > e_run + 4 && E - e_run <= 100)) {
-        gshift = e_set ? ldexpf(1.0f, E - e_run) : 1.0f;
-        e_run = E;
-        e_set = 1;
-      }
+      gshift = mla_units_follow(E, &e_run, &e_set);
       g = ldexpf(1.0f, e_run - E);
     }
     WS_WGMMA_WAIT_GROUP(0);
