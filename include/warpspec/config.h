@@ -225,7 +225,7 @@
 #define WS_ATTN_WG_BLOCKS_ENV     "WARPSPEC_ATTN_WG_BLOCKS" /* tile (own: opt-in)             */
 #define WS_ATTN_TILE_ROWS_ENV     "WARPSPEC_ATTN_TILE_ROWS" /* chosen; 128 or 192 (d 64)     */
 #define WS_MLA_GATHER_AHEAD_ENV   "WARPSPEC_MLA_GATHER_AHEAD" /* on: the few-head decode's gather does not wait for its copies */
-#define WS_MLA_FP8_F16_ENV        "WARPSPEC_MLA_FP8_F16"    /* off: the 64-row MLA kernel's FP8 cache as BF16 (on: f16, not measured yet) */
+#define WS_MLA_FP8_F16_ENV        "WARPSPEC_MLA_FP8_F16"    /* on: the 64-row MLA kernel's FP8 cache as f16 (off: BF16) */
 #define WS_GEMM_SPLITS_ENV        "WARPSPEC_GEMM_SPLITS"   /* per problem (split-K above)    */
 #define WS_GEMM_FP8_TILE_ENV      "WARPSPEC_GEMM_FP8_TILE" /* per problem (WIDE_GAIN above)  */
 #define WS_GEMM_PAIR_ENV          "WARPSPEC_GEMM_PAIR"     /* off: the 192-row tile alone     */

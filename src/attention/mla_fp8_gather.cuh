@@ -172,7 +172,7 @@ static __device__ __forceinline__ void mla_fp8_in_place_ahead(const ws_ctx *ctx,
   }
 }
 
-/* ---- The 64-row kernel's f16 form (WARPSPEC_MLA_FP8_F16, off until measured) ------
+/* ---- The 64-row kernel's f16 form (WARPSPEC_MLA_FP8_F16, on by default) ------------
  * Each value as f16: e4m3 -> f16 (exact), times the row's tile scale in f16, that scale
  * first multiplied by 2^E, the block's power of two (its largest tile scale times 2^E in
  * [1, 2): every value then lies within 448 x 2 of f16's range). The rope's BF16 stays as

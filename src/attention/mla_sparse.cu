@@ -278,7 +278,7 @@ ws_status mla_launch(const void *q, int tokens, mla_args *a, int splits, float s
   const int keys = a->indices != NULL ? (splits > 1 ? MLA_KEYS_SPLIT : MLA_KEYS_PLAIN)
                    : a->s_q > 1 && a->heads < MLA_BH ? MLA_KEYS_ROWS
                                                       : MLA_KEYS_PLAIN;
-  /* the FP8 cache's form: 1 the BF16 dequantisation, 2 f16 (WARPSPEC_MLA_FP8_F16, off until measured) */
+  /* the FP8 cache's form: 1 the BF16 dequantisation, 2 f16 (WARPSPEC_MLA_FP8_F16, the default) */
   const int form = fp8 ? 1 + ws_knobs_get()->mla_fp8_f16 : 0;
   static const int slots[3][3] = {{WS_PLAN_SLOT_MLA_SPARSE, WS_PLAN_SLOT_MLA_FP8, WS_PLAN_SLOT_MLA_FP8_F16},
                                   {WS_PLAN_SLOT_MLA_SPLIT, WS_PLAN_SLOT_MLA_SPLIT_FP8, WS_PLAN_SLOT_MLA_SPLIT_FP8_F16},

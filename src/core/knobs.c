@@ -71,7 +71,7 @@ static const knob_desc table[] = {
     WORD_KNOB(WS_ATTN_WG_BLOCKS_ENV, NULL, attn_wg_blocks, 0, attn_wg_blocks, "tile"),
     WORD_KNOB(WS_ATTN_TILE_ROWS_ENV, NULL, attn_tile_rows, 0, attn_tile_rows, "chosen per mask and length"),
     BOOL_KNOB(WS_MLA_GATHER_AHEAD_ENV, NULL, mla_gather_ahead, 1, NULL),
-    BOOL_KNOB(WS_MLA_FP8_F16_ENV, NULL, mla_fp8_f16, 0, NULL),
+    BOOL_KNOB(WS_MLA_FP8_F16_ENV, NULL, mla_fp8_f16, 1, NULL),
     INT_KNOB(WS_GEMM_SPLITS_ENV, "WS_GEMM_SPLITS", gemm_splits, 0, 1, INT_MAX, "chosen per problem"),
     WORD_KNOB(WS_GEMM_FP8_TILE_ENV, "WS_GEMM_FP8_TILE", gemm_fp8_tile, 0, fp8_tiles, "chosen per problem"),
     BOOL_KNOB(WS_GEMM_PAIR_ENV, NULL, gemm_pair, 1, NULL),

@@ -75,7 +75,7 @@ static void defaults(void) {
   CHECK(k->attn_head_group == 0 && k->attn_o_tma == 1 && k->attn_tile_rows == 0 &&
         k->attn_wg_blocks == 0);
   CHECK(k->gemm_splits == 0 && k->gemm_fp8_tile == 0 && k->gemm_pair == 1);
-  CHECK(k->mla_gather_ahead == 1 && k->mla_fp8_f16 == 0);
+  CHECK(k->mla_gather_ahead == 1 && k->mla_fp8_f16 == 1);
   CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->ep_overlap == WS_EP_OVERLAP_DEFAULT && k->ep_combine == -1 &&
         k->moe_tile == 0 && k->moe_pair == -1);
   CHECK(k->moe_static_walk == 0 && k->moe_self_route == 1);

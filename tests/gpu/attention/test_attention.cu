@@ -10,8 +10,8 @@
  *   test_attention quick    the small ones
  *   test_attention fp8      the FP8 MLA cache only (quantiser, decode, sparse decode): for
  *                           compute-sanitizer
- *   test_attention fp8-f16  the same with WARPSPEC_MLA_FP8_F16=1 (the 64-row kernel's f16 form;
- *                           off by default until measured, not in the ctest modes)
+ *   test_attention fp8-bf16 the same with WARPSPEC_MLA_FP8_F16=0 (the 64-row kernel's BF16
+ *                           dequantisation, the form before session 40's default)
  *   test_attention sparse-decode  sparse MLA decode only (all its cases)
  *   test_attention mla-quick  the quick MLA cases (sparse prefill, decode and sparse decode,
  *                           BF16 and FP8): for compute-sanitizer
@@ -129,9 +129,9 @@ int main(int argc, char **argv) {
     printf(fails ? "test_attention %s: %d FAILED\n" : "test_attention %s: all checks passed\n", mode, fails);
     return fails ? 1 : 0;
   }
-  if (!strcmp(mode, "fp8") || !strcmp(mode, "fp8-f16")) { /* the FP8 cache alone: small enough for compute-sanitizer */
-    /* fp8-f16: the 64-row kernel's f16 form (WARPSPEC_MLA_FP8_F16, off by default until measured) */
-    if (!strcmp(mode, "fp8-f16")) test_set_knob(WS_MLA_FP8_F16_ENV, "1");
+  if (!strcmp(mode, "fp8") || !strcmp(mode, "fp8-bf16")) { /* the FP8 cache alone: small enough for compute-sanitizer */
+    /* fp8-bf16: the 64-row kernel's BF16 form (WARPSPEC_MLA_FP8_F16=0; f16 is the default) */
+    if (!strcmp(mode, "fp8-bf16")) test_set_knob(WS_MLA_FP8_F16_ENV, "0");
     fails += check_fp8_cache();
     for (size_t i = 0; i < sizeof dec_quick / sizeof dec_quick[0]; i++)
       if (dec_quick[i].fp8) fails += run_decode(&dec_quick[i]);
