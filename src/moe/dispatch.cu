@@ -142,33 +142,11 @@ static __device__ __forceinline__ void expand_sources(const ep_args *a, const in
   const int K = a->topk;
   {
     const long long units = (long long)total * K, nt = (long long)gridDim.x * blockDim.x;
-#if WS_EP_BATCHED
-    /* two units a thread at a time (four spill at this kernel's register cap): their loads
-     * in flight together, then their stores */
-    for (long long u0 = blockIdx.x * (long long)blockDim.x + threadIdx.x; u0 < units; u0 += 2 * nt) {
-      int s[2], i[2];
-      ep_book_in in[2];
-#pragma unroll
-      for (int q = 0; q < 2; q++) {
-        const long long u = u0 + q * nt;
-        if (u >= units) break;
-        s[q] = ep_source_in(a, rc, s0, s1, (int)(u / K), &i[q]);
-        in[q] = ep_book_load(a, s[q], i[q], (int)(u % K));
-      }
-#pragma unroll
-      for (int q = 0; q < 2; q++) {
-        const long long u = u0 + q * nt;
-        if (u >= units) break;
-        ep_book_store(a, rc, off, s[q], i[q], (int)(u % K), index, in[q]);
-      }
-    }
-#else
     for (long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x; u < units; u += nt) {
       int i;
       const int s = ep_source_in(a, rc, s0, s1, (int)(u / K), &i);
       ep_book_entry(a, rc, off, s, i, (int)(u % K), index);
     }
-#endif
   }
   if (index) return; /* the index receive: no bytes move (the GEMM gathers the rows in place) */
   for (int row = gw; a->fp8 && row < total; row += nw) {

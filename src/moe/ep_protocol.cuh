@@ -102,73 +102,6 @@ WS_DEV void ep_sync(const ep_group *g) { ws_named_sync(g->bar, (uint32_t)g->n); 
  * zero before the call), one atomic per group of lanes that hit the same counter
  * (__match_any_sync / __ballot_sync): a hot expert costs one atomic per warp. Expert ids
  * out of range are skipped like -1 and reported in bad_id. */
-#ifndef WS_EP_BATCHED
-/* 1: the route's atomics and the receive's loads batched (ep_route_token below,
- * ep_book_load / ep_book_store): written in session 38 without a multi-GPU machine, off
- * until `test_moe all` on 1, 2 and 4 ranks and `bench ep --trace` have run with
- * -DWS_EP_BATCHED=1 (docs/design.md, the one-copy protocol). The values are the same. */
-#define WS_EP_BATCHED 0
-#endif
-
-#if WS_EP_BATCHED
-/* The same route with its atomics issued before any result is used: one after the other
- * they were K (then N) dependent round trips to the counters per warp (global memory when
- * the route spans several CTAs), now about one. */
-WS_DEV void ep_route_token(const ep_args *a, const int *topk_idx, int T, int t, int *cnt, int lane) {
-  const int E = a->experts, N = a->nranks, K = a->topk, L = a->L;
-  const unsigned below = (1u << lane) - 1u;
-  const int live = t < T;
-  int e[WS_EP_MAX_TOPK], base[WS_EP_MAX_TOPK];
-  unsigned same[WS_EP_MAX_TOPK];
-#pragma unroll
-  for (int k = 0; k < WS_EP_MAX_TOPK; k++)
-    if (k < K) e[k] = live ? __ldg(topk_idx + (size_t)t * K + k) : -1;
-#pragma unroll
-  for (int k = 0; k < WS_EP_MAX_TOPK; k++) {
-    if (k >= K) break; /* K is the warp's: uniform */
-    const int ok = e[k] >= 0 && e[k] < E;
-    if (live && !ok && e[k] != -1) {
-      if (atomicAdd(&a->bad_id[0], 1) == 0) { a->bad_id[1] = t; a->bad_id[2] = k; a->bad_id[3] = e[k]; }
-    }
-    same[k] = __match_any_sync(0xffffffffu, ok ? e[k] : -1);
-    base[k] = 0;
-    if (ok && lane == __ffs(same[k]) - 1) base[k] = atomicAdd(&cnt[e[k]], __popc(same[k]));
-  }
-  __syncwarp(); /* every atomic issued before the first result is read */
-  uint64_t sent = 0; /* ranks this token goes to */
-#pragma unroll
-  for (int k = 0; k < WS_EP_MAX_TOPK; k++) {
-    if (k >= K) break;
-    const int ok = e[k] >= 0 && e[k] < E;
-    ep_entry en = {-1, -1, -1, 0};
-    if (ok) { /* every lane of same[k] is here: they share e[k] */
-      const int b = __shfl_sync(same[k], base[k], __ffs(same[k]) - 1);
-      en.dst = e[k] / L;
-      en.local = e[k] % L;
-      en.pos = b + __popc(same[k] & below);
-      sent |= 1ull << en.dst;
-    }
-    if (live) a->entries[(size_t)t * K + k] = en;
-  }
-  for (int d0 = 0; d0 < N; d0 += 8) { /* the ranks eight at a time, their atomics together */
-    unsigned m[8];
-    int b[8];
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-      const int d = d0 + j;
-      m[j] = __ballot_sync(0xffffffffu, d < N && live && ((sent >> d) & 1));
-      b[j] = 0;
-      if (m[j] && lane == __ffs(m[j]) - 1) b[j] = atomicAdd(&cnt[E + d], __popc(m[j]));
-    }
-#pragma unroll
-    for (int j = 0; j < 8; j++) {
-      const int d = d0 + j;
-      const int bb = __shfl_sync(0xffffffffu, b[j], m[j] ? __ffs(m[j]) - 1 : 0);
-      if (d < N && live) a->tok_slot[(size_t)t * N + d] = (m[j] >> lane) & 1 ? bb + __popc(m[j] & below) : -1;
-    }
-  }
-}
-#else
 WS_DEV void ep_route_token(const ep_args *a, const int *topk_idx, int T, int t, int *cnt, int lane) {
   const int E = a->experts, N = a->nranks, K = a->topk, L = a->L;
   const unsigned below = (1u << lane) - 1u; /* lanes before this one */
@@ -203,7 +136,6 @@ WS_DEV void ep_route_token(const ep_args *a, const int *topk_idx, int T, int t, 
     if (live) a->tok_slot[(size_t)t * N + d] = goes ? base + __popc(m & below) : -1;
   }
 }
-#endif
 
 /* ---- counts ------------------------------------------------------------------------ */
 /* Every thread of g: our counts (cnt: E experts then N ranks, as ep_route_token counts)
@@ -496,16 +428,6 @@ WS_DEV void ep_book_entry(const ep_args *a, const int *rc, const int *off, int s
   if (j < in.head.y) in.e = __ldcg((const int4 *)(m + 1 + j));
   ep_book_store(a, rc, off, s, i, j, index, in);
 }
-/* Both loads at once, the entry's whatever the head says (its slot exists), so that a
- * thread keeps several entries' loads in flight (WS_EP_BATCHED, expand_sources) */
-WS_DEV ep_book_in ep_book_load(const ep_args *a, int s, int i, int j) {
-  const ep_meta *m = ep_meta_of(a, ep_inbox_row(a, s, i));
-  ep_book_in in;
-  in.head = __ldcg((const int2 *)m);
-  in.e = __ldcg((const int4 *)(m + 1 + j));
-  return in;
-}
-
 /* The layout row of this lane's entry of inbox row (s, i) (lane < entries), else -1; and
  * the row's entries. */
 WS_DEV int ep_lane_row(const ep_args *a, const int *rc, const int *off, int s, const ep_meta *m, int lane, int *entries) {
