@@ -15,14 +15,18 @@
  *                                   gather: BF16 rows 8 lanes per 128-byte line, FP8 rows
  *                                   copied raw with their tile scales, mla_fp8_gather.cuh;
  *                                   the page entries one block ahead, a flag per row).
- *   S_MATH (4 warps x 2, 232 regs)  warpgroup w: blocks w, w + 2, ... in stage w; FP8: it
- *                                   first converts the block in place (with a quarter
- *                                   of the tensor work the math warps have the time; the
- *                                   gather's 4 warps converting everything bound it): at 16
- *                                   columns to f16 unscaled (exact, one instruction per two
- *                                   values; S^T summed per latent tile times the keys' tile
- *                                   scales, P^T written once per tile scale, Q in f16 with a
- *                                   power of two per head), at 32 to BF16 with the scales.
+ *   S_MATH (4 warps x 2, 232 regs)  warpgroup w: blocks w, w + 2, ... in stage w; FP8 at
+ *                                   32 columns: it first dequantises the block in place to
+ *                                   BF16 (with a quarter of the tensor work the math warps
+ *                                   have the time). FP8 at 16 columns (F16): the stages hold
+ *                                   the raw rows only (40 KB: four stages, the warpgroup's
+ *                                   blocks in w and w + 2), and the math unpacks keys and
+ *                                   values from them straight into wgmma's A fragments in
+ *                                   f16 (exact, unscaled; S^T summed per latent tile times
+ *                                   the keys' tile scales, P^T written once per tile scale,
+ *                                   Q in f16 with a power of two per head and its latent
+ *                                   dims in the fragments' order): no converted copy in
+ *                                   shared memory, no barrier for it.
  * The lazy rescale of mla_math.cuh applies per head. 32 heads: the same with N = 32
  * (m64n32, 128 O^T registers a thread). s_q > 1 (ROWS): a sequence's s_q x heads query
  * rows are the N columns, each masked at its token's causal limit. mla_launch runs it for
@@ -41,7 +45,11 @@
  * then arrives on a stage when its copies land instead of waiting for them
  * (WARPSPEC_MLA_GATHER_AHEAD, on): BF16 16 heads 0.172 -> 0.165 ms (88% of D2D), 32 heads
  * 0.177 -> 0.172, s_q 2 at 8 heads 0.172 -> 0.163; FP8 level to 1% faster (its warpgroups'
- * own work per block bounds it now). */
+ * own work per block bounds it now). A clock probe of that FP8 block (session 40): per
+ * warpgroup and block 3.0k cycles waiting for its stage (two stages for two warpgroups:
+ * nothing is loaded ahead of a warpgroup), 2.7k converting in place, 2.4k of math; and the
+ * stage's shared-memory traffic (raw in, raw out, f16 in, the wgmmas reading the f16 twice)
+ * near 80 bytes a cycle. Hence the register form above (design_mla.md 8.1). */
 #include "../core/internal.h"
 #include "../core/knobs.h"
 #include "warpspec/device/warpspec.cuh"
@@ -55,55 +63,71 @@
 
 #include <math.h>
 
-/* NH heads (16 or 32): every wgmma's N. FP8: P^T once per tile scale (f16, below). */
-template <int NH, int FP8>
+/* F16 (FP8 at 16 columns): a stage holds the raw rows only, the math unpacking them into
+ * wgmma's A fragments: the 8 raw chunks of mla_fp8_gather.cuh (32 KB), then the rope's BF16
+ * box. 40 KB, so four stages fit where two 72 KB ones did. */
+#define MFH_RAW_STAGE (5 * MLA_BN * 128)
+
+/* NH heads (16 or 32): every wgmma's N. F16: P^T once per tile scale (f16, below). */
+template <int NH, int F16>
 struct mfh_smem {
-  uint16_t kv[2][MLA_BOXES][MLA_BN * 64];   /* stage w: warpgroup w's blocks; kv[1]: the end merge */
+  static constexpr int NST = F16 ? 4 : 2; /* stages: block nb in nb % NST (mfh_slot)       */
+  static constexpr int STAGE = F16 ? MFH_RAW_STAGE : MLA_BOXES * MLA_BN * 128;
+  uint8_t kv[NST][STAGE];                   /* warpgroup w's blocks in stages w (+ 2); kv[1]: the end merge */
   uint16_t q[MLA_BOXES][NH * 64];           /* [NH heads][64 dims] boxes, 128-byte swizzle  */
-  uint16_t pt[2][FP8 ? 4 : 1][NH * 64];     /* P^T per warpgroup: [NH heads][64 keys]       */
+  uint16_t pt[2][F16 ? 4 : 1][NH * 64];     /* P^T per warpgroup: [NH heads][64 keys]       */
   float qexp[NH];                           /* FP8: 2^e of head h (Q's latent dims x 2^-e)  */
   float smax[2][4];                         /* FP8: per warpgroup and warp, its keys' largest tile scale */
   float cmax[2][4][NH];                     /* per warpgroup and warp: the block's column maxima */
   float csum[2][4][NH];                     /* the end: column sums                          */
   float mrg_m[NH];                          /* the end: warpgroup 1's maxima                 */
-  uint8_t valid[2][MLA_BN];
-  int rows[2][MLA_BN];                      /* FP8: the stage's kv rows, for the copies      */
-  float4 scales[2][MLA_BN];                 /* FP8: the stage's rows' tile scales            */
-  uint64_t q_full[1], q_empty[1], full[2], empty[2];
-  int q_closed[1], closed[2];
+  uint8_t valid[NST][MLA_BN];
+  int rows[NST][MLA_BN];                    /* FP8: the stage's kv rows, for the copies      */
+  float4 scales[NST][MLA_BN];               /* FP8: the stage's rows' tile scales            */
+  uint64_t q_full[1], q_empty[1], full[NST], empty[NST];
+  int q_closed[1], closed[NST];
 };
 
-/* S^T += K Q^T (K-major both) and O^T += V^T P^T (V MN-major) at N = NH; F16: the FP8
- * cache's operands (the latent dims unpacked unscaled, P^T with the tile scales) */
-template <int NH, int F16 = 0>
-static __device__ __forceinline__ void mfh_wgmma_s(float *d, uint64_t da, uint64_t db, int acc) {
-  if constexpr (F16) {
-    if constexpr (NH == 32) ws_wgmma_m64n32k16_f16(d, da, db, acc);
-    else ws_wgmma_m64n16k16_f16(d, da, db, acc);
-  } else {
-    if constexpr (NH == 32) ws_wgmma_m64n32k16_bf16(d, da, db, acc);
-    else ws_wgmma_m64n16k16_bf16(d, da, db, acc);
-  }
+/* Block nb's stage and the phase it is in there: F16 four stages in turn (warpgroup w's
+ * blocks in w and w + 2, two of them in flight), else two (stage w). */
+template <int F16>
+static __device__ __forceinline__ int mfh_slot(int nb) { return F16 ? nb & 3 : nb & 1; }
+template <int F16>
+static __device__ __forceinline__ ws_cursor mfh_cursor(int nb) {
+  const ws_cursor c = {0u, (uint32_t)(nb >> (F16 ? 2 : 1)) & 1u};
+  return c;
 }
+/* Box `box` (64 columns of the 64 rows, 8 KB) of stage st */
 template <int NH, int F16>
+static __device__ __forceinline__ uint8_t *mfh_box(mfh_smem<NH, F16> *sm, int st, int box) {
+  return sm->kv[st] + box * (MLA_BN * 128);
+}
+
+/* S^T += K Q^T (K-major both) and O^T += V^T P^T (V MN-major) at N = NH, BF16 operands
+ * (the F16 form's own below: the keys and values from registers) */
+template <int NH>
+static __device__ __forceinline__ void mfh_wgmma_s(float *d, uint64_t da, uint64_t db, int acc) {
+  if constexpr (NH == 32) ws_wgmma_m64n32k16_bf16(d, da, db, acc);
+  else ws_wgmma_m64n16k16_bf16(d, da, db, acc);
+}
+template <int NH>
 static __device__ __forceinline__ void mfh_wgmma_o(float *d, uint64_t da, uint64_t db) {
-  if constexpr (F16) {
-    if constexpr (NH == 32) ws_wgmma_m64n32k16_f16_ta(d, da, db, 1);
-    else ws_wgmma_m64n16k16_f16_ta(d, da, db, 1);
-  } else {
-    if constexpr (NH == 32) ws_wgmma_m64n32k16_bf16_ta(d, da, db, 1);
-    else ws_wgmma_m64n16k16_bf16_ta(d, da, db, 1);
-  }
+  if constexpr (NH == 32) ws_wgmma_m64n32k16_bf16_ta(d, da, db, 1);
+  else ws_wgmma_m64n16k16_bf16_ta(d, da, db, 1);
 }
 
 /* FP8 cache: Q's latent dims to f16 in place, each head times 2^-e (its largest |q| into
  * [2^14, 2^15): f16 holds every bf16 value of that range exactly), the rope dims (bf16,
  * multiplied by keys still in bf16) times the same power of two; qexp[h] = 2^e goes onto
- * the head's softmax scale. Thread t: piece t & 7 of heads (t >> 3) + 16 i, by one
- * warpgroup, before either starts (Q's wgmma reads follow a proxy fence and a barrier). */
-template <int NH, int FP8>
-static __device__ __forceinline__ void mfh_q_to_f16(mfh_smem<NH, FP8> *sm, int t) {
-  const int piece = t & 7;
+ * the head's softmax scale. Then the latent dims reordered inside each box as the keys'
+ * A fragments take them (mfh_k_frags): k step s's k index 2 i + j holds dim 16 i + 4 s + j
+ * and index 8 + 2 i + j dim 16 i + 4 s + 2 + j (i < 4, j < 2), so that a thread's 16-byte
+ * load of a raw key row feeds four k steps. Thread t: piece t & 7 of heads (t >> 3) + 16 i,
+ * by one warpgroup, before either starts (Q's wgmma reads follow a proxy fence and a
+ * barrier). */
+template <int NH, int F16>
+static __device__ __forceinline__ void mfh_q_to_f16(mfh_smem<NH, F16> *sm, const ws_ctx *ctx) {
+  const int t = ws_role_thread(ctx), piece = t & 7;
 #pragma unroll
   for (int hh = t >> 3; hh < NH; hh += 16) {
     const uint32_t at = ws_smem_addr(sm->q[0]) + mla_swizzle(hh, piece);
@@ -123,6 +147,90 @@ static __device__ __forceinline__ void mfh_q_to_f16(mfh_smem<NH, FP8> *sm, int t
     for (int b = 0; b < MLA_BOXES; b++)
       ws_st_shared_v4_u32(at + (uint32_t)b * (NH * 128), mla_q_piece_f16(v[b], f, b == MLA_BOXES - 1));
     if (piece == 0) sm->qexp[hh] = ldexpf(1.0f, e);
+  }
+  /* the reorder: this thread's piece p (k step p / 2, its half p % 2) gathers word i (dims
+   * 2 i', 2 i' + 1 of the k step's order) from word 8 i + 2 (p / 2) + p % 2 of the box row */
+#pragma unroll
+  for (int hh = t >> 3; hh < NH; hh += 16) {
+    ws_role_sync(ctx); /* every thread's f16 stores above (and the previous head's reorder) */
+    uint4 v[MLA_BOXES - 1];
+#pragma unroll
+    for (int b = 0; b < MLA_BOXES - 1; b++) {
+      const uint32_t row = ws_smem_addr(sm->q[b]);
+      uint32_t x[4];
+#pragma unroll
+      for (int i = 0; i < 4; i++) {
+        const int wsrc = 8 * i + 2 * (piece >> 1) + (piece & 1);
+        x[i] = ws_ld_shared_u32(row + mla_swizzle(hh, wsrc >> 2) + 4u * (uint32_t)(wsrc & 3));
+      }
+      v[b] = make_uint4(x[0], x[1], x[2], x[3]);
+    }
+    ws_role_sync(ctx); /* the head's words read before any is overwritten */
+#pragma unroll
+    for (int b = 0; b < MLA_BOXES - 1; b++) ws_st_shared_v4_u32(ws_smem_addr(sm->q[b]) + mla_swizzle(hh, piece), v[b]);
+  }
+}
+
+/* The keys' A fragments of S^T for latent tile `tile` (raw chunks 2 tile, 2 tile + 1; the
+ * thread's keys r0 and r0 + 8): k step 4 h + s's four registers at f + 16 h + 4 s. One
+ * 16-byte load per key and chunk (piece `quad`: dims 16 quad .. + 15 of the chunk), each
+ * word the four dims 16 quad + 4 s .. + 3 of k step s, unpacked exactly to f16 pairs (Q's
+ * latent dims are stored in that order, mfh_q_to_f16). raw: mla_raw_offset's base. The
+ * loads (mfh_k_load) apart from the unpacking, so that they are issued before the wgmma wait
+ * that frees the fragment set. */
+struct mfh_k_raw {
+  uint4 v[4]; /* chunk 2 tile + h: v[2 h] key r0, v[2 h + 1] key r0 + 8 */
+};
+static __device__ __forceinline__ mfh_k_raw mfh_k_load(uint32_t raw, int tile, int r0, int quad) {
+  mfh_k_raw k;
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    k.v[2 * h] = ws_ld_shared_v4_u32(raw + mla_raw_offset(2 * tile + h, r0, quad));
+    k.v[2 * h + 1] = ws_ld_shared_v4_u32(raw + mla_raw_offset(2 * tile + h, r0 + 8, quad));
+  }
+  return k;
+}
+static __device__ __forceinline__ void mfh_k_frags(uint32_t *f, const mfh_k_raw &k) {
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const uint4 x = k.v[2 * h], y = k.v[2 * h + 1];
+    const uint32_t xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
+#pragma unroll
+    for (int s = 0; s < 4; s++) {
+      f[16 * h + 4 * s + 0] = mla_e4m3x2_to_f16x2(xs[s]);       /* key r0, k 2 quad, + 1     */
+      f[16 * h + 4 * s + 1] = mla_e4m3x2_to_f16x2(ys[s]);       /* key r0 + 8                */
+      f[16 * h + 4 * s + 2] = mla_e4m3x2_to_f16x2(xs[s] >> 16); /* key r0, k 8 + 2 quad, + 1 */
+      f[16 * h + 4 * s + 3] = mla_e4m3x2_to_f16x2(ys[s] >> 16);
+    }
+  }
+}
+
+/* V^T's A fragments for O^T's column tile `tile` (V columns 64 tile .. + 63: raw chunk
+ * `tile`), its four k steps (keys 16 kk .. + 15) at f + 4 kk. This warp's 16 rows of the
+ * tile are the chunk's piece `warp`, in the order dim 16 warp + 2 g (row g) and + 1 (row
+ * g + 8), g = lane / 4. Two transposed ldmatrix (lane l: key 32 q + l), each word the e4m3
+ * pairs of dims 2 g, 2 g + 1 of two consecutive keys, split into a pair per dim (PRMT) and
+ * unpacked to f16. The loads apart (mfh_v_load), as for the keys. */
+struct mfh_v_raw {
+  uint4 m[2]; /* keys 0-31, 32-63 */
+};
+static __device__ __forceinline__ mfh_v_raw mfh_v_load(uint32_t raw, int tile, int warp, int lane) {
+  mfh_v_raw v;
+#pragma unroll
+  for (int q = 0; q < 2; q++) v.m[q] = ws_ldmatrix_x4_trans(raw + mla_raw_offset(tile, 32 * q + lane, warp));
+  return v;
+}
+static __device__ __forceinline__ void mfh_v_frags(uint32_t *f, const mfh_v_raw &v) {
+#pragma unroll
+  for (int q = 0; q < 2; q++) {
+    const uint4 m = v.m[q];
+    const uint32_t ms[4] = {m.x, m.y, m.z, m.w}; /* keys 32 q + 8 i .. + 7 */
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const int kk = 2 * q + (i >> 1), hi = i & 1;
+      f[4 * kk + 2 * hi + 0] = mla_e4m3x2_to_f16x2(__byte_perm(ms[i], 0u, 0x0020u)); /* dim 2 g's two keys     */
+      f[4 * kk + 2 * hi + 1] = mla_e4m3x2_to_f16x2(__byte_perm(ms[i], 0u, 0x0031u)); /* dim 2 g + 1's two keys */
+    }
   }
 }
 
@@ -144,18 +252,33 @@ static __device__ __forceinline__ void mfh_arrive_when_landed(uint64_t *full) {
   ws_cp_async_mbarrier_arrive_noinc(full);
 }
 
-/* FP8 cache: S^T's part of latent tile `tile` (0-3: 128 dims, 8 k steps, f16) or the rope
- * (tile 4: 64 dims, 4 k steps, bf16) into acc, as one commit group. */
-template <int NH>
-static __device__ __forceinline__ void mfh_issue_tile(float *acc, uint64_t dk, uint64_t dq, int tile) {
+/* FP8 cache at 16 columns: S^T's part of latent tile `tile` (128 dims, 8 k steps, f16, the
+ * keys from the fragments f of mfh_k_frags) into acc, as one commit group. */
+static __device__ __forceinline__ void mfh_issue_tile(float *acc, const uint32_t *f, uint64_t dq, int tile) {
+  ws_wgmma_fence(); /* the fragments were written by ordinary instructions */
+#pragma unroll
+  for (int j = 0; j < 8; j++) {
+    const int kk = 8 * tile + j;
+    ws_wgmma_m64n16k16_f16_rs(acc, f + 4 * j, ws_wgmma_desc_advance(dq, (uint32_t)(kk / 4) * 16 * 128 + (uint32_t)(kk % 4) * 32),
+                              j > 0);
+  }
+  ws_wgmma_commit_group();
+}
+/* ... and the rope's part (64 dims, 4 k steps, bf16 from the stage's rope box dr) */
+static __device__ __forceinline__ void mfh_issue_rope(float *acc, uint64_t dr, uint64_t dq) {
   ws_wgmma_fence();
 #pragma unroll
-  for (int kk = 8 * tile; kk < (tile < 4 ? 8 * tile + 8 : MLA_DQK / 16); kk++) {
-    const uint64_t da = ws_wgmma_desc_advance(dk, (uint32_t)(kk / 4) * MLA_BN * 128 + (uint32_t)(kk % 4) * 32);
-    const uint64_t db = ws_wgmma_desc_advance(dq, (uint32_t)(kk / 4) * NH * 128 + (uint32_t)(kk % 4) * 32);
-    if (tile < 4) mfh_wgmma_s<NH, 1>(acc, da, db, kk > 8 * tile);
-    else mfh_wgmma_s<NH, 0>(acc, da, db, kk > 8 * tile);
-  }
+  for (int j = 0; j < 4; j++)
+    ws_wgmma_m64n16k16_bf16(acc, ws_wgmma_desc_advance(dr, (uint32_t)j * 32),
+                            ws_wgmma_desc_advance(dq, (uint32_t)(MLA_BOXES - 1) * 16 * 128 + (uint32_t)j * 32), j > 0);
+  ws_wgmma_commit_group();
+}
+/* ... and O^T += V^T P^T for column tile `tile` (4 k steps, V^T from the fragments f of
+ * mfh_v_frags, P^T times the tile scales of latent tile tile / 2 from dp) */
+static __device__ __forceinline__ void mfh_issue_o(float *o, const uint32_t *f, uint64_t dp) {
+  ws_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < MLA_BN / 16; kk++) ws_wgmma_m64n16k16_f16_rs(o, f + 4 * kk, ws_wgmma_desc_advance(dp, (uint32_t)kk * 32), 1);
   ws_wgmma_commit_group();
 }
 
@@ -183,8 +306,8 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
   ws_pipe_set_proxies(&qp, WS_PROXY_GENERIC, WS_PROXY_ASYNC);
   if (threadIdx.x == 0) {
     ws_pipe_init(&qp);
-    for (int w = 0; w < 2; w++) {
-      const ws_pipe p = mfh_stage<NH, F16>(sm, w);
+    for (int st = 0; st < mfh_smem<NH, F16>::NST; st++) {
+      const ws_pipe p = mfh_stage<NH, F16>(sm, st);
       ws_pipe_init(&p);
     }
   }
@@ -211,13 +334,16 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       int d_next, e;
       mla_fp8_rows_start<MLA_KEYS_PLAIN>(&a, kt, kbeg, nkeys, t, &d_next, &e);
       for (int nb = 0; nb < nblk; nb++) {
-        const int w = nb & 1;
-        const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
-        const ws_pipe sp = mfh_stage<NH, F16>(sm, w);
+        const int st = mfh_slot<F16>(nb);
+        const ws_cursor k = mfh_cursor<F16>(nb);
+        const ws_pipe sp = mfh_stage<NH, F16>(sm, st);
         ws_pipe_acquire_at(&sp, &ctx, k);
-        mla_gather_fp8_block<MLA_KEYS_PLAIN>(&ctx, &a, kt, kbeg, nkeys, nb, ws_smem_addr(sm->kv[w][0]), sm->valid[w],
-                                             sm->rows[w], t, &d_next, &e, sm->scales[w], !a.gather_ahead);
-        if (a.gather_ahead) mfh_arrive_when_landed(&sm->full[w]);
+        /* F16: the stage is the raw area alone, so its base goes below it by the raw area's
+         * offset in a 72 KB stage (nothing is stored there) */
+        const uint32_t base = ws_smem_addr(sm->kv[st]) - (F16 ? (uint32_t)MLA_RAW_OFFSET : 0u);
+        mla_gather_fp8_block<MLA_KEYS_PLAIN>(&ctx, &a, kt, kbeg, nkeys, nb, base, sm->valid[st], sm->rows[st], t, &d_next,
+                                             &e, sm->scales[st], !a.gather_ahead);
+        if (a.gather_ahead) mfh_arrive_when_landed(&sm->full[st]);
         else ws_pipe_commit_at(&sp, &ctx, k); /* fence.proxy.async (the generic stores), then arrive */
       }
     } else { /* BF16 (mla_rows.cuh) */
@@ -230,7 +356,7 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
         ws_pipe_acquire_at(&sp, &ctx, k);
         int r[4];
         mla_rows_step<MLA_KEYS_PLAIN>(&a, kt, kbeg, nkeys, row0, nb, r, r_next, e_next);
-        mla_gather_bf16<0, MLA_BOXES, 1>(ws_smem_addr(sm->kv[w][0]), sm->valid[w], a.kv, r, t);
+        mla_gather_bf16<0, MLA_BOXES, 1>(ws_smem_addr(sm->kv[w]), sm->valid[w], a.kv, r, t);
         ws_cp_async_commit_group();
         if (a.gather_ahead) {
           mfh_arrive_when_landed(&sm->full[w]);
@@ -264,11 +390,10 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
 #pragma unroll
     for (int c = 0; c < NC; c++) lim[c] = last + (8 * (c >> 1) + 2 * quad + (c & 1)) / a.heads;
   }
-  const ws_pipe sp = mfh_stage<NH, F16>(sm, w);
   ws_pipe_wait_at(&qp, &ctx, c0);
   if (F16) { /* Q's latent dims to f16 by warpgroup 0, then both start */
     if (w == 0) {
-      mfh_q_to_f16<NH, F16>(sm, ws_role_thread(&ctx));
+      mfh_q_to_f16<NH, F16>(sm, &ctx);
       ws_fence_proxy_async_shared_cta(); /* generic stores -> both warpgroups' wgmma reads */
     }
     ws_named_sync(bar_all, 2 * wg);
@@ -281,55 +406,60 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
    * block, kept while blocks stay within 2^4 of it), so that P x scale stays in f16's range
    * and precision; O^T is in the same units and is rescaled when e_run moves */
   int e_run = 0, e_set = 0;
-  const uint64_t dq = ws_wgmma_desc_k128b(sm->q[0]), dk = ws_wgmma_desc_k128b(sm->kv[w][0]);
+  const uint64_t dq = ws_wgmma_desc_k128b(sm->q[0]);
   const uint64_t dpt = ws_wgmma_desc_k128b(sm->pt[w][0]);
   uint8_t *pt = (uint8_t *)sm->pt[w][0];
   for (int nb = w; nb < nblk; nb += 2) {
-    const ws_cursor k = {0u, (uint32_t)(nb >> 1) & 1u};
+    const int st = mfh_slot<F16>(nb);
+    const ws_cursor k = mfh_cursor<F16>(nb);
+    const ws_pipe sp = mfh_stage<NH, F16>(sm, st);
+    const uint64_t dk = ws_wgmma_desc_k128b(sm->kv[st]);
     ws_pipe_wait_at(&sp, &ctx, k);
-    if (!FP8 && a.gather_ahead) ws_fence_proxy_async_shared_cta(); /* cp.async's bytes -> this warpgroup's wgmma reads */
-    float4 sc0 = make_float4(1.0f, 1.0f, 1.0f, 1.0f), sc1 = sc0; /* FP8: keys r0, r0 + 8's tile scales */
-    float gshift = 1.0f; /* FP8: O^T's rescale when e_run moves */
-    if (F16) { /* the raw rows unpacked in place by this warpgroup (the gather only copies) */
-      const int t = ws_role_thread(&ctx), row = t & 63;
-      sc0 = sm->scales[w][r0];
-      sc1 = sm->scales[w][r0 + 8];
+    /* cp.async's bytes -> this warpgroup's wgmma reads (F16: the rope box) */
+    if ((!FP8 || F16) && a.gather_ahead) ws_fence_proxy_async_shared_cta();
+    float4 sc0 = make_float4(1.0f, 1.0f, 1.0f, 1.0f), sc1 = sc0; /* F16: keys r0, r0 + 8's tile scales */
+    if (F16) { /* the block's largest tile scale, from every warp's after the column maxima's barrier */
+      sc0 = sm->scales[st][r0];
+      sc1 = sm->scales[st][r0 + 8];
       float smx = fmaxf(fmaxf(fmaxf(sc0.x, sc0.y), fmaxf(sc0.z, sc0.w)), fmaxf(fmaxf(sc1.x, sc1.y), fmaxf(sc1.z, sc1.w)));
 #pragma unroll
       for (int o = 4; o < 32; o <<= 1) smx = fmaxf(smx, __shfl_xor_sync(0xffffffffu, smx, o));
-      if (lane == 0) sm->smax[w][warp] = smx; /* read after the barriers below */
-      mla_fp8_in_place_ahead(&ctx, ws_smem_addr(sm->kv[w][0]), row, t >> 6, mla_to_f16{});
-      ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
-      ws_role_sync(&ctx);
-      const float bmax = fmaxf(fmaxf(sm->smax[w][0], sm->smax[w][1]), fmaxf(sm->smax[w][2], sm->smax[w][3]));
-      /* bmax x 2^eb in [1, 2) (clamped: 2^eb and 2^-eb stay finite fp32); a block of masked
-       * rows only has zeros and leaves the units as they are */
-      if (bmax > 0.0f && bmax <= 3.0e38f) gshift = mla_units_follow(min(max(-ilogbf(bmax), -126), 126), &e_run, &e_set);
+      if (lane == 0) sm->smax[w][warp] = smx;
     } else if (FP8) { /* the raw rows dequantised to BF16 in place by this warpgroup */
       const int t = ws_role_thread(&ctx), row = t & 63;
-      mla_fp8_in_place_ahead(&ctx, ws_smem_addr(sm->kv[w][0]), row, t >> 6, mla_to_bf16{sm->scales[w][row]});
+      mla_fp8_in_place_ahead(&ctx, ws_smem_addr(sm->kv[st]), row, t >> 6, mla_to_bf16{sm->scales[st][row]});
       ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
       ws_role_sync(&ctx);
     }
+    /* F16: the raw rows' base for mla_raw_offset (the stage is the raw area) */
+    const uint32_t raw = ws_smem_addr(sm->kv[st]) - (uint32_t)MLA_RAW_OFFSET;
     float s[NA];
-    if (F16) { /* S^T = sum over the 4 latent tiles of scale(key, tile) x S_tile, + the rope's part:
-                * two accumulators in turn, a tile's sum taken while the next one's wgmmas run */
+    if constexpr (F16) { /* S^T = sum over the 4 latent tiles of scale(key, tile) x S_tile, + the rope's part:
+                * two accumulators and two fragment sets in turn, a tile's keys unpacked and the
+                * previous tile's sum taken while the wgmmas of the one before run */
       const float f0[4] = {sc0.x, sc0.y, sc0.z, sc0.w}, f1[4] = {sc1.x, sc1.y, sc1.z, sc1.w};
       float ua[NA], ub[NA];
-      mfh_issue_tile<NH>(ua, dk, dq, 0);
-      mfh_issue_tile<NH>(ub, dk, dq, 1);
-      WS_WGMMA_WAIT_GROUP(1);
+      uint32_t fa[32], fb[32];
+      mfh_k_frags(fa, mfh_k_load(raw, 0, r0, quad));
+      mfh_issue_tile(ua, fa, dq, 0);
+      mfh_k_frags(fb, mfh_k_load(raw, 1, r0, quad));
+      mfh_issue_tile(ub, fb, dq, 1);
+      mfh_k_raw kr = mfh_k_load(raw, 2, r0, quad); /* the next tile's loads before the wait */
+      WS_WGMMA_WAIT_GROUP(1); /* tile 0 done: ua summed, fa free */
 #pragma unroll
       for (int i = 0; i < NA; i++) s[i] = ((i & 2) ? f1[0] : f0[0]) * ua[i]; /* regs 4j, 4j+1: key r0; 4j+2, 4j+3: r0 + 8 */
-      mfh_issue_tile<NH>(ua, dk, dq, 2);
+      mfh_k_frags(fa, kr);
+      mfh_issue_tile(ua, fa, dq, 2);
+      kr = mfh_k_load(raw, 3, r0, quad);
       WS_WGMMA_WAIT_GROUP(1);
 #pragma unroll
       for (int i = 0; i < NA; i++) s[i] += ((i & 2) ? f1[1] : f0[1]) * ub[i];
-      mfh_issue_tile<NH>(ub, dk, dq, 3);
+      mfh_k_frags(fb, kr);
+      mfh_issue_tile(ub, fb, dq, 3);
       WS_WGMMA_WAIT_GROUP(1);
 #pragma unroll
       for (int i = 0; i < NA; i++) s[i] += ((i & 2) ? f1[2] : f0[2]) * ua[i];
-      mfh_issue_tile<NH>(ua, dk, dq, 4); /* the rope: bf16 */
+      mfh_issue_rope(ua, ws_wgmma_desc_k128b(mfh_box(sm, st, 4)), dq); /* the rope: bf16 */
       WS_WGMMA_WAIT_GROUP(1);
 #pragma unroll
       for (int i = 0; i < NA; i++) s[i] += ((i & 2) ? f1[3] : f0[3]) * ub[i];
@@ -345,7 +475,7 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       ws_wgmma_commit_group();
       WS_WGMMA_WAIT_GROUP(0);
     }
-    const int v0 = sm->valid[w][r0], v1 = sm->valid[w][r0 + 8];
+    const int v0 = sm->valid[st][r0], v1 = sm->valid[st][r0 + 8];
     /* masked keys (rows) to -inf; the block's maximum per head (column) */
     float cm[NC];
 #pragma unroll
@@ -369,7 +499,14 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
 #pragma unroll
       for (int c = 0; c < NC; c++) sm->cmax[w][warp][8 * (c >> 1) + 2 * quad + (c & 1)] = cm[c];
     }
-    ws_named_sync(bar_wg, wg); /* the warps' column maxima */
+    ws_named_sync(bar_wg, wg); /* the warps' column maxima (and F16: their largest tile scales) */
+    float gshift = 1.0f; /* F16: O^T's rescale when e_run moves */
+    if (F16) {
+      const float bmax = fmaxf(fmaxf(sm->smax[w][0], sm->smax[w][1]), fmaxf(sm->smax[w][2], sm->smax[w][3]));
+      /* bmax x 2^eb in [1, 2) (clamped: 2^eb and 2^-eb stay finite fp32); a block of masked
+       * rows only has zeros and leaves the units as they are */
+      if (bmax > 0.0f && bmax <= 3.0e38f) gshift = mla_units_follow(min(max(-ilogbf(bmax), -126), 126), &e_run, &e_set);
+    }
     float alpha[NC], msc[NC];
 #pragma unroll
     for (int c = 0; c < NC; c++) {
@@ -418,18 +555,39 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
 #pragma unroll
         for (int i = 0; i < NA; i++) o[NA * t + i] *= alpha[2 * (i >> 2) + (i & 1)] * gshift;
     }
-    /* O^T[64 t .. 64 t + 63][heads] += V^T P^T: V's box t read MN-major (columns along M) */
-    ws_wgmma_fence();
+    if constexpr (F16) { /* O^T[V dims of tile t][heads] += V^T P^T (tile t / 2's P^T): V^T unpacked
+                          * from the raw rows, two fragment sets in turn */
+      uint32_t ga[16], gb[16];
+      mfh_v_frags(ga, mfh_v_load(raw, 0, warp, lane));
+      mfh_issue_o(o, ga, dpt);
+      mfh_v_frags(gb, mfh_v_load(raw, 1, warp, lane));
+      mfh_issue_o(o + NA, gb, dpt);
 #pragma unroll
-    for (int t = 0; t < 8; t++) {
-      const uint64_t dv = ws_wgmma_desc_mn128b(sm->kv[w][t], MLA_BN * 128);
-      const uint64_t dp = F16 ? ws_wgmma_desc_advance(dpt, (uint32_t)(t / 2) * (NH * 128)) : dpt; /* FP8: tile t / 2's P^T */
+      for (int t = 2; t < 8; t++) {
+        const mfh_v_raw vr = mfh_v_load(raw, t, warp, lane); /* before the wait */
+        WS_WGMMA_WAIT_GROUP(1); /* tile t - 2 done: its fragment set is free */
+        const uint64_t dp = ws_wgmma_desc_advance(dpt, (uint32_t)(t / 2) * (NH * 128));
+        if (t & 1) {
+          mfh_v_frags(gb, vr);
+          mfh_issue_o(o + NA * t, gb, dp);
+        } else {
+          mfh_v_frags(ga, vr);
+          mfh_issue_o(o + NA * t, ga, dp);
+        }
+      }
+      WS_WGMMA_WAIT_GROUP(0);
+    } else { /* O^T[64 t .. 64 t + 63][heads] += V^T P^T: V's box t read MN-major (columns along M) */
+      ws_wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < MLA_BN / 16; kk++)
-        mfh_wgmma_o<NH, F16>(o + NA * t, ws_wgmma_desc_advance(dv, (uint32_t)kk * 16 * 128), ws_wgmma_desc_advance(dp, (uint32_t)kk * 32));
+      for (int t = 0; t < 8; t++) {
+        const uint64_t dv = ws_wgmma_desc_mn128b(mfh_box(sm, st, t), MLA_BN * 128);
+#pragma unroll
+        for (int kk = 0; kk < MLA_BN / 16; kk++)
+          mfh_wgmma_o<NH>(o + NA * t, ws_wgmma_desc_advance(dv, (uint32_t)kk * 16 * 128), ws_wgmma_desc_advance(dpt, (uint32_t)kk * 32));
+      }
+      ws_wgmma_commit_group();
+      WS_WGMMA_WAIT_GROUP(0);
     }
-    ws_wgmma_commit_group();
-    WS_WGMMA_WAIT_GROUP(0);
     ws_pipe_release_at(&sp, &ctx, k);
   }
   ws_pipe_release_at(&qp, &ctx, c0);
@@ -456,7 +614,10 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
   }
   /* warpgroup 1's O^T, thread-interleaved (entry i of thread t at i x 128 + t: a warp's
    * stores and loads are 32 consecutive floats; NH 32 needs 64 KB of the 72 KB stage) */
-  float *scratch = (float *)sm->kv[1][0] + ws_role_thread(&ctx);
+  float *scratch = (float *)sm->kv[1] + ws_role_thread(&ctx);
+  /* F16: each warp reads the stage by itself (ldmatrix), so warpgroup 1's last block in
+   * stage 1 must be read by all of its warps before any overwrites it */
+  if (F16 && w == 1) ws_named_sync(bar_wg, wg);
   if (w == 1) {
 #pragma unroll
     for (int i = 0; i < 8 * NA; i++) scratch[i * 128] = o[i];
@@ -492,7 +653,9 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
     for (int i = 0; i < NA; i++) { /* V column 64 t + r0 + 8 x, head 8 j + 2 quad + e */
       const int x = (i >> 1) & 1, c = 2 * (i >> 2) + (i & 1), h = 8 * (i >> 2) + 2 * quad + (i & 1);
       const float v = (o[NA * t + i] * f0[c] + scratch[(NA * t + i) * 128] * f1[c]) * inv[c];
-      const size_t row = (size_t)tok * NH + h, col = (size_t)(64 * t + r0 + 8 * x);
+      /* F16: O^T's rows g, g + 8 of a warp are V columns 2 g, 2 g + 1 of its 16 (mfh_v_frags) */
+      const int vc = F16 ? 16 * warp + 2 * (lane >> 2) + x : r0 + 8 * x;
+      const size_t row = (size_t)tok * NH + h, col = (size_t)(64 * t + vc);
       if (a.o_part) a.o_part[((size_t)blockIdx.z * a.rows + row) * MLA_DV + col] = v;
       else a.o[row * MLA_DV + col] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
     }

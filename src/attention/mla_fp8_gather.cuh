@@ -51,12 +51,10 @@ static __device__ __forceinline__ uint32_t mla_hmul2_u32(uint32_t a, uint32_t b)
   return *(const uint32_t *)&r;
 }
 
-/* The three conversions of a raw piece of latent tile chunk / 2, as the in-place steps below
+/* The two conversions of a raw piece of latent tile chunk / 2, as the in-place steps below
  * call them (cvt(stage, chunk, row, piece, raw)):
  *   mla_to_bf16      times the row's tile scale, BF16 (the gather of the 64-row kernel, the
  *                    few-head math at 32 columns);
- *   mla_to_f16       unscaled f16, exact (the few-head math at 16 columns: the scales go onto
- *                    S and P^T);
  *   mla_to_f16_scaled  f16 times the tile scale as an f16 pair, itself times the block's
  *                    power of two (the 64-row kernel's f16 form, below). */
 struct mla_to_bf16 {
@@ -70,18 +68,6 @@ struct mla_to_bf16 {
       const float2 f0 = ws_from_e4m3x2((uint16_t)(w[i] & 0xFFFFu)), f1 = ws_from_e4m3x2((uint16_t)(w[i] >> 16));
       v[2 * i] = attn_pack_bf16(f0.x * scale, f0.y * scale);
       v[2 * i + 1] = attn_pack_bf16(f1.x * scale, f1.y * scale);
-    }
-    mla_store_converted(stage, chunk, row, piece, v);
-  }
-};
-struct mla_to_f16 {
-  __device__ __forceinline__ void operator()(uint32_t stage, int chunk, int row, int piece, uint4 raw) const {
-    const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-    uint32_t v[8];
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-      v[2 * i] = mla_e4m3x2_to_f16x2(w[i]);
-      v[2 * i + 1] = mla_e4m3x2_to_f16x2(w[i] >> 16);
     }
     mla_store_converted(stage, chunk, row, piece, v);
   }

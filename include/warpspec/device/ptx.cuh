@@ -176,6 +176,22 @@ WS_DEV uint4 ws_ld_shared_v4_u32(uint32_t addr) {
 WS_DEV void ws_st_shared_v4_u32(uint32_t addr, uint4 v) {
   asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
+WS_DEV uint32_t ws_ld_shared_u32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+
+/* Four 8 x 8 matrices of 16-bit elements, transposed (ldmatrix .trans): lanes 8m .. 8m + 7
+ * give the shared-window addresses of matrix m's eight 16-byte rows; word m of lane l then
+ * holds elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4) of matrix m (row, column),
+ * the first in its low half. */
+WS_DEV uint4 ws_ldmatrix_x4_trans(uint32_t addr) {
+  uint4 v;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+  return v;
+}
 
 /* ---- bulk copies (TMA engine) ---------------------------------------------------- */
 WS_DEV void ws_cp_async_bulk_global_to_shared(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {

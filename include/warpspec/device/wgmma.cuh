@@ -254,6 +254,19 @@ WS_DEV void ws_wgmma_m64n64k16_bf16(float *d, uint64_t desc_a, uint64_t desc_b, 
 WS_WGMMA_N32_RS(ws_wgmma_m64n32k16_bf16_rs, "bf16")
 WS_WGMMA_N32_RS(ws_wgmma_m64n32k16_f16_rs, "f16")
 #undef WS_WGMMA_N32_RS
+/* The same at N = 16 (d: 8 fp32 a thread): the few-head MLA decode's FP8 cache, whose keys
+ * and values are unpacked from e4m3 into the A fragment (mla_fewheads.cu). */
+#define WS_WGMMA_N16_RS(NAME, TYPE)                                                                   \
+  WS_DEV void NAME(float *d, const uint32_t *a, uint64_t desc_b, int accumulate) {                   \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"                                         \
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32." TYPE "." TYPE " "                      \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, %12, p, 1, 1, 0;\n}\n"         \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), \
+                   "+f"(d[7])                                                                         \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));         \
+  }
+WS_WGMMA_N16_RS(ws_wgmma_m64n16k16_f16_rs, "f16")
+#undef WS_WGMMA_N16_RS
 
 /* D[64 x 256] (+)= A[64 x 16] x B[16 x 256], bf16 or f16, both from shared memory: A
  * K-major, B MN-major (N contiguous, ws_wgmma_desc_mn128b). d: 128 fp32 accumulators per
@@ -295,11 +308,10 @@ WS_WGMMA_N256_TB(ws_wgmma_m64n256k16_bf16_tb, "bf16")
 WS_WGMMA_N256_TB(ws_wgmma_m64n256k16_f16_tb, "f16")
 #undef WS_WGMMA_N256_TB
 
-/* The narrow shapes, bf16 or f16 operands (e4m3 -> f16 is exact and one instruction per
- * two values: the few-head MLA decode's FP8 cache), both from shared memory, B K-major:
- *   ws_wgmma_m64n{16,32}k16_{bf16,f16}     D[64 x N] (+)= A[64 x 16] x B[N x 16]^T, A K-major;
- *   ws_wgmma_m64n{16,32}k16_{bf16,f16}_ta  the same with A MN-major (M contiguous,
- *                                          ws_wgmma_desc_mn128b: "transposed").
+/* The narrow shapes, both operands from shared memory, B K-major:
+ *   ws_wgmma_m64n{16,32}k16_bf16, m64n32k16_f16  D[64 x N] (+)= A[64 x 16] x B[N x 16]^T, A K-major;
+ *   ws_wgmma_m64n{16,32}k16_bf16_ta              the same with A MN-major (M contiguous,
+ *                                                ws_wgmma_desc_mn128b: "transposed").
  * d: N / 2 fp32 per thread. */
 #define WS_WGMMA_N16(NAME, TYPE, TRANS_A)                                                             \
   WS_DEV void NAME(float *d, uint64_t desc_a, uint64_t desc_b, int accumulate) {                     \
@@ -323,12 +335,9 @@ WS_WGMMA_N256_TB(ws_wgmma_m64n256k16_f16_tb, "f16")
   }
 WS_WGMMA_N16(ws_wgmma_m64n16k16_bf16, "bf16", "0")
 WS_WGMMA_N16(ws_wgmma_m64n16k16_bf16_ta, "bf16", "1")
-WS_WGMMA_N16(ws_wgmma_m64n16k16_f16, "f16", "0")
-WS_WGMMA_N16(ws_wgmma_m64n16k16_f16_ta, "f16", "1")
 WS_WGMMA_N32(ws_wgmma_m64n32k16_bf16, "bf16", "0")
 WS_WGMMA_N32(ws_wgmma_m64n32k16_bf16_ta, "bf16", "1")
 WS_WGMMA_N32(ws_wgmma_m64n32k16_f16, "f16", "0")
-WS_WGMMA_N32(ws_wgmma_m64n32k16_f16_ta, "f16", "1")
 #undef WS_WGMMA_N16
 #undef WS_WGMMA_N32
 
