@@ -22,6 +22,13 @@
  *              24 CTAs)
  *   read only  ring cp without the stores: what the reads alone take in this form
  *   push only  the stores without the reads (a register pattern): what the pushes alone take
+ *   rows tma   a CTA's sums in order, every row copied whole (14 KB) by one 1-D bulk copy
+ *              into a ring of 14 slots (196 KB in flight per SM, as `bench hbm`'s 2.9 TB/s
+ *              read at 24 CTAs had), 14 warps summing each slot (2 vectors a thread) and
+ *              pushing a sum when its last row is in (session 40: can the reduce's reads
+ *              go faster than the cp.async ring's at 24 SMs?)
+ *   tma read   the same without the stores
+ * With one GPU the sums all stay local (no NVLink bytes): the forms' read rates alone.
  * Reported per form: the slowest GPU's time (best of 5 after a warm-up), NVLink GB/s (the
  * remote sums' bytes of one GPU over that time) and the read GB/s of one GPU. If every
  * form with both streams stays far above the sum of the two alone, the SMs' shared path
@@ -43,7 +50,7 @@
 #define MIX_RING (MIX_AHEAD + 1)
 #define MIX_MAX_GPUS BENCH_MAX_GPUS
 
-enum { MIX_REGS = 0, MIX_RING_CP, MIX_RING_BULK, MIX_READ_ONLY, MIX_PUSH_ONLY, MIX_FORMS };
+enum { MIX_REGS = 0, MIX_RING_CP, MIX_RING_BULK, MIX_READ_ONLY, MIX_PUSH_ONLY, MIX_ROWS_TMA, MIX_TMA_READ, MIX_FORMS };
 
 typedef struct {
   const uint4 *src;               /* this GPU's expert rows                                  */
@@ -205,6 +212,71 @@ __global__ void __launch_bounds__(MIX_WARPS * 32, 1) mix_ring(const __grid_const
 
 #define MIX_RING_SMEM ((size_t)MIX_WARPS * MIX_RING * (MIX_CHUNK * 16 + 8))
 
+/* rows tma: warp MIX_TMA_WARPS's lane 0 copies the rows of the CTA's sums (j = blockIdx.x,
+ * + gridDim.x, ...) in order, slot n % MIX_TMA_SLOTS for the n-th row, after the slot's
+ * previous row was summed (its empty mbarrier: one arrival per summing warp); the summing
+ * warps take the rows in the same order from the full mbarriers. */
+#define MIX_TMA_WARPS 14 /* x 32 threads x 2 vectors = a row's 896 */
+#define MIX_TMA_SLOTS 14
+#define MIX_ROW_BYTES (MIX_VEC * 16)
+#define MIX_TMA_SMEM ((size_t)MIX_TMA_SLOTS * (MIX_ROW_BYTES + 16))
+
+template <int FORM>
+__global__ void __launch_bounds__((MIX_TMA_WARPS + 1) * 32, 1) mix_rows_tma(const __grid_constant__ mix_args a) {
+  extern __shared__ __align__(128) uint4 slots[];
+  uint64_t *full = (uint64_t *)(slots + (size_t)MIX_TMA_SLOTS * MIX_VEC), *empty = full + MIX_TMA_SLOTS;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < MIX_TMA_SLOTS; s++) {
+      ws_mbarrier_init(full + s, 1);
+      ws_mbarrier_init(empty + s, MIX_TMA_WARPS);
+    }
+    ws_fence_mbarrier_init();
+  }
+  __syncthreads();
+  if (warp == MIX_TMA_WARPS) {
+    if (lane == 0) {
+      int n = 0;
+      for (int j = blockIdx.x; j < a.p; j += gridDim.x)
+        for (int k = 0, nr = mix_nrows(&a, j); k < nr; k++, n++) {
+          const int slot = n % MIX_TMA_SLOTS, fill = n / MIX_TMA_SLOTS;
+          if (fill > 0)
+            while (!ws_mbarrier_try_wait_parity(empty + slot, (uint32_t)(fill - 1) & 1u)) {
+            }
+          ws_mbarrier_arrive_expect_tx(full + slot, MIX_ROW_BYTES);
+          ws_cp_async_bulk_global_to_shared(slots + (size_t)slot * MIX_VEC, mix_row(&a, j, k), MIX_ROW_BYTES, full + slot);
+        }
+    }
+    return;
+  }
+  const int t = threadIdx.x; /* vectors t and t + 448 of each row */
+  uint4 keep = make_uint4(0, 0, 0, 0);
+  int n = 0;
+  for (int j = blockIdx.x; j < a.p; j += gridDim.x) {
+    float acc[2][8] = {};
+    for (int k = 0, nr = mix_nrows(&a, j); k < nr; k++, n++) {
+      const int slot = n % MIX_TMA_SLOTS;
+      while (!ws_mbarrier_try_wait_parity(full + slot, (uint32_t)(n / MIX_TMA_SLOTS) & 1u)) {
+      }
+      const uint4 *row = slots + (size_t)slot * MIX_VEC;
+      fma8(acc[0], row[t]);
+      fma8(acc[1], row[t + MIX_TMA_WARPS * 32]);
+      __syncwarp();
+      if (lane == 0) ws_mbarrier_arrive(empty + slot);
+    }
+#pragma unroll
+    for (int u = 0; u < 2; u++) {
+      const uint4 v = pack8(acc[u]);
+      if (FORM == MIX_TMA_READ) {
+        keep.x ^= v.x; keep.y ^= v.y; keep.z ^= v.z; keep.w ^= v.w;
+      } else {
+        ws_st_global_v4(mix_dst(&a, j) + t + u * MIX_TMA_WARPS * 32, v);
+      }
+    }
+  }
+  if (keep.x == 0x9E3779B9u && keep.y == 0x7F4A7C15u) *a.sink = keep;
+}
+
 static int mix_launch(int form, int ctas, const mix_args *a, cudaStream_t st) {
   const dim3 grid(ctas), block(MIX_WARPS * 32);
   switch (form) {
@@ -212,6 +284,8 @@ static int mix_launch(int form, int ctas, const mix_args *a, cudaStream_t st) {
   case MIX_PUSH_ONLY: mix_regs<MIX_PUSH_ONLY><<<grid, block, 0, st>>>(*a); break;
   case MIX_RING_CP: mix_ring<MIX_RING_CP><<<grid, block, MIX_RING_SMEM, st>>>(*a); break;
   case MIX_RING_BULK: mix_ring<MIX_RING_BULK><<<grid, block, MIX_RING_SMEM, st>>>(*a); break;
+  case MIX_ROWS_TMA: mix_rows_tma<MIX_ROWS_TMA><<<grid, dim3((MIX_TMA_WARPS + 1) * 32), MIX_TMA_SMEM, st>>>(*a); break;
+  case MIX_TMA_READ: mix_rows_tma<MIX_TMA_READ><<<grid, dim3((MIX_TMA_WARPS + 1) * 32), MIX_TMA_SMEM, st>>>(*a); break;
   default: mix_ring<MIX_READ_ONLY><<<grid, block, MIX_RING_SMEM, st>>>(*a); break;
   }
   CK(cudaGetLastError());
@@ -245,7 +319,7 @@ static int mix_measure(int form, int ctas, int n, const mix_args *args, cudaStre
 extern "C" int bench_combine_mix(void) {
   int n = 0;
   CK(cudaGetDeviceCount(&n));
-  if (n < 2) { fprintf(stderr, "bench combine-mix: needs 2 GPUs\n"); return -1; }
+  if (n < 1) { fprintf(stderr, "bench combine-mix: no GPU\n"); return -1; }
   if (n > MIX_MAX_GPUS) n = MIX_MAX_GPUS;
   const double d = n * (1.0 - pow(1.0 - 1.0 / n, 8)); /* ranks per token, top-8 */
   const int p = (int)lround(4096 * d);
@@ -271,6 +345,9 @@ extern "C" int bench_combine_mix(void) {
                            (const void *)mix_ring<MIX_READ_ONLY>};
     for (int k = 0; k < 3; k++)
       CK(cudaFuncSetAttribute(rings[k], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)MIX_RING_SMEM));
+    const void *tma[] = {(const void *)mix_rows_tma<MIX_ROWS_TMA>, (const void *)mix_rows_tma<MIX_TMA_READ>};
+    for (int k = 0; k < 2; k++)
+      CK(cudaFuncSetAttribute(tma[k], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)MIX_TMA_SMEM));
   }
   for (int g = 0; g < n; g++) {
     args[g].src = src[g];
@@ -285,13 +362,14 @@ extern "C" int bench_combine_mix(void) {
   printf("bench combine-mix: %d GPUs at once, each pushing %d sums of %.2f rows of %d BF16 (%.0f MB read, %.0f MB "
          "over NVLink per GPU)\n", n, p, r, MIX_H, read / 1e6, remote / 1e6);
   printf("  %-10s %5s %10s %12s %10s\n", "form", "CTAs", "us", "NVLink GB/s", "read GB/s");
-  const char *names[] = {"regs", "ring cp", "ring bulk", "read only", "push only"};
+  const char *names[] = {"regs", "ring cp", "ring bulk", "read only", "push only", "rows tma", "tma read"};
   const int ctas[] = {24, 48, 132};
   for (int c = 0; c < 3; c++)
     for (int f = 0; f < MIX_FORMS; f++) {
       double us = 0;
       if (mix_measure(f, ctas[c], n, args, st, &us)) return -1;
-      printf("  %-10s %5d %10.1f %12.1f %10.1f\n", names[f], ctas[c], us, f == MIX_READ_ONLY ? 0.0 : remote / us / 1e3,
+      const int reads_only = f == MIX_READ_ONLY || f == MIX_TMA_READ;
+      printf("  %-10s %5d %10.1f %12.1f %10.1f\n", names[f], ctas[c], us, reads_only ? 0.0 : remote / us / 1e3,
              f == MIX_PUSH_ONLY ? 0.0 : read / us / 1e3);
     }
   for (int g = 0; g < n; g++) {
