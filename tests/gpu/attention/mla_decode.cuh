@@ -275,6 +275,11 @@ static const dec_case dec_quick[] = {
     {"decode B140 s_q1 H16 lens 0..600", 140, 1, 16, 600, 0, 0, 0, 0},
     {"decode B4 s_q1 H16 lens 0..2500, pages of 16", 4, 1, 16, 2500, 0, 0, 16, 0},
     {"decode fp8 B5 s_q1 H16 lens 0..3000", 5, 1, 16, 3000, 0, 1, 0, 0},
+    /* the FP8 16-column form's four raw stages: many CTAs without a split, pages smaller
+     * than a block, and a long split sequence whose blocks wrap the ring many times */
+    {"decode fp8 B140 s_q1 H16 lens 0..600", 140, 1, 16, 600, 0, 1, 0, 0},
+    {"decode fp8 B4 s_q2 H8 lens 0..2500, pages of 16", 4, 2, 8, 2500, 0, 1, 16, 0},
+    {"decode fp8 B1 s_q1 H16 len 9000 (split)", 1, 1, 16, 9000, 1, 1, 0, 0},
     /* 32 heads (tensor parallelism over 4 GPUs): the keys-on-M kernel at N = 32 */
     {"decode B5 s_q1 H32 lens 0..3000", 5, 1, 32, 3000, 0, 0, 0, 0},
     {"decode B1 s_q1 H32 len 5000 (split)", 1, 1, 32, 5000, 1, 0, 0, 0},
