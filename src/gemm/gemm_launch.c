@@ -161,6 +161,20 @@ static ws_status gemm_launch_cluster_k(const gemm_kernel *k, const ws_gemm_probl
   return gemm_launch_ctas(plan, k, (long long)tiles * splits, splits, ma, mb, md, a, stream);
 }
 
+/* Rows of A's TMA box: the tile's (each CTA of a pair half of them); a dense problem on a
+ * skinny kernel with fewer rows than its box, with WARPSPEC_GEMM_SKINNY_BOX, only its own
+ * rows. At 80 BF16 rows the 128-row skinny kernel ran 23 us against 19 at 128 rows (H200,
+ * session 39, (N, K) = (7168, 2048)): the 48 rows past the matrix are zero-filled by the TMA
+ * unit in every stage, which may be the difference (to measure). With the short box the
+ * stage's rows past A's keep stale bytes: they feed only D's columns past A's rows, which
+ * the store skips (sk_reduce_store_rows) -- a NaN there reaches nothing. The box's bytes,
+ * and so each stage's expected transaction count, follow the map (ws_tmap.box_bytes). */
+static uint32_t a_box_rows(const gemm_kernel *k, const ws_gemm_problem *p, size_t rows, int pair) {
+  if (k->cluster_k && p->layout == WS_GEMM_DENSE && rows < (size_t)k->bm && ws_knobs_get()->gemm_skinny_box)
+    return (uint32_t)rows;
+  return (uint32_t)(k->bm / pair);
+}
+
 ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, cudaStream_t stream) {
   const size_t rows = ws_gemm_rows(p); /* > 0: ws_gemm returns before the GPU otherwise */
   ws_plan *plan = NULL;
@@ -174,7 +188,7 @@ ws_status gemm_launch(const gemm_kernel *k, const ws_gemm_problem *p, int sms, c
   if (p->a_rows) s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, (uint64_t)p->a_rows_total, (uint64_t)p->k,
                                          p->a_row_bytes ? (uint64_t)p->a_row_bytes : stride, 1, (uint32_t)k->bk,
                                          WS_SWIZZLE_128B);
-  else s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, rows, (uint64_t)p->k, stride, (uint32_t)(k->bm / pair),
+  else s = ws_tmap_2d_swizzled(&ma, p->a, k->dtype, rows, (uint64_t)p->k, stride, a_box_rows(k, p, rows, pair),
                                (uint32_t)k->bk, WS_SWIZZLE_128B); /* pairs: each CTA loads half of the A tile's rows */
   if (s != WS_OK) return s;
   if ((s = ws_tmap_2d_swizzled(&mb, p->b, k->dtype, (uint64_t)p->n * (uint64_t)p->groups, (uint64_t)p->k, stride,
