@@ -13,7 +13,8 @@
  * fp8skinny (dense FP8 of at most 64 rows and masked groups of at most 64 rows' room on the
  * skinny kernel, WARPSPEC_GEMM_FP8_SKINNY) and skinny128 (BF16 of 65-128 rows on the skinny
  * kernel, WARPSPEC_GEMM_SKINNY_ROWS=128): both the defaults since session 39, the modes set
- * their knobs anyway so that they test those kernels whatever the defaults become. */
+ * their knobs anyway so that they test those kernels whatever the defaults become;
+ * skinnybox (both skinny kernels with A's TMA box of its own rows, WARPSPEC_GEMM_SKINNY_BOX). */
 #include "gpu_test.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
@@ -473,6 +474,29 @@ int main(int argc, char **argv) {
     test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, NULL);
     g_skinny_rows = WS_GEMM_SKINNY_ROWS_DEFAULT;
     return test_finish("test_gemm_gpu skinny128");
+  }
+  if (argc > 1 && strcmp(argv[1], "skinnybox") == 0) { /* the skinny kernels with A's box of its own rows (WARPSPEC_GEMM_SKINNY_BOX) */
+    test_set_knob(WS_GEMM_SKINNY_BOX_ENV, "1");
+    test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, "128");
+    g_skinny_rows = 128;
+    run_bf16(1, 256, 1024);     /* a box of one row in the 16-row kernel */
+    run_bf16(17, 512, 2048);    /* 17 of 32 */
+    run_bf16(80, 7168, 2048);   /* 80 of 128: the case it is for */
+    run_bf16(100, 1000, 640);   /* a partial last column */
+    run_bf16(128, 512, 2048);   /* a whole box: the map as before */
+    test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, NULL);
+    g_skinny_rows = WS_GEMM_SKINNY_ROWS_DEFAULT;
+    test_set_knob(WS_GEMM_FP8_SKINNY_ENV, "1");
+    g_fp8_skinny = 1;
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 1024, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 5, 1024, 640, 1, NULL);
+    run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 40, 4096, 7168, 1, NULL);
+    {
+      const int c4[4] = {48, 0, 17, 1}; /* masked groups keep the tile's box */
+      run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 48, 512, 1024, 4, c4);
+    }
+    test_set_knob(WS_GEMM_SKINNY_BOX_ENV, NULL);
+    return test_finish("test_gemm_gpu skinnybox");
   }
   if (argc > 1 && strcmp(argv[1], "fp8skinny") == 0) { /* FP8 with few rows on the skinny kernel (WARPSPEC_GEMM_FP8_SKINNY) */
     test_set_knob(WS_GEMM_FP8_SKINNY_ENV, "1");
