@@ -69,6 +69,11 @@
  * wgmma's A fragments: the 8 raw chunks of mla_fp8_gather.cuh (32 KB), then the rope's BF16
  * box. 40 KB, so four stages fit where two 72 KB ones did. */
 #define MFH_RAW_STAGE (5 * MLA_BN * 128)
+/* the raw chunks end where the gather puts the rope's box (box 8), so that a stage cut to
+ * start at the raw area holds both */
+static_assert(MLA_RAW_OFFSET + 8 * MLA_RAW_CHUNK == 8 * MLA_BN * 128 &&
+                  MFH_RAW_STAGE == 9 * MLA_BN * 128 - MLA_RAW_OFFSET,
+              "the FP8 raw layout of mla_fp8_gather.cuh changed: the few-head stage must follow");
 
 /* NH heads (16 or 32): every wgmma's N. F16: P^T once per tile scale (f16, below). */
 template <int NH, int F16>
