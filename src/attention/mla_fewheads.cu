@@ -420,7 +420,6 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
     const int st = mfh_slot<F16>(nb);
     const ws_cursor k = mfh_cursor<F16>(nb);
     const ws_pipe sp = mfh_stage<NH, F16>(sm, st);
-    const uint64_t dk = ws_wgmma_desc_k128b(sm->kv[st]);
     ws_pipe_wait_at(&sp, &ctx, k);
     /* cp.async's bytes -> this warpgroup's wgmma reads (F16: the rope box) */
     if ((!FP8 || F16) && a.gather_ahead) ws_fence_proxy_async_shared_cta();
@@ -474,6 +473,7 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
 #pragma unroll
       for (int i = 0; i < NA; i++) s[i] += ua[i];
     } else {
+      const uint64_t dk = ws_wgmma_desc_k128b(sm->kv[st]);
       ws_wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < MLA_DQK / 16; kk++)
