@@ -90,6 +90,21 @@ static __device__ __forceinline__ uint4 pack8(const float *acc) {
   return make_uint4(u[0], u[1], u[2], u[3]);
 }
 
+/* The forms' mbarrier waits, bounded: past about two seconds (MIX_WAIT_CYCLES) the wait
+ * prints which form and barrier (MSG, a literal: a printf with arguments would take the
+ * kernel a stack frame, which the build refuses) and traps, instead of hanging the run. */
+#define MIX_WAIT_CYCLES 4000000000ll
+#define MIX_WAIT(BAR, PARITY, MSG)                                                               \
+  do {                                                                                           \
+    const long long t0_ = clock64();                                                             \
+    while (!ws_mbarrier_try_wait_parity((BAR), (PARITY))) {                                      \
+      if (clock64() - t0_ > MIX_WAIT_CYCLES) {                                                   \
+        printf("bench combine-mix: " MSG " wait timed out (about 2 s); the run is stopped\n"); \
+        __trap();                                                                                \
+      }                                                                                          \
+    }                                                                                            \
+  } while (0)
+
 /* A finished sum's 16 bytes: pushed to dst, or, in the read-only forms, folded into *keep
  * (so that the reads are not dead code); mix_keep_out publishes keep where no run's data
  * can make it reach memory. */
@@ -194,8 +209,7 @@ __global__ void __launch_bounds__(MIX_WARPS * 32, 1) mix_ring(const __grid_const
     }
     if (out.it >= items) break;
     if (FORM == MIX_RING_BULK) {
-      while (!ws_mbarrier_try_wait_parity(bars + out_slot, (phases >> out_slot) & 1u)) {
-      }
+      MIX_WAIT(bars + out_slot, (phases >> out_slot) & 1u, "ring bulk: a slot's full");
       phases ^= 1u << out_slot;
     } else {
       WS_CP_ASYNC_WAIT_GROUP(MIX_AHEAD);
@@ -249,9 +263,7 @@ __global__ void __launch_bounds__((MIX_TMA_WARPS + 1) * 32, 1) mix_rows_tma(cons
       for (int j = blockIdx.x; j < a.p; j += gridDim.x)
         for (int k = 0, nr = mix_nrows(&a, j); k < nr; k++, n++) {
           const int slot = n % MIX_TMA_SLOTS, fill = n / MIX_TMA_SLOTS;
-          if (fill > 0)
-            while (!ws_mbarrier_try_wait_parity(empty + slot, (uint32_t)(fill - 1) & 1u)) {
-            }
+          if (fill > 0) MIX_WAIT(empty + slot, (uint32_t)(fill - 1) & 1u, "rows tma: the copier's empty-slot");
           ws_mbarrier_arrive_expect_tx(full + slot, MIX_ROW_BYTES);
           ws_cp_async_bulk_global_to_shared(slots + (size_t)slot * MIX_VEC, mix_row(&a, j, k), MIX_ROW_BYTES, full + slot);
         }
@@ -265,8 +277,7 @@ __global__ void __launch_bounds__((MIX_TMA_WARPS + 1) * 32, 1) mix_rows_tma(cons
     float acc[2][8] = {};
     for (int k = 0, nr = mix_nrows(&a, j); k < nr; k++, n++) {
       const int slot = n % MIX_TMA_SLOTS;
-      while (!ws_mbarrier_try_wait_parity(full + slot, (uint32_t)(n / MIX_TMA_SLOTS) & 1u)) {
-      }
+      MIX_WAIT(full + slot, (uint32_t)(n / MIX_TMA_SLOTS) & 1u, "rows tma: a summing warp's full-slot");
       const uint4 *row = slots + (size_t)slot * MIX_VEC;
       fma8(acc[0], row[t]);
       fma8(acc[1], row[t + MIX_TMA_WARPS * 32]);
