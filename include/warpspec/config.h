@@ -232,7 +232,6 @@
 #define WS_GEMM_SKINNY_ENV        "WARPSPEC_GEMM_SKINNY"   /* off: few BF16 rows on the 128 x 256 tile */
 #define WS_GEMM_FP8_SKINNY_ENV    "WARPSPEC_GEMM_FP8_SKINNY" /* off: FP8 of <= 64 rows on the 128 x 128 tile with split-K */
 #define WS_GEMM_SKINNY_ROWS_ENV   "WARPSPEC_GEMM_SKINNY_ROWS" /* BF16 of at most this many rows on the skinny kernel (16-128) */
-#define WS_GEMM_SKINNY_BOX_ENV    "WARPSPEC_GEMM_SKINNY_BOX" /* off: A's TMA box is the skinny tile's rows (on: A's rows only; not measured yet) */
 #define WS_GEMM_CLUSTER_K_ENV     "WARPSPEC_GEMM_CLUSTER_K" /* 0: BF16 split-K through the workspace; N: clusters up to N slices */
 #define WS_MOE_GATHER_ENV         "WARPSPEC_MOE_GATHER"    /* WS_MOE_GATHER_DEFAULT          */
 #define WS_EP_OVERLAP_ENV         "WARPSPEC_EP_OVERLAP"    /* WS_EP_OVERLAP_DEFAULT          */

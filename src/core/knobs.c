@@ -78,7 +78,6 @@ static const knob_desc table[] = {
     BOOL_KNOB(WS_GEMM_SKINNY_ENV, NULL, gemm_skinny, 1, NULL),
     BOOL_KNOB(WS_GEMM_FP8_SKINNY_ENV, NULL, gemm_fp8_skinny, 1, NULL),
     INT_KNOB(WS_GEMM_SKINNY_ROWS_ENV, NULL, gemm_skinny_rows, WS_GEMM_SKINNY_ROWS_DEFAULT, 16, 128, NULL),
-    BOOL_KNOB(WS_GEMM_SKINNY_BOX_ENV, NULL, gemm_skinny_box, 0, NULL),
     INT_KNOB(WS_GEMM_CLUSTER_K_ENV, NULL, gemm_cluster_k, WS_GEMM_CLUSTER_K_DEFAULT, 0, 8, NULL),
     BOOL_KNOB(WS_MOE_GATHER_ENV, NULL, moe_gather, WS_MOE_GATHER_DEFAULT, NULL),
     BOOL_KNOB(WS_EP_OVERLAP_ENV, NULL, ep_overlap, WS_EP_OVERLAP_DEFAULT, "chosen per call"),

@@ -35,7 +35,6 @@ typedef struct {
   int gemm_skinny;           /* WARPSPEC_GEMM_SKINNY: BF16 of <= 64 rows on the skinny kernel */
   int gemm_fp8_skinny;       /* WARPSPEC_GEMM_FP8_SKINNY: FP8 of <= 64 rows on the skinny kernel */
   int gemm_skinny_rows;      /* WARPSPEC_GEMM_SKINNY_ROWS: BF16 rows up to which the skinny kernel runs (64, 128) */
-  int gemm_skinny_box;       /* WARPSPEC_GEMM_SKINNY_BOX: a dense skinny problem's A box of its rows only */
   int gemm_cluster_k;        /* WARPSPEC_GEMM_CLUSTER_K: BF16 split-K summed in clusters of at most this many slices */
   int moe_gather;            /* WARPSPEC_MOE_GATHER: 0 / 1                                   */
   int ep_overlap;            /* WARPSPEC_EP_OVERLAP: -1 = chosen per call, 0 / 1 forced     */

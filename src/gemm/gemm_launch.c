@@ -162,15 +162,16 @@ static ws_status gemm_launch_cluster_k(const gemm_kernel *k, const ws_gemm_probl
 }
 
 /* Rows of A's TMA box: the tile's (each CTA of a pair half of them); a dense problem on a
- * skinny kernel with fewer rows than its box, with WARPSPEC_GEMM_SKINNY_BOX, only its own
- * rows. At 80 BF16 rows the 128-row skinny kernel ran 23 us against 19 at 128 rows (H200,
- * session 39, (N, K) = (7168, 2048)): the 48 rows past the matrix are zero-filled by the TMA
- * unit in every stage, which may be the difference (to measure). With the short box the
- * stage's rows past A's keep stale bytes: they feed only D's columns past A's rows, which
- * the store skips (sk_reduce_store_rows) -- a NaN there reaches nothing. The box's bytes,
- * and so each stage's expected transaction count, follow the map (ws_tmap.box_bytes). */
+ * skinny kernel with fewer rows than its box, only its own rows. With the tile's box the
+ * TMA unit zero-fills the rows past the matrix in every stage, and that was the cost: at 80
+ * BF16 rows on the 128-row skinny kernel 22-24 us against 17-18 with A's own rows, as fast
+ * as 128 rows; 96 and 100 rows the same, FP8 40 rows 19 -> 16-17 us (H200, session 41,
+ * (N, K) = (7168, 2048)). The stage's rows past A's keep stale bytes: they feed only D's
+ * columns past A's rows, which the store skips (sk_reduce_store_rows) -- a NaN there reaches
+ * nothing. The box's bytes, and so each stage's expected transaction count, follow the map
+ * (ws_tmap.box_bytes). Masked groups keep the tile's box: a group's rows vary per tile. */
 static uint32_t a_box_rows(const gemm_kernel *k, const ws_gemm_problem *p, size_t rows, int pair) {
-  if (k->cluster_k && p->layout == WS_GEMM_DENSE && rows < (size_t)k->bm && ws_knobs_get()->gemm_skinny_box)
+  if (k->cluster_k && p->layout == WS_GEMM_DENSE && rows < (size_t)k->bm)
     return (uint32_t)rows;
   return (uint32_t)(k->bm / pair);
 }

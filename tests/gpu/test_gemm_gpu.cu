@@ -14,7 +14,8 @@
  * skinny kernel, WARPSPEC_GEMM_FP8_SKINNY) and skinny128 (BF16 of 65-128 rows on the skinny
  * kernel, WARPSPEC_GEMM_SKINNY_ROWS=128): both the defaults since session 39, the modes set
  * their knobs anyway so that they test those kernels whatever the defaults become;
- * skinnybox (both skinny kernels with A's TMA box of its own rows, WARPSPEC_GEMM_SKINNY_BOX). */
+ * skinnybox (both skinny kernels, dense problems of 1-128 rows: A's TMA box of the problem's
+ * own rows, the default since session 41; a masked problem keeping the tile's box). */
 #include "gpu_test.h"
 #include "warpspec/fp8.h"
 #include "warpspec/gemm.h"
@@ -475,8 +476,7 @@ int main(int argc, char **argv) {
     g_skinny_rows = WS_GEMM_SKINNY_ROWS_DEFAULT;
     return test_finish("test_gemm_gpu skinny128");
   }
-  if (argc > 1 && strcmp(argv[1], "skinnybox") == 0) { /* the skinny kernels with A's box of its own rows (WARPSPEC_GEMM_SKINNY_BOX) */
-    test_set_knob(WS_GEMM_SKINNY_BOX_ENV, "1");
+  if (argc > 1 && strcmp(argv[1], "skinnybox") == 0) { /* the skinny kernels' A box of the problem's own rows */
     test_set_knob(WS_GEMM_SKINNY_ROWS_ENV, "128");
     g_skinny_rows = 128;
     run_bf16(1, 256, 1024);     /* a box of one row in the 16-row kernel */
@@ -495,7 +495,6 @@ int main(int argc, char **argv) {
       const int c4[4] = {48, 0, 17, 1}; /* masked groups keep the tile's box */
       run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 48, 512, 1024, 4, c4);
     }
-    test_set_knob(WS_GEMM_SKINNY_BOX_ENV, NULL);
     return test_finish("test_gemm_gpu skinnybox");
   }
   if (argc > 1 && strcmp(argv[1], "fp8skinny") == 0) { /* FP8 with few rows on the skinny kernel (WARPSPEC_GEMM_FP8_SKINNY) */
