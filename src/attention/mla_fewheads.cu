@@ -204,10 +204,10 @@ static __device__ __forceinline__ void mfh_k_frags(uint32_t *f, const mfh_k_raw 
     const uint32_t xs[4] = {x.x, x.y, x.z, x.w}, ys[4] = {y.x, y.y, y.z, y.w};
 #pragma unroll
     for (int s = 0; s < 4; s++) {
-      f[16 * h + 4 * s + 0] = mla_e4m3x2_to_f16x2(xs[s]);       /* key r0, k 2 quad, + 1     */
-      f[16 * h + 4 * s + 1] = mla_e4m3x2_to_f16x2(ys[s]);       /* key r0 + 8                */
-      f[16 * h + 4 * s + 2] = mla_e4m3x2_to_f16x2(xs[s] >> 16); /* key r0, k 8 + 2 quad, + 1 */
-      f[16 * h + 4 * s + 3] = mla_e4m3x2_to_f16x2(ys[s] >> 16);
+      f[16 * h + 4 * s + 0] = ws_e4m3x2_lo_to_f16x2(xs[s]); /* key r0, k 2 quad, + 1     */
+      f[16 * h + 4 * s + 1] = ws_e4m3x2_lo_to_f16x2(ys[s]); /* key r0 + 8                */
+      f[16 * h + 4 * s + 2] = ws_e4m3x2_hi_to_f16x2(xs[s]); /* key r0, k 8 + 2 quad, + 1 */
+      f[16 * h + 4 * s + 3] = ws_e4m3x2_hi_to_f16x2(ys[s]);
     }
   }
 }
@@ -216,7 +216,7 @@ static __device__ __forceinline__ void mfh_k_frags(uint32_t *f, const mfh_k_raw 
  * `tile`), its four k steps (keys 16 kk .. + 15) at f + 4 kk. This warp's 16 rows of the
  * tile are the chunk's piece `warp`, in the order dim 16 warp + 2 g (row g) and + 1 (row
  * g + 8), g = lane / 4. Two transposed ldmatrix (lane l: key 32 q + l), each word the e4m3
- * pairs of dims 2 g, 2 g + 1 of two consecutive keys, split into a pair per dim (PRMT) and
+ * pairs of dims 2 g, 2 g + 1 of two consecutive keys, split into a pair per dim (one PRMT, 2 g low, 2 g + 1 high) and
  * unpacked to f16. The loads apart (mfh_v_load), as for the keys. */
 struct mfh_v_raw {
   uint4 m[2]; /* keys 0-31, 32-63 */
@@ -235,8 +235,9 @@ static __device__ __forceinline__ void mfh_v_frags(uint32_t *f, const mfh_v_raw 
 #pragma unroll
     for (int i = 0; i < 4; i++) {
       const int kk = 2 * q + (i >> 1), hi = i & 1;
-      f[4 * kk + 2 * hi + 0] = mla_e4m3x2_to_f16x2(__byte_perm(ms[i], 0u, 0x0020u)); /* dim 2 g's two keys     */
-      f[4 * kk + 2 * hi + 1] = mla_e4m3x2_to_f16x2(__byte_perm(ms[i], 0u, 0x0031u)); /* dim 2 g + 1's two keys */
+      const uint32_t pairs = __byte_perm(ms[i], 0u, 0x3120u); /* low half: dim 2 g's two keys, high: 2 g + 1's */
+      f[4 * kk + 2 * hi + 0] = ws_e4m3x2_lo_to_f16x2(pairs);
+      f[4 * kk + 2 * hi + 1] = ws_e4m3x2_hi_to_f16x2(pairs);
     }
   }
 }

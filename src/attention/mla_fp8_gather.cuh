@@ -42,10 +42,6 @@ static __device__ __forceinline__ uint4 mla_raw_load(uint32_t stage, int chunk, 
   return ws_ld_shared_v4_u32(stage + mla_raw_offset(chunk, row, piece));
 }
 
-static __device__ __forceinline__ uint32_t mla_e4m3x2_to_f16x2(uint32_t v16) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)(v16 & 0xFFFFu), __NV_E4M3);
-  return (uint32_t)h.x | ((uint32_t)h.y << 16);
-}
 static __device__ __forceinline__ uint32_t mla_hmul2_u32(uint32_t a, uint32_t b) {
   const __half2 r = __hmul2(*(const __half2 *)&a, *(const __half2 *)&b);
   return *(const uint32_t *)&r;
@@ -65,7 +61,8 @@ struct mla_to_bf16 {
     uint32_t v[8];
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-      const float2 f0 = ws_from_e4m3x2((uint16_t)(w[i] & 0xFFFFu)), f1 = ws_from_e4m3x2((uint16_t)(w[i] >> 16));
+      const float2 f0 = ws_half2_bits_to_float2(ws_e4m3x2_lo_to_f16x2(w[i]));
+      const float2 f1 = ws_half2_bits_to_float2(ws_e4m3x2_hi_to_f16x2(w[i]));
       v[2 * i] = attn_pack_bf16(f0.x * scale, f0.y * scale);
       v[2 * i + 1] = attn_pack_bf16(f1.x * scale, f1.y * scale);
     }
@@ -79,8 +76,8 @@ struct mla_to_f16_scaled {
     uint32_t v[8];
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-      v[2 * i] = mla_hmul2_u32(mla_e4m3x2_to_f16x2(w[i]), sc2[chunk / 2]);
-      v[2 * i + 1] = mla_hmul2_u32(mla_e4m3x2_to_f16x2(w[i] >> 16), sc2[chunk / 2]);
+      v[2 * i] = mla_hmul2_u32(ws_e4m3x2_lo_to_f16x2(w[i]), sc2[chunk / 2]);
+      v[2 * i + 1] = mla_hmul2_u32(ws_e4m3x2_hi_to_f16x2(w[i]), sc2[chunk / 2]);
     }
     mla_store_converted(stage, chunk, row, piece, v);
   }

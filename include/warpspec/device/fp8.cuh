@@ -15,10 +15,26 @@ static __device__ __forceinline__ uint16_t ws_to_e4m3x2(float a, float b) {
   return (uint16_t)__nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, __NV_E4M3);
 }
 
+/* The e4m3 pair in the low (lo) or high (hi) 16 bits of w to an f16 pair (bits), exact: one
+ * F2FP each, the high half by the instruction's H1 operand (shifting it down first in C
+ * costs a SHF more per pair: 64 a thread and KV block in the few-head MLA decode's keys). */
+static __device__ __forceinline__ uint32_t ws_e4m3x2_lo_to_f16x2(uint32_t w) {
+  uint32_t r;
+  asm("{.reg .b16 lo, hi;\n\tmov.b32 {lo, hi}, %1;\n\tcvt.rn.f16x2.e4m3x2 %0, lo;}" : "=r"(r) : "r"(w));
+  return r;
+}
+static __device__ __forceinline__ uint32_t ws_e4m3x2_hi_to_f16x2(uint32_t w) {
+  uint32_t r;
+  asm("{.reg .b16 lo, hi;\n\tmov.b32 {lo, hi}, %1;\n\tcvt.rn.f16x2.e4m3x2 %0, hi;}" : "=r"(r) : "r"(w));
+  return r;
+}
+static __device__ __forceinline__ float2 ws_half2_bits_to_float2(uint32_t h) {
+  return __half22float2(*(const __half2 *)&h);
+}
+
 /* Two e4m3 values (low byte first) to floats, exact (cvt.rn.f16x2.e4m3x2, then f16 -> f32). */
 static __device__ __forceinline__ float2 ws_from_e4m3x2(uint16_t v) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2((__nv_fp8x2_storage_t)v, __NV_E4M3);
-  return __half22float2(*(const __half2 *)&h);
+  return ws_half2_bits_to_float2(ws_e4m3x2_lo_to_f16x2(v));
 }
 
 static __device__ __forceinline__ float ws_fp8_scale_of(float amax) {
