@@ -51,7 +51,11 @@
  * stage's shared-memory traffic (raw in, raw out, f16 in, the wgmmas reading the f16 twice)
  * near 80 bytes a cycle. Hence the register form above (design_mla.md 8.1): FP8 16 heads
  * 0.169-0.172 -> 0.137 ms (2.53 TB/s of rows, 60% of D2D), each value now unpacked twice
- * (as a key and as a value: 256 unpacks a thread a block, the next limit by count). */
+ * (as a key and as a value: 256 unpacks a thread a block). Its profile (session 41): not
+ * bound by a pipe (ALU 43% of peak issue), the math warps waiting on short dependencies
+ * (LDS, ALU latency) -- two math warps a scheduler hide little. The high e4m3 pairs by
+ * F2FP's H1 operand and V^T's two dims from one byte permute (128 instructions fewer a warp
+ * and block): 0.134-0.136 -> 0.128-0.131 ms. */
 #include "../core/internal.h"
 #include "../core/knobs.h"
 #include "warpspec/device/warpspec.cuh"
@@ -528,29 +532,43 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       alpha[c] = keep ? 1.0f : attn_exp2(m_old * sl2c[c] - msc[c]);
       m_run[c] = m_new;
     }
-    /* P^T into its tile: head h, key r at row h, column r of a [NH][64] K-major box */
+    /* P of the thread's keys r0 (p0) and r0 + 8 (p1) in its columns c = 2 j + e (heads 8 j +
+     * 2 quad + e) */
+    float p0[NC], p1[NC];
 #pragma unroll
-    for (int j = 0; j < NH / 8; j++)
+    for (int c = 0; c < NC; c++) {
+      p0[c] = attn_exp2(fmaf(s[4 * (c >> 1) + (c & 1)], sl2c[c], -msc[c]));
+      p1[c] = attn_exp2(fmaf(s[4 * (c >> 1) + 2 + (c & 1)], sl2c[c], -msc[c]));
+      l_part[c] = l_part[c] * alpha[c] + p0[c] + p1[c];
+    }
+    /* P^T into its tile: head h, key r at row h, column r of a [NH][64] K-major box, by
+     * transposed stmatrix: the 8 x 8 matrix (keys r0 - g .. + 7 (kh 0) or the 8 after (kh
+     * 1)) x (heads 8 j ..) is in the threads' accumulator layout, and its transpose's row
+     * for head 8 j + i is 16 bytes of that head's row; lane l gives row l % 8 of matrix
+     * l / 8 (j = 2 jj + (l / 8) / 2, kh = (l / 8) % 2). F16: one P^T per latent tile tq,
+     * P x scale(key, tq) x 2^e_run (u, a power of two), f16; else bf16. */
+    const float u = F16 ? ldexpf(1.0f, e_run) : 1.0f;
+    const float g0[4] = {sc0.x * u, sc0.y * u, sc0.z * u, sc0.w * u}, g1[4] = {sc1.x * u, sc1.y * u, sc1.z * u, sc1.w * u};
 #pragma unroll
-      for (int e = 0; e < 2; e++) {
-        const int c = 2 * j + e, h = 8 * j + 2 * quad + e;
-        const float p0 = attn_exp2(fmaf(s[4 * j + e], sl2c[c], -msc[c]));
-        const float p1 = attn_exp2(fmaf(s[4 * j + 2 + e], sl2c[c], -msc[c]));
-        l_part[c] = l_part[c] * alpha[c] + p0 + p1;
-        if (F16) { /* one P^T per latent tile: P x scale(key, tile) x 2^e_run, f16 */
-          const float u = ldexpf(1.0f, e_run);
-          const float g0[4] = {sc0.x, sc0.y, sc0.z, sc0.w}, g1[4] = {sc1.x, sc1.y, sc1.z, sc1.w};
+    for (int tq = 0; tq < (F16 ? 4 : 1); tq++)
 #pragma unroll
-          for (int tq = 0; tq < 4; tq++) {
-            uint8_t *ptq = pt + tq * (NH * 128);
-            *(__half *)(ptq + mla_swizzle(h, r0 / 8) + (r0 % 8) * 2) = __float2half_rn(p0 * g0[tq] * u);
-            *(__half *)(ptq + mla_swizzle(h, (r0 + 8) / 8) + (r0 % 8) * 2) = __float2half_rn(p1 * g1[tq] * u);
+      for (int jj = 0; jj < NH / 16; jj++) {
+        uint32_t m[4];
+#pragma unroll
+        for (int x = 0; x < 4; x++) {
+          const int c = 2 * (2 * jj + (x >> 1));
+          const float *p = (x & 1) ? p1 : p0;
+          if (F16) {
+            const float f = (x & 1) ? g1[tq] : g0[tq];
+            const __half2 h = __floats2half2_rn(p[c] * f, p[c + 1] * f);
+            m[x] = *(const uint32_t *)&h;
+          } else {
+            m[x] = attn_pack_bf16(p[c], p[c + 1]);
           }
-        } else {
-          const __nv_bfloat16 b0 = __float2bfloat16_rn(p0), b1 = __float2bfloat16_rn(p1);
-          *(__nv_bfloat16 *)(pt + mla_swizzle(h, r0 / 8) + (r0 % 8) * 2) = b0;
-          *(__nv_bfloat16 *)(pt + mla_swizzle(h, (r0 + 8) / 8) + (r0 % 8) * 2) = b1;
         }
+        const int mt = lane >> 3, head = 8 * (2 * jj + (mt >> 1)) + (lane & 7);
+        ws_stmatrix_x4_trans(ws_smem_addr(pt) + (uint32_t)(tq * (NH * 128)) + mla_swizzle(head, 2 * warp + (mt & 1)),
+                             make_uint4(m[0], m[1], m[2], m[3]));
       }
     ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
     ws_named_sync(bar_wg, wg);         /* every warp's part of P^T (and the maxima read) */

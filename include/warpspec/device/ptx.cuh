@@ -193,6 +193,15 @@ WS_DEV uint4 ws_ldmatrix_x4_trans(uint32_t addr) {
   return v;
 }
 
+/* The inverse direction, transposed (stmatrix .trans): word m of lane l holds elements
+ * (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of matrix m (row, column; an mma
+ * accumulator's layout), and row r of the stored transpose -- column r of the matrix, 16
+ * bytes -- goes to the shared-window address that lane 8m + r gives. */
+WS_DEV void ws_stmatrix_x4_trans(uint32_t addr, uint4 v) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};"
+               ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
 /* ---- bulk copies (TMA engine) ---------------------------------------------------- */
 WS_DEV void ws_cp_async_bulk_global_to_shared(void *dst, const void *src, uint32_t bytes, uint64_t *bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
