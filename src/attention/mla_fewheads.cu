@@ -428,6 +428,15 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
     ws_pipe_wait_at(&sp, &ctx, k);
     /* cp.async's bytes -> this warpgroup's wgmma reads (F16: the rope box) */
     if ((!FP8 || F16) && a.gather_ahead) ws_fence_proxy_async_shared_cta();
+    /* F16: the raw rows' base for mla_raw_offset (the stage is the raw area); latent tiles
+     * 0 and 1 of the keys loaded first, their latency under the scales' work below (the
+     * loads are volatile: they issue where they stand) */
+    const uint32_t raw = ws_smem_addr(sm->kv[st]) - (uint32_t)MLA_RAW_OFFSET;
+    mfh_k_raw kt0, kt1;
+    if constexpr (F16) {
+      kt0 = mfh_k_load(raw, 0, r0, quad);
+      kt1 = mfh_k_load(raw, 1, r0, quad);
+    }
     float4 sc0 = make_float4(1.0f, 1.0f, 1.0f, 1.0f), sc1 = sc0; /* F16: keys r0, r0 + 8's tile scales */
     if (F16) { /* the block's largest tile scale, from every warp's after the column maxima's barrier */
       sc0 = sm->scales[st][r0];
@@ -442,8 +451,6 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       ws_fence_proxy_async_shared_cta(); /* generic stores -> the warpgroup's wgmma reads */
       ws_role_sync(&ctx);
     }
-    /* F16: the raw rows' base for mla_raw_offset (the stage is the raw area) */
-    const uint32_t raw = ws_smem_addr(sm->kv[st]) - (uint32_t)MLA_RAW_OFFSET;
     float s[NA];
     if constexpr (F16) { /* S^T = sum over the 4 latent tiles of scale(key, tile) x S_tile, + the rope's part:
                 * two accumulators and two fragment sets in turn, a tile's keys unpacked and the
@@ -451,9 +458,9 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       const float f0[4] = {sc0.x, sc0.y, sc0.z, sc0.w}, f1[4] = {sc1.x, sc1.y, sc1.z, sc1.w};
       float ua[NA], ub[NA];
       uint32_t fa[32], fb[32];
-      mfh_k_frags(fa, mfh_k_load(raw, 0, r0, quad));
+      mfh_k_frags(fa, kt0);
       mfh_issue_tile(ua, fa, dq, 0);
-      mfh_k_frags(fb, mfh_k_load(raw, 1, r0, quad));
+      mfh_k_frags(fb, kt1);
       mfh_issue_tile(ub, fb, dq, 1);
       mfh_k_raw kr = mfh_k_load(raw, 2, r0, quad); /* the next tile's loads before the wait */
       WS_WGMMA_WAIT_GROUP(1); /* tile 0 done: ua summed, fa free */
@@ -486,6 +493,12 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
                         ws_wgmma_desc_advance(dq, (uint32_t)(kk / 4) * NH * 128 + (uint32_t)(kk % 4) * 32), kk > 0);
       ws_wgmma_commit_group();
       WS_WGMMA_WAIT_GROUP(0);
+    }
+    /* F16: V^T's first two column tiles loaded before the softmax, under it */
+    mfh_v_raw vt0, vt1;
+    if constexpr (F16) {
+      vt0 = mfh_v_load(raw, 0, warp, lane);
+      vt1 = mfh_v_load(raw, 1, warp, lane);
     }
     const int v0 = sm->valid[st][r0], v1 = sm->valid[st][r0 + 8];
     /* masked keys (rows) to -inf; the block's maximum per head (column) */
@@ -584,9 +597,9 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
     if constexpr (F16) { /* O^T[V dims of tile t][heads] += V^T P^T (tile t / 2's P^T): V^T unpacked
                           * from the raw rows, two fragment sets in turn */
       uint32_t ga[16], gb[16];
-      mfh_v_frags(ga, mfh_v_load(raw, 0, warp, lane));
+      mfh_v_frags(ga, vt0);
       mfh_issue_o(o, ga, dpt);
-      mfh_v_frags(gb, mfh_v_load(raw, 1, warp, lane));
+      mfh_v_frags(gb, vt1);
       mfh_issue_o(o + NA, gb, dpt);
 #pragma unroll
       for (int t = 2; t < 8; t++) {
