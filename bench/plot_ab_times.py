@@ -9,6 +9,8 @@ median time per shape, from the logs the session scripts keep in docs/results:
         same run's copy rate above it
   rounds lines "V rR[:] bench decode NAME  T ms ..." (V: the build, "old" / "new", or the
         knob's setting as tests/gpu/run_ab.sh prints it, "KNOB=0:"): one bar per V
+  rounds-rel  the same, each shape's times divided by the median of the first V seen (the
+        baseline), for shapes whose times differ by orders of magnitude
 
 Each bar is the median over the rounds; the thin line on it spans the rounds' minimum to
 maximum."""
@@ -67,8 +69,18 @@ def rounds_series(path):
     return series, "us per call", None
 
 
+def relative_series(path):
+    series, _, _ = rounds_series(path)
+    for d in series.values():
+        base = statistics.median(next(iter(d.values())))
+        for k in d:
+            d[k] = [v / base for v in d[k]]
+    return series, "time relative to the first build", None
+
+
 def main(kind, src, dst, labels=None):
-    series, unit, shares = {"gemm": gemm_series, "mla": mla_series, "rounds": rounds_series}[kind](src)
+    kinds = {"gemm": gemm_series, "mla": mla_series, "rounds": rounds_series, "rounds-rel": relative_series}
+    series, unit, shares = kinds[kind](src)
     if not series:
         sys.exit(f"plot_ab_times: no {kind} lines in {src}")
     names = list(series)
@@ -94,6 +106,10 @@ def main(kind, src, dst, labels=None):
             name = names[[n for n in range(len(names)) if series[names[n]].get(key)][i]]
             if shares and shares.get(name, {}).get(key):
                 ax.text(x, hi[i] * 1.01, f"{statistics.median(shares[name][key]) * 100:.0f}%", ha="center", fontsize=7)
+    if kind == "rounds-rel":  # the differences are a few per cent: show that band, 1.0 marked
+        vals = [v for d in series.values() for vs in d.values() for v in vs]
+        ax.set_ylim(min(vals) - 0.02, max(vals) + 0.02)
+        ax.axhline(1.0, color="gray", linewidth=0.8)
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels([n.replace(" len", "\nlen").replace("decode ", "") for n in names], fontsize=7)
     ax.set_ylabel(unit)
@@ -105,6 +121,6 @@ def main(kind, src, dst, labels=None):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4 or sys.argv[1] not in ("gemm", "mla", "rounds"):
-        sys.exit("usage: plot_ab_times.py gemm|mla|rounds LOG PNG [KEY=LABEL ...]")
+    if len(sys.argv) < 4 or sys.argv[1] not in ("gemm", "mla", "rounds", "rounds-rel"):
+        sys.exit("usage: plot_ab_times.py gemm|mla|rounds|rounds-rel LOG PNG [KEY=LABEL ...]")
     main(sys.argv[1], sys.argv[2], sys.argv[3], dict(a.rsplit("=", 1) for a in sys.argv[4:]))
