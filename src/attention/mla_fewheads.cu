@@ -220,8 +220,9 @@ static __device__ __forceinline__ void mfh_k_frags(uint32_t *f, const mfh_k_raw 
  * `tile`), its four k steps (keys 16 kk .. + 15) at f + 4 kk. This warp's 16 rows of the
  * tile are the chunk's piece `warp`, in the order dim 16 warp + 2 g (row g) and + 1 (row
  * g + 8), g = lane / 4. Two transposed ldmatrix (lane l: key 32 q + l), each word the e4m3
- * pairs of dims 2 g, 2 g + 1 of two consecutive keys, split into a pair per dim (one PRMT, 2 g low, 2 g + 1 high) and
- * unpacked to f16. The loads apart (mfh_v_load), as for the keys. */
+ * pairs of dims 2 g, 2 g + 1 of two consecutive keys, split into a pair per dim by one byte
+ * permute (dim 2 g's pair low, 2 g + 1's high) and unpacked to f16. The loads apart
+ * (mfh_v_load), as for the keys. */
 struct mfh_v_raw {
   uint4 m[2]; /* keys 0-31, 32-63 */
 };
@@ -555,11 +556,12 @@ WS_KERNEL(mla_sparse) mla_fewheads_kernel(const uint16_t *__restrict__ q, const 
       l_part[c] = l_part[c] * alpha[c] + p0[c] + p1[c];
     }
     /* P^T into its tile: head h, key r at row h, column r of a [NH][64] K-major box, by
-     * transposed stmatrix: the 8 x 8 matrix (keys r0 - g .. + 7 (kh 0) or the 8 after (kh
-     * 1)) x (heads 8 j ..) is in the threads' accumulator layout, and its transpose's row
-     * for head 8 j + i is 16 bytes of that head's row; lane l gives row l % 8 of matrix
-     * l / 8 (j = 2 jj + (l / 8) / 2, kh = (l / 8) % 2). F16: one P^T per latent tile tq,
-     * P x scale(key, tq) x 2^e_run (u, a power of two), f16; else bf16. */
+     * transposed stmatrix. The 8 x 8 block of the warp's keys 16 warp + 8 kh .. + 7 by heads
+     * 8 j .. + 7 is in the accumulator layout stmatrix takes (lane: key g, heads 2 quad and
+     * + 1), and row i of its transpose is 16 bytes of head 8 j + i's row; lane l gives the
+     * address of row l % 8 of block l / 8 (j = 2 jj + (l / 8) / 2, kh = (l / 8) % 2). F16:
+     * one P^T per latent tile tq, P x scale(key, tq) x 2^e_run (u, a power of two), f16;
+     * else bf16. */
     const float u = F16 ? ldexpf(1.0f, e_run) : 1.0f;
     const float g0[4] = {sc0.x * u, sc0.y * u, sc0.z * u, sc0.w * u}, g1[4] = {sc1.x * u, sc1.y * u, sc1.z * u, sc1.w * u};
 #pragma unroll
