@@ -236,6 +236,7 @@
 #define WS_MOE_GATHER_ENV         "WARPSPEC_MOE_GATHER"    /* WS_MOE_GATHER_DEFAULT          */
 #define WS_EP_OVERLAP_ENV         "WARPSPEC_EP_OVERLAP"    /* WS_EP_OVERLAP_DEFAULT          */
 #define WS_EP_COMBINE_ENV         "WARPSPEC_EP_COMBINE"    /* by ranks (WS_EP_FUSED_MIN_RANKS) */
+#define WS_EP_RECORDS_ENV         "WARPSPEC_EP_RECORDS"    /* off: the expand books each entry from the inbox row's meta */
 #define WS_MOE_TILE_ENV           "WARPSPEC_MOE_TILE"      /* per layer (WS_MOE_WIDE_ROWS)   */
 #define WS_MOE_PAIR_ENV           "WARPSPEC_MOE_PAIR"      /* per layer (WS_MOE_PAIR_ROWS)   */
 #define WS_MOE_SCHED_ENV          "WARPSPEC_MOE_SCHED"     /* claimed                        */

@@ -82,6 +82,7 @@ static const knob_desc table[] = {
     BOOL_KNOB(WS_MOE_GATHER_ENV, NULL, moe_gather, WS_MOE_GATHER_DEFAULT, NULL),
     BOOL_KNOB(WS_EP_OVERLAP_ENV, NULL, ep_overlap, WS_EP_OVERLAP_DEFAULT, "chosen per call"),
     WORD_KNOB(WS_EP_COMBINE_ENV, NULL, ep_combine, -1, ep_combines, "fused from 4 ranks, else kernels"),
+    BOOL_KNOB(WS_EP_RECORDS_ENV, NULL, ep_records, 0, NULL),
     WORD_KNOB(WS_MOE_TILE_ENV, NULL, moe_tile, 0, moe_tiles, "chosen per layer"),
     BOOL_KNOB(WS_MOE_PAIR_ENV, NULL, moe_pair, -1, "chosen per layer"),
     WORD_KNOB(WS_MOE_SCHED_ENV, NULL, moe_static_walk, 0, moe_scheds, "claimed"),

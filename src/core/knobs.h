@@ -39,6 +39,7 @@ typedef struct {
   int moe_gather;            /* WARPSPEC_MOE_GATHER: 0 / 1                                   */
   int ep_overlap;            /* WARPSPEC_EP_OVERLAP: -1 = chosen per call, 0 / 1 forced     */
   int ep_combine;            /* WARPSPEC_EP_COMBINE: -1 by ranks, 0 kernels, 1 fused              */
+  int ep_records;            /* WARPSPEC_EP_RECORDS: senders write entry records (read at ws_ep_create) */
   int moe_tile;              /* WARPSPEC_MOE_TILE: 0 = chosen per layer, 64 or 128           */
   int moe_pair;              /* WARPSPEC_MOE_PAIR: -1 = chosen per layer, 0 / 1 forced       */
   int moe_static_walk;       /* WARPSPEC_MOE_SCHED: 1 static, 0 claimed                      */

@@ -2,6 +2,7 @@
  * communicator's symmetric heap, the config compared across ranks, and the launcher
  * the kernels share. Host code only. */
 #include "ep_internal.h"
+#include "../core/knobs.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -75,23 +76,37 @@ static void ep_release(ws_ep *ep) {
 }
 
 /* Every rank's config must equal ours: each writes its own into a symmetric array,
- * then reads the others' after a barrier. */
+ * then reads the others' after a barrier. With it the environment's choices that shape
+ * the symmetric buffer (WARPSPEC_EP_RECORDS). */
+typedef struct {
+  ws_ep_config cfg;
+  int records;
+} ep_shape;
 static ws_status compare_configs(ws_ep *ep) {
   const int n = ep->nranks;
-  int *box = NULL;
-  ws_status s = ws_comm_alloc(ep->comm, sizeof(ws_ep_config), (void **)&box);
+  ep_shape *box = NULL;
+  ws_status s = ws_comm_alloc(ep->comm, sizeof(ep_shape), (void **)&box);
   if (s != WS_OK) return s;
-  WS_CUDA_TRY(cudaMemcpy(box, &ep->cfg, sizeof ep->cfg, cudaMemcpyHostToDevice));
+  ep_shape ours;
+  memset(&ours, 0, sizeof ours);
+  ours.cfg = ep->cfg;
+  ours.records = ep->records;
+  WS_CUDA_TRY(cudaMemcpy(box, &ours, sizeof ours, cudaMemcpyHostToDevice));
   if ((s = ws_comm_barrier(ep->comm, 0)) != WS_OK || (s = ws_sync(0)) != WS_OK) return s;
   for (int p = 0; p < n && s == WS_OK; p++) {
     void *q = NULL;
-    ws_ep_config theirs;
+    ep_shape shape;
     if ((s = ws_comm_peer_ptr(ep->comm, box, p, &q)) != WS_OK) break;
-    if (cudaMemcpy(&theirs, q, sizeof theirs, cudaMemcpyDefault) != cudaSuccess) {
+    if (cudaMemcpy(&shape, q, sizeof shape, cudaMemcpyDefault) != cudaSuccess) {
       s = ws_fail(WS_ERR_CUDA, "ws_ep_create: reading rank %d's config failed", p);
       break;
     }
-    const ws_ep_config *m = &ep->cfg;
+    const ws_ep_config theirs = shape.cfg, *m = &ep->cfg;
+    if (shape.records != ep->records) {
+      s = ws_fail(WS_ERR_MISMATCH, "ws_ep_create: rank %d has " WS_EP_RECORDS_ENV "=%d and rank %d %d: every rank must "
+                  "run with the same environment", ep->rank, ep->records, p, shape.records);
+      break;
+    }
     const char *field = theirs.hidden != m->hidden ? "hidden" : theirs.experts != m->experts ? "experts"
                         : theirs.topk != m->topk ? "topk" : theirs.max_tokens != m->max_tokens ? "max_tokens"
                         : theirs.payload != m->payload ? "payload" : theirs.row_align != m->row_align ? "row_align"
@@ -137,6 +152,7 @@ extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config
   ep->max_rows = (int)ws_ep_max_rows(cfg, n);
   ep->scale_ld = (ep->max_rows + 3) / 4 * 4;
   ep->inbox_row = ep_inbox_row_bytes(cfg->hidden, ep->fp8, cfg->topk);
+  ep->records = ws_knobs_get()->ep_records;
   if ((s = compare_configs(ep)) != WS_OK) {
     free(ep);
     return s;
@@ -144,7 +160,8 @@ extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config
   const size_t L = (size_t)ep->local_experts, T = (size_t)cfg->max_tokens, N = (size_t)n, K = (size_t)cfg->topk;
   const size_t H = (size_t)cfg->hidden, R = (size_t)ep->max_rows;
   /* symmetric: every rank allocates the same buffer, laid out the same way */
-  const ep_buffers lay = ep_buffers_make(n, ep->local_experts, cfg->max_tokens, cfg->hidden, ep->fp8, cfg->topk, ep->sms);
+  const ep_buffers lay =
+      ep_buffers_make(n, ep->local_experts, cfg->max_tokens, cfg->hidden, ep->fp8, cfg->topk, ep->sms, ep->records);
   if ((s = sym_alloc(ep, lay.bytes, &ep->sym)) != WS_OK) {
     ep_release(ep);
     return s;
@@ -161,6 +178,7 @@ extern "C" ws_status ws_ep_create(ws_ep **out, ws_comm *comm, const ws_ep_config
     ep->comb_ack = (uint64_t *)(b + lay.comb_ack);
     ep->comb_prog = (uint64_t *)(b + lay.comb_prog);
     ep->comb_done = (uint64_t *)(b + lay.comb_done);
+    ep->rec = ep->records ? (ep_record *)(b + lay.rec) : NULL;
     /* ws_comm_alloc zeroes it: flags and counts start at zero on every rank */
   }
   DEV_ALLOC(ep->epochs, 7 * sizeof(uint64_t));
@@ -315,6 +333,7 @@ static void ep_fill_args(const ws_ep *ep, ep_args *a) {
   a->counts = ep->counts; a->count_flag = ep->count_flag; a->inbox = ep->inbox; a->data_flag = ep->data_flag;
   a->ack = ep->ack; a->comb_inbox = ep->comb_inbox; a->comb_flag = ep->comb_flag; a->comb_ack = ep->comb_ack;
   a->comb_prog = ep->comb_prog; a->comb_done = ep->comb_done;
+  a->records = ep->records; a->rec = ep->rec;
   for (int p = 0; p < ep->nranks; p++) a->peer_delta[p] = ep->peer_delta[p];
   a->x = (uint8_t *)ep->x; a->x_scale = ep->x_scale; a->offsets = ep->offsets; a->expert_counts = ep->expert_counts;
   a->src_rank = ep->src_rank; a->src_token = ep->src_token; a->src_slot = ep->src_slot; a->weight = ep->weight;

@@ -15,7 +15,10 @@
  *   comb_ack[src]               combine epoch src has finished reading from us
  *   comb_prog[dst][sms x EP_PROG_WARPS]  the fused combine: (epoch << 32) | rounds each of
  *                               dst's reducer warps has pushed (ep_comb_prog)
- *   comb_done[dst]              the fused combine: epoch dst's reduce has pushed every row */
+ *   comb_done[dst]              the fused combine: epoch dst's reduce has pushed every row
+ *   rec[src][L][max_tokens]     WARPSPEC_EP_RECORDS (else empty): the 16-byte record of each
+ *                               entry src sends us, at [its local expert][its position]: what
+ *                               the receive's bookkeeping needs, read without a dependent load */
 #ifndef WARPSPEC_EP_BUFFERS_H
 #define WARPSPEC_EP_BUFFERS_H
 
@@ -55,16 +58,21 @@ static inline EP_HD size_t ep_inbox_row_bytes(int hidden, int fp8, int topk) {
 
 /* The byte offset of each object, and the whole buffer's size. */
 typedef struct {
-  size_t counts, count_flag, inbox, data_flag, ack, comb_inbox, comb_flag, comb_ack, comb_prog, comb_done;
+  size_t counts, count_flag, inbox, data_flag, ack, comb_inbox, comb_flag, comb_ack, comb_prog, comb_done, rec;
   size_t bytes;
   size_t inbox_row; /* bytes of an inbox row (a multiple of EP_ROW_ALIGN) */
 } ep_buffers;
 
 static inline EP_HD size_t ep_buffers_align(size_t x) { return (x + EP_OBJECT_ALIGN - 1) / EP_OBJECT_ALIGN * EP_OBJECT_ALIGN; }
 
+/* Bytes of an entry record (ep_record, ep_internal.h). */
+#define EP_RECORD_BYTES 16
+
 /* The layout for nranks ranks, L local experts, max_tokens, hidden, the payload (fp8),
- * topk and sms transfer CTAs (the config's, checked by ws_ep_config_check first). */
-static inline EP_HD ep_buffers ep_buffers_make(int nranks, int L, int max_tokens, int hidden, int fp8, int topk, int sms) {
+ * topk and sms transfer CTAs (the config's, checked by ws_ep_config_check first), and
+ * whether the senders write entry records (records: WARPSPEC_EP_RECORDS). */
+static inline EP_HD ep_buffers ep_buffers_make(int nranks, int L, int max_tokens, int hidden, int fp8, int topk, int sms,
+                                               int records) {
   ep_buffers b;
   const size_t N = (size_t)nranks, T = (size_t)max_tokens, G = (size_t)sms;
   size_t at = 0;
@@ -79,6 +87,7 @@ static inline EP_HD ep_buffers ep_buffers_make(int nranks, int L, int max_tokens
   b.comb_ack = at;   at = ep_buffers_align(at + N * sizeof(uint64_t));
   b.comb_prog = at;  at = ep_buffers_align(at + N * G * EP_PROG_WARPS * sizeof(uint64_t));
   b.comb_done = at;  at = ep_buffers_align(at + N * sizeof(uint64_t));
+  b.rec = at;        at = ep_buffers_align(at + (records ? N * (size_t)L * T * EP_RECORD_BYTES : 0));
   b.bytes = at;
   return b;
 }

@@ -28,10 +28,22 @@ typedef struct {
   float weight;
 } ep_meta;
 
+/* An entry's record (WARPSPEC_EP_RECORDS), written by the sender into the receiver's
+ * rec[sender][local][pos] (ep_buffers.h): the token, its inbox row there, its top-k slot,
+ * the entry's index among the token's entries for that rank and their number (se: slot |
+ * index << 8 | entries << 16), the weight. 16 bytes, one store. */
+typedef struct {
+  int token;
+  int row;
+  int se;
+  float weight;
+} ep_record;
+
 /* What every kernel of a call gets: the handle's geometry and device pointers. */
 typedef struct ep_args {
   int rank, nranks, L, topk, hidden, fp8, sms, max_tokens, max_rows, scale_ld, row_align, experts;
   int ll;                  /* low latency: bf16 in (quantised by the sender when fp8), masked layout */
+  int records;             /* WARPSPEC_EP_RECORDS: senders write entry records, the expand books from them */
   uint64_t inbox_row;
   uint64_t *epochs;
   int *send_counts;
@@ -53,6 +65,7 @@ typedef struct ep_args {
   const uint64_t *comb_ack;
   const uint64_t *comb_prog;
   const uint64_t *comb_done;
+  const ep_record *rec;    /* [nranks][L][max_tokens] (records), else NULL */
   /* Peer p's copy of any of the symmetric objects above is at the same offset in its
    * heap: local address + peer_delta[p] (checked for every object at create). One
    * array instead of one per object keeps the parameters of a launch under 1 KB. */
@@ -86,6 +99,8 @@ struct ws_ep {
   uint64_t *comb_ack;
   uint64_t *comb_prog;
   uint64_t *comb_done;
+  ep_record *rec;          /* WARPSPEC_EP_RECORDS: [nranks][L][max_tokens], else NULL */
+  int records;             /* the knob's value at create (every rank's the same: compare_configs) */
   /* local device state */
   uint64_t *epochs;        /* [0] dispatch, [1] combine; CTAs finished: [2] expand, [3] gather, [4] route,
                             * [5] the fused combine's reduce; [6] its gather's places claimed */

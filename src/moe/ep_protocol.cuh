@@ -341,8 +341,14 @@ static __device__ __forceinline__ void ep_send_unit(const ep_args *a, const uint
       const uint32_t mine = __ballot_sync(0xffffffffu, en.dst == d);
       ep_meta *meta = (ep_meta *)(row + meta_off);
       if (en.dst == d) {
+        const int j = __popc(mine & ((1u << lane) - 1));
         ep_meta e = {en.local, en.pos, lane, w};
-        meta[1 + __popc(mine & ((1u << lane) - 1))] = e;
+        meta[1 + j] = e;
+        if (a->records) /* the entry's record at [us][local][pos] of d's rec (ep_book_records) */
+          ws_st_global_v4((uint4 *)(EP_PEER(ep_record, *a, rec, d) +
+                                    ((size_t)a->rank * a->L + en.local) * a->max_tokens + en.pos),
+                          make_uint4((uint32_t)t, (uint32_t)__ldcg(&a->tok_slot[(size_t)t * N + d]),
+                                     (uint32_t)(lane | j << 8 | __popc(mine) << 16), __float_as_uint(w)));
       }
       if (lane == 0) {
         ep_meta h = {t, __popc(mine), 0, 0.0f};
@@ -419,6 +425,35 @@ WS_DEV void ep_book_store(const ep_args *a, const int *rc, const int *off, int s
   a->comb_row[((size_t)s * a->max_tokens + i) * K + j] = r;
   a->comb_w[((size_t)s * a->max_tokens + i) * K + j] = w;
 }
+/* WARPSPEC_EP_RECORDS: the same bookkeeping by layout row, for the rows of sources s0 ..
+ * s1 - 1 (all in): a warp per (source, local expert), its lanes over the source's rows for
+ * that expert, each row's record (ep_send_unit wrote it at [source][local][pos]) read with
+ * one independent load -- no meta block, no second load after it. The entry with the
+ * last index of its token also marks the token's slots past its entries (-1), as
+ * ep_book_store does. rc and off: this CTA's copies (shared memory). */
+WS_DEV void ep_book_records(const ep_args *a, const int *rc, const int *off, int s0, int s1, int index, int lane, int gw,
+                            int nw) {
+  const int L = a->L, K = a->topk;
+  for (int u = gw; u < (s1 - s0) * L; u += nw) {
+    const int s = s0 + u / L, l = u % L, rows = rc[s * (L + 1) + l];
+    int base = off[l];
+    for (int q = 0; q < s; q++) base += rc[q * (L + 1) + l];
+    const ep_record *rec = a->rec + ((size_t)s * L + l) * a->max_tokens;
+    for (int p = lane; p < rows; p += 32) {
+      const int4 v = __ldcg((const int4 *)(rec + p));
+      const int r = base + p, i = v.y, slot = v.z & 0xFF, j = (v.z >> 8) & 0xFF, entries = v.z >> 16;
+      const float w = __int_as_float(v.w);
+      a->src_rank[r] = s; a->src_token[r] = v.x; a->src_slot[r] = slot; a->weight[r] = w;
+      if (index) a->row_index[r] = s * a->max_tokens + i;
+      const size_t c = ((size_t)s * a->max_tokens + i) * K;
+      a->comb_row[c + j] = r;
+      a->comb_w[c + j] = w;
+      if (j == entries - 1)
+        for (int jj = entries; jj < K; jj++) { a->comb_row[c + jj] = -1; a->comb_w[c + jj] = 0.0f; }
+    }
+  }
+}
+
 /* The entry's load after the head's, only where it exists (the default receive) */
 WS_DEV void ep_book_entry(const ep_args *a, const int *rc, const int *off, int s, int i, int j, int index) {
   const ep_meta *m = ep_meta_of(a, ep_inbox_row(a, s, i));

@@ -424,28 +424,31 @@ static void buffer_layout(void) {
         for (int r = 0; r < 4; r++)
           for (int t = 0; t < 3; t++)
             for (int g = 0; g < 3; g++)
-              for (int fp8 = 0; fp8 < 2; fp8++) {
+              for (int v = 0; v < 4; v++) { /* the payload, and whether the senders write entry records */
+                const int fp8 = v & 1, records = v >> 1;
                 const ws_ep_config c = {hidden[h], experts[e], topk[k], tokens[t], fp8 ? WS_EP_FP8 : WS_EP_BF16, 1, sms[g],
                                         WS_EP_NORMAL, WS_EP_RECEIVE_COPY};
                 if (ws_ep_config_check(&c, ranks[r]) != WS_OK) continue;
                 const size_t N = (size_t)ranks[r], L = (size_t)(experts[e] / ranks[r]), T = (size_t)tokens[t];
                 const size_t G = (size_t)sms[g], H = (size_t)hidden[h];
-                const ep_buffers b = ep_buffers_make(ranks[r], (int)L, tokens[t], hidden[h], fp8, topk[k], sms[g]);
-                const size_t at[10] = {b.counts, b.count_flag, b.inbox, b.data_flag, b.ack, b.comb_inbox, b.comb_flag,
-                                       b.comb_ack, b.comb_prog, b.comb_done};
-                const size_t need[10] = {N * (L + 1) * 4, N * 8, N * T * b.inbox_row, N * G * 8, N * 8, N * T * H * 2,
-                                         N * G * 8, N * 8, N * G * EP_PROG_WARPS * 8, N * 8};
+                const ep_buffers b =
+                    ep_buffers_make(ranks[r], (int)L, tokens[t], hidden[h], fp8, topk[k], sms[g], records);
+                const size_t at[11] = {b.counts, b.count_flag, b.inbox, b.data_flag, b.ack, b.comb_inbox, b.comb_flag,
+                                       b.comb_ack, b.comb_prog, b.comb_done, b.rec};
+                const size_t need[11] = {N * (L + 1) * 4, N * 8, N * T * b.inbox_row, N * G * 8, N * 8, N * T * H * 2,
+                                         N * G * 8, N * 8, N * G * EP_PROG_WARPS * 8, N * 8,
+                                         records ? N * L * T * EP_RECORD_BYTES : 0};
                 int ok = b.inbox_row % EP_ROW_ALIGN == 0 &&
                          b.inbox_row >= H * (fp8 ? 1 : 2) + (fp8 ? H / 128 * 4 : 0) + 16 * (size_t)(1 + topk[k]);
-                for (int i = 0; i < 10; i++) {
+                for (int i = 0; i < 11; i++) {
                   ok &= at[i] % EP_OBJECT_ALIGN == 0;
-                  ok &= at[i] + need[i] <= (i + 1 < 10 ? at[i + 1] : b.bytes); /* in order, none overlapping */
+                  ok &= at[i] + need[i] <= (i + 1 < 11 ? at[i + 1] : b.bytes); /* in order, none overlapping */
                 }
                 ok &= b.counts == 0 && b.bytes % EP_OBJECT_ALIGN == 0;
                 cases++;
                 if (!ok && bad++ < 3)
-                  printf("  ep_buffers: H %d E %d K %d ranks %d T %d sms %d fp8 %d: a bad layout\n", hidden[h],
-                         experts[e], topk[k], ranks[r], tokens[t], sms[g], fp8);
+                  printf("  ep_buffers: H %d E %d K %d ranks %d T %d sms %d fp8 %d records %d: a bad layout\n",
+                         hidden[h], experts[e], topk[k], ranks[r], tokens[t], sms[g], fp8, records);
               }
   CHECK(cases > 500 && bad == 0);
   /* DeepSeek-V3's FP8 row: 7168 + 224 scale bytes + 9 meta entries = 7536, on a line: 7552 */
