@@ -140,8 +140,9 @@ static __device__ __forceinline__ void expand_sources(const ep_args *a, const in
   int total = 0;
   for (int s = s0; s < s1; s++) total += ep_tokens_from(a, rc, s);
   const int K = a->topk;
-  if (a->records) {
-    ep_book_records(a, rc, off, s0, s1, index, lane, gw, nw);
+  if (a->records && ep_records_fit(a, rc, s0, s1, lane)) {
+    ep_book_records(a, rc, off, s0, s1, index, blockIdx.x * (long long)blockDim.x + threadIdx.x,
+                    (long long)gridDim.x * blockDim.x);
   } else {
     const long long units = (long long)total * K, nt = (long long)gridDim.x * blockDim.x;
     for (long long u = blockIdx.x * (long long)blockDim.x + threadIdx.x; u < units; u += nt) {

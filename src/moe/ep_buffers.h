@@ -92,4 +92,24 @@ static inline EP_HD ep_buffers ep_buffers_make(int nranks, int L, int max_tokens
   return b;
 }
 
+/* The receive layout read backwards (the entry records' bookkeeping, ep_book_records):
+ * layout row r's local expert *l (the last group start off[l] <= r: groups of no rows
+ * before it are passed over), its source (returned; nranks for a padding row) and *p, its
+ * position among that source's rows for *l. rc: [nranks][L + 1] counts (per local expert,
+ * then tokens), off: [L + 1] group starts, as ep_layout makes them; r < off[L]. The
+ * inverse of r = off[l] + sum over q < s of rc[q][l] + p (ep_layout_row). */
+static inline EP_HD int ep_row_source(const int *rc, const int *off, int L, int nranks, int r, int *l, int *p) {
+  int lo = 0, hi = L - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (off[mid] <= r) lo = mid;
+    else hi = mid - 1;
+  }
+  int q = r - off[lo], s = 0;
+  while (s < nranks && q >= rc[s * (L + 1) + lo]) q -= rc[(s++) * (L + 1) + lo];
+  *l = lo;
+  *p = q;
+  return s;
+}
+
 #endif

@@ -292,13 +292,15 @@ static __device__ __forceinline__ void ep_send_unit(const ep_args *a, const uint
   const int chunk = ep_send_chunk_vectors(quant);
   /* the token's destinations, one per lane (lane d and d + 32), and its entries (lane k) */
   uint8_t *dst_lo = NULL, *dst_hi = NULL;
+  int slot_lo = -1, slot_hi = -1; /* the token's inbox row there (the records) */
   if (lane < N && (only < 0 || lane == only)) {
-    const int slot = __ldcg(&a->tok_slot[(size_t)t * N + lane]);
-    if (slot >= 0) dst_lo = EP_PEER(uint8_t, *a, inbox, lane) + ((size_t)a->rank * a->max_tokens + slot) * a->inbox_row;
+    slot_lo = __ldcg(&a->tok_slot[(size_t)t * N + lane]);
+    if (slot_lo >= 0) dst_lo = EP_PEER(uint8_t, *a, inbox, lane) + ((size_t)a->rank * a->max_tokens + slot_lo) * a->inbox_row;
   }
   if (lane + 32 < N && (only < 0 || lane + 32 == only)) {
-    const int slot = __ldcg(&a->tok_slot[(size_t)t * N + lane + 32]);
-    if (slot >= 0) dst_hi = EP_PEER(uint8_t, *a, inbox, lane + 32) + ((size_t)a->rank * a->max_tokens + slot) * a->inbox_row;
+    slot_hi = __ldcg(&a->tok_slot[(size_t)t * N + lane + 32]);
+    if (slot_hi >= 0)
+      dst_hi = EP_PEER(uint8_t, *a, inbox, lane + 32) + ((size_t)a->rank * a->max_tokens + slot_hi) * a->inbox_row;
   }
   const uint32_t lo = __ballot_sync(0xffffffffu, dst_lo != NULL), hi = __ballot_sync(0xffffffffu, dst_hi != NULL);
   if (quant) { /* BF16 in, E4M3 + 1 x 128 scales out, quantised here */
@@ -339,16 +341,21 @@ static __device__ __forceinline__ void ep_send_unit(const ep_args *a, const uint
       if (a->fp8 && !quant)
         for (int cb = lane; cb < kb; cb += 32) ((float *)(row + pay))[cb] = x_scale[(size_t)t * kb + cb];
       const uint32_t mine = __ballot_sync(0xffffffffu, en.dst == d);
+      const int irow = __shfl_sync(0xffffffffu, half ? slot_hi : slot_lo, d % 32);
       ep_meta *meta = (ep_meta *)(row + meta_off);
       if (en.dst == d) {
         const int j = __popc(mine & ((1u << lane) - 1));
         ep_meta e = {en.local, en.pos, lane, w};
         meta[1 + j] = e;
-        if (a->records) /* the entry's record at [us][local][pos] of d's rec (ep_book_records) */
+        /* the entry's record at [us][local][pos] of d's rec (ep_book_records). A token that
+         * names one expert in several slots takes several positions, so (us, local) can
+         * count past max_tokens: no record there, and the receive books that call from the
+         * meta (ep_records_fit) */
+        if (a->records && en.pos < a->max_tokens)
           ws_st_global_v4((uint4 *)(EP_PEER(ep_record, *a, rec, d) +
                                     ((size_t)a->rank * a->L + en.local) * a->max_tokens + en.pos),
-                          make_uint4((uint32_t)t, (uint32_t)__ldcg(&a->tok_slot[(size_t)t * N + d]),
-                                     (uint32_t)(lane | j << 8 | __popc(mine) << 16), __float_as_uint(w)));
+                          make_uint4((uint32_t)t, (uint32_t)irow, (uint32_t)(lane | j << 8 | __popc(mine) << 16),
+                                     __float_as_uint(w)));
       }
       if (lane == 0) {
         ep_meta h = {t, __popc(mine), 0, 0.0f};
@@ -425,32 +432,42 @@ WS_DEV void ep_book_store(const ep_args *a, const int *rc, const int *off, int s
   a->comb_row[((size_t)s * a->max_tokens + i) * K + j] = r;
   a->comb_w[((size_t)s * a->max_tokens + i) * K + j] = w;
 }
-/* WARPSPEC_EP_RECORDS: the same bookkeeping by layout row, for the rows of sources s0 ..
- * s1 - 1 (all in): a warp per (source, local expert), its lanes over the source's rows for
- * that expert, each row's record (ep_send_unit wrote it at [source][local][pos]) read with
- * one independent load -- no meta block, no second load after it. The entry with the
- * last index of its token also marks the token's slots past its entries (-1), as
- * ep_book_store does. rc and off: this CTA's copies (shared memory). */
-WS_DEV void ep_book_records(const ep_args *a, const int *rc, const int *off, int s0, int s1, int index, int lane, int gw,
-                            int nw) {
-  const int L = a->L, K = a->topk;
-  for (int u = gw; u < (s1 - s0) * L; u += nw) {
-    const int s = s0 + u / L, l = u % L, rows = rc[s * (L + 1) + l];
-    int base = off[l];
-    for (int q = 0; q < s; q++) base += rc[q * (L + 1) + l];
-    const ep_record *rec = a->rec + ((size_t)s * L + l) * a->max_tokens;
-    for (int p = lane; p < rows; p += 32) {
-      const int4 v = __ldcg((const int4 *)(rec + p));
-      const int r = base + p, i = v.y, slot = v.z & 0xFF, j = (v.z >> 8) & 0xFF, entries = v.z >> 16;
-      const float w = __int_as_float(v.w);
-      a->src_rank[r] = s; a->src_token[r] = v.x; a->src_slot[r] = slot; a->weight[r] = w;
-      if (index) a->row_index[r] = s * a->max_tokens + i;
-      const size_t c = ((size_t)s * a->max_tokens + i) * K;
-      a->comb_row[c + j] = r;
-      a->comb_w[c + j] = w;
-      if (j == entries - 1)
-        for (int jj = entries; jj < K; jj++) { a->comb_row[c + jj] = -1; a->comb_w[c + jj] = 0.0f; }
-    }
+/* WARPSPEC_EP_RECORDS: whether every record of sources s0 .. s1 - 1 was written: no
+ * (source, expert) counts past max_tokens (a token naming one expert twice can make it
+ * so). A warp's lanes share the (source, expert) pairs; the whole warp calls it. */
+WS_DEV int ep_records_fit(const ep_args *a, const int *rc, int s0, int s1, int lane) {
+  const int L = a->L;
+  int fit = 1;
+  for (int u = lane; u < (s1 - s0) * L; u += 32) fit &= rc[(s0 + u / L) * (L + 1) + u % L] <= a->max_tokens;
+  return __all_sync(0xffffffffu, fit);
+}
+
+/* WARPSPEC_EP_RECORDS: the same bookkeeping as ep_book_entry by layout row, for the rows
+ * of sources s0 .. s1 - 1 (all in): thread tid of nthreads takes rows r = tid, tid +
+ * nthreads, ... of the layout, finds its expert l, source s and position p
+ * (ep_row_source: a binary search over off, then the sources' counts for l; past them,
+ * padding), and reads the record ep_send_unit wrote at rec[s][l][p] -- one load, no load
+ * depending on another, and rows spread evenly over the threads whatever the routing.
+ * The entry with the last index of its token also marks the token's slots past its
+ * entries (-1), as ep_book_store does. rc and off: this CTA's copies (shared memory). */
+WS_DEV void ep_book_records(const ep_args *a, const int *rc, const int *off, int s0, int s1, int index, long long tid,
+                            long long nthreads) {
+  const int L = a->L, K = a->topk, N = a->nranks;
+  for (long long rr = tid; rr < off[L]; rr += nthreads) {
+    const int r = (int)rr;
+    int l, p;
+    const int s = ep_row_source(rc, off, L, N, r, &l, &p);
+    if (s < s0 || s >= s1) continue; /* padding (s == N), or another source's row */
+    const int4 v = __ldcg((const int4 *)(a->rec + ((size_t)s * L + l) * a->max_tokens + p));
+    const int i = v.y, slot = v.z & 0xFF, j = (v.z >> 8) & 0xFF, entries = v.z >> 16;
+    const float w = __int_as_float(v.w);
+    a->src_rank[r] = s; a->src_token[r] = v.x; a->src_slot[r] = slot; a->weight[r] = w;
+    if (index) a->row_index[r] = s * a->max_tokens + i;
+    const size_t c = ((size_t)s * a->max_tokens + i) * K;
+    a->comb_row[c + j] = r;
+    a->comb_w[c + j] = w;
+    if (j == entries - 1)
+      for (int jj = entries; jj < K; jj++) { a->comb_row[c + jj] = -1; a->comb_w[c + jj] = 0.0f; }
   }
 }
 

@@ -12,6 +12,7 @@
 #include "../../src/moe/layer/layer_auto.h"
 #include "../../src/moe/ep_buffers.h"
 #include "../../src/moe/ep_overlap.h"
+#include "../../testdata/random.h"
 #include "warpspec/config.h"
 
 #include <math.h>
@@ -455,6 +456,47 @@ static void buffer_layout(void) {
   CHECK(ep_inbox_row_bytes(7168, 1, 8) == 7552 && ep_inbox_row_bytes(7168, 0, 8) == 14592);
 }
 
+/* ep_row_source, the records' bookkeeping's way back from a layout row to (expert, source,
+ * position): against the forward formula of ep_layout_row on random counts, with empty
+ * experts, empty sources, padding to row_align (normal) and the masked blocks (low
+ * latency); every padding row maps to no source. */
+static void row_source(void) {
+  uint64_t st = TD_RNG_START;
+  int bad = 0, rows_checked = 0;
+  for (int trial = 0; trial < 400; trial++) {
+    const int N = 1 + (int)(td_rng_u32(&st) % 8), L = 1 + (int)(td_rng_u32(&st) % 40), ll = trial % 4 == 3;
+    const int align = ll ? 1 : 1 << (td_rng_u32(&st) % 7), T = 64;
+    int rc[8 * 41], off[41];
+    for (int s = 0; s < N; s++)
+      for (int l = 0; l <= L; l++) /* a third of the counts zero, the rest 1 .. 64 */
+        rc[s * (L + 1) + l] = l < L && td_rng_u32(&st) % 3 ? 1 + (int)(td_rng_u32(&st) % T) : 0;
+    off[0] = 0;
+    for (int l = 0; l < L; l++) {
+      int rows = 0;
+      for (int s = 0; s < N; s++) rows += rc[s * (L + 1) + l];
+      off[l + 1] = off[l] + (ll ? N * T : (rows + align - 1) / align * align);
+    }
+    int *seen = (int *)calloc((size_t)off[L] + 1, sizeof(int));
+    REQUIRE(seen != NULL);
+    for (int l = 0; l < L; l++) /* forward: every (l, s, p) to its row, and back */
+      for (int s = 0, base = off[l]; s < N; base += rc[s * (L + 1) + l], s++)
+        for (int p = 0; p < rc[s * (L + 1) + l]; p++) {
+          int l2 = -1, p2 = -1;
+          const int s2 = ep_row_source(rc, off, L, N, base + p, &l2, &p2);
+          bad += s2 != s || l2 != l || p2 != p;
+          seen[base + p] = 1;
+          rows_checked++;
+        }
+    for (int r = 0; r < off[L]; r++) /* the rest is padding */
+      if (!seen[r]) {
+        int l2, p2;
+        bad += ep_row_source(rc, off, L, N, r, &l2, &p2) != N;
+      }
+    free(seen);
+  }
+  CHECK(bad == 0 && rows_checked > 10000);
+}
+
 /* ws_ep_recv_gemm on the three layouts a dispatch leaves (no GPU: the fields only). */
 static void recv_gemm(void) {
   ws_ep_recv r;
@@ -490,6 +532,7 @@ static void recv_gemm(void) {
 int main(void) {
   config_checks();
   buffer_layout();
+  row_source();
   recv_gemm();
   max_rows();
   reference_example();
