@@ -341,7 +341,7 @@ static __device__ __forceinline__ void ep_send_unit(const ep_args *a, const uint
       if (a->fp8 && !quant)
         for (int cb = lane; cb < kb; cb += 32) ((float *)(row + pay))[cb] = x_scale[(size_t)t * kb + cb];
       const uint32_t mine = __ballot_sync(0xffffffffu, en.dst == d);
-      const int irow = __shfl_sync(0xffffffffu, half ? slot_hi : slot_lo, d % 32);
+      const int irow = a->records ? __shfl_sync(0xffffffffu, half ? slot_hi : slot_lo, d % 32) : -1; /* uniform */
       ep_meta *meta = (ep_meta *)(row + meta_off);
       if (en.dst == d) {
         const int j = __popc(mine & ((1u << lane) - 1));
