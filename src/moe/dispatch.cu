@@ -141,7 +141,7 @@ static __device__ __forceinline__ void expand_sources(const ep_args *a, const in
   for (int s = s0; s < s1; s++) total += ep_tokens_from(a, rc, s);
   const int K = a->topk;
   if (a->records && ep_records_fit(a, rc, s0, s1, lane)) {
-    ep_book_records(a, rc, off, s0, s1, index, blockIdx.x * (long long)blockDim.x + threadIdx.x,
+    ep_book_records(a, rc, off, s0, s1, index, 0, off[a->L], blockIdx.x * (long long)blockDim.x + threadIdx.x,
                     (long long)gridDim.x * blockDim.x);
   } else {
     const long long units = (long long)total * K, nt = (long long)gridDim.x * blockDim.x;

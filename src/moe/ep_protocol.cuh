@@ -443,17 +443,18 @@ WS_DEV int ep_records_fit(const ep_args *a, const int *rc, int s0, int s1, int l
 }
 
 /* WARPSPEC_EP_RECORDS: the same bookkeeping as ep_book_entry by layout row, for the rows
- * of sources s0 .. s1 - 1 (all in): thread tid of nthreads takes rows r = tid, tid +
- * nthreads, ... of the layout, finds its expert l, source s and position p
+ * of sources s0 .. s1 - 1 (all in) among layout rows r0 .. r1 - 1 (the standalone expand:
+ * all of them; the layer kernel: its item's share): thread tid of nthreads takes rows
+ * r0 + tid, + nthreads, ..., finds each one's expert l, source s and position p
  * (ep_row_source: a binary search over off, then the sources' counts for l; past them,
  * padding), and reads the record ep_send_unit wrote at rec[s][l][p] -- one load, no load
  * depending on another, and rows spread evenly over the threads whatever the routing.
  * The entry with the last index of its token also marks the token's slots past its
  * entries (-1), as ep_book_store does. rc and off: this CTA's copies (shared memory). */
-WS_DEV void ep_book_records(const ep_args *a, const int *rc, const int *off, int s0, int s1, int index, long long tid,
-                            long long nthreads) {
+WS_DEV void ep_book_records(const ep_args *a, const int *rc, const int *off, int s0, int s1, int index, long long r0,
+                            long long r1, long long tid, long long nthreads) {
   const int L = a->L, K = a->topk, N = a->nranks;
-  for (long long rr = tid; rr < off[L]; rr += nthreads) {
+  for (long long rr = r0 + tid; rr < r1; rr += nthreads) {
     const int r = (int)rr;
     int l, p;
     const int s = ep_row_source(rc, off, L, N, r, &l, &p);

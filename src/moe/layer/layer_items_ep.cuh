@@ -149,11 +149,16 @@ WS_DEV void mxe_expand(const mx_layer_args *L, int *scratch, const ws_ctx *c, in
   ep_sync(&g);
   const int rows = mxe_received(a), nchunk = ep_copy_chunks(a);
   long long u0, u1;
-  mxe_share((long long)rows * K, L->expand_items, item, &u0, &u1);
-  for (long long u = u0 + i; u < u1; u += MX_LAYER_THREADS) {
-    int idx;
-    const int s = ep_source_of(a, rc, (int)(u / K), &idx);
-    ep_book_entry(a, rc, off, s, idx, (int)(u % K), 0);
+  if (a->records && ep_records_fit(a, rc, 0, N, lane)) { /* WARPSPEC_EP_RECORDS: this item's share of the layout rows */
+    mxe_share((long long)off[a->L], L->expand_items, item, &u0, &u1);
+    ep_book_records(a, rc, off, 0, N, 0, u0, u1, i, MX_LAYER_THREADS);
+  } else {
+    mxe_share((long long)rows * K, L->expand_items, item, &u0, &u1);
+    for (long long u = u0 + i; u < u1; u += MX_LAYER_THREADS) {
+      int idx;
+      const int s = ep_source_of(a, rc, (int)(u / K), &idx);
+      ep_book_entry(a, rc, off, s, idx, (int)(u % K), 0);
+    }
   }
   mxe_share((long long)rows * nchunk, L->expand_items, item, &u0, &u1);
   for (long long u = u0 + gw; u < u1; u += MX_LAYER_THREADS / 32) {

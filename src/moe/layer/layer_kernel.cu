@@ -263,7 +263,6 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     if (io->ep) { /* several ranks: at least one send and one gather item (their flags and
                    * acks); expand and reduce split what arrives, about as many rows as we send */
       ly->ep = *io->ep;
-      ly->ep.records = 0; /* the layer's receive books from the meta (ep_book_entry): no records to write */
       ly->nranks = ly->ep.nranks;
       ly->send_items = ly->gather_items = ly->token_items > 0 ? ly->token_items : 1;
       const int share = ly->nranks * ly->send_items;
