@@ -133,7 +133,9 @@ ws_status ws_ep_destroy(ws_ep *ep); /* collective */
 /* Collective: dispatch `num_tokens` tokens (0..max_tokens). x: [num_tokens][hidden] bf16,
  * or (normal mode, FP8 payload) e4m3 with x_scale [num_tokens][hidden / 128] fp32
  * (row-major, as ws_fp8_quantize_1x128 writes them; low latency: NULL, x is bf16); topk_idx [num_tokens][topk] int32 expert ids
- * (-1: no expert, the slot is skipped), topk_weights [num_tokens][topk] fp32; all device
+ * (-1: no expert, the slot is skipped; a token names each expert once -- in normal mode a
+ * repeat is dispatched as a further entry, in low-latency mode entries past max_tokens for
+ * one expert are skipped and reported as below), topk_weights [num_tokens][topk] fp32; all device
  * memory. recv (may be NULL) gets the layout. host_offsets: NULL for the graph-capturable
  * call; else the call waits for the stream and copies the exact expert offsets
  * (local_experts + 1 ints) there, and reports expert ids out of range as WS_ERR_INVALID.

@@ -315,9 +315,10 @@ extern "C" ws_status ws_ep_check(ws_ep *ep, cudaStream_t stream) {
 extern "C" ws_status ep_report_bad_ids(ws_ep *ep, const int *bad, cudaStream_t stream) {
   if (bad[0] == 0) return WS_OK;
   WS_CUDA_TRY(cudaMemsetAsync(ep->bad_id, 0, 4 * sizeof(int), stream));
-  return ws_fail(WS_ERR_INVALID, "ws_ep_dispatch: %d top-k entries out of range were skipped; the first: token %d slot %d "
-                 "has expert %d (experts are 0..%d, -1 skips a slot)", bad[0], bad[1], bad[2], bad[3],
-                 ep->cfg.experts - 1);
+  return ws_fail(WS_ERR_INVALID, "ws_ep_dispatch: %d top-k entries were skipped, out of range (experts are 0..%d, -1 "
+                 "skips a slot) or, in low-latency mode, past max_tokens %d entries for their expert (a token names an "
+                 "expert in several slots); the first: token %d slot %d has expert %d", bad[0], ep->cfg.experts - 1,
+                 ep->cfg.max_tokens, bad[1], bad[2], bad[3]);
 }
 
 static void ep_fill_args(const ws_ep *ep, ep_args *a) {

@@ -101,7 +101,10 @@ WS_DEV void ep_sync(const ep_group *g) { ws_named_sync(g->bar, (uint32_t)g->n); 
  * live there). cnt: E expert counters then N rank counters (shared or global memory,
  * zero before the call), one atomic per group of lanes that hit the same counter
  * (__match_any_sync / __ballot_sync): a hot expert costs one atomic per warp. Expert ids
- * out of range are skipped like -1 and reported in bad_id. */
+ * out of range are skipped like -1 and reported in bad_id. So is, in low-latency mode, an
+ * entry past max_tokens for its expert: a block holds max_tokens rows per source, which
+ * only a token naming one expert in several slots can exceed (ep_publish_counts clamps
+ * those counts, so that no row lands past the block). */
 WS_DEV void ep_route_token(const ep_args *a, const int *topk_idx, int T, int t, int *cnt, int lane) {
   const int E = a->experts, N = a->nranks, K = a->topk, L = a->L;
   const unsigned below = (1u << lane) - 1u; /* lanes before this one */
@@ -120,10 +123,15 @@ WS_DEV void ep_route_token(const ep_args *a, const int *topk_idx, int T, int t, 
       int base = 0;
       if (lane == leader) base = atomicAdd(&cnt[e], __popc(same));
       base = __shfl_sync(same, base, leader);
-      en.dst = e / L;
-      en.local = e % L;
-      en.pos = base + __popc(same & below);
-      sent |= 1ull << en.dst;
+      const int pos = base + __popc(same & below);
+      if (a->ll && pos >= a->max_tokens) { /* past the expert's block: skipped, reported */
+        if (atomicAdd(&a->bad_id[0], 1) == 0) { a->bad_id[1] = t; a->bad_id[2] = k; a->bad_id[3] = e; }
+      } else {
+        en.dst = e / L;
+        en.local = e % L;
+        en.pos = pos;
+        sent |= 1ull << en.dst;
+      }
     }
     if (live) a->entries[(size_t)t * K + k] = en;
   }
@@ -147,7 +155,9 @@ WS_DEV void ep_publish_counts(const ep_args *a, const int *cnt, uint64_t n, cons
   const int N = a->nranks, L = a->L, E = a->experts, per = L + 1;
   for (int j = g->tid; j < N * per; j += g->n) {
     const int d = j / per, l = j % per;
-    EP_PEER(int, *a, counts, d)[(size_t)a->rank * per + l] = cnt[l < L ? d * L + l : E + d];
+    const int v = cnt[l < L ? d * L + l : E + d];
+    /* low latency: an expert's entries past its block were skipped (ep_route_token) */
+    EP_PEER(int, *a, counts, d)[(size_t)a->rank * per + l] = a->ll && l < L ? min(v, a->max_tokens) : v;
   }
   ep_sync(g); /* every count stored before the flags' system fence */
   ep_ack_peers(a->count_flag, a->peer_delta, a->rank, N, n, g->tid);
