@@ -12,6 +12,7 @@
  *   send       ep_send_unit        a chunk of a row to every rank it goes to
  *   flags      ep_raise            a data flag per CTA slot on every rank
  *   receive    ep_book_entry       one entry's layout row: sources, combine's row, index
+ *              ep_book_records     the same from the senders' entry records (WARPSPEC_EP_RECORDS)
  *              ep_copy_unit        copy receive: a chunk of a row into its experts' rows
  *              ep_copy_scales      copy receive, FP8: a row's scales, K-block-major
  *   reduce     ep_reduce_unit      a chunk of a token's local sum, pushed to its rank
@@ -420,27 +421,22 @@ WS_DEV int ep_layout_row(const ep_args *a, const int *rc, const int *off, int s,
   return r;
 }
 
-/* One thread: entry j of the token received as source s's inbox row i: its layout row's
- * source, token, slot and weight (and, index receive, its inbox row), and combine's row
- * and weight for slot j (entries in slot order, -1 past them). rc and off: this CTA's
- * copies (shared memory). In two halves, the loads (ep_book_in: the row's head, and the
- * entry when it exists) and the stores (ep_book_store). */
-typedef struct {
-  int2 head; /* {token, entries} */
-  int4 e;    /* {local, pos, slot, weight}; read only for j < entries */
-} ep_book_in;
-WS_DEV void ep_book_store(const ep_args *a, const int *rc, const int *off, int s, int i, int j, int index, ep_book_in in) {
-  const int K = a->topk;
-  int r = -1;
-  float w = 0.0f;
-  if (j < in.head.y) {
-    r = ep_layout_row(a, rc, off, s, in.e.x, in.e.y);
-    w = __int_as_float(in.e.w);
-    a->src_rank[r] = s; a->src_token[r] = in.head.x; a->src_slot[r] = in.e.z; a->weight[r] = w;
-    if (index) a->row_index[r] = s * a->max_tokens + i;
-  }
-  a->comb_row[((size_t)s * a->max_tokens + i) * K + j] = r;
-  a->comb_w[((size_t)s * a->max_tokens + i) * K + j] = w;
+/* The bookkeeping's stores for entry j of the token received as source s's inbox row i,
+ * whose layout row is r: the row's source, token, top-k slot and weight (and, index
+ * receive, its inbox row), and combine's row and weight for entry j. ep_book_none: entry
+ * j past the token's entries (combine's row -1). Both receive forms store through these
+ * (ep_book_entry from the inbox row's meta, ep_book_records from the entry records). */
+WS_DEV void ep_book_row(const ep_args *a, int s, int i, int j, int r, int token, int slot, float w, int index) {
+  a->src_rank[r] = s; a->src_token[r] = token; a->src_slot[r] = slot; a->weight[r] = w;
+  if (index) a->row_index[r] = s * a->max_tokens + i;
+  const size_t c = ((size_t)s * a->max_tokens + i) * a->topk + j;
+  a->comb_row[c] = r;
+  a->comb_w[c] = w;
+}
+WS_DEV void ep_book_none(const ep_args *a, int s, int i, int j) {
+  const size_t c = ((size_t)s * a->max_tokens + i) * a->topk + j;
+  a->comb_row[c] = -1;
+  a->comb_w[c] = 0.0f;
 }
 /* WARPSPEC_EP_RECORDS: whether every record of sources s0 .. s1 - 1 was written: no
  * (source, expert) counts past max_tokens (a token naming one expert twice can make it
@@ -460,7 +456,7 @@ WS_DEV int ep_records_fit(const ep_args *a, const int *rc, int s0, int s1, int l
  * padding), and reads the record ep_send_unit wrote at rec[s][l][p] -- one load, no load
  * depending on another, and rows spread evenly over the threads whatever the routing.
  * The entry with the last index of its token also marks the token's slots past its
- * entries (-1), as ep_book_store does. rc and off: this CTA's copies (shared memory). */
+ * entries (ep_book_none), as ep_book_entry does. rc and off: this CTA's copies (shared memory). */
 WS_DEV void ep_book_records(const ep_args *a, const int *rc, const int *off, int s0, int s1, int index, long long r0,
                             long long r1, long long tid, long long nthreads) {
   const int L = a->L, K = a->topk, N = a->nranks;
@@ -470,26 +466,26 @@ WS_DEV void ep_book_records(const ep_args *a, const int *rc, const int *off, int
     const int s = ep_row_source(rc, off, L, N, r, &l, &p);
     if (s < s0 || s >= s1) continue; /* padding (s == N), or another source's row */
     const int4 v = __ldcg((const int4 *)(a->rec + ((size_t)s * L + l) * a->max_tokens + p));
-    const int i = v.y, slot = v.z & 0xFF, j = (v.z >> 8) & 0xFF, entries = v.z >> 16;
-    const float w = __int_as_float(v.w);
-    a->src_rank[r] = s; a->src_token[r] = v.x; a->src_slot[r] = slot; a->weight[r] = w;
-    if (index) a->row_index[r] = s * a->max_tokens + i;
-    const size_t c = ((size_t)s * a->max_tokens + i) * K;
-    a->comb_row[c + j] = r;
-    a->comb_w[c + j] = w;
+    const int i = v.y, j = (v.z >> 8) & 0xFF, entries = v.z >> 16;
+    ep_book_row(a, s, i, j, r, v.x, v.z & 0xFF, __int_as_float(v.w), index);
     if (j == entries - 1)
-      for (int jj = entries; jj < K; jj++) { a->comb_row[c + jj] = -1; a->comb_w[c + jj] = 0.0f; }
+      for (int jj = entries; jj < K; jj++) ep_book_none(a, s, i, jj);
   }
 }
 
-/* The entry's load after the head's, only where it exists (the default receive) */
+/* One thread, the default receive: entry j of source s's inbox row i from the row's meta
+ * block -- its head {token, entries}, then the entry where it exists -- stored at its
+ * layout row (ep_layout_row), or -1 for combine past the entries. rc and off: this CTA's
+ * copies (shared memory). */
 WS_DEV void ep_book_entry(const ep_args *a, const int *rc, const int *off, int s, int i, int j, int index) {
   const ep_meta *m = ep_meta_of(a, ep_inbox_row(a, s, i));
-  ep_book_in in;
-  in.head = __ldcg((const int2 *)m);
-  in.e = make_int4(0, 0, 0, 0);
-  if (j < in.head.y) in.e = __ldcg((const int4 *)(m + 1 + j));
-  ep_book_store(a, rc, off, s, i, j, index, in);
+  const int2 head = __ldcg((const int2 *)m);
+  if (j < head.y) {
+    const int4 e = __ldcg((const int4 *)(m + 1 + j)); /* {local, pos, slot, weight} */
+    ep_book_row(a, s, i, j, ep_layout_row(a, rc, off, s, e.x, e.y), head.x, e.z, __int_as_float(e.w), index);
+  } else {
+    ep_book_none(a, s, i, j);
+  }
 }
 /* The layout row of this lane's entry of inbox row (s, i) (lane < entries), else -1; and
  * the row's entries. */
