@@ -241,6 +241,7 @@
 #define WS_MOE_PAIR_ENV           "WARPSPEC_MOE_PAIR"      /* per layer (WS_MOE_PAIR_ROWS)   */
 #define WS_MOE_SCHED_ENV          "WARPSPEC_MOE_SCHED"     /* claimed                        */
 #define WS_MOE_SELF_ROUTE_ENV     "WARPSPEC_MOE_SELF_ROUTE" /* 1: WS_MOE_SELF_ROUTE_ENTRIES  */
+#define WS_MOE_SLICE_COMBINE_ENV  "WARPSPEC_MOE_SLICE_COMBINE" /* 1: L2 epilogues combine (few tokens) */
 #define WS_SR_CE_MIN_BYTES_ENV    "WARPSPEC_SR_CE_MIN_BYTES" /* WS_SR_CE_MIN_BYTES           */
 #define WS_AG_DIRECT_MAX_BYTES_ENV "WARPSPEC_AG_DIRECT_MAX_BYTES" /* WS_AG_DIRECT_MAX_BYTES    */
 #define WS_AG_ZC_MIN_BYTES_ENV    "WARPSPEC_AG_ZC_MIN_BYTES" /* WS_AG_ZC_MIN_BYTES           */

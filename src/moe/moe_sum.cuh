@@ -49,34 +49,39 @@ static __device__ __forceinline__ void moe_zero_acc(float (*acc)[8]) {
  * slot order. The loop over the groups is not unrolled: this code runs once per call on a
  * cold instruction cache, and unrolled over WS_EP_MAX_TOPK slots it was several KB of
  * instructions fetched one miss after another (at 1 token the whole-layer kernel's
- * combine took 15 us after the last L2 tile, H100). GROUP x MOE_SUM_UNROLL x 4 registers
+ * combine took 15 us after the last L2 tile, H100). GROUP x U x 4 registers
  * hold the loads. */
-template <int GROUP>
+template <int GROUP, int U = MOE_SUM_UNROLL>
 static __device__ __forceinline__ void moe_sum_rows_of(int my_row, float my_w, int K, const uint16_t *y, int hidden,
                                                        int v0, int nvec, uint4 *dst, int y_in_kernel);
 
-template <int GROUP>
+template <int GROUP, int U = MOE_SUM_UNROLL>
 static __device__ __forceinline__ void moe_sum_rows(const int *rows, const float *w, int K, const uint16_t *y,
                                                     int hidden, int v0, int nvec, uint4 *dst, int y_in_kernel) {
   const int lane = (int)(threadIdx.x % 32);
-  moe_sum_rows_of<GROUP>(lane < K ? __ldcg(rows + lane) : -1, lane < K ? __ldcg(w + lane) : 0.0f, K, y, hidden, v0,
+  moe_sum_rows_of<GROUP, U>(lane < K ? __ldcg(rows + lane) : -1, lane < K ? __ldcg(w + lane) : 0.0f, K, y, hidden, v0,
                          nvec, dst, y_in_kernel);
 }
 
 /* The same with slot `lane`'s row and weight already loaded (my_row, my_w; -1 / 0 past K):
- * a caller walking many chunks loads the next chunk's while this one's rows are summed. */
-template <int GROUP>
+ * a caller walking many chunks loads the next chunk's while this one's rows are summed.
+ * U: vectors per lane (MOE_SUM_UNROLL; fewer where registers are short): each value's
+ * sum is the same whatever U. */
+template <int GROUP, int U>
 static __device__ __forceinline__ void moe_sum_rows_of(int my_row, float my_w, int K, const uint16_t *y, int hidden,
                                                        int v0, int nvec, uint4 *dst, int y_in_kernel) {
   const uint4 *y4 = (const uint4 *)y;
   const size_t row_vecs = (size_t)hidden / 8;
-  float acc[MOE_SUM_UNROLL][8];
-  moe_zero_acc(acc);
+  float acc[U][8];
+#pragma unroll
+  for (int u = 0; u < U; u++)
+#pragma unroll
+    for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
 #pragma unroll 1
   for (int j0 = 0; j0 < K; j0 += GROUP) {
     int r[GROUP];
     float wj[GROUP];
-    uint4 p[GROUP][MOE_SUM_UNROLL];
+    uint4 p[GROUP][U];
 #pragma unroll
     for (int j = 0; j < GROUP; j++) { /* lanes past K hold row -1 */
       r[j] = __shfl_sync(0xffffffffu, my_row, (j0 + j) & 31);
@@ -86,7 +91,7 @@ static __device__ __forceinline__ void moe_sum_rows_of(int my_row, float my_w, i
 #pragma unroll
     for (int j = 0; j < GROUP; j++)
 #pragma unroll
-      for (int u = 0; u < MOE_SUM_UNROLL; u++)
+      for (int u = 0; u < U; u++)
         if (r[j] >= 0 && v0 + 32 * u < nvec) {
           const uint4 *q = y4 + (size_t)r[j] * row_vecs + v0 + 32 * u;
           p[j][u] = y_in_kernel ? ws_ld_global_cg_v4(q) : ws_ld_global_nc_v4(q);
@@ -95,12 +100,12 @@ static __device__ __forceinline__ void moe_sum_rows_of(int my_row, float my_w, i
     for (int j = 0; j < GROUP; j++) {
       if (r[j] < 0) continue; /* skipped, not added as zeros: the same bits as before */
 #pragma unroll
-      for (int u = 0; u < MOE_SUM_UNROLL; u++)
+      for (int u = 0; u < U; u++)
         if (v0 + 32 * u < nvec) moe_fma8(acc[u], p[j][u], wj[j]);
     }
   }
 #pragma unroll
-  for (int u = 0; u < MOE_SUM_UNROLL; u++)
+  for (int u = 0; u < U; u++)
     if (v0 + 32 * u < nvec) ws_st_global_v4(dst + v0 + 32 * u, moe_pack8(acc[u]));
 }
 

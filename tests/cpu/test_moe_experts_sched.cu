@@ -122,6 +122,9 @@ int main(void) {
   check(256, 7168, 2048, MOE_EXPERTS_BM, MOE_EXPERTS_BM, "DeepSeek-V3 local experts, 64-row tiles");
   check(256, 7168, 2048, MOE_EXPERTS_BM_WIDE, MOE_EXPERTS_BM_WIDE, "DeepSeek-V3 local experts, 128-row tiles");
   check(256, 7168, 2048, 2 * MOE_EXPERTS_BM, MOE_EXPERTS_BM, "DeepSeek-V3 local experts, CTA pairs");
-  CHECK(moe_experts_counter_words(1) == 2 + 9); /* 2 per block, next_item[2], routed, expanded, l2_done, comb_seen, sent, reduced, gathered */
+  /* 2 per block, next_item[2], routed, expanded, l2_done, comb_seen, sent, reduced, gathered, one per L2 column tile */
+  CHECK(moe_experts_counter_words(1, 256) == 2 + 9 + 1);
+  CHECK(moe_experts_counter_words(1, 7168) == 2 + 9 + 28);
+  CHECK(moe_experts_counter_words(1, 384) == 2 + 9 + 2);
   return test_finish("test_moe_experts_sched");
 }

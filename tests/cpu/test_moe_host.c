@@ -289,8 +289,8 @@ static void experts_arguments(void) {
   p.offsets = (const int *)buf; p.x = buf; p.x_scale = (const float *)buf; p.x_scale_ld = 128;
   p.w1 = buf; p.w1_scale = (const float *)buf; p.w2 = buf; p.w2_scale = (const float *)buf;
   p.act = (uint8_t *)buf; p.act_scale = (float *)buf; p.act_ld = 128; p.y = buf; p.counters = counters;
-  CHECK(moe_experts_counter_words(128) == 2 * 2 + 9);
-  CHECK(moe_experts_counter_words(129) == 2 * 3 + 9);
+  CHECK(moe_experts_counter_words(128, 256) == 2 * 2 + 9 + 1);
+  CHECK(moe_experts_counter_words(129, 256) == 2 * 3 + 9 + 1);
   CHECK_STATUS(moe_experts_launch(NULL, 0), WS_ERR_INVALID);
   p.hidden = 200;
   CHECK_STATUS(moe_experts_launch(&p, 0), WS_ERR_INVALID);

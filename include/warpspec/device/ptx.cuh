@@ -335,6 +335,14 @@ WS_DEV void ws_red_release_gpu_add_u32(uint32_t *p, uint32_t v) {
   asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+/* *p += v, returning the old value: a release of this thread's writes and an acquire of
+ * those released before the values it reads (the last of several writers sees them all). */
+WS_DEV uint32_t ws_atom_acq_rel_gpu_add_u32(uint32_t *p, uint32_t v) {
+  uint32_t old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
 /* Generic-proxy writes to global memory and async-proxy (TMA) reads of them: the writer
  * fences after its stores, the reader after it acquired them, before its TMA loads. */
 WS_DEV void ws_fence_proxy_async_global(void) { asm volatile("fence.proxy.async.global;" ::: "memory"); }

@@ -128,7 +128,7 @@ ws_status ws_moe_layer_create(ws_moe_layer **out, ws_comm *comm, const ws_moe_la
   const int whole = n == 1 && (cfg->path == WS_MOE_AUTO || cfg->path == WS_MOE_FUSED_LAYER);
   const size_t K = (size_t)cfg->topk, E = (size_t)cfg->experts;
   if ((unfused && (s = layer_alloc(l, (void **)&l->h, R * 2 * I * 2)) != WS_OK) ||
-      (fused && (s = layer_alloc(l, (void **)&l->counters, moe_experts_counter_words((int)R) * 4)) != WS_OK) ||
+      (fused && (s = layer_alloc(l, (void **)&l->counters, moe_experts_counter_words((int)R, cfg->hidden) * 4)) != WS_OK) ||
       (s = layer_alloc(l, (void **)&l->act, R * I)) != WS_OK ||
       (s = layer_alloc(l, (void **)&l->act_s, (I / 128) * l->act_ld * 4)) != WS_OK ||
       (s = layer_alloc(l, (void **)&l->y, R * H * 2)) != WS_OK || (s = layer_alloc(l, (void **)&l->xq, T * H)) != WS_OK ||

@@ -19,6 +19,9 @@
  *                      tile has stored its rows (a counter the L2 epilogues add to), then
  *                      per token sum weight x row over its top-k slots in fp32 in slot
  *                      order, BF16 out: the unfused path's combine, the same bits.
+ *                      At most MX_SLICE_COMBINE_TOKENS tokens: no combine items; the L2
+ *                      tiles' epilogues sum each column slice once its last tile is in
+ *                      (mx_count_stored, mx_combine_slice).
  *
  * Every wait is bounded and every counter comes back to zero within the call (the last
  * reader resets it): repeated calls and graph replay need no host work. */
@@ -35,6 +38,8 @@
 
 #define MX_LAYER_THREADS 256 /* the two math warpgroups                                    */
 #define MX_LAYER_COLS (MOE_SUM_CHUNK * 8) /* columns of a warp's unit of expand and combine */
+/* One GPU, at most this many tokens: the combine in the L2 epilogues (slice_combine). */
+#define MX_SLICE_COMBINE_TOKENS 8
 
 typedef struct {
   int on;                      /* 0: the experts only                                     */
@@ -61,6 +66,8 @@ typedef struct {
   uint32_t *l2_done;           /* L2 tile halves stored (2 per tile)                       */
   uint32_t *comb_seen;         /* combine items past their wait (the last one resets)      */
   uint32_t *sent, *reduced, *gathered; /* several ranks: items done (the last one resets)  */
+  int slice_combine;           /* one GPU, few tokens: combine by the L2 epilogues, no items */
+  uint32_t *slice_done;        /* [L2 column tiles]: tile halves counted (the last resets)   */
   ep_args ep;                  /* several ranks: the dispatch handle's buffers              */
 } mx_layer_args;
 
@@ -112,7 +119,7 @@ WS_DEV int mx_padded_start(const int *rows, int e0, int e1, int i, int threads, 
 /* i: 0..255 over both math warpgroups; scratch: 2 E + 9 ints of shared memory. The
  * positions inside an expert come from shared-memory atomics (any order: rows of a tile
  * are independent, and combine finds each entry's row through entry_row). */
-WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar) {
+WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar, int H) {
   const int E = L->experts, K = L->topk, n = L->tokens * K;
   int *cnt = scratch, *off = scratch + E, *warp_sum = scratch + 2 * E + 1;
   for (int e = i; e < E; e += MX_LAYER_THREADS) cnt[e] = 0;
@@ -136,12 +143,17 @@ WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar) 
     L->offsets[e] = run;
     run += mx_pad_rows(cnt[e]);
   }
-  if (i == MX_LAYER_THREADS - 1) L->offsets[E] = run;
+  if (i == MX_LAYER_THREADS - 1) L->offsets[E] = off[E] = run;
   ws_named_sync(bar, MX_LAYER_THREADS);
   for (int j = i; j < n; j += MX_LAYER_THREADS) {
     const int pos = L->entry_row[j]; /* this thread's own store above */
     if (pos >= 0) L->entry_row[j] = off[__ldg(L->topk_idx + j)] + pos;
   }
+  /* combine by the L2 epilogues, and no slot names an expert: no tile will sum the rows,
+   * which are zero (a combine item writes the same) */
+  if (L->slice_combine && off[E] == 0)
+    for (size_t v = (size_t)i; v < (size_t)L->tokens * H / 8; v += MX_LAYER_THREADS)
+      ((uint4 *)L->out)[v] = make_uint4(0u, 0u, 0u, 0u);
   /* every thread's stores ordered before thread 0 by the barrier; its release is cumulative */
   ws_named_sync(bar, MX_LAYER_THREADS);
   if (i == 0 && L->drop != MOE_DROP_ROUTED) ws_red_release_gpu_add_u32(L->routed, 1u);
@@ -226,6 +238,16 @@ WS_DEV void mx_combine_wait(const mx_layer_args *L, const ws_ctx *c, uint32_t ta
     *L->l2_done = 0u;
     *L->comb_seen = 0u;
   }
+}
+
+/* slice_combine: the sums of L2 column tile tn (256 columns, a lane's 16-byte vector
+ * each) for every token, a warp per token (warp of `warps`); mx_combine's arithmetic, the
+ * same bits. y was written by this kernel's L2 tiles. */
+WS_DEV void mx_combine_slice(const mx_layer_args *L, const uint16_t *y, int tn, int warp, int warps, int lane, int H) {
+  const int K = L->topk, v0 = tn * 32, end = min(v0 + 32, H / 8);
+  for (int t = warp; t < L->tokens; t += warps)
+    moe_sum_rows<8, 1>(L->entry_row + (size_t)t * K, L->topk_weights + (size_t)t * K, K, y, H, v0 + lane, end,
+                       (uint4 *)(L->out + (size_t)t * H), 1); /* a vector a lane, 8 slots at once */
 }
 
 /* A warp per (token, 1024-column chunk of the row), the item's tokens over the 8 warps;

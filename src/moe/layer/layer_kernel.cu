@@ -123,8 +123,11 @@ WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x,
 static int mx_blocks(int max_rows) { return (max_rows + MOE_EXPERTS_BM - 1) / MOE_EXPERTS_BM; }
 
 /* ready[B], seen[B], next_item[2]; the whole layer's routed, expanded, l2_done, comb_seen,
- * and with several ranks sent, reduced, gathered */
-extern "C" size_t moe_experts_counter_words(int max_rows) { return 2 * (size_t)mx_blocks(max_rows) + 9; }
+ * and with several ranks sent, reduced, gathered; then one per L2 column tile of the
+ * 64-row tile (slice_combine) */
+extern "C" size_t moe_experts_counter_words(int max_rows, int hidden) {
+  return 2 * (size_t)mx_blocks(max_rows) + 9 + (size_t)moe_experts_l2_items(MOE_EXPERTS_BM, hidden);
+}
 
 /* ctx: the instance's shared memory bytes (a size_t) */
 static ws_status mx_make_plan(const void *ctx, ws_plan *plan) {
@@ -268,6 +271,12 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
       const int share = ly->nranks * ly->send_items;
       ly->expand_items = ly->reduce_items = share < 2 * sms ? share : 2 * sms;
     }
+    /* one GPU, a few tokens: each L2 column tile's last epilogue sums it for every token
+     * (mx_count_stored), no combine items */
+    ly->slice_combine = ly->nranks == 1 && BM == MOE_EXPERTS_BM && io->tokens >= 1 &&
+                        io->tokens <= MX_SLICE_COMBINE_TOKENS && moe_experts_l2_items(BM, H) <= 64 &&
+                        ws_knobs_get()->moe_slice_combine; /* a 64-bit mask of column tiles */
+    if (ly->slice_combine) ly->reduce_items = 0;
     /* one GPU, few entries: every loader routes for itself (mx_self_route) */
     /* WARPSPEC_MOE_SELF_ROUTE=0 turns it off (measurements) */
     const int self_route = ws_knobs_get()->moe_self_route ? WS_MOE_SELF_ROUTE_ENTRIES : 0;
@@ -290,6 +299,7 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     ly->sent = ly->routed + 4;
     ly->reduced = ly->routed + 5;
     ly->gathered = ly->routed + 6;
+    ly->slice_done = ly->routed + 7;
   }
   ws_diag diag;
   if ((s = ws_diag_get(&diag)) != WS_OK) return s;

@@ -61,7 +61,7 @@ typedef struct {
   float *act_scale;             /* [I / 128][act_ld]                                          */
   int act_ld;                   /* >= max_rows, a multiple of 4                               */
   void *y;                      /* [max_rows][H] bf16 out                                     */
-  uint32_t *counters;           /* moe_experts_counter_words(max_rows), zero before the first
+  uint32_t *counters;           /* moe_experts_counter_words(max_rows, hidden), zero before the first
                                  * call; every call leaves them zero again                    */
   const moe_layer_io *layer;    /* NULL: the experts only (offsets, x, x_scale given)         */
   int sms;                      /* CTAs (0: every SM)                                        */
@@ -81,7 +81,7 @@ enum {
   MOE_DROP_L2_STORED   /* the layer's L2 tiles' store counts   ("moe layer L2 rows")    */
 };
 
-size_t moe_experts_counter_words(int max_rows); /* with or without a layer */
+size_t moe_experts_counter_words(int max_rows, int hidden); /* with or without a layer */
 struct ws_ep;
 const struct ep_args *ep_kernel_args(const struct ws_ep *ep); /* ep.cu: the kernels' ep_args of a handle */
 /* dispatch.cu: ws_ep_dispatch with the receive chosen per call (ep_internal.h) */

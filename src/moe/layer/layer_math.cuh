@@ -223,14 +223,38 @@ WS_DEV void mx_l1_epilogue_wide(const ws_ctx *ctx, const mx_args *a, mx_smem<BM>
  * combine): waiting for the stores right after issuing them stalled the warpgroup about
  * 2 us per tile, and the loader with it once every slot was full (+114 us at 128 tokens,
  * DeepSeek-V3, H100). The barrier orders the plain stores of a partial tile before the
- * leader's release. */
-WS_DEV void mx_count_stored(const ws_ctx *ctx, const mx_args *a) {
+ * leader's release. slice_combine: the count is on the tile's column slice tn (2 halves
+ * per 64-row block); returns 1 in every thread of the warpgroup that counted last, which
+ * then sums that slice (mx_sum_slice; its leader's acquire and the barrier come before
+ * the warpgroup reads the other CTAs' y). `last`: the warpgroup's word of shared memory. */
+WS_DEV int mx_count_stored(const ws_ctx *ctx, const mx_args *a, int tn, int *last) {
   ws_role_sync(ctx);
+  const mx_layer_args *L = &a->layer;
   if (ws_role_leader(ctx)) {
     WS_CP_ASYNC_BULK_WAIT_GROUP(0);
     ws_fence_proxy_async_global();
-    if (a->layer.drop != MOE_DROP_L2_STORED) ws_red_release_gpu_add_u32(a->layer.l2_done, 1u);
+    int mine = 0;
+    if (L->drop == MOE_DROP_L2_STORED) {
+    } else if (!L->slice_combine) {
+      ws_red_release_gpu_add_u32(L->l2_done, 1u);
+    } else {
+      const uint32_t halves = 2u * (uint32_t)(__ldcg(L->offsets + L->experts) / MOE_EXPERTS_BM);
+      mine = ws_atom_acq_rel_gpu_add_u32(L->slice_done + tn, 1u) == halves - 1u;
+      if (mine) L->slice_done[tn] = 0u; /* nobody else counts on it again this call */
+    }
+    if (L->slice_combine) *last = mine;
   }
+  if (!L->slice_combine) return 0;
+  ws_role_sync(ctx);
+  return *last;
+}
+
+/* slice_combine: this warpgroup counted column slice tn last: its sums for every token.
+ * Called where no tile's accumulators are live (inside the epilogue they spilled). */
+WS_DEV void mx_sum_slice(const ws_ctx *ctx, const mx_args *a, int tn) {
+  ws_trace_mark(ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_EPILOGUE);
+  mx_combine_slice(&a->layer, a->l2.d, tn, ctx->warp, 4, ctx->lane, a->hidden);
+  ws_trace_mark(ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_EPILOGUE);
 }
 
 /* Wait for the next item's first stage and take the item the loader decoded into it:
@@ -292,7 +316,7 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     c = ws_cursor_next(c, pipe.stages);
     if (phase == MX_ROUTE + 1) {
       if (ep) mxe_route(&a.layer, (int *)sm->epi[0].out, &ctx, mi, bar, &sm->ep);
-      else mx_route(&a.layer, (int *)sm->epi[0].out, mi, bar);
+      else mx_route(&a.layer, (int *)sm->epi[0].out, mi, bar, a.hidden);
     } else if (phase == MX_SEND + 1) {
       mxe_send(&a.layer, tile.g, gw, ctx.lane, mi, bar, &sm->ep);
     } else if (ep) {
@@ -328,6 +352,8 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
   int stored = 0; /* the whole layer: this warpgroup's last L2 tile is not counted yet */
+  int stored_tn = 0; /* ... and its column tile (slice_combine) */
+  uint64_t to_sum = 0; /* slice_combine: the column tiles this warpgroup counted last */
   while (phase == MX_L2 + 1) {
     if (PAIR && tile.tm * BM >= tile.count) {
       c = mx_skip(&pipe, &ctx, ib, c);
@@ -344,7 +370,9 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     WS_PROBE(p, 2);
     gemm_tile out = tile;
     out.tn = wide ? tile.tn : 2 * tile.tn + wg;
-    if (stored) mx_count_stored(&ctx, &a); /* the previous tile's stores are long done */
+    /* the previous tile's stores are long done; its slice, if this warpgroup completed it,
+     * is summed after the loop (in it, the sums' registers spilled the accumulators') */
+    if (stored && mx_count_stored(&ctx, &a, stored_tn, &sm->slice_last[wg])) to_sum |= 1ull << stored_tn;
     /* rows past the expert's end (the 128-row tile's next-expert half) are not stored */
     ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_EPILOGUE);
     gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * BM + (wide ? wg * 64 : 0), total, sm->epi[wg].out, map_y);
@@ -352,11 +380,14 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     WS_PROBE(p, 3);
     WS_PROBE_FLUSH(&ctx, p, 4, 10);
     stored = !PAIR && a.layer.on;
+    stored_tn = tile.tn;
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     WS_PROBE(p, 0);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
-  if (stored) mx_count_stored(&ctx, &a); /* before any combine item waits for the count */
+  /* before any combine item waits for the count */
+  if (stored && mx_count_stored(&ctx, &a, stored_tn, &sm->slice_last[wg])) to_sum |= 1ull << stored_tn;
+  for (; to_sum; to_sum &= to_sum - 1) mx_sum_slice(&ctx, &a, __ffsll((long long)to_sum) - 1);
   while (!PAIR && (phase == MX_COMBINE + 1 || phase == MX_REDUCE + 1 || phase == MX_GATHER + 1)) {
     ws_pipe_release_warp_at(&pipe, &ctx, c);
     c = ws_cursor_next(c, pipe.stages);

@@ -91,6 +91,7 @@ template <int BM> struct mx_smem {
   mx_items items;                         /* its items, decoded, to the loader   */
   int offsets[MX_SMEM_OFFSETS];           /* and the expert offsets they read  */
   mxe_shared ep;                          /* several ranks: epochs, "last item" flag */
+  int slice_last[2];                      /* per math warpgroup: it counted its slice last */
 };
 
 /* Two math warpgroups at 208 registers, then a loader warpgroup at 88 with two working

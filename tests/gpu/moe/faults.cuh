@@ -17,10 +17,11 @@
  * the waits behind it (the math warpgroups' on the pipe; in the layer, the later items'
  * on the hand-offs after it: with a CTA per item in this tiny layer they all run) start
  * about together, so the first to reach the bound names any of them; the combine wait is
- * the only one left running when L2's counts are dropped, so it names itself. The CUDA context is lost after a timeout:
- * one case per process. */
+ * the only one left running when L2's counts are dropped, so it names itself (16 tokens:
+ * from 8 down, the L2 epilogues combine and nothing waits for those counts). The CUDA
+ * context is lost after a timeout: one case per process. */
 static void experts_timeout(int drop, const char *what) {
-  const int H = 256, I = 128, R = 64, T = 8, K = 2, layer = drop != MOE_DROP_L1_RELEASE;
+  const int H = 256, I = 128, R = 64, T = 16, K = 2, layer = drop != MOE_DROP_L1_RELEASE;
   moe_experts_problem p;
   memset(&p, 0, sizeof p);
   p.hidden = H; p.inter = I; p.groups = 1; p.max_rows = R;
@@ -35,8 +36,8 @@ static void experts_timeout(int drop, const char *what) {
   const int offs[2] = {0, R};
   CUDA_OK(cudaMemcpy(buf[0], offs, sizeof offs, cudaMemcpyHostToDevice));
   uint32_t *counters;
-  CUDA_OK(cudaMalloc((void **)&counters, moe_experts_counter_words(R) * 4));
-  CUDA_OK(cudaMemset(counters, 0, moe_experts_counter_words(R) * 4));
+  CUDA_OK(cudaMalloc((void **)&counters, moe_experts_counter_words(R, H) * 4));
+  CUDA_OK(cudaMemset(counters, 0, moe_experts_counter_words(R, H) * 4));
   p.offsets = (const int *)buf[0]; p.x = buf[1]; p.x_scale = (const float *)buf[2]; p.x_scale_ld = R;
   p.w1 = buf[3]; p.w1_scale = (const float *)buf[4]; p.w2 = buf[5]; p.w2_scale = (const float *)buf[6];
   p.act = (uint8_t *)buf[7]; p.act_scale = (float *)buf[8]; p.act_ld = R; p.y = buf[9]; p.counters = counters;

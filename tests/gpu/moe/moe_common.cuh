@@ -25,7 +25,8 @@
 static int rank, nranks;
 static uint64_t seed;
 
-typedef enum { ROUTE_UNIFORM, ROUTE_ONE_EXPERT, ROUTE_OTHER_RANK, ROUTE_STAY, ROUTE_HOLES } routing;
+/* ROUTE_NONE: every slot -1 (no expert at all: the output is zeros) */
+typedef enum { ROUTE_UNIFORM, ROUTE_ONE_EXPERT, ROUTE_OTHER_RANK, ROUTE_STAY, ROUTE_HOLES, ROUTE_NONE } routing;
 
 /* Rank r's routing: [T][K] ids (distinct per token), and weights. */
 static void make_routing(const ws_ep_config *cfg, int r, int T, routing how, int *idx, float *w, uint64_t salt) {
@@ -43,7 +44,7 @@ static void make_routing(const ws_ep_config *cfg, int r, int T, routing how, int
       /* distinct experts per token (a token picks each expert once) */
       for (int j = 0; j < k; j++)
         if (idx[t * K + j] == e) { e = -2; break; }
-      if (e == -2 || (how == ROUTE_HOLES && mix(h ^ 7) % 4 == 0)) e = -1;
+      if (e == -2 || (how == ROUTE_HOLES && mix(h ^ 7) % 4 == 0) || how == ROUTE_NONE) e = -1;
       idx[t * K + k] = e;
       w[t * K + k] = 0.25f + 0.5f * (unit(h ^ 99) + 1.0f) / 2.0f;
     }

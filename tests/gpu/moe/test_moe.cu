@@ -46,6 +46,7 @@ int main(int argc, char **argv) {
     layer_long = 0;
     CHECK(moe_layer_case(comm, 512, 256, 8 * nranks, 4, 48, ROUTE_HOLES));
     if (2 % nranks == 0) CHECK(moe_layer_case(comm, 128, 128, 2, 1, 2, ROUTE_HOLES));
+    if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 3, ROUTE_NONE));
     WS_OK_OR_DIE(ws_comm_destroy(comm));
     return test_finish("test_moe layer");
   }
@@ -57,6 +58,8 @@ int main(int argc, char **argv) {
      * top-8, 1 token), then one with many rows per expert and an odd H / 128 */
     if (2 % nranks == 0) CHECK(moe_layer_case(comm, 128, 128, 2, 1, 2, ROUTE_HOLES));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 1, ROUTE_HOLES));
+    /* few tokens, every slot -1: no tile at all, and still a zero output from each path */
+    if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 3, ROUTE_NONE));
     CHECK(moe_layer_case(comm, 1152, 384, 4 * nranks, 2, 300, ROUTE_HOLES));
     /* skewed: every token's first slot on expert 0 (a hot expert, most others empty) */
     CHECK(moe_layer_case(comm, 512, 256, 32 * nranks, 8, 130, ROUTE_ONE_EXPERT));
