@@ -11,6 +11,9 @@ median time per shape, from the logs the session scripts keep in docs/results:
         knob's setting as tests/gpu/run_ab.sh prints it, "KNOB=0:"): one bar per V
   rounds-rel  the same, each shape's times divided by the median of the first V seen (the
         baseline), for shapes whose times differ by orders of magnitude
+  moe-rel lines "V rR[:] bench moe rank 0: SHAPE T N layer  : layer X us ..." (`bench moe`
+        under run_ab.sh): the whole-layer path's time per (shape, tokens), relative to the
+        first V
 
 Each bar is the median over the rounds; the thin line on it spans the rounds' minimum to
 maximum."""
@@ -69,8 +72,19 @@ def rounds_series(path):
     return series, "us per call", None
 
 
-def relative_series(path):
-    series, _, _ = rounds_series(path)
+def moe_series(path):
+    series = {}
+    pat = re.compile(r"^(\S+?):? r\d+:? bench moe rank 0: (\S+)\s+T\s+(\d+) layer\s*:\s*layer\s+([\d.]+) us")
+    for line in open(path):
+        m = pat.match(line.strip())
+        if m:
+            name = f"{m.group(2)}, {m.group(3)} token{'s' if m.group(3) != '1' else ''}"
+            series.setdefault(name, {}).setdefault(m.group(1), []).append(float(m.group(4)))
+    return series, "us per call", None
+
+
+def relative_series(path, source=None):
+    series, _, _ = (source or rounds_series)(path)
     for d in series.values():
         base = statistics.median(next(iter(d.values())))
         for k in d:
@@ -79,7 +93,8 @@ def relative_series(path):
 
 
 def main(kind, src, dst, labels=None):
-    kinds = {"gemm": gemm_series, "mla": mla_series, "rounds": rounds_series, "rounds-rel": relative_series}
+    kinds = {"gemm": gemm_series, "mla": mla_series, "rounds": rounds_series, "rounds-rel": relative_series,
+             "moe-rel": lambda p: relative_series(p, moe_series)}
     series, unit, shares = kinds[kind](src)
     if not series:
         sys.exit(f"plot_ab_times: no {kind} lines in {src}")
@@ -106,7 +121,7 @@ def main(kind, src, dst, labels=None):
             name = names[[n for n in range(len(names)) if series[names[n]].get(key)][i]]
             if shares and shares.get(name, {}).get(key):
                 ax.text(x, hi[i] * 1.01, f"{statistics.median(shares[name][key]) * 100:.0f}%", ha="center", fontsize=7)
-    if kind == "rounds-rel":  # the differences are a few per cent: show that band, 1.0 marked
+    if kind.endswith("-rel"):  # the differences are a few per cent: show that band, 1.0 marked
         vals = [v for d in series.values() for vs in d.values() for v in vs]
         ax.set_ylim(min(vals) - 0.02, max(vals) + 0.02)
         ax.axhline(1.0, color="gray", linewidth=0.8)
@@ -121,6 +136,6 @@ def main(kind, src, dst, labels=None):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4 or sys.argv[1] not in ("gemm", "mla", "rounds", "rounds-rel"):
-        sys.exit("usage: plot_ab_times.py gemm|mla|rounds|rounds-rel LOG PNG [KEY=LABEL ...]")
+    if len(sys.argv) < 4 or sys.argv[1] not in ("gemm", "mla", "rounds", "rounds-rel", "moe-rel"):
+        sys.exit("usage: plot_ab_times.py gemm|mla|rounds|rounds-rel|moe-rel LOG PNG [KEY=LABEL ...]")
     main(sys.argv[1], sys.argv[2], sys.argv[3], dict(a.rsplit("=", 1) for a in sys.argv[4:]))
