@@ -9,11 +9,22 @@
  *                stores of each stage to the second buffer, one thread issuing: the rate
  *                at which a few SMs copy without moving the bytes through registers (the
  *                dispatch's expand copies with ld.v4 + st.v4 today; design.md EP, session 27)
+ *   weights 2-D  the MoE layer's L1 weight stream (layer_loader.cuh): the buffer as FP8
+ *                weights [rows][7168], tiles of 256 rows taken by the CTAs in turn, each
+ *                K step 4 TMA boxes of 64 rows x 128 bytes (128B swizzle) into one of
+ *                W_STAGES stages of 32 KB, one thread issuing: 128 bytes of a row per box
+ *   weights packed  the same bytes and stages with each 8 KB box contiguous in memory
+ *                (a 1-D bulk copy): what a pre-packed weight layout would read
+ *   weights 2-D, 6 stages  as weights 2-D with 6 stages in flight (more than the layer fits)
+ * At 1 token the layer streams its weights at 85% of the TMA 1-D rate (session 42); these
+ * two say whether the 128-byte rows of its boxes are the cause.
  * The MoE combine's reduce runs on at most 24 SMs and reads every expert output row; these
  * are the ceilings it is measured against (docs/benchmarks.md, session 19). */
 #include "bench.h"
 #include "bench_check.h"
 #include "warpspec/device/ptx.cuh"
+#include "warpspec/status.h"
+#include "warpspec/tma.h"
 
 #include <stdio.h>
 
@@ -24,6 +35,13 @@
 #define TMA_CHUNK (16 * 1024)
 #define TMA_STAGES 12
 #define TMA_LEAD 8 /* copy TMA: a chunk is stored this many loads after its own */
+#define W_K 7168           /* weights: bytes of a row (DeepSeek-V3's hidden, FP8)          */
+#define W_TILE_ROWS 256    /* rows of a tile (the layer's L1 tile: gate and up, 128 each)  */
+#define W_BOX_ROWS 64
+#define W_BOX_BYTES (W_BOX_ROWS * 128)
+#define W_STAGE_BYTES (W_TILE_ROWS * 128)
+#define W_STAGES 4         /* the layer's 64-row tile keeps 4 stages                        */
+#define W_STAGES_MAX 6
 
 /* Keeps the loads alive: a value no fill produces. */
 #define SINK(acc, sink) \
@@ -107,6 +125,42 @@ __global__ void __launch_bounds__(32, 1) hbm_tma(const uint8_t *p, uint64_t byte
   if (stage[5] == 0x11 && stage[7] == 0x22) sink->x = 1;
 }
 
+/* Weights: one thread per CTA streams its tiles (blockIdx.x, + gridDim.x, ...), K step by
+ * K step, S steps in flight; packed: box q of step k of tile t is the 8 KB at
+ * ((t x steps + k) x 4 + q) x 8 KB, else the 2-D box at (128 k, 256 t + 64 q). */
+template <int S>
+__global__ void __launch_bounds__(32, 1) hbm_weights(const __grid_constant__ ws_tmap map, const uint8_t *p, int tiles,
+                                                     int packed, uint4 *sink) {
+  extern __shared__ __align__(1024) uint8_t stage[];
+  __shared__ uint64_t full[S];
+  if (threadIdx.x != 0) return;
+  for (int s = 0; s < S; s++) ws_mbarrier_init(&full[s], 1);
+  ws_fence_mbarrier_init();
+  const int steps = W_K / 128;
+  const int mine = (int)blockIdx.x < tiles ? (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x : 0;
+  const uint64_t total = (uint64_t)mine * steps;
+  for (uint64_t j = 0; j < total + S; j++) {
+    if (j >= S) { /* the oldest stage landed: reuse it */
+      const uint64_t o = j - S;
+      while (!ws_mbarrier_try_wait_parity(&full[o % S], (uint32_t)(o / S) & 1u)) {
+      }
+    }
+    if (j >= total) continue;
+    const int t = (int)blockIdx.x + (int)(j / steps) * (int)gridDim.x, k = (int)(j % steps), s = (int)(j % S);
+    uint8_t *dst = stage + (size_t)s * W_STAGE_BYTES;
+    ws_mbarrier_arrive_expect_tx(&full[s], W_STAGE_BYTES);
+    for (int q = 0; q < W_TILE_ROWS / W_BOX_ROWS; q++) {
+      if (packed)
+        ws_cp_async_bulk_global_to_shared(dst + q * W_BOX_BYTES, p + (((size_t)t * steps + k) * 4 + q) * W_BOX_BYTES,
+                                          W_BOX_BYTES, &full[s]);
+      else
+        ws_cp_async_bulk_tensor_2d_global_to_shared(dst + q * W_BOX_BYTES, &map.map, k * 128,
+                                                    t * W_TILE_ROWS + q * W_BOX_ROWS, &full[s]);
+    }
+  }
+  if (stage[5] == 0x11 && stage[7] == 0x22) sink->x = 1;
+}
+
 __global__ void __launch_bounds__(512, 1) hbm_copy(const uint4 *p, uint4 *q, uint64_t n) {
   const uint64_t nt = (uint64_t)gridDim.x * blockDim.x;
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i + 3 * nt < n; i += 4 * nt) {
@@ -141,11 +195,23 @@ __global__ void __launch_bounds__(32, 1) hbm_tma_copy(const uint8_t *p, uint8_t 
   WS_CP_ASYNC_BULK_WAIT_GROUP(0);
 }
 
-enum { M_LD, M_CP_ASYNC, M_TMA, M_COPY, M_TMA_COPY, M_COUNT };
+enum { M_LD, M_CP_ASYNC, M_TMA, M_COPY, M_TMA_COPY, M_WEIGHTS, M_WEIGHTS_PACKED, M_WEIGHTS_DEEP, M_COUNT };
 
-static int launch(int m, int ctas, uint4 *p, uint4 *q, uint4 *sink) {
+/* The weights' tiles in the buffer, a whole number per CTA (an uneven last round would
+ * be the grid's tail, not the rate), and the bytes they read. */
+#define W_TILES ((int)(HBM_BYTES / ((uint64_t)W_TILE_ROWS * W_K)))
+static int w_tiles(int ctas) { return W_TILES - W_TILES % ctas; }
+static double w_bytes(int ctas) { return (double)w_tiles(ctas) * W_TILE_ROWS * W_K; }
+
+static int launch(int m, int ctas, uint4 *p, uint4 *q, uint4 *sink, const ws_tmap *wmap) {
   const uint64_t n = HBM_BYTES / 16;
-  if (m == M_LD) hbm_ld<<<ctas, 512>>>(p, n, sink);
+  if (m == M_WEIGHTS || m == M_WEIGHTS_PACKED)
+    hbm_weights<W_STAGES><<<ctas, 32, W_STAGES * W_STAGE_BYTES>>>(*wmap, (const uint8_t *)p, w_tiles(ctas),
+                                                                  m == M_WEIGHTS_PACKED, sink);
+  else if (m == M_WEIGHTS_DEEP)
+    hbm_weights<W_STAGES_MAX><<<ctas, 32, W_STAGES_MAX * W_STAGE_BYTES>>>(*wmap, (const uint8_t *)p, w_tiles(ctas), 0,
+                                                                          sink);
+  else if (m == M_LD) hbm_ld<<<ctas, 512>>>(p, n, sink);
   else if (m == M_CP_ASYNC) hbm_cp_async<<<ctas, RING_WARPS * 32, RING_WARPS * RING * 2048>>>(p, n, sink);
   else if (m == M_TMA) hbm_tma<<<ctas, 32, TMA_STAGES * TMA_CHUNK>>>((const uint8_t *)p, HBM_BYTES, sink);
   else if (m == M_TMA_COPY)
@@ -165,15 +231,25 @@ extern "C" int bench_hbm(void) {
   CK(cudaFuncSetAttribute(hbm_cp_async, cudaFuncAttributeMaxDynamicSharedMemorySize, RING_WARPS * RING * 2048));
   CK(cudaFuncSetAttribute(hbm_tma, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_STAGES * TMA_CHUNK));
   CK(cudaFuncSetAttribute(hbm_tma_copy, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_STAGES * TMA_CHUNK));
+  CK(cudaFuncSetAttribute(hbm_weights<W_STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize, W_STAGES * W_STAGE_BYTES));
+  CK(cudaFuncSetAttribute(hbm_weights<W_STAGES_MAX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          W_STAGES_MAX * W_STAGE_BYTES));
+  ws_tmap wmap;
+  if (ws_tmap_2d_swizzled(&wmap, p, WS_DTYPE_U8, (uint64_t)W_TILES * W_TILE_ROWS, W_K, W_K, W_BOX_ROWS, 128,
+                          WS_SWIZZLE_128B) != WS_OK) {
+    fprintf(stderr, "bench hbm: weights tensor map: %s\n", ws_last_error());
+    return -1;
+  }
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   cudaEvent_t a, b;
   CK(cudaEventCreate(&a));
   CK(cudaEventCreate(&b));
-  const int ctas[] = {8, 16, 24, 32, 48, 66, 132};
+  const int ctas[] = {8, 16, 24, 32, 48, 66, 128, 132};
   const int nc = (int)(sizeof ctas / sizeof ctas[0]);
   const char *names[M_COUNT] = {"ld.v4, 8 in flight", "cp.async ring (combine)", "TMA 1-D, 12 x 16 KB",
-                                "copy ld.v4 + st.v4", "copy TMA 1-D load + store"};
+                                "copy ld.v4 + st.v4", "copy TMA 1-D load + store", "weights 2-D, 4 x 32 KB",
+                                "weights packed, 4 x 32 KB", "weights 2-D, 6 x 32 KB"};
   printf("bench hbm: %s, 512 MiB, GB/s read (copy: as many written too), median of 7, by CTAs (one per SM)\n",
          prop.name);
   printf("  %-24s", "method");
@@ -187,12 +263,13 @@ extern "C" int bench_hbm(void) {
       float t[8];
       for (int r = 0; r < 8; r++) { /* run 0 warms up */
         CK(cudaEventRecord(a));
-        if (launch(m, ctas[i], p, q, sink)) return -1;
+        if (launch(m, ctas[i], p, q, sink, &wmap)) return -1;
         CK(cudaEventRecord(b));
         CK(cudaEventSynchronize(b));
         CK(cudaEventElapsedTime(&t[r], a, b));
       }
-      printf(" %7.0f", HBM_BYTES / (bench_median(t + 1, 7) * 1e6));
+      const double bytes = m >= M_WEIGHTS ? w_bytes(ctas[i]) : (double)HBM_BYTES;
+      printf(" %7.0f", bytes / (bench_median(t + 1, 7) * 1e6));
     }
     printf("\n");
   }
