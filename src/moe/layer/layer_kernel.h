@@ -78,7 +78,8 @@ enum {
   MOE_DROP_L1_RELEASE, /* L1 tiles' releases of their rows   ("moe experts L1 rows")  */
   MOE_DROP_ROUTED,     /* the layer's route item's release     ("moe layer route")      */
   MOE_DROP_EXPANDED,   /* the layer's expand items' releases   ("moe layer x rows")     */
-  MOE_DROP_L2_STORED   /* the layer's L2 tiles' store counts   ("moe layer L2 rows")    */
+  MOE_DROP_L2_STORED   /* the layer's L2 tiles' store counts   ("moe layer L2 rows"; at 1-8 tokens on
+                        * one GPU nothing waits for them: the output is left unsummed) */
 };
 
 size_t moe_experts_counter_words(int max_rows, int hidden); /* with or without a layer */

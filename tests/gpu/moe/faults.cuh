@@ -17,11 +17,14 @@
  * the waits behind it (the math warpgroups' on the pipe; in the layer, the later items'
  * on the hand-offs after it: with a CTA per item in this tiny layer they all run) start
  * about together, so the first to reach the bound names any of them; the combine wait is
- * the only one left running when L2's counts are dropped, so it names itself (16 tokens:
- * from 8 down, the L2 epilogues combine and nothing waits for those counts). The CUDA
+ * the only one left running when L2's counts are dropped, so it names itself. The CUDA
  * context is lost after a timeout: one case per process. */
 static void experts_timeout(int drop, const char *what) {
-  const int H = 256, I = 128, R = 64, T = 16, K = 2, layer = drop != MOE_DROP_L1_RELEASE;
+  /* 16 tokens for the L2 counts: from 8 down the L2 epilogues combine and nothing waits for
+   * them (a dropped count leaves a slice unsummed, no wait); 8 for the others, so that
+   * the route and rows hand-offs are also dropped with the epilogues combining */
+  const int H = 256, I = 128, R = 64, T = drop == MOE_DROP_L2_STORED ? 16 : 8, K = 2,
+            layer = drop != MOE_DROP_L1_RELEASE;
   moe_experts_problem p;
   memset(&p, 0, sizeof p);
   p.hidden = H; p.inter = I; p.groups = 1; p.max_rows = R;

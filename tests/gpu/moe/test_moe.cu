@@ -47,6 +47,7 @@ int main(int argc, char **argv) {
     CHECK(moe_layer_case(comm, 512, 256, 8 * nranks, 4, 48, ROUTE_HOLES));
     if (2 % nranks == 0) CHECK(moe_layer_case(comm, 128, 128, 2, 1, 2, ROUTE_HOLES));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 3, ROUTE_NONE));
+    if (16 % nranks == 0) CHECK(moe_layer_case(comm, 1152, 384, 16, 4, 5, ROUTE_HOLES));
     WS_OK_OR_DIE(ws_comm_destroy(comm));
     return test_finish("test_moe layer");
   }
@@ -60,6 +61,12 @@ int main(int argc, char **argv) {
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 1, ROUTE_HOLES));
     /* few tokens, every slot -1: no tile at all, and still a zero output from each path */
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 3, ROUTE_NONE));
+    /* few tokens over several 256-column slices of the output (one GPU: the L2 epilogues
+     * sum them): 5 slices, the last half past H; 64 slices (the mask's last bit); 65, which
+     * falls back to combine items */
+    if (16 % nranks == 0) CHECK(moe_layer_case(comm, 1152, 384, 16, 4, 5, ROUTE_HOLES));
+    if (4 % nranks == 0) CHECK(moe_layer_case(comm, 16384, 128, 4, 2, 3, ROUTE_UNIFORM));
+    if (4 % nranks == 0) CHECK(moe_layer_case(comm, 16512, 128, 4, 2, 3, ROUTE_UNIFORM));
     CHECK(moe_layer_case(comm, 1152, 384, 4 * nranks, 2, 300, ROUTE_HOLES));
     /* skewed: every token's first slot on expert 0 (a hot expert, most others empty) */
     CHECK(moe_layer_case(comm, 512, 256, 32 * nranks, 8, 130, ROUTE_ONE_EXPERT));
