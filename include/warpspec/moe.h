@@ -72,7 +72,8 @@ typedef struct {
   int row_align;     /* pad each expert's rows to a multiple of this (1: none; e.g. 128 = ws_gemm's tile) */
   int num_sms;       /* CTAs of each transfer kernel, 1..WS_EP_MAX_SMS; 0: ws_ep_config_sms (24, or 64
                       * for a decode handle). The same on every rank. Fewer leave more SMs to
-                      * compute running beside it. */
+                      * compute running beside it; all of them must be resident at once on
+                      * every rank (they wait for each other: docs/reliability.md). */
   ws_ep_mode mode;   /* WS_EP_NORMAL (0) or WS_EP_LOW_LATENCY                                */
   ws_ep_receive receive; /* WS_EP_RECEIVE_COPY (0) or WS_EP_RECEIVE_INDEX                     */
 } ws_ep_config;
