@@ -131,8 +131,10 @@ __global__ void __launch_bounds__(32, 1) hbm_tma(const uint8_t *p, uint64_t byte
 template <int S>
 __global__ void __launch_bounds__(32, 1) hbm_weights(const __grid_constant__ ws_tmap map, const uint8_t *p, int tiles,
                                                      int packed, uint4 *sink) {
-  extern __shared__ __align__(1024) uint8_t stage[];
+  extern __shared__ __align__(1024) uint8_t raw[];
   __shared__ uint64_t full[S];
+  /* the 128B swizzle needs 1 KB-aligned boxes: the dynamic base rounded up (1 KB spare) */
+  uint8_t *stage = raw + ((1024u - (ws_smem_addr(raw) & 1023u)) & 1023u);
   if (threadIdx.x != 0) return;
   for (int s = 0; s < S; s++) ws_mbarrier_init(&full[s], 1);
   ws_fence_mbarrier_init();
@@ -206,11 +208,11 @@ static double w_bytes(int ctas) { return (double)w_tiles(ctas) * W_TILE_ROWS * W
 static int launch(int m, int ctas, uint4 *p, uint4 *q, uint4 *sink, const ws_tmap *wmap) {
   const uint64_t n = HBM_BYTES / 16;
   if (m == M_WEIGHTS || m == M_WEIGHTS_PACKED)
-    hbm_weights<W_STAGES><<<ctas, 32, W_STAGES * W_STAGE_BYTES>>>(*wmap, (const uint8_t *)p, w_tiles(ctas),
-                                                                  m == M_WEIGHTS_PACKED, sink);
+    hbm_weights<W_STAGES><<<ctas, 32, W_STAGES * W_STAGE_BYTES + 1024>>>(*wmap, (const uint8_t *)p, w_tiles(ctas),
+                                                                         m == M_WEIGHTS_PACKED, sink);
   else if (m == M_WEIGHTS_DEEP)
-    hbm_weights<W_STAGES_MAX><<<ctas, 32, W_STAGES_MAX * W_STAGE_BYTES>>>(*wmap, (const uint8_t *)p, w_tiles(ctas), 0,
-                                                                          sink);
+    hbm_weights<W_STAGES_MAX><<<ctas, 32, W_STAGES_MAX * W_STAGE_BYTES + 1024>>>(*wmap, (const uint8_t *)p,
+                                                                                 w_tiles(ctas), 0, sink);
   else if (m == M_LD) hbm_ld<<<ctas, 512>>>(p, n, sink);
   else if (m == M_CP_ASYNC) hbm_cp_async<<<ctas, RING_WARPS * 32, RING_WARPS * RING * 2048>>>(p, n, sink);
   else if (m == M_TMA) hbm_tma<<<ctas, 32, TMA_STAGES * TMA_CHUNK>>>((const uint8_t *)p, HBM_BYTES, sink);
@@ -231,9 +233,10 @@ extern "C" int bench_hbm(void) {
   CK(cudaFuncSetAttribute(hbm_cp_async, cudaFuncAttributeMaxDynamicSharedMemorySize, RING_WARPS * RING * 2048));
   CK(cudaFuncSetAttribute(hbm_tma, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_STAGES * TMA_CHUNK));
   CK(cudaFuncSetAttribute(hbm_tma_copy, cudaFuncAttributeMaxDynamicSharedMemorySize, TMA_STAGES * TMA_CHUNK));
-  CK(cudaFuncSetAttribute(hbm_weights<W_STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize, W_STAGES * W_STAGE_BYTES));
+  CK(cudaFuncSetAttribute(hbm_weights<W_STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          W_STAGES * W_STAGE_BYTES + 1024));
   CK(cudaFuncSetAttribute(hbm_weights<W_STAGES_MAX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                          W_STAGES_MAX * W_STAGE_BYTES));
+                          W_STAGES_MAX * W_STAGE_BYTES + 1024));
   ws_tmap wmap;
   if (ws_tmap_2d_swizzled(&wmap, p, WS_DTYPE_U8, (uint64_t)W_TILES * W_TILE_ROWS, W_K, W_K, W_BOX_ROWS, 128,
                           WS_SWIZZLE_128B) != WS_OK) {
