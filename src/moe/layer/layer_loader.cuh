@@ -155,9 +155,16 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
   const int pre = moe_layer_pre(ly->on, ly->send_items, ly->expand_items), per_tile = I / MOE_EXPERTS_L1_BN + l2_items;
   int tiles = ly->on ? -1 : 0, l1_done = 0, walk = 0, routed_seen = !ly->on;
   if (!ly->on) mx_load_offsets(c, a, sm, &c1, &c2);
+  /* probe points of the first tile's decode (WS_PROBES builds, base 20): 0 claimed, 1 the
+   * route waited for (the layer), 2 the offsets in hand (its own route at decode), 3 the
+   * tiles counted, 4 the item decoded, 5 handed over */
+  WS_PROBE_DECLARE(p);
+  int probing = 1;
   for (ws_cursor k = {0, 0};; k = ws_cursor_next(k, items->stages)) {
     mx_claimed *it = &sm->items.slot[ws_pipe_acquire_at(items, c, k)];
     const int t = mx_claim(c, a, &walk);
+    const int probe = probing && t >= pre; /* this CTA's first tile */
+    if (probe) WS_PROBE(p, 0);
     /* send and expand items read the route's entries, the tiles its offsets: the offsets
      * are loaded and the tiles counted only before the first tile, not before an expand
      * item's hand-over (at 1 token the expand item now starts 4 us earlier; H100) */
@@ -165,11 +172,14 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
       mx_wait_count(c, ly->routed, 1u, "moe layer route");
       routed_seen = 1;
     }
+    if (probe) WS_PROBE(p, 1);
     if (tiles < 0 && t >= pre) { /* the first tile: the offsets, counted here or the route item's */
       if (ly->self_route) mx_self_route(c, a, sm, &c1, &c2);
       else mx_load_offsets(c, a, sm, &c1, &c2);
+      if (probe) WS_PROBE(p, 2);
       tiles = mx_count_tiles(&sm->shape[0], c->lane);
     }
+    if (probe) WS_PROBE(p, 3);
     /* route; send, expand; the tiles; reduce (one GPU: combine), gather */
     int index;
     int kind = moe_layer_item(ly->on, ly->nranks, ly->send_items, ly->reduce_items, ly->gather_items, pre, tiles * per_tile,
@@ -177,11 +187,17 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
     gemm_tile tile;
     int l2 = 0;
     if (kind == MX_L1 && !moe_experts_item(&sm->shape[0], &sm->shape[1], &c1, &c2, &l1_done, t - pre, &tile, &l2)) kind = -1;
+    if (probe) WS_PROBE(p, 4);
     if (c->lane == 0) {
       it->t = t; it->kind = kind; it->index = index; it->l2 = l2; it->target = 2 * tiles * l2_items;
       if (kind == MX_L1) it->tile = tile;
     }
     ws_pipe_commit_at(items, c, k);
+    if (probe) {
+      WS_PROBE(p, 5);
+      WS_PROBE_FLUSH(c, p, 6, 20);
+      probing = 0;
+    }
     if (kind < 0) return;
   }
 }

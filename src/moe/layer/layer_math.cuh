@@ -6,6 +6,19 @@
 
 #include "layer_types.cuh"
 
+/* The math warpgroups' probe points take registers the 208-register math no longer has
+ * (12 bytes spilled, session 42: a build that spills does not launch): in a WS_PROBES
+ * build only with -DWS_PROBES_MATH=1 as well, the loader's and the scheduler's always. */
+#if defined(WS_PROBES) && defined(WS_PROBES_MATH)
+#define MX_PROBE_DECLARE(p) WS_PROBE_DECLARE(p)
+#define MX_PROBE(p, i) WS_PROBE(p, i)
+#define MX_PROBE_FLUSH(c, p, n, base) WS_PROBE_FLUSH(c, p, n, base)
+#else
+#define MX_PROBE_DECLARE(p) (void)0
+#define MX_PROBE(p, i) ((void)0)
+#define MX_PROBE_FLUSH(c, p, n, base) ((void)0)
+#endif
+
 /* ---- MATH -------------------------------------------------------------------------- */
 /* total += acc x a_scale x b_scale, columns 0..63 of the warpgroup's 128 with b0 and
  * 64..127 with b1 (L1: gate and up blocks; L2: b0 = b1). Registers 4j, 4j + 1 are row
@@ -303,10 +316,10 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
    * then kept the wgmma descriptors in ordinary registers (an R2UR move before every
    * wgmma instead of uniform-datapath arithmetic). */
   const int gw = wg * 4 + ctx.warp, mi = gw * 32 + ctx.lane; /* warp and thread of the 256 */
-  /* probe points of a tile (WS_PROBES builds; base 0 L1, 10 L2): 0 the wait for its first
+  /* probe points of a tile (WS_PROBES and WS_PROBES_MATH builds; base 0 L1, 10 L2): 0 the wait for its first
    * stage, 1 the stage in, 2 the K loop done, 3 the epilogue done */
-  WS_PROBE_DECLARE(p);
-  WS_PROBE(p, 0);
+  MX_PROBE_DECLARE(p);
+  MX_PROBE(p, 0);
   int phase = mx_next(&pipe, &ctx, sm, c, &tile);
   /* the whole layer's route, send and expand items (layer_items.cuh, one GPU;
    * layer_items_ep.cuh, several ranks): their stage carries only the item, free again at
@@ -331,18 +344,18 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
   while (phase == MX_L1 + 1) {
-    WS_PROBE(p, 1);
+    MX_PROBE(p, 1);
     const float *bs = a.w1_scale + ((size_t)tile.g * 2 * ib + (size_t)tile.tn) * hb; /* gate block; up is ib blocks on */
     if (PAIR && tile.tm * BM >= tile.count) {
       c = mx_skip(&pipe, &ctx, hb, c);
     } else if (!wide) {
       c = mx_tile<BM, PAIR>(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
-      WS_PROBE(p, 2);
+      MX_PROBE(p, 2);
       ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_EPILOGUE); /* the tensor cores idle from here */
       mx_l1_epilogue(&ctx, &a, sm, &tile, wg, lr, total);
       ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_EPILOGUE);
-      WS_PROBE(p, 3);
-      WS_PROBE_FLUSH(&ctx, p, 4, 0);
+      MX_PROBE(p, 3);
+      MX_PROBE_FLUSH(&ctx, p, 4, 0);
     } else { /* act columns c .. c + 63, then c + 64 .. c + 127: the same scale blocks */
       c = mx_tile<BM, PAIR>(total, acc, &pipe, &ctx, sm, da0, db0, hb, bs, bs + (size_t)ib * hb, ar, c);
       mx_l1_park(sm, wg, ws_role_thread(&ctx), total);
@@ -350,7 +363,7 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
       mx_l1_epilogue_wide(&ctx, &a, sm, &tile, wg, lr, total);
     }
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
-    WS_PROBE(p, 0);
+    MX_PROBE(p, 0);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
   int stored = 0; /* the whole layer: this warpgroup's last L2 tile is not counted yet */
@@ -365,11 +378,11 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     }
     /* this warpgroup's 128 columns (64-row tile: past H, H an odd multiple of 128,
      * computed, not stored) */
-    WS_PROBE(p, 1);
+    MX_PROBE(p, 1);
     const int nb = wide ? tile.tn : min(2 * tile.tn + wg, hb - 1);
     const float *bs = a.w2_scale + ((size_t)tile.g * hb + (size_t)nb) * ib;
     c = mx_tile<BM, PAIR>(total, acc, &pipe, &ctx, sm, da0, db0, ib, bs, bs, ar, c);
-    WS_PROBE(p, 2);
+    MX_PROBE(p, 2);
     gemm_tile out = tile;
     out.tn = wide ? tile.tn : 2 * tile.tn + wg;
     /* the previous tile's stores are long done; its slice, if this warpgroup completed it,
@@ -379,12 +392,12 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     ws_trace_mark(&ctx, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_EPILOGUE);
     gemm_store_fragment<128, 2>(&ctx, &a.l2, &out, tile.tm * BM + (wide ? wg * 64 : 0), total, sm->epi[wg].out, map_y);
     ws_trace_mark(&ctx, WS_TRACE_WAIT_END, WS_TRACE_ON_EPILOGUE);
-    WS_PROBE(p, 3);
-    WS_PROBE_FLUSH(&ctx, p, 4, 10);
+    MX_PROBE(p, 3);
+    MX_PROBE_FLUSH(&ctx, p, 4, 10);
     stored = !PAIR && a.layer.on;
     stored_tn = tile.tn;
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
-    WS_PROBE(p, 0);
+    MX_PROBE(p, 0);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);
   }
   /* before any combine item waits for the count */
