@@ -32,10 +32,11 @@ static __device__ __forceinline__ uint4 moe_pack8(const float *acc) {
   return make_uint4(u[0], u[1], u[2], u[3]);
 }
 
-/* A lane's sums, MOE_SUM_UNROLL vectors of 8 floats, zeroed (all in registers once inlined). */
+/* A lane's sums, U vectors of 8 floats, zeroed (all in registers once inlined). */
+template <int U = MOE_SUM_UNROLL>
 static __device__ __forceinline__ void moe_zero_acc(float (*acc)[8]) {
 #pragma unroll
-  for (int u = 0; u < MOE_SUM_UNROLL; u++)
+  for (int u = 0; u < U; u++)
 #pragma unroll
     for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
 }
@@ -60,7 +61,7 @@ static __device__ __forceinline__ void moe_sum_rows(const int *rows, const float
                                                     int hidden, int v0, int nvec, uint4 *dst, int y_in_kernel) {
   const int lane = (int)(threadIdx.x % 32);
   moe_sum_rows_of<GROUP, U>(lane < K ? __ldcg(rows + lane) : -1, lane < K ? __ldcg(w + lane) : 0.0f, K, y, hidden, v0,
-                         nvec, dst, y_in_kernel);
+                            nvec, dst, y_in_kernel);
 }
 
 /* The same with slot `lane`'s row and weight already loaded (my_row, my_w; -1 / 0 past K):
@@ -73,10 +74,7 @@ static __device__ __forceinline__ void moe_sum_rows_of(int my_row, float my_w, i
   const uint4 *y4 = (const uint4 *)y;
   const size_t row_vecs = (size_t)hidden / 8;
   float acc[U][8];
-#pragma unroll
-  for (int u = 0; u < U; u++)
-#pragma unroll
-    for (int e = 0; e < 8; e++) acc[u][e] = 0.0f;
+  moe_zero_acc<U>(acc);
 #pragma unroll 1
   for (int j0 = 0; j0 < K; j0 += GROUP) {
     int r[GROUP];

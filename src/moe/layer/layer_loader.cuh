@@ -155,15 +155,14 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
   const int pre = moe_layer_pre(ly->on, ly->send_items, ly->expand_items), per_tile = I / MOE_EXPERTS_L1_BN + l2_items;
   int tiles = ly->on ? -1 : 0, l1_done = 0, walk = 0, routed_seen = !ly->on;
   if (!ly->on) mx_load_offsets(c, a, sm, &c1, &c2);
-  /* probe points of the first tile's decode (WS_PROBES builds, base 20): 0 claimed, 1 the
-   * route waited for (the layer), 2 the offsets in hand (its own route at decode), 3 the
+  /* probe points of the whole layer's first tile's decode (WS_PROBES builds, base 20): 0
+   * claimed, 1 the route waited for, 2 the offsets in hand (its own route at decode), 3 the
    * tiles counted, 4 the item decoded, 5 handed over */
   WS_PROBE_DECLARE(p);
-  int probing = 1;
   for (ws_cursor k = {0, 0};; k = ws_cursor_next(k, items->stages)) {
     mx_claimed *it = &sm->items.slot[ws_pipe_acquire_at(items, c, k)];
     const int t = mx_claim(c, a, &walk);
-    const int probe = probing && t >= pre; /* this CTA's first tile */
+    const int probe = tiles < 0 && t >= pre; /* the layer's first tile on this CTA */
     if (probe) WS_PROBE(p, 0);
     /* send and expand items read the route's entries, the tiles its offsets: the offsets
      * are loaded and the tiles counted only before the first tile, not before an expand
@@ -196,7 +195,6 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
     if (probe) {
       WS_PROBE(p, 5);
       WS_PROBE_FLUSH(c, p, 6, 20);
-      probing = 0;
     }
     if (kind < 0) return;
   }
