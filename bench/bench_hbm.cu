@@ -16,8 +16,12 @@
  *   weights packed  the same bytes and stages with each 8 KB box contiguous in memory
  *                (a 1-D bulk copy): what a pre-packed weight layout would read
  *   weights 2-D, 6 stages  as weights 2-D with 6 stages in flight (more than the layer fits)
- * At 1 token the layer streams its weights at 85% of the TMA 1-D rate (session 42); these
- * two say whether the 128-byte rows of its boxes are the cause.
+ *   W2 2-D       the L2 weight stream: rows of 2 KB (W2 [hidden][inter]), 16 K steps a tile
+ *   W2 K rotated the same with tile t starting at K step t mod 16 (CTAs in step read
+ *                different 128-byte columns of their rows)
+ *   W2 packed    the same bytes with each 8 KB box contiguous
+ * At 1 token the layer streams its L1 weights at 85% of the TMA 1-D rate and its L2 weights
+ * at 65-75% (session 42); these say whether the rows' 128-byte pieces are the cause.
  * The MoE combine's reduce runs on at most 24 SMs and reads every expert output row; these
  * are the ceilings it is measured against (docs/benchmarks.md, session 19). */
 #include "bench.h"
@@ -36,6 +40,7 @@
 #define TMA_STAGES 12
 #define TMA_LEAD 8 /* copy TMA: a chunk is stored this many loads after its own */
 #define W_K 7168           /* weights: bytes of a row (DeepSeek-V3's hidden, FP8)          */
+#define W2_K 2048          /* L2's W2 rows: DeepSeek-V3's inter, FP8                        */
 #define W_TILE_ROWS 256    /* rows of a tile (the layer's L1 tile: gate and up, 128 each)  */
 #define W_BOX_ROWS 64
 #define W_BOX_BYTES (W_BOX_ROWS * 128)
@@ -126,11 +131,13 @@ __global__ void __launch_bounds__(32, 1) hbm_tma(const uint8_t *p, uint64_t byte
 }
 
 /* Weights: one thread per CTA streams its tiles (blockIdx.x, + gridDim.x, ...), K step by
- * K step, S steps in flight; packed: box q of step k of tile t is the 8 KB at
- * ((t x steps + k) x 4 + q) x 8 KB, else the 2-D box at (128 k, 256 t + 64 q). */
+ * K step, S steps in flight, rows of `row_bytes` (the K steps of a tile: row_bytes / 128);
+ * packed: box q of step k of tile t is the 8 KB at ((t x steps + k) x 4 + q) x 8 KB, else
+ * the 2-D box at (128 k, 256 t + 64 q). `rotate`: tile t starts its K steps at step
+ * t mod steps (so that CTAs in step read different columns of their rows). */
 template <int S>
 __global__ void __launch_bounds__(32, 1) hbm_weights(const __grid_constant__ ws_tmap map, const uint8_t *p, int tiles,
-                                                     int packed, uint4 *sink) {
+                                                     int row_bytes, int packed, int rotate, uint4 *sink) {
   extern __shared__ __align__(1024) uint8_t raw[];
   __shared__ uint64_t full[S];
   /* the 128B swizzle needs 1 KB-aligned boxes: the dynamic base rounded up (1 KB spare) */
@@ -138,7 +145,7 @@ __global__ void __launch_bounds__(32, 1) hbm_weights(const __grid_constant__ ws_
   if (threadIdx.x != 0) return;
   for (int s = 0; s < S; s++) ws_mbarrier_init(&full[s], 1);
   ws_fence_mbarrier_init();
-  const int steps = W_K / 128;
+  const int steps = row_bytes / 128;
   const int mine = (int)blockIdx.x < tiles ? (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x : 0;
   const uint64_t total = (uint64_t)mine * steps;
   for (uint64_t j = 0; j < total + S; j++) {
@@ -148,7 +155,8 @@ __global__ void __launch_bounds__(32, 1) hbm_weights(const __grid_constant__ ws_
       }
     }
     if (j >= total) continue;
-    const int t = (int)blockIdx.x + (int)(j / steps) * (int)gridDim.x, k = (int)(j % steps), s = (int)(j % S);
+    const int t = (int)blockIdx.x + (int)(j / steps) * (int)gridDim.x, s = (int)(j % S);
+    const int k = (int)((j + (rotate ? (uint64_t)t : 0u)) % steps);
     uint8_t *dst = stage + (size_t)s * W_STAGE_BYTES;
     ws_mbarrier_arrive_expect_tx(&full[s], W_STAGE_BYTES);
     for (int q = 0; q < W_TILE_ROWS / W_BOX_ROWS; q++) {
@@ -197,22 +205,26 @@ __global__ void __launch_bounds__(32, 1) hbm_tma_copy(const uint8_t *p, uint8_t 
   WS_CP_ASYNC_BULK_WAIT_GROUP(0);
 }
 
-enum { M_LD, M_CP_ASYNC, M_TMA, M_COPY, M_TMA_COPY, M_WEIGHTS, M_WEIGHTS_PACKED, M_WEIGHTS_DEEP, M_COUNT };
+enum { M_LD, M_CP_ASYNC, M_TMA, M_COPY, M_TMA_COPY, M_WEIGHTS, M_WEIGHTS_PACKED, M_WEIGHTS_DEEP, M_W2, M_W2_ROTATED,
+       M_W2_PACKED, M_COUNT };
 
 /* The weights' tiles in the buffer, a whole number per CTA (an uneven last round would
- * be the grid's tail, not the rate), and the bytes they read. */
-#define W_TILES ((int)(HBM_BYTES / ((uint64_t)W_TILE_ROWS * W_K)))
-static int w_tiles(int ctas) { return W_TILES - W_TILES % ctas; }
-static double w_bytes(int ctas) { return (double)w_tiles(ctas) * W_TILE_ROWS * W_K; }
+ * be the grid's tail, not the rate), and the bytes they read: rows of W_K bytes (L1's
+ * W1) or W2_K (L2's W2: [hidden][inter], rows of 2 KB). */
+static int w_row_bytes(int m) { return m >= M_W2 ? W2_K : W_K; }
+static int w_tiles_all(int m) { return (int)(HBM_BYTES / ((uint64_t)W_TILE_ROWS * w_row_bytes(m))); }
+static int w_tiles(int m, int ctas) { return w_tiles_all(m) - w_tiles_all(m) % ctas; }
+static double w_bytes(int m, int ctas) { return (double)w_tiles(m, ctas) * W_TILE_ROWS * w_row_bytes(m); }
 
-static int launch(int m, int ctas, uint4 *p, uint4 *q, uint4 *sink, const ws_tmap *wmap) {
+static int launch(int m, int ctas, uint4 *p, uint4 *q, uint4 *sink, const ws_tmap *wmap, const ws_tmap *w2map) {
   const uint64_t n = HBM_BYTES / 16;
-  if (m == M_WEIGHTS || m == M_WEIGHTS_PACKED)
-    hbm_weights<W_STAGES><<<ctas, 32, W_STAGES * W_STAGE_BYTES + 1024>>>(*wmap, (const uint8_t *)p, w_tiles(ctas),
-                                                                         m == M_WEIGHTS_PACKED, sink);
+  if (m == M_WEIGHTS || m == M_WEIGHTS_PACKED || m >= M_W2)
+    hbm_weights<W_STAGES><<<ctas, 32, W_STAGES * W_STAGE_BYTES + 1024>>>(
+        m >= M_W2 ? *w2map : *wmap, (const uint8_t *)p, w_tiles(m, ctas), w_row_bytes(m),
+        m == M_WEIGHTS_PACKED || m == M_W2_PACKED, m == M_W2_ROTATED, sink);
   else if (m == M_WEIGHTS_DEEP)
     hbm_weights<W_STAGES_MAX><<<ctas, 32, W_STAGES_MAX * W_STAGE_BYTES + 1024>>>(*wmap, (const uint8_t *)p,
-                                                                                 w_tiles(ctas), 0, sink);
+                                                                                 w_tiles(m, ctas), W_K, 0, 0, sink);
   else if (m == M_LD) hbm_ld<<<ctas, 512>>>(p, n, sink);
   else if (m == M_CP_ASYNC) hbm_cp_async<<<ctas, RING_WARPS * 32, RING_WARPS * RING * 2048>>>(p, n, sink);
   else if (m == M_TMA) hbm_tma<<<ctas, 32, TMA_STAGES * TMA_CHUNK>>>((const uint8_t *)p, HBM_BYTES, sink);
@@ -237,9 +249,11 @@ extern "C" int bench_hbm(void) {
                           W_STAGES * W_STAGE_BYTES + 1024));
   CK(cudaFuncSetAttribute(hbm_weights<W_STAGES_MAX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           W_STAGES_MAX * W_STAGE_BYTES + 1024));
-  ws_tmap wmap;
-  if (ws_tmap_2d_swizzled(&wmap, p, WS_DTYPE_U8, (uint64_t)W_TILES * W_TILE_ROWS, W_K, W_K, W_BOX_ROWS, 128,
-                          WS_SWIZZLE_128B) != WS_OK) {
+  ws_tmap wmap, w2map;
+  if (ws_tmap_2d_swizzled(&wmap, p, WS_DTYPE_U8, (uint64_t)w_tiles_all(M_WEIGHTS) * W_TILE_ROWS, W_K, W_K, W_BOX_ROWS,
+                          128, WS_SWIZZLE_128B) != WS_OK ||
+      ws_tmap_2d_swizzled(&w2map, p, WS_DTYPE_U8, (uint64_t)w_tiles_all(M_W2) * W_TILE_ROWS, W2_K, W2_K, W_BOX_ROWS,
+                          128, WS_SWIZZLE_128B) != WS_OK) {
     fprintf(stderr, "bench hbm: weights tensor map: %s\n", ws_last_error());
     return -1;
   }
@@ -252,7 +266,8 @@ extern "C" int bench_hbm(void) {
   const int nc = (int)(sizeof ctas / sizeof ctas[0]);
   const char *names[M_COUNT] = {"ld.v4, 8 in flight", "cp.async ring (combine)", "TMA 1-D, 12 x 16 KB",
                                 "copy ld.v4 + st.v4", "copy TMA 1-D load + store", "weights 2-D, 4 x 32 KB",
-                                "weights packed, 4 x 32 KB", "weights 2-D, 6 x 32 KB"};
+                                "weights packed, 4 x 32 KB", "weights 2-D, 6 x 32 KB",
+                                "W2 2-D, 2 KB rows", "W2 2-D, K rotated", "W2 packed"};
   printf("bench hbm: %s, 512 MiB, GB/s read (copy: as many written too), median of 7, by CTAs (one per SM)\n",
          prop.name);
   printf("  %-24s", "method");
@@ -266,12 +281,12 @@ extern "C" int bench_hbm(void) {
       float t[8];
       for (int r = 0; r < 8; r++) { /* run 0 warms up */
         CK(cudaEventRecord(a));
-        if (launch(m, ctas[i], p, q, sink, &wmap)) return -1;
+        if (launch(m, ctas[i], p, q, sink, &wmap, &w2map)) return -1;
         CK(cudaEventRecord(b));
         CK(cudaEventSynchronize(b));
         CK(cudaEventElapsedTime(&t[r], a, b));
       }
-      const double bytes = m >= M_WEIGHTS ? w_bytes(ctas[i]) : (double)HBM_BYTES;
+      const double bytes = m >= M_WEIGHTS ? w_bytes(m, ctas[i]) : (double)HBM_BYTES;
       printf(" %7.0f", bytes / (bench_median(t + 1, 7) * 1e6));
     }
     printf("\n");

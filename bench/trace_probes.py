@@ -16,8 +16,8 @@ NAMES = {
     ("X_LOADER", 0): ["wait for the item", "first free slot", "(rows: none for L1)", "the other stages"],
     ("X_LOADER", 10): ["wait for the item", "first free slot", "act rows ready", "the other stages"],
     # the scheduler warp's first tile (layer_loader.cuh mx_schedule)
-    ("X_LOADER", 20): ["wait for the route", "offsets (own route)", "count the tiles", "decode the item",
-                       "hand it over"],
+    ("X_LOADER", 20): ["claim the item", "wait for the route", "offsets (own route)", "count the tiles",
+                       "decode the item", "hand it over"],
 }
 
 

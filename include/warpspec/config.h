@@ -145,6 +145,11 @@
  * for the route item's offsets (0: never). WARPSPEC_MOE_SELF_ROUTE=0 turns it off. */
 #define WS_MOE_SELF_ROUTE_ENTRIES   256
 
+/* ... and with at most this many (a warp's lanes, each one entry), the scheduler warp finds
+ * each tile from the distinct experts in its lanes instead of walking the offsets of every
+ * expert (layer_sched.cuh, moe_few_item). WARPSPEC_MOE_FEW_DECODE=0 turns it off. */
+#define WS_MOE_FEW_DECODE_ENTRIES   32
+
 /* The unfused path's L1 GEMM reads the received rows in place (no gathered copy) when 1;
  * 0 until that gathered loader keeps pace with the copy. WARPSPEC_MOE_GATHER=0|1 forces it. */
 #define WS_MOE_GATHER_DEFAULT       0
@@ -242,6 +247,7 @@
 #define WS_MOE_SCHED_ENV          "WARPSPEC_MOE_SCHED"     /* claimed                        */
 #define WS_MOE_SELF_ROUTE_ENV     "WARPSPEC_MOE_SELF_ROUTE" /* 1: WS_MOE_SELF_ROUTE_ENTRIES  */
 #define WS_MOE_SLICE_COMBINE_ENV  "WARPSPEC_MOE_SLICE_COMBINE" /* 1: L2 epilogues combine (few tokens) */
+#define WS_MOE_FEW_DECODE_ENV     "WARPSPEC_MOE_FEW_DECODE" /* 1: WS_MOE_FEW_DECODE_ENTRIES  */
 #define WS_SR_CE_MIN_BYTES_ENV    "WARPSPEC_SR_CE_MIN_BYTES" /* WS_SR_CE_MIN_BYTES           */
 #define WS_AG_DIRECT_MAX_BYTES_ENV "WARPSPEC_AG_DIRECT_MAX_BYTES" /* WS_AG_DIRECT_MAX_BYTES    */
 #define WS_AG_ZC_MIN_BYTES_ENV    "WARPSPEC_AG_ZC_MIN_BYTES" /* WS_AG_ZC_MIN_BYTES           */

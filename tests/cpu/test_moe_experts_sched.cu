@@ -105,7 +105,57 @@ static void layer_items(int nranks, int sends, int expands, int tile_items, int 
         moe_layer_item(0, nranks, sends, reduces, gathers, 0, tile_items, 0, &index) == MX_L1);
 }
 
+/* The few-entry decode (moe_few_item, the scheduler at decode) against the walk: n <= 32
+ * random (token, slot) entries over E experts, repeats and out-of-range ids among them,
+ * counted and padded as the route does; every tile item, L1 then L2, must come out as
+ * moe_experts_item finds it from the offsets, for 64- and 128-row items. */
+static void few(int E, int n, int H, int I, int bm, int cta_bm) {
+  int ids[32], *offsets = (int *)calloc((size_t)E + 1, sizeof(int)), *cnt = (int *)calloc((size_t)E, sizeof(int));
+  for (int j = 0; j < n; j++) {
+    const unsigned r = next() % 16;
+    ids[j] = r == 0 ? -1 : r == 1 ? E + (int)(next() % 4) : r < 5 && j > 0 ? ids[next() % j] : (int)(next() % E);
+    if (ids[j] >= 0 && ids[j] < E) cnt[ids[j]]++;
+  }
+  int sorted[32], U = 0; /* the distinct experts in increasing order: what lane u holds */
+  for (int e = 0; e < E; e++) {
+    offsets[e + 1] = offsets[e] + (cnt[e] + MOE_EXPERTS_BM - 1) / MOE_EXPERTS_BM * MOE_EXPERTS_BM;
+    if (cnt[e]) sorted[U++] = e;
+  }
+  const gemm_shape l1 = moe_experts_shape(E, offsets[E], offsets, I, bm, MOE_EXPERTS_L1_BN, H);
+  const gemm_shape s2 = moe_experts_shape(E, offsets[E], offsets, H, bm, moe_experts_l2_bn(cta_bm), I);
+  const int cols1 = I / MOE_EXPERTS_L1_BN, cols2 = (H + s2.bn - 1) / s2.bn;
+  gemm_cursor c1 = gemm_cursor_start(&l1), c2 = gemm_cursor_start(&s2);
+  int l1_done = 0, l2 = 0, bad = 0, t = 0;
+  gemm_tile want;
+  memset(&want, 0, sizeof want);
+  for (;; t++) {
+    const int more = moe_experts_item(&l1, &s2, &c1, &c2, &l1_done, t, &want, &l2);
+    int u = -1, tn = -1, fl2 = -1;
+    const int fmore = moe_few_item(U, cols1, cols2, t, &u, &tn, &fl2);
+    if (more != fmore) { bad |= 1; break; }
+    if (!more) break;
+    const gemm_tile got = moe_few_tile(sorted[u], u, tn, fl2 ? I / 128 : H / 128);
+    if (fl2 != l2 || memcmp(&got, &want, sizeof got) != 0) { bad |= 2; break; }
+  }
+  if (bad || t != U * (cols1 + cols2)) {
+    printf("FAIL few-entry decode: %d experts, %d entries (%d distinct), H %d, I %d, %d-row items of %d-row tiles: "
+           "item %d, bits %d\n", E, n, U, H, I, bm, cta_bm, t, bad);
+    test_failures++;
+  }
+  free(offsets); free(cnt);
+}
+
 int main(void) {
+  for (int rep = 0; rep < 300; rep++) {
+    const int shapes[][2] = {{128, 128}, {1152, 384}, {4096, 2048}, {7168, 2048}, {16384, 2048}};
+    /* 64-row tiles, 128-row tiles, CTA pairs (128-row items of 64-row tiles) */
+    const int s = (int)(next() % 5), kind = (int)(next() % 3);
+    const int bm = kind ? MOE_EXPERTS_BM_WIDE : MOE_EXPERTS_BM, cta_bm = kind == 1 ? MOE_EXPERTS_BM_WIDE : MOE_EXPERTS_BM;
+    few(1 + (int)(next() % 300), (int)(next() % 33), shapes[s][0], shapes[s][1], bm, cta_bm);
+  }
+  few(256, 8, 7168, 2048, MOE_EXPERTS_BM, MOE_EXPERTS_BM); /* DeepSeek-V3, 1 token */
+  few(256, 32, 7168, 2048, MOE_EXPERTS_BM, MOE_EXPERTS_BM); /* 4 tokens */
+  few(256, 0, 7168, 2048, MOE_EXPERTS_BM, MOE_EXPERTS_BM);  /* no entries */
   for (int rep = 0; rep < 200; rep++) {
     const int nranks = 1 << (int)(next() % 3);
     layer_items(nranks, nranks > 1 ? 1 + (int)(next() % 40) : 0, 1 + (int)(next() % 40), (int)(next() % 500),

@@ -53,6 +53,8 @@ typedef struct {
   int send_items, expand_items, reduce_items, gather_items;
   int nranks;                  /* > 1: the items of layer_items_ep.cuh on `ep`             */
   int self_route;              /* one GPU, few entries: the loaders count the offsets too  */
+  int few_decode;              /* ... at most a warp's lanes of them: moe_few_item, and the
+                                * route item expands too (mx_route_few; no expand items)   */
   const int *topk_idx;
   const float *topk_weights;
   const uint8_t *x;            /* the caller's rows (e4m3, or bf16 when x_bf16)          */
@@ -70,6 +72,10 @@ typedef struct {
   uint32_t *slice_done;        /* [L2 column tiles]: tile halves counted (the last resets)   */
   ep_args ep;                  /* several ranks: the dispatch handle's buffers              */
 } mx_layer_args;
+
+/* The count of `expanded` that means every row is in: the expand items', or the route
+ * item's one when it expands (few entries, mx_route_few). */
+WS_DEV uint32_t mx_expand_target(const mx_layer_args *L) { return L->few_decode ? 1u : (uint32_t)L->expand_items; }
 
 WS_DEV int mx_pad_rows(int n) { return (n + MOE_EXPERTS_BM - 1) / MOE_EXPERTS_BM * MOE_EXPERTS_BM; }
 
@@ -165,10 +171,13 @@ WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar, 
  * token's row is copied by 7 warps at once, not by one. The chunk is read (and, from
  * BF16, quantised) once into registers, then stored into the rows of the token's live
  * slots in a rolled loop: unrolled over all WS_EP_MAX_TOPK slots the unit was 2274 SASS
- * instructions, run once per CTA at decode and fetched cold from L2 (design.md). */
-WS_DEV void mx_expand_unit(const mx_layer_args *L, int t, int c0, int lane, int H) {
+ * instructions, run once per CTA at decode and fetched cold from L2 (design.md). The
+ * token's rows come from entry_row, or from shared memory where this CTA routed
+ * (`routed_rows`: mx_route_few). */
+WS_DEV void mx_expand_unit(const mx_layer_args *L, const int *routed_rows, int t, int c0, int lane, int H) {
   /* the token's rows, slot by slot (-1: none), lane j holding slot j */
-  const int r = lane < L->topk ? __ldcg(L->entry_row + (size_t)t * L->topk + lane) : -1;
+  const size_t j = (size_t)t * L->topk + lane;
+  const int r = lane >= L->topk ? -1 : routed_rows ? routed_rows[j] : __ldcg(L->entry_row + j);
   const uint32_t live = __ballot_sync(0xffffffffu, r >= 0);
   if (!live) return;
   const int c1 = min(H, c0 + MX_LAYER_COLS);
@@ -213,19 +222,77 @@ WS_DEV void mx_expand_unit(const mx_layer_args *L, int t, int c0, int lane, int 
   }
 }
 
-/* The item's units over the 8 warps (gw: the warp, 0..7). */
-WS_DEV void mx_expand(const mx_layer_args *L, int item, int gw, int lane, int H) {
-  const int t0 = item * L->tokens_per_item, nt = min(L->tokens_per_item, L->tokens - t0);
+/* Tokens t0 .. t0 + nt - 1 (an expand item's, or every token after mx_route_few, whose
+ * rows are then in shared memory: routed_rows), their units over the 8 warps (gw: the
+ * warp, 0..7). One call site in the kernel: inlined twice, the math warpgroups spilled. */
+WS_DEV void mx_expand(const mx_layer_args *L, const int *routed_rows, int t0, int nt, int gw, int lane, int H) {
   const int nchunk = (H + MX_LAYER_COLS - 1) / MX_LAYER_COLS;
   for (int u = gw; u < nt * nchunk; u += MX_LAYER_THREADS / 32)
-    mx_expand_unit(L, t0 + u / nchunk, (u % nchunk) * MX_LAYER_COLS, lane, H);
+    mx_expand_unit(L, routed_rows, t0 + u / nchunk, (u % nchunk) * MX_LAYER_COLS, lane, H);
 }
 
-/* Every thread of the 256 after its warp's token: the item's rows, read next by TMA. */
-WS_DEV void mx_expand_done(const mx_layer_args *L, int i, uint32_t bar) {
+/* Every thread of the 256 after its warp's token: the item's rows, read next by TMA.
+ * After mx_route_few the route's release too (its one hand-off: a dropped route drops
+ * the rows' release as well). */
+WS_DEV void mx_expand_done(const mx_layer_args *L, int i, uint32_t bar, int routed_here) {
   ws_fence_proxy_async_global();
   ws_named_sync(bar, MX_LAYER_THREADS); /* every thread's stores before thread 0's release */
-  if (i == 0 && L->drop != MOE_DROP_EXPANDED) ws_red_release_gpu_add_u32(L->expanded, 1u);
+  if (i != 0 || (routed_here && L->drop == MOE_DROP_ROUTED)) return;
+  if (routed_here) ws_red_release_gpu_add_u32(L->routed, 1u);
+  if (L->drop != MOE_DROP_EXPANDED) ws_red_release_gpu_add_u32(L->expanded, 1u);
+}
+
+/* ---- route and expand at few entries ---------------------------------------------- */
+/* One GPU, at most a warp's lanes of (token, slot) entries (L->few_decode): the route item
+ * also expands, and no expand item exists. Warp 0 routes in registers, a lane per entry,
+ * as the scheduler warps decode (mx_few_route): an entry's row is 64 u + its place among
+ * the earlier entries naming its expert, u the expert's rank among the distinct experts
+ * named, which is where the loaders' tiles look for it (moe_few_item); the other warps
+ * prefetch the token rows into L2 meanwhile. Then the caller expands every token from
+ * those rows in shared memory (mx_expand, no round trip through entry_row) and releases
+ * both counts (mx_expand_done). At 1 token the route item and the expand item claimed
+ * after it brought the rows in at 17-18 us (H200, session 43), their global round trips
+ * slowed by the weight streams already running. The offsets are written for the slice
+ * combine's total and the combine items. */
+WS_DEV void mx_route_few(const mx_layer_args *L, int *scratch, int i, uint32_t bar, int H) {
+  const int E = L->experts, K = L->topk, n = L->tokens * K, lane = i % 32;
+  int *rows = scratch, *sorted = scratch + 32, *distinct = scratch + 64;
+  if (i < 32) {
+    const int e = lane < n ? __ldg(L->topk_idx + lane) : -1, valid = e >= 0 && e < E;
+    if (lane < n && !valid && e != -1 && atomicAdd(&L->bad_id[0], 1) == 0) { /* skipped like -1, reported */
+      L->bad_id[1] = lane / K; L->bad_id[2] = lane % K; L->bad_id[3] = e;
+    }
+    const uint32_t same = __match_any_sync(0xffffffffu, valid ? e : -1 - lane); /* invalid lanes alone */
+    const int first = valid && __ffs(same) - 1 == lane;
+    const uint32_t firsts = __ballot_sync(0xffffffffu, first);
+    int rank = 0;
+#pragma unroll 1
+    for (int j = 0; j < 32; j++) {
+      const int ej = __shfl_sync(0xffffffffu, e, j);
+      if ((firsts >> j & 1u) && ej < e) rank++;
+    }
+    const int row = valid ? rank * MOE_EXPERTS_BM + __popc(same & ((1u << lane) - 1u)) : -1;
+    rows[lane] = row;
+    if (lane < n) L->entry_row[lane] = row;
+    if (first) sorted[rank] = e;
+    if (lane == 0) *distinct = __popc(firsts);
+  } else { /* the token rows into L2 meanwhile: the expand below reads them next */
+    const size_t bytes = (size_t)L->tokens * H * (L->x_bf16 ? 2 : 1);
+    for (size_t o = (size_t)(i - 32) * 128; o < bytes; o += (size_t)(MX_LAYER_THREADS - 32) * 128)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(L->x + o));
+  }
+  ws_named_sync(bar, MX_LAYER_THREADS);
+  const int U = *distinct;
+  for (int e = i; e <= E; e += MX_LAYER_THREADS) { /* 64 rows per distinct expert below e */
+    int below = 0;
+    for (int u = 0; u < U; u++) below += sorted[u] < e;
+    L->offsets[e] = below * MOE_EXPERTS_BM;
+  }
+  /* combine by the L2 epilogues, and no slot names an expert: no tile will sum the rows,
+   * which are zero (as mx_route) */
+  if (L->slice_combine && U == 0)
+    for (size_t v = (size_t)i; v < (size_t)L->tokens * H / 8; v += MX_LAYER_THREADS)
+      ((uint4 *)L->out)[v] = make_uint4(0u, 0u, 0u, 0u);
 }
 
 /* ---- combine ----------------------------------------------------------------------- */

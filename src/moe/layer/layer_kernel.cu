@@ -282,6 +282,9 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     const int self_route = ws_knobs_get()->moe_self_route ? WS_MOE_SELF_ROUTE_ENTRIES : 0;
     ly->self_route = ly->nranks == 1 && io->tokens >= 1 && (long long)io->tokens * io->topk <= self_route &&
                      p->groups < MX_SMEM_OFFSETS;
+    ly->few_decode = ly->self_route && (long long)io->tokens * io->topk <= WS_MOE_FEW_DECODE_ENTRIES &&
+                     ws_knobs_get()->moe_few_decode;
+    if (ly->few_decode) ly->expand_items = 0; /* the route item expands (mx_route_few) */
     ly->topk_idx = io->topk_idx;
     ly->topk_weights = io->topk_weights;
     ly->x = (const uint8_t *)io->x;

@@ -107,6 +107,33 @@ WS_DEV void mx_self_route(const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, ge
   mx_start_cursors(a, sm, lane == 31, 1, c1, c2);
 }
 
+/* At most a warp's lanes of entries (ly->few_decode): lane j ends holding the j-th distinct
+ * expert named by topk_idx in increasing order (-1 past them); returns their number U,
+ * which is also the layer's number of row blocks (moe_few_item). What mx_self_route,
+ * mx_count_tiles and the cursor walk took 4.2 + 1.3 + 3.1 us for at 1 token (H200 probes,
+ * session 43: loops over every expert's count and offsets) is one load and two rounds of
+ * 32 shuffles here. Entries outside 0 .. E - 1 are skipped, as the route item skips them. */
+WS_DEV int mx_few_route(const ws_ctx *c, const mx_args *a, int *sorted) {
+  const int E = a->l1.groups, n = a->layer.tokens * a->layer.topk, lane = c->lane;
+  const int e = lane < n ? __ldg(a->layer.topk_idx + lane) : -1, valid = e >= 0 && e < E;
+  const uint32_t same = __match_any_sync(0xffffffffu, valid ? e : -1 - lane); /* invalid lanes alone */
+  const int first = valid && __ffs(same) - 1 == lane;
+  const uint32_t firsts = __ballot_sync(0xffffffffu, first);
+  int rank = 0; /* of this lane's expert among the distinct ones */
+#pragma unroll 1 /* short code: it runs once, cold (and within the loader role's registers) */
+  for (int j = 0; j < 32; j++) {
+    const int ej = __shfl_sync(0xffffffffu, e, j);
+    if ((firsts >> j & 1u) && ej < e) rank++;
+  }
+  *sorted = -1;
+#pragma unroll 1
+  for (int j = 0; j < 32; j++) {
+    const int ej = __shfl_sync(0xffffffffu, e, j), rj = __shfl_sync(0xffffffffu, rank, j);
+    if ((firsts >> j & 1u) && rj == lane) *sorted = ej;
+  }
+  return __popc(firsts);
+}
+
 /* The whole layer: row blocks of BM over every expert (the tile numbering's unit), from
  * the offsets the loader holds (a full warp). */
 WS_DEV int mx_count_tiles(const gemm_shape *s, int lane) {
@@ -154,16 +181,18 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
   gemm_cursor c1, c2;
   const int pre = moe_layer_pre(ly->on, ly->send_items, ly->expand_items), per_tile = I / MOE_EXPERTS_L1_BN + l2_items;
   int tiles = ly->on ? -1 : 0, l1_done = 0, walk = 0, routed_seen = !ly->on;
+  int few_expert = -1; /* ly->few_decode: lane j's the j-th distinct expert (mx_few_route) */
   if (!ly->on) mx_load_offsets(c, a, sm, &c1, &c2);
   /* probe points of the whole layer's first tile's decode (WS_PROBES builds, base 20): 0
-   * claimed, 1 the route waited for, 2 the offsets in hand (its own route at decode), 3 the
-   * tiles counted, 4 the item decoded, 5 handed over */
+   * the slot for it acquired, 1 claimed, 2 the route waited for, 3 the offsets in hand (its
+   * own route at decode), 4 the tiles counted, 5 the item decoded, 6 handed over */
   WS_PROBE_DECLARE(p);
   for (ws_cursor k = {0, 0};; k = ws_cursor_next(k, items->stages)) {
     mx_claimed *it = &sm->items.slot[ws_pipe_acquire_at(items, c, k)];
+    WS_PROBE(p, 0);
     const int t = mx_claim(c, a, &walk);
     const int probe = tiles < 0 && t >= pre; /* the layer's first tile on this CTA */
-    if (probe) WS_PROBE(p, 0);
+    if (probe) WS_PROBE(p, 1);
     /* send and expand items read the route's entries, the tiles its offsets: the offsets
      * are loaded and the tiles counted only before the first tile, not before an expand
      * item's hand-over (at 1 token the expand item now starts 4 us earlier; H100) */
@@ -171,30 +200,44 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
       mx_wait_count(c, ly->routed, 1u, "moe layer route");
       routed_seen = 1;
     }
-    if (probe) WS_PROBE(p, 1);
+    if (probe) WS_PROBE(p, 2);
     if (tiles < 0 && t >= pre) { /* the first tile: the offsets, counted here or the route item's */
-      if (ly->self_route) mx_self_route(c, a, sm, &c1, &c2);
-      else mx_load_offsets(c, a, sm, &c1, &c2);
-      if (probe) WS_PROBE(p, 2);
-      tiles = mx_count_tiles(&sm->shape[0], c->lane);
+      if (ly->few_decode) {
+        tiles = mx_few_route(c, a, &few_expert);
+        if (probe) WS_PROBE(p, 3);
+      } else {
+        if (ly->self_route) mx_self_route(c, a, sm, &c1, &c2);
+        else mx_load_offsets(c, a, sm, &c1, &c2);
+        if (probe) WS_PROBE(p, 3);
+        tiles = mx_count_tiles(&sm->shape[0], c->lane);
+      }
     }
-    if (probe) WS_PROBE(p, 3);
+    if (probe) WS_PROBE(p, 4);
     /* route; send, expand; the tiles; reduce (one GPU: combine), gather */
     int index;
     int kind = moe_layer_item(ly->on, ly->nranks, ly->send_items, ly->reduce_items, ly->gather_items, pre, tiles * per_tile,
                               t, &index);
     gemm_tile tile;
     int l2 = 0;
-    if (kind == MX_L1 && !moe_experts_item(&sm->shape[0], &sm->shape[1], &c1, &c2, &l1_done, t - pre, &tile, &l2)) kind = -1;
-    if (probe) WS_PROBE(p, 4);
+    if (kind == MX_L1 && ly->few_decode) {
+      int u, tn;
+      if (moe_few_item(tiles, I / MOE_EXPERTS_L1_BN, l2_items, t - pre, &u, &tn, &l2))
+        tile = moe_few_tile(__shfl_sync(0xffffffffu, few_expert, u), u, tn, l2 ? I / MX_BK : a->hidden / MX_BK);
+      else kind = -1;
+    } else if (kind == MX_L1 && !moe_experts_item(&sm->shape[0], &sm->shape[1], &c1, &c2, &l1_done, t - pre, &tile, &l2)) {
+      kind = -1;
+    }
+    if (probe) WS_PROBE(p, 5);
     if (c->lane == 0) {
       it->t = t; it->kind = kind; it->index = index; it->l2 = l2; it->target = 2 * tiles * l2_items;
       if (kind == MX_L1) it->tile = tile;
     }
     ws_pipe_commit_at(items, c, k);
     if (probe) {
-      WS_PROBE(p, 5);
-      WS_PROBE_FLUSH(c, p, 6, 20);
+      WS_PROBE(p, 6);
+      ws_ctx as_loader = *c; /* the trace takes one writer warp per role: the loader's */
+      as_loader.warp = 0;
+      WS_PROBE_FLUSH(&as_loader, p, 7, 20);
     }
     if (kind < 0) return;
   }
@@ -255,7 +298,13 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
       continue;
     }
     const gemm_tile tile = it->tile;
-    ws_pipe_release_at(items, c, ki);
+    /* Few entries: the scheduler claims the CTA's next item only once this one's loads are
+     * out (the decode takes it well under a stage's time). Claimed as soon as the tile was
+     * in hand, the CTAs whose first item was an L2 tile, waiting for L1's rows, took a
+     * second L2 tile to run after it while L1's CTAs still had none: at 1 token (Flash
+     * shape) the layer's last CTAs ran two L2 tiles after the rows, 8 us more. */
+    const int claim_late = ly->few_decode;
+    if (!claim_late) ws_pipe_release_at(items, c, ki);
     const int row = tile.row0 + tile.tm * BM, blk = row / MOE_EXPERTS_BM;
     /* the 128-row tile's second 64 rows: still this expert's? (else: the next one's) */
     const int both = BM == MOE_EXPERTS_BM || tile.tm * BM + MOE_EXPERTS_BM < tile.count;
@@ -279,7 +328,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
           mx_wait_rows(c, a, blk, (uint32_t)l2_items);
           if (BM != MOE_EXPERTS_BM && both) mx_wait_rows(c, a, blk + 1, (uint32_t)l2_items);
         } else {
-          mx_wait_count(c, ly->expanded, (uint32_t)ly->expand_items, "moe layer x rows");
+          mx_wait_count(c, ly->expanded, mx_expand_target(ly), "moe layer x rows");
         }
         expanding = 0;
         ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
@@ -289,6 +338,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
       ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, kk);
       ws_pipe_commit_at(pipe, c, k);
     }
+    if (claim_late) ws_pipe_release_at(items, c, ki);
     ws_trace_mark(c, WS_TRACE_ITEM_END, t); /* its loads issued (they land later) */
     WS_PROBE(p, 4);
     WS_PROBE_FLUSH(c, p, 5, l2 ? 10 : 0);
@@ -301,7 +351,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
    * counts for the next call. Every expand item must have counted by then: a loader waits
    * for them before its first L1 tile, but with no tiles at all (no tokens, or every slot
    * -1) none does, and an expand item still running would count into the next call. */
-  if (ly->on) mx_wait_count(c, ly->expanded, (uint32_t)ly->expand_items, "moe layer x rows");
+  if (ly->on) mx_wait_count(c, ly->expanded, mx_expand_target(ly), "moe layer x rows");
   mx_reset_claims(c, a, gridDim.x);
 }
 

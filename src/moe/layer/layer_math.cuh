@@ -330,16 +330,22 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
   while (!PAIR && (phase == MX_ROUTE + 1 || phase == MX_SEND + 1 || phase == MX_EXPAND + 1)) {
     ws_pipe_release_warp_at(&pipe, &ctx, c);
     c = ws_cursor_next(c, pipe.stages);
+    int *scratch = (int *)sm->epi[0].out;
+    const int route_expands = phase == MX_ROUTE + 1 && !ep && a.layer.few_decode; /* mx_route_few */
     if (phase == MX_ROUTE + 1) {
-      if (ep) mxe_route(&a.layer, (int *)sm->epi[0].out, &ctx, mi, bar, &sm->ep);
-      else mx_route(&a.layer, (int *)sm->epi[0].out, mi, bar, a.hidden);
+      if (ep) mxe_route(&a.layer, scratch, &ctx, mi, bar, &sm->ep);
+      else if (route_expands) mx_route_few(&a.layer, scratch, mi, bar, a.hidden);
+      else mx_route(&a.layer, scratch, mi, bar, a.hidden);
     } else if (phase == MX_SEND + 1) {
       mxe_send(&a.layer, tile.g, gw, ctx.lane, mi, bar, &sm->ep);
     } else if (ep) {
-      mxe_expand(&a.layer, (int *)sm->epi[0].out, &ctx, tile.g, gw, ctx.lane, mi, bar, &sm->ep);
-    } else {
-      mx_expand(&a.layer, tile.g, gw, ctx.lane, a.hidden);
-      mx_expand_done(&a.layer, mi, bar);
+      mxe_expand(&a.layer, scratch, &ctx, tile.g, gw, ctx.lane, mi, bar, &sm->ep);
+    }
+    if (route_expands || (phase == MX_EXPAND + 1 && !ep)) {
+      const int tpi = a.layer.tokens_per_item, t0 = route_expands ? 0 : tile.g * tpi;
+      mx_expand(&a.layer, route_expands ? scratch : NULL, t0, route_expands ? a.layer.tokens : min(tpi, a.layer.tokens - t0),
+                gw, ctx.lane, a.hidden);
+      mx_expand_done(&a.layer, mi, bar, route_expands);
     }
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);
     phase = mx_next(&pipe, &ctx, sm, c, &tile);

@@ -70,6 +70,38 @@ GEMM_HD int moe_layer_item(int on, int nranks, int send_items, int reduce_items,
   return kind;
 }
 
+/* Few entries (one GPU, at most a warp's lanes of (token, slot) entries: the scheduler at
+ * decode, layer_loader.cuh mx_few_route): every expert then has at most 32 rows, one
+ * padded 64-row block at row 64 u, where u is its rank among the U distinct experts in
+ * increasing order, and one row block of any tile (64 or 128 rows). The walk of
+ * moe_experts_item then needs no offsets: the experts in order, each cols1 L1 items (tm 0,
+ * tn 0 ..), then every expert's cols2 L2 items. Item t (counted from the first tile) into
+ * the expert's rank, the tile column and the phase; 0 past the last. The caller fills the
+ * tile: g = the u-th distinct expert, row0 = 64 u, count = 64, tm = split = k0 = 0, k1 the
+ * phase's K steps (tests/cpu/test_moe_experts_sched.cu checks it against the walk). */
+GEMM_HD int moe_few_item(int U, int cols1, int cols2, int t, int *u, int *tn, int *l2) {
+  *l2 = t >= U * cols1;
+  if (*l2) t -= U * cols1;
+  const int cols = *l2 ? cols2 : cols1;
+  if (t >= U * cols) return 0;
+  *u = t / cols;
+  *tn = t - *u * cols;
+  return 1;
+}
+
+GEMM_HD gemm_tile moe_few_tile(int g, int u, int tn, int ksteps) {
+  gemm_tile tile;
+  tile.g = g;
+  tile.row0 = u * MOE_EXPERTS_BM;
+  tile.count = MOE_EXPERTS_BM;
+  tile.tm = 0;
+  tile.tn = tn;
+  tile.split = 0;
+  tile.k0 = 0;
+  tile.k1 = ksteps;
+  return tile;
+}
+
 /* Item t into *tile and *l2 (0: L1, 1: L2); 0 past the last item. `l1_done` and the
  * cursors belong to the caller and only move forward (every role sees its CTA's items in
  * increasing order). */
