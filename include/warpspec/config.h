@@ -149,6 +149,9 @@
  * each tile from the distinct experts in its lanes instead of walking the offsets of every
  * expert (layer_sched.cuh, moe_few_item). WARPSPEC_MOE_FEW_DECODE=0 turns it off. */
 #define WS_MOE_FEW_DECODE_ENTRIES   32
+/* ... and at most this many tokens, the route item also expands them (mx_route_few): at 4
+ * tokens one CTA expanding every token was slower than expand items on 4 (+3 us, H200). */
+#define WS_MOE_ROUTE_EXPANDS_TOKENS 2
 
 /* The unfused path's L1 GEMM reads the received rows in place (no gathered copy) when 1;
  * 0 until that gathered loader keeps pace with the copy. WARPSPEC_MOE_GATHER=0|1 forces it. */

@@ -53,8 +53,9 @@ typedef struct {
   int send_items, expand_items, reduce_items, gather_items;
   int nranks;                  /* > 1: the items of layer_items_ep.cuh on `ep`             */
   int self_route;              /* one GPU, few entries: the loaders count the offsets too  */
-  int few_decode;              /* ... at most a warp's lanes of them: moe_few_item, and the
-                                * route item expands too (mx_route_few; no expand items)   */
+  int few_decode;              /* ... at most a warp's lanes of them: moe_few_item          */
+  int route_expands;           /* ... and at most 2 tokens: the route item expands them too
+                                * (mx_route_few; no expand items)                          */
   const int *topk_idx;
   const float *topk_weights;
   const uint8_t *x;            /* the caller's rows (e4m3, or bf16 when x_bf16)          */
@@ -75,7 +76,7 @@ typedef struct {
 
 /* The count of `expanded` that means every row is in: the expand items', or the route
  * item's one when it expands (few entries, mx_route_few). */
-WS_DEV uint32_t mx_expand_target(const mx_layer_args *L) { return L->few_decode ? 1u : (uint32_t)L->expand_items; }
+WS_DEV uint32_t mx_expand_target(const mx_layer_args *L) { return L->route_expands ? 1u : (uint32_t)L->expand_items; }
 
 WS_DEV int mx_pad_rows(int n) { return (n + MOE_EXPERTS_BM - 1) / MOE_EXPERTS_BM * MOE_EXPERTS_BM; }
 
@@ -243,8 +244,8 @@ WS_DEV void mx_expand_done(const mx_layer_args *L, int i, uint32_t bar, int rout
 }
 
 /* ---- route and expand at few entries ---------------------------------------------- */
-/* One GPU, at most a warp's lanes of (token, slot) entries (L->few_decode): the route item
- * also expands, and no expand item exists. Warp 0 routes in registers, a lane per entry,
+/* One GPU, at most a warp's lanes of (token, slot) entries and 2 tokens (L->route_expands):
+ * the route item also expands, and no expand item exists. Warp 0 routes in registers, a lane per entry,
  * as the scheduler warps decode (mx_few_route): an entry's row is 64 u + its place among
  * the earlier entries naming its expert, u the expert's rank among the distinct experts
  * named, which is where the loaders' tiles look for it (moe_few_item); the other warps

@@ -284,7 +284,8 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
                      p->groups < MX_SMEM_OFFSETS;
     ly->few_decode = ly->self_route && (long long)io->tokens * io->topk <= WS_MOE_FEW_DECODE_ENTRIES &&
                      ws_knobs_get()->moe_few_decode;
-    if (ly->few_decode) ly->expand_items = 0; /* the route item expands (mx_route_few) */
+    ly->route_expands = ly->few_decode && io->tokens <= WS_MOE_ROUTE_EXPANDS_TOKENS;
+    if (ly->route_expands) ly->expand_items = 0; /* the route item expands (mx_route_few) */
     ly->topk_idx = io->topk_idx;
     ly->topk_weights = io->topk_weights;
     ly->x = (const uint8_t *)io->x;

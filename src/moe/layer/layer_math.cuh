@@ -331,7 +331,7 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     ws_pipe_release_warp_at(&pipe, &ctx, c);
     c = ws_cursor_next(c, pipe.stages);
     int *scratch = (int *)sm->epi[0].out;
-    const int route_expands = phase == MX_ROUTE + 1 && !ep && a.layer.few_decode; /* mx_route_few */
+    const int route_expands = phase == MX_ROUTE + 1 && !ep && a.layer.route_expands; /* mx_route_few */
     if (phase == MX_ROUTE + 1) {
       if (ep) mxe_route(&a.layer, scratch, &ctx, mi, bar, &sm->ep);
       else if (route_expands) mx_route_few(&a.layer, scratch, mi, bar, a.hidden);

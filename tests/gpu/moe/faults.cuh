@@ -19,11 +19,12 @@
  * about together, so the first to reach the bound names any of them; the combine wait is
  * the only one left running when L2's counts are dropped, so it names itself. The CUDA
  * context is lost after a timeout: one case per process. */
-static void experts_timeout(int drop, const char *what) {
+static void experts_timeout(int drop, const char *what, int tokens) {
   /* 16 tokens for the L2 counts: from 8 down the L2 epilogues combine and nothing waits for
    * them (a dropped count leaves a slice unsummed, no wait); 8 for the others, so that
-   * the route and rows hand-offs are also dropped with the epilogues combining */
-  const int H = 256, I = 128, R = 64, T = drop == MOE_DROP_L2_STORED ? 16 : 8, K = 2,
+   * the route and rows hand-offs are also dropped with the epilogues combining; `tokens`
+   * (2: the route item expands them itself, one hand-off for both) where given */
+  const int H = 256, I = 128, R = 64, T = tokens ? tokens : drop == MOE_DROP_L2_STORED ? 16 : 8, K = 2,
             layer = drop != MOE_DROP_L1_RELEASE;
   moe_experts_problem p;
   memset(&p, 0, sizeof p);

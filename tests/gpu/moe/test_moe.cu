@@ -38,10 +38,13 @@ int main(int argc, char **argv) {
   printf("rank %d of %d: seed %llu, mode %s\n", rank, nranks, (unsigned long long)seed, mode);
   if (!strcmp(mode, "missing")) missing_rank(comm);
   if (!strcmp(mode, "missing_layer")) missing_rank_layer(comm);
-  if (!strcmp(mode, "experts_timeout")) experts_timeout(MOE_DROP_L1_RELEASE, "moe experts");
-  if (!strcmp(mode, "layer_timeout_route")) experts_timeout(MOE_DROP_ROUTED, "moe layer route");
-  if (!strcmp(mode, "layer_timeout_rows")) experts_timeout(MOE_DROP_EXPANDED, "moe layer x rows");
-  if (!strcmp(mode, "layer_timeout_combine")) experts_timeout(MOE_DROP_L2_STORED, "moe layer L2 rows");
+  if (!strcmp(mode, "experts_timeout")) experts_timeout(MOE_DROP_L1_RELEASE, "moe experts", 0);
+  if (!strcmp(mode, "layer_timeout_route")) experts_timeout(MOE_DROP_ROUTED, "moe layer route", 0);
+  if (!strcmp(mode, "layer_timeout_rows")) experts_timeout(MOE_DROP_EXPANDED, "moe layer x rows", 0);
+  if (!strcmp(mode, "layer_timeout_combine")) experts_timeout(MOE_DROP_L2_STORED, "moe layer L2 rows", 0);
+  /* 2 tokens: the route item expands them (mx_route_few), its one release dropped */
+  if (!strcmp(mode, "layer_timeout_route_few")) experts_timeout(MOE_DROP_ROUTED, "moe layer x rows", 2);
+  if (!strcmp(mode, "layer_timeout_rows_few")) experts_timeout(MOE_DROP_EXPANDED, "moe layer x rows", 2);
   if (!strcmp(mode, "layer")) { /* small: both layer paths under compute-sanitizer */
     layer_long = 0;
     CHECK(moe_layer_case(comm, 512, 256, 8 * nranks, 4, 48, ROUTE_HOLES));
