@@ -15,6 +15,10 @@ NAMES = {
     ("X_MATH", 10): ["wait for the first stage", "L2 K loop", "L2 epilogue"],
     ("X_LOADER", 0): ["wait for the item", "first free slot", "(rows: none for L1)", "the other stages"],
     ("X_LOADER", 10): ["wait for the item", "first free slot", "act rows ready", "the other stages"],
+    # WS_PROBES_STAGES builds (layer_loader.cuh mx_census): per tile, the slots the loader
+    # came to refill, by what held them, printed as us (1 us a slot)
+    ("X_LOADER", 30): ["L1: slots free (count)", "L1: landed, math behind", "L1: bytes in flight"],
+    ("X_LOADER", 40): ["L2: slots free (count)", "L2: landed, math behind", "L2: bytes in flight"],
     # the scheduler warp's first tile (layer_loader.cuh mx_schedule)
     ("X_LOADER", 20): ["claim the item", "wait for the route", "offsets (own route)", "count the tiles",
                        "decode the item", "hand it over"],

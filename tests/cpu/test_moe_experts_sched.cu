@@ -162,6 +162,8 @@ int main(void) {
                 1 + (int)(next() % 40), nranks > 1 ? 1 + (int)(next() % 40) : 0);
   }
   layer_items(1, 0, 1, 0, 1, 0); /* an idle rank: no tiles */
+  layer_items(1, 0, 0, 24, 0, 0); /* few entries: the route item expands (no expand item), slice combine */
+  layer_items(1, 0, 0, 24, 3, 0);
   const int shapes[][2] = {{128, 128}, {256, 128}, {1152, 384}, {4096, 2048}, {7168, 2048}};
   for (int s = 0; s < 5; s++)
     for (int bm = MOE_EXPERTS_BM; bm <= MOE_EXPERTS_BM_WIDE; bm *= 2)

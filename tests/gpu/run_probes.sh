@@ -6,13 +6,15 @@
 # on the fused path's timeline (PROBE_PATH=layer: the one-kernel layer's; per role and
 # tile kind: the wait for the first stage, the K loop, the epilogue; the loader's wait for
 # its item, first slot, act rows, stages; the scheduler's decode of its first tile).
+# PROBE_CMAKE_ARGS adds to the build's cmake line, e.g. -DCMAKE_CUDA_FLAGS=-DWS_PROBES_STAGES=1
+# (the loader's census of what holds each slot it refills) or -DWS_PROBES_MATH=1 likewise.
 # Logs in $OUT (or ./results): probes_build.log, probes_<shape>_<tokens>.txt, probes.tgz.
 set -u
 build=${1:-build-probes}
 out=${OUT:-results}
 mkdir -p "$out"
 . "$(dirname "$0")/env.sh"
-{ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DWS_PROBES=ON &&
+{ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DWS_PROBES=ON ${PROBE_CMAKE_ARGS:-} &&
   cmake --build "$build" -j "$(nproc)" --target warpspec_cli; } >"$out/probes_build.log" 2>&1 ||
   { tail -30 "$out/probes_build.log"; exit 1; }
 tmp=$(mktemp -d)

@@ -11,7 +11,9 @@
  *                      row is quantised 1 x 128 on the way, the same bits as
  *                      ws_fp8_quantize_1x128) with its scales K-block-major, then one
  *                      release-add on `expanded`. A CTA's loader waits once, before its
- *                      first L1 tile, until every expand item is in: a 64-row block
+ *                      first L1 tile, until every expand item is in (at 1-2 tokens and
+ *                      few entries there is none: the route item expands, mx_route_few,
+ *                      and counts once): a 64-row block
  *                      gathers rows from tokens all over the batch, so per-block
  *                      counters bought no earlier start, and their wait (two round
  *                      trips per L1 tile) slowed the tiles 3.5% at 128 tokens.
@@ -65,7 +67,8 @@ typedef struct {
   uint8_t *xg;                 /* the grouped rows [max_rows][H] and their scales          */
   float *xg_scale;             /* [H / 128][scale_ld]                                      */
   uint32_t *routed;            /* 1 once the route item is done (the last loader resets)   */
-  uint32_t *expanded;          /* expand items done (the last loader resets)               */
+  uint32_t *expanded;          /* expand items done, or 1 from the route item when it expands
+                                * (route_expands; the last loader resets)                 */
   uint32_t *l2_done;           /* L2 tile halves stored (2 per tile)                       */
   uint32_t *comb_seen;         /* combine items past their wait (the last one resets)      */
   uint32_t *sent, *reduced, *gathered; /* several ranks: items done (the last one resets)  */

@@ -173,7 +173,8 @@ WS_DEV void mx_load_b(const ws_pipe *pipe, const ws_ctx *c, ws_cursor k, mx_stag
  * tiles, known once routed: `tiles` row blocks of BM, then reduce (one GPU: combine) and
  * gather; the cursors read the offsets, so they start once routed) and hands it to the
  * loader warp through `items`. One item ahead: it claims the next one when the loader
- * takes the last one, as the loader itself did when it finished that one's loads. */
+ * takes the last one, as the loader itself did when it finished that one's loads; at few
+ * entries (ly->few_decode) once the loader has issued the last one's loads (mx_load). */
 template <int BM>
 WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm) {
   const int I = a->inter, l2_items = moe_experts_l2_items(BM, a->hidden);
@@ -217,6 +218,13 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
     int index;
     int kind = moe_layer_item(ly->on, ly->nranks, ly->send_items, ly->reduce_items, ly->gather_items, pre, tiles * per_tile,
                               t, &index);
+    /* combine items read the route's entry rows: with the loaders routing for themselves
+     * nothing before them waited for it, and with no tile at all (every slot -1) their
+     * wait for the L2 stores is for none (the route writes the -1 rows they read) */
+    if ((kind == MX_COMBINE || kind == MX_REDUCE || kind == MX_GATHER) && routed_seen == 0) {
+      mx_wait_count(c, ly->routed, 1u, "moe layer route");
+      routed_seen = 1;
+    }
     gemm_tile tile;
     int l2 = 0;
     if (kind == MX_L1 && ly->few_decode) {
@@ -268,6 +276,43 @@ WS_DEV void mx_prefetch_maps(const ws_ctx *c, const mx_args *a, const ws_tmap *m
   ws_prefetch_tensormap(&a->map_as.map);
 }
 
+/* A census of the stages (WS_PROBES builds with -DWS_PROBES_STAGES=1 as well): each time
+ * the loader comes to a slot it must refill, was it free already, still holding a stage
+ * the math has not released though it landed (the math is behind), or still waiting for
+ * its bytes (the stream is behind)? At 1 token each SM streams about 30 GB/s in the layer
+ * where bench hbm gives one CTA 61 (session 43); the math warpgroups have no registers
+ * left to count their own waits. Reported per tile as probe points base .. base + 3 (30:
+ * L1, 40: L2), 1 us per slot (bench/trace_probes.py prints the counts as times). */
+#if defined(WS_PROBES) && defined(WS_PROBES_STAGES)
+#define MX_CENSUS_DECLARE(n) uint32_t n[3] = {0u, 0u, 0u}
+WS_DEV uint32_t mx_test_parity(uint64_t *bar, uint32_t parity) { /* never suspends, unlike try_wait */
+  uint32_t done;
+  asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+               : "=r"(done) : "r"(ws_smem_addr(bar)), "r"(parity) : "memory");
+  return done;
+}
+WS_DEV void mx_census(const ws_pipe *pipe, ws_cursor k, uint32_t *n) {
+  if (mx_test_parity(&pipe->empty[k.stage], k.phase ^ 1u)) n[0]++;
+  else if (mx_test_parity(&pipe->full[k.stage], k.phase ^ 1u)) n[1]++; /* its previous fill landed */
+  else n[2]++;
+}
+WS_DEV void mx_census_report(const ws_ctx *c, uint32_t *n, int base) {
+  ws_probe q;
+  q.t[3] = (uint32_t)ws_globaltimer();
+  q.t[2] = q.t[3] - 1000u * n[2];
+  q.t[1] = q.t[2] - 1000u * n[1];
+  q.t[0] = q.t[1] - 1000u * n[0];
+  WS_PROBE_FLUSH(c, q, 4, base);
+  n[0] = n[1] = n[2] = 0u;
+}
+#define MX_CENSUS(pipe, k, n) mx_census((pipe), (k), (n))
+#define MX_CENSUS_REPORT(c, n, base) mx_census_report((c), (n), (base))
+#else
+#define MX_CENSUS_DECLARE(n) (void)0
+#define MX_CENSUS(pipe, k, n) ((void)0)
+#define MX_CENSUS_REPORT(c, n, base) ((void)0)
+#endif
+
 /* The loader warp (warp 0 of the loader role): the items from the scheduler, each tile's
  * loads stage by stage. */
 template <int BM>
@@ -282,6 +327,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
   /* probe points of a tile (WS_PROBES builds; base 0 L1, 10 L2): 0 the wait for the
    * item, 1 item in hand, 2 first slot free, 3 its rows ready (L2), 4 every stage issued */
   WS_PROBE_DECLARE(p);
+  MX_CENSUS_DECLARE(census);
   for (ws_cursor ki = {0, 0};; ki = ws_cursor_next(ki, items->stages)) {
     WS_PROBE(p, 0);
     ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SCHEDULE);
@@ -314,6 +360,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
     for (int ks = 0; ks < ksteps; ks++, k = ws_cursor_next(k, pipe->stages)) {
       const int j = l2 || BM == MOE_EXPERTS_BM ? 0 : ks / hb, kk = ks - j * hb; /* L1 loop, its K block */
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SLOT); /* the item's first free slot */
+      MX_CENSUS(pipe, k, census);
       mx_stage<BM> *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SLOT);
       if (ks == 0) WS_PROBE(p, 2);
@@ -342,6 +389,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
     ws_trace_mark(c, WS_TRACE_ITEM_END, t); /* its loads issued (they land later) */
     WS_PROBE(p, 4);
     WS_PROBE_FLUSH(c, p, 5, l2 ? 10 : 0);
+    MX_CENSUS_REPORT(c, census, l2 ? 40 : 30);
   }
   /* the end, as an item of its own: index -1 in a committed stage (the math stops there) */
   ws_pipe_acquire_at(pipe, c, k);

@@ -252,7 +252,8 @@ WS_DEV int mx_count_stored(const ws_ctx *ctx, const mx_args *a, int tn, int *las
         ws_red_release_gpu_add_u32(L->l2_done, 1u);
       } else {
         /* the route item's total: written before this tile's rows existed (route -> the
-         * expand items' wait on `routed` -> `expanded` -> the L1 loaders -> `ready`) */
+         * expand items' wait on `routed`, or the route's own expand -> `expanded` -> the
+         * L1 loaders -> `ready`) */
         const uint32_t halves = 2u * (uint32_t)(__ldcg(L->offsets + L->experts) / MOE_EXPERTS_BM);
         mine = ws_atom_acq_rel_gpu_add_u32(L->slice_done + tn, 1u) == halves - 1u;
         if (mine) L->slice_done[tn] = 0u; /* nobody else counts on it again this call */

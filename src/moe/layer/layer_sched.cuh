@@ -48,7 +48,8 @@ enum { MX_L1 = 0, MX_L2, MX_ROUTE, MX_EXPAND, MX_COMBINE, MX_SEND, MX_REDUCE, MX
  * tells L1 from L2; tile_items of them, which the caller knows once it has the offsets),
  * the reduce items (one GPU: combine), the gather items; -1 past the last. An item only
  * waits on items of earlier kinds (a send on the route, an expand on every rank's sends,
- * a tile on the expands or its L1 rows, a reduce on every tile, a gather on every rank's
+ * a tile on the expands (or the route, when it expands) or its L1 rows, a reduce on every
+ * tile and the route, a gather on every rank's
  * reduces), and every rank numbers them alike, so each wait is on items claimed before
  * it by running CTAs: the layer's deadlock freedom (tests/cpu/test_moe_experts_sched.cu
  * walks it). pre = moe_layer_pre(...): the number of the first tile. */

@@ -62,8 +62,14 @@ int main(int argc, char **argv) {
      * top-8, 1 token), then one with many rows per expert and an odd H / 128 */
     if (2 % nranks == 0) CHECK(moe_layer_case(comm, 128, 128, 2, 1, 2, ROUTE_HOLES));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 1, ROUTE_HOLES));
-    /* few tokens, every slot -1: no tile at all, and still a zero output from each path */
+    /* few tokens, every slot -1: no tile at all, and still a zero output from each path;
+     * at 16 tokens with combine items (no slice combine), which then wait for no tile */
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 3, ROUTE_NONE));
+    if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 16, ROUTE_NONE));
+    /* exactly 32 (token, slot) entries at 2 tokens: the scheduler's lanes full, the route
+     * item expanding (one GPU) */
+    if (32 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 32, 16, 2, ROUTE_HOLES));
+    if (32 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 32, 16, 2, ROUTE_UNIFORM));
     /* few tokens over several 256-column slices of the output (one GPU: the L2 epilogues
      * sum them): 5 slices, the last half past H; 64 slices (the mask's last bit); 65, which
      * falls back to combine items */
