@@ -58,6 +58,8 @@ typedef struct {
   int few_decode;              /* ... at most a warp's lanes of them: moe_few_item          */
   int route_expands;           /* ... and at most 2 tokens: the route item expands them too
                                 * (mx_route_few; no expand items)                          */
+  int route_at_once;           /* item 0 (the route) runs on block 0's math at the kernel's
+                                * start, unclaimed; the claims number items from 1         */
   const int *topk_idx;
   const float *topk_weights;
   const uint8_t *x;            /* the caller's rows (e4m3, or bf16 when x_bf16)          */

@@ -285,6 +285,7 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     ly->few_decode = ly->self_route && (long long)io->tokens * io->topk <= WS_MOE_FEW_DECODE_ENTRIES &&
                      ws_knobs_get()->moe_few_decode;
     ly->route_expands = ly->few_decode && io->tokens <= WS_MOE_ROUTE_EXPANDS_TOKENS;
+    ly->route_at_once = !a.pair && ws_knobs_get()->moe_route_at_once;
     if (ly->route_expands) ly->expand_items = 0; /* the route item expands (mx_route_few) */
     ly->topk_idx = io->topk_idx;
     ly->topk_weights = io->topk_weights;

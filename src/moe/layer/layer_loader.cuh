@@ -143,12 +143,13 @@ WS_DEV int mx_count_tiles(const gemm_shape *s, int lane) {
 }
 
 /* The CTA's next item: claimed from the global counter (lane 0; the whole warp gets it),
- * or (a->static_walk) the i-th of the CTA-strided walk. */
+ * or (a->static_walk) the i-th of the CTA-strided walk. With layer.route_at_once item 0
+ * (the route) is block 0's without a claim (mx_math), and the counter numbers from 1. */
 WS_DEV int mx_claim(const ws_ctx *c, const mx_args *a, int *i) {
   if (a->static_walk && !a->layer.on) return (int)blockIdx.x + (*i)++ * (int)gridDim.x;
   uint32_t t = 0;
   if (c->lane == 0) t = atomicAdd(a->next_item, 1u);
-  return (int)__shfl_sync(0xffffffffu, t, 0);
+  return (int)__shfl_sync(0xffffffffu, t, 0) + a->layer.route_at_once;
 }
 
 /* One K step's B rows: 64-row tile: L1 gate c + 64r .. and up (gate + I) of the same

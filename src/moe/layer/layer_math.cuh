@@ -322,15 +322,24 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
    * stage, 1 the stage in, 2 the K loop done, 3 the epilogue done */
   MX_PROBE_DECLARE(p);
   MX_PROBE(p, 0);
-  int phase = mx_next(&pipe, &ctx, sm, c, &tile);
+  /* layer.route_at_once: block 0 starts with the route (item 0), which no scheduler claims
+   * and no stage carries: at 1 token the claim, the scheduler's cold code and the hand-off
+   * through the loader had the route begin 4.4 us into the kernel (H200, session 43) */
+  int at_once = !PAIR && a.layer.route_at_once && blockIdx.x == 0;
+  int phase = MX_ROUTE + 1;
+  if (at_once) ws_trace_mark(&ctx, WS_TRACE_ITEM_BEGIN, 0);
+  else phase = mx_next(&pipe, &ctx, sm, c, &tile);
   /* the whole layer's route, send and expand items (layer_items.cuh, one GPU;
    * layer_items_ep.cuh, several ranks): their stage carries only the item, free again at
    * once. The route's scratch is warpgroup 0's epilogue memory: no L2 store pending yet. */
   const uint32_t bar = (uint32_t)a.bar;
   const int ep = a.layer.nranks > 1;
   while (!PAIR && (phase == MX_ROUTE + 1 || phase == MX_SEND + 1 || phase == MX_EXPAND + 1)) {
-    ws_pipe_release_warp_at(&pipe, &ctx, c);
-    c = ws_cursor_next(c, pipe.stages);
+    if (!at_once) {
+      ws_pipe_release_warp_at(&pipe, &ctx, c);
+      c = ws_cursor_next(c, pipe.stages);
+    }
+    at_once = 0;
     int *scratch = (int *)sm->epi[0].out;
     const int route_expands = phase == MX_ROUTE + 1 && !ep && a.layer.route_expands; /* mx_route_few */
     if (phase == MX_ROUTE + 1) {
