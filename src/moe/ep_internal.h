@@ -31,7 +31,8 @@ typedef struct {
 /* An entry's record (WARPSPEC_EP_RECORDS), written by the sender into the receiver's
  * rec[sender][local][pos] (ep_buffers.h): the token, its inbox row there, its top-k slot,
  * the entry's index among the token's entries for that rank and their number (se: slot |
- * index << 8 | entries << 16), the weight. 16 bytes, one store. */
+ * index << 8 | entries << 16), the weight. 16 bytes, one store (ep_record_store /
+ * ep_record_load in ep_protocol.cuh: the one packing). */
 typedef struct {
   int token;
   int row;

@@ -239,6 +239,24 @@ WS_DEV void ep_layout(const ep_args *a, const int *rc, int *off, int *warp_start
   ep_sync(g);
 }
 
+/* ---- entry records (WARPSPEC_EP_RECORDS) -------------------------------------------- */
+/* The one packing of an ep_record (ep_internal.h): one 16-byte store by the sender, one
+ * 16-byte load (from L2: written by a peer) by the receiver; se = slot | index << 8 |
+ * entries << 16 (slot < 256, index and entries <= top-k). */
+WS_DEV void ep_record_store(ep_record *dst, int token, int row, int slot, int index, int entries, float weight) {
+  ws_st_global_v4((uint4 *)dst, make_uint4((uint32_t)token, (uint32_t)row, (uint32_t)(slot | index << 8 | entries << 16),
+                                           __float_as_uint(weight)));
+}
+WS_DEV void ep_record_load(const ep_record *src, int *token, int *row, int *slot, int *index, int *entries, float *weight) {
+  const int4 v = __ldcg((const int4 *)src);
+  *token = v.x;
+  *row = v.y;
+  *slot = v.z & 0xFF;
+  *index = (v.z >> 8) & 0xFF;
+  *entries = v.z >> 16;
+  *weight = __int_as_float(v.w);
+}
+
 /* ---- send -------------------------------------------------------------------------- */
 /* 16-byte vectors per lane in flight when a warp copies a row: a row is loaded once per
  * chunk of 32 x EP_COPY_UNROLL vectors and stored to every place it goes. */
@@ -363,10 +381,8 @@ static __device__ __forceinline__ void ep_send_unit(const ep_args *a, const uint
          * count past max_tokens: no record there, and the receive books that call from the
          * meta (ep_records_fit) */
         if (a->records && en.pos < a->max_tokens)
-          ws_st_global_v4((uint4 *)(EP_PEER(ep_record, *a, rec, d) +
-                                    ((size_t)a->rank * a->L + en.local) * a->max_tokens + en.pos),
-                          make_uint4((uint32_t)t, (uint32_t)irow, (uint32_t)(lane | j << 8 | __popc(mine) << 16),
-                                     __float_as_uint(w)));
+          ep_record_store(EP_PEER(ep_record, *a, rec, d) + ((size_t)a->rank * a->L + en.local) * a->max_tokens + en.pos,
+                          t, irow, lane, j, __popc(mine), w);
       }
       if (lane == 0) {
         ep_meta h = {t, __popc(mine), 0, 0.0f};
@@ -465,9 +481,10 @@ WS_DEV void ep_book_records(const ep_args *a, const int *rc, const int *off, int
     int l, p;
     const int s = ep_row_source(rc, off, L, N, r, &l, &p);
     if (s < s0 || s >= s1) continue; /* padding (s == N), or another source's row */
-    const int4 v = __ldcg((const int4 *)(a->rec + ((size_t)s * L + l) * a->max_tokens + p));
-    const int i = v.y, j = (v.z >> 8) & 0xFF, entries = v.z >> 16;
-    ep_book_row(a, s, i, j, r, v.x, v.z & 0xFF, __int_as_float(v.w), index);
+    int token, i, slot, j, entries;
+    float w;
+    ep_record_load(a->rec + ((size_t)s * L + l) * a->max_tokens + p, &token, &i, &slot, &j, &entries, &w);
+    ep_book_row(a, s, i, j, r, token, slot, w, index);
     if (j == entries - 1)
       for (int jj = entries; jj < K; jj++) ep_book_none(a, s, i, jj);
   }
