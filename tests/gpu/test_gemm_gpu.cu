@@ -238,6 +238,36 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
     const int same = memcmp(again, hd, nd * 2) == 0;
     printf("  %s: %s\n", kname ? kname : "?", same ? "same bits twice" : "DIFFERENT BITS TWICE");
     CHECK(same);
+    if (skinny && layout == WS_GEMM_DENSE) {
+      /* Measured, not required: the skinny kernel (weights on wgmma's M side, rows on N)
+       * against the tile kernel (rows on M), both unsplit, so that the only difference is
+       * the wgmma's orientation (the same per-K-block promotion in both). The MoE layer's
+       * decode would put its weights on M too (design.md), and its paths must give the
+       * same bits as the unfused GEMMs, which keep the rows on M. */
+      const char *splits = getenv(WS_GEMM_SPLITS_ENV);
+      char *saved = splits ? strdup(splits) : NULL;
+      test_set_knob(WS_GEMM_SPLITS_ENV, "1");
+      uint16_t *w_on_m = (uint16_t *)host_alloc(nd, 2, 0), *rows_on_m = (uint16_t *)host_alloc(nd, 2, 0);
+      CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
+      WS_OK_OR_DIE(ws_gemm(&p, 0));
+      WS_OK_OR_DIE(ws_sync(0));
+      CUDA_OK(cudaMemcpy(w_on_m, d, nd * 2, cudaMemcpyDeviceToHost));
+      test_set_knob(WS_GEMM_FP8_SKINNY_ENV, "0");
+      const char *other = gemm_kernel_name_for(&p, sms);
+      CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
+      WS_OK_OR_DIE(ws_gemm(&p, 0));
+      WS_OK_OR_DIE(ws_sync(0));
+      CUDA_OK(cudaMemcpy(rows_on_m, d, nd * 2, cudaMemcpyDeviceToHost));
+      test_set_knob(WS_GEMM_FP8_SKINNY_ENV, "1");
+      test_set_knob(WS_GEMM_SPLITS_ENV, saved);
+      free(saved);
+      size_t differ = 0;
+      for (size_t i = 0; i < nd; i++) differ += w_on_m[i] != rows_on_m[i];
+      printf("  weights on M (%s) against rows on M (%s), one split each: %zu of %zu values differ (measured, not "
+             "required)\n", kname ? kname : "?", other ? other : "?", differ, nd);
+      free(w_on_m);
+      free(rows_on_m);
+    }
     free(again);
   }
   if (g_pair && fp8 && !g_gather) {
