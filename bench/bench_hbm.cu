@@ -22,11 +22,22 @@
  *   W2 packed    the same bytes with each 8 KB box contiguous
  * At 1 token the layer streams its L1 weights at 85% of the TMA 1-D rate and its L2 weights
  * at 65-75% (session 42); these say whether the rows' 128-byte pieces are the cause.
+ *   stages + release    the L1 stream as the layer's 64-row tile consumes it: each stage 32 KB
+ *                of weights and an 8 KB row tile (from L2), two math warpgroups that wait
+ *                for it and release it (8 warps on its empty barrier), one loader warp
+ *   stages + tile math  ... and do the layer's math on it first: each warpgroup four
+ *                m64n128k32 (the tile's 64 rows on M), wait, 64 FMAs of promotion
+ *   stages + weights on M  ... with the weights on wgmma's M side instead: each warpgroup two
+ *                64-row weight boxes x four m64n16k32 (16 token rows on N)
+ * In session 43 the 1-token layer streamed about 30 GB/s per SM whatever the number of busy
+ * SMs, where a CTA of `weights 2-D` reads 61 at 66 CTAs: these three tell whether the
+ * hand-off, the math, or neither holds a stage that long.
  * The MoE combine's reduce runs on at most 24 SMs and reads every expert output row; these
  * are the ceilings it is measured against (docs/benchmarks.md, session 19). */
 #include "bench.h"
 #include "bench_check.h"
 #include "warpspec/device/ptx.cuh"
+#include "warpspec/device/wgmma.cuh"
 #include "warpspec/status.h"
 #include "warpspec/tma.h"
 
@@ -205,20 +216,104 @@ __global__ void __launch_bounds__(32, 1) hbm_tma_copy(const uint8_t *p, uint8_t 
   WS_CP_ASYNC_BULK_WAIT_GROUP(0);
 }
 
+/* The layer's stage loop (the rows above): warps 0-7 two math warpgroups, warp 8 the loader.
+ * MODE 0 wait and release, 1 the 64-row tile's math, 2 the weights on M. The values are
+ * whatever the buffers hold (timing only). */
+#define SL_STAGES 4
+#define SL_A_BYTES (64 * 128)
+#define SL_THREADS (9 * 32)
+template <int MODE>
+__global__ void __launch_bounds__(SL_THREADS, 1) hbm_stage_loop(const __grid_constant__ ws_tmap map, const uint8_t *rows,
+                                                                 int tiles, uint4 *sink) {
+  extern __shared__ __align__(1024) uint8_t raw[];
+  __shared__ uint64_t full[SL_STAGES], empty[SL_STAGES];
+  uint8_t *base = raw + ((1024u - (ws_smem_addr(raw) & 1023u)) & 1023u);
+  uint8_t *b_of = base, *a_of = base + SL_STAGES * W_STAGE_BYTES; /* [stage] weights, then [stage] rows */
+  const int warp = (int)(threadIdx.x / 32), lane = (int)(threadIdx.x % 32), steps = W_K / 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < SL_STAGES; s++) {
+      ws_mbarrier_init(&full[s], 1);
+      ws_mbarrier_init(&empty[s], 8);
+    }
+    ws_fence_mbarrier_init();
+  }
+  __syncthreads();
+  const int mine = (int)blockIdx.x < tiles ? (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x : 0;
+  const uint64_t total = (uint64_t)mine * steps;
+  if (warp == 8) { /* the loader */
+    if (lane != 0) return;
+    for (uint64_t j = 0; j < total; j++) {
+      const int s = (int)(j % SL_STAGES), t = (int)blockIdx.x + (int)(j / steps) * (int)gridDim.x, k = (int)(j % steps);
+      if (j >= SL_STAGES)
+        while (!ws_mbarrier_try_wait_parity(&empty[s], (uint32_t)((j / SL_STAGES) - 1) & 1u)) {
+        }
+      ws_mbarrier_arrive_expect_tx(&full[s], W_STAGE_BYTES + SL_A_BYTES);
+      for (int q = 0; q < W_TILE_ROWS / W_BOX_ROWS; q++)
+        ws_cp_async_bulk_tensor_2d_global_to_shared(b_of + (size_t)s * W_STAGE_BYTES + q * W_BOX_BYTES, &map.map,
+                                                    k * 128, t * W_TILE_ROWS + q * W_BOX_ROWS, &full[s]);
+      ws_cp_async_bulk_global_to_shared(a_of + (size_t)s * SL_A_BYTES, rows + (size_t)(k % 8) * SL_A_BYTES, SL_A_BYTES,
+                                        &full[s]); /* 64 KB of row tiles, L2-resident */
+    }
+    return;
+  }
+  const int wg = warp / 4;
+  float acc[64], sum[64];
+  for (int i = 0; i < 64; i++) sum[i] = 0.0f;
+  for (uint64_t j = 0; j < total; j++) {
+    const int s = (int)(j % SL_STAGES);
+    while (!ws_mbarrier_try_wait_parity(&full[s], (uint32_t)(j / SL_STAGES) & 1u)) {
+    }
+    const uint8_t *b = b_of + (size_t)s * W_STAGE_BYTES, *a = a_of + (size_t)s * SL_A_BYTES;
+    if (MODE == 1) { /* rows on M: A the 64-row tile, B this warpgroup's 128 weight rows */
+      const uint64_t da = ws_wgmma_desc_k128b(a), db = ws_wgmma_desc_k128b(b + wg * 128 * 128);
+      ws_wgmma_fence();
+      for (int kk = 0; kk < 4; kk++)
+        ws_wgmma_m64n128k32_e4m3(acc, ws_wgmma_desc_advance(da, kk * 32), ws_wgmma_desc_advance(db, kk * 32), kk > 0);
+      ws_wgmma_commit_group();
+      WS_WGMMA_WAIT_GROUP(0);
+      for (int i = 0; i < 64; i++) sum[i] += acc[i] * 0.5f;
+    } else if (MODE == 2) { /* weights on M: two 64-row boxes of this warpgroup, 16 token rows on N */
+      const uint64_t dt = ws_wgmma_desc_k128b(a);
+      for (int h = 0; h < 2; h++) {
+        const uint64_t dw = ws_wgmma_desc_k128b(b + (wg * 2 + h) * W_BOX_BYTES);
+        ws_wgmma_fence();
+        for (int kk = 0; kk < 4; kk++)
+          ws_wgmma_m64n16k32_e4m3(acc + 8 * h, ws_wgmma_desc_advance(dw, kk * 32), ws_wgmma_desc_advance(dt, kk * 32),
+                                  kk > 0);
+        ws_wgmma_commit_group();
+      }
+      WS_WGMMA_WAIT_GROUP(0);
+      for (int i = 0; i < 16; i++) sum[i] += acc[i] * 0.5f;
+    }
+    __syncwarp();
+    if (lane == 0) ws_mbarrier_arrive(&empty[s]);
+  }
+  float x = 0.0f;
+  for (int i = 0; i < 64; i++) x += sum[i];
+  if (x == 1.2345f) sink->x = 1u;
+}
+
 enum { M_LD, M_CP_ASYNC, M_TMA, M_COPY, M_TMA_COPY, M_WEIGHTS, M_WEIGHTS_PACKED, M_WEIGHTS_DEEP, M_W2, M_W2_ROTATED,
-       M_W2_PACKED, M_COUNT };
+       M_W2_PACKED, M_STAGE_RELEASE, M_STAGE_TILE_MATH, M_STAGE_WEIGHTS_ON_M, M_COUNT };
+#define SL_SMEM (SL_STAGES * (W_STAGE_BYTES + SL_A_BYTES) + 1024)
 
 /* The weights' tiles in the buffer, a whole number per CTA (an uneven last round would
  * be the grid's tail, not the rate), and the bytes they read: rows of W_K bytes (L1's
  * W1) or W2_K (L2's W2: [hidden][inter], rows of 2 KB). */
-static int w_row_bytes(int m) { return m >= M_W2 ? W2_K : W_K; }
+static int w_row_bytes(int m) { return m >= M_W2 && m <= M_W2_PACKED ? W2_K : W_K; }
 static int w_tiles_all(int m) { return (int)(HBM_BYTES / ((uint64_t)W_TILE_ROWS * w_row_bytes(m))); }
 static int w_tiles(int m, int ctas) { return w_tiles_all(m) - w_tiles_all(m) % ctas; }
 static double w_bytes(int m, int ctas) { return (double)w_tiles(m, ctas) * W_TILE_ROWS * w_row_bytes(m); }
 
 static int launch(int m, int ctas, uint4 *p, uint4 *q, uint4 *sink, const ws_tmap *wmap, const ws_tmap *w2map) {
   const uint64_t n = HBM_BYTES / 16;
-  if (m == M_WEIGHTS || m == M_WEIGHTS_PACKED || m >= M_W2)
+  if (m == M_STAGE_RELEASE)
+    hbm_stage_loop<0><<<ctas, SL_THREADS, SL_SMEM>>>(*wmap, (const uint8_t *)q, w_tiles(m, ctas), sink);
+  else if (m == M_STAGE_TILE_MATH)
+    hbm_stage_loop<1><<<ctas, SL_THREADS, SL_SMEM>>>(*wmap, (const uint8_t *)q, w_tiles(m, ctas), sink);
+  else if (m == M_STAGE_WEIGHTS_ON_M)
+    hbm_stage_loop<2><<<ctas, SL_THREADS, SL_SMEM>>>(*wmap, (const uint8_t *)q, w_tiles(m, ctas), sink);
+  else if (m == M_WEIGHTS || m == M_WEIGHTS_PACKED || (m >= M_W2 && m <= M_W2_PACKED))
     hbm_weights<W_STAGES><<<ctas, 32, W_STAGES * W_STAGE_BYTES + 1024>>>(
         m >= M_W2 ? *w2map : *wmap, (const uint8_t *)p, w_tiles(m, ctas), w_row_bytes(m),
         m == M_WEIGHTS_PACKED || m == M_W2_PACKED, m == M_W2_ROTATED, sink);
@@ -249,6 +344,9 @@ extern "C" int bench_hbm(void) {
                           W_STAGES * W_STAGE_BYTES + 1024));
   CK(cudaFuncSetAttribute(hbm_weights<W_STAGES_MAX>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           W_STAGES_MAX * W_STAGE_BYTES + 1024));
+  CK(cudaFuncSetAttribute(hbm_stage_loop<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, SL_SMEM));
+  CK(cudaFuncSetAttribute(hbm_stage_loop<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, SL_SMEM));
+  CK(cudaFuncSetAttribute(hbm_stage_loop<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, SL_SMEM));
   ws_tmap wmap, w2map;
   if (ws_tmap_2d_swizzled(&wmap, p, WS_DTYPE_U8, (uint64_t)w_tiles_all(M_WEIGHTS) * W_TILE_ROWS, W_K, W_K, W_BOX_ROWS,
                           128, WS_SWIZZLE_128B) != WS_OK ||
@@ -267,7 +365,8 @@ extern "C" int bench_hbm(void) {
   const char *names[M_COUNT] = {"ld.v4, 8 in flight", "cp.async ring (combine)", "TMA 1-D, 12 x 16 KB",
                                 "copy ld.v4 + st.v4", "copy TMA 1-D load + store", "weights 2-D, 4 x 32 KB",
                                 "weights packed, 4 x 32 KB", "weights 2-D, 6 x 32 KB",
-                                "W2 2-D, 2 KB rows", "W2 2-D, K rotated", "W2 packed"};
+                                "W2 2-D, 2 KB rows", "W2 2-D, K rotated", "W2 packed", "stages + release",
+                                "stages + tile math", "stages + weights on M"};
   printf("bench hbm: %s, 512 MiB, GB/s read (copy: as many written too), median of 7, by CTAs (one per SM)\n",
          prop.name);
   printf("  %-24s", "method");
