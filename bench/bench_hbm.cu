@@ -31,7 +31,9 @@
  *                64-row weight boxes x four m64n16k32 (16 token rows on N)
  * In session 43 the 1-token layer streamed about 30 GB/s per SM whatever the number of busy
  * SMs, where a CTA of `weights 2-D` reads 61 at 66 CTAs: these three tell whether the
- * hand-off, the math, or neither holds a stage that long.
+ * hand-off, the math, or neither holds a stage that long. Their GB/s count the weights only
+ * (as the layer's floor does); the 8 KB row tile a stage (from L2, an unswizzled 1-D copy
+ * read through a swizzled descriptor: timing only) is 25% more through the TMA unit.
  * The MoE combine's reduce runs on at most 24 SMs and reads every expert output row; these
  * are the ceilings it is measured against (docs/benchmarks.md, session 19). */
 #include "bench.h"

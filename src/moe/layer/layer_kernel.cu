@@ -54,7 +54,10 @@
  * TMA. The last of a block's L2 tiles to pass the wait zeroes its two counters, so every
  * call starts from zero with no host work (graph replay included).
  * Deadlock freedom: an L2 item is claimed after every L1 item, each of which a running
- * CTA has claimed and loads without waiting on anything; no residency assumption.
+ * CTA has claimed and loads without waiting on anything; no residency assumption for the
+ * experts alone (the whole layer's items wait across CTAs, and with
+ * WARPSPEC_MOE_ROUTE_AT_ONCE item 0 runs on block 0 unclaimed: every later item waits on
+ * block 0 being resident, which a grid of one CTA per SM gives; the waits are bounded).
  *
  * The math is the FP8 GEMM's (fp8_mma.cuh, the same promotion order and rounding) and
  * the SwiGLU is swiglu.cuh's: the layer's output equals the unfused path's bit for bit. */

@@ -50,7 +50,8 @@ enum { MX_L1 = 0, MX_L2, MX_ROUTE, MX_EXPAND, MX_COMBINE, MX_SEND, MX_REDUCE, MX
  * waits on items of earlier kinds (a send on the route, an expand on every rank's sends,
  * a tile on the expands (or the route, when it expands) or its L1 rows, a reduce on every
  * tile and the route, a gather on every rank's
- * reduces), and every rank numbers them alike, so each wait is on items claimed before
+ * reduces; with layer.route_at_once item 0 is not claimed but run by block 0 at once),
+ * and every rank numbers them alike, so each wait is on items claimed (or run) before
  * it by running CTAs: the layer's deadlock freedom (tests/cpu/test_moe_experts_sched.cu
  * walks it). pre = moe_layer_pre(...): the number of the first tile. */
 GEMM_HD int moe_layer_pre(int on, int send_items, int expand_items) { return on ? 1 + send_items + expand_items : 0; }
