@@ -85,6 +85,47 @@ WS_DEV uint32_t mx_expand_target(const mx_layer_args *L) { return L->route_expan
 
 WS_DEV int mx_pad_rows(int n) { return (n + MOE_EXPERTS_BM - 1) / MOE_EXPERTS_BM * MOE_EXPERTS_BM; }
 
+/* Entry j's expert e is outside 0 .. E - 1 and not -1: skipped like -1, the first such
+ * entry reported (token, slot, id). */
+WS_DEV void mx_report_bad_id(const mx_layer_args *L, int j, int e) {
+  if (e != -1 && atomicAdd(&L->bad_id[0], 1) == 0) {
+    L->bad_id[1] = j / L->topk; L->bad_id[2] = j % L->topk; L->bad_id[3] = e;
+  }
+}
+
+/* The few-entry layout (at most a warp's lanes of (token, slot) entries, few_decode), one
+ * entry a lane, as the scheduler warps decode (mx_few_route) and the route item places
+ * rows (mx_route_few): each distinct expert's rows at 64 `rank`, its rank among the
+ * distinct experts in increasing order (moe_few_item). `same`: the lanes naming this
+ * lane's expert (an invalid lane alone), `firsts`: the lowest lane of each expert.
+ * Entries outside 0 .. E - 1 are skipped, as the route item skips them. */
+typedef struct {
+  int e, valid, rank;
+  uint32_t same, firsts;
+} mx_few_entry;
+
+WS_DEV mx_few_entry mx_few_distinct(const int *topk_idx, int n, int E, int lane) {
+  mx_few_entry f;
+  f.e = lane < n ? __ldg(topk_idx + lane) : -1;
+  f.valid = f.e >= 0 && f.e < E;
+  f.same = __match_any_sync(0xffffffffu, f.valid ? f.e : -1 - lane);
+  f.firsts = __ballot_sync(0xffffffffu, f.valid && __ffs(f.same) - 1 == lane);
+  f.rank = 0;
+#pragma unroll 1 /* short code: it runs once, cold (and within the loader role's registers) */
+  for (int j = 0; j < 32; j++) {
+    const int ej = __shfl_sync(0xffffffffu, f.e, j);
+    if ((f.firsts >> j & 1u) && ej < f.e) f.rank++;
+  }
+  return f;
+}
+
+/* No slot names an expert and the L2 epilogues combine: no tile will sum the rows, which
+ * are zero (a combine item writes the same). */
+WS_DEV void mx_zero_out(const mx_layer_args *L, int i, int H) {
+  for (size_t v = (size_t)i; v < (size_t)L->tokens * H / 8; v += MX_LAYER_THREADS)
+    ((uint4 *)L->out)[v] = make_uint4(0u, 0u, 0u, 0u);
+}
+
 /* A full warp's inclusive prefix sum of v (lane: this thread's lane). */
 WS_DEV int mx_warp_scan_incl(int v, int lane) {
 #pragma unroll
@@ -139,11 +180,8 @@ WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar, 
   for (int j = i; j < n; j += MX_LAYER_THREADS) {
     const int e = __ldg(L->topk_idx + j);
     int pos = -1;
-    if (e >= 0 && e < E) {
-      pos = atomicAdd(&cnt[e], 1);
-    } else if (e != -1 && atomicAdd(&L->bad_id[0], 1) == 0) { /* skipped like -1, reported */
-      L->bad_id[1] = j / K; L->bad_id[2] = j % K; L->bad_id[3] = e;
-    }
+    if (e >= 0 && e < E) pos = atomicAdd(&cnt[e], 1);
+    else mx_report_bad_id(L, j, e);
     L->entry_row[j] = pos;
   }
   ws_named_sync(bar, MX_LAYER_THREADS);
@@ -161,11 +199,7 @@ WS_DEV void mx_route(const mx_layer_args *L, int *scratch, int i, uint32_t bar, 
     const int pos = L->entry_row[j]; /* this thread's own store above */
     if (pos >= 0) L->entry_row[j] = off[__ldg(L->topk_idx + j)] + pos;
   }
-  /* combine by the L2 epilogues, and no slot names an expert: no tile will sum the rows,
-   * which are zero (a combine item writes the same) */
-  if (L->slice_combine && off[E] == 0)
-    for (size_t v = (size_t)i; v < (size_t)L->tokens * H / 8; v += MX_LAYER_THREADS)
-      ((uint4 *)L->out)[v] = make_uint4(0u, 0u, 0u, 0u);
+  if (L->slice_combine && off[E] == 0) mx_zero_out(L, i, H);
   /* every thread's stores ordered before thread 0 by the barrier; its release is cumulative */
   ws_named_sync(bar, MX_LAYER_THREADS);
   if (i == 0 && L->drop != MOE_DROP_ROUTED) ws_red_release_gpu_add_u32(L->routed, 1u);
@@ -261,27 +295,16 @@ WS_DEV void mx_expand_done(const mx_layer_args *L, int i, uint32_t bar, int rout
  * slowed by the weight streams already running. The offsets are written for the slice
  * combine's total and the combine items. */
 WS_DEV void mx_route_few(const mx_layer_args *L, int *scratch, int i, uint32_t bar, int H) {
-  const int E = L->experts, K = L->topk, n = L->tokens * K, lane = i % 32;
+  const int E = L->experts, n = L->tokens * L->topk, lane = i % 32;
   int *rows = scratch, *sorted = scratch + 32, *distinct = scratch + 64;
   if (i < 32) {
-    const int e = lane < n ? __ldg(L->topk_idx + lane) : -1, valid = e >= 0 && e < E;
-    if (lane < n && !valid && e != -1 && atomicAdd(&L->bad_id[0], 1) == 0) { /* skipped like -1, reported */
-      L->bad_id[1] = lane / K; L->bad_id[2] = lane % K; L->bad_id[3] = e;
-    }
-    const uint32_t same = __match_any_sync(0xffffffffu, valid ? e : -1 - lane); /* invalid lanes alone */
-    const int first = valid && __ffs(same) - 1 == lane;
-    const uint32_t firsts = __ballot_sync(0xffffffffu, first);
-    int rank = 0;
-#pragma unroll 1
-    for (int j = 0; j < 32; j++) {
-      const int ej = __shfl_sync(0xffffffffu, e, j);
-      if ((firsts >> j & 1u) && ej < e) rank++;
-    }
-    const int row = valid ? rank * MOE_EXPERTS_BM + __popc(same & ((1u << lane) - 1u)) : -1;
+    const mx_few_entry f = mx_few_distinct(L->topk_idx, n, E, lane);
+    if (lane < n && !f.valid) mx_report_bad_id(L, lane, f.e);
+    const int row = f.valid ? f.rank * MOE_EXPERTS_BM + __popc(f.same & ((1u << lane) - 1u)) : -1;
     rows[lane] = row;
     if (lane < n) L->entry_row[lane] = row;
-    if (first) sorted[rank] = e;
-    if (lane == 0) *distinct = __popc(firsts);
+    if (f.firsts >> lane & 1u) sorted[f.rank] = f.e;
+    if (lane == 0) *distinct = __popc(f.firsts);
   } else { /* the token rows into L2 meanwhile: the expand below reads them next */
     const size_t bytes = (size_t)L->tokens * H * (L->x_bf16 ? 2 : 1);
     for (size_t o = (size_t)(i - 32) * 128; o < bytes; o += (size_t)(MX_LAYER_THREADS - 32) * 128)
@@ -294,11 +317,7 @@ WS_DEV void mx_route_few(const mx_layer_args *L, int *scratch, int i, uint32_t b
     for (int u = 0; u < U; u++) below += sorted[u] < e;
     L->offsets[e] = below * MOE_EXPERTS_BM;
   }
-  /* combine by the L2 epilogues, and no slot names an expert: no tile will sum the rows,
-   * which are zero (as mx_route) */
-  if (L->slice_combine && U == 0)
-    for (size_t v = (size_t)i; v < (size_t)L->tokens * H / 8; v += MX_LAYER_THREADS)
-      ((uint4 *)L->out)[v] = make_uint4(0u, 0u, 0u, 0u);
+  if (L->slice_combine && U == 0) mx_zero_out(L, i, H);
 }
 
 /* ---- combine ----------------------------------------------------------------------- */

@@ -112,26 +112,16 @@ WS_DEV void mx_self_route(const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, ge
  * which is also the layer's number of row blocks (moe_few_item). What mx_self_route,
  * mx_count_tiles and the cursor walk took 4.2 + 1.3 + 3.1 us for at 1 token (H200 probes,
  * session 43: loops over every expert's count and offsets) is one load and two rounds of
- * 32 shuffles here. Entries outside 0 .. E - 1 are skipped, as the route item skips them. */
+ * 32 shuffles here (mx_few_distinct: the layout the route item's mx_route_few shares). */
 WS_DEV int mx_few_route(const ws_ctx *c, const mx_args *a, int *sorted) {
-  const int E = a->l1.groups, n = a->layer.tokens * a->layer.topk, lane = c->lane;
-  const int e = lane < n ? __ldg(a->layer.topk_idx + lane) : -1, valid = e >= 0 && e < E;
-  const uint32_t same = __match_any_sync(0xffffffffu, valid ? e : -1 - lane); /* invalid lanes alone */
-  const int first = valid && __ffs(same) - 1 == lane;
-  const uint32_t firsts = __ballot_sync(0xffffffffu, first);
-  int rank = 0; /* of this lane's expert among the distinct ones */
-#pragma unroll 1 /* short code: it runs once, cold (and within the loader role's registers) */
-  for (int j = 0; j < 32; j++) {
-    const int ej = __shfl_sync(0xffffffffu, e, j);
-    if ((firsts >> j & 1u) && ej < e) rank++;
-  }
+  const mx_few_entry f = mx_few_distinct(a->layer.topk_idx, a->layer.tokens * a->layer.topk, a->l1.groups, c->lane);
   *sorted = -1;
 #pragma unroll 1
   for (int j = 0; j < 32; j++) {
-    const int ej = __shfl_sync(0xffffffffu, e, j), rj = __shfl_sync(0xffffffffu, rank, j);
-    if ((firsts >> j & 1u) && rj == lane) *sorted = ej;
+    const int ej = __shfl_sync(0xffffffffu, f.e, j), rj = __shfl_sync(0xffffffffu, f.rank, j);
+    if ((f.firsts >> j & 1u) && rj == c->lane) *sorted = ej;
   }
-  return __popc(firsts);
+  return __popc(f.firsts);
 }
 
 /* The whole layer: row blocks of BM over every expert (the tile numbering's unit), from
@@ -286,15 +276,9 @@ WS_DEV void mx_prefetch_maps(const ws_ctx *c, const mx_args *a, const ws_tmap *m
  * L1, 40: L2), 1 us per slot (bench/trace_probes.py prints the counts as times). */
 #if defined(WS_PROBES) && defined(WS_PROBES_STAGES)
 #define MX_CENSUS_DECLARE(n) uint32_t n[3] = {0u, 0u, 0u}
-WS_DEV uint32_t mx_test_parity(uint64_t *bar, uint32_t parity) { /* never suspends, unlike try_wait */
-  uint32_t done;
-  asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-               : "=r"(done) : "r"(ws_smem_addr(bar)), "r"(parity) : "memory");
-  return done;
-}
 WS_DEV void mx_census(const ws_pipe *pipe, ws_cursor k, uint32_t *n) {
-  if (mx_test_parity(&pipe->empty[k.stage], k.phase ^ 1u)) n[0]++;
-  else if (mx_test_parity(&pipe->full[k.stage], k.phase ^ 1u)) n[1]++; /* its previous fill landed */
+  if (ws_mbarrier_test_wait_parity(&pipe->empty[k.stage], k.phase ^ 1u)) n[0]++;
+  else if (ws_mbarrier_test_wait_parity(&pipe->full[k.stage], k.phase ^ 1u)) n[1]++; /* its previous fill landed */
   else n[2]++;
 }
 WS_DEV void mx_census_report(const ws_ctx *c, uint32_t *n, int base) {
