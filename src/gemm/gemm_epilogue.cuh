@@ -90,6 +90,10 @@ WS_DEV void gemm_store_fragment(const ws_ctx *c, const gemm_args *args, const ge
   const int rl = c->warp * 16 + lane / 4; /* this thread's rows: rl and rl + 8 (same row % 8) */
 #pragma unroll
   for (int h = 0; h < BN / 64; h++) {
+    /* Chunks past n are not staged at all: the wait below counts stores issued, so a
+     * skipped chunk's buffer could still be under an earlier store's read (a 128 x 256
+     * tile with n % 256 in 1..128 overwrote rows 48-63 of its first chunk, session 44). */
+    if (col0 + h * 64 >= n) break;
     uint8_t *buf = stage + (h % NBUF) * GEMM_CHUNK_BYTES;
     /* one store per chunk, in order: at most NBUF - 1 may still be reading, so the
      * buffer's previous store (NBUF chunks ago) has read it, the later ones may run on */
@@ -101,7 +105,7 @@ WS_DEV void gemm_store_fragment(const ws_ctx *c, const gemm_args *args, const ge
       gemm_st_shared_u32(buf + rl * 128 + off, gemm_pack_bf16x2(frag[4 * jj], frag[4 * jj + 1]));
       gemm_st_shared_u32(buf + (rl + 8) * 128 + off, gemm_pack_bf16x2(frag[4 * jj + 2], frag[4 * jj + 3]));
     }
-    if (col0 + h * 64 < n) ws_tma_store_2d(c, map_d, buf, col0 + h * 64, tile->row0 + local0);
+    ws_tma_store_2d(c, map_d, buf, col0 + h * 64, tile->row0 + local0);
   }
 }
 
