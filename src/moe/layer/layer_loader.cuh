@@ -308,7 +308,10 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
   const int l2_bn = moe_experts_l2_bn(BM);
   const mx_layer_args *ly = &a->layer;
   ws_cursor k = {0, 0};
-  int expanding = ly->on; /* the whole layer: the first L1 tile waits for the expand items */
+  int expanding = ly->on && !ly->x_direct; /* the whole layer: the first L1 tile waits for the expand items */
+  /* x_direct: no L1 tile waited for the route item, whose entry rows and total the L2
+   * epilogues' slice combine reads: the first L2 tile waits for it (beside its rows) */
+  int route_seen = !ly->x_direct;
   /* probe points of a tile (WS_PROBES builds; base 0 L1, 10 L2): 0 the wait for the
    * item, 1 item in hand, 2 first slot free, 3 its rows ready (L2), 4 every stage issued */
   WS_PROBE_DECLARE(p);
@@ -357,6 +360,8 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
       if ((l2 || expanding) && ks == 0) { /* the weights are already on their way */
         ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
         if (l2) {
+          if (!route_seen) mx_wait_count(c, ly->routed, 1u, "moe layer route");
+          route_seen = 1;
           mx_wait_rows(c, a, blk, (uint32_t)l2_items);
           if (BM != MOE_EXPERTS_BM && both) mx_wait_rows(c, a, blk + 1, (uint32_t)l2_items);
         } else {
@@ -366,8 +371,13 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
         ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       }
       if (ks == 0) WS_PROBE(p, 3);
-      ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, kk * MX_BK, row);
-      ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, kk);
+      if (!l2 && ly->x_direct) { /* the caller's one row: rows 1.. of the box zero, scales kk .. kk + 3 */
+        ws_pipe_load_tile_2d_at(pipe, c, k, st->a, map_x, kk * MX_BK, 0);
+        ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, &a->map_xs, kk, 0);
+      } else {
+        ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, kk * MX_BK, row);
+        ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, kk);
+      }
       ws_pipe_commit_at(pipe, c, k);
     }
     if (claim_late) ws_pipe_release_at(items, c, ki);
@@ -384,7 +394,8 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
    * counts for the next call. Every expand item must have counted by then: a loader waits
    * for them before its first L1 tile, but with no tiles at all (no tokens, or every slot
    * -1) none does, and an expand item still running would count into the next call. */
-  if (ly->on) mx_wait_count(c, ly->expanded, mx_expand_target(ly), "moe layer x rows");
+  if (ly->on && ly->x_direct) mx_wait_count(c, ly->routed, 1u, "moe layer route");
+  else if (ly->on) mx_wait_count(c, ly->expanded, mx_expand_target(ly), "moe layer x rows");
   mx_reset_claims(c, a, gridDim.x);
 }
 
