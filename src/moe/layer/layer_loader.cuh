@@ -371,7 +371,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
         ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       }
       if (ks == 0) WS_PROBE(p, 3);
-      if (!l2 && ly->x_direct) { /* the caller's one row: rows 1.. of the box zero, scales kk .. kk + 3 */
+      if (!l2 && ly->x_direct) { /* the caller's one row into row 0, scales kk .. kk + 3 (layer_kernel.cu) */
         ws_pipe_load_tile_2d_at(pipe, c, k, st->a, map_x, kk * MX_BK, 0);
         ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, &a->map_xs, kk, 0);
       } else {

@@ -53,9 +53,10 @@ int main(int argc, char **argv) {
     if (2 % nranks == 0) CHECK(moe_layer_case(comm, 128, 128, 2, 1, 2, ROUTE_HOLES));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 3, ROUTE_NONE));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 1152, 384, 16, 4, 5, ROUTE_HOLES));
-    /* 1 token (one GPU: the caller's row read in place); H / 128 = 9: the last scale boxes
-     * run past the row */
+    /* 1 token (one GPU: the caller's row read in place from H = 512 on); H / 128 = 9: the
+     * last scale boxes run past the row */
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 1, ROUTE_HOLES));
+    if (16 % nranks == 0) CHECK(moe_layer_case(comm, 512, 128, 16, 8, 1, ROUTE_HOLES));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 1152, 384, 16, 4, 1, ROUTE_UNIFORM));
     WS_OK_OR_DIE(ws_comm_destroy(comm));
     return test_finish("test_moe layer");
