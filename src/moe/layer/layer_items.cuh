@@ -60,9 +60,9 @@ typedef struct {
                                 * (mx_route_few; no expand items)                          */
   int route_at_once;           /* item 0 (the route) runs on block 0's math at the kernel's
                                 * start, unclaimed; the claims number items from 1         */
-  int x_direct;                /* ... 1 token of e4m3: the L1 loaders read the caller's row
-                                * itself (the kernel's x maps are over x and x_scale), the
-                                * route expands nothing and releases only `routed`          */
+  int x_direct;                /* ... 1 token of e4m3: the L1 loaders copy the caller's row
+                                * into their stages (mx_load), the route expands nothing
+                                * and releases only `routed`                               */
   const int *topk_idx;
   const float *topk_weights;
   const uint8_t *x;            /* the caller's rows (e4m3, or bf16 when x_bf16)          */

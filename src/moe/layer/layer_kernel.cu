@@ -290,21 +290,15 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     ly->route_expands = ly->few_decode && io->tokens <= WS_MOE_ROUTE_EXPANDS_TOKENS;
     ly->route_at_once = !a.pair && ws_knobs_get()->moe_route_at_once;
     if (ly->route_expands) ly->expand_items = 0; /* the route item expands (mx_route_few) */
-    /* 1 token of e4m3: every expert's row is the caller's, so the L1 loaders read it in
-     * place through maps over x and x_scale and nothing waits for an expand. A box may not
-     * be larger than its tensor (a 64-row box over the 1-row x trapped as an illegal
-     * instruction): the A box is the row alone, landing where row 0 of the stage's tile
-     * goes (the 128-byte swizzle is by address), and the scale box is K blocks kk .. kk + 3
-     * (16 bytes, the least a box moves; H >= 512), row 0 of the stage's scales the one the
-     * math reads. The stage's other rows hold whatever was there: rows past the expert's
-     * one are computed and never stored. At 1 token the loaders' first tile waited 7 us
-     * for the route item's copies (H200, session 44) */
-    ly->x_direct = ly->route_expands && io->tokens == 1 && io->x_scale != NULL && H / 128 >= 4 &&
-                   ws_knobs_get()->moe_x_direct && ((uintptr_t)io->x & 15u) == 0 && ((uintptr_t)io->x_scale & 15u) == 0;
-    if (ly->x_direct &&
-        ((s = ws_tmap_2d_swizzled(&mx, io->x, WS_DTYPE_U8, 1, (uint64_t)H, (uint64_t)H, 1, MX_BK, WS_SWIZZLE_128B)) != WS_OK ||
-         (s = ws_tmap_2d(&a.map_xs, io->x_scale, WS_DTYPE_F32, 1, (uint64_t)(H / 128), (uint64_t)(H / 128 + 3) / 4 * 16, 1, 4)) != WS_OK))
-      return s;
+    /* 1 token of e4m3: every expert's row is the caller's, so the L1 loaders copy it from
+     * x and x_scale into each stage themselves (mx_load) and nothing waits for an expand.
+     * At 1 token the loaders' first tile waited 7 us for the route item's copies (H200,
+     * session 44). Not through tensor maps over the caller's tensors: a box may not be
+     * larger than its tensor (a 64-row box over the 1-row x trapped as an illegal
+     * instruction), and a 1-row box with a 4-float scale box trapped as well, cause not
+     * yet found. */
+    ly->x_direct = ly->route_expands && io->tokens == 1 && io->x_scale != NULL && BM == MOE_EXPERTS_BM &&
+                   ws_knobs_get()->moe_x_direct;
     ly->topk_idx = io->topk_idx;
     ly->topk_weights = io->topk_weights;
     ly->x = (const uint8_t *)io->x;

@@ -267,6 +267,16 @@ WS_DEV void mx_prefetch_maps(const ws_ctx *c, const mx_args *a, const ws_tmap *m
   ws_prefetch_tensormap(&a->map_as.map);
 }
 
+/* x_direct: this lane's 4 bytes of the caller's one row in K block kk, and the block's scale. */
+WS_DEV void mx_x_word(const mx_layer_args *ly, int kk, int lane, uint32_t *xw, float *xs) {
+  *xw = __ldg((const uint32_t *)(ly->x + (size_t)kk * MX_BK) + lane);
+  *xs = __ldg(ly->x_scale + kk);
+}
+
+WS_DEV void mx_st_shared_u32(uint8_t *p, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(ws_smem_addr(p)), "r"(v) : "memory");
+}
+
 /* A census of the stages (WS_PROBES builds with -DWS_PROBES_STAGES=1 as well): each time
  * the loader comes to a slot it must refill, was it free already, still holding a stage
  * the math has not released though it landed (the math is behind), or still waiting for
@@ -345,6 +355,12 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
     const int ksteps = l2 ? I / MX_BK : (BM == MOE_EXPERTS_BM ? hb : 2 * hb);
     const int gate = tile.g * 2 * I + tile.tn * MOE_EXPERTS_L1_BN, down = tile.g * H + tile.tn * l2_bn;
     ws_trace_mark(c, WS_TRACE_ITEM_BEGIN, t);
+    /* x_direct (1 token, e4m3): the caller's row, 4 bytes a lane a stage, read one stage
+     * ahead so that the load's latency runs beside the wait for the slot */
+    const int xd = BM == MOE_EXPERTS_BM && !l2 && ly->x_direct;
+    uint32_t xw = 0u;
+    float xs = 0.0f;
+    if (xd) mx_x_word(ly, 0, c->lane, &xw, &xs);
     for (int ks = 0; ks < ksteps; ks++, k = ws_cursor_next(k, pipe->stages)) {
       const int j = l2 || BM == MOE_EXPERTS_BM ? 0 : ks / hb, kk = ks - j * hb; /* L1 loop, its K block */
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SLOT); /* the item's first free slot */
@@ -371,9 +387,11 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
         ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       }
       if (ks == 0) WS_PROBE(p, 3);
-      if (!l2 && ly->x_direct) { /* the caller's one row into row 0, scales kk .. kk + 3 (layer_kernel.cu) */
-        ws_pipe_load_tile_2d_at(pipe, c, k, st->a, map_x, kk * MX_BK, 0);
-        ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, &a->map_xs, kk, 0);
+      if (xd) { /* row 0 of the tile (the swizzle leaves row 0 in place) and its scale */
+        mx_st_shared_u32(st->a + 4 * c->lane, xw);
+        if (c->lane == 0) st->a_scale[0] = xs;
+        ws_fence_proxy_async_shared_cta(); /* wgmma reads the row through the async proxy */
+        if (ks + 1 < ksteps) mx_x_word(ly, kk + 1, c->lane, &xw, &xs);
       } else {
         ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, kk * MX_BK, row);
         ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, kk);

@@ -24,8 +24,7 @@ static void experts_timeout(int drop, const char *what, int tokens) {
    * them (a dropped count leaves a slice unsummed, no wait); 8 for the others, so that
    * the route and rows hand-offs are also dropped with the epilogues combining; `tokens`
    * (2: the route item expands them itself, one hand-off for both) where given */
-  /* 1 token: H 512, the least the caller's row is read in place at (x_direct, layer_kernel.cu) */
-  const int H = tokens == 1 ? 512 : 256, I = 128, R = 64, T = tokens ? tokens : drop == MOE_DROP_L2_STORED ? 16 : 8, K = 2,
+  const int H = 256, I = 128, R = 64, T = tokens ? tokens : drop == MOE_DROP_L2_STORED ? 16 : 8, K = 2,
             layer = drop != MOE_DROP_L1_RELEASE;
   moe_experts_problem p;
   memset(&p, 0, sizeof p);

@@ -45,7 +45,8 @@ int main(int argc, char **argv) {
   /* 2 tokens: the route item expands them (mx_route_few), its one release dropped */
   if (!strcmp(mode, "layer_timeout_route_few")) experts_timeout(MOE_DROP_ROUTED, "moe layer x rows", 2);
   if (!strcmp(mode, "layer_timeout_rows_few")) experts_timeout(MOE_DROP_EXPANDED, "moe layer x rows", 2);
-  /* 1 token: the L1 loaders read the caller's row (x_direct), the L2 loaders wait for the route */
+  /* 1 token: with WARPSPEC_MOE_X_DIRECT=1 the L1 loaders copy the caller's row, and the L2
+   * loaders wait for the route */
   if (!strcmp(mode, "layer_timeout_route_direct")) experts_timeout(MOE_DROP_ROUTED, "moe layer route", 1);
   if (!strcmp(mode, "layer")) { /* small: both layer paths under compute-sanitizer */
     layer_long = 0;
@@ -53,8 +54,7 @@ int main(int argc, char **argv) {
     if (2 % nranks == 0) CHECK(moe_layer_case(comm, 128, 128, 2, 1, 2, ROUTE_HOLES));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 3, ROUTE_NONE));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 1152, 384, 16, 4, 5, ROUTE_HOLES));
-    /* 1 token (one GPU: the caller's row read in place from H = 512 on); H / 128 = 9: the
-     * last scale boxes run past the row */
+    /* 1 token (one GPU; WARPSPEC_MOE_X_DIRECT=1: the caller's row copied by the loaders) */
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 1, ROUTE_HOLES));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 512, 128, 16, 8, 1, ROUTE_HOLES));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 1152, 384, 16, 4, 1, ROUTE_UNIFORM));
