@@ -33,7 +33,9 @@ typedef enum { WS_SWIZZLE_NONE = 0, WS_SWIZZLE_128B = 3 } ws_swizzle;
 /* A row-major 2-D tensor of `rows` x `cols` elements, `row_stride` bytes apart, cut
  * into boxes of box_rows x box_cols elements, no swizzle. Checks the TMA rules
  * (16-byte aligned base and stride, box extents 1..256, inner box bytes multiple of
- * 16) and says which one failed. */
+ * 16) and says which one failed. One rule is the kernel's to keep: a copy's inner start
+ * coordinate x element bytes must be a multiple of 16, or the copy traps as an illegal
+ * instruction (a box of scales starting at an odd float did, twice: benchmarks.md). */
 ws_status ws_tmap_2d(ws_tmap *t, const void *base, ws_dtype dtype, uint64_t rows, uint64_t cols,
                      uint64_t row_stride, uint32_t box_rows, uint32_t box_cols);
 

@@ -48,11 +48,12 @@ def test_bf16_dense(m, n, k):
     assert rel_err(out, a.double() @ b.double().T) < 1e-2
 
 
-@pytest.mark.parametrize("m,n,k", [(257, 520, 128), (300, 328, 192)])
+@pytest.mark.parametrize("m,n,k", [(257, 520, 128), (300, 328, 192), (16384, 520, 128), (16384, 392, 128)])
 def test_bf16_last_tile_column_repeated(m, n, k):
-    """A last tile column of 1-2 of the tile's four 64-column chunks, 20 runs: its TMA-store
+    """A last tile column of 1-3 of the tile's four 64-column chunks, 20 runs: its TMA-store
     epilogue once staged the chunks past n into a buffer still being stored (wrong rows about
-    one run in 20, session 44)."""
+    one run in 20, session 44), and with more tiles than SMs a CTA's next tile could refill
+    the buffer its odd last store was still reading."""
     a, b = rand_bf16(m, k), rand_bf16(n, k)
     ref = a.double() @ b.double().T
     first = None

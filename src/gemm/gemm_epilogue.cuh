@@ -9,7 +9,9 @@
  * unit. This replaces 4-byte scattered global stores (half of every 32-byte sector) with
  * full lines, and the stores run on while the warpgroup starts its next tile.
  * A warpgroup owns NBUF chunk buffers; before refilling one it waits until the TMA unit
- * has read the previous contents (cp.async.bulk.wait_group.read), and no longer.
+ * has read the previous contents (cp.async.bulk.wait_group.read), and no longer. A tile's
+ * first chunk waits for every earlier store: the previous tile may have issued an odd number
+ * (its last tile column ends inside the tile), its last one still reading buffer 0.
  * Rows that run past the group (the last, partial tile of an expert; masked padding
  * rows) are written with plain stores, row by row, so nothing outside the group moves.
  * Under split-K the fragment goes to the slice's fp32 partial tile instead. */
@@ -96,8 +98,10 @@ WS_DEV void gemm_store_fragment(const ws_ctx *c, const gemm_args *args, const ge
     if (col0 + h * 64 >= n) break;
     uint8_t *buf = stage + (h % NBUF) * GEMM_CHUNK_BYTES;
     /* one store per chunk, in order: at most NBUF - 1 may still be reading, so the
-     * buffer's previous store (NBUF chunks ago) has read it, the later ones may run on */
-    WS_STORE_WAIT_READ(c, NBUF - 1);
+     * buffer's previous store (NBUF chunks ago) has read it, the later ones may run on;
+     * the tile's first chunk: none (the stores before it came a whole K loop earlier) */
+    if (h == 0) WS_STORE_WAIT_READ(c, 0);
+    else WS_STORE_WAIT_READ(c, NBUF - 1);
 #pragma unroll
     for (int j = 0; j < 8; j++) {
       const int jj = h * 8 + j;

@@ -469,6 +469,10 @@ static void bf16_dense_cases(void) {
   g_bf16_again = 40;
   run_bf16(257, 520, 128);    /* n % 256 = 8: one chunk  */
   run_bf16(300, 328, 192);    /* n % 256 = 72: two       */
+  /* more tiles than SMs: a CTA's next tile after a last column of 1 or 3 chunks (an odd
+   * number of stores, the last still reading buffer 0) */
+  run_bf16(16384, 520, 128);  /* 384 tiles, n % 256 = 8   */
+  run_bf16(16384, 392, 128);  /* 256 tiles, n % 256 = 136 */
   g_bf16_again = 1;
   run_bf16(64, 512, 2048);    /* skinny: 8 columns of 64 weight rows x 8 slices in clusters */
   run_bf16(1, 256, 1024);     /* skinny, M = 1: 4 columns x 4 slices */

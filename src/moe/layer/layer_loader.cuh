@@ -277,6 +277,18 @@ WS_DEV void mx_st_shared_u32(uint8_t *p, uint32_t v) {
   asm volatile("st.shared.u32 [%0], %1;" ::"r"(ws_smem_addr(p)), "r"(v) : "memory");
 }
 
+/* x_direct: the lane's 4 bytes of the row into rows 0 .. K - 1 of the stage's 128B-swizzled A
+ * tile (16-byte chunk j of row r at chunk j ^ (r % 8)), the scale into a_scale[0 .. K - 1]. A
+ * token naming one expert in several slots has that many rows in its block (the route item
+ * places them at 64 rank + 0, 1, ...: mx_route_few), each the same row; rows past them are
+ * computed and never stored. */
+WS_DEV void mx_x_rows(uint8_t *tile, float *scale, int K, int lane, uint32_t xw, float xs) {
+#pragma unroll 1
+  for (int r = 0; r < K; r++)
+    mx_st_shared_u32(tile + r * MX_BK + ((((lane / 4) ^ (r & 7)) * 16) | (lane % 4) * 4), xw);
+  if (lane < K) scale[lane] = xs;
+}
+
 /* A census of the stages (WS_PROBES builds with -DWS_PROBES_STAGES=1 as well): each time
  * the loader comes to a slot it must refill, was it free already, still holding a stage
  * the math has not released though it landed (the math is behind), or still waiting for
@@ -387,10 +399,9 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
         ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       }
       if (ks == 0) WS_PROBE(p, 3);
-      if (xd) { /* row 0 of the tile (the swizzle leaves row 0 in place) and its scale */
-        mx_st_shared_u32(st->a + 4 * c->lane, xw);
-        if (c->lane == 0) st->a_scale[0] = xs;
-        ws_fence_proxy_async_shared_cta(); /* wgmma reads the row through the async proxy */
+      if (xd) { /* the row and its scale into rows 0 .. K - 1 (mx_x_rows) */
+        mx_x_rows(st->a, st->a_scale, ly->topk, c->lane, xw, xs);
+        ws_fence_proxy_async_shared_cta(); /* wgmma reads the rows through the async proxy */
         if (ks + 1 < ksteps) mx_x_word(ly, kk + 1, c->lane, &xw, &xs);
       } else {
         ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, kk * MX_BK, row);

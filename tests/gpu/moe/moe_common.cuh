@@ -25,8 +25,10 @@
 static int rank, nranks;
 static uint64_t seed;
 
-/* ROUTE_NONE: every slot -1 (no expert at all: the output is zeros) */
-typedef enum { ROUTE_UNIFORM, ROUTE_ONE_EXPERT, ROUTE_OTHER_RANK, ROUTE_STAY, ROUTE_HOLES, ROUTE_NONE } routing;
+/* ROUTE_NONE: every slot -1 (no expert at all: the output is zeros); ROUTE_REPEATS: each odd
+ * slot names the expert of the slot before it (a token's expert in two slots, which the
+ * layer's contract allows: two rows of its block, each weighted) */
+typedef enum { ROUTE_UNIFORM, ROUTE_ONE_EXPERT, ROUTE_OTHER_RANK, ROUTE_STAY, ROUTE_HOLES, ROUTE_NONE, ROUTE_REPEATS } routing;
 
 /* Rank r's routing: [T][K] ids (distinct per token), and weights. */
 static void make_routing(const ws_ep_config *cfg, int r, int T, routing how, int *idx, float *w, uint64_t salt) {
@@ -41,9 +43,11 @@ static void make_routing(const ws_ep_config *cfg, int r, int T, routing how, int
       case ROUTE_STAY: e = r * L + (int)(mix(h) % (uint32_t)L); break;
       default: e = (int)(mix(h) % (uint32_t)E); break;
       }
-      /* distinct experts per token (a token picks each expert once) */
-      for (int j = 0; j < k; j++)
-        if (idx[t * K + j] == e) { e = -2; break; }
+      /* distinct experts per token (a token picks each expert once), unless repeating */
+      if (how == ROUTE_REPEATS && k % 2 == 1) e = idx[t * K + k - 1];
+      else
+        for (int j = 0; j < k; j++)
+          if (idx[t * K + j] == e) { e = -2; break; }
       if (e == -2 || (how == ROUTE_HOLES && mix(h ^ 7) % 4 == 0) || how == ROUTE_NONE) e = -1;
       idx[t * K + k] = e;
       w[t * K + k] = 0.25f + 0.5f * (unit(h ^ 99) + 1.0f) / 2.0f;
