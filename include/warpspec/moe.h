@@ -121,9 +121,9 @@ ws_status ws_ep_config_check(const ws_ep_config *cfg, int nranks);
  * CTAs shorten (combine at 128 tokens, EP4: 57 -> 41 us on 4 x H200). */
 int ws_ep_config_sms(const ws_ep_config *cfg);
 
-/* Rows the receive layout holds for this config: every rank's max_tokens, each token on
- * min(topk, local experts) local experts, plus the padding of every expert (low latency:
- * local experts x nranks x max_tokens). */
+/* Rows the receive layout holds for this config: every rank's max_tokens, each token in
+ * topk entries (a repeated expert is a further entry), plus the padding of every expert
+ * (low latency: local experts x nranks x max_tokens). */
 size_t ws_ep_max_rows(const ws_ep_config *cfg, int nranks);
 
 /* Collective: a handle on `comm` (buffers from its symmetric heap; every rank must pass

@@ -46,8 +46,9 @@ extern "C" size_t ws_ep_max_rows(const ws_ep_config *c, int nranks) {
   if (!c || nranks < 1 || c->experts < nranks) return 0;
   const int L = c->experts / nranks;
   if (c->mode == WS_EP_LOW_LATENCY) return (size_t)L * (size_t)nranks * (size_t)c->max_tokens;
-  const int per_token = c->topk < L ? c->topk : L;
-  return (size_t)nranks * (size_t)c->max_tokens * (size_t)per_token + (size_t)L * (size_t)(c->row_align - 1);
+  /* topk rows a token, not min(topk, L): a token naming one expert in two slots is two
+   * entries (moe.h), so with fewer local experts than slots a rank can still get topk */
+  return (size_t)nranks * (size_t)c->max_tokens * (size_t)c->topk + (size_t)L * (size_t)(c->row_align - 1);
 }
 
 /* The symmetric buffer: one allocation (ep_buffers.h lays the objects out in it), and

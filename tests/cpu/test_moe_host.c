@@ -72,8 +72,8 @@ static void max_rows(void) {
   CHECK(ws_ep_max_rows(&c, 2) == 2 * 16 * 2);
   c.row_align = 128;
   CHECK(ws_ep_max_rows(&c, 2) == 2 * 16 * 2 + 4 * 127);
-  c.topk = 8; c.row_align = 1; /* a token hits at most 4 local experts */
-  CHECK(ws_ep_max_rows(&c, 2) == 2 * 16 * 4);
+  c.topk = 8; c.row_align = 1; /* 4 local experts, yet 8 entries a token (repeats) */
+  CHECK(ws_ep_max_rows(&c, 2) == 2 * 16 * 8);
   c.mode = WS_EP_LOW_LATENCY; /* masked: local experts x ranks x max_tokens */
   CHECK(ws_ep_max_rows(&c, 2) == 4 * 2 * 16);
   CHECK_STATUS(ws_ep_config_check(&c, 2), WS_OK);

@@ -30,7 +30,7 @@ static uint64_t seed;
  * layer's contract allows: two rows of its block, each weighted) */
 typedef enum { ROUTE_UNIFORM, ROUTE_ONE_EXPERT, ROUTE_OTHER_RANK, ROUTE_STAY, ROUTE_HOLES, ROUTE_NONE, ROUTE_REPEATS } routing;
 
-/* Rank r's routing: [T][K] ids (distinct per token), and weights. */
+/* Rank r's routing: [T][K] ids (distinct per token but for ROUTE_REPEATS), and weights. */
 static void make_routing(const ws_ep_config *cfg, int r, int T, routing how, int *idx, float *w, uint64_t salt) {
   const int E = cfg->experts, K = cfg->topk, L = E / nranks;
   for (int t = 0; t < T; t++)
