@@ -15,10 +15,10 @@
  * Work items (gemm_sched.cuh's numbering): first every L1 tile (expert, row block, 128
  * act columns), then every L2 tile (expert, row block, output columns). A CTA's
  * scheduler warp claims the next item from a global counter when its loader warp takes
- * the last one (at few entries: when it has issued that one's loads; mx_schedule), and the loader tells the math warpgroups which one through
- * the item's first stage. Claimed in order,
- * the tiles that read the same weights (an expert's row blocks, numbered next to each
- * other) run at the same time on whichever CTAs are free, and read them once from DRAM
+ * the last one (at few entries: when it has issued that one's loads; mx_schedule), and
+ * the loader tells the math warpgroups which one through the item's first stage. Claimed
+ * in order, the tiles that read the same weights (an expert's row blocks, numbered next
+ * to each other) run at the same time on whichever CTAs are free, and read them once from DRAM
  * between them; a static CTA-strided walk let the CTAs drift apart and read the weights
  * once per row block (ncu, DeepSeek-V3 at 4096 tokens: 29.4 GB from DRAM for 11.3 GB of
  * weights).

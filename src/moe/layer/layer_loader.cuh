@@ -273,10 +273,6 @@ WS_DEV void mx_x_word(const mx_layer_args *ly, int kk, int lane, uint32_t *xw, f
   *xs = __ldg(ly->x_scale + kk);
 }
 
-WS_DEV void mx_st_shared_u32(uint8_t *p, uint32_t v) {
-  asm volatile("st.shared.u32 [%0], %1;" ::"r"(ws_smem_addr(p)), "r"(v) : "memory");
-}
-
 /* x_direct: the lane's 4 bytes of the row into rows 0 .. K - 1 of the stage's 128B-swizzled A
  * tile (16-byte chunk j of row r at chunk j ^ (r % 8)), the scale into a_scale[0 .. K - 1]. A
  * token naming one expert in several slots has that many rows in its block (the route item
@@ -285,7 +281,7 @@ WS_DEV void mx_st_shared_u32(uint8_t *p, uint32_t v) {
 WS_DEV void mx_x_rows(uint8_t *tile, float *scale, int K, int lane, uint32_t xw, float xs) {
 #pragma unroll 1
   for (int r = 0; r < K; r++)
-    mx_st_shared_u32(tile + r * MX_BK + ((((lane / 4) ^ (r & 7)) * 16) | (lane % 4) * 4), xw);
+    gemm_st_shared_u32(tile + r * MX_BK + ((((lane / 4) ^ (r & 7)) * 16) | (lane % 4) * 4), xw);
   if (lane < K) scale[lane] = xs;
 }
 
