@@ -228,9 +228,9 @@ WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, con
       }
       /* Probe the next stage now and look at the answer only at the next issue: the
        * probe's latency, paid before every issue when waited for at once, hides behind
-       * the wgmmas and the promotion. Not past the tile's last block: a probe of a stage
-       * that is not coming (the CTA's last tile) holds the warp for the hardware's
-       * suspend limit, which cost small problems up to 20%. */
+       * the wgmmas and the promotion. Not past the tile's last block: that stage is not
+       * this tile's (with try_wait, the probe's form before session 45, a probe of a stage
+       * that was not coming held the warp and cost small problems up to 20%). */
       full = kb + 1 < tile.k1 ? ws_pipe_probe_at(&pipe, ws_cursor_next(c, pipe.stages)) : 0u;
       WS_WGMMA_WAIT_GROUP(0);
       ws_pipe_release_warp_at(&pipe, &ctx, c);

@@ -174,13 +174,15 @@ WS_DEV void ws_pipe_close_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
 }
 
 /* ---- reader ---------------------------------------------------------------------- */
-/* Every reader thread: one probe of the slot (no bound, no closed flag): 1 if it is
- * already full. The result is not needed at once, so the probe's latency can hide behind
- * other work; finish with ws_pipe_wait_probed_at before using the slot. Probe only a slot
- * that is coming: the probe may hold the warp until the slot fills or the hardware's
- * suspend limit passes, wherever its answer is first needed. */
+/* Every reader thread: one look at the slot (no bound, no closed flag, no suspension): 1
+ * if it is already full. The answer is not needed at once, so it can be asked right after
+ * the previous stage's wgmmas are issued; finish with ws_pipe_wait_probed_at before using
+ * the slot. A test, not a try_wait: try_wait suspends the warp until the slot fills or the
+ * hardware's limit passes, and the math probes before it releases the stage it just read,
+ * so each stage was held until the next had landed (one stage fewer in flight; the 1-token
+ * MoE layer 1% slower, GEMMs level; docs/benchmarks.md, session 45). */
 WS_DEV uint32_t ws_pipe_probe_at(const ws_pipe *p, ws_cursor k) {
-  return ws_mbarrier_try_wait_parity(&p->full[k.stage], k.phase);
+  return ws_mbarrier_test_wait_parity(&p->full[k.stage], k.phase);
 }
 
 /* Every reader thread: the bounded wait, skipped when the earlier probe saw the slot

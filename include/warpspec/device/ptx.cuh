@@ -75,8 +75,8 @@ WS_DEV uint32_t ws_mbarrier_try_wait_parity(uint64_t *bar, uint32_t parity) {
   return done;
 }
 
-/* The same test without the suspension: answers at once (measurement code that must not
- * wait while it looks). */
+/* The same test without the suspension: answers at once (a pipe's probe ahead, which must
+ * not hold its warp; measurement code that must not wait while it looks). */
 WS_DEV uint32_t ws_mbarrier_test_wait_parity(uint64_t *bar, uint32_t parity) {
   uint32_t done;
   asm volatile("{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
