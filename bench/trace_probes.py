@@ -19,6 +19,9 @@ NAMES = {
     # came to refill, by what held them, printed as us (1 us a slot)
     ("X_LOADER", 30): ["L1: slots free (count)", "L1: landed, math behind", "L1: bytes in flight"],
     ("X_LOADER", 40): ["L2: slots free (count)", "L2: landed, math behind", "L2: bytes in flight"],
+    # ... and the loader's own time per tile (SM clocks / 2): in acquire, issuing the copies
+    ("X_LOADER", 50): ["L1: loader in acquire", "L1: loader issuing"],
+    ("X_LOADER", 60): ["L2: loader in acquire", "L2: loader issuing"],
     # the scheduler warp's first tile (layer_loader.cuh mx_schedule)
     ("X_LOADER", 20): ["claim the item", "wait for the route", "offsets (own route)", "count the tiles",
                        "decode the item", "hand it over"],

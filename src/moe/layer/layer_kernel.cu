@@ -208,7 +208,7 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
       (s = ws_tmap_2d_swizzled(&mw1, p->w1, WS_DTYPE_U8, (uint64_t)p->groups * 2 * I, (uint64_t)H, (uint64_t)H, 64, MX_BK,
                                WS_SWIZZLE_128B)) != WS_OK ||
       (s = ws_tmap_2d_swizzled(&mact, p->act, WS_DTYPE_U8, R, (uint64_t)I, (uint64_t)I, BM, MX_BK, WS_SWIZZLE_128B)) != WS_OK ||
-      (s = ws_tmap_2d_swizzled(&mw2, p->w2, WS_DTYPE_U8, (uint64_t)p->groups * H, (uint64_t)I, (uint64_t)I, 64, MX_BK,
+      (s = ws_tmap_2d_swizzled(&mw2, p->w2, WS_DTYPE_U8, (uint64_t)p->groups * H, (uint64_t)I, (uint64_t)I, MX_B_ROWS(BM), MX_BK,
                                WS_SWIZZLE_128B)) != WS_OK ||
       (s = ws_tmap_2d_swizzled(&my, p->y, WS_DTYPE_BF16, R, (uint64_t)H, (uint64_t)H * 2, 64, 64, WS_SWIZZLE_128B)) != WS_OK)
     return s;

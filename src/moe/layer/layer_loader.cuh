@@ -144,7 +144,9 @@ WS_DEV int mx_claim(const ws_ctx *c, const mx_args *a, int *i) {
 
 /* One K step's B rows: 64-row tile: L1 gate c + 64r .. and up (gate + I) of the same
  * columns for warpgroup r = 0, 1 (four 64-row boxes), L2 the 256 output columns' rows of
- * W2; 128-row tile: L1 loop j's gate c + 64j .. and up, L2 the 128 output columns' rows. */
+ * W2 (one box); 128-row tile: L1 loop j's gate c + 64j .. and up, L2 the 128 output
+ * columns' rows (one box). The L2 rows are contiguous in W2, so one box lands them where
+ * four would, with a quarter of the TMA operations. */
 template <int BM> WS_DEV int mx_w1_box_row(int q, int j, int gate, int I) {
   return BM == MOE_EXPERTS_BM ? gate + (q / 2) * 64 + (q % 2) * I : gate + j * 64 + q * I;
 }
@@ -153,10 +155,10 @@ template <int BM>
 WS_DEV void mx_load_b(const ws_pipe *pipe, const ws_ctx *c, ws_cursor k, mx_stage<BM> *st, const ws_tmap *map_w1,
                       const ws_tmap *map_w2, int l2, int kk, int j, int gate, int down, int I) {
 #pragma unroll
-  for (int q = 0; q < MX_B_ROWS(BM) / 64; q++) {
-    if (l2) ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w2, kk * MX_BK, down + q * 64);
-    else ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, map_w1, kk * MX_BK, mx_w1_box_row<BM>(q, j, gate, I));
-  }
+  for (int q = 0; q < MX_B_ROWS(BM) / 64; q++)
+    if (!l2 || q == 0)
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, l2 ? map_w2 : map_w1, kk * MX_BK,
+                              l2 ? down : mx_w1_box_row<BM>(q, j, gate, I));
 }
 
 /* The scheduler warp (warp 1 of the loader role): claims the CTA's items in order,
@@ -310,7 +312,29 @@ WS_DEV void mx_census_report(const ws_ctx *c, uint32_t *n, int base) {
 }
 #define MX_CENSUS(pipe, k, n) mx_census((pipe), (k), (n))
 #define MX_CENSUS_REPORT(c, n, base) mx_census_report((c), (n), (base))
+/* ... and the loader's own time per tile, in SM clocks / 2 (about ns at 2 GHz): in the
+ * slots' acquire, and from the acquire's return to the commit (the stage's copies issued;
+ * a TMA issue that the SM's copy queue holds back shows here). Points base + 20 .. + 22. */
+#define MX_LOADER_CLOCKS_DECLARE(v) unsigned long long v[3] = {0ull, 0ull, 0ull}
+#define MX_LOADER_CLOCK(v, i)                                                                                          \
+  do {                                                                                                                 \
+    const unsigned long long now_ = clock64();                                                                         \
+    if ((i) >= 0) (v)[(i)] += now_ - (v)[2];                                                                           \
+    (v)[2] = now_;                                                                                                     \
+  } while (0)
+WS_DEV void mx_loader_clocks_report(const ws_ctx *c, unsigned long long *v, int base) {
+  ws_probe q;
+  q.t[2] = (uint32_t)ws_globaltimer();
+  q.t[1] = q.t[2] - (uint32_t)(v[1] / 2);
+  q.t[0] = q.t[1] - (uint32_t)(v[0] / 2);
+  WS_PROBE_FLUSH(c, q, 3, base + 20);
+  v[0] = v[1] = 0ull;
+}
+#define MX_LOADER_CLOCKS_REPORT(c, v, base) mx_loader_clocks_report((c), (v), (base))
 #else
+#define MX_LOADER_CLOCKS_DECLARE(v) (void)0
+#define MX_LOADER_CLOCK(v, i) ((void)0)
+#define MX_LOADER_CLOCKS_REPORT(c, v, base) ((void)0)
 #define MX_CENSUS_DECLARE(n) (void)0
 #define MX_CENSUS(pipe, k, n) ((void)0)
 #define MX_CENSUS_REPORT(c, n, base) ((void)0)
@@ -334,6 +358,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
    * item, 1 item in hand, 2 first slot free, 3 its rows ready (L2), 4 every stage issued */
   WS_PROBE_DECLARE(p);
   MX_CENSUS_DECLARE(census);
+  MX_LOADER_CLOCKS_DECLARE(clocks);
   for (ws_cursor ki = {0, 0};; ki = ws_cursor_next(ki, items->stages)) {
     WS_PROBE(p, 0);
     ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SCHEDULE);
@@ -373,7 +398,9 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
       const int j = l2 || BM == MOE_EXPERTS_BM ? 0 : ks / hb, kk = ks - j * hb; /* L1 loop, its K block */
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SLOT); /* the item's first free slot */
       MX_CENSUS(pipe, k, census);
+      MX_LOADER_CLOCK(clocks, -1);
       mx_stage<BM> *st = &sm->pipe.slot[ws_pipe_acquire_at(pipe, c, k)];
+      MX_LOADER_CLOCK(clocks, 0);
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_SLOT);
       if (ks == 0) WS_PROBE(p, 2);
       if (ks == 0 && c->lane == 0) { /* published by the commit */
@@ -404,12 +431,14 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
         ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, kk);
       }
       ws_pipe_commit_at(pipe, c, k);
+      MX_LOADER_CLOCK(clocks, 1);
     }
     if (claim_late) ws_pipe_release_at(items, c, ki);
     ws_trace_mark(c, WS_TRACE_ITEM_END, t); /* its loads issued (they land later) */
     WS_PROBE(p, 4);
     WS_PROBE_FLUSH(c, p, 5, l2 ? 10 : 0);
     MX_CENSUS_REPORT(c, census, l2 ? 40 : 30);
+    MX_LOADER_CLOCKS_REPORT(c, clocks, l2 ? 40 : 30);
   }
   /* the end, as an item of its own: index -1 in a committed stage (the math stops there) */
   ws_pipe_acquire_at(pipe, c, k);
@@ -447,12 +476,14 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
 template <int BM>
 WS_DEV void mx_multicast_b(uint64_t *full, mx_stage<BM> *st, const ws_tmap *map_w1, const ws_tmap *map_w2, int l2,
                            int kk, int gate, int down, int I) {
-#pragma unroll
-  for (int q = 0; q < MX_B_ROWS(BM) / 64; q++) {
-    const int row = l2 ? down + q * 64 : mx_w1_box_row<BM>(q, 0, gate, I);
-    ws_cp_async_bulk_tensor_2d_global_to_shared_multicast(st->b + q * 64 * MX_BK, l2 ? &map_w2->map : &map_w1->map,
-                                                          kk * MX_BK, row, full, 0x3);
+  if (l2) {
+    ws_cp_async_bulk_tensor_2d_global_to_shared_multicast(st->b, &map_w2->map, kk * MX_BK, down, full, 0x3);
+    return;
   }
+#pragma unroll
+  for (int q = 0; q < MX_B_ROWS(BM) / 64; q++)
+    ws_cp_async_bulk_tensor_2d_global_to_shared_multicast(st->b + q * 64 * MX_BK, &map_w1->map, kk * MX_BK,
+                                                          mx_w1_box_row<BM>(q, 0, gate, I), full, 0x3);
 }
 
 /* The peer's copy of an item (lane 0 of rank 0): 8 bytes at a time into its item slot. */
@@ -468,7 +499,7 @@ WS_DEV void mx_load_pair(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx
   static_assert(MX_ITEM_WORDS % 2 == 0, "the item goes to the peer 8 bytes at a time"); /* BM: 64 (host check) */
   mx_prefetch_maps(c, a, map_x, map_w1, map_act, map_w2);
   const int H = a->hidden, I = a->inter, hb = H / MX_BK, l2_items = moe_experts_l2_items(BM, H);
-  const uint32_t b_bytes = 4u * map_w1->box_bytes, a_bytes = map_x->box_bytes + a->map_xs.box_bytes;
+  const uint32_t a_bytes = map_x->box_bytes + a->map_xs.box_bytes;
   const uint32_t peer_full = ws_mapa_shared_cluster(&pipe->full[0], 1u);
   const uint32_t peer_item = ws_mapa_shared_cluster(&sm->item[0], 1u);
   ws_cursor k = {0, 0};
@@ -491,6 +522,7 @@ WS_DEV void mx_load_pair(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx
       uint64_t *full = &pipe->full[k.stage];
       if (c->lane == 0) {
         const uint32_t item_bytes = ks == 0 ? (uint32_t)sizeof(mx_item_info) : 0u;
+        const uint32_t b_bytes = l2 ? map_w2->box_bytes : 4u * map_w1->box_bytes; /* mx_multicast_b's boxes */
         ws_mbarrier_expect_tx(full, b_bytes);
         ws_mbarrier_arrive_expect_tx_relaxed_cluster(peer_full + 8u * k.stage, b_bytes + (both ? a_bytes : 0u) + item_bytes);
         if (ks == 0) { /* each CTA its own 64 rows of the block; published by the commits */
