@@ -60,9 +60,6 @@ typedef struct {
                                 * (mx_route_few; no expand items)                          */
   int route_at_once;           /* item 0 (the route) runs on block 0's math at the kernel's
                                 * start, unclaimed; the claims number items from 1         */
-  int x_direct;                /* ... 1 token of e4m3: the L1 loaders copy the caller's row
-                                * into their stages (mx_load), the route expands nothing
-                                * and releases only `routed`                               */
   const int *topk_idx;
   const float *topk_weights;
   const uint8_t *x;            /* the caller's rows (e4m3, or bf16 when x_bf16)          */
@@ -276,13 +273,13 @@ WS_DEV void mx_expand(const mx_layer_args *L, const int *routed_rows, int t0, in
 
 /* Every thread of the 256 after its warp's token: the item's rows, read next by TMA.
  * After mx_route_few the route's release too (its one hand-off: a dropped route drops
- * the rows' release as well); with x_direct nothing was expanded and only `routed` counts. */
+ * the rows' release as well). */
 WS_DEV void mx_expand_done(const mx_layer_args *L, int i, uint32_t bar, int routed_here) {
   ws_fence_proxy_async_global();
   ws_named_sync(bar, MX_LAYER_THREADS); /* every thread's stores before thread 0's release */
   if (i != 0 || (routed_here && L->drop == MOE_DROP_ROUTED)) return;
   if (routed_here) ws_red_release_gpu_add_u32(L->routed, 1u);
-  if (L->drop != MOE_DROP_EXPANDED && !L->x_direct) ws_red_release_gpu_add_u32(L->expanded, 1u);
+  if (L->drop != MOE_DROP_EXPANDED) ws_red_release_gpu_add_u32(L->expanded, 1u);
 }
 
 /* ---- route and expand at few entries ---------------------------------------------- */

@@ -290,13 +290,6 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
     ly->route_expands = ly->few_decode && io->tokens <= WS_MOE_ROUTE_EXPANDS_TOKENS;
     ly->route_at_once = !a.pair && ws_knobs_get()->moe_route_at_once;
     if (ly->route_expands) ly->expand_items = 0; /* the route item expands (mx_route_few) */
-    /* 1 token of e4m3: every expert's row is the caller's, so the L1 loaders copy it from
-     * x and x_scale into each stage themselves (mx_load) and nothing waits for an expand.
-     * At 1 token the loaders' first tile waited 7 us for the route item's copies (H200,
-     * session 44). A first form loaded the K block's scale by TMA from x_scale at float kk
-     * and trapped (illegal instruction): a copy's inner start must be 16-byte aligned. */
-    ly->x_direct = ly->route_expands && io->tokens == 1 && io->x_scale != NULL && BM == MOE_EXPERTS_BM &&
-                   ws_knobs_get()->moe_x_direct;
     ly->topk_idx = io->topk_idx;
     ly->topk_weights = io->topk_weights;
     ly->x = (const uint8_t *)io->x;

@@ -161,6 +161,7 @@ WS_DEV void mx_load_b(const ws_pipe *pipe, const ws_ctx *c, ws_cursor k, mx_stag
                               l2 ? down : mx_w1_box_row<BM>(q, j, gate, I));
 }
 
+
 /* The scheduler warp (warp 1 of the loader role): claims the CTA's items in order,
  * decodes each (the whole layer: items 0 .. pre - 1 are route, send and expand, then the
  * tiles, known once routed: `tiles` row blocks of BM, then reduce (one GPU: combine) and
@@ -269,24 +270,6 @@ WS_DEV void mx_prefetch_maps(const ws_ctx *c, const mx_args *a, const ws_tmap *m
   ws_prefetch_tensormap(&a->map_as.map);
 }
 
-/* x_direct: this lane's 4 bytes of the caller's one row in K block kk, and the block's scale. */
-WS_DEV void mx_x_word(const mx_layer_args *ly, int kk, int lane, uint32_t *xw, float *xs) {
-  *xw = __ldg((const uint32_t *)(ly->x + (size_t)kk * MX_BK) + lane);
-  *xs = __ldg(ly->x_scale + kk);
-}
-
-/* x_direct: the lane's 4 bytes of the row into rows 0 .. K - 1 of the stage's 128B-swizzled A
- * tile (16-byte chunk j of row r at chunk j ^ (r % 8)), the scale into a_scale[0 .. K - 1]. A
- * token naming one expert in several slots has that many rows in its block (the route item
- * places them at 64 rank + 0, 1, ...: mx_route_few), each the same row; rows past them are
- * computed and never stored. */
-WS_DEV void mx_x_rows(uint8_t *tile, float *scale, int K, int lane, uint32_t xw, float xs) {
-#pragma unroll 1
-  for (int r = 0; r < K; r++)
-    gemm_st_shared_u32(tile + r * MX_BK + ((((lane / 4) ^ (r & 7)) * 16) | (lane % 4) * 4), xw);
-  if (lane < K) scale[lane] = xs;
-}
-
 /* A census of the stages (WS_PROBES builds with -DWS_PROBES_STAGES=1 as well): each time
  * the loader comes to a slot it must refill, was it free already, still holding a stage
  * the math has not released though it landed (the math is behind), or still waiting for
@@ -350,10 +333,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
   const int l2_bn = moe_experts_l2_bn(BM);
   const mx_layer_args *ly = &a->layer;
   ws_cursor k = {0, 0};
-  int expanding = ly->on && !ly->x_direct; /* the whole layer: the first L1 tile waits for the expand items */
-  /* x_direct: no L1 tile waited for the route item, whose entry rows and total the L2
-   * epilogues' slice combine reads: the first L2 tile waits for it (beside its rows) */
-  int route_seen = !ly->x_direct;
+  int expanding = ly->on; /* the whole layer: the first L1 tile waits for the expand items */
   /* probe points of a tile (WS_PROBES builds; base 0 L1, 10 L2): 0 the wait for the
    * item, 1 item in hand, 2 first slot free, 3 its rows ready (L2), 4 every stage issued */
   WS_PROBE_DECLARE(p);
@@ -388,12 +368,6 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
     const int ksteps = l2 ? I / MX_BK : (BM == MOE_EXPERTS_BM ? hb : 2 * hb);
     const int gate = tile.g * 2 * I + tile.tn * MOE_EXPERTS_L1_BN, down = tile.g * H + tile.tn * l2_bn;
     ws_trace_mark(c, WS_TRACE_ITEM_BEGIN, t);
-    /* x_direct (1 token, e4m3): the caller's row, 4 bytes a lane a stage, read one stage
-     * ahead so that the load's latency runs beside the wait for the slot */
-    const int xd = BM == MOE_EXPERTS_BM && !l2 && ly->x_direct;
-    uint32_t xw = 0u;
-    float xs = 0.0f;
-    if (xd) mx_x_word(ly, 0, c->lane, &xw, &xs);
     for (int ks = 0; ks < ksteps; ks++, k = ws_cursor_next(k, pipe->stages)) {
       const int j = l2 || BM == MOE_EXPERTS_BM ? 0 : ks / hb, kk = ks - j * hb; /* L1 loop, its K block */
       if (ks == 0) ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_SLOT); /* the item's first free slot */
@@ -411,8 +385,6 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
       if ((l2 || expanding) && ks == 0) { /* the weights are already on their way */
         ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
         if (l2) {
-          if (!route_seen) mx_wait_count(c, ly->routed, 1u, "moe layer route");
-          route_seen = 1;
           mx_wait_rows(c, a, blk, (uint32_t)l2_items);
           if (BM != MOE_EXPERTS_BM && both) mx_wait_rows(c, a, blk + 1, (uint32_t)l2_items);
         } else {
@@ -422,14 +394,8 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
         ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       }
       if (ks == 0) WS_PROBE(p, 3);
-      if (xd) { /* the row and its scale into rows 0 .. K - 1 (mx_x_rows) */
-        mx_x_rows(st->a, st->a_scale, ly->topk, c->lane, xw, xs);
-        ws_fence_proxy_async_shared_cta(); /* wgmma reads the rows through the async proxy */
-        if (ks + 1 < ksteps) mx_x_word(ly, kk + 1, c->lane, &xw, &xs);
-      } else {
-        ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, kk * MX_BK, row);
-        ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, kk);
-      }
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, kk * MX_BK, row);
+      ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, kk);
       ws_pipe_commit_at(pipe, c, k);
       MX_LOADER_CLOCK(clocks, 1);
     }
@@ -448,8 +414,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
    * counts for the next call. Every expand item must have counted by then: a loader waits
    * for them before its first L1 tile, but with no tiles at all (no tokens, or every slot
    * -1) none does, and an expand item still running would count into the next call. */
-  if (ly->on && ly->x_direct) mx_wait_count(c, ly->routed, 1u, "moe layer route");
-  else if (ly->on) mx_wait_count(c, ly->expanded, mx_expand_target(ly), "moe layer x rows");
+  if (ly->on) mx_wait_count(c, ly->expanded, mx_expand_target(ly), "moe layer x rows");
   mx_reset_claims(c, a, gridDim.x);
 }
 

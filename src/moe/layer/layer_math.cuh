@@ -353,9 +353,8 @@ WS_DEV void mx_math(mx_smem<BM> *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_i
     }
     if (route_expands || (phase == MX_EXPAND + 1 && !ep)) {
       const int tpi = a.layer.tokens_per_item, t0 = route_expands ? 0 : tile.g * tpi;
-      if (!a.layer.x_direct) /* else the L1 loaders read the caller's row */
-        mx_expand(&a.layer, route_expands ? scratch : NULL, t0, route_expands ? a.layer.tokens : min(tpi, a.layer.tokens - t0),
-                  gw, ctx.lane, a.hidden);
+      mx_expand(&a.layer, route_expands ? scratch : NULL, t0, route_expands ? a.layer.tokens : min(tpi, a.layer.tokens - t0),
+                gw, ctx.lane, a.hidden);
       mx_expand_done(&a.layer, mi, bar, route_expands);
     }
     ws_trace_mark(&ctx, WS_TRACE_ITEM_END, -1);

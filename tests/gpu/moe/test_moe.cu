@@ -45,21 +45,13 @@ int main(int argc, char **argv) {
   /* 2 tokens: the route item expands them (mx_route_few), its one release dropped */
   if (!strcmp(mode, "layer_timeout_route_few")) experts_timeout(MOE_DROP_ROUTED, "moe layer x rows", 2);
   if (!strcmp(mode, "layer_timeout_rows_few")) experts_timeout(MOE_DROP_EXPANDED, "moe layer x rows", 2);
-  /* 1 token, the L1 loaders copying the caller's row (WARPSPEC_MOE_X_DIRECT): only the route's
-   * release is dropped, and the loaders' waits for it (no L1 tile waits) must be what times out */
-  if (!strcmp(mode, "layer_timeout_route_direct")) {
-    test_set_knob(WS_MOE_X_DIRECT_ENV, "1");
-    experts_timeout_exact = 1;
-    experts_timeout(MOE_DROP_ROUTED, "moe layer route", 1);
-  }
   if (!strcmp(mode, "layer")) { /* small: both layer paths under compute-sanitizer */
     layer_long = 0;
     CHECK(moe_layer_case(comm, 512, 256, 8 * nranks, 4, 48, ROUTE_HOLES));
     if (2 % nranks == 0) CHECK(moe_layer_case(comm, 128, 128, 2, 1, 2, ROUTE_HOLES));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 3, ROUTE_NONE));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 1152, 384, 16, 4, 5, ROUTE_HOLES));
-    /* 1 token (one GPU; WARPSPEC_MOE_X_DIRECT=1: the caller's row copied by the loaders), and
-     * a token naming each of its experts in two slots (two rows of one block) */
+    /* 1 token, and a token naming each of its experts in two slots (two rows of one block) */
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 256, 128, 16, 8, 1, ROUTE_HOLES));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 512, 128, 16, 8, 1, ROUTE_HOLES));
     if (16 % nranks == 0) CHECK(moe_layer_case(comm, 512, 128, 16, 8, 1, ROUTE_REPEATS));
