@@ -166,6 +166,23 @@ WS_DEV void ws_pipe_load_tile_2d_hint_at(const ws_pipe *p, const ws_ctx *c, ws_c
   ws_cp_async_bulk_tensor_2d_global_to_shared_hint(dst, &t->map, col, row, &p->full[k.stage], policy);
 }
 
+/* A pipe whose writer side is one arrival (the role leader's; writer_arrivals 1) may
+ * commit a stage before filling it: the leader's one arrival declares all the stage's copy
+ * bytes, then the copies go out without an expect_tx each. One barrier operation a stage
+ * instead of one per copy plus one per writer thread: a loader issuing six copies a stage
+ * spent about 0.5 us a stage doing so (docs/design.md, session 45). The leader's own plain
+ * stores into the slot before the commit are released by it; the phase completes when the
+ * declared bytes have landed. `bytes` 0: a stage with no copies. */
+WS_DEV void ws_pipe_commit_bytes_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, uint32_t bytes) {
+  if (ws_role_leader(c)) ws_mbarrier_arrive_expect_tx(&p->full[k.stage], bytes);
+}
+
+/* After ws_pipe_commit_bytes_at: a copy counted in its bytes (the box's). */
+WS_DEV void ws_pipe_copy_tile_2d_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, void *dst, const ws_tmap *t,
+                                    int col, int row) {
+  if (ws_role_leader(c)) ws_cp_async_bulk_tensor_2d_global_to_shared(dst, &t->map, col, row, &p->full[k.stage]);
+}
+
 /* Every writer thread: mark end of stream in the slot of cursor k (acquires it). */
 WS_DEV void ws_pipe_close_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
   ws_pipe_acquire_at(p, c, k);

@@ -90,11 +90,12 @@ WS_KERNEL(moe_experts) moe_experts_kernel(const __grid_constant__ ws_tmap map_x,
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   mx_smem<BM> *sm = (mx_smem<BM> *)gemm_smem_base(smem_raw);
   ws_ctx ctx = WS_SELF(moe_experts, diag);
-  /* both math warpgroups read every stage, released once per warp; in pairs rank 0's
-   * `empty` counts both CTAs' math warps and rank 1's `full` the one arrival of rank 0's
-   * loader (mx_load_pair) */
+  /* both math warpgroups read every stage, released once per warp; the loader's leader
+   * commits each stage once with its bytes (mx_load); in pairs rank 0's `empty` counts
+   * both CTAs' math warps, its `full` the loader warp's arrivals, and rank 1's `full` the
+   * one arrival of rank 0's loader (mx_load_pair) */
   const uint32_t rank = PAIR ? ws_cluster_ctarank() : 0u;
-  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "moe experts", rank ? 1 : WS_WARP_SIZE,
+  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "moe experts", PAIR && rank == 0 ? WS_WARP_SIZE : 1,
                               (PAIR ? 2 : 1) * 2 * WS_ROLE_WARPS(moe_experts, X_MATH));
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);
   /* the scheduler warp's items to the loader warp (both read and write them as plain memory) */

@@ -44,7 +44,7 @@ WS_DEV ws_cursor mx_hand(const ws_pipe *pipe, const ws_ctx *c, mx_smem<BM> *sm, 
     mx_item_info *it = &sm->item[k.stage];
     it->t = t; it->kind = kind; it->tile.g = index; it->tile.count = target;
   }
-  ws_pipe_commit_at(pipe, c, k);
+  ws_pipe_commit_bytes_at(pipe, c, k, 0u); /* the pipe's one writer arrival (mx_load) */
   return ws_cursor_next(k, pipe->stages);
 }
 
@@ -157,10 +157,18 @@ WS_DEV void mx_load_b(const ws_pipe *pipe, const ws_ctx *c, ws_cursor k, mx_stag
 #pragma unroll
   for (int q = 0; q < MX_B_ROWS(BM) / 64; q++)
     if (!l2 || q == 0)
-      ws_pipe_load_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, l2 ? map_w2 : map_w1, kk * MX_BK,
+      ws_pipe_copy_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, l2 ? map_w2 : map_w1, kk * MX_BK,
                               l2 ? down : mx_w1_box_row<BM>(q, j, gate, I));
 }
 
+/* A K step's copy bytes, committed before its copies (ws_pipe_commit_bytes_at): the
+ * weights (mx_load_b's boxes), the rows and their scales. */
+template <int BM>
+WS_DEV uint32_t mx_stage_bytes(const mx_args *a, int l2, const ws_tmap *map_x, const ws_tmap *map_w1,
+                               const ws_tmap *map_act, const ws_tmap *map_w2) {
+  return l2 ? map_w2->box_bytes + map_act->box_bytes + a->map_as.box_bytes
+            : (uint32_t)(MX_B_ROWS(BM) / 64) * map_w1->box_bytes + map_x->box_bytes + a->map_xs.box_bytes;
+}
 
 /* The scheduler warp (warp 1 of the loader role): claims the CTA's items in order,
  * decodes each (the whole layer: items 0 .. pre - 1 are route, send and expand, then the
@@ -367,6 +375,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
     const int both = BM == MOE_EXPERTS_BM || tile.tm * BM + MOE_EXPERTS_BM < tile.count;
     const int ksteps = l2 ? I / MX_BK : (BM == MOE_EXPERTS_BM ? hb : 2 * hb);
     const int gate = tile.g * 2 * I + tile.tn * MOE_EXPERTS_L1_BN, down = tile.g * H + tile.tn * l2_bn;
+    const uint32_t stage_bytes = mx_stage_bytes<BM>(a, l2, map_x, map_w1, map_act, map_w2);
     ws_trace_mark(c, WS_TRACE_ITEM_BEGIN, t);
     for (int ks = 0; ks < ksteps; ks++, k = ws_cursor_next(k, pipe->stages)) {
       const int j = l2 || BM == MOE_EXPERTS_BM ? 0 : ks / hb, kk = ks - j * hb; /* L1 loop, its K block */
@@ -381,6 +390,8 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
         mx_item_info *info = &sm->item[k.stage];
         info->t = t; info->kind = l2 ? MX_L2 : MX_L1; info->tile = tile;
       }
+      /* committed with its bytes before its copies: the stage completes when they land */
+      ws_pipe_commit_bytes_at(pipe, c, k, stage_bytes);
       mx_load_b(pipe, c, k, st, map_w1, map_w2, l2, kk, j, gate, down, I);
       if ((l2 || expanding) && ks == 0) { /* the weights are already on their way */
         ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
@@ -394,9 +405,8 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
         ws_trace_mark(c, WS_TRACE_WAIT_END, WS_TRACE_ON_ROWS);
       }
       if (ks == 0) WS_PROBE(p, 3);
-      ws_pipe_load_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, kk * MX_BK, row);
-      ws_pipe_load_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, kk);
-      ws_pipe_commit_at(pipe, c, k);
+      ws_pipe_copy_tile_2d_at(pipe, c, k, st->a, l2 ? map_act : map_x, kk * MX_BK, row);
+      ws_pipe_copy_tile_2d_at(pipe, c, k, st->a_scale, l2 ? &a->map_as : &a->map_xs, row, kk);
       MX_LOADER_CLOCK(clocks, 1);
     }
     if (claim_late) ws_pipe_release_at(items, c, ki);
@@ -409,7 +419,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
   /* the end, as an item of its own: index -1 in a committed stage (the math stops there) */
   ws_pipe_acquire_at(pipe, c, k);
   if (c->lane == 0) sm->item[k.stage].t = -1;
-  ws_pipe_commit_at(pipe, c, k);
+  ws_pipe_commit_bytes_at(pipe, c, k, 0u);
   /* the last CTA to run out of items resets the claim counter and the route and expand
    * counts for the next call. Every expand item must have counted by then: a loader waits
    * for them before its first L1 tile, but with no tiles at all (no tokens, or every slot
