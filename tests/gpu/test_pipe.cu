@@ -1,5 +1,8 @@
 /* test_pipe.cu - pipes with 1..8 stages and 1..3 readers, fed by plain stores, by
- * 1-D bulk copies and by TMA tensor loads, ended by close, on random data.
+ * 1-D bulk copies and by TMA tensor loads, ended by close, on random data. The last fill
+ * is a pipe with one writer arrival: the leader commits each slot first with its bytes
+ * (ws_pipe_commit_bytes_at), then issues two counted TMA copies of half a slot each
+ * (ws_pipe_copy_tile_2d_at), and closes alone.
  *
  * Roles: WRITER (4 warps) fills slots of 1 KiB from `in`; READER0 (2 warps),
  * READER1 (2 warps) and READER2 (1 warp, the __syncwarp path) each transform every
@@ -28,8 +31,8 @@ WS_PIPE_STORAGE(chunk_pipe, chunk_slot, MAX_STAGES);
   ROLE(READER2, 1, WS_REGS_ENTRY, 1)
 WS_DECLARE_ROLES(pipe_test, PIPE_ROLES);
 
-enum { FILL_STORES, FILL_BULK, FILL_TMA };
-static const char *fill_name[] = {"stores", "bulk", "tma"};
+enum { FILL_STORES, FILL_BULK, FILL_TMA, FILL_TMA_COMMITTED, FILLS };
+static const char *fill_name[] = {"stores", "bulk", "tma", "tma committed first"};
 
 typedef struct {
   uint32_t stages, readers, fill;
@@ -41,14 +44,16 @@ typedef struct {
 
 static __host__ __device__ uint32_t reader_fn(uint32_t x, int r) { return x * (2u * (uint32_t)r + 1u) + (uint32_t)r; }
 
-WS_KERNEL(pipe_test) pipe_test_kernel(const __grid_constant__ ws_tmap in_map, const __grid_constant__ ws_tmap out2_map,
-                                      pipe_args a, ws_diag diag) {
+WS_KERNEL(pipe_test) pipe_test_kernel(const __grid_constant__ ws_tmap in_map, const __grid_constant__ ws_tmap half_map,
+                                      const __grid_constant__ ws_tmap out2_map, pipe_args a, ws_diag diag) {
   __shared__ chunk_pipe st;
   __shared__ __align__(128) uint32_t staged[SLOT_U32]; /* READER2's TMA-store source */
   ws_ctx ctx = WS_SELF(pipe_test, diag);
   uint32_t reader_threads = 0; /* the first a.readers reader roles take part */
   for (uint32_t r = 0; r < a.readers; r++) reader_threads += WS_ROLE_THREADS(pipe_test, READER0 + r);
-  ws_pipe p = WS_PIPE_VIEW_N(&st, "test_pipe", WS_ROLE_THREADS(pipe_test, WRITER), reader_threads, a.stages);
+  const int one_writer = a.fill == FILL_TMA_COMMITTED; /* the leader's arrival only */
+  ws_pipe p = WS_PIPE_VIEW_N(&st, "test_pipe", one_writer ? 1u : WS_ROLE_THREADS(pipe_test, WRITER), reader_threads,
+                             a.stages);
   if (threadIdx.x == 0) ws_pipe_init(&p);
   ws_init_sync();
   const uint32_t n = (uint32_t)a.nitems[blockIdx.x];
@@ -63,11 +68,18 @@ WS_KERNEL(pipe_test) pipe_test_kernel(const __grid_constant__ ws_tmap in_map, co
         for (int j = t; j < SLOT_U32; j += (int)ctx.nthreads) st.slot[s].v[j] = src[j];
       else if (a.fill == FILL_BULK)
         ws_pipe_load_bulk(&p, &ctx, i, st.slot[s].v, src, sizeof(chunk_slot));
-      else
+      else if (a.fill == FILL_TMA)
         ws_pipe_load_tile_2d(&p, &ctx, i, st.slot[s].v, &in_map, 0, (int)((base + i) * 8));
-      ws_pipe_commit(&p, &ctx, i);
+      if (one_writer) { /* committed before its copies land: the phase waits for the bytes */
+        const ws_cursor k = ws_cursor_at(i, a.stages);
+        ws_pipe_commit_bytes_at(&p, &ctx, k, 2u * half_map.box_bytes);
+        ws_pipe_copy_tile_2d_at(&p, &ctx, k, st.slot[s].v, &half_map, 0, (int)((base + i) * 8));
+        ws_pipe_copy_tile_2d_at(&p, &ctx, k, st.slot[s].v + SLOT_U32 / 2, &half_map, 0, (int)((base + i) * 8 + 4));
+      } else {
+        ws_pipe_commit(&p, &ctx, i);
+      }
     }
-    ws_pipe_close(&p, &ctx, n);
+    if (!one_writer || ws_role_leader(&ctx)) ws_pipe_close(&p, &ctx, n); /* one arrival: the leader's */
     return;
   }
   const int r = ctx.role - READER0;
@@ -112,15 +124,17 @@ int main(int argc, char **argv) {
 
   ws_plan plan;
   WS_OK_OR_DIE(ws_plan_init(&plan, "pipe_test", pipe_test_roles, pipe_test_NROLES, 0));
-  ws_tmap map, out2_map;
+  ws_tmap map, half_map, out2_map;
   WS_OK_OR_DIE(ws_tmap_2d(&map, in, WS_DTYPE_U32, items * 8, 32, 128, 8, 32));
   CHECK(map.box_bytes == sizeof(chunk_slot));
+  WS_OK_OR_DIE(ws_tmap_2d(&half_map, in, WS_DTYPE_U32, items * 8, 32, 128, 4, 32));
+  CHECK(2 * half_map.box_bytes == sizeof(chunk_slot));
   WS_OK_OR_DIE(ws_tmap_2d(&out2_map, out + 2 * items * SLOT_U32, WS_DTYPE_U32, items * 8, 32, 128, 8, 32));
   ws_diag diag;
   WS_OK_OR_DIE(ws_diag_get(&diag));
 
   int runs = 0;
-  for (int fill = 0; fill < 3; fill++)
+  for (int fill = 0; fill < FILLS; fill++)
     for (uint32_t stages = 1; stages <= MAX_STAGES; stages++)
       for (uint32_t readers = 1; readers <= MAX_READERS; readers++) {
         if (quick && !(stages == 1 || stages == 3 || stages == 8)) continue;
@@ -133,7 +147,7 @@ int main(int argc, char **argv) {
         CUDA_OK(cudaMemset(out, 0xCD, out_bytes));  /* poison */
         CUDA_OK(cudaMemset(seen, 0xFF, sizeof h_seen));
         pipe_args a = {stages, readers, (uint32_t)fill, nitems, in, out, seen};
-        void *args[] = {&map, &out2_map, &a, &diag};
+        void *args[] = {&map, &half_map, &out2_map, &a, &diag};
         WS_OK_OR_DIE(ws_plan_launch(&plan, (const void *)pipe_test_kernel, dim3{BLOCKS, 1, 1}, 0, args));
         WS_OK_OR_DIE(ws_sync(0));
         CUDA_OK(cudaMemcpy(h_out, out, out_bytes, cudaMemcpyDeviceToHost));

@@ -25,6 +25,9 @@
  * sits in the hot path, and each thread's own accesses are ordered by its own
  * release/acquire (what compute-sanitizer racecheck models).
  * `empty` barriers start ready: the writer's first lap never waits.
+ * A slot filled by copies alone may have one writer arrival (writers = 1): the role
+ * leader commits it first with all its bytes (ws_pipe_commit_bytes_at), then issues the
+ * copies (ws_pipe_copy_tile_2d_at), one barrier operation a slot; only the leader closes.
  *
  * One rule the barriers cannot check: every endpoint visits the iterations in order
  * (0, 1, 2, ...). Phase parity only says "this slot's phase of parity p is done"; a
