@@ -43,6 +43,17 @@ ws_status ws_tmap_2d(ws_tmap *t, const void *base, ws_dtype dtype, uint64_t rows
 ws_status ws_tmap_2d_swizzled(ws_tmap *t, const void *base, ws_dtype dtype, uint64_t rows, uint64_t cols,
                               uint64_t row_stride, uint32_t box_rows, uint32_t box_cols, ws_swizzle swizzle);
 
+/* A tensor of rank 2..5: dims[0] the contiguous extent (elements), dims[i] the others,
+ * strides[i - 1] the bytes between consecutive indices of dimension i, each dimension
+ * nested in the next (strides[i] >= strides[i - 1] x dims[i], as the driver requires), cut
+ * into boxes of box[0] x .. x box[rank - 1] elements, laid out in shared memory in that
+ * order (the innermost fastest). The same rules as ws_tmap_2d otherwise; box_cols and
+ * box_rows are box[0] and box[1], box_bytes the whole box. Example: the MoE experts' W1,
+ * [experts][gate, up][inter][hidden], as a 4-D tensor whose box takes the gate rows and
+ * the up rows of the same columns in one copy. */
+ws_status ws_tmap_nd_swizzled(ws_tmap *t, const void *base, ws_dtype dtype, int rank, const uint64_t *dims,
+                              const uint64_t *strides, const uint32_t *box, ws_swizzle swizzle);
+
 /* Bytes of one element of dtype (0 for an unknown value). */
 size_t ws_dtype_bytes(ws_dtype dtype);
 

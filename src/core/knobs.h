@@ -47,6 +47,7 @@ typedef struct {
   int moe_slice_combine;     /* WARPSPEC_MOE_SLICE_COMBINE: 0 / 1                            */
   int moe_few_decode;        /* WARPSPEC_MOE_FEW_DECODE: 0 / 1                               */
   int moe_route_at_once;     /* WARPSPEC_MOE_ROUTE_AT_ONCE: 0 / 1                            */
+  int moe_w1_gate_up;        /* WARPSPEC_MOE_W1_GATE_UP: 0 / 1                               */
   long long sr_ce_min_bytes; /* WARPSPEC_SR_CE_MIN_BYTES: zero-copy by copy engine from here */
   long long ag_direct_max_bytes; /* WARPSPEC_AG_DIRECT_MAX_BYTES: all-gather direct up to here */
   long long ag_zc_min_bytes;     /* WARPSPEC_AG_ZC_MIN_BYTES: all-gather zero-copy from here    */

@@ -78,3 +78,52 @@ ws_status ws_tmap_2d_swizzled(ws_tmap *t, const void *base, ws_dtype dtype, uint
   t->box_bytes = (uint32_t)(box_rows * box_cols * eb);
   return WS_OK;
 }
+
+ws_status ws_tmap_nd_swizzled(ws_tmap *t, const void *base, ws_dtype dtype, int rank, const uint64_t *dims,
+                              const uint64_t *strides, const uint32_t *box, ws_swizzle swizzle) {
+  WS_REQUIRE(t != NULL && base != NULL && dims != NULL && strides != NULL && box != NULL,
+             "ws_tmap_nd: tensor map, base, dims, strides or box is NULL");
+  WS_REQUIRE(rank >= 2 && rank <= 5, "ws_tmap_nd: rank %d, must be 2..5", rank);
+  const size_t eb = ws_dtype_bytes(dtype);
+  WS_REQUIRE(eb != 0, "ws_tmap_nd: unknown dtype %d", (int)dtype);
+  WS_REQUIRE(((uintptr_t)base & 15u) == 0, "ws_tmap_nd: base %p is not 16-byte aligned", base);
+  uint64_t box_bytes = eb;
+  for (int i = 0; i < rank; i++) {
+    WS_REQUIRE(dims[i] >= 1 && dims[i] < (1ull << 32), "ws_tmap_nd: dims[%d] = %llu, must be 1..2^32-1", i,
+               (unsigned long long)dims[i]);
+    WS_REQUIRE(box[i] >= 1 && box[i] <= 256, "ws_tmap_nd: box[%d] = %u, must be 1..256", i, box[i]);
+    box_bytes *= box[i];
+  }
+  for (int i = 1; i < rank; i++) {
+    const uint64_t inner = i == 1 ? dims[0] * eb : strides[i - 2] * dims[i - 1];
+    WS_REQUIRE(strides[i - 1] % 16 == 0 && strides[i - 1] >= inner && strides[i - 1] < (1ull << 40),
+               "ws_tmap_nd: strides[%d] = %llu bytes must be a multiple of 16, at least %llu (dimension %d nested in "
+               "dimension %d), below 2^40",
+               i - 1, (unsigned long long)strides[i - 1], (unsigned long long)inner, i - 1, i);
+  }
+  WS_REQUIRE((box[0] * eb) % 16 == 0, "ws_tmap_nd: box row of %u x %zu bytes is not a multiple of 16 bytes", box[0], eb);
+  WS_REQUIRE(swizzle == WS_SWIZZLE_NONE || swizzle == WS_SWIZZLE_128B, "ws_tmap_nd: swizzle %d unknown", (int)swizzle);
+  WS_REQUIRE(swizzle != WS_SWIZZLE_128B || box[0] * eb == 128,
+             "ws_tmap_nd: the 128B swizzle needs 128-byte box rows, got %u x %zu bytes", box[0], eb);
+  WS_REQUIRE(box_bytes < (1ull << 32), "ws_tmap_nd: box of %llu bytes", (unsigned long long)box_bytes);
+  PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+  if (fn == NULL) return ws_fail(WS_ERR_CUDA, "ws_tmap_nd: cuTensorMapEncodeTiled not found in the driver");
+  memset(t, 0, sizeof *t);
+  cuuint64_t cd[5], cs[4];
+  cuuint32_t cb[5], estr[5];
+  for (int i = 0; i < rank; i++) {
+    cd[i] = dims[i];
+    cb[i] = box[i];
+    estr[i] = 1;
+    if (i > 0) cs[i - 1] = strides[i - 1];
+  }
+  CUresult r = fn(&t->map, cu_dtype(dtype), (cuuint32_t)rank, (void *)base, cd, cs, cb, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  swizzle == WS_SWIZZLE_128B ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) return ws_fail(WS_ERR_CUDA, "ws_tmap_nd: cuTensorMapEncodeTiled returned %d", (int)r);
+  t->box_cols = box[0];
+  t->box_rows = box[1];
+  t->elem_bytes = (uint32_t)eb;
+  t->box_bytes = (uint32_t)box_bytes;
+  return WS_OK;
+}

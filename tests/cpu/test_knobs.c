@@ -13,7 +13,7 @@ static const char *const all_names[] = {
     WS_TIMEOUT_ENV, WS_CHECK_ENV, WS_HOST_THREADS_ENV, WS_PDL_ENV, WS_ATTN_SCHEDULE_ENV, WS_ATTN_GRID_ENV,
     WS_ATTN_HEAD_GROUP_ENV, WS_ATTN_O_STORE_ENV, WS_ATTN_WG_BLOCKS_ENV, WS_ATTN_TILE_ROWS_ENV, WS_MLA_GATHER_AHEAD_ENV, WS_MLA_FP8_F16_ENV, WS_GEMM_SPLITS_ENV, WS_GEMM_FP8_TILE_ENV,
     WS_GEMM_PAIR_ENV, WS_GEMM_SKINNY_ENV, WS_GEMM_FP8_SKINNY_ENV, WS_GEMM_SKINNY_ROWS_ENV, WS_GEMM_CLUSTER_K_ENV, WS_MOE_GATHER_ENV, WS_EP_OVERLAP_ENV, WS_EP_COMBINE_ENV, WS_EP_RECORDS_ENV, WS_MOE_TILE_ENV, WS_MOE_PAIR_ENV, WS_MOE_SCHED_ENV, WS_MOE_SELF_ROUTE_ENV,
-    WS_MOE_SLICE_COMBINE_ENV, WS_MOE_FEW_DECODE_ENV, WS_MOE_ROUTE_AT_ONCE_ENV,
+    WS_MOE_SLICE_COMBINE_ENV, WS_MOE_FEW_DECODE_ENV, WS_MOE_ROUTE_AT_ONCE_ENV, WS_MOE_W1_GATE_UP_ENV,
     WS_SR_CE_MIN_BYTES_ENV, WS_AG_DIRECT_MAX_BYTES_ENV, WS_AG_ZC_MIN_BYTES_ENV, WS_RENDEZVOUS_TIMEOUT_ENV,
     WS_SHARE_GPU_ENV, WS_DEBUG_NVML_ENV, "WS_GEMM_SPLITS", "WS_GEMM_FP8_TILE", "WS_SR_CE_MIN_BYTES",
     "WS_RENDEZVOUS_TIMEOUT_MS", "WS_DEBUG_NVML"};
@@ -80,7 +80,7 @@ static void defaults(void) {
   CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->ep_overlap == WS_EP_OVERLAP_DEFAULT && k->ep_combine == -1 &&
         k->moe_tile == 0 && k->moe_pair == -1);
   CHECK(k->moe_static_walk == 0 && k->moe_self_route == 1);
-  CHECK(k->moe_slice_combine == 1 && k->moe_few_decode == 1 && k->moe_route_at_once == 1);
+  CHECK(k->moe_slice_combine == 1 && k->moe_few_decode == 1 && k->moe_route_at_once == 1 && k->moe_w1_gate_up == 0);
   CHECK(k->sr_ce_min_bytes == (long long)WS_SR_CE_MIN_BYTES);
   CHECK(k->ag_direct_max_bytes == (long long)WS_AG_DIRECT_MAX_BYTES && k->ag_zc_min_bytes == (long long)WS_AG_ZC_MIN_BYTES);
   CHECK(k->rendezvous_timeout_ms == WS_RENDEZVOUS_TIMEOUT_MS);

@@ -96,6 +96,24 @@ static void tensor_maps(void) {
   CHECK_MSG("128-byte box rows");
   CHECK_STATUS(ws_tmap_2d_swizzled(&t, ok, WS_DTYPE_BF16, 256, 128, 256, 64, 64, (ws_swizzle)7), WS_ERR_INVALID);
   CHECK_MSG("swizzle 7");
+  /* rank 2..5, each dimension nested in the next: the MoE W1 view [E][2][I][H] (H 7168,
+   * I 2048, 4 experts) and its box of 64 rows x gate / up */
+  const uint64_t dims[4] = {7168, 2048, 2, 4}, strides[3] = {7168, 7168ull * 2048, 7168ull * 4096};
+  const uint32_t box[4] = {128, 64, 2, 1};
+  CHECK_STATUS(ws_tmap_nd_swizzled(NULL, ok, WS_DTYPE_U8, 4, dims, strides, box, WS_SWIZZLE_128B), WS_ERR_INVALID);
+  CHECK_STATUS(ws_tmap_nd_swizzled(&t, ok, WS_DTYPE_U8, 6, dims, strides, box, WS_SWIZZLE_128B), WS_ERR_INVALID);
+  CHECK_MSG("rank 6");
+  CHECK_STATUS(ws_tmap_nd_swizzled(&t, odd, WS_DTYPE_U8, 4, dims, strides, box, WS_SWIZZLE_128B), WS_ERR_INVALID);
+  CHECK_MSG("16-byte aligned");
+  const uint64_t not_nested[3] = {7168, 7168ull * 64, 7168ull * 4096}; /* gate / up 64 rows apart: overlaps */
+  CHECK_STATUS(ws_tmap_nd_swizzled(&t, ok, WS_DTYPE_U8, 4, dims, not_nested, box, WS_SWIZZLE_128B), WS_ERR_INVALID);
+  CHECK_MSG("nested");
+  const uint32_t wide_box[4] = {128, 300, 2, 1};
+  CHECK_STATUS(ws_tmap_nd_swizzled(&t, ok, WS_DTYPE_U8, 4, dims, strides, wide_box, WS_SWIZZLE_128B), WS_ERR_INVALID);
+  CHECK_MSG("box[1] = 300");
+  const uint32_t short_rows[4] = {64, 64, 2, 1};
+  CHECK_STATUS(ws_tmap_nd_swizzled(&t, ok, WS_DTYPE_U8, 4, dims, strides, short_rows, WS_SWIZZLE_128B), WS_ERR_INVALID);
+  CHECK_MSG("128-byte box rows");
 }
 
 static void stream_copy(void) {

@@ -186,6 +186,12 @@ WS_DEV void ws_pipe_copy_tile_2d_at(const ws_pipe *p, const ws_ctx *c, ws_cursor
   if (ws_role_leader(c)) ws_cp_async_bulk_tensor_2d_global_to_shared(dst, &t->map, col, row, &p->full[k.stage]);
 }
 
+/* The same for a 4-D map (ws_tmap_nd_swizzled), coordinates innermost first. */
+WS_DEV void ws_pipe_copy_tile_4d_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, void *dst, const ws_tmap *t, int x,
+                                    int y, int z, int w) {
+  if (ws_role_leader(c)) ws_cp_async_bulk_tensor_4d_global_to_shared(dst, &t->map, x, y, z, w, &p->full[k.stage]);
+}
+
 /* Every writer thread: mark end of stream in the slot of cursor k (acquires it). */
 WS_DEV void ws_pipe_close_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k) {
   ws_pipe_acquire_at(p, c, k);

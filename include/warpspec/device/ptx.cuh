@@ -235,6 +235,14 @@ WS_DEV void ws_cp_async_bulk_tensor_2d_global_to_shared(void *dst, const void *t
                ::"r"(ws_smem_addr(dst)), "l"(tmap), "r"(x), "r"(y), "r"(ws_smem_addr(bar)) : "memory");
 }
 
+/* A 4-D box (ws_tmap_nd_swizzled) at coordinates (x, y, z, w), innermost first. */
+WS_DEV void ws_cp_async_bulk_tensor_4d_global_to_shared(void *dst, const void *tmap, int x, int y, int z, int w,
+                                                        uint64_t *bar) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4, %5}], [%6];"
+               ::"r"(ws_smem_addr(dst)), "l"(tmap), "r"(x), "r"(y), "r"(z), "r"(w), "r"(ws_smem_addr(bar)) : "memory");
+}
+
 WS_DEV void ws_cp_async_bulk_tensor_2d_shared_to_global(const void *tmap, int x, int y, const void *src) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
                ::"l"(tmap), "r"(x), "r"(y), "r"(ws_smem_addr(src)) : "memory");

@@ -205,9 +205,17 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   if ((s = ws_plan_cached(slot, mx_make_plan, BM == MOE_EXPERTS_BM ? &smem_small : &smem_wide, &plan)) != WS_OK) return s;
   const uint64_t R = (uint64_t)p->max_rows;
   ws_tmap mx, mw1, mact, mw2, my;
+  /* W1 as [E][gate, up][I][H]: a box of 64 rows x {gate, up} lands one warpgroup's 128 B
+   * rows (64-row tile) or one loop's (128-row tile) in one copy instead of two (not in pairs,
+   * whose loader multicasts the 64-row boxes) */
+  const int w1_gate_up = ws_knobs_get()->moe_w1_gate_up && !p->pair;
+  const uint64_t w1_dims[4] = {(uint64_t)H, (uint64_t)I, 2, (uint64_t)p->groups};
+  const uint64_t w1_strides[3] = {(uint64_t)H, (uint64_t)I * H, 2ull * I * H};
+  const uint32_t w1_box[4] = {MX_BK, 64, 2, 1};
   if ((s = ws_tmap_2d_swizzled(&mx, p->x, WS_DTYPE_U8, R, (uint64_t)H, (uint64_t)H, BM, MX_BK, WS_SWIZZLE_128B)) != WS_OK ||
-      (s = ws_tmap_2d_swizzled(&mw1, p->w1, WS_DTYPE_U8, (uint64_t)p->groups * 2 * I, (uint64_t)H, (uint64_t)H, 64, MX_BK,
-                               WS_SWIZZLE_128B)) != WS_OK ||
+      (s = w1_gate_up ? ws_tmap_nd_swizzled(&mw1, p->w1, WS_DTYPE_U8, 4, w1_dims, w1_strides, w1_box, WS_SWIZZLE_128B)
+                      : ws_tmap_2d_swizzled(&mw1, p->w1, WS_DTYPE_U8, (uint64_t)p->groups * 2 * I, (uint64_t)H,
+                                            (uint64_t)H, 64, MX_BK, WS_SWIZZLE_128B)) != WS_OK ||
       (s = ws_tmap_2d_swizzled(&mact, p->act, WS_DTYPE_U8, R, (uint64_t)I, (uint64_t)I, BM, MX_BK, WS_SWIZZLE_128B)) != WS_OK ||
       (s = ws_tmap_2d_swizzled(&mw2, p->w2, WS_DTYPE_U8, (uint64_t)p->groups * H, (uint64_t)I, (uint64_t)I, MX_B_ROWS(BM), MX_BK,
                                WS_SWIZZLE_128B)) != WS_OK ||
@@ -223,6 +231,7 @@ extern "C" ws_status moe_experts_launch(const moe_experts_problem *p, cudaStream
   a.l1 = moe_experts_shape(p->groups, p->max_rows, p->offsets, I, sched_bm, MOE_EXPERTS_L1_BN, H);
   a.l2.shape = moe_experts_shape(p->groups, p->max_rows, p->offsets, H, sched_bm, moe_experts_l2_bn(BM), I);
   a.pair = p->pair != 0;
+  a.w1_gate_up = w1_gate_up;
   a.l2.d = (uint16_t *)p->y;
   a.l2.k = I;
   a.l2.rows = (long long)R;

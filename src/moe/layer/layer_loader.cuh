@@ -152,8 +152,16 @@ template <int BM> WS_DEV int mx_w1_box_row(int q, int j, int gate, int I) {
 }
 
 template <int BM>
-WS_DEV void mx_load_b(const ws_pipe *pipe, const ws_ctx *c, ws_cursor k, mx_stage<BM> *st, const ws_tmap *map_w1,
-                      const ws_tmap *map_w2, int l2, int kk, int j, int gate, int down, int I) {
+WS_DEV void mx_load_b(const mx_args *a, const ws_pipe *pipe, const ws_ctx *c, ws_cursor k, mx_stage<BM> *st,
+                      const ws_tmap *map_w1, const ws_tmap *map_w2, int l2, int kk, int j, int gate, int down, int I) {
+  if (!l2 && a->w1_gate_up) { /* [E][gate, up][I][H]: 64 act columns' gate and up rows a box */
+    const int e = gate / (2 * I), col = gate - e * 2 * I;
+#pragma unroll
+    for (int q = 0; q < MX_B_ROWS(BM) / 128; q++)
+      ws_pipe_copy_tile_4d_at(pipe, c, k, st->b + q * 128 * MX_BK, map_w1, kk * MX_BK,
+                              col + (BM == MOE_EXPERTS_BM ? q : j) * 64, 0, e);
+    return;
+  }
 #pragma unroll
   for (int q = 0; q < MX_B_ROWS(BM) / 64; q++)
     if (!l2 || q == 0)
@@ -166,8 +174,9 @@ WS_DEV void mx_load_b(const ws_pipe *pipe, const ws_ctx *c, ws_cursor k, mx_stag
 template <int BM>
 WS_DEV uint32_t mx_stage_bytes(const mx_args *a, int l2, const ws_tmap *map_x, const ws_tmap *map_w1,
                                const ws_tmap *map_act, const ws_tmap *map_w2) {
+  const uint32_t w1_boxes = (uint32_t)(MX_B_ROWS(BM) / (a->w1_gate_up ? 128 : 64));
   return l2 ? map_w2->box_bytes + map_act->box_bytes + a->map_as.box_bytes
-            : (uint32_t)(MX_B_ROWS(BM) / 64) * map_w1->box_bytes + map_x->box_bytes + a->map_xs.box_bytes;
+            : w1_boxes * map_w1->box_bytes + map_x->box_bytes + a->map_xs.box_bytes;
 }
 
 /* The scheduler warp (warp 1 of the loader role): claims the CTA's items in order,
@@ -392,7 +401,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
       }
       /* committed with its bytes before its copies: the stage completes when they land */
       ws_pipe_commit_bytes_at(pipe, c, k, stage_bytes);
-      mx_load_b(pipe, c, k, st, map_w1, map_w2, l2, kk, j, gate, down, I);
+      mx_load_b(a, pipe, c, k, st, map_w1, map_w2, l2, kk, j, gate, down, I);
       if ((l2 || expanding) && ks == 0) { /* the weights are already on their way */
         ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
         if (l2) {

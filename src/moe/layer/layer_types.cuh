@@ -120,6 +120,9 @@ typedef struct {
   int static_walk;        /* CTA-strided items instead of claims (WARPSPEC_MOE_SCHED=static) */
   int pair;               /* launched in CTA pairs (moe_experts_kernel<BM, 1>): l1 / l2 number
                            * 128-row blocks, each CTA of the pair takes 64 of the rows      */
+  int w1_gate_up;         /* map_w1 is W1 as [E][gate, up][I][H] (4-D) and each 64 act
+                           * columns' gate and up rows come in one box (mx_load_b), not two
+                           * (WARPSPEC_MOE_W1_GATE_UP; never in pairs)                      */
   mx_layer_args layer;    /* the whole layer (layer_items.cuh), or layer.on = 0        */
 } mx_args;
 
