@@ -31,7 +31,11 @@
  *                64-row weight boxes x four m64n16k32 (16 token rows on N)
  * In session 43 the 1-token layer streamed about 30 GB/s per SM whatever the number of busy
  * SMs, where a CTA of `weights 2-D` reads 61 at 66 CTAs: these three tell whether the
- * hand-off, the math, or neither holds a stage that long. Their GB/s count the weights only
+ * hand-off, the math, or neither holds a stage that long.
+ *   weights 2-D, 1 box / 16 boxes a stage  the `weights 2-D` stream with each stage's 256
+ *                rows as one box or as sixteen: whether a CTA's rate follows the TMA
+ *                operations it issues (session 45: the layer's loader spent ~85 ns on each)
+ *                or the 128-byte rows the boxes are made of. Their GB/s count the weights only
  * (as the layer's floor does); the 8 KB row tile a stage (from L2, an unswizzled 1-D copy
  * read through a swizzled descriptor: timing only) is 25% more through the TMA unit.
  * The MoE combine's reduce runs on at most 24 SMs and reads every expert output row; these
@@ -150,7 +154,7 @@ __global__ void __launch_bounds__(32, 1) hbm_tma(const uint8_t *p, uint64_t byte
  * t mod steps (so that CTAs in step read different columns of their rows). */
 template <int S>
 __global__ void __launch_bounds__(32, 1) hbm_weights(const __grid_constant__ ws_tmap map, const uint8_t *p, int tiles,
-                                                     int row_bytes, int packed, int rotate, uint4 *sink) {
+                                                     int row_bytes, int packed, int rotate, int box_rows, uint4 *sink) {
   extern __shared__ __align__(1024) uint8_t raw[];
   __shared__ uint64_t full[S];
   /* the 128B swizzle needs 1 KB-aligned boxes: the dynamic base rounded up (1 KB spare) */
@@ -172,13 +176,13 @@ __global__ void __launch_bounds__(32, 1) hbm_weights(const __grid_constant__ ws_
     const int k = (int)((j + (rotate ? (uint64_t)t : 0u)) % steps);
     uint8_t *dst = stage + (size_t)s * W_STAGE_BYTES;
     ws_mbarrier_arrive_expect_tx(&full[s], W_STAGE_BYTES);
-    for (int q = 0; q < W_TILE_ROWS / W_BOX_ROWS; q++) {
+    for (int q = 0; q < W_TILE_ROWS / box_rows; q++) {
       if (packed)
         ws_cp_async_bulk_global_to_shared(dst + q * W_BOX_BYTES, p + (((size_t)t * steps + k) * 4 + q) * W_BOX_BYTES,
                                           W_BOX_BYTES, &full[s]);
       else
-        ws_cp_async_bulk_tensor_2d_global_to_shared(dst + q * W_BOX_BYTES, &map.map, k * 128,
-                                                    t * W_TILE_ROWS + q * W_BOX_ROWS, &full[s]);
+        ws_cp_async_bulk_tensor_2d_global_to_shared(dst + q * box_rows * 128, &map.map, k * 128,
+                                                    t * W_TILE_ROWS + q * box_rows, &full[s]);
     }
   }
   if (stage[5] == 0x11 && stage[7] == 0x22) sink->x = 1;
@@ -296,7 +300,7 @@ __global__ void __launch_bounds__(SL_THREADS, 1) hbm_stage_loop(const __grid_con
 }
 
 enum { M_LD, M_CP_ASYNC, M_TMA, M_COPY, M_TMA_COPY, M_WEIGHTS, M_WEIGHTS_PACKED, M_WEIGHTS_DEEP, M_W2, M_W2_ROTATED,
-       M_W2_PACKED, M_STAGE_RELEASE, M_STAGE_TILE_MATH, M_STAGE_WEIGHTS_ON_M, M_COUNT };
+       M_W2_PACKED, M_STAGE_RELEASE, M_STAGE_TILE_MATH, M_STAGE_WEIGHTS_ON_M, M_WEIGHTS_BOX256, M_WEIGHTS_BOX16, M_COUNT };
 #define SL_SMEM (SL_STAGES * (W_STAGE_BYTES + SL_A_BYTES) + 1024)
 
 /* The weights' tiles in the buffer, a whole number per CTA (an uneven last round would
@@ -307,7 +311,8 @@ static int w_tiles_all(int m) { return (int)(HBM_BYTES / ((uint64_t)W_TILE_ROWS 
 static int w_tiles(int m, int ctas) { return w_tiles_all(m) - w_tiles_all(m) % ctas; }
 static double w_bytes(int m, int ctas) { return (double)w_tiles(m, ctas) * W_TILE_ROWS * w_row_bytes(m); }
 
-static int launch(int m, int ctas, uint4 *p, uint4 *q, uint4 *sink, const ws_tmap *wmap, const ws_tmap *w2map) {
+static int launch(int m, int ctas, uint4 *p, uint4 *q, uint4 *sink, const ws_tmap *wmap, const ws_tmap *w2map,
+                  const ws_tmap *wmap256, const ws_tmap *wmap16) {
   const uint64_t n = HBM_BYTES / 16;
   if (m == M_STAGE_RELEASE)
     hbm_stage_loop<0><<<ctas, SL_THREADS, SL_SMEM>>>(*wmap, (const uint8_t *)q, w_tiles(m, ctas), sink);
@@ -318,10 +323,15 @@ static int launch(int m, int ctas, uint4 *p, uint4 *q, uint4 *sink, const ws_tma
   else if (m == M_WEIGHTS || m == M_WEIGHTS_PACKED || (m >= M_W2 && m <= M_W2_PACKED))
     hbm_weights<W_STAGES><<<ctas, 32, W_STAGES * W_STAGE_BYTES + 1024>>>(
         m >= M_W2 ? *w2map : *wmap, (const uint8_t *)p, w_tiles(m, ctas), w_row_bytes(m),
-        m == M_WEIGHTS_PACKED || m == M_W2_PACKED, m == M_W2_ROTATED, sink);
+        m == M_WEIGHTS_PACKED || m == M_W2_PACKED, m == M_W2_ROTATED, W_BOX_ROWS, sink);
+  else if (m == M_WEIGHTS_BOX256 || m == M_WEIGHTS_BOX16) /* the same stream, 1 or 16 boxes a stage */
+    hbm_weights<W_STAGES><<<ctas, 32, W_STAGES * W_STAGE_BYTES + 1024>>>(m == M_WEIGHTS_BOX256 ? *wmap256 : *wmap16,
+                                                                         (const uint8_t *)p, w_tiles(m, ctas), W_K, 0, 0,
+                                                                         m == M_WEIGHTS_BOX256 ? 256 : 16, sink);
   else if (m == M_WEIGHTS_DEEP)
     hbm_weights<W_STAGES_MAX><<<ctas, 32, W_STAGES_MAX * W_STAGE_BYTES + 1024>>>(*wmap, (const uint8_t *)p,
-                                                                                 w_tiles(m, ctas), W_K, 0, 0, sink);
+                                                                                 w_tiles(m, ctas), W_K, 0, 0, W_BOX_ROWS,
+                                                                                 sink);
   else if (m == M_LD) hbm_ld<<<ctas, 512>>>(p, n, sink);
   else if (m == M_CP_ASYNC) hbm_cp_async<<<ctas, RING_WARPS * 32, RING_WARPS * RING * 2048>>>(p, n, sink);
   else if (m == M_TMA) hbm_tma<<<ctas, 32, TMA_STAGES * TMA_CHUNK>>>((const uint8_t *)p, HBM_BYTES, sink);
@@ -349,9 +359,13 @@ extern "C" int bench_hbm(void) {
   CK(cudaFuncSetAttribute(hbm_stage_loop<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, SL_SMEM));
   CK(cudaFuncSetAttribute(hbm_stage_loop<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, SL_SMEM));
   CK(cudaFuncSetAttribute(hbm_stage_loop<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, SL_SMEM));
-  ws_tmap wmap, w2map;
+  ws_tmap wmap, w2map, wmap256, wmap16;
   if (ws_tmap_2d_swizzled(&wmap, p, WS_DTYPE_U8, (uint64_t)w_tiles_all(M_WEIGHTS) * W_TILE_ROWS, W_K, W_K, W_BOX_ROWS,
                           128, WS_SWIZZLE_128B) != WS_OK ||
+      ws_tmap_2d_swizzled(&wmap256, p, WS_DTYPE_U8, (uint64_t)w_tiles_all(M_WEIGHTS) * W_TILE_ROWS, W_K, W_K, 256, 128,
+                          WS_SWIZZLE_128B) != WS_OK ||
+      ws_tmap_2d_swizzled(&wmap16, p, WS_DTYPE_U8, (uint64_t)w_tiles_all(M_WEIGHTS) * W_TILE_ROWS, W_K, W_K, 16, 128,
+                          WS_SWIZZLE_128B) != WS_OK ||
       ws_tmap_2d_swizzled(&w2map, p, WS_DTYPE_U8, (uint64_t)w_tiles_all(M_W2) * W_TILE_ROWS, W2_K, W2_K, W_BOX_ROWS,
                           128, WS_SWIZZLE_128B) != WS_OK) {
     fprintf(stderr, "bench hbm: weights tensor map: %s\n", ws_last_error());
@@ -368,7 +382,8 @@ extern "C" int bench_hbm(void) {
                                 "copy ld.v4 + st.v4", "copy TMA 1-D load + store", "weights 2-D, 4 x 32 KB",
                                 "weights packed, 4 x 32 KB", "weights 2-D, 6 x 32 KB",
                                 "W2 2-D, 2 KB rows", "W2 2-D, K rotated", "W2 packed", "stages + release",
-                                "stages + tile math", "stages + weights on M"};
+                                "stages + tile math", "stages + weights on M", "weights 2-D, 1 box a stage",
+                                "weights 2-D, 16 boxes a stage"};
   printf("bench hbm: %s, 512 MiB, GB/s read (copy: as many written too), median of 7, by CTAs (one per SM)\n",
          prop.name);
   printf("  %-24s", "method");
@@ -382,7 +397,7 @@ extern "C" int bench_hbm(void) {
       float t[8];
       for (int r = 0; r < 8; r++) { /* run 0 warms up */
         CK(cudaEventRecord(a));
-        if (launch(m, ctas[i], p, q, sink, &wmap, &w2map)) return -1;
+        if (launch(m, ctas[i], p, q, sink, &wmap, &w2map, &wmap256, &wmap16)) return -1;
         CK(cudaEventRecord(b));
         CK(cudaEventSynchronize(b));
         CK(cudaEventElapsedTime(&t[r], a, b));
