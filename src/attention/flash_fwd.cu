@@ -284,7 +284,7 @@ static __device__ __forceinline__ void fa_store_o(const fa_args *a, const ws_tma
       for (int j = 0; j < DV / 8; j++) {
         const uint32_t at = (uint32_t)((j / 8) * BM * 128 + (r + 8 * x) * 128 + (((j & 7) ^ r) << 4) + 4 * quad);
         const uint32_t w = attn_pack_bf16(o[4 * j + 2 * x] * inv[x], o[4 * j + 2 * x + 1] * inv[x]);
-        asm volatile("st.shared.u32 [%0], %1;" ::"r"(ws_smem_addr(stage + at)), "r"(w) : "memory");
+        ws_st_shared_u32(ws_smem_addr(stage + at), w);
       }
     ws_fence_proxy_async_shared_cta(); /* each writer: the TMA unit reads through the async proxy */
     __syncwarp();

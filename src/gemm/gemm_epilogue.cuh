@@ -30,9 +30,6 @@ WS_DEV uint32_t gemm_pack_bf16x2(float lo, float hi) {
   return *(const uint32_t *)&v;
 }
 
-WS_DEV void gemm_st_shared_u32(uint8_t *p, uint32_t v) {
-  asm volatile("st.shared.u32 [%0], %1;" ::"r"(ws_smem_addr(p)), "r"(v) : "memory");
-}
 
 /* K slices summed inside a cluster (gemm_bf16_skinny, gemm_bf16's cluster split): the 8
  * fp32 values at shared address `at` (16-byte aligned) in each of the cluster's first S
@@ -106,8 +103,8 @@ WS_DEV void gemm_store_fragment(const ws_ctx *c, const gemm_args *args, const ge
     for (int j = 0; j < 8; j++) {
       const int jj = h * 8 + j;
       const uint32_t off = ((uint32_t)(j ^ (rl & 7)) << 4) + 4u * (uint32_t)(lane % 4);
-      gemm_st_shared_u32(buf + rl * 128 + off, gemm_pack_bf16x2(frag[4 * jj], frag[4 * jj + 1]));
-      gemm_st_shared_u32(buf + (rl + 8) * 128 + off, gemm_pack_bf16x2(frag[4 * jj + 2], frag[4 * jj + 3]));
+      ws_st_shared_u32(ws_smem_addr(buf + rl * 128 + off), gemm_pack_bf16x2(frag[4 * jj], frag[4 * jj + 1]));
+      ws_st_shared_u32(ws_smem_addr(buf + (rl + 8) * 128 + off), gemm_pack_bf16x2(frag[4 * jj + 2], frag[4 * jj + 3]));
     }
     ws_tma_store_2d(c, map_d, buf, col0 + h * 64, tile->row0 + local0);
   }

@@ -190,6 +190,9 @@ WS_DEV uint32_t ws_ld_shared_u32(uint32_t addr) {
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
   return v;
 }
+WS_DEV void ws_st_shared_u32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
 
 /* Four 8 x 8 matrices of 16-bit elements, transposed (ldmatrix .trans): lanes 8m .. 8m + 7
  * give the shared-window addresses of matrix m's eight 16-byte rows; word m of lane l then
