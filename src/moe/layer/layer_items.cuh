@@ -104,9 +104,10 @@ typedef struct {
   uint32_t same, firsts;
 } mx_few_entry;
 
-WS_DEV mx_few_entry mx_few_distinct(const int *topk_idx, int n, int E, int lane) {
+/* The same from this lane's entry already loaded (e: topk_idx[lane], -1 past the n). */
+WS_DEV mx_few_entry mx_few_distinct_of(int e, int E, int lane) {
   mx_few_entry f;
-  f.e = lane < n ? __ldg(topk_idx + lane) : -1;
+  f.e = e;
   f.valid = f.e >= 0 && f.e < E;
   f.same = __match_any_sync(0xffffffffu, f.valid ? f.e : -1 - lane);
   f.firsts = __ballot_sync(0xffffffffu, f.valid && __ffs(f.same) - 1 == lane);
@@ -117,6 +118,9 @@ WS_DEV mx_few_entry mx_few_distinct(const int *topk_idx, int n, int E, int lane)
     if ((f.firsts >> j & 1u) && ej < f.e) f.rank++;
   }
   return f;
+}
+WS_DEV mx_few_entry mx_few_distinct(const int *topk_idx, int n, int E, int lane) {
+  return mx_few_distinct_of(lane < n ? __ldg(topk_idx + lane) : -1, E, lane);
 }
 
 /* No slot names an expert and the L2 epilogues combine: no tile will sum the rows, which

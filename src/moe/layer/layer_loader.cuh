@@ -112,9 +112,11 @@ WS_DEV void mx_self_route(const ws_ctx *c, const mx_args *a, mx_smem<BM> *sm, ge
  * which is also the layer's number of row blocks (moe_few_item). What mx_self_route,
  * mx_count_tiles and the cursor walk took 4.2 + 1.3 + 3.1 us for at 1 token (H200 probes,
  * session 43: loops over every expert's count and offsets) is one load and two rounds of
- * 32 shuffles here (mx_few_distinct: the layout the route item's mx_route_few shares). */
-WS_DEV int mx_few_route(const ws_ctx *c, const mx_args *a, int *sorted) {
-  const mx_few_entry f = mx_few_distinct(a->layer.topk_idx, a->layer.tokens * a->layer.topk, a->l1.groups, c->lane);
+ * 32 shuffles here (mx_few_distinct: the layout the route item's mx_route_few shares).
+ * e: this lane's entry, loaded by the scheduler before its first claim (the load's round
+ * trip beside the claim's). */
+WS_DEV int mx_few_route(const ws_ctx *c, const mx_args *a, int e, int *sorted) {
+  const mx_few_entry f = mx_few_distinct_of(e, a->l1.groups, c->lane);
   *sorted = -1;
 #pragma unroll 1
   for (int j = 0; j < 32; j++) {
@@ -194,6 +196,8 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
   const int pre = moe_layer_pre(ly->on, ly->send_items, ly->expand_items), per_tile = I / MOE_EXPERTS_L1_BN + l2_items;
   int tiles = ly->on ? -1 : 0, l1_done = 0, walk = 0, routed_seen = !ly->on;
   int few_expert = -1; /* ly->few_decode: lane j's the j-th distinct expert (mx_few_route) */
+  /* ... from this lane's entry, asked for now: its round trip runs beside the first claim's */
+  int few_entry = ly->few_decode && c->lane < ly->tokens * ly->topk ? __ldg(ly->topk_idx + c->lane) : -1;
   if (!ly->on) mx_load_offsets(c, a, sm, &c1, &c2);
   /* probe points of the whole layer's first tile's decode (WS_PROBES builds, base 20): 0
    * the slot for it acquired, 1 claimed, 2 the route waited for, 3 the offsets in hand (its
@@ -215,7 +219,7 @@ WS_DEV void mx_schedule(const ws_pipe *items, const ws_ctx *c, const mx_args *a,
     if (probe) WS_PROBE(p, 2);
     if (tiles < 0 && t >= pre) { /* the first tile: the offsets, counted here or the route item's */
       if (ly->few_decode) {
-        tiles = mx_few_route(c, a, &few_expert);
+        tiles = mx_few_route(c, a, few_entry, &few_expert);
         if (probe) WS_PROBE(p, 3);
       } else {
         if (ly->self_route) mx_self_route(c, a, sm, &c1, &c2);
