@@ -144,15 +144,17 @@ WS_DEV int mx_claim(const ws_ctx *c, const mx_args *a, int *i) {
   return (int)__shfl_sync(0xffffffffu, t, 0) + a->layer.route_at_once;
 }
 
-/* One K step's B rows: 64-row tile: L1 gate c + 64r .. and up (gate + I) of the same
- * columns for warpgroup r = 0, 1 (four 64-row boxes), L2 the 256 output columns' rows of
- * W2 (one box); 128-row tile: L1 loop j's gate c + 64j .. and up, L2 the 128 output
- * columns' rows (one box). The L2 rows are contiguous in W2, so one box lands them where
- * four would, with a quarter of the TMA operations. */
+/* W1 row of 64-row box q of a K step (below). */
 template <int BM> WS_DEV int mx_w1_box_row(int q, int j, int gate, int I) {
   return BM == MOE_EXPERTS_BM ? gate + (q / 2) * 64 + (q % 2) * I : gate + j * 64 + q * I;
 }
 
+/* One K step's B rows: 64-row tile: L1 gate c + 64r .. and up (gate + I) of the same
+ * columns for warpgroup r = 0, 1 (four 64-row boxes; two with a->w1_gate_up, each a
+ * warpgroup's gate and up rows), L2 the 256 output columns' rows of W2 (one box); 128-row
+ * tile: L1 loop j's gate c + 64j .. and up (two boxes, or one), L2 the 128 output columns'
+ * rows (one box). The L2 rows are contiguous in W2, so one box lands them where four would,
+ * with a quarter of the TMA operations. */
 template <int BM>
 WS_DEV void mx_load_b(const mx_args *a, const ws_pipe *pipe, const ws_ctx *c, ws_cursor k, mx_stage<BM> *st,
                       const ws_tmap *map_w1, const ws_tmap *map_w2, int l2, int kk, int j, int gate, int down, int I) {
