@@ -39,6 +39,34 @@ static PFN_cuTensorMapEncodeTiled_v12000 encode_fn(void) {
   return fn;
 }
 
+/* The driver's encoding of a checked tensor map (rank 2..5, dims innermost first, strides
+ * of dims 1.., box per dim), and the box's bytes beside it; `who` names the caller. */
+static ws_status tmap_encode(ws_tmap *t, const void *base, ws_dtype dtype, int rank, const uint64_t *dims,
+                             const uint64_t *strides, const uint32_t *box, ws_swizzle swizzle, const char *who) {
+  PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
+  if (fn == NULL) return ws_fail(WS_ERR_CUDA, "%s: cuTensorMapEncodeTiled not found in the driver", who);
+  memset(t, 0, sizeof *t);
+  cuuint64_t cd[5], cs[4];
+  cuuint32_t cb[5], estr[5];
+  uint64_t box_bytes = ws_dtype_bytes(dtype);
+  for (int i = 0; i < rank; i++) {
+    cd[i] = dims[i];
+    cb[i] = box[i];
+    estr[i] = 1;
+    if (i > 0) cs[i - 1] = strides[i - 1];
+    box_bytes *= box[i];
+  }
+  CUresult r = fn(&t->map, cu_dtype(dtype), (cuuint32_t)rank, (void *)base, cd, cs, cb, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  swizzle == WS_SWIZZLE_128B ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) return ws_fail(WS_ERR_CUDA, "%s: cuTensorMapEncodeTiled returned %d", who, (int)r);
+  t->box_cols = box[0];
+  t->box_rows = box[1];
+  t->elem_bytes = (uint32_t)ws_dtype_bytes(dtype);
+  t->box_bytes = (uint32_t)box_bytes;
+  return WS_OK;
+}
+
 ws_status ws_tmap_2d(ws_tmap *t, const void *base, ws_dtype dtype, uint64_t rows, uint64_t cols, uint64_t row_stride,
                      uint32_t box_rows, uint32_t box_cols) {
   return ws_tmap_2d_swizzled(t, base, dtype, rows, cols, row_stride, box_rows, box_cols, WS_SWIZZLE_NONE);
@@ -61,22 +89,9 @@ ws_status ws_tmap_2d_swizzled(ws_tmap *t, const void *base, ws_dtype dtype, uint
   WS_REQUIRE(swizzle == WS_SWIZZLE_NONE || swizzle == WS_SWIZZLE_128B, "ws_tmap_2d: swizzle %d unknown", (int)swizzle);
   WS_REQUIRE(swizzle != WS_SWIZZLE_128B || box_cols * eb == 128,
              "ws_tmap_2d: the 128B swizzle needs 128-byte box rows, got %u x %zu bytes", box_cols, eb);
-  PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
-  if (fn == NULL) return ws_fail(WS_ERR_CUDA, "ws_tmap_2d: cuTensorMapEncodeTiled not found in the driver");
-  memset(t, 0, sizeof *t);
-  cuuint64_t dims[2] = {cols, rows};
-  cuuint64_t strides[1] = {row_stride};
-  cuuint32_t box[2] = {box_cols, box_rows};
-  cuuint32_t estr[2] = {1, 1};
-  CUresult r = fn(&t->map, cu_dtype(dtype), 2, (void *)base, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  swizzle == WS_SWIZZLE_128B ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
-                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) return ws_fail(WS_ERR_CUDA, "ws_tmap_2d: cuTensorMapEncodeTiled returned %d", (int)r);
-  t->box_rows = box_rows;
-  t->box_cols = box_cols;
-  t->elem_bytes = (uint32_t)eb;
-  t->box_bytes = (uint32_t)(box_rows * box_cols * eb);
-  return WS_OK;
+  const uint64_t dims[2] = {cols, rows}, strides[1] = {row_stride};
+  const uint32_t box[2] = {box_cols, box_rows};
+  return tmap_encode(t, base, dtype, 2, dims, strides, box, swizzle, "ws_tmap_2d");
 }
 
 ws_status ws_tmap_nd_swizzled(ws_tmap *t, const void *base, ws_dtype dtype, int rank, const uint64_t *dims,
@@ -106,24 +121,5 @@ ws_status ws_tmap_nd_swizzled(ws_tmap *t, const void *base, ws_dtype dtype, int 
   WS_REQUIRE(swizzle != WS_SWIZZLE_128B || box[0] * eb == 128,
              "ws_tmap_nd: the 128B swizzle needs 128-byte box rows, got %u x %zu bytes", box[0], eb);
   WS_REQUIRE(box_bytes < (1ull << 32), "ws_tmap_nd: box of %llu bytes", (unsigned long long)box_bytes);
-  PFN_cuTensorMapEncodeTiled_v12000 fn = encode_fn();
-  if (fn == NULL) return ws_fail(WS_ERR_CUDA, "ws_tmap_nd: cuTensorMapEncodeTiled not found in the driver");
-  memset(t, 0, sizeof *t);
-  cuuint64_t cd[5], cs[4];
-  cuuint32_t cb[5], estr[5];
-  for (int i = 0; i < rank; i++) {
-    cd[i] = dims[i];
-    cb[i] = box[i];
-    estr[i] = 1;
-    if (i > 0) cs[i - 1] = strides[i - 1];
-  }
-  CUresult r = fn(&t->map, cu_dtype(dtype), (cuuint32_t)rank, (void *)base, cd, cs, cb, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  swizzle == WS_SWIZZLE_128B ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
-                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) return ws_fail(WS_ERR_CUDA, "ws_tmap_nd: cuTensorMapEncodeTiled returned %d", (int)r);
-  t->box_cols = box[0];
-  t->box_rows = box[1];
-  t->elem_bytes = (uint32_t)eb;
-  t->box_bytes = (uint32_t)box_bytes;
-  return WS_OK;
+  return tmap_encode(t, base, dtype, rank, dims, strides, box, swizzle, "ws_tmap_nd");
 }

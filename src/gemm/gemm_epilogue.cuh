@@ -30,7 +30,6 @@ WS_DEV uint32_t gemm_pack_bf16x2(float lo, float hi) {
   return *(const uint32_t *)&v;
 }
 
-
 /* K slices summed inside a cluster (gemm_bf16_skinny, gemm_bf16's cluster split): the 8
  * fp32 values at shared address `at` (16-byte aligned) in each of the cluster's first S
  * CTAs, added in rank order from zero (the order gemm_splitk_reduce adds its slices in)

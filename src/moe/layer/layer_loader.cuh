@@ -149,28 +149,29 @@ template <int BM> WS_DEV int mx_w1_box_row(int q, int j, int gate, int I) {
   return BM == MOE_EXPERTS_BM ? gate + (q / 2) * 64 + (q % 2) * I : gate + j * 64 + q * I;
 }
 
-/* One K step's B rows: 64-row tile: L1 gate c + 64r .. and up (gate + I) of the same
- * columns for warpgroup r = 0, 1 (four 64-row boxes; two with a->w1_gate_up, each a
- * warpgroup's gate and up rows), L2 the 256 output columns' rows of W2 (one box); 128-row
- * tile: L1 loop j's gate c + 64j .. and up (two boxes, or one), L2 the 128 output columns'
- * rows (one box). The L2 rows are contiguous in W2, so one box lands them where four would,
- * with a quarter of the TMA operations. */
+/* One K step's B rows of expert g, act columns col .. (gate: W1 row g 2I + col): 64-row
+ * tile: L1 gate + 64r .. and up (gate + I) of the same columns for warpgroup r = 0, 1 (four
+ * 64-row boxes; two with a->w1_gate_up, each a warpgroup's gate and up rows), L2 the 256
+ * output columns' rows of W2 from row `down` (one box); 128-row tile: L1 loop j's
+ * gate + 64j .. and up (two boxes, or one), L2 the 128 output columns' rows (one box). The
+ * L2 rows are contiguous in W2, so one box lands them where four would, with a quarter of
+ * the TMA operations. */
 template <int BM>
 WS_DEV void mx_load_b(const mx_args *a, const ws_pipe *pipe, const ws_ctx *c, ws_cursor k, mx_stage<BM> *st,
-                      const ws_tmap *map_w1, const ws_tmap *map_w2, int l2, int kk, int j, int gate, int down, int I) {
+                      const ws_tmap *map_w1, const ws_tmap *map_w2, int l2, int kk, int j, int g, int col, int down,
+                      int I) {
   if (!l2 && a->w1_gate_up) { /* [E][gate, up][I][H]: 64 act columns' gate and up rows a box */
-    const int e = gate / (2 * I), col = gate - e * 2 * I;
 #pragma unroll
     for (int q = 0; q < MX_B_ROWS(BM) / 128; q++)
       ws_pipe_copy_tile_4d_at(pipe, c, k, st->b + q * 128 * MX_BK, map_w1, kk * MX_BK,
-                              col + (BM == MOE_EXPERTS_BM ? q : j) * 64, 0, e);
+                              col + (BM == MOE_EXPERTS_BM ? q : j) * 64, 0, g);
     return;
   }
 #pragma unroll
   for (int q = 0; q < MX_B_ROWS(BM) / 64; q++)
     if (!l2 || q == 0)
       ws_pipe_copy_tile_2d_at(pipe, c, k, st->b + q * 64 * MX_BK, l2 ? map_w2 : map_w1, kk * MX_BK,
-                              l2 ? down : mx_w1_box_row<BM>(q, j, gate, I));
+                              l2 ? down : mx_w1_box_row<BM>(q, j, g * 2 * I + col, I));
 }
 
 /* A K step's copy bytes, committed before its copies (ws_pipe_commit_bytes_at): the
@@ -389,7 +390,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
     /* the 128-row tile's second 64 rows: still this expert's? (else: the next one's) */
     const int both = BM == MOE_EXPERTS_BM || tile.tm * BM + MOE_EXPERTS_BM < tile.count;
     const int ksteps = l2 ? I / MX_BK : (BM == MOE_EXPERTS_BM ? hb : 2 * hb);
-    const int gate = tile.g * 2 * I + tile.tn * MOE_EXPERTS_L1_BN, down = tile.g * H + tile.tn * l2_bn;
+    const int col = tile.tn * MOE_EXPERTS_L1_BN, down = tile.g * H + tile.tn * l2_bn;
     const uint32_t stage_bytes = mx_stage_bytes<BM>(a, l2, map_x, map_w1, map_act, map_w2);
     ws_trace_mark(c, WS_TRACE_ITEM_BEGIN, t);
     for (int ks = 0; ks < ksteps; ks++, k = ws_cursor_next(k, pipe->stages)) {
@@ -407,7 +408,7 @@ WS_DEV void mx_load(const ws_pipe *pipe, const ws_pipe *items, const ws_ctx *c, 
       }
       /* committed with its bytes before its copies: the stage completes when they land */
       ws_pipe_commit_bytes_at(pipe, c, k, stage_bytes);
-      mx_load_b(a, pipe, c, k, st, map_w1, map_w2, l2, kk, j, gate, down, I);
+      mx_load_b(a, pipe, c, k, st, map_w1, map_w2, l2, kk, j, tile.g, col, down, I);
       if ((l2 || expanding) && ks == 0) { /* the weights are already on their way */
         ws_trace_mark(c, WS_TRACE_WAIT_BEGIN, WS_TRACE_ON_ROWS);
         if (l2) {
