@@ -252,7 +252,7 @@
 #define WS_MOE_SLICE_COMBINE_ENV  "WARPSPEC_MOE_SLICE_COMBINE" /* 1: L2 epilogues combine (few tokens) */
 #define WS_MOE_FEW_DECODE_ENV     "WARPSPEC_MOE_FEW_DECODE" /* 1: WS_MOE_FEW_DECODE_ENTRIES  */
 #define WS_MOE_ROUTE_AT_ONCE_ENV  "WARPSPEC_MOE_ROUTE_AT_ONCE" /* 0: the route is claimed like any item */
-#define WS_MOE_W1_GATE_UP_ENV     "WARPSPEC_MOE_W1_GATE_UP" /* 1: gate and up rows in one box (off: not yet GPU-run) */
+#define WS_MOE_W1_GATE_UP_ENV     "WARPSPEC_MOE_W1_GATE_UP" /* 0: W1 as 2-D rows, four boxes a stage (on)     */
 #define WS_SR_CE_MIN_BYTES_ENV    "WARPSPEC_SR_CE_MIN_BYTES" /* WS_SR_CE_MIN_BYTES           */
 #define WS_AG_DIRECT_MAX_BYTES_ENV "WARPSPEC_AG_DIRECT_MAX_BYTES" /* WS_AG_DIRECT_MAX_BYTES    */
 #define WS_AG_ZC_MIN_BYTES_ENV    "WARPSPEC_AG_ZC_MIN_BYTES" /* WS_AG_ZC_MIN_BYTES           */

@@ -90,7 +90,7 @@ static const knob_desc table[] = {
     BOOL_KNOB(WS_MOE_SLICE_COMBINE_ENV, NULL, moe_slice_combine, 1, NULL),
     BOOL_KNOB(WS_MOE_FEW_DECODE_ENV, NULL, moe_few_decode, 1, NULL),
     BOOL_KNOB(WS_MOE_ROUTE_AT_ONCE_ENV, NULL, moe_route_at_once, 1, NULL),
-    BOOL_KNOB(WS_MOE_W1_GATE_UP_ENV, NULL, moe_w1_gate_up, 0, NULL),
+    BOOL_KNOB(WS_MOE_W1_GATE_UP_ENV, NULL, moe_w1_gate_up, 1, NULL),
     {WS_SR_CE_MIN_BYTES_ENV, "WS_SR_CE_MIN_BYTES", KNOB_LLONG, AT(sr_ce_min_bytes), WS_SR_CE_MIN_BYTES, 0, LLONG_MAX,
      NULL, NULL},
     {WS_AG_DIRECT_MAX_BYTES_ENV, NULL, KNOB_LLONG, AT(ag_direct_max_bytes), WS_AG_DIRECT_MAX_BYTES, 0, LLONG_MAX, NULL,

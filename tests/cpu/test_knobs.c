@@ -80,7 +80,7 @@ static void defaults(void) {
   CHECK(k->moe_gather == WS_MOE_GATHER_DEFAULT && k->ep_overlap == WS_EP_OVERLAP_DEFAULT && k->ep_combine == -1 &&
         k->moe_tile == 0 && k->moe_pair == -1);
   CHECK(k->moe_static_walk == 0 && k->moe_self_route == 1);
-  CHECK(k->moe_slice_combine == 1 && k->moe_few_decode == 1 && k->moe_route_at_once == 1 && k->moe_w1_gate_up == 0);
+  CHECK(k->moe_slice_combine == 1 && k->moe_few_decode == 1 && k->moe_route_at_once == 1 && k->moe_w1_gate_up == 1);
   CHECK(k->sr_ce_min_bytes == (long long)WS_SR_CE_MIN_BYTES);
   CHECK(k->ag_direct_max_bytes == (long long)WS_AG_DIRECT_MAX_BYTES && k->ag_zc_min_bytes == (long long)WS_AG_ZC_MIN_BYTES);
   CHECK(k->rendezvous_timeout_ms == WS_RENDEZVOUS_TIMEOUT_MS);
