@@ -78,7 +78,8 @@ WS_KERNEL(gemm_bf16) gemm_bf16_kernel(const __grid_constant__ ws_tmap map_a, con
   bf16_pipe *st = &sm->pipe;
   ws_ctx ctx = WS_SELF(gemm_bf16, diag);
   /* wgmma reads a stage warpgroup-wide: released once per warp (ws_pipe_release_warp_at) */
-  ws_pipe pipe = WS_PIPE_VIEW(st, "gemm_bf16", WS_ROLE_THREADS(gemm_bf16, G_LOADER), 2 * WS_ROLE_WARPS(gemm_bf16, G_MATH));
+  /* the loader's leader commits each stage with its bytes (gemm_load_tiles, dense A) */
+  ws_pipe pipe = WS_PIPE_VIEW(st, "gemm_bf16", 1, 2 * WS_ROLE_WARPS(gemm_bf16, G_MATH));
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC); /* TMA in, wgmma out */
   if (threadIdx.x == 0) ws_pipe_init(&pipe);
   ws_init_sync();

@@ -62,7 +62,7 @@ WS_DEV void sk_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args 
   sk_smem<sk_stage<TOK>, TOK> *sm = (sk_smem<sk_stage<TOK>, TOK> *)ws_smem_align1024(smem_raw);
   ws_ctx ctx = WS_SELF(gemm_bf16_skinny, diag);
   /* wgmma reads a stage warpgroup-wide: released once per warp */
-  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "gemm_bf16_skinny", WS_ROLE_THREADS(gemm_bf16_skinny, SK_LOADER),
+  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "gemm_bf16_skinny", 1 /* the loader's leader: sk_load_stages */,
                               SK_WGS * WS_ROLE_WARPS(gemm_bf16_skinny, SK_MATH));
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC); /* TMA in, wgmma out */
   if (threadIdx.x == 0) ws_pipe_init(&pipe);

@@ -255,7 +255,8 @@ WS_DEV void fp8_math(SMEM *sm, const ws_pipe *pipe_in, const ws_ctx *ctx_in, con
   ws_ctx ctx = WS_SELF(P, diag);                                                                              \
   const int parts = (PARTS); /* loader warps at work: the padding warps join a gathered A's copies */        \
   /* PAIRS 2: both CTAs' math warps release each stage (their loaders both write into it) */                \
-  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, #P, parts * WS_ROLE_THREADS(P, LOADER),                               \
+  /* a gathered A: every loader thread's cp.async arrival; dense: the leader's (gemm_load_tiles) */         \
+  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, #P, args.a_rows ? parts * WS_ROLE_THREADS(P, LOADER) : 1u,              \
                               (WGS) * WS_ROLE_WARPS(P, MATH) * (PAIRS));                                      \
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC);                                                 \
   if (threadIdx.x == 0) ws_pipe_init(&pipe);                                                                  \

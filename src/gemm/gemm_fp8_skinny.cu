@@ -75,7 +75,7 @@ WS_DEV void skf_body(const ws_tmap *map_a, const ws_tmap *map_b, const gemm_args
   sk_smem<skf_stage<TOK>, TOK> *sm = (sk_smem<skf_stage<TOK>, TOK> *)ws_smem_align1024(smem_raw);
   ws_ctx ctx = WS_SELF(gemm_fp8_skinny, diag);
   /* wgmma reads a stage warpgroup-wide: released once per warp */
-  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "gemm_fp8_skinny", WS_ROLE_THREADS(gemm_fp8_skinny, SKF_LOADER),
+  ws_pipe pipe = WS_PIPE_VIEW(&sm->pipe, "gemm_fp8_skinny", 1 /* the loader's leader: sk_load_stages */,
                               WS_ROLE_WARPS(gemm_fp8_skinny, SKF_MATH));
   ws_pipe_set_proxies(&pipe, WS_PROXY_ASYNC, WS_PROXY_ASYNC); /* TMA in, wgmma out */
   if (threadIdx.x == 0) ws_pipe_init(&pipe);

@@ -84,6 +84,8 @@ WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_arg
   const int scale_tma = scale_offset && args->scale_tma;
   if (ws_role_leader(c) && part == 0) gemm_prefetch_maps(args, map_a, map_b, scale_tma);
   const int n = args->shape.n;
+  const uint32_t dense_bytes =
+      map_a->box_bytes + map_b->box_bytes + (scale_tma ? args->map_sa.box_bytes + args->map_sb.box_bytes : 0u);
   gemm_cursor cur = gemm_cursor_start(&args->shape);
   gemm_tile tile;
   ws_cursor k = {0, 0};
@@ -103,15 +105,16 @@ WS_DEV void gemm_load_tiles(const ws_pipe *pipe, const ws_ctx *c, const gemm_arg
         ws_cp_async_mbarrier_arrive_noinc(&pipe->full[k.stage]);
         continue;
       }
-      ws_pipe_load_tile_2d_at(pipe, c, k, stage, map_a, ks * bk, tile.row0 + tile.tm * args->shape.bm);
-      ws_pipe_load_tile_2d_at(pipe, c, k, stage + b_offset, map_b, ks * bk, tile.g * n + tile.tn * args->shape.bn);
+      /* dense: the pipe's one writer arrival (the leader's), with the stage's bytes, then its copies */
+      ws_pipe_commit_bytes_at(pipe, c, k, dense_bytes);
+      ws_pipe_copy_tile_2d_at(pipe, c, k, stage, map_a, ks * bk, tile.row0 + tile.tm * args->shape.bm);
+      ws_pipe_copy_tile_2d_at(pipe, c, k, stage + b_offset, map_b, ks * bk, tile.g * n + tile.tn * args->shape.bn);
       if (scale_tma) {
-        ws_pipe_load_tile_2d_at(pipe, c, k, stage + scale_offset, &args->map_sa,
+        ws_pipe_copy_tile_2d_at(pipe, c, k, stage + scale_offset, &args->map_sa,
                                 (tile.row0 + tile.tm * args->shape.bm) & ~3, ks);
-        ws_pipe_load_tile_2d_at(pipe, c, k, stage + scale_offset + GEMM_SCALE_A_BYTES(args->shape.bm), &args->map_sb,
+        ws_pipe_copy_tile_2d_at(pipe, c, k, stage + scale_offset + GEMM_SCALE_A_BYTES(args->shape.bm), &args->map_sb,
                                 ks & ~3, gemm_b_scale_row(&tile, n, args->shape.bn));
       }
-      ws_pipe_commit_at(pipe, c, k);
     }
 }
 
@@ -139,10 +142,10 @@ WS_DEV void gemm_load_tiles_pair(const ws_pipe *pipe, const ws_ctx *c, const gem
   for (int t = (int)(blockIdx.x >> 1); gemm_tile_at<2>(&args->shape, &cur, t, &tile, rank); t += (int)(gridDim.x >> 1))
     for (int ks = tile.k0; ks < tile.k1; ks++, k = ws_cursor_next(k, pipe->stages)) {
       uint8_t *stage = slots + ws_pipe_acquire_at(pipe, c, k) * slot_bytes;
-      if (ws_role_leader(c)) {
+      if (ws_role_leader(c)) { /* the pipe's one writer arrival, with the whole stage's bytes */
         uint64_t *full = &pipe->full[k.stage];
         const int row = tile.row0 + tile.tm * bm;
-        ws_mbarrier_expect_tx(full, bytes);
+        ws_mbarrier_arrive_expect_tx(full, bytes);
         ws_cp_async_bulk_tensor_2d_global_to_shared_multicast(stage + rank * half, &map_a->map, ks * bk, row + rank * (bm / 2),
                                                               full, 0x3);
         ws_cp_async_bulk_tensor_2d_global_to_shared(stage + b_offset, &map_b->map, ks * bk,
@@ -153,7 +156,6 @@ WS_DEV void gemm_load_tiles_pair(const ws_pipe *pipe, const ws_ctx *c, const gem
                                                       ks & ~3, gemm_b_scale_row(&tile, n, args->shape.bn), full);
         }
       }
-      ws_pipe_commit_at(pipe, c, k);
     }
 }
 

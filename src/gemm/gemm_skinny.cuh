@@ -43,16 +43,17 @@ WS_DEV void sk_load_stages(const ws_pipe *pipe, const ws_ctx *ctx, STAGE *slots,
     ws_prefetch_tensormap(&map_b->map);
   }
   const uint64_t once = ws_createpolicy_fractional_evict_first();
+  const uint32_t bytes = (uint32_t)KB * (map_b->box_bytes + map_a->box_bytes); /* a stage's copies */
   ws_cursor c = {0, 0};
   for (int ks = k0; ks < k1; ks++, c = ws_cursor_next(c, pipe->stages)) {
     STAGE *st = &slots[ws_pipe_acquire_at(pipe, ctx, c)];
     const int kb = ks * KB; /* first K step of the stage */
+    ws_pipe_commit_bytes_at(pipe, ctx, c, bytes); /* the pipe's one writer arrival, before its copies */
 #pragma unroll
     for (int b = 0; b < KB; b++) {
-      ws_pipe_load_tile_2d_hint_at(pipe, ctx, c, st->b[b], map_b, (kb + b) * bk, wrow, once);
-      ws_pipe_load_tile_2d_at(pipe, ctx, c, st->a[b], map_a, (kb + b) * bk, arow);
+      ws_pipe_copy_tile_2d_hint_at(pipe, ctx, c, st->b[b], map_b, (kb + b) * bk, wrow, once);
+      ws_pipe_copy_tile_2d_at(pipe, ctx, c, st->a[b], map_a, (kb + b) * bk, arow);
     }
-    ws_pipe_commit_at(pipe, ctx, c);
   }
 }
 

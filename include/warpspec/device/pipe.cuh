@@ -186,6 +186,13 @@ WS_DEV void ws_pipe_copy_tile_2d_at(const ws_pipe *p, const ws_ctx *c, ws_cursor
   if (ws_role_leader(c)) ws_cp_async_bulk_tensor_2d_global_to_shared(dst, &t->map, col, row, &p->full[k.stage]);
 }
 
+/* The same with an L2 cache policy (ws_createpolicy_*). */
+WS_DEV void ws_pipe_copy_tile_2d_hint_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, void *dst, const ws_tmap *t,
+                                         int col, int row, uint64_t policy) {
+  if (ws_role_leader(c))
+    ws_cp_async_bulk_tensor_2d_global_to_shared_hint(dst, &t->map, col, row, &p->full[k.stage], policy);
+}
+
 /* The same for a 4-D map (ws_tmap_nd_swizzled), coordinates innermost first. */
 WS_DEV void ws_pipe_copy_tile_4d_at(const ws_pipe *p, const ws_ctx *c, ws_cursor k, void *dst, const ws_tmap *t, int x,
                                     int y, int z, int w) {
