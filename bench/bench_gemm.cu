@@ -278,7 +278,7 @@ static int run_case(int fp8, int groups, int m_per, int n, int k, uint64_t seed,
   lt_gemm g;
   if (lt_setup(&g, groups > 1 ? m_per : m_lt, n, k, fp8, sat, sb)) return -1;
   ws_gemm_problem p = {fp8 ? WS_GEMM_FP8 : WS_GEMM_BF16, groups > 1 ? WS_GEMM_GROUPED_CONTIGUOUS : WS_GEMM_DENSE,
-                       m, n, k, groups, a, b, d, ld ? sak : sa, sb, offsets, NULL, NULL, 0, ld, NULL, 0, 0, 0};
+                       m, n, k, groups, a, b, d, ld ? sak : sa, sb, offsets, NULL, NULL, 0, ld, NULL, 0, 0, 0, 0};
   size_t ws_bytes = 0; /* split-K workspace, for dense problems with few rows */
   WK(ws_gemm_workspace_size(&p, &ws_bytes));
   if (ws_bytes) CK(cudaMalloc(&p.workspace, ws_bytes));

@@ -67,6 +67,10 @@ typedef struct {
   int a_rows_total;
   int a_scale_stride;
   size_t a_row_bytes;
+  /* Contiguous layout whose m is only the rows' room (ws_ep's receive layout: the worst case
+   * and the padding): the rows the groups are expected to hold in all (0: m). Read only by
+   * the tile choice (ws_gemm_tile), never as a bound; ws_ep_recv_gemm sets it. */
+  int rows_hint;
 } ws_gemm_problem;
 
 /* Shape and argument checks, no GPU: K a multiple of 128 (FP8) or 64 (BF16), N a

@@ -110,6 +110,9 @@ typedef struct {
   int rows_total;
   int fp8;                    /* the payload is e4m3 (scales present)                          */
   int masked;                 /* low latency: the masked layout (m = max_rows / local_experts)   */
+  int expected_rows;          /* this rank's tokens x topk: what arrives when every rank passes
+                               * about as many tokens and routing is about uniform (ws_gemm's
+                               * rows_hint; the counts themselves stay on the device)            */
 } ws_ep_recv;
 
 /* Check a config for `nranks` ranks without a GPU (also done by ws_ep_create). */

@@ -260,7 +260,7 @@ class GemmProblem(ctypes.Structure):
         ("a_scale", ctypes.c_void_p), ("b_scale", ctypes.c_void_p), ("group_offsets", ctypes.c_void_p),
         ("group_rows", ctypes.c_void_p), ("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_size_t),
         ("a_scale_ld", ctypes.c_int), ("a_rows", ctypes.c_void_p), ("a_rows_total", ctypes.c_int),
-        ("a_scale_stride", ctypes.c_int), ("a_row_bytes", ctypes.c_size_t),
+        ("a_scale_stride", ctypes.c_int), ("a_row_bytes", ctypes.c_size_t), ("rows_hint", ctypes.c_int),
     ]
 
 
@@ -284,7 +284,8 @@ class EpRecv(ctypes.Structure):
                 ("expert_counts", ctypes.c_void_p), ("src_rank", ctypes.c_void_p), ("src_token", ctypes.c_void_p),
                 ("src_slot", ctypes.c_void_p), ("weight", ctypes.c_void_p), ("row_index", ctypes.c_void_p),
                 ("rows", ctypes.c_void_p), ("row_scales", ctypes.c_void_p), ("row_bytes", ctypes.c_size_t),
-                ("rows_total", ctypes.c_int), ("fp8", ctypes.c_int), ("masked", ctypes.c_int)]
+                ("rows_total", ctypes.c_int), ("fp8", ctypes.c_int), ("masked", ctypes.c_int),
+                ("expected_rows", ctypes.c_int)]
 
 
 class AttnProblem(ctypes.Structure):

@@ -169,13 +169,23 @@ ws_status ws_gemm_reference(const ws_gemm_problem *p, double *d) {
   return WS_OK;
 }
 
+/* Rows per group the tile choice assumes: the mean (contiguous: of rows_hint where the
+ * caller gave one, m being only the rows' room), or the bound m (dense, masked). */
+static size_t fp8_rows_per_group(const ws_gemm_problem *p) {
+  const size_t groups = p->layout == WS_GEMM_DENSE ? 1 : (size_t)p->groups;
+  size_t rows = ws_gemm_rows(p);
+  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS && p->rows_hint > 0 && (size_t)p->rows_hint < rows)
+    rows = (size_t)p->rows_hint;
+  return (rows + groups - 1) / groups;
+}
+
 /* Time of an FP8 problem on tiles of bm rows, in units of a 128-row tile's time: whole
  * waves of tiles over the SMs (the persistent grid's last wave is as long as a full one),
  * each tile bm / 128 as long, divided by the tile's speed-up. Grouped problems count
- * each group's rows as the mean (contiguous) or the bound m (masked). */
+ * each group's rows as fp8_rows_per_group says. */
 static double fp8_cost(const ws_gemm_problem *p, int bm, int sms, double gain) {
   const size_t groups = p->layout == WS_GEMM_DENSE ? 1 : (size_t)p->groups;
-  const size_t per = (ws_gemm_rows(p) + groups - 1) / groups;
+  const size_t per = fp8_rows_per_group(p);
   const size_t tiles = (per + (size_t)bm - 1) / (size_t)bm * groups * (((size_t)p->n + 127) / 128);
   const size_t waves = (tiles + (size_t)sms - 1) / (size_t)sms;
   return (double)waves * (double)bm / 128.0 / gain;
@@ -226,6 +236,12 @@ static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   if (sms < 1) sms = 1;
   /* K-block-major activation scales reach the 192-row kernel's stages by TMA (gemm_launch.c) */
   const double gain = p->a_scale_ld > 0 && (p->k / 128) % 4 == 0 ? WS_GEMM_FP8_WIDE_GAIN_TMA : WS_GEMM_FP8_WIDE_GAIN;
+  /* contiguous groups of uneven rows (MoE experts under routing) with at most 192 rows on
+   * average: one 192-row tile row a group lost to two 128-row ones by 14-23% (session 46,
+   * H200, the layer's unfused L1 and L2 at 144 and 192 rows per expert), where the wave
+   * model says the opposite; from 288 rows on the model's choice (192) was the faster */
+  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS && fp8_rows_per_group(p) <= WS_GEMM_FP8_WIDE_GROUP_MIN_ROWS)
+    return gemm_fp8_kernel_desc();
   if (fp8_cost(p, 192, sms, gain) >= fp8_cost(p, 128, sms, 1.0)) return gemm_fp8_kernel_desc();
   return fp8_wide_or_pair(p);
 }

@@ -265,6 +265,7 @@ extern "C" ws_status ws_ep_recv_layout(const ws_ep *ep, ws_ep_recv *r) {
   r->rows_total = index ? ep->nranks * ep->cfg.max_tokens : 0;
   r->fp8 = ep->fp8;
   r->masked = ep->cfg.mode == WS_EP_LOW_LATENCY;
+  r->expected_rows = ep->host_tokens > 0 ? ep->host_tokens * ep->cfg.topk : 0;
   return WS_OK;
 }
 
@@ -283,6 +284,7 @@ extern "C" ws_status ws_ep_recv_gemm(const ws_ep_recv *r, ws_gemm_problem *p) {
     p->group_offsets = r->expert_offsets;
     p->group_rows = NULL;
   }
+  p->rows_hint = r->masked ? 0 : r->expected_rows;
   p->groups = r->local_experts;
   if (r->row_index) {
     p->a = r->rows;

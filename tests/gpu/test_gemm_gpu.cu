@@ -55,7 +55,7 @@ static void run_bf16(int m, int n, int k) {
   CUDA_OK(cudaMemcpy(a, ha, na * 2, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(b, hb, nb * 2, cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256)); /* poison: bf16 NaN */
-  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+  ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0};
   attach_workspace(&p);
   WS_OK_OR_DIE(ws_gemm(&p, 0));
   WS_OK_OR_DIE(ws_sync(0));
@@ -218,7 +218,7 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
   CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
   ws_gemm_problem p = {type, layout, m, n, k, groups, a, b, d, (const float *)sa, (const float *)sb,
                        layout == WS_GEMM_GROUPED_CONTIGUOUS ? (const int *)doff : NULL,
-                       layout == WS_GEMM_GROUPED_MASKED ? (const int *)dcnt : NULL, NULL, 0, a_scale_ld, NULL, 0, 0, 0};
+                       layout == WS_GEMM_GROUPED_MASKED ? (const int *)dcnt : NULL, NULL, 0, a_scale_ld, NULL, 0, 0, 0, 0};
   if (g_gather) {
     p.a_rows = dga_rows;
     p.a_rows_total = (int)g_total;
@@ -404,7 +404,7 @@ static void bf16_cluster_k_case(int m, int n, int k, const char *splits) {
   size_t ws_bytes[2] = {0, 0};
   for (int on = 0; on < 2; on++) {
     test_set_knob(WS_GEMM_CLUSTER_K_ENV, on ? "8" : "0");
-    ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+    ws_gemm_problem p = {WS_GEMM_BF16, WS_GEMM_DENSE, m, n, k, 1, a, b, d, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0};
     attach_workspace(&p);
     ws_bytes[on] = p.workspace_bytes;
     CUDA_OK(cudaMemset(d, 0xFF, nd * 2));
@@ -655,7 +655,7 @@ int main(int argc, char **argv) {
     run_bf16(2048, 7168, 2048); /* DeepSeek-V3 L2 expert */
   }
   /* argument errors before the GPU */
-  ws_gemm_problem bad = {WS_GEMM_BF16, WS_GEMM_DENSE, 64, 256, 100, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0};
+  ws_gemm_problem bad = {WS_GEMM_BF16, WS_GEMM_DENSE, 64, 256, 100, 1, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, 0, 0, 0, 0};
   CHECK_STATUS(ws_gemm(&bad, 0), WS_ERR_INVALID);
   return test_finish("test_gemm_gpu");
 }

@@ -63,11 +63,11 @@ static int moe_layer_case(ws_comm *comm, int H, int I, int E, int K, int T, rout
   ws_ep_recv rv;
   WS_OK_OR_DIE(ws_ep_dispatch(ep, dx, (const float *)dxs, (const int *)di, (const float *)dw, T, &rv, NULL, 0));
   ws_gemm_problem l1 = {WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, rv.max_rows, 2 * I, H, L, rv.x, dW1, dh, rv.x_scale,
-                        (const float *)dW1s, rv.expert_offsets, NULL, NULL, 0, rv.scale_ld, NULL, 0, 0, 0};
+                        (const float *)dW1s, rv.expert_offsets, NULL, NULL, 0, rv.scale_ld, NULL, 0, 0, 0, 0};
   WS_OK_OR_DIE(ws_gemm(&l1, 0));
   WS_OK_OR_DIE(ws_moe_swiglu_quant(dh, R, (size_t)I, (uint8_t *)dq, (float *)dqs, ld, 0));
   ws_gemm_problem l2 = {WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, rv.max_rows, H, I, L, dq, dW2, dy, (const float *)dqs,
-                        (const float *)dW2s, rv.expert_offsets, NULL, NULL, 0, (int)ld, NULL, 0, 0, 0};
+                        (const float *)dW2s, rv.expert_offsets, NULL, NULL, 0, (int)ld, NULL, 0, 0, 0, 0};
   WS_OK_OR_DIE(ws_gemm(&l2, 0));
   WS_OK_OR_DIE(ws_ep_combine(ep, dy, dout, 0));
   WS_OK_OR_DIE(ws_sync(0));
