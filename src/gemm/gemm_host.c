@@ -27,6 +27,7 @@ ws_status ws_gemm_check(const ws_gemm_problem *p) {
              fp8 ? "the weights' 128 x 128 scale block" : "16-byte rows of D");
   if (p->layout == WS_GEMM_DENSE) WS_REQUIRE(p->groups == 1, "ws_gemm: dense layout with groups %d (must be 1)", p->groups);
   else WS_REQUIRE(p->groups >= 1 && p->groups <= 4096, "ws_gemm: groups %d, must be 1..4096", p->groups);
+  WS_REQUIRE(p->rows_hint >= 0, "ws_gemm: rows_hint %d is negative (0: none)", p->rows_hint);
   /* The kernels' rows (g x m + tile rows) and weight rows (g x n + tile columns) are ints,
    * and a group's rows or columns rounded up to the tile must stay one. */
   WS_REQUIRE(ws_gemm_rows(p) <= (size_t)WS_EXTENT_MAX, "ws_gemm: m %d in %d groups is %zu rows, at most 2^30", p->m,

@@ -347,6 +347,14 @@ static void tiles(void) {
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 2048, 4096, 7168, 8) == 192);
   g_rows_hint = 0;
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 160, 4096, 7168, 8) == 128); /* 1 x 192 or 2 x 128 */
+  {
+    char *x = (char *)(uintptr_t)0x1000;
+    const int off[2] = {0, 8};
+    ws_gemm_problem p = {WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8, 128, 128, 1, x, x, x, (float *)x, (float *)x, off,
+                         NULL, NULL, 0, 0, NULL, 0, 0, 0, -1};
+    CHECK_STATUS(ws_gemm_check(&p), WS_ERR_INVALID);
+    CHECK_MSG("rows_hint -1");
+  }
   g_scale_ld = 0;
   test_set_knob(WS_GEMM_FP8_TILE_ENV, "192"); /* forced, even where it pads */
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 1, 256, 512, 1) == 192);
