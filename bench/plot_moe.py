@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 PATHS = (("unfused", "o-", "unfused path"), ("fused", "s-", "fused experts"), ("layer", "^-", "whole layer, one kernel"),
-         ("pairs", "d-", "fused experts, CTA pairs"))
+         ("pairs", "d-", "fused experts, CTA pairs"), ("unfused_rule", "o:", "unfused path, a later tile rule"))
 
 
 def main(src, dst, title=None, tc_tflops=None):
