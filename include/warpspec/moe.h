@@ -160,7 +160,8 @@ ws_status ws_ep_recv_layout(const ws_ep *ep, ws_ep_recv *recv);
 
 /* The A side of the expert GEMM over a received layout, for either receive mode: p's
  * layout (grouped contiguous, or masked in low-latency mode), m, groups, group offsets /
- * rows, a and its scales (copied rows, or gathered in place). The caller sets type
+ * rows, a and its scales (copied rows, or gathered in place), rows_hint (contiguous:
+ * expected_rows, so that the tile fits the rows routed, not m's room). The caller sets type
  * (WS_GEMM_FP8 for the FP8 payload), n, k (= hidden), b, b_scale and d. */
 ws_status ws_ep_recv_gemm(const ws_ep_recv *recv, ws_gemm_problem *p);
 
