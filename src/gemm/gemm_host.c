@@ -240,7 +240,8 @@ static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   /* contiguous groups of uneven rows (MoE experts under routing) with at most 192 rows on
    * average: one 192-row tile row a group lost to two 128-row ones by 14-23% (session 46,
    * H200, the layer's unfused L1 and L2 at 144 and 192 rows per expert), where the wave
-   * model says the opposite; from 288 rows on the model's choice (192) was the faster */
+   * model says the opposite; from 288 rows on the model's choice (192) was the faster.
+   * Groups of equal rows take the same rule, not yet measured on their own (bench gemm) */
   if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS && fp8_rows_per_group(p) <= WS_GEMM_FP8_WIDE_GROUP_MIN_ROWS)
     return gemm_fp8_kernel_desc();
   if (fp8_cost(p, 192, sms, gain) >= fp8_cost(p, 128, sms, 1.0)) return gemm_fp8_kernel_desc();
