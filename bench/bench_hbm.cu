@@ -36,6 +36,10 @@
  *                rows as one box or as sixteen: whether a CTA's rate follows the TMA
  *                operations it issues (session 45: the layer's loader spent ~85 ns on each)
  *                or the 128-byte rows the boxes are made of. Their GB/s count the weights only
+ *   weights 2-D, from L2  the `weights 2-D` stream over the first W_L2_TILES tiles again and
+ *                again (22 MB: after the warm-up run every copy should hit the L2 cache): how
+ *                fast a CTA streams weights that an idle SM prefetched into L2 (an idea for
+ *                the 1-token layer's L2 tiles, which wait for L1 while 36 SMs idle at Flash)
  * (as the layer's floor does); the 8 KB row tile a stage (from L2, an unswizzled 1-D copy
  * read through a swizzled descriptor: timing only) is 25% more through the TMA unit.
  * The MoE combine's reduce runs on at most 24 SMs and reads every expert output row; these
@@ -64,6 +68,7 @@
 #define W_STAGE_BYTES (W_TILE_ROWS * 128)
 #define W_STAGES 4         /* the layer's 64-row tile keeps 4 stages                        */
 #define W_STAGES_MAX 6
+#define W_L2_TILES 12      /* weights 2-D, from L2: 12 x 1.8 MB re-read                      */
 
 /* Keeps the loads alive: a value no fill produces. */
 #define SINK(acc, sink) \
@@ -154,7 +159,8 @@ __global__ void __launch_bounds__(32, 1) hbm_tma(const uint8_t *p, uint64_t byte
  * t mod steps (so that CTAs in step read different columns of their rows). */
 template <int S>
 __global__ void __launch_bounds__(32, 1) hbm_weights(const __grid_constant__ ws_tmap map, const uint8_t *p, int tiles,
-                                                     int row_bytes, int packed, int rotate, int box_rows, uint4 *sink) {
+                                                     int row_bytes, int packed, int rotate, int box_rows, int wrap,
+                                                     uint4 *sink) {
   extern __shared__ __align__(1024) uint8_t raw[];
   __shared__ uint64_t full[S];
   /* the 128B swizzle needs 1 KB-aligned boxes: the dynamic base rounded up (1 KB spare) */
@@ -182,7 +188,7 @@ __global__ void __launch_bounds__(32, 1) hbm_weights(const __grid_constant__ ws_
                                           W_BOX_BYTES, &full[s]);
       else
         ws_cp_async_bulk_tensor_2d_global_to_shared(dst + q * box_rows * 128, &map.map, k * 128,
-                                                    t * W_TILE_ROWS + q * box_rows, &full[s]);
+                                                    (wrap ? t % wrap : t) * W_TILE_ROWS + q * box_rows, &full[s]);
     }
   }
   if (stage[5] == 0x11 && stage[7] == 0x22) sink->x = 1;
@@ -300,7 +306,7 @@ __global__ void __launch_bounds__(SL_THREADS, 1) hbm_stage_loop(const __grid_con
 }
 
 enum { M_LD, M_CP_ASYNC, M_TMA, M_COPY, M_TMA_COPY, M_WEIGHTS, M_WEIGHTS_PACKED, M_WEIGHTS_DEEP, M_W2, M_W2_ROTATED,
-       M_W2_PACKED, M_STAGE_RELEASE, M_STAGE_TILE_MATH, M_STAGE_WEIGHTS_ON_M, M_WEIGHTS_BOX256, M_WEIGHTS_BOX16, M_COUNT };
+       M_W2_PACKED, M_STAGE_RELEASE, M_STAGE_TILE_MATH, M_STAGE_WEIGHTS_ON_M, M_WEIGHTS_BOX256, M_WEIGHTS_BOX16, M_WEIGHTS_L2, M_COUNT };
 #define SL_SMEM (SL_STAGES * (W_STAGE_BYTES + SL_A_BYTES) + 1024)
 
 /* The weights' tiles in the buffer, a whole number per CTA (an uneven last round would
@@ -323,15 +329,18 @@ static int launch(int m, int ctas, uint4 *p, uint4 *q, uint4 *sink, const ws_tma
   else if (m == M_WEIGHTS || m == M_WEIGHTS_PACKED || (m >= M_W2 && m <= M_W2_PACKED))
     hbm_weights<W_STAGES><<<ctas, 32, W_STAGES * W_STAGE_BYTES + 1024>>>(
         m >= M_W2 ? *w2map : *wmap, (const uint8_t *)p, w_tiles(m, ctas), w_row_bytes(m),
-        m == M_WEIGHTS_PACKED || m == M_W2_PACKED, m == M_W2_ROTATED, W_BOX_ROWS, sink);
+        m == M_WEIGHTS_PACKED || m == M_W2_PACKED, m == M_W2_ROTATED, W_BOX_ROWS, 0, sink);
   else if (m == M_WEIGHTS_BOX256 || m == M_WEIGHTS_BOX16) /* the same stream, 1 or 16 boxes a stage */
     hbm_weights<W_STAGES><<<ctas, 32, W_STAGES * W_STAGE_BYTES + 1024>>>(m == M_WEIGHTS_BOX256 ? *wmap256 : *wmap16,
                                                                          (const uint8_t *)p, w_tiles(m, ctas), W_K, 0, 0,
-                                                                         m == M_WEIGHTS_BOX256 ? 256 : 16, sink);
+                                                                         m == M_WEIGHTS_BOX256 ? 256 : 16, 0, sink);
+  else if (m == M_WEIGHTS_L2) /* the same stream over 22 MB, re-read from L2 */
+    hbm_weights<W_STAGES><<<ctas, 32, W_STAGES * W_STAGE_BYTES + 1024>>>(*wmap, (const uint8_t *)p, w_tiles(m, ctas), W_K,
+                                                                         0, 0, W_BOX_ROWS, W_L2_TILES, sink);
   else if (m == M_WEIGHTS_DEEP)
     hbm_weights<W_STAGES_MAX><<<ctas, 32, W_STAGES_MAX * W_STAGE_BYTES + 1024>>>(*wmap, (const uint8_t *)p,
                                                                                  w_tiles(m, ctas), W_K, 0, 0, W_BOX_ROWS,
-                                                                                 sink);
+                                                                                 0, sink);
   else if (m == M_LD) hbm_ld<<<ctas, 512>>>(p, n, sink);
   else if (m == M_CP_ASYNC) hbm_cp_async<<<ctas, RING_WARPS * 32, RING_WARPS * RING * 2048>>>(p, n, sink);
   else if (m == M_TMA) hbm_tma<<<ctas, 32, TMA_STAGES * TMA_CHUNK>>>((const uint8_t *)p, HBM_BYTES, sink);
@@ -383,7 +392,7 @@ extern "C" int bench_hbm(void) {
                                 "weights packed, 4 x 32 KB", "weights 2-D, 6 x 32 KB",
                                 "W2 2-D, 2 KB rows", "W2 2-D, K rotated", "W2 packed", "stages + release",
                                 "stages + tile math", "stages + weights on M", "weights 2-D, 1 box a stage",
-                                "weights 2-D, 16 boxes a stage"};
+                                "weights 2-D, 16 boxes a stage", "weights 2-D, from L2"};
   printf("bench hbm: %s, 512 MiB, GB/s read (copy: as many written too), median of 7, by CTAs (one per SM)\n",
          prop.name);
   printf("  %-24s", "method");
