@@ -31,17 +31,17 @@
  *                64-row weight boxes x four m64n16k32 (16 token rows on N)
  * In session 43 the 1-token layer streamed about 30 GB/s per SM whatever the number of busy
  * SMs, where a CTA of `weights 2-D` reads 61 at 66 CTAs: these three tell whether the
- * hand-off, the math, or neither holds a stage that long.
+ * hand-off, the math, or neither holds a stage that long. Their GB/s count the weights only
+ * (as the layer's floor does); the 8 KB row tile a stage (from L2, an unswizzled 1-D copy
+ * read through a swizzled descriptor: timing only) is 25% more through the TMA unit.
  *   weights 2-D, 1 box / 16 boxes a stage  the `weights 2-D` stream with each stage's 256
  *                rows as one box or as sixteen: whether a CTA's rate follows the TMA
  *                operations it issues (session 45: the layer's loader spent ~85 ns on each)
- *                or the 128-byte rows the boxes are made of. Their GB/s count the weights only
+ *                or the 128-byte rows the boxes are made of
  *   weights 2-D, from L2  the `weights 2-D` stream over the first W_L2_TILES tiles again and
  *                again (22 MB: after the warm-up run every copy should hit the L2 cache): how
  *                fast a CTA streams weights that an idle SM prefetched into L2 (an idea for
  *                the 1-token layer's L2 tiles, which wait for L1 while 36 SMs idle at Flash)
- * (as the layer's floor does); the 8 KB row tile a stage (from L2, an unswizzled 1-D copy
- * read through a swizzled descriptor: timing only) is 25% more through the TMA unit.
  * The MoE combine's reduce runs on at most 24 SMs and reads every expert output row; these
  * are the ceilings it is measured against (docs/benchmarks.md, session 19). */
 #include "bench.h"
