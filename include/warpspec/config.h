@@ -184,8 +184,9 @@
  * numbers (docs/design.md, "Knobs: why these defaults"), not a model. */
 #define WS_GEMM_FP8_WIDE_GAIN     1.08
 #define WS_GEMM_FP8_WIDE_GAIN_TMA 1.15
-/* grouped contiguous FP8 problems of at most this many rows per group (mean) take the 128-row
- * tile whatever the wave model says (gemm_host.c, session 46) */
+/* grouped contiguous FP8 problems over padded spans (rows_hint without group_rows) of at
+ * most this many rows per group (mean) take the 128-row tile whatever the wave model says
+ * (gemm_host.c, session 46) */
 #define WS_GEMM_FP8_WIDE_GROUP_MIN_ROWS 192
 
 /* ---- attention ------------------------------------------------------------------- */

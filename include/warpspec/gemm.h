@@ -16,7 +16,11 @@
  *   dense                 one group; m rows
  *   grouped contiguous    the rows of all groups stacked: group g owns rows
  *                         [group_offsets[g], group_offsets[g + 1]); m = total rows; a group
- *                         may be empty
+ *                         may be empty. With group_rows too, only the first group_rows[g]
+ *                         rows of each span are computed and written (the rest is padding,
+ *                         e.g. ws_ep's receive layout aligned to 128 rows: no tile is spent
+ *                         on it, its D rows are left untouched; a count past its span is
+ *                         cut to the span)
  *   grouped masked        A is groups x m x k, D groups x m x n, group g has group_rows[g]
  *                         valid rows (<= m); the rest of D is left untouched
  * group_offsets / group_rows live in device memory for ws_gemm (read on the GPU, so the
@@ -50,7 +54,7 @@ typedef struct {
   const float *a_scale;      /* FP8 only                                             */
   const float *b_scale;      /* FP8 only                                             */
   const int *group_offsets;  /* contiguous: groups + 1 offsets, 0 first, m last     */
-  const int *group_rows;     /* masked: groups counts                               */
+  const int *group_rows;     /* masked: groups counts; contiguous: optional, rows in use */
   void *workspace;           /* optional, 16-byte aligned device memory: with it, a dense */
   size_t workspace_bytes;    /* problem with few rows splits K (ws_gemm_workspace_size) */
   int a_scale_ld;            /* FP8: 0 = a_scale[row][k / 128]; > 0 = a_scale[k / 128][a_scale_ld] */
@@ -123,7 +127,8 @@ size_t ws_gemm_rows(const ws_gemm_problem *p);
 int ws_gemm_group_of_row(const int *group_offsets, int groups, int row);
 
 /* float64 reference on the host: the problem's pointers are host pointers; d gets
- * rows x n doubles (masked: rows beyond a group's count are set to 0). */
+ * rows x n doubles (rows beyond a group's count, masked or contiguous with group_rows,
+ * are set to 0). */
 ws_status ws_gemm_reference(const ws_gemm_problem *host_problem, double *d);
 
 #ifdef __cplusplus

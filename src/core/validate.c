@@ -37,8 +37,12 @@ ws_status ws_gemm_validate(const ws_gemm_problem *p, cudaStream_t stream) {
   if (p->a_rows && (s = ws_index_check_range(fn, "a_rows", p->a_rows, (long long)ws_gemm_rows(p), 0, p->a_rows_total, -1,
                                              stream)) != WS_OK)
     return s;
-  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS)
-    return ws_index_check_offsets(fn, "group_offsets", p->group_offsets, p->groups, -1, p->m, -1, stream);
+  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS) {
+    s = ws_index_check_offsets(fn, "group_offsets", p->group_offsets, p->groups, -1, p->m, -1, stream);
+    if (s == WS_OK && p->group_rows) /* rows in use: a count past its span is cut to it */
+      s = ws_index_check_range(fn, "group_rows", p->group_rows, p->groups, 0, p->m + 1, 0, stream);
+    return s;
+  }
   if (p->layout == WS_GEMM_GROUPED_MASKED)
     return ws_index_check_range(fn, "group_rows", p->group_rows, p->groups, 0, p->m + 1, 0, stream);
   return WS_OK;

@@ -124,7 +124,13 @@ static void gemm_ref_row(void *ctx, int item, int worker) {
   const int fp8 = p->type == WS_GEMM_FP8;
   double *d = j->d;
   int g = 0;
-  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS) g = ws_gemm_group_of_row(p->group_offsets, p->groups, (int)r);
+  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS) {
+    g = ws_gemm_group_of_row(p->group_offsets, p->groups, (int)r);
+    if (g >= 0 && p->group_rows && (int)r - p->group_offsets[g] >= p->group_rows[g]) { /* padding */
+      memset(d + r * n, 0, n * sizeof(double));
+      return;
+    }
+  }
   if (p->layout == WS_GEMM_GROUPED_MASKED) {
     g = (int)(r / (size_t)p->m);
     if ((int)(r % (size_t)p->m) >= p->group_rows[g]) {
@@ -180,16 +186,31 @@ static size_t fp8_rows_per_group(const ws_gemm_problem *p) {
   return (rows + groups - 1) / groups;
 }
 
+/* Tile rows of bm a group takes on average. Routed groups (contiguous with rows_hint: the
+ * counts are the router's, only their mean is known here) spread about the mean as
+ * Poisson counts do, sd = sqrt(mean): E[ceil(X / bm)] = sum over j >= 0 of P(X > j bm),
+ * with the normal tail for P. At 192 routed rows a group on average, about half the groups
+ * need a second 192-row tile row. Otherwise every group holds the mean. */
+static double fp8_tile_rows(const ws_gemm_problem *p, int bm) {
+  const size_t per = fp8_rows_per_group(p);
+  if (!(p->layout == WS_GEMM_GROUPED_CONTIGUOUS && p->rows_hint > 0) || per == 0)
+    return (double)((per + (size_t)bm - 1) / (size_t)bm);
+  const double mean = (double)per, sd = sqrt(mean);
+  double e = 0.0;
+  for (int j = 0; (double)j * bm <= mean + 8.0 * sd; j++) /* X integer: P(X > t) = P(X >= t + 1) */
+    e += 0.5 * erfc(((double)j * bm + 0.5 - mean) / (sd * sqrt(2.0)));
+  return e;
+}
+
 /* Time of an FP8 problem on tiles of bm rows, in units of a 128-row tile's time: whole
  * waves of tiles over the SMs (the persistent grid's last wave is as long as a full one),
  * each tile bm / 128 as long, divided by the tile's speed-up. Grouped problems count
- * each group's rows as fp8_rows_per_group says. */
+ * each group's tile rows as fp8_tile_rows says. */
 static double fp8_cost(const ws_gemm_problem *p, int bm, int sms, double gain) {
   const size_t groups = p->layout == WS_GEMM_DENSE ? 1 : (size_t)p->groups;
-  const size_t per = fp8_rows_per_group(p);
-  const size_t tiles = (per + (size_t)bm - 1) / (size_t)bm * groups * (((size_t)p->n + 127) / 128);
-  const size_t waves = (tiles + (size_t)sms - 1) / (size_t)sms;
-  return (double)waves * (double)bm / 128.0 / gain;
+  const double tiles = fp8_tile_rows(p, bm) * (double)groups * (double)(((size_t)p->n + 127) / 128);
+  const double waves = ceil(tiles / (double)sms - 1e-9);
+  return waves * (double)bm / 128.0 / gain;
 }
 
 /* The 192-row tile in CTA pairs sharing A (WARPSPEC_GEMM_PAIR, on: 5-18% faster, session 25),
@@ -237,12 +258,13 @@ static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
   if (sms < 1) sms = 1;
   /* K-block-major activation scales reach the 192-row kernel's stages by TMA (gemm_launch.c) */
   const double gain = p->a_scale_ld > 0 && (p->k / 128) % 4 == 0 ? WS_GEMM_FP8_WIDE_GAIN_TMA : WS_GEMM_FP8_WIDE_GAIN;
-  /* contiguous groups of uneven rows (MoE experts under routing) with at most 192 rows on
-   * average: one 192-row tile row a group lost to two 128-row ones by 14-23% (session 46,
-   * H200, the layer's unfused L1 and L2 at 144 and 192 rows per expert), where the wave
-   * model says the opposite; from 288 rows on the model's choice (192) was the faster.
-   * Groups of equal rows take the same rule, not yet measured on their own (bench gemm) */
-  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS && fp8_rows_per_group(p) <= WS_GEMM_FP8_WIDE_GROUP_MIN_ROWS)
+  /* routed groups in padded spans (contiguous, rows_hint, no group_rows: each span holds
+   * its rows and then padding up to the caller's alignment, which a 192-row tile row
+   * computes too): up to 192 rows a group on average, two 128-row tile rows ran 14-23%
+   * faster than the 192-row tile over such spans (session 46, H200, the layer's L1 and L2
+   * before ws_ep_recv_gemm passed the counts) */
+  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS && p->rows_hint > 0 && !p->group_rows &&
+      fp8_rows_per_group(p) <= WS_GEMM_FP8_WIDE_GROUP_MIN_ROWS)
     return gemm_fp8_kernel_desc();
   if (fp8_cost(p, 192, sms, gain) >= fp8_cost(p, 128, sms, 1.0)) return gemm_fp8_kernel_desc();
   return fp8_wide_or_pair(p);

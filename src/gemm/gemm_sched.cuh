@@ -3,7 +3,8 @@
  * blockIdx.x + gridDim.x, ...), so loader and math roles agree without talking.
  *
  * A group is a span of rows of A and D (dense: one group of m rows; contiguous: rows
- * [offsets[g], offsets[g+1]); masked: rows [g m, g m + rows[g])) and a slice of B
+ * [offsets[g], offsets[g+1]), or only the first rows[g] of them where rows is given;
+ * masked: rows [g m, g m + rows[g])) and a slice of B
  * (rows [g n, g n + n)). Tiles are numbered group by group; inside a group, runs of
  * GEMM_RASTER tile rows are walked column by column for L2 reuse. The cursor only moves
  * forward, so finding the group of the next tile costs O(groups) per CTA in total.
@@ -50,6 +51,7 @@ GEMM_HD void gemm_group_rows(const gemm_shape *s, int g, int *row0, int *count) 
   if (s->layout == WS_GEMM_GROUPED_CONTIGUOUS) {
     *row0 = s->offsets[g];
     *count = s->offsets[g + 1] - s->offsets[g];
+    if (s->rows && s->rows[g] < *count) *count = s->rows[g] > 0 ? s->rows[g] : 0; /* the rows in use; padding after */
   } else if (s->layout == WS_GEMM_GROUPED_MASKED) {
     *row0 = g * s->m;
     *count = s->rows[g] < s->m ? s->rows[g] : s->m;

@@ -289,10 +289,12 @@ static void gathered_reference(void) {
  * group are many, 128 rows for small experts and few rows. */
 static int g_scale_ld; /* 0: row-major activation scales; else K-block-major with this ld */
 static int g_rows_hint; /* the problem's rows_hint */
+static int g_counts;    /* contiguous: group_rows given (the rows in use; no padding computed) */
 static int tile_rows(ws_gemm_type type, ws_gemm_layout layout, int m, int n, int k, int groups) {
   char *x = (char *)(uintptr_t)0x1000;
   const int off[2] = {0, 8};
-  ws_gemm_problem p = {type, layout, m, n, k, groups, x, x, x, (float *)x, (float *)x, off, off, NULL, 0, 0, NULL, 0, 0, 0, 0};
+  const int *counts = layout == WS_GEMM_GROUPED_MASKED || g_counts ? off : NULL;
+  ws_gemm_problem p = {type, layout, m, n, k, groups, x, x, x, (float *)x, (float *)x, off, counts, NULL, 0, 0, NULL, 0, 0, 0, 0};
   if (type == WS_GEMM_FP8 && g_scale_ld) p.a_scale_ld = ((int)ws_gemm_rows(&p) + 3) / 4 * 4;
   p.rows_hint = g_rows_hint;
   int rows = 0, cols = 0;
@@ -331,8 +333,9 @@ static void tiles(void) {
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 512, 4096, 7168, 1) == 128);
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_DENSE, 4096, 4096, 640, 1) == 128); /* k / 128 = 5: no TMA scales */
   /* the MoE layer's experts (256, m the receive layout's room: + 127 rows each): without a
-   * hint the room's mean picks 192; with rows_hint the routed rows' mean does, and groups of
-   * at most 192 rows take 128 (measured 14-23% faster at 144 and 192 rows, session 46) */
+   * hint the room's mean picks 192; with rows_hint but no counts (each span padded to 128
+   * rows, all of it computed) groups of at most 192 rows take 128 (measured 14-23% faster
+   * at 144 and 192 rows, session 46) */
   const int room = 256 * 127;
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 144 + room, 4096, 7168, 256) == 192);
   g_rows_hint = 256 * 144;
@@ -343,10 +346,23 @@ static void tiles(void) {
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 288 + room, 4096, 7168, 256) == 192);
   g_rows_hint = 256 * 100000; /* a hint past m counts as m */
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 288 + room, 4096, 7168, 256) == 192);
+  /* with the counts (ws_ep_recv_gemm: no tile row spent on padding) the routed rows spread
+   * about the mean (Poisson): 144 rows fit one 192-row tile row (measured 1.74x faster
+   * than two 128-row ones at 256 x 144 equal groups, session 47); at 240 a group needs two
+   * of either size, but more than a fifth of the 128-row groups need a third only past 256 */
+  g_counts = 1;
+  g_rows_hint = 256 * 144;
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 144 + room, 4096, 7168, 256) == 192);
+  g_rows_hint = 256 * 240; /* 2 x 192 rows against 2.14 x 128 on average: 125 waves x 1.5 / 1.15 against 134 */
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 240 + room, 4096, 7168, 256) == 128);
+  g_rows_hint = 256 * 288; /* 2 x 192 against 2.97 x 128 */
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 288 + room, 4096, 7168, 256) == 192);
+  g_counts = 0;
   g_rows_hint = 8 * 64; /* masked: m is each group's bound, the hint is not read */
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 2048, 4096, 7168, 8) == 192);
   g_rows_hint = 0;
-  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 160, 4096, 7168, 8) == 128); /* 1 x 192 or 2 x 128 */
+  /* equal groups (no hint): the wave model, one 192-row tile row against two of 128 */
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 8 * 160, 4096, 7168, 8) == 192);
   {
     char *x = (char *)(uintptr_t)0x1000;
     const int off[2] = {0, 8};

@@ -3,7 +3,8 @@
  * and grouped-masked problems and several grid sizes, every (group, tile row, tile
  * column) is visited exactly once over all CTAs (also with 256-300 groups, most of them
  * empty, which the cursor skips 32 at a time), tiles lie inside their group, and each
- * CTA's tile numbers only grow; under split-K every tile's K slices are visited once
+ * CTA's tile numbers only grow (contiguous groups with counts: only the rows in use);
+ * under split-K every tile's K slices are visited once
  * each and together cover its K steps without gap or overlap. CTA pairs (PAIR = 2): the
  * two CTAs of every cluster walk the same work items in lockstep, get the same group,
  * tile row and K slice and tiles 2c and 2c + 1, and together visit every tile exactly
@@ -135,6 +136,30 @@ int main(void) {
     s.offsets = off;
     s.bm = rep % 2 ? 64 : 128; s.bn = 128;
     for (int i = 0; i < 4; i++) check_both(&s, grids[i], "contiguous, many groups");
+  }
+  /* contiguous with counts (ws_ep's receive layout: each expert's rows, then padding up to
+   * a multiple of 128): only the rows in use get tiles; a count past its span is cut to it */
+  for (int rep = 0; rep < 12; rep++) {
+    static int off[257], counts[256];
+    const int groups = rep < 6 ? 256 : 1 + (int)(next() % 64);
+    off[0] = 0;
+    for (int g = 0; g < groups; g++) {
+      const int used = next() % 4 == 0 ? 0 : (int)(next() % 400);
+      off[g + 1] = off[g] + (used + 127) / 128 * 128;
+      counts[g] = next() % 8 == 0 ? used + 1 + (int)(next() % 200) : used; /* some past the span */
+    }
+    s.layout = WS_GEMM_GROUPED_CONTIGUOUS; s.groups = groups; s.m = off[groups] > 0 ? off[groups] : 1; s.n = 512;
+    s.offsets = off;
+    s.rows = counts;
+    s.bm = rep % 2 ? 192 : 128; s.bn = 128;
+    for (int g = 0; g < groups; g++) {
+      int row0, count;
+      gemm_group_rows(&s, g, &row0, &count);
+      const int span = off[g + 1] - off[g];
+      CHECK(row0 == off[g] && count == (counts[g] < span ? counts[g] : span));
+    }
+    for (int i = 0; i < 4; i++) check_both(&s, grids[i], "contiguous with counts");
+    s.rows = NULL;
   }
   /* masked: counts up to m, some zero, some over m (clamped) */
   for (int rep = 0; rep < 20; rep++) {

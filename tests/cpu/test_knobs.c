@@ -195,7 +195,7 @@ static void aliases(void) {
   reload_quoting();
   CHECK(k->gemm_fp8_tile == 0);
   CHECK_SAID("WS_GEMM_FP8_TILE is deprecated");
-  CHECK_SAID("WS_GEMM_FP8_TILE=\"160\" is not accepted (128 or 192)");
+  CHECK_SAID("WS_GEMM_FP8_TILE=\"160\" is not accepted (auto, 128 or 192)");
   set("WS_GEMM_SPLITS", NULL);
   set("WS_RENDEZVOUS_TIMEOUT_MS", NULL);
   set("WS_GEMM_FP8_TILE", NULL);

@@ -509,12 +509,13 @@ static void recv_gemm(void) {
   int offs[5], counts[4], index[64];
   float xs[4];
   static uint8_t rows[8192], x[64];
-  /* the copy receive: grouped contiguous over x, K-block-major scales */
+  /* the copy receive: grouped contiguous over x, K-block-major scales; the counts bound
+   * each expert's rows (the padding after them takes no tiles) */
   r.x = x; r.x_scale = xs; r.scale_ld = 64; r.max_rows = 64; r.local_experts = 4; r.expert_offsets = offs;
   r.expert_counts = counts; r.fp8 = 1;
   CHECK_STATUS(ws_ep_recv_gemm(&r, &p), WS_OK);
   CHECK(p.layout == WS_GEMM_GROUPED_CONTIGUOUS && p.m == 64 && p.groups == 4 && p.group_offsets == offs &&
-        p.group_rows == NULL && p.a == x && p.a_scale == xs && p.a_scale_ld == 64 && p.a_rows == NULL &&
+        p.group_rows == counts && p.a == x && p.a_scale == xs && p.a_scale_ld == 64 && p.a_rows == NULL &&
         p.a_rows_total == 0 && p.a_row_bytes == 0 && p.a_scale_stride == 0);
   /* the index receive: the same groups, A gathered from the receive buffer */
   r.row_index = index; r.rows = rows; r.row_scales = (const float *)(rows + 7168); r.row_bytes = 7552; /* the inbox row of DeepSeek-V3 */

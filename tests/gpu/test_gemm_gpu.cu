@@ -3,8 +3,9 @@
  *   - GPU quantisation (1x128, 128x128) equals the host definition bit for bit;
  *   - BF16 and FP8 GEMMs against the float64 reference (ws_gemm_reference semantics):
  *     dense at aligned, ragged, M = 1 and DeepSeek-V3 expert shapes; grouped contiguous
- *     with ragged and empty experts; grouped masked with partly filled groups (rows past a
- *     group's count must stay poisoned); dense problems with few rows, which split K over
+ *     with ragged and empty experts; grouped contiguous over spans padded to 128 rows with
+ *     the counts as group_rows, and grouped masked with partly filled groups (rows past a
+ *     group's count must stay poisoned in both); dense problems with few rows, which split K over
  *     several CTAs (fp32 partials, then a summing pass). Every element for small
  *     problems, 20000 random ones for large. Relative error ||D - ref|| / ||ref||: BF16 < 1e-2, FP8 < 2e-2 against
  *     the reference on the same quantised inputs (bf16 rounding of D dominates).
@@ -123,6 +124,9 @@ static int g_pair;
 /* WARPSPEC_GEMM_FP8_SKINNY on (the fp8skinny mode): a dense FP8 problem of at most 64 rows must
  * run the skinny kernel */
 static int g_fp8_skinny;
+/* contiguous: each group's span padded to a multiple of this (0: none) and the counts passed
+ * as group_rows (ws_ep's receive layout): the padding rows of D must stay poisoned */
+static int g_pad;
 #define GATHER_EXTRA 37
 #define GATHER_PAD 48
 #define GATHER_SPAD 3
@@ -135,7 +139,7 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
   int *offsets = (int *)host_alloc(ngroups + 1, sizeof(int), 0);
   memset(offsets, 0, (ngroups + 1) * sizeof(int));
   if (layout == WS_GEMM_GROUPED_CONTIGUOUS) {
-    for (int g = 0; g < groups; g++) offsets[g + 1] = offsets[g] + counts[g];
+    for (int g = 0; g < groups; g++) offsets[g + 1] = offsets[g] + (g_pad ? (counts[g] + g_pad - 1) / g_pad * g_pad : counts[g]);
     m = offsets[groups];
   }
   REQUIRE(m >= 0);
@@ -218,7 +222,8 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
   CUDA_OK(cudaMemset(d, 0xFF, nd * 2 + 256));
   ws_gemm_problem p = {type, layout, m, n, k, groups, a, b, d, (const float *)sa, (const float *)sb,
                        layout == WS_GEMM_GROUPED_CONTIGUOUS ? (const int *)doff : NULL,
-                       layout == WS_GEMM_GROUPED_MASKED ? (const int *)dcnt : NULL, NULL, 0, a_scale_ld, NULL, 0, 0, 0, 0};
+                       layout == WS_GEMM_GROUPED_MASKED || (g_pad && layout == WS_GEMM_GROUPED_CONTIGUOUS) ? (const int *)dcnt : NULL,
+                       NULL, 0, a_scale_ld, NULL, 0, 0, 0, 0};
   if (g_gather) {
     p.a_rows = dga_rows;
     p.a_rows_total = (int)g_total;
@@ -310,7 +315,10 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
     const size_t idx = full ? sidx : ((size_t)rng_u32() * 65536u + rng_u32()) % nd;
     const size_t r = idx / n, j = idx % n;
     int g = 0, valid = 1;
-    if (layout == WS_GEMM_GROUPED_CONTIGUOUS) g = ws_gemm_group_of_row(offsets, groups, (int)r);
+    if (layout == WS_GEMM_GROUPED_CONTIGUOUS) {
+      g = ws_gemm_group_of_row(offsets, groups, (int)r);
+      valid = !g_pad || (int)r - offsets[g] < counts[g];
+    }
     if (layout == WS_GEMM_GROUPED_MASKED) { g = (int)(r / m); valid = (int)(r % m) < counts[g]; }
     const uint16_t got_bits = hd[idx];
     if (!valid) { overwritten += got_bits != 0xFFFF; continue; }
@@ -330,8 +338,8 @@ static void run_problem(ws_gemm_type type, ws_gemm_layout layout, int m, int n, 
     den += ref * ref;
   }
   const double rel = sqrt(num / (den > 0 ? den : 1)), bound = fp8 ? 2e-2 : 1e-2;
-  printf("%s%s %-10s %5d x %5d x %5d, %d groups: rel err %.2e, %ld unwritten, %ld written outside groups\n",
-         g_gather ? "gathered " : "", fp8 ? (a_scale_ld ? "fp8k" : "fp8 ") : "bf16", layout == WS_GEMM_DENSE ? "dense" : layout == WS_GEMM_GROUPED_CONTIGUOUS ? "contiguous" : "masked",
+  printf("%s%s%s %-10s %5d x %5d x %5d, %d groups: rel err %.2e, %ld unwritten, %ld written outside groups\n",
+         g_pad && layout == WS_GEMM_GROUPED_CONTIGUOUS ? "padded " : "", g_gather ? "gathered " : "", fp8 ? (a_scale_ld ? "fp8k" : "fp8 ") : "bf16", layout == WS_GEMM_DENSE ? "dense" : layout == WS_GEMM_GROUPED_CONTIGUOUS ? "contiguous" : "masked",
          m, n, k, groups, rel, unwritten, overwritten);
   CHECK(rel < bound && unwritten == 0 && overwritten == 0);
   cudaFree(a); cudaFree(b); cudaFree(d); cudaFree(sa); cudaFree(sb); cudaFree(doff); cudaFree(dcnt); cudaFree(p.workspace);
@@ -608,6 +616,13 @@ int main(int argc, char **argv) {
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 512, 5, ragged);
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
     if (!quick) run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 7168, 2048, 5, ragged);
+    /* spans padded to 128 rows with the counts as group_rows (ws_ep_recv_gemm's problem):
+     * only the rows in use are computed and written */
+    const int routed[8] = {144, 0, 200, 17, 128, 1, 300, 64};
+    g_pad = 128;
+    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 640, 8, routed);
+    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 512, 1024, 8, routed);
+    g_pad = 0;
   }
   /* the 192-row tile again, each problem also in CTA pairs and compared bit for bit */
   g_pair = 1;
@@ -625,6 +640,10 @@ int main(int argc, char **argv) {
     if (!quick) run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 2048, 4096, 7168, 1, NULL);
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 512, 640, 5, ragged);
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
+    const int routed[8] = {144, 0, 200, 17, 128, 1, 300, 64};
+    g_pad = 128;
+    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 512, 1024, 8, routed);
+    g_pad = 0;
   }
   g_pair = 0;
   /* A gathered row by row from a wider, shuffled source (ws_gemm_problem.a_rows): both FP8
@@ -639,14 +658,22 @@ int main(int argc, char **argv) {
     run_problem(WS_GEMM_FP8, WS_GEMM_DENSE, 64, 512, 2048, 1, NULL); /* split-K */
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 640, 5, ragged);
     run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_MASKED, 256, 256, 512, 4, masked);
+    const int routed[8] = {144, 0, 200, 17, 128, 1, 300, 64};
+    g_pad = 128;
+    run_problem(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 640, 8, routed);
+    g_pad = 0;
   }
   test_set_knob(WS_GEMM_FP8_TILE_ENV, NULL);
   g_gather = 0;
   {
     const int ragged[5] = {200, 0, 1, 513, 64};
     const int masked[4] = {100, 0, 256, 17};
+    const int routed[8] = {144, 0, 200, 17, 128, 1, 300, 64};
     run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 512, 5, ragged);
     run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_MASKED, 256, 512, 256, 4, masked);
+    g_pad = 128;
+    run_problem(WS_GEMM_BF16, WS_GEMM_GROUPED_CONTIGUOUS, 0, 256, 512, 8, routed);
+    g_pad = 0;
   }
   bf16_dense_cases();
   bf16_cluster_k_cases();
