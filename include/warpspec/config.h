@@ -188,6 +188,11 @@
  * most this many rows per group (mean) take the 128-row tile whatever the wave model says
  * (gemm_host.c, session 46) */
 #define WS_GEMM_FP8_WIDE_GROUP_MIN_ROWS 192
+/* routed FP8 groups with their counts (group_rows) take one 192-row tile row each, the
+ * padding skipped, where at most this share of them is expected past 192 rows (a second,
+ * partial tile row: the expert's weights then read about twice); else 128-row tiles over
+ * the whole padded spans (gemm_host.c, session 47) */
+#define WS_GEMM_FP8_ONE_ROW_TAIL 0.1
 
 /* ---- attention ------------------------------------------------------------------- */
 /* Flash forward with a causal mask takes its tiles longest first, but in groups of

@@ -17,10 +17,11 @@
  *   grouped contiguous    the rows of all groups stacked: group g owns rows
  *                         [group_offsets[g], group_offsets[g + 1]); m = total rows; a group
  *                         may be empty. With group_rows too, only the first group_rows[g]
- *                         rows of each span are computed and written (the rest is padding,
- *                         e.g. ws_ep's receive layout aligned to 128 rows: no tile is spent
- *                         on it, its D rows are left untouched; a count past its span is
- *                         cut to the span)
+ *                         rows of each span are in use (the rest is padding, e.g. ws_ep's
+ *                         receive layout aligned to 128 rows; a count past its span is cut
+ *                         to the span): ws_gemm skips the padding, or computes whole spans
+ *                         where that is faster (FP8 with rows_hint, ws_gemm_tile's rule),
+ *                         so the padding rows of D hold unspecified values
  *   grouped masked        A is groups x m x k, D groups x m x n, group g has group_rows[g]
  *                         valid rows (<= m); the rest of D is left untouched
  * group_offsets / group_rows live in device memory for ws_gemm (read on the GPU, so the
@@ -95,10 +96,14 @@ ws_status ws_gemm_check(const ws_gemm_problem *p);
 ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream);
 
 /* The output tile ws_gemm uses for p on a GPU with `sms` SMs (0: the current device's),
- * rows x cols (BF16 with at most 64 rows: 16, 32 or 64 rows of A by 64 weight rows). FP8 takes the 192-row tile when the rows per group are many enough that
- * its higher tensor-core use outweighs the padding of the last tile (a wave model over
- * the tiles; WS_GEMM_FP8_WIDE_GAIN and _GAIN_TMA in config.h), else the 128-row one.
- * WARPSPEC_GEMM_FP8_TILE=128 or 192 in the environment forces one (docs/knobs.md). */
+ * rows x cols (BF16 with at most 64 rows: 16, 32 or 64 rows of A by 64 weight rows).
+ * FP8 takes the 192-row tile when the rows per group are many enough that its higher
+ * tensor-core use outweighs the padding of the last tile (a wave model over the tiles;
+ * WS_GEMM_FP8_WIDE_GAIN and _GAIN_TMA in config.h), else the 128-row one. Routed groups
+ * (contiguous with rows_hint: their counts spread about the mean) take one 192-row tile
+ * row each where nearly all fit one (with group_rows), else 128-row tiles over the whole
+ * padded spans (WS_GEMM_FP8_ONE_ROW_TAIL). WARPSPEC_GEMM_FP8_TILE=128 or 192 in the
+ * environment forces one, group_rows then always honoured (docs/knobs.md). */
 ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *tile_cols);
 
 /* Device memory ws_gemm would use for split-K on this problem on the current device: a

@@ -191,14 +191,18 @@ static size_t fp8_rows_per_group(const ws_gemm_problem *p) {
  * Poisson counts do, sd = sqrt(mean): E[ceil(X / bm)] = sum over j >= 0 of P(X > j bm),
  * with the normal tail for P. At 192 routed rows a group on average, about half the groups
  * need a second 192-row tile row. Otherwise every group holds the mean. */
+/* P(X > t) for a routed group's row count X of the given mean (Poisson, normal tail). */
+static double routed_tail(double mean, double t) {
+  return mean > 0 ? 0.5 * erfc((t + 0.5 - mean) / (sqrt(mean) * sqrt(2.0))) : 0.0;
+}
+
 static double fp8_tile_rows(const ws_gemm_problem *p, int bm) {
   const size_t per = fp8_rows_per_group(p);
   if (!(p->layout == WS_GEMM_GROUPED_CONTIGUOUS && p->rows_hint > 0) || per == 0)
     return (double)((per + (size_t)bm - 1) / (size_t)bm);
   const double mean = (double)per, sd = sqrt(mean);
   double e = 0.0;
-  for (int j = 0; (double)j * bm <= mean + 8.0 * sd; j++) /* X integer: P(X > t) = P(X >= t + 1) */
-    e += 0.5 * erfc(((double)j * bm + 0.5 - mean) / (sd * sqrt(2.0)));
+  for (int j = 0; (double)j * bm <= mean + 8.0 * sd; j++) e += routed_tail(mean, (double)j * bm);
   return e;
 }
 
@@ -238,36 +242,68 @@ static const gemm_kernel *skinny_kernel(ws_gemm_type type, int tok) {
 /* A's rows rounded up to a skinny kernel's box: 16, 32, 64 or 128 */
 static int skinny_rows(int m) { return m <= 16 ? 16 : m <= 32 ? 32 : m <= 64 ? 64 : 128; }
 
-/* The kernel for a checked problem on a GPU of `sms` SMs (ws_gemm_tile); the FP8 tile is
- * the one of least time (fp8_cost) unless WARPSPEC_GEMM_FP8_TILE=128|192 forces it. */
-static const gemm_kernel *gemm_kernel_for(const ws_gemm_problem *p, int sms) {
+/* The kernel for a checked problem on a GPU of `sms` SMs, and whether it computes whole
+ * spans of a contiguous problem with group_rows (the counts dropped, the padding computed);
+ * the FP8 tile is the one of least time (fp8_cost) unless WARPSPEC_GEMM_FP8_TILE=128|192
+ * forces it (the counts then always kept). */
+typedef struct {
+  const gemm_kernel *k;
+  int whole_spans;
+} gemm_choice;
+
+static gemm_choice gemm_choose(const ws_gemm_problem *p, int sms) {
+  gemm_choice c = {NULL, 0};
   if (p->type != WS_GEMM_FP8) {
     /* a few rows: the weights on wgmma's M side, A's rows rounded up to 16, 32, 64 or 128 */
     if (p->layout == WS_GEMM_DENSE && p->m <= ws_knobs_get()->gemm_skinny_rows && !p->a_rows && ws_knobs_get()->gemm_skinny)
-      return skinny_kernel(WS_GEMM_BF16, skinny_rows(p->m));
-    return gemm_bf16_kernel_desc();
+      c.k = skinny_kernel(WS_GEMM_BF16, skinny_rows(p->m));
+    else
+      c.k = gemm_bf16_kernel_desc();
+    return c;
   }
   const int forced = ws_knobs_get()->gemm_fp8_tile; /* 0: not forced */
   /* a gathered A: the 128-row kernel with four loader warps, or the 192-row one if forced */
-  if (p->a_rows) return forced == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_gather_kernel_desc();
-  if (forced) return forced == 192 ? fp8_wide_or_pair(p) : gemm_fp8_kernel_desc();
+  if (p->a_rows) {
+    c.k = forced == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_gather_kernel_desc();
+    return c;
+  }
+  if (forced) {
+    c.k = forced == 192 ? fp8_wide_or_pair(p) : gemm_fp8_kernel_desc();
+    return c;
+  }
   /* a few rows (dense, or a masked group's room): the weights on wgmma's M side
    * (WARPSPEC_GEMM_FP8_SKINNY; 1.09-1.45x cuBLASLt at 1-64 rows, design_gemm.md 5.2) */
-  if (p->layout != WS_GEMM_GROUPED_CONTIGUOUS && p->m <= WS_GEMM_SKINNY_MAX_ROWS && ws_knobs_get()->gemm_fp8_skinny)
-    return skinny_kernel(WS_GEMM_FP8, skinny_rows(p->m));
+  if (p->layout != WS_GEMM_GROUPED_CONTIGUOUS && p->m <= WS_GEMM_SKINNY_MAX_ROWS && ws_knobs_get()->gemm_fp8_skinny) {
+    c.k = skinny_kernel(WS_GEMM_FP8, skinny_rows(p->m));
+    return c;
+  }
   if (sms < 1) sms = 1;
   /* K-block-major activation scales reach the 192-row kernel's stages by TMA (gemm_launch.c) */
   const double gain = p->a_scale_ld > 0 && (p->k / 128) % 4 == 0 ? WS_GEMM_FP8_WIDE_GAIN_TMA : WS_GEMM_FP8_WIDE_GAIN;
-  /* routed groups in padded spans (contiguous, rows_hint, no group_rows: each span holds
-   * its rows and then padding up to the caller's alignment, which a 192-row tile row
-   * computes too): up to 192 rows a group on average, two 128-row tile rows ran 14-23%
-   * faster than the 192-row tile over such spans (session 46, H200, the layer's L1 and L2
-   * before ws_ep_recv_gemm passed the counts) */
-  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS && p->rows_hint > 0 && !p->group_rows &&
-      fp8_rows_per_group(p) <= WS_GEMM_FP8_WIDE_GROUP_MIN_ROWS)
-    return gemm_fp8_kernel_desc();
-  if (fp8_cost(p, 192, sms, gain) >= fp8_cost(p, 128, sms, 1.0)) return gemm_fp8_kernel_desc();
-  return fp8_wide_or_pair(p);
+  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS && p->rows_hint > 0) {
+    /* Routed groups (MoE experts) are bound by reading each expert's weights, which the
+     * tiles of a group read once only while they run side by side: tiles of equal work.
+     * Measured (session 47, H200, the layer's L1 and L2): a group's rows in one 192-row
+     * tile row (the counts kept) ran 8-25% faster than 128-row tiles over the padded
+     * spans at 128-144 rows a group; where about half the groups end in a partial second
+     * tile row (192 rows a group) or all do (288), the weights were read up to twice
+     * (DRAM bytes 1.8x the weights) and the padded spans' whole tiles won by 3-10%. */
+    const double mean = (double)fp8_rows_per_group(p);
+    if (p->group_rows && routed_tail(mean, 192.0) <= WS_GEMM_FP8_ONE_ROW_TAIL &&
+        fp8_tile_rows(p, 128) * gain >= 1.5) {
+      c.k = fp8_wide_or_pair(p);
+      return c;
+    }
+    c.whole_spans = p->group_rows != NULL;
+    /* over padded spans, up to 192 rows a group: two 128-row tile rows ran 14-23% faster
+     * than the 192-row tile (session 46) */
+    if (mean <= WS_GEMM_FP8_WIDE_GROUP_MIN_ROWS) {
+      c.k = gemm_fp8_kernel_desc();
+      return c;
+    }
+  }
+  c.k = fp8_cost(p, 192, sms, gain) >= fp8_cost(p, 128, sms, 1.0) ? gemm_fp8_kernel_desc() : fp8_wide_or_pair(p);
+  return c;
 }
 
 ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *tile_cols) {
@@ -276,7 +312,7 @@ ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *t
   ws_status s = ws_gemm_check(p);
   if (s != WS_OK) return s;
   if (sms == 0 && (s = ws_device_sms(&sms)) != WS_OK) return s;
-  const gemm_kernel *k = gemm_kernel_for(p, sms);
+  const gemm_kernel *k = gemm_choose(p, sms).k;
   *tile_rows = k->bm;
   *tile_cols = k->bn;
   return WS_OK;
@@ -284,7 +320,7 @@ ws_status ws_gemm_tile(const ws_gemm_problem *p, int sms, int *tile_rows, int *t
 
 const char *gemm_kernel_name_for(const ws_gemm_problem *p, int sms) {
   if (sms < 1 || ws_gemm_check(p) != WS_OK) return NULL;
-  return gemm_kernel_for(p, sms)->name;
+  return gemm_choose(p, sms).k->name;
 }
 
 ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream) {
@@ -293,7 +329,11 @@ ws_status ws_gemm(const ws_gemm_problem *p, cudaStream_t stream) {
   if (ws_gemm_rows(p) == 0) return WS_OK; /* nothing to compute: no GPU call at all */
   int sms = 0;
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
-  return gemm_launch(gemm_kernel_for(p, sms), p, sms, stream);
+  const gemm_choice c = gemm_choose(p, sms);
+  if (!c.whole_spans) return gemm_launch(c.k, p, sms, stream);
+  ws_gemm_problem spans = *p; /* the padding computed with the rows: whole tiles only */
+  spans.group_rows = NULL;
+  return gemm_launch(c.k, &spans, sms, stream);
 }
 
 ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes) {
@@ -303,7 +343,7 @@ ws_status ws_gemm_workspace_size(const ws_gemm_problem *p, size_t *bytes) {
   if (s != WS_OK) return s;
   int sms = 0;
   if ((s = ws_device_sms(&sms)) != WS_OK) return s;
-  return gemm_workspace_of(gemm_kernel_for(p, sms), p, sms, bytes);
+  return gemm_workspace_of(gemm_choose(p, sms).k, p, sms, bytes);
 }
 
 ws_status ws_gemm_plan(ws_gemm_type type, ws_plan *plan) {

@@ -346,13 +346,21 @@ static void tiles(void) {
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 288 + room, 4096, 7168, 256) == 192);
   g_rows_hint = 256 * 100000; /* a hint past m counts as m */
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 288 + room, 4096, 7168, 256) == 192);
-  /* with the counts (ws_ep_recv_gemm: no tile row spent on padding) the routed rows spread
-   * about the mean (Poisson): 144 rows fit one 192-row tile row (measured 1.74x faster
-   * than two 128-row ones at 256 x 144 equal groups, session 47); at 240 a group needs two
-   * of either size, but more than a fifth of the 128-row groups need a third only past 256 */
+  /* with the counts (ws_ep_recv_gemm) the routed rows spread about the mean (Poisson):
+   * where nearly every group fits one 192-row tile row (128-172 rows), that, the padding
+   * skipped (measured 8-25% faster than 128-row tiles over the spans, session 47); below
+   * (112: 1.06 tile rows of 128 a group) and where many groups would end in a partial
+   * second row (192: half of them) 128-row tiles over the padded spans; from 240 rows the
+   * wave model (Poisson tile rows) as without counts */
   g_counts = 1;
   g_rows_hint = 256 * 144;
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 144 + room, 4096, 7168, 256) == 192);
+  g_rows_hint = 256 * 128;
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 128 + room, 4096, 7168, 256) == 192);
+  g_rows_hint = 256 * 112;
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 112 + room, 4096, 7168, 256) == 128);
+  g_rows_hint = 256 * 192;
+  CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 192 + room, 4096, 7168, 256) == 128);
   g_rows_hint = 256 * 240; /* 2 x 192 rows against 2.14 x 128 on average: 125 waves x 1.5 / 1.15 against 134 */
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 240 + room, 4096, 7168, 256) == 128);
   g_rows_hint = 256 * 288; /* 2 x 192 against 2.97 x 128 */
