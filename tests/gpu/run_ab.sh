@@ -21,7 +21,9 @@ for r in $(seq 1 "$rounds"); do
   for v in ${values//,/ }; do
     env "$knob=$v" "$@" >"$log" 2>&1
     rc=$?
-    if grep -q "rank 0" "$log"; then grep "rank 0" "$log"; else cat "$log"; fi | sed "s/^/$knob=$v r$r: /"
+    # the prefix by the shell, not sed: a value may hold '/' (a build directory)
+    if grep -q "rank 0" "$log"; then grep "rank 0" "$log"; else cat "$log"; fi |
+      while IFS= read -r line; do printf '%s=%s r%s: %s\n' "$knob" "$v" "$r" "$line"; done
     [ $rc -eq 0 ] || { echo "$knob=$v r$r: exit $rc"; rm -f "$log"; exit $rc; }
   done
 done
