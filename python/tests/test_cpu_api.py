@@ -111,7 +111,7 @@ def test_gemm_c_checks_reach_python(fake):
 
 
 @pytest.mark.parametrize("case", ["dtype_mix", "k_mismatch", "out_shape", "noncontig", "misaligned", "fp32_a",
-                                  "groups_no_offsets", "both_group_args", "offsets_dtype", "offsets_len",
+                                  "groups_no_offsets", "counts_len", "offsets_dtype", "offsets_len",
                                   "masked_2d", "scales_on_bf16"])
 def test_gemm_bad_arguments(fake, case):
     a, b, out = fake((64, 128), BF16), fake((256, 128), BF16), fake((64, 256), BF16)
@@ -130,9 +130,9 @@ def test_gemm_bad_arguments(fake, case):
         a = fake((64, 128), F32)
     elif case == "groups_no_offsets":
         b = fake((4, 256, 128), BF16)
-    elif case == "both_group_args":
+    elif case == "counts_len":  # contiguous with counts: one count a group
         b = fake((4, 256, 128), BF16)
-        kw = {"group_offsets": fake((5,), I32), "group_rows": fake((4,), I32)}
+        kw = {"group_offsets": fake((5,), I32), "group_rows": fake((3,), I32)}
     elif case == "offsets_dtype":
         b = fake((4, 256, 128), BF16)
         kw = {"group_offsets": fake((5,), F32)}
@@ -205,6 +205,18 @@ def test_gemm_tile_needs_no_gpu_with_sms(fake):
     kw.pop("out")
     rows, cols = warpspec.gemm_tile(a, b, sms=132, **kw)
     assert (rows, cols) in ((128, 128), (192, 128))
+
+
+def test_gemm_contiguous_with_counts(fake):
+    # group_offsets and group_rows together: the contiguous layout, the counts bounding each
+    # span's rows in use (d keeps the 2-D shape); the tile choice needs no GPU with sms
+    g, m, n, k = 8, 8 * 256, 512, 1024
+    a, b = fake((m, k), FP8), fake((g, n, k), FP8)
+    kw = {"a_scale": fake((m, k // 128), F32), "b_scale": fake((g, n // 128, k // 128), F32),
+          "group_offsets": fake((g + 1,), I32), "group_rows": fake((g,), I32)}
+    assert warpspec.gemm_tile(a, b, sms=132, **kw) in ((128, 128), (192, 128))
+    with pytest.raises(warpspec.InvalidArgumentError, match="shape"):
+        warpspec.gemm(a, b, out=fake((g, 256, n), BF16), **kw)  # not the masked [g, m, n]
 
 
 def test_gemm_rejects_non_arrays():

@@ -43,7 +43,8 @@ def _register(torch):
     @gemm.register_fake
     def _(a, b, a_scale, b_scale, group_offsets, group_rows):
         n = b.shape[-2]
-        shape = (a.shape[0], a.shape[1], n) if group_rows is not None else (a.shape[0], n)
+        masked = group_rows is not None and group_offsets is None
+        shape = (a.shape[0], a.shape[1], n) if masked else (a.shape[0], n)
         return a.new_empty(shape, dtype=torch.bfloat16)
 
     @torch.library.custom_op(lib + "attention", mutates_args=())

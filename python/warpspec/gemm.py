@@ -6,6 +6,9 @@ the arguments:
     grouped contiguous   a [m, k],    b [g, n, k], group_offsets   -> d [m, n]
                          (int32 [g + 1] on the device: group i owns rows
                          group_offsets[i] .. group_offsets[i + 1])
+                         with group_rows too (int32 [g]): only the first group_rows[i]
+                         rows of each span are in use, the rest is padding (skipped, or
+                         computed where whole tiles are faster: its rows of d unspecified)
     grouped masked       a [g, m, k], b [g, n, k], group_rows      -> d [g, m, n]
                          (int32 [g] on the device: group i has group_rows[i] valid rows;
                          the rest of d is left as it was)
@@ -57,9 +60,7 @@ def _problem(a, b, out, a_scale, b_scale, group_offsets, group_rows, what):
     va, vb = view(a, "a"), view(b, "b")
     fp8 = va.dtype in FP8
     kinds = FP8 if fp8 else BF16
-    if group_offsets is not None and group_rows is not None:
-        raise invalid(f"{what}: group_offsets (contiguous layout) and group_rows (masked layout) are exclusive")
-    if group_rows is not None:
+    if group_rows is not None and group_offsets is None:
         layout = WS_GEMM_GROUPED_MASKED
         va.expect(kinds, ndim=3, what=" (masked layout: a is [groups, m, k])")
         groups, m, k = va.shape
