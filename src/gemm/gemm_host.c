@@ -186,16 +186,17 @@ static size_t fp8_rows_per_group(const ws_gemm_problem *p) {
   return (rows + groups - 1) / groups;
 }
 
-/* Tile rows of bm a group takes on average. Routed groups (contiguous with rows_hint: the
- * counts are the router's, only their mean is known here) spread about the mean as
- * Poisson counts do, sd = sqrt(mean): E[ceil(X / bm)] = sum over j >= 0 of P(X > j bm),
- * with the normal tail for P. At 192 routed rows a group on average, about half the groups
- * need a second 192-row tile row. Otherwise every group holds the mean. */
-/* P(X > t) for a routed group's row count X of the given mean (Poisson, normal tail). */
+/* P(X > t) for a routed group's row count X of the given mean (Poisson, normal tail;
+ * X an integer: P(X >= t + 1)). */
 static double routed_tail(double mean, double t) {
   return mean > 0 ? 0.5 * erfc((t + 0.5 - mean) / (sqrt(mean) * sqrt(2.0))) : 0.0;
 }
 
+/* Tile rows of bm a group takes on average. Routed groups (contiguous with rows_hint: the
+ * counts are the router's, only their mean is known here) spread about the mean as
+ * Poisson counts do, sd = sqrt(mean): E[ceil(X / bm)] = sum over j >= 0 of P(X > j bm).
+ * At 192 routed rows a group on average, about half the groups need a second 192-row
+ * tile row. Otherwise every group holds the mean. */
 static double fp8_tile_rows(const ws_gemm_problem *p, int bm) {
   const size_t per = fp8_rows_per_group(p);
   if (!(p->layout == WS_GEMM_GROUPED_CONTIGUOUS && p->rows_hint > 0) || per == 0)
@@ -262,9 +263,11 @@ static gemm_choice gemm_choose(const ws_gemm_problem *p, int sms) {
     return c;
   }
   const int forced = ws_knobs_get()->gemm_fp8_tile; /* 0: not forced */
-  /* a gathered A: the 128-row kernel with four loader warps, or the 192-row one if forced */
+  /* a gathered A: the 128-row kernel with four loader warps, or the 192-row one if forced;
+   * routed groups over whole padded spans (tiles of equal work, below) */
   if (p->a_rows) {
     c.k = forced == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_gather_kernel_desc();
+    c.whole_spans = !forced && p->layout == WS_GEMM_GROUPED_CONTIGUOUS && p->rows_hint > 0 && p->group_rows;
     return c;
   }
   if (forced) {
@@ -284,8 +287,8 @@ static gemm_choice gemm_choose(const ws_gemm_problem *p, int sms) {
     /* Routed groups (MoE experts) are bound by reading each expert's weights, which the
      * tiles of a group read once only while they run side by side: tiles of equal work.
      * Measured (session 47, H200, the layer's L1 and L2): a group's rows in one 192-row
-     * tile row (the counts kept) ran 8-25% faster than 128-row tiles over the padded
-     * spans at 128-144 rows a group; where about half the groups end in a partial second
+     * tile row (the counts kept) ran 9-28% faster than 128-row tiles over the padded
+     * spans at 128-160 rows a group; where about half the groups end in a partial second
      * tile row (192 rows a group) or all do (288), the weights were read up to twice
      * (DRAM bytes 1.8x the weights) and the padded spans' whole tiles won by 3-10%. */
     const double mean = (double)fp8_rows_per_group(p);

@@ -348,7 +348,7 @@ static void tiles(void) {
   CHECK(tile_rows(WS_GEMM_FP8, WS_GEMM_GROUPED_CONTIGUOUS, 256 * 288 + room, 4096, 7168, 256) == 192);
   /* with the counts (ws_ep_recv_gemm) the routed rows spread about the mean (Poisson):
    * where nearly every group fits one 192-row tile row (128-172 rows), that, the padding
-   * skipped (measured 8-25% faster than 128-row tiles over the spans, session 47); below
+   * skipped (measured 9-28% faster than 128-row tiles over the spans, session 47); below
    * (112: 1.06 tile rows of 128 a group) and where many groups would end in a partial
    * second row (192: half of them) 128-row tiles over the padded spans; from 240 rows the
    * wave model (Poisson tile rows) as without counts */
