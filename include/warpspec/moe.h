@@ -92,7 +92,7 @@ typedef struct {
   const int *expert_offsets;  /* [local_experts + 1]: ws_gemm's group_offsets (low latency:
                                * l x m, the start of each expert's block)                       */
   const int *expert_counts;   /* [local_experts]: rows received per expert, before padding
-                               * (ws_gemm's group_rows: the padding takes no tiles)              */
+                               * (ws_gemm's group_rows: the tile choice may skip the padding)  */
   const int *src_rank;        /* [max_rows]: where each row came from (-1: padding; dispatch
                                * does not write a padding row's payload or scales: they keep
                                * what was there, zero after create. The GEMM's outputs for

@@ -282,7 +282,7 @@ extern "C" ws_status ws_ep_recv_gemm(const ws_ep_recv *r, ws_gemm_problem *p) {
     p->layout = WS_GEMM_GROUPED_CONTIGUOUS;
     p->m = r->max_rows;
     p->group_offsets = r->expert_offsets;
-    p->group_rows = r->expert_counts; /* the padding after each expert's rows: no tiles */
+    p->group_rows = r->expert_counts; /* the rows in use: the tile choice may skip the padding */
   }
   p->rows_hint = r->masked ? 0 : r->expected_rows;
   p->groups = r->local_experts;

@@ -510,7 +510,7 @@ static void recv_gemm(void) {
   float xs[4];
   static uint8_t rows[8192], x[64];
   /* the copy receive: grouped contiguous over x, K-block-major scales; the counts bound
-   * each expert's rows (the padding after them takes no tiles) */
+   * each expert's rows in use (the tile choice may skip the padding after them) */
   r.x = x; r.x_scale = xs; r.scale_ld = 64; r.max_rows = 64; r.local_experts = 4; r.expert_offsets = offs;
   r.expert_counts = counts; r.fp8 = 1;
   CHECK_STATUS(ws_ep_recv_gemm(&r, &p), WS_OK);
