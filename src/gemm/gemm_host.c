@@ -176,12 +176,18 @@ ws_status ws_gemm_reference(const ws_gemm_problem *p, double *d) {
   return WS_OK;
 }
 
-/* Rows per group the tile choice assumes: the mean (contiguous: of rows_hint where the
- * caller gave one, m being only the rows' room), or the bound m (dense, masked). */
+/* Routed groups (MoE experts): a contiguous layout whose caller gave rows_hint, m being
+ * only the rows' room; the counts are the router's, only their mean is known here. */
+static int routed_groups(const ws_gemm_problem *p) {
+  return p->layout == WS_GEMM_GROUPED_CONTIGUOUS && p->rows_hint > 0;
+}
+
+/* Rows per group the tile choice assumes: the mean (routed groups: of rows_hint), or the
+ * bound m (dense, masked). */
 static size_t fp8_rows_per_group(const ws_gemm_problem *p) {
   const size_t groups = p->layout == WS_GEMM_DENSE ? 1 : (size_t)p->groups;
   size_t rows = ws_gemm_rows(p);
-  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS && p->rows_hint > 0 && (size_t)p->rows_hint < rows)
+  if (routed_groups(p) && (size_t)p->rows_hint < rows)
     rows = (size_t)p->rows_hint;
   return (rows + groups - 1) / groups;
 }
@@ -192,14 +198,13 @@ static double routed_tail(double mean, double t) {
   return mean > 0 ? 0.5 * erfc((t + 0.5 - mean) / (sqrt(mean) * sqrt(2.0))) : 0.0;
 }
 
-/* Tile rows of bm a group takes on average. Routed groups (contiguous with rows_hint: the
- * counts are the router's, only their mean is known here) spread about the mean as
+/* Tile rows of bm a group takes on average. Routed groups spread about the mean as
  * Poisson counts do, sd = sqrt(mean): E[ceil(X / bm)] = sum over j >= 0 of P(X > j bm).
  * At 192 routed rows a group on average, about half the groups need a second 192-row
  * tile row. Otherwise every group holds the mean. */
 static double fp8_tile_rows(const ws_gemm_problem *p, int bm) {
   const size_t per = fp8_rows_per_group(p);
-  if (!(p->layout == WS_GEMM_GROUPED_CONTIGUOUS && p->rows_hint > 0) || per == 0)
+  if (!routed_groups(p) || per == 0)
     return (double)((per + (size_t)bm - 1) / (size_t)bm);
   const double mean = (double)per, sd = sqrt(mean);
   double e = 0.0;
@@ -267,7 +272,7 @@ static gemm_choice gemm_choose(const ws_gemm_problem *p, int sms) {
    * routed groups over whole padded spans (tiles of equal work, below) */
   if (p->a_rows) {
     c.k = forced == 192 ? gemm_fp8_wide_kernel_desc() : gemm_fp8_gather_kernel_desc();
-    c.whole_spans = !forced && p->layout == WS_GEMM_GROUPED_CONTIGUOUS && p->rows_hint > 0 && p->group_rows;
+    c.whole_spans = !forced && routed_groups(p) && p->group_rows;
     return c;
   }
   if (forced) {
@@ -283,7 +288,7 @@ static gemm_choice gemm_choose(const ws_gemm_problem *p, int sms) {
   if (sms < 1) sms = 1;
   /* K-block-major activation scales reach the 192-row kernel's stages by TMA (gemm_launch.c) */
   const double gain = p->a_scale_ld > 0 && (p->k / 128) % 4 == 0 ? WS_GEMM_FP8_WIDE_GAIN_TMA : WS_GEMM_FP8_WIDE_GAIN;
-  if (p->layout == WS_GEMM_GROUPED_CONTIGUOUS && p->rows_hint > 0) {
+  if (routed_groups(p)) {
     /* Routed groups (MoE experts) are bound by reading each expert's weights, which the
      * tiles of a group read once only while they run side by side: tiles of equal work.
      * Measured (session 47, H200, the layer's L1 and L2): a group's rows in one 192-row
